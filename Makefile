@@ -1,0 +1,31 @@
+# Two entry points (README): `make reproduce` (the audit on demo data) and `make test`.
+# Each creates .venv and installs what it needs on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+OUT    ?= out/reproduce
+
+.PHONY: reproduce test lint bench docker clean
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name depthlab --display-name "depthlab (Python 3)" >/dev/null
+	touch $@
+
+reproduce: $(VENV)/.installed
+	$(BIN)/depthlab reproduce --out $(OUT)
+
+docker:
+	bash scripts/docker-up.sh
+
+test: $(VENV)/.installed docker
+	$(BIN)/ruff check depthlab tests
+	$(BIN)/python -m pytest -n 2 --benchmark-disable -p no:cacheprovider tests
+
+bench: $(VENV)/.installed
+	for script in tests/bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) build out .pytest_cache

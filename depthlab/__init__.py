@@ -1,0 +1,60 @@
+"""depthlab: measure how deep terminal-agent tasks really are.
+
+>>> import depthlab as dl
+>>> dl.CAPS
+(1, 2, 3, 5, 10, 20, 40, 80)
+
+The public API is listed in ``__all__``; names are imported on first use so that
+``import depthlab`` stays fast and the runner's Docker client or the notebook
+machinery are only loaded by those who use them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from depthlab.schema import CAPS
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    "load_trials": "depthlab.io",
+    "read_trials": "depthlab.io",
+    "load_tasks": "depthlab.io",
+    "Rejected": "depthlab.io",
+    "TrialLoad": "depthlab.io",
+    "LoadError": "depthlab.io",
+    "load_dataset": "depthlab.datasets",
+    "datasets": "depthlab.datasets",
+    "estimate_depth": "depthlab.measures",
+    "turn_counts": "depthlab.measures",
+    "pass_rates": "depthlab.measures",
+    "audit_table": "depthlab.measures",
+    "plan_missing": "depthlab.measures",
+}
+_SUBMODULES: tuple[str, ...] = ("schema", "stats", "simulate", "plots", "paper", "widgets", "runner", "io", "measures")
+
+__all__ = ["CAPS", "__version__", *_EXPORTS, *_SUBMODULES]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from depthlab import io, measures, paper, plots, runner, schema, simulate, stats, widgets
+    from depthlab.datasets import datasets, load_dataset
+    from depthlab.io import LoadError, Rejected, TrialLoad, load_tasks, load_trials, read_trials
+    from depthlab.measures import audit_table, estimate_depth, pass_rates, plan_missing, turn_counts
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"depthlab.{name}")
+    else:
+        raise AttributeError(f"module 'depthlab' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
