@@ -1,0 +1,118 @@
+"""The audit table: one row per task joining work, labels, depth, turn counts and public pass rate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Final
+
+import polars as pl
+
+from depthlab import schema
+from depthlab.measures._checks import check_frame
+from depthlab.measures.depth import TASK_KEYS, estimate_depth
+from depthlab.measures.public import public_trials
+from depthlab.schema import CAPS
+
+#: Default curation of each collection: "human" when people wrote or reviewed the tasks
+#: (Terminal-Bench 2.0; TerminalWorld-Verified, reviewed by its authors), "synthetic" when an
+#: LLM pipeline generated them (TMax, FACET, SETA, RST/RTS, and the paper's own DEPTH set).
+#: Dataset names not listed get a null curation.
+CURATION: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "tb2": "human",
+        "tw": "human",
+        "tmax": "synthetic",
+        "facet": "synthetic",
+        "seta": "synthetic",
+        "rst": "synthetic",
+        "depth": "synthetic",
+    }
+)
+
+_TASK_COLUMNS = ("dataset", "task", "work", "difficulty", "difficulty_source", "category", "expert_time_min")
+
+
+def audit_table(
+    tasks: pl.DataFrame,
+    trials: pl.DataFrame,
+    *,
+    caps: Sequence[int] = CAPS,
+    models: Sequence[str] | None = None,
+    pass_rule: str = "any",
+    curation: Mapping[str, str] | None = None,
+) -> pl.DataFrame:
+    """One row per task of ``tasks``: W and labels, D and its status, N, public pass rate, curation.
+
+    * work and labels come from ``tasks``;
+    * ``depth`` and ``depth_status`` from :func:`estimate_depth` on the capped trials (with
+      ``caps``, ``models`` and ``pass_rule``); a task with no capped trial is ``incomplete``;
+    * ``n_turns`` is the median turn count and ``hit_limit_share`` the share of runs that hit
+      the harness limit, over the valid uncapped trials pooled over models;
+    * ``pass_rate`` is the mean pass over those trials and ``n_public_trials`` their number
+      (0 when there are none; the rate is then null);
+    * ``curation`` maps the dataset name through ``curation`` (default :data:`CURATION`).
+
+    Parameters
+    ----------
+    tasks : pl.DataFrame
+        The tasks table. Its rows fix the audit's rows (a left join).
+    trials : pl.DataFrame
+        The trials table, capped and uncapped runs together.
+    caps, models, pass_rule
+        Passed to :func:`estimate_depth`.
+    curation : mapping of str to {"human", "synthetic"}, optional
+        Dataset name -> curation. Default :data:`CURATION`.
+
+    Returns
+    -------
+    pl.DataFrame
+        The audit table (:data:`depthlab.schema.AUDIT`), in the order of ``tasks``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> from depthlab.measures import audit_table
+    >>> tasks = schema.conform(pl.DataFrame({"dataset": "tb2", "task": ["t"], "work": [5]}), "tasks")
+    >>> trials = schema.conform(pl.DataFrame({"dataset": "tb2", "task": "t", "model": "m",
+    ...     "cap": [1, 2, None], "status": ["fail", "pass", "pass"], "n_turns": [1, 2, 6]}), "trials")
+    >>> audit_table(tasks, trials).select("curation", "work", "depth", "n_turns", "pass_rate").row(0)
+    ('human', 5, 2, 6.0, 1.0)
+    """
+    function = "audit_table"
+    check_frame(tasks, "tasks", function, _TASK_COLUMNS)
+    check_frame(trials, "trials", function, ("dataset", "task", "model", "cap", "status", "n_turns", "hit_limit"))
+    mapping = CURATION if curation is None else curation
+    if not isinstance(mapping, Mapping) or any(value not in ("human", "synthetic") for value in mapping.values()):
+        raise ValueError(
+            f"The 'curation' parameter of {function} must map dataset names to 'human' or 'synthetic', got {curation!r}"
+        )
+    depth = estimate_depth(trials.filter(pl.col("cap").is_not_null()), caps=caps, models=models, pass_rule=pass_rule)
+    public = (
+        public_trials(trials)
+        .group_by(TASK_KEYS)
+        .agg(
+            n_turns=pl.col("n_turns").cast(pl.Float64).median(),
+            hit_limit_share=pl.col("hit_limit").cast(pl.Float64).mean(),
+            pass_rate=(pl.col("status") == "pass").mean(),
+            n_public_trials=pl.len().cast(pl.Int32),
+        )
+    )
+    out = (
+        tasks.select(_TASK_COLUMNS)
+        .join(
+            depth.select(*TASK_KEYS, "depth", depth_status="status"),
+            on=list(TASK_KEYS),
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
+        )
+        .join(public, on=list(TASK_KEYS), how="left", nulls_equal=True, maintain_order="left")
+        .with_columns(
+            curation=pl.col("dataset").replace_strict(dict(mapping), default=None, return_dtype=pl.String),
+            depth_status=pl.col("depth_status").fill_null("incomplete"),
+            n_public_trials=pl.col("n_public_trials").fill_null(0),
+        )
+    )
+    return schema.conform(out, "audit")

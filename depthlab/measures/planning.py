@@ -1,0 +1,138 @@
+"""Which (task, model, cap) runs are still needed to pin each task's depth D.
+
+The evidence rules are :func:`depthlab.measures.estimate_depth`'s: a pass at cap c makes every
+larger cap useless for D, and D is pinned only when every model failed every smaller cap. A
+failure prunes nothing below it (the estimator demands observed failures there), while a pass
+prunes everything above. So the cheapest order is bottom-up:
+
+* ``"sweep"`` plans every needed cell at once (one round, or two when a pass appears where a
+  model had only run the top cap).
+* ``"adaptive"`` plans one round of a search over the ladder: per task, the lowest needed cap
+  for the models that still need it, plus, after the first level has failed and while nothing
+  passes, the top cap (one failure there per model ends the task as ``unsolved``). Run the
+  round, load the new trials, call again; it stops planning when every task is solved or
+  unsolved. (Bisecting between the largest failure and the smallest pass saves rounds but not
+  runs: a failure in the middle still leaves every cap below it to be observed.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from depthlab.measures._checks import (
+    PASS_RULES,
+    check_caps,
+    check_choice,
+    check_frame,
+    check_models,
+    check_positive_int,
+)
+from depthlab.measures.depth import CELL_KEYS, TASK_KEYS, evidence_grid
+from depthlab.schema import CAPS
+
+PLAN_MODES: tuple[str, ...] = ("sweep", "adaptive")
+
+PLAN_SCHEMA: dict[str, pl.DataType] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "model": pl.String(),
+    "cap": pl.Int32(),
+    "attempts": pl.Int32(),  # further valid attempts to run in this cell
+}
+
+
+def plan_missing(
+    trials: pl.DataFrame,
+    tasks: pl.DataFrame,
+    *,
+    models: Sequence[str],
+    caps: Sequence[int] = CAPS,
+    attempts: int = 1,
+    mode: str = "sweep",
+    pass_rule: str = "any",
+) -> pl.DataFrame:
+    """The cells (dataset, task, model, cap, attempts) still to run to pin D for every task.
+
+    Uses what is known: valid capped trials of ``models`` in ``trials``. A cell counts as run
+    when it has ``attempts`` valid trials or when the attempts still missing cannot change its
+    outcome under ``pass_rule`` (with "any", one valid pass decides it). Infrastructure errors
+    (``invalid``) leave a cell missing. ``attempts`` in the output is how many more valid
+    attempts the cell needs.
+
+    Parameters
+    ----------
+    trials : pl.DataFrame
+        The trials table (capped runs are used; other rows are ignored).
+    tasks : pl.DataFrame
+        The tasks to plan for (columns dataset, task), e.g. the tasks table.
+    models : sequence of str
+        The models that must each fail every cap below D.
+    caps : sequence of int, default CAPS
+        The cap ladder.
+    attempts : int, default 1
+        Valid attempts per cell.
+    mode : {"sweep", "adaptive"}, default "sweep"
+        ``"sweep"``: every needed cell now. ``"adaptive"``: one round of the bottom-up search
+        described in the module docstring; re-plan after running it.
+    pass_rule : {"any", "majority"}, default "any"
+        As in :func:`estimate_depth`.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns dataset, task, model, cap, attempts (Int32), sorted; empty when every task is
+        solved or unsolved.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> from depthlab.measures import plan_missing
+    >>> tasks = schema.conform(pl.DataFrame({"dataset": ["d"], "task": ["t"]}), "tasks")
+    >>> trials = schema.conform(pl.DataFrame({"dataset": "d", "task": "t", "model": "a",
+    ...     "cap": [1, 2], "status": ["fail", "pass"]}), "trials")
+    >>> plan_missing(trials, tasks, models=["a", "b"]).rows()
+    [('d', 't', 'b', 1, 1)]
+    """
+    function = "plan_missing"
+    check_frame(trials, "trials", function, ("dataset", "task", "model", "cap", "status"))
+    check_frame(tasks, "tasks", function, TASK_KEYS)
+    models = check_models(models, function, required=True)
+    caps = check_caps(caps, function)
+    attempts = check_positive_int(attempts, "attempts", function)
+    mode = check_choice(mode, "mode", function, PLAN_MODES)
+    pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
+    grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule, attempts=attempts, tasks=tasks)
+    needed = pl.col("needed")
+    if mode == "adaptive":
+        started = (pl.col("state") != "missing").any().over(TASK_KEYS)
+        lowest = pl.col("cap").filter(needed).min().over(TASK_KEYS)
+        top_probe = (pl.col("cap") == caps[-1]) & pl.col("upper").is_null() & started
+        needed = needed & ((pl.col("cap") == lowest) | top_probe)
+    return (
+        grid.filter(needed)
+        .select(*CELL_KEYS, attempts=(attempts - pl.col("n_valid")).cast(pl.Int32))
+        .sort(CELL_KEYS)
+        .cast(PLAN_SCHEMA)  # type: ignore[arg-type]
+    )
+
+
+def sweep_runs(n_tasks: int, *, n_models: int, caps: Sequence[int] = CAPS, attempts: int = 1) -> int:
+    """Runs of the exhaustive sweep: tasks x models x caps x attempts.
+
+    The baseline that :func:`plan_missing`'s adaptive mode is measured against
+    (see :func:`depthlab.simulate.replay_plan` for the adaptive count on simulated tasks).
+
+    Examples
+    --------
+    >>> sweep_runs(734, n_models=2)
+    11744
+    """
+    function = "sweep_runs"
+    if isinstance(n_tasks, bool) or not isinstance(n_tasks, int) or n_tasks < 0:
+        raise ValueError(f"The 'n_tasks' parameter of {function} must be an int >= 0, got {n_tasks!r}")
+    n_models = check_positive_int(n_models, "n_models", function)
+    attempts = check_positive_int(attempts, "attempts", function)
+    return n_tasks * n_models * len(check_caps(caps, function)) * attempts
