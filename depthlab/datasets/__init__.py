@@ -1,0 +1,139 @@
+"""The six collections of the audit, one adapter each, behind one registry.
+
+``load_dataset(name, root)`` returns an :class:`Audit` bundle: the tasks table (W and labels), the
+trials with a stated turn cap (``capped``, for D) and the uncapped / leaderboard trials (``public``,
+for N and pass rates), each row tagged with ``dataset = name``. ``datasets()`` lists the collections
+with what their labels mean: a ``difficulty`` column is an author's rating only for TB2; SETA and
+FACET difficulties are generation-time LLM labels (FACET's default to "medium"); TMax, TW and RST
+have no difficulty label at all (``difficulty_source`` ``"none"``).
+
+Any other ``name`` loads a user's own Harbor tree (``<root>/tasks/``, ``<root>/jobs/``) with the
+generic loaders, without guessing where a difficulty label came from.
+
+Examples
+--------
+>>> import depthlab as dl
+>>> dl.datasets().filter(name="tb2")["difficulty_source"].item()
+'human'
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from collections.abc import Mapping
+from pathlib import Path
+
+import polars as pl
+
+from depthlab.datasets._base import Audit, DatasetInfo, check_root, check_status_rule, make_audit
+from depthlab.datasets._harbor_tree import load_tree, tree_dirs
+
+__all__ = ["ADAPTERS", "Audit", "DatasetInfo", "datasets", "load_dataset", "load_datasets"]
+
+#: registry name -> adapter module (imported on first use)
+ADAPTERS: dict[str, str] = {
+    "tmax": "depthlab.datasets.tmax",
+    "facet": "depthlab.datasets.facet",
+    "seta": "depthlab.datasets.seta",
+    "rst": "depthlab.datasets.rst",
+    "tb2": "depthlab.datasets.tb2",
+    "tw": "depthlab.datasets.tw",
+}
+
+
+def datasets() -> pl.DataFrame:
+    """List the registered collections and what their labels mean.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per collection: ``name``, ``description`` (one line), ``curation`` (human or
+        synthetic), ``difficulty_source`` (human, generated or none), ``human_labels``,
+        ``generated_labels``, ``empirical_labels``, ``missing`` and ``layout`` (what
+        :func:`load_dataset` expects under ``root``).
+
+    Examples
+    --------
+    >>> import depthlab as dl
+    >>> sorted(dl.datasets()["name"])
+    ['facet', 'rst', 'seta', 'tb2', 'tmax', 'tw']
+    """
+    return pl.DataFrame([_adapter(name).INFO.row() for name in ADAPTERS])
+
+
+def load_dataset(name: str, root: str | Path, *, status_rule: str = "leaderboard") -> Audit:
+    """Load one collection from ``root`` into an :class:`Audit` bundle.
+
+    Parameters
+    ----------
+    name : str
+        A registered collection (``datasets()["name"]``: tmax, facet, seta, rst, tb2, tw), or any
+        other name for a user's own Harbor tree (``<root>/tasks/``, ``<root>/jobs/``), loaded with
+        the generic loaders and ``difficulty_source`` left null (never guessed).
+    root : str or Path
+        The collection's directory; each adapter's docstring documents its layout.
+    status_rule : {"leaderboard", "all"}
+        How a trial's status is decided (see :func:`depthlab.load_trials`).
+
+    Returns
+    -------
+    Audit
+        ``tasks``, ``capped``, ``public``, ``rejected`` and ``notes`` (what is missing).
+
+    Examples
+    --------
+    >>> import depthlab as dl
+    >>> tb2 = dl.load_dataset("tb2", "../shared/data")  # doctest: +SKIP
+    >>> tb2.notes[-1]  # doctest: +SKIP
+    'no capped runs: D cannot be estimated'
+    """
+    if not isinstance(name, str) or not name.strip() or "+" in name:
+        raise ValueError(f"The 'name' parameter of load_dataset must be a non-empty name without '+', got {name!r}")
+    root = check_root(root, "load_dataset")
+    check_status_rule(status_rule, "load_dataset")
+    if name in ADAPTERS:
+        return _adapter(name).load(root, name=name, status_rule=status_rule)
+    return _load_generic(root, name=name, status_rule=status_rule)
+
+
+def load_datasets(roots: Mapping[str, str | Path], *, status_rule: str = "leaderboard") -> Audit:
+    """Load several collections and pool them (rows keep their ``dataset`` tag).
+
+    Examples
+    --------
+    >>> import depthlab as dl
+    >>> pooled = dl.datasets.load_datasets({"tb2": "../shared/data", "tw": "data/tw"})  # doctest: +SKIP
+    """
+    if not isinstance(roots, Mapping) or not roots:
+        raise ValueError(
+            f"The 'roots' parameter of load_datasets must be a non-empty mapping name -> root, got {roots!r}"
+        )
+    return Audit.concat([load_dataset(name, root, status_rule=status_rule) for name, root in roots.items()])
+
+
+def _adapter(name: str):  # noqa: ANN202 - an adapter module
+    return importlib.import_module(ADAPTERS[name])
+
+
+def _load_generic(root: Path, *, name: str, status_rule: str) -> Audit:
+    tasks_dir, jobs_dir = tree_dirs(root, name)
+    tasks, trials, rejected = load_tree(tasks_dir, jobs_dir, name=name, difficulty_source=None, status_rule=status_rule)
+    notes = [f"'{name}' is not a registered collection: loaded as a generic Harbor tree; difficulty_source not stated"]
+    return make_audit(name, tasks, trials, rejected=rejected, notes=notes)
+
+
+class _CallableModule(types.ModuleType):
+    """``depthlab.datasets`` is both this package and the :func:`datasets` listing.
+
+    ``dl.datasets`` resolves to the function through the package's lazy exports, but once
+    ``depthlab.datasets`` (or one of its adapters) has been imported the import system binds the
+    package itself to that name; making the package callable keeps ``dl.datasets()`` working either way.
+    """
+
+    def __call__(self) -> pl.DataFrame:
+        return datasets()
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,142 @@
+"""RST: taken to be Recursive Task Synthesis (RTS), 37,484 validated synthetic command-line tasks.
+
+No dataset named "RST" was found; the closest match in the same ecosystem is HF
+``Zhongzhi1228/Recursive-Task-Synthesis`` (mirror ``PrimeIntellect/Recursive-Task-Synthesis``, TMax-format
+copy tagged arXiv 2608.05466). Treat the RST = RTS mapping as a guess to confirm with the audit authors.
+
+Labels
+------
+Human ratings
+    None.
+Generated labels
+    Whatever the generator wrote into each ``task_toml`` ``[metadata]``: a ``difficulty`` key, when present,
+    is marked ``"generated"``; without one ``difficulty_source`` is ``"none"``. Which keys the release
+    carries is unknown from here (no example was readable), so nothing else is assumed.
+Missing
+    No public runs or pass rates; no capped runs; ``checksum`` is null (the index has no Harbor dirhash).
+
+Layout under ``root``
+---------------------
+``<root>/metadata/tasks.parquet``
+    One row per task: ``instruction``, ``task_toml``, ``solution`` (solve.sh text or null), ``dockerfile``,
+    ``member_prefix``, ``shard``. W is counted on ``solution``.
+``<root>/tasks/[rst/]<task>/`` (or ``<root>/<task>/``)
+    Unpacked Harbor task dirs (``data/tasks-*.tar``), used instead of the parquet index when present.
+``<root>/jobs/[rst/]...``
+    Harbor job dirs.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from depthlab import schema
+from depthlab.datasets._base import Audit, DatasetInfo, json_object, keep_time_estimates_as_labels, make_audit
+from depthlab.datasets._harbor_tree import load_tree, tree_dirs
+
+INFO = DatasetInfo(
+    name="rst",
+    description="RST, read as Recursive Task Synthesis: 37,484 validated synthetic tasks (parquet index + Harbor).",
+    curation="synthetic",
+    difficulty_source="none",
+    human_labels="none",
+    generated_labels="task_toml [metadata] as written by the generator (difficulty marked generated if present)",
+    empirical_labels="none public",
+    missing="RST = RTS is a guess; no public runs; no capped runs; label fields unknown",
+    layout="<root>/metadata/tasks.parquet (instruction, task_toml, solution, dockerfile), or <root>/tasks/<task>/",
+)
+
+INDEX = Path("metadata") / "tasks.parquet"
+_COLUMNS = ("instruction", "task_toml", "solution")
+
+
+def load(root: str | Path, *, name: str = "rst", status_rule: str = "leaderboard") -> Audit:
+    """Load RST under ``root`` (layouts in the module docstring); see :func:`depthlab.load_dataset`."""
+    root = Path(root)
+    tasks_dir, jobs_dir = tree_dirs(root, name)
+    tasks, trials, rejected = load_tree(
+        tasks_dir, jobs_dir, name=name, difficulty_source="generated", status_rule=status_rule
+    )
+    notes = ["RST is read as Recursive Task Synthesis (RTS): a guess to confirm"]
+    if tasks_dir is None and (root / INDEX).is_file():
+        tasks, skipped = read_index(root / INDEX, dataset=name)
+        notes.append(f"tasks read from {INDEX}")
+        if skipped:
+            notes.append(f"{len(skipped)} index rows skipped (unreadable task_toml): {skipped[:3]}")
+    return make_audit(name, keep_time_estimates_as_labels(tasks), trials, rejected=rejected, notes=notes)
+
+
+def read_index(path: str | Path, *, dataset: str = "rst") -> tuple[pl.DataFrame, list[str]]:
+    """Read RTS's ``metadata/tasks.parquet`` into the tasks table.
+
+    Returns the tasks table and the rows skipped (``"row <i>: <reason>"``) because their ``task_toml``
+    does not parse. The task name is ``[task].name`` without its ``org/`` prefix, else the last part of
+    ``member_prefix``, else ``row<i>``; W counts the non-blank, non-comment lines of ``solution``.
+
+    Examples
+    --------
+    >>> from depthlab.datasets import rst
+    >>> tasks, skipped = rst.read_index("data/rst/metadata/tasks.parquet")  # doctest: +SKIP
+    """
+    from depthlab.io import count_work
+
+    path = Path(path)
+    index = pl.read_parquet(path)
+    missing = set(_COLUMNS) - set(index.columns)
+    if missing:
+        raise ValueError(f"{path}: not an RTS tasks index: columns {sorted(missing)} are missing")
+    rows: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for i, row in enumerate(index.iter_rows(named=True)):
+        try:
+            config = tomllib.loads(row["task_toml"] or "")
+        except tomllib.TOMLDecodeError as error:
+            skipped.append(f"row {i}: {error}")
+            continue
+        metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+        solution = row["solution"]
+        work, total = count_work(solution) if solution is not None else (None, None)
+        difficulty = metadata.get("difficulty")
+        tags = metadata.get("tags")
+        rows.append(
+            {
+                "dataset": dataset,
+                "task": _task_name(config, row.get("member_prefix"), i),
+                "work": work,
+                "solution_lines_total": total,
+                "has_solution": solution is not None,
+                "work_note": None if solution is not None else "no solution in the index (solution is null)",
+                "difficulty": str(difficulty) if difficulty is not None else None,
+                "difficulty_source": "generated" if difficulty is not None else "none",
+                "category": metadata.get("category"),
+                "tags": [str(t) for t in tags] if isinstance(tags, list) else None,
+                "expert_time_min": metadata.get("expert_time_estimate_min"),
+                "junior_time_min": metadata.get("junior_time_estimate_min"),
+                "labels": json_object(
+                    {
+                        **{k: v for k, v in metadata.items() if k not in {"difficulty", "category", "tags"}},
+                        "shard": row.get("shard"),
+                        "member_prefix": row.get("member_prefix"),
+                    }
+                ),
+                "instruction_words": len((row["instruction"] or "").split()),
+                "source": f"{path}#row{i}",
+            }
+        )
+    if not rows:
+        return schema.empty("tasks"), skipped
+    frame = pl.DataFrame(rows, infer_schema_length=None, schema_overrides={"tags": pl.List(pl.String)})
+    return schema.conform(frame, "tasks"), skipped
+
+
+def _task_name(config: dict[str, Any], member_prefix: str | None, i: int) -> str:
+    task = config.get("task")
+    if isinstance(task, dict) and isinstance(task.get("name"), str) and task["name"].strip():
+        return task["name"].rsplit("/", 1)[-1]
+    if member_prefix:
+        return member_prefix.rstrip("/").rsplit("/", 1)[-1]
+    return f"row{i}"

@@ -1,0 +1,213 @@
+"""TMax (Tmax-15K): 14,601 fully synthetic tasks generated with Gemini from sampled axes.
+
+Labels
+------
+Human ratings
+    None.
+Generated labels
+    No ``difficulty`` key at all: ``difficulty_source`` is ``"none"``. The sampled generation axes are kept
+    in ``labels``: ``task_complexity`` (short / moderate / complex / intricate), ``command_complexity``
+    (bash-only / bash+code / bash+code+services), ``skill_type``, ``language``, ``base_image``,
+    the verifier, fixture and persona axes when present; ``category`` is the ``domain`` axis and ``tags``
+    the ``primitive_skills``.
+Empirical labels
+    ``solutions/<model>_summary.json`` holds pass@k of that model's solve runs (Gemini, 16 turns for the
+    legacy 10k tasks, 64 for v2). These solve runs are this collection's public runs: each summarised
+    attempt becomes one uncapped trial (``n_turns`` = the attempt's assistant messages when the summary
+    keeps them); pass@k per model goes to ``labels`` (``pass_at_k``).
+Missing
+    **No reference solution** (no ``solve.sh``): ``work`` is null with ``work_note`` saying so. No
+    capped runs. The summaries do not record the turn limit, so ``turn_limit`` and ``hit_limit`` are null.
+
+Layout under ``root``
+---------------------
+``<root>/tasks/[tmax/]task_NNNNNN_xxxxxxxx/`` (or ``<root>/task_.../``), native
+    ``task.json`` (``description`` = the prompt, ``truth``, ``domain`` and the sampled axes),
+    ``test_final_state.py``, ``container.def``, ``solutions/*_summary.json``.
+``<root>/tasks/[tmax/]<task>/task.toml``, Harbor conversion
+    ``convert_to_harbor.py`` output: ``task.toml`` (schema 1.1, axes in ``[metadata]``), ``instruction.md``,
+    ``environment/``, ``tests/``.
+``<root>/jobs/[tmax/]...``
+    Harbor job dirs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from depthlab import schema
+from depthlab.datasets._base import Audit, DatasetInfo, json_object, keep_time_estimates_as_labels, make_audit
+from depthlab.datasets._harbor_tree import load_tree, tree_dirs
+
+INFO = DatasetInfo(
+    name="tmax",
+    description="TMax-15K: 14,601 synthetic tasks generated with Gemini from sampled axes (native or Harbor).",
+    curation="synthetic",
+    difficulty_source="none",
+    human_labels="none",
+    generated_labels="no difficulty key; task_complexity, command_complexity and other sampled axes in labels",
+    empirical_labels="pass@k of Gemini solve runs (solutions/*_summary.json), also loaded as public trials",
+    missing="no reference solution (W null); no capped runs; solve-run turn limit not recorded",
+    layout="<root>/tasks/task_*/ (task.json + solutions/) or Harbor task dirs; <root>/jobs/ (Harbor jobs)",
+)
+
+NO_SOLUTION_NOTE = "TMax ships no reference solution (no solve.sh)"
+SOLVER_AGENT = "tmax-solve"
+
+# task.json keys that are text or truth, not labels
+_NOT_LABELS = {"description", "truth", "name", "scenario", "domain", "primitive_skills"}
+
+
+def load(root: str | Path, *, name: str = "tmax", status_rule: str = "leaderboard") -> Audit:
+    """Load TMax under ``root`` (layouts in the module docstring); see :func:`depthlab.load_dataset`."""
+    tasks_dir, jobs_dir = tree_dirs(Path(root), name)
+    if tasks_dir is None:  # native task dirs hold task.json, which tree_dirs does not look for
+        tasks_dir = _native_dir(Path(root), name)
+    native = tasks_dir is not None and next(tasks_dir.glob("*/task.json"), None) is not None
+    harbor_tasks_dir = None if native else tasks_dir
+    tasks, trials, rejected = load_tree(
+        harbor_tasks_dir, jobs_dir, name=name, difficulty_source="generated", status_rule=status_rule
+    )
+    notes = ["no difficulty label; task_complexity / command_complexity are sampled generation axes (labels)"]
+    if native:
+        tasks, solve_trials = read_native(tasks_dir, dataset=name)
+        trials = pl.concat([trials, solve_trials], how="vertical")
+        notes.append("public trials are the Gemini solve runs summarised in solutions/*_summary.json")
+    no_work = pl.col("work").is_null()
+    tasks = keep_time_estimates_as_labels(
+        tasks.with_columns(work_note=pl.when(no_work).then(pl.lit(NO_SOLUTION_NOTE)).otherwise(pl.col("work_note")))
+    )
+    return make_audit(name, tasks, trials, rejected=rejected, notes=notes)
+
+
+def read_native(tasks_dir: str | Path, *, dataset: str = "tmax") -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Read native TMax task dirs (``task_*/task.json``, ``solutions/*_summary.json``).
+
+    Returns
+    -------
+    tasks : pl.DataFrame
+        ``schema.TASKS``, one row per dir holding ``task.json``; ``task`` is the dir name.
+    trials : pl.DataFrame
+        ``schema.TRIALS``, one uncapped row per summarised solve attempt. When a summary keeps its
+        ``results``, each attempt's reward and assistant-message count are read; otherwise
+        ``num_runs`` rows are rebuilt from ``num_success`` with ``n_turns`` null.
+
+    Examples
+    --------
+    >>> from depthlab.datasets import tmax
+    >>> tasks, trials = tmax.read_native("data/tmax/tasks")  # doctest: +SKIP
+    """
+    tasks_dir = Path(tasks_dir)
+    task_rows: list[dict[str, Any]] = []
+    trial_rows: list[dict[str, Any]] = []
+    for task_json in sorted(tasks_dir.glob("*/task.json")):
+        task = task_json.parent.name
+        meta = _read_json(task_json)
+        if not isinstance(meta, dict):
+            raise ValueError(f"{task_json}: task.json must be a JSON object")
+        pass_at_k: dict[str, Any] = {}
+        for summary_path in sorted((task_json.parent / "solutions").glob("*_summary.json")):
+            model = summary_path.name.removesuffix("_summary.json")
+            summary = _read_json(summary_path)
+            if not isinstance(summary, dict):
+                raise ValueError(f"{summary_path}: a solve summary must be a JSON object")
+            pass_at_k[model] = summary.get("pass_at_k")
+            trial_rows.extend(_solve_trials(summary, dataset=dataset, task=task, model=model, path=summary_path))
+        description = meta.get("description") or ""
+        labels = {key: value for key, value in meta.items() if key not in _NOT_LABELS}
+        labels["pass_at_k"] = pass_at_k or None
+        if meta.get("name") not in (None, task):
+            labels["name"] = meta["name"]
+        skills = meta.get("primitive_skills")
+        task_rows.append(
+            {
+                "dataset": dataset,
+                "task": task,
+                "has_solution": False,
+                "work_note": NO_SOLUTION_NOTE,
+                "difficulty_source": "none",
+                "category": meta.get("domain"),
+                "tags": [str(s) for s in skills] if isinstance(skills, list) else None,
+                "labels": json_object(labels),
+                "instruction_words": len(description.split()),
+                "checksum": _sha256(task_json),
+                "source": str(task_json),
+            }
+        )
+    tasks = (
+        schema.conform(pl.DataFrame(task_rows, schema_overrides={"tags": pl.List(pl.String)}), "tasks")
+        if task_rows
+        else schema.empty("tasks")
+    )
+    trials = (
+        schema.conform(pl.DataFrame(trial_rows, infer_schema_length=None), "trials")
+        if trial_rows
+        else schema.empty("trials")
+    )
+    return tasks, trials
+
+
+def _solve_trials(summary: dict[str, Any], *, dataset: str, task: str, model: str, path: Path) -> Iterator[dict]:
+    base = {"dataset": dataset, "task": task, "agent": SOLVER_AGENT, "model": model, "job": path.name}
+    results = summary.get("results")
+    if isinstance(results, list) and results:
+        for i, result in enumerate(results):
+            reward = result.get("reward")
+            passed = bool(result.get("success", reward is not None and reward >= 1))
+            messages = result.get("messages")
+            n_turns = (
+                sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+                if isinstance(messages, list)
+                else None
+            )
+            yield {
+                **base,
+                "trial": f"{task}:{model}:{i}",
+                "attempt": i + 1,
+                "reward": reward,
+                "rewards": json_object({"reward": reward}),
+                "passed": passed,
+                "status": "pass" if passed else "fail",
+                "n_turns": n_turns,
+                "source": f"{path}#results[{i}]",
+            }
+        return
+    n_runs, n_success = summary.get("num_runs"), summary.get("num_success")
+    if not isinstance(n_runs, int) or not isinstance(n_success, int) or not 0 <= n_success <= n_runs:
+        raise ValueError(f"{path}: a solve summary needs 'results' or integer num_runs >= num_success >= 0")
+    for i in range(n_runs):
+        passed = i < n_success  # the summary keeps counts only: which attempt passed is unknown
+        yield {
+            **base,
+            "trial": f"{task}:{model}:{i}",
+            "attempt": i + 1,
+            "reward": float(passed),
+            "passed": passed,
+            "status": "pass" if passed else "fail",
+            "source": f"{path}#num_success",
+        }
+
+
+def _native_dir(root: Path, name: str) -> Path | None:
+    for candidate in (root / "tasks" / name, root / "tasks", root):
+        if candidate.is_dir() and next(candidate.glob("*/task.json"), None) is not None:
+            return candidate
+    return None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return msgspec.json.decode(path.read_bytes())
+    except msgspec.DecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error})") from None
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -1,0 +1,61 @@
+"""TerminalWorld (TW): tasks reverse-engineered by an LLM from real human terminal recordings.
+
+The full set has 1,530 validated tasks; the Verified subset (200) was reviewed by four authors.
+
+Labels
+------
+Human ratings
+    None. Only the Verified subset's tasks were human-reviewed, and the review added no label.
+Generated labels
+    ``task.toml`` ``[metadata]`` ``category``, ``tags``, ``difficulty_explanation``, ``solution_explanation``,
+    ``verification_explanation`` and ``expert_time_estimate_hours`` are all LLM-written. There is **no
+    difficulty label**: ``difficulty_source`` is ``"none"`` (were a ``difficulty`` key present it would
+    be marked ``"generated"``). The LLM's hour estimate stays in ``labels``; ``expert_time_min`` is
+    left null so it cannot be mistaken for TB2's human estimates.
+Missing
+    No public per-task results or trajectories; no capped runs.
+
+Layout under ``root``
+---------------------
+``<root>/tasks/[tw/]<task>/`` (or ``<root>/<task>/``)
+    Harbor task dirs (``artifacts/tw_<id>`` unpacked): ``task.toml``, ``instruction.md``,
+    ``environment/Dockerfile`` (or ``docker-compose.yaml``), ``solution/solve.sh``, ``tests/test.sh``.
+``<root>/jobs/[tw/]...``
+    Harbor job dirs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from depthlab.datasets._base import Audit, DatasetInfo, make_audit
+from depthlab.datasets._harbor_tree import load_tree, tree_dirs
+
+INFO = DatasetInfo(
+    name="tw",
+    description="TerminalWorld(-Verified): tasks an LLM reverse-engineered from real terminal recordings (Harbor).",
+    curation="human",
+    difficulty_source="none",
+    human_labels="none (the Verified 200 were human-reviewed, without a rating)",
+    generated_labels=(
+        "category, tags, difficulty_explanation, solution/verification_explanation, "
+        "expert_time_estimate_hours (all LLM-written); no difficulty label"
+    ),
+    empirical_labels="none public",
+    missing="no difficulty label; no public per-task results; no capped runs",
+    layout="<root>/tasks/<task>/ (Harbor task dirs), <root>/jobs/ (Harbor jobs)",
+)
+
+
+def load(root: str | Path, *, name: str = "tw", status_rule: str = "leaderboard") -> Audit:
+    """Load TerminalWorld under ``root`` (layout in the module docstring); see :func:`depthlab.load_dataset`."""
+    tasks_dir, jobs_dir = tree_dirs(Path(root), name)
+    tasks, trials, rejected = load_tree(
+        tasks_dir, jobs_dir, name=name, difficulty_source="generated", status_rule=status_rule
+    )
+    # an LLM's hour estimate is not the human expert estimate the column holds for TB2
+    tasks = tasks.with_columns(expert_time_min=pl.lit(None, pl.Float64))
+    notes = ["no difficulty label; category, tags and explanations are LLM-written metadata"]
+    return make_audit(name, tasks, trials, rejected=rejected, notes=notes)
