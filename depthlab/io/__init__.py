@@ -1,0 +1,17 @@
+"""Readers of run logs and task directories: file formats in, depthlab tables out.
+
+* :func:`read_trials` / :func:`load_trials`: Harbor jobs and trials (TB2), TB1 runs and
+  leaderboard trees -> the trials table (``depthlab.schema.TRIALS``).
+* :func:`load_tasks`: Harbor task dirs (task.toml) and TB1 task dirs (task.yaml) -> the
+  tasks table (``depthlab.schema.TASKS``).
+
+Nothing here computes statistics.
+"""
+
+from __future__ import annotations
+
+from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning
+from depthlab.io.tasks import load_tasks
+from depthlab.io.trials import TrialLoad, load_trials, read_trials
+
+__all__ = ["LoadError", "Rejected", "RejectedFilesWarning", "TrialLoad", "load_tasks", "load_trials", "read_trials"]

@@ -1,0 +1,139 @@
+"""Find trials under any mix of paths: Harbor jobs roots, job dirs, trial dirs, TB2
+leaderboard trees (submission/job/trial), TB1 run dirs and TB1 leaderboard trees.
+
+Rules (by the files present, never by parsing, so the walk stays cheap):
+
+* a directory with ``result.json`` and a sub-directory that also has one is a Harbor
+  **job**: each such sub-directory is a **trial**; the job's own ``result.json`` is read
+  only for an old embedded ``trial_results`` list;
+* any other directory with ``result.json`` is a Harbor **trial**; the walk does not go
+  inside a trial (its ``agent/`` may hold thousands of episode directories);
+* ``results.json`` in a directory named like ``<task>.<N>-of-<M>[.<run>]`` is a TB1
+  **trial file**; any other ``results.json`` or ``*_results.json`` is a TB1 **run file**
+  (it is classified again when parsed, so an oddly named trial is still read once);
+* hidden directories (``.git``, ...) are skipped; symbolic links are followed, each
+  directory is visited once (so a link loop ends), and a directory that cannot be listed
+  is reported as rejected.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from depthlab.io._errors import Rejected
+from depthlab.io._files import DIR_SIZE, Dep
+from depthlab.io.tb1 import RUN_FILE_SUFFIXES, is_trial_dir_name
+
+
+@dataclass
+class Found:
+    """What a walk found; ``fallback`` maps every unit to the dataset name of its root path."""
+
+    harbor_trials: list[tuple[str, str]] = field(default_factory=list)  # (trial dir, fallback dataset)
+    harbor_jobs: list[tuple[str, frozenset[str], str]] = field(default_factory=list)  # (result.json, trial names, ...)
+    tb1_trials: list[tuple[str, str]] = field(default_factory=list)  # (results.json, fallback dataset)
+    tb1_runs: list[tuple[str, str]] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    deps: list[Dep] = field(default_factory=list)
+
+
+def discover(roots: list[str]) -> Found:
+    """Walk ``roots`` (existing files or directories) and classify what they hold."""
+    found = Found()
+    visited: set[tuple[int, int]] = set()
+    for root in roots:
+        fallback = _dataset_name(root)
+        if os.path.isdir(root):
+            _walk(root, fallback, found, visited)
+        else:
+            _add_file(root, fallback, found)
+    return found
+
+
+def _dataset_name(root: str) -> str:
+    name = os.path.basename(os.path.normpath(os.path.abspath(root)))
+    if os.path.isfile(root):
+        name = os.path.basename(os.path.dirname(os.path.abspath(root)))
+    return name or "unknown"
+
+
+def _add_file(path: str, fallback: str, found: Found) -> None:
+    name = os.path.basename(path)
+    folder = os.path.dirname(path) or "."
+    if name == "result.json":
+        found.harbor_trials.append((folder, fallback))
+    elif name == "results.json" and is_trial_dir_name(os.path.basename(folder)):
+        found.tb1_trials.append((path, fallback))
+    elif name == "results.json" or name.endswith(RUN_FILE_SUFFIXES):
+        found.tb1_runs.append((path, fallback))
+    else:
+        found.rejected.append(Rejected(path, "not a run-log file (expected result.json or results.json)"))
+
+
+def _walk(root: str, fallback: str, found: Found, visited: set[tuple[int, int]]) -> None:
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            info = os.stat(folder)
+        except OSError as exc:
+            found.rejected.append(Rejected(folder, f"cannot open directory: {exc.strerror or exc}"))
+            continue
+        if (info.st_dev, info.st_ino) in visited:
+            continue  # a second link to a directory already walked, or a link loop
+        visited.add((info.st_dev, info.st_ino))
+        try:
+            files, subdirs = _list(folder)
+        except OSError as exc:
+            found.rejected.append(Rejected(folder, f"cannot list directory: {exc.strerror or exc}"))
+            continue
+        found.deps.append((folder, DIR_SIZE, info.st_mtime_ns))
+        descend = subdirs
+        if "result.json" in files:
+            trials = [sub for sub in subdirs if os.path.isfile(os.path.join(sub, "result.json"))]
+            if not trials:
+                found.harbor_trials.append((folder, fallback))
+                continue
+            names = frozenset(os.path.basename(sub) for sub in trials)
+            found.harbor_jobs.append((os.path.join(folder, "result.json"), names, fallback))
+            for sub in trials:
+                sub_info = _stat(sub)
+                if sub_info is not None and (sub_info.st_dev, sub_info.st_ino) not in visited:
+                    visited.add((sub_info.st_dev, sub_info.st_ino))
+                    found.harbor_trials.append((sub, fallback))
+            descend = [sub for sub in subdirs if os.path.basename(sub) not in names]
+        elif "results.json" in files and is_trial_dir_name(os.path.basename(folder)):
+            found.tb1_trials.append((os.path.join(folder, "results.json"), fallback))
+            continue
+        else:
+            for name in sorted(files):
+                if name == "results.json" or name.endswith(RUN_FILE_SUFFIXES):
+                    found.tb1_runs.append((os.path.join(folder, name), fallback))
+        stack.extend(reversed(descend))
+
+
+def _list(folder: str) -> tuple[set[str], list[str]]:
+    files: set[str] = set()
+    subdirs: list[str] = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            try:
+                if entry.is_dir():
+                    if not entry.name.startswith("."):
+                        subdirs.append(entry.path)
+                elif entry.is_file():
+                    files.add(entry.name)
+                else:
+                    files.add(entry.name)  # FIFOs and devices are named so that reading them is refused, not hung
+            except OSError:
+                continue  # a broken link or a vanished entry is simply not there
+    subdirs.sort()
+    return files, subdirs
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None

@@ -1,0 +1,106 @@
+"""Trial status rules: which trials count, and whether they passed.
+
+``"leaderboard"`` (default; the Terminal-Bench 2 leaderboard's rule)
+    A trial with no exception, or with one of :data:`VALID_EXCEPTIONS`, is valid and a
+    missing reward counts as 0; any other exception makes the trial ``invalid`` (an
+    infrastructure failure: that cell is still missing).
+``"all"`` (Harbor's default job metric)
+    Every trial is valid; a missing reward counts as 0.
+
+A valid trial passes when its reward is at least 1 (full credit; partial credit from a
+multi-key reward is not a pass). ``invalid`` is never merged into ``fail``: its
+``passed`` is null.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: Exceptions after which the leaderboard still counts the trial (its reward, or 0).
+VALID_EXCEPTIONS: Final[frozenset[str]] = frozenset(
+    {
+        "AgentTimeoutError",
+        "VerifierTimeoutError",
+        "RewardFileNotFoundError",
+        "PermissionError",
+        "NonZeroAgentExitCodeError",
+    }
+)
+
+STATUS_RULES: Final[tuple[str, ...]] = ("leaderboard", "all")
+
+#: A reward at or above this is a pass.
+PASS_REWARD: Final[float] = 1.0
+
+
+def trial_status(reward: float | None, exception: str | None, rule: str) -> str:
+    """Return ``"pass"``, ``"fail"`` or ``"invalid"`` for one Harbor trial under ``rule``.
+
+    Examples
+    --------
+    >>> trial_status(1.0, "AgentTimeoutError", "leaderboard")
+    'pass'
+    >>> trial_status(None, "DaytonaError", "leaderboard")
+    'invalid'
+    >>> trial_status(None, "DaytonaError", "all")
+    'fail'
+    """
+    if rule == "leaderboard" and exception is not None and exception not in VALID_EXCEPTIONS:
+        return "invalid"
+    return "pass" if reward is not None and reward >= PASS_REWARD else "fail"
+
+
+#: Keys of ``config.agent.kwargs`` that hold the limit the harness enforced, by precedence
+#: (Terminus-2: ``max_turns`` > ``max_episodes`` > ``episodes``; other agents: ``max_steps``).
+TURN_LIMIT_KEYS: Final[tuple[str, ...]] = ("max_turns", "max_episodes", "episodes", "max_steps")
+
+
+def stated_cap(trial_config: dict) -> int | None:
+    """Default cap rule: ``config.agent.kwargs["stated_cap"]``, else None (uncapped).
+
+    depthlab's runner and simulator write ``stated_cap`` (and ``max_turns`` = the cap)
+    when the cap was stated to the agent. A harness safety limit such as the 200
+    episodes of the official TB2 runs is a ``turn_limit``, not a stated cap.
+
+    Examples
+    --------
+    >>> stated_cap({"agent": {"kwargs": {"stated_cap": 5, "max_turns": 5}}})
+    5
+    >>> stated_cap({"agent": {"kwargs": {"max_episodes": 200}}}) is None
+    True
+    """
+    return _as_int(_kwargs(trial_config).get("stated_cap"), "config.agent.kwargs.stated_cap")
+
+
+def turn_limit_cap(trial_config: dict) -> int | None:
+    """Cap rule ``"turn_limit"``: treat the limit the harness enforced as the stated cap."""
+    return harness_turn_limit(trial_config)
+
+
+def harness_turn_limit(trial_config: dict) -> int | None:
+    """The turn limit the harness enforced: the first of :data:`TURN_LIMIT_KEYS` in the agent kwargs."""
+    kwargs = _kwargs(trial_config)
+    for key in TURN_LIMIT_KEYS:
+        if kwargs.get(key) is not None:
+            return _as_int(kwargs[key], f"config.agent.kwargs.{key}")
+    return None
+
+
+def _kwargs(trial_config: dict) -> dict:
+    agent = trial_config.get("agent") if isinstance(trial_config, dict) else None
+    kwargs = agent.get("kwargs") if isinstance(agent, dict) else None
+    return kwargs if isinstance(kwargs, dict) else {}
+
+
+def _as_int(value: object, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"{where} must be an integer, got {value!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{where} must be an integer, got {value!r}") from None
+    if not number.is_integer() or not 0 <= number < 2**31:
+        raise ValueError(f"{where} must be a non-negative integer, got {value!r}")
+    return int(number)

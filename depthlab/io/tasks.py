@@ -1,0 +1,351 @@
+"""Task directories to the tasks table: Harbor (``task.toml``) and TB1 (``task.yaml``).
+
+* Harbor task dir: ``task.toml`` (``version = "1.0"`` with ``[metadata]``, or
+  ``schema_version`` 1.1/1.2 with ``[task]`` and ``[metadata]``), ``instruction.md``,
+  ``solution/solve.sh``. The task name is ``[task].name`` without its ``org/`` prefix, else the
+  directory name.
+* TB1 task dir: ``task.yaml`` (``instruction``, or the older ``descriptions`` list) and
+  ``solution.sh`` (or ``solution.yaml``, a list of ``{command: ...}``); the name is the
+  directory name.
+
+Columns: ``difficulty``, ``category``, ``tags`` (``[metadata]`` in Harbor, top level in TB1),
+``expert_time_min`` / ``junior_time_min`` from ``expert_time_estimate_min`` /
+``junior_time_estimate_min``; the remaining label keys (author name/e-mail excepted) go to
+``labels`` as a JSON object. ``work`` counts the reference solution's lines that are neither
+blank nor comments after stripping (a line starting with ``#`` is a comment, the shebang
+included); ``solution_lines_total`` counts all its lines. ``checksum`` is Harbor's task
+checksum: the Dirhash Standard (name + data, sha256, empty directories skipped) of the whole
+task directory, as the ``dirhash`` package computes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+import warnings
+from collections.abc import Sequence
+from typing import Any, Final
+
+import msgspec
+import polars as pl
+import yaml
+
+from depthlab import schema
+from depthlab.io._errors import Rejected, RejectedFilesWarning, _warning_text
+
+_KNOWN_TOML_VERSIONS: Final[frozenset[str]] = frozenset({"1.0", "1.1", "1.2"})
+_COLUMNS_FROM_LABELS: Final[frozenset[str]] = frozenset(
+    {"difficulty", "category", "tags", "expert_time_estimate_min", "junior_time_estimate_min"}
+)
+_NOT_LABELS: Final[frozenset[str]] = frozenset({"author_name", "author_email"})
+_TB1_NOT_LABELS: Final[frozenset[str]] = frozenset(
+    {
+        "instruction",
+        "descriptions",
+        "author_name",
+        "author_email",
+        "parser_name",
+        "max_agent_timeout_sec",
+        "max_test_timeout_sec",
+        "run_tests_in_same_shell",
+        "disable_asciinema",
+    }
+)
+_SOURCES: Final[tuple[str | None, ...]] = (None, "human", "generated", "none")
+
+
+def load_tasks(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    dataset: str | None = None,
+    difficulty_source: str | None = None,
+) -> pl.DataFrame:
+    """Load every task directory under ``paths`` into the tasks table.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        Task directories, or folders searched recursively for them (a directory holding
+        ``task.toml`` or ``task.yaml``; the search does not go inside a task).
+    dataset : str, optional
+        Tag for every row; by default the name of the folder that holds the task directory.
+    difficulty_source : {"human", "generated", "none"}, optional
+        Where the difficulty labels come from. A generic load does not guess: left as None
+        the column is null. When stated, tasks without a difficulty get ``"none"``.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``depthlab.schema.TASKS``, one row per task directory. Unreadable directories are
+        skipped with a :class:`~depthlab.io.RejectedFilesWarning` naming the path and reason.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> task = pathlib.Path(tempfile.mkdtemp()) / "demo" / "hello"
+    >>> (task / "solution").mkdir(parents=True)
+    >>> _ = (task / "task.toml").write_text('version = "1.0"\\n[metadata]\\ndifficulty = "easy"\\n')
+    >>> _ = (task / "instruction.md").write_text("Write hello to /app/out.txt\\n")
+    >>> _ = (task / "solution" / "solve.sh").write_text("#!/bin/bash\\n# write it\\n\\necho hello > /app/out.txt\\n")
+    >>> row = load_tasks(task.parent, difficulty_source="human").row(0, named=True)
+    >>> row["dataset"], row["task"], row["work"], row["solution_lines_total"], row["difficulty_source"]
+    ('demo', 'hello', 1, 4, 'human')
+    """
+    from depthlab.io.trials import _roots
+
+    roots = _roots(paths)
+    if difficulty_source not in _SOURCES:
+        raise ValueError(
+            "The 'difficulty_source' parameter of load_tasks must be one of "
+            f"{list(_SOURCES)}, got {difficulty_source!r}"
+        )
+    if dataset is not None and (not isinstance(dataset, str) or not dataset):
+        raise ValueError(f"The 'dataset' parameter of load_tasks must be a non-empty str or None, got {dataset!r}")
+    rows: list[dict] = []
+    rejected: list[Rejected] = []
+    for task_dir in _task_dirs(roots, rejected):
+        try:
+            row = _task_row(task_dir)
+        except _TaskError as exc:
+            rejected.append(Rejected(exc.path, exc.reason))
+            continue
+        row["dataset"] = dataset or os.path.basename(os.path.dirname(task_dir)) or "unknown"
+        if difficulty_source is not None:
+            row["difficulty_source"] = difficulty_source if row["difficulty"] is not None else "none"
+        rows.append(row)
+    if rejected:
+        warnings.warn(_warning_text(rejected, "task directories"), RejectedFilesWarning, stacklevel=2)
+    if not rows:
+        return schema.empty("tasks")
+    return schema.conform(pl.from_dicts(rows, schema=schema.TASKS), "tasks")
+
+
+def count_work(text: str) -> tuple[int, int]:
+    """Return (work, total lines) of a solution script.
+
+    Examples
+    --------
+    >>> count_work("#!/bin/bash\\n\\n  # setup\\ncd /app\\nmake  # build\\n")
+    (2, 5)
+    """
+    lines = text.splitlines()
+    work = sum(1 for line in lines if line.strip() and not line.strip().startswith("#"))
+    return work, len(lines)
+
+
+def dirhash_sha256(directory: str | os.PathLike[str]) -> str:
+    """Harbor's ``task_checksum``: the Dirhash Standard digest (sha256, name + data) of ``directory``.
+
+    Files and sub-directories are described as sorted ``name:<name>`` / ``data:<sha256>``
+    (files) or ``dirhash:<digest>`` (directories) properties joined by NUL, entries sorted
+    and joined by two NULs; directories with nothing to hash are left out; symbolic links
+    are followed.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "a.txt").write_text("x")
+    >>> len(dirhash_sha256(folder))
+    64
+    """
+    digest = _dirhash(os.fspath(directory), set())
+    if digest is None:
+        raise ValueError(f"{os.fspath(directory)}: nothing to hash (empty directory)")
+    return digest
+
+
+class _TaskError(Exception):
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
+def _task_dirs(roots: list[str], rejected: list[Rejected]) -> list[str]:
+    found: list[str] = []
+    visited: set[tuple[int, int]] = set()
+    stack = list(reversed(roots))
+    while stack:
+        folder = stack.pop()
+        try:
+            info = os.stat(folder)
+            if (info.st_dev, info.st_ino) in visited:
+                continue
+            visited.add((info.st_dev, info.st_ino))
+            with os.scandir(folder) as entries:
+                names = {entry.name: entry for entry in entries}
+        except NotADirectoryError:
+            continue
+        except OSError as exc:
+            rejected.append(Rejected(folder, f"cannot list directory: {exc.strerror or exc}"))
+            continue
+        if "task.toml" in names or "task.yaml" in names:
+            found.append(folder)
+            continue
+        subdirs = sorted(entry.path for name, entry in names.items() if not name.startswith(".") and _is_dir(entry))
+        stack.extend(reversed(subdirs))
+    return found
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _read_text(path: str) -> str | None:
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise _TaskError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _task_row(task_dir: str) -> dict[str, Any]:
+    toml_path = os.path.join(task_dir, "task.toml")
+    if os.path.exists(toml_path):
+        return _harbor_row(task_dir, toml_path)
+    return _tb1_row(task_dir, os.path.join(task_dir, "task.yaml"))
+
+
+def _harbor_row(task_dir: str, path: str) -> dict[str, Any]:
+    text = _read_text(path)
+    if text is None:
+        raise _TaskError(path, "not a regular file")
+    try:
+        config = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise _TaskError(path, f"not valid TOML: {exc}") from None
+    version = str(config.get("schema_version", config.get("version", "1.0")))
+    if version not in _KNOWN_TOML_VERSIONS:
+        raise _TaskError(path, f"unknown task.toml schema version {version!r} (known: {sorted(_KNOWN_TOML_VERSIONS)})")
+    task_table = _table(config, "task", path)
+    metadata = _table(config, "metadata", path)
+    name = task_table.get("name")
+    task = str(name).rsplit("/", 1)[-1] if name else os.path.basename(task_dir)
+    row = _label_columns(metadata, _NOT_LABELS, path)
+    if not row["tags"] and isinstance(task_table.get("keywords"), list):
+        row["tags"] = [str(tag) for tag in task_table["keywords"]]
+    instruction = _read_text(os.path.join(task_dir, "instruction.md"))
+    solution = _read_text(os.path.join(task_dir, "solution", "solve.sh"))
+    row.update(_work_columns(solution, "no solution/solve.sh"))
+    row.update(task=task, instruction_words=len(instruction.split()) if instruction is not None else None)
+    row.update(checksum=_checksum(task_dir), source=path)
+    return row
+
+
+def _tb1_row(task_dir: str, path: str) -> dict[str, Any]:
+    text = _read_text(path)
+    if text is None:
+        raise _TaskError(path, "not a regular file")
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise _TaskError(path, f"not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(config, dict):
+        raise _TaskError(path, f"expected a mapping at the top level, got {type(config).__name__}")
+    instruction = config.get("instruction")
+    if instruction is None and isinstance(config.get("descriptions"), list) and config["descriptions"]:
+        first = config["descriptions"][0]
+        instruction = first.get("description") if isinstance(first, dict) else None
+    row = _label_columns(config, _TB1_NOT_LABELS, path)
+    solution = _read_text(os.path.join(task_dir, "solution.sh"))
+    note = "no solution.sh"
+    if solution is None:
+        solution, note = _solution_yaml(os.path.join(task_dir, "solution.yaml")), "no solution.sh or solution.yaml"
+    row.update(_work_columns(solution, note))
+    row.update(task=os.path.basename(task_dir))
+    row.update(instruction_words=len(str(instruction).split()) if instruction is not None else None)
+    row.update(checksum=_checksum(task_dir), source=path)
+    return row
+
+
+def _solution_yaml(path: str) -> str | None:
+    text = _read_text(path)
+    if text is None:
+        return None
+    try:
+        steps = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise _TaskError(path, "not valid YAML") from None
+    if not isinstance(steps, list):
+        raise _TaskError(path, "expected a list of {command: ...} steps")
+    return "\n".join(str(step.get("command", "")) for step in steps if isinstance(step, dict))
+
+
+def _table(config: dict, key: str, path: str) -> dict:
+    value = config.get(key, {})
+    if not isinstance(value, dict):
+        raise _TaskError(path, f"[{key}] must be a table, got {type(value).__name__}")
+    return value
+
+
+def _label_columns(labels: dict, not_labels: frozenset[str], path: str) -> dict[str, Any]:
+    tags = labels.get("tags") or []
+    if not isinstance(tags, list):
+        raise _TaskError(path, f"tags must be a list, got {tags!r}")
+    rest = {key: value for key, value in labels.items() if key not in _COLUMNS_FROM_LABELS | not_labels}
+    difficulty, category = labels.get("difficulty"), labels.get("category")
+    return {
+        "difficulty": str(difficulty) if difficulty is not None else None,
+        "difficulty_source": None,
+        "category": str(category) if category is not None else None,
+        "tags": [str(tag) for tag in tags],
+        "expert_time_min": _minutes(labels.get("expert_time_estimate_min"), "expert_time_estimate_min", path),
+        "junior_time_min": _minutes(labels.get("junior_time_estimate_min"), "junior_time_estimate_min", path),
+        "labels": msgspec.json.encode(rest, enc_hook=str).decode() if rest else None,
+    }
+
+
+def _minutes(value: object, key: str, path: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _TaskError(path, f"{key} must be a number, got {value!r}")
+    return float(value)
+
+
+def _work_columns(solution: str | None, missing_note: str) -> dict[str, Any]:
+    if solution is None:
+        return {"work": None, "solution_lines_total": None, "has_solution": False, "work_note": missing_note}
+    work, total = count_work(solution)
+    return {"work": work, "solution_lines_total": total, "has_solution": True, "work_note": None}
+
+
+def _checksum(task_dir: str) -> str | None:
+    try:
+        return _dirhash(task_dir, set())
+    except OSError:
+        return None  # an unreadable file inside the task: the row is still useful without a checksum
+
+
+def _dirhash(directory: str, ancestors: set[tuple[int, int]]) -> str | None:
+    info = os.stat(directory)
+    key = (info.st_dev, info.st_ino)
+    if key in ancestors:
+        raise OSError(f"cyclic symbolic link at {directory}")
+    ancestors = ancestors | {key}
+    descriptors = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.is_dir():
+                digest = _dirhash(entry.path, ancestors)
+                if digest is not None:
+                    descriptors.append(f"dirhash:{digest}\000name:{entry.name}")
+            elif entry.is_file():
+                descriptors.append(f"data:{_file_sha256(entry.path)}\000name:{entry.name}")
+    if not descriptors:
+        return None
+    return hashlib.sha256("\000\000".join(sorted(descriptors)).encode("utf-8")).hexdigest()
+
+
+def _file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,337 @@
+"""``read_trials`` / ``load_trials``: run logs on disk to the trials table."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import warnings
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+
+import polars as pl
+
+from depthlab import schema
+from depthlab.io import cache as _cache
+from depthlab.io import harbor, tb1
+from depthlab.io._discover import Found, discover
+from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning, _Reject, _warning_text
+from depthlab.io._files import Dep
+from depthlab.io._status import STATUS_RULES, stated_cap
+
+PathLike = str | os.PathLike[str]
+CapRule = Callable[[dict], "int | None"]
+Progress = Callable[[int, int], None]
+
+# Below this many trials a process pool costs more than it saves.
+_PARALLEL_MIN_UNITS = 400
+_HARBOR, _TB1 = 0, 1
+
+_ROW_SCHEMA: dict[str, pl.DataType] = {
+    **{name: dtype for name, dtype in schema.TRIALS.items() if name != "attempt"},
+    "attempt_hint": pl.Int32(),
+}
+_GROUP = ["dataset", "task", "agent", "model", "cap"]
+
+
+@dataclass(frozen=True)
+class TrialLoad:
+    """The result of :func:`read_trials`.
+
+    Attributes
+    ----------
+    trials : polars.DataFrame
+        The trials table (``depthlab.schema.TRIALS``).
+    rejected : list of Rejected
+        Every trial (or run file) that could not be read, with the reason.
+    n_seen : int
+        Trial directories and run-file entries seen; ``n_seen == trials.height + len(rejected)``.
+    """
+
+    trials: pl.DataFrame
+    rejected: list[Rejected]
+    n_seen: int
+
+    def summary(self) -> str:
+        """One line: trials loaded by status, rejected, seen.
+
+        Examples
+        --------
+        >>> from depthlab import schema
+        >>> TrialLoad(schema.empty("trials"), [], 0).summary()
+        'loaded 0 trials (pass 0, fail 0, invalid 0); rejected 0; seen 0'
+        """
+        counts = dict(self.trials.group_by("status").len().iter_rows()) if self.trials.height else {}
+        by_status = ", ".join(f"{status} {counts.get(status, 0)}" for status in schema.STATUSES)
+        return f"loaded {self.trials.height} trials ({by_status}); rejected {len(self.rejected)}; seen {self.n_seen}"
+
+
+def read_trials(
+    paths: PathLike | Sequence[PathLike],
+    *,
+    dataset: str | None = None,
+    status_rule: str = "leaderboard",
+    strict: bool = False,
+    cache: bool = True,
+    cap_rule: str | CapRule | None = None,
+    progress: Progress | None = None,
+) -> TrialLoad:
+    """Load every trial found under ``paths`` into the trials table, with what was rejected.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        Any mix of Harbor jobs roots, job dirs, trial dirs, TB2 leaderboard trees
+        (submission/job/trial), TB1 run dirs, TB1 leaderboard trees, or single
+        ``result.json`` / ``results.json`` files. Directories are searched recursively.
+    dataset : str, optional
+        Tag for every row. By default each row gets the dataset its log names (Harbor's
+        trial ``source``, TB1's ``run_metadata.dataset_name``), else the name of the path
+        argument it was found under.
+    status_rule : {"leaderboard", "all"}
+        ``"leaderboard"``: a trial with no exception or with AgentTimeoutError,
+        VerifierTimeoutError, RewardFileNotFoundError, PermissionError or
+        NonZeroAgentExitCodeError is valid (missing reward = 0); any other exception makes
+        it ``invalid``. ``"all"``: every trial is valid, missing reward = 0. A valid trial
+        passes when its reward is at least 1. TB1 trials are never invalid (TB1's
+        leaderboard counts every trial).
+    strict : bool
+        Raise :class:`LoadError` on the first rejected file instead of collecting it.
+    cache : bool
+        Reuse the parquet cache when nothing the load was built from has changed
+        (:mod:`depthlab.io.cache`).
+    cap_rule : {"stated_cap", "turn_limit"} or callable, optional
+        Decides ``cap``, the turn cap *stated to the agent*, as opposed to ``turn_limit``,
+        the limit the harness enforced (``max_turns``, ``max_episodes``, ``episodes``,
+        ``max_steps`` in ``config.agent.kwargs``). Default (``None`` = ``"stated_cap"``):
+        ``cap = config.agent.kwargs["stated_cap"]`` when present (depthlab's runner and
+        simulator write it, with ``max_turns`` = the cap), else null: a harness safety
+        limit such as TB2's 200 episodes is not a stated cap. ``"turn_limit"`` treats the
+        enforced limit as the cap. A callable ``(trial_config: dict) -> int | None``
+        receives the trial's ``config`` (TB1: ``{"agent": {"name", "model_name",
+        "kwargs"}}``); loads with a callable are not cached, and use one process unless the
+        callable can be pickled.
+    progress : callable, optional
+        Called as ``progress(done, total)`` while trials are parsed.
+
+    Returns
+    -------
+    TrialLoad
+        ``trials`` (schema.TRIALS; ``attempt`` rebuilt from start-time order within
+        (dataset, task, agent, model, cap): runs/jobs by their first start, then TB1's
+        ``N`` of ``N-of-M``, then the trial's own start), ``rejected`` and ``n_seen``.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> trial = pathlib.Path(tempfile.mkdtemp()) / "job" / "hello__abc1234"
+    >>> trial.mkdir(parents=True)
+    >>> _ = (trial / "result.json").write_text(json.dumps({
+    ...     "task_name": "hello", "trial_name": "hello__abc1234", "source": "demo",
+    ...     "config": {"agent": {"name": "terminus-2", "model_name": "openai/gpt-5",
+    ...                          "kwargs": {"stated_cap": 5, "max_turns": 5}}},
+    ...     "agent_result": {"metadata": {"n_episodes": 3}},
+    ...     "verifier_result": {"rewards": {"reward": 1.0}}}))
+    >>> load = read_trials(trial.parent, cache=False)
+    >>> load.trials.select("task", "cap", "turn_limit", "n_turns", "status").row(0)
+    ('hello', 5, 5, 3, 'pass')
+    >>> load.n_seen == load.trials.height + len(load.rejected)
+    True
+    """
+    roots = _roots(paths)
+    rule = _cap_rule(cap_rule)
+    if status_rule not in STATUS_RULES:
+        raise ValueError(
+            f"The 'status_rule' parameter of read_trials must be one of {list(STATUS_RULES)}, got {status_rule!r}"
+        )
+    if dataset is not None and (not isinstance(dataset, str) or not dataset):
+        raise ValueError(f"The 'dataset' parameter of read_trials must be a non-empty str or None, got {dataset!r}")
+    options = harbor.Options(dataset=dataset, status_rule=status_rule, cap_rule=rule)
+
+    key = None
+    if cache and isinstance(rule, str):
+        key = _cache.cache_key(roots, {"dataset": dataset, "status_rule": status_rule, "cap_rule": rule})
+        hit = _cache.load(key)
+        if hit is not None:
+            trials, rejected, n_seen = hit
+            if strict and rejected:
+                raise LoadError(str(rejected[0]))
+            return TrialLoad(trials, rejected, n_seen)
+
+    found = discover(roots)
+    rows, rejected, n_seen, deps = _parse(found, options, strict, progress)
+    trials = _table(rows)
+    if key is not None:
+        _cache.save(key, trials, rejected, n_seen, deps)
+    return TrialLoad(trials, rejected, n_seen)
+
+
+def load_trials(
+    paths: PathLike | Sequence[PathLike],
+    *,
+    dataset: str | None = None,
+    status_rule: str = "leaderboard",
+    strict: bool = False,
+    cache: bool = True,
+    cap_rule: str | CapRule | None = None,
+) -> pl.DataFrame:
+    """The trials table of :func:`read_trials`, warning when anything was rejected.
+
+    Parameters are those of :func:`read_trials`. A :class:`RejectedFilesWarning` gives the
+    number of rejected trials and the first few paths with reasons; use
+    :func:`read_trials` for the full list.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> load_trials(tempfile.mkdtemp(), cache=False).height
+    0
+    """
+    load = read_trials(paths, dataset=dataset, status_rule=status_rule, strict=strict, cache=cache, cap_rule=cap_rule)
+    if load.rejected:
+        warnings.warn(_warning_text(load.rejected, "trials"), RejectedFilesWarning, stacklevel=2)
+    return load.trials
+
+
+def _roots(paths: PathLike | Sequence[PathLike]) -> list[str]:
+    items = [paths] if isinstance(paths, str | os.PathLike) else paths
+    if not isinstance(items, Sequence) or isinstance(items, bytes) or not items:
+        raise ValueError(f"The 'paths' parameter must be a path or a non-empty sequence of paths, got {paths!r}")
+    roots = []
+    for item in items:
+        if not isinstance(item, str | os.PathLike):
+            raise ValueError(f"The 'paths' parameter must hold str or os.PathLike items, got {item!r}")
+        path = os.path.abspath(os.fspath(item))
+        if not os.path.exists(path):
+            raise ValueError(f"The 'paths' parameter names a path that does not exist: {os.fspath(item)!r}")
+        roots.append(path)
+    return roots
+
+
+def _cap_rule(cap_rule: str | CapRule | None) -> str | CapRule:
+    if cap_rule is None or cap_rule == "stated_cap" or cap_rule is stated_cap:
+        return "stated_cap"
+    if cap_rule == "turn_limit" or callable(cap_rule):
+        return cap_rule
+    raise ValueError(
+        f"The 'cap_rule' parameter of read_trials must be 'stated_cap', 'turn_limit' or a callable, got {cap_rule!r}"
+    )
+
+
+def _parse(
+    found: Found, options: harbor.Options, strict: bool, progress: Progress | None
+) -> tuple[list[dict], list[Rejected], int, list[Dep]]:
+    rows: list[dict] = []
+    rejected = list(found.rejected)
+    deps = list(found.deps)
+    n_seen = len(found.rejected)
+    if strict and rejected:
+        raise LoadError(str(rejected[0]))
+
+    units = [(_HARBOR, path, fallback) for path, fallback in found.harbor_trials]
+    units += [(_TB1, path, fallback) for path, fallback in found.tb1_trials]
+    for result in _run_units(units, options, strict, progress):
+        chunk_rows, chunk_rejected, chunk_seen, chunk_deps = result
+        rows += chunk_rows
+        rejected += chunk_rejected
+        n_seen += chunk_seen
+        deps += chunk_deps
+
+    # run-level files are few: read them here, knowing which trials have their own file
+    tb1_files = {path for path, _ in found.tb1_trials}
+    for path, fallback in found.tb1_runs:
+        try:
+            parsed = tb1.run_file_rows(path, tb1_files, options, fallback, deps)
+            if parsed is None:  # a trial file with an unusual directory name
+                row = tb1.trial_file_row(path, options, fallback, deps, {})
+                parsed = ([row], 1) if row is not None else ([], 0)
+        except _Reject as exc:
+            _reject(exc, rejected, strict)
+            n_seen += 1
+            continue
+        rows += parsed[0]
+        n_seen += parsed[1]
+    for path, names, fallback in found.harbor_jobs:
+        try:
+            job_rows, seen = harbor.job_embedded_rows(path, set(names), options, fallback, deps)
+        except _Reject:
+            continue  # a job file is bookkeeping: its trials are loaded from their own directories
+        rows += job_rows
+        n_seen += seen
+    return rows, rejected, n_seen, deps
+
+
+def _run_units(units: list[tuple[int, str, str]], options: harbor.Options, strict: bool, progress: Progress | None):  # noqa: ANN202 - a generator of chunk results
+    total = len(units)
+    workers = os.cpu_count() or 1
+    parallel = total >= _PARALLEL_MIN_UNITS and workers > 1 and not strict and _picklable(options)
+    if not parallel:
+        size = max(1, min(500, total // 20 or 1))
+        for start in range(0, total, size):
+            yield _parse_chunk(units[start : start + size], options, strict)
+            if progress is not None:
+                progress(min(start + size, total), total)
+        return
+    size = max(64, total // (workers * 8))
+    chunks = [units[start : start + size] for start in range(0, total, size)]
+    done = 0
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("forkserver")) as pool:
+        for chunk, result in zip(
+            chunks, pool.map(_parse_chunk, chunks, [options] * len(chunks), [False] * len(chunks)), strict=True
+        ):
+            done += len(chunk)
+            if progress is not None:
+                progress(done, total)
+            yield result
+
+
+def _parse_chunk(
+    units: list[tuple[int, str, str]], options: harbor.Options, strict: bool
+) -> tuple[list[dict], list[Rejected], int, list[Dep]]:
+    rows: list[dict] = []
+    rejected: list[Rejected] = []
+    deps: list[Dep] = []
+    runs: dict = {}
+    seen = 0
+    for kind, path, fallback in units:
+        try:
+            if kind == _HARBOR:
+                row = harbor.trial_dir_row(path, options, fallback, deps)
+            else:
+                row = tb1.trial_file_row(path, options, fallback, deps, runs)
+        except _Reject as exc:
+            _reject(exc, rejected, strict)
+            seen += 1
+            continue
+        if row is not None:
+            rows.append(row)
+            seen += 1
+    return rows, rejected, seen, deps
+
+
+def _reject(exc: _Reject, rejected: list[Rejected], strict: bool) -> None:
+    item = Rejected(exc.path, exc.reason)
+    if strict:
+        raise LoadError(str(item))
+    rejected.append(item)
+
+
+def _picklable(options: harbor.Options) -> bool:
+    try:
+        pickle.dumps(options)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return False
+    return True
+
+
+def _table(rows: list[dict]) -> pl.DataFrame:
+    if not rows:
+        return schema.empty("trials")
+    frame = pl.from_dicts(rows, schema=_ROW_SCHEMA)
+    job_start = pl.col("started_at").min().over([*_GROUP, "job"])
+    ordered = frame.with_columns(_job_start=job_start).sort(
+        [*_GROUP, "_job_start", "job", "attempt_hint", "started_at", "trial"], nulls_last=True
+    )
+    ordered = ordered.with_columns(attempt=pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over(_GROUP))
+    return schema.conform(ordered, "trials")
