@@ -1,0 +1,72 @@
+"""``depthlab trials PATH... -o FILE``: run logs to the trials table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "Load run logs into the trials table (-o FILE.csv|.parquet)."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="Harbor jobs/job/trial dirs, TB1 runs, or files")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="output table (.csv or .parquet)")
+    parser.add_argument("--dataset", default=None, help="tag every row with this dataset name")
+    parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
+    parser.add_argument("--cap-rule", choices=["stated_cap", "turn_limit"], default="stated_cap")
+    parser.add_argument("--strict", action="store_true", help="fail on the first rejected file")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the parquet cache")
+
+
+def run(args: argparse.Namespace) -> int:
+    from depthlab._tables import write_table
+    from depthlab.io import LoadError, read_trials
+
+    with _ProgressBar("trials") as progress:
+        try:
+            load = read_trials(
+                args.paths,
+                dataset=args.dataset,
+                status_rule=args.status_rule,
+                strict=args.strict,
+                cache=not args.no_cache,
+                cap_rule=args.cap_rule,
+                progress=progress,
+            )
+        except (LoadError, ValueError) as exc:
+            print(f"depthlab trials: {exc}", file=sys.stderr)
+            return 1
+    for item in load.rejected:
+        print(f"rejected {item}", file=sys.stderr)
+    print(load.summary(), file=sys.stderr)
+    if load.trials.height == 0:
+        print("depthlab trials: no trials found", file=sys.stderr)
+        return 1
+    write_table(load.trials, args.output)
+    return 0
+
+
+class _ProgressBar:
+    """A tqdm bar on a terminal, nothing otherwise (logs and pipes stay clean)."""
+
+    def __init__(self, unit: str) -> None:
+        self._unit = unit
+        self._bar = None
+
+    def __enter__(self):  # noqa: ANN204 - returns the progress callback or None
+        if not sys.stderr.isatty():
+            return None
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=0, unit=self._unit, file=sys.stderr, leave=False)
+
+        def update(done: int, total: int) -> None:
+            self._bar.total = total
+            self._bar.n = done
+            self._bar.refresh()
+
+        return update
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.close()
