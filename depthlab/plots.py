@@ -578,45 +578,51 @@ def label_depths(audit: pl.DataFrame, *, label: str = "difficulty") -> Figure:
     return _by_label(solved, label, "depth", "depth D (turns, log scale)", "label_depths", log=True)
 
 
-def quadrants(table: pl.DataFrame, *, depth_split: int = 2) -> Figure:
+def quadrants(table: pl.DataFrame) -> Figure:
     """The 2×2 depth/work split: mean within-collection pass-rate percentile per cell, with CIs.
 
     Parameters
     ----------
     table : pl.DataFrame
-        One row per cell: ``deep`` and ``large`` (bool), ``mean``, ``ci_low``, ``ci_high``, ``n``.
-    depth_split : int
-        The depth threshold used (for the axis labels): deep means D ≥ ``depth_split``.
+        The output of :func:`depthlab.stats.quadrants`: one row per cell with ``depth_class``
+        (deep/shallow), ``work_class`` (large/small), ``n``, ``mean_percentile``, ``ci_low``,
+        ``ci_high``, ``depth_split`` and ``work_split``.
 
     Examples
     --------
     >>> import polars as pl
-    >>> cells = pl.DataFrame({"deep": [False, False, True, True], "large": [False, True, False, True],
-    ...     "mean": [0.6, 0.55, 0.53, 0.3], "ci_low": [0.5, 0.45, 0.43, 0.2],
-    ...     "ci_high": [0.7, 0.65, 0.63, 0.4], "n": [40, 30, 30, 40]})
+    >>> cells = pl.DataFrame({"depth_class": ["deep", "deep", "shallow", "shallow"],
+    ...     "work_class": ["large", "small", "large", "small"], "n": [40, 30, 30, 40],
+    ...     "mean_percentile": [0.3, 0.55, 0.53, 0.6], "ci_low": [0.2, 0.45, 0.43, 0.5],
+    ...     "ci_high": [0.4, 0.65, 0.63, 0.7], "depth_split": 2.0, "work_split": 30.0})
     >>> quadrants(cells).axes[0].get_title()
     'Mean within-collection pass-rate percentile (lower = harder)'
     """
-    _require(table, ("deep", "large", "mean", "ci_low", "ci_high", "n"), "table", "quadrants")
+    columns = ("depth_class", "work_class", "n", "mean_percentile", "ci_low", "ci_high", "depth_split", "work_split")
+    _require(table, columns, "table", "quadrants")
     grid = np.full((2, 2), np.nan)
+    depth_split = table["depth_split"].drop_nulls().first() if table.height else 2.0
+    work_split = table["work_split"].drop_nulls().first() if table.height else float("nan")
     with _style():
-        fig = Figure(figsize=(5.2, 4.2), layout="constrained")
+        fig = Figure(figsize=(5.6, 4.2), layout="constrained")
         ax = fig.subplots()
-        for row in table.iter_rows(named=True):
-            i, j = int(bool(row["deep"])), int(bool(row["large"]))
-            grid[i, j] = np.nan if row["mean"] is None else row["mean"]
+        cells = [
+            (int(row["depth_class"] == "deep"), int(row["work_class"] == "large"), row)
+            for row in table.iter_rows(named=True)
+        ]
+        for i, j, row in cells:
+            grid[i, j] = np.nan if row["mean_percentile"] is None else row["mean_percentile"]
         image = ax.imshow(grid, cmap="RdYlBu", vmin=0, vmax=1)
-        for row in table.iter_rows(named=True):
-            i, j = int(bool(row["deep"])), int(bool(row["large"]))
-            if row["mean"] is None:
-                text = f"no tasks\nn = {row['n']}"
+        for i, j, row in cells:
+            if row["mean_percentile"] is None:
+                text = "no tasks"
             else:
                 ci = "" if row["ci_low"] is None else f"\n[{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
-                text = f"{row['mean']:.2f}{ci}\nn = {row['n']}"
+                text = f"{row['mean_percentile']:.2f}{ci}\nn = {row['n']}"
             ax.text(j, i, text, ha="center", va="center", fontsize=9)
-        ax.set_xticks([0, 1], ["small W (≤ median)", "large W (> median)"])
-        ax.set_yticks([0, 1], [f"shallow (D < {depth_split})", f"deep (D ≥ {depth_split})"])
-        ax.set_xlabel("work W (solution lines)")
+        ax.set_xticks([0, 1], [f"small W (< {work_split:g})", f"large W (≥ {work_split:g})"])
+        ax.set_yticks([0, 1], [f"shallow (D < {depth_split:g})", f"deep (D ≥ {depth_split:g})"])
+        ax.set_xlabel("work W (solution lines, split at the median)")
         ax.set_ylabel("depth D (turns)")
         ax.grid(False)
         fig.colorbar(image, ax=ax, shrink=0.8, label="pass-rate percentile within collection")

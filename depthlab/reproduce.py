@@ -287,7 +287,7 @@ def audit_data(
 
 def record_results(
     notebook: str,
-    values: Mapping[str, float | int | None],
+    values: Mapping[str, float | Sequence[float | None] | None],
     *,
     results_dir: str | Path,
     figures: Iterable[str | Path] = (),
@@ -299,8 +299,9 @@ def record_results(
     notebook : str
         Notebook name, e.g. ``"03_depth_predicts_difficulty"``.
     values : mapping
-        Result name -> number. Names that are keys of :data:`depthlab.paper.REPORTED` appear in the
-        comparison table beside the paper's value; NaN is written as null.
+        Result name -> a number, a ``(value, low, high)`` triple, or None when it cannot be computed on
+        this data. Names that are keys of :data:`depthlab.paper.REPORTED` appear in the comparison table
+        beside the paper's value; NaN is written as null.
     results_dir : str or Path
         Folder of the results JSON files.
     figures : iterable of str or Path
@@ -319,8 +320,9 @@ def record_results(
     """
     from depthlab import paper
 
-    clean = {str(k): _json_number(v) for k, v in values.items()}
-    reported = {k: v for k, v in clean.items() if k in paper.REPORTED and v is not None}
+    clean = {str(k): _json_value(v) for k, v in values.items()}
+    known = {r.key for r in paper.REPORTED}
+    reported = {k: v for k, v in clean.items() if k in known}
     comparison = paper.compare(reported)
     folder = Path(results_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -651,6 +653,12 @@ def _check_names(values: object, param: str, function: str) -> list[str]:
     if not all(isinstance(v, str) and v for v in values):
         raise ValueError(f"The '{param}' parameter of {function} must hold non-empty strings, got {values!r}")
     return list(values)
+
+
+def _json_value(value: Any) -> float | int | list[float | int | None] | None:
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [_json_number(v) for v in value]
+    return _json_number(value)
 
 
 def _json_number(value: Any) -> float | int | None:
