@@ -34,7 +34,9 @@ def load_tree(
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[Any]]:
     """Load task dirs and Harbor/TB1 runs with the generic loaders, every row tagged ``name``.
 
-    Returns the tasks table, the trials table and the loader's rejected files.
+    Returns the tasks table, the trials table and the loader's rejected files. A jobs dir shared by
+    several collections (``<root>/jobs/`` rather than ``<root>/jobs/<name>/``) is read with the
+    datasets the logs name; when some rows name ``name``, only those are kept.
     """
     from depthlab import io
 
@@ -43,8 +45,11 @@ def load_tree(
         tasks = io.load_tasks(tasks_dir, dataset=name, difficulty_source=difficulty_source)
     trials, rejected = schema.empty("trials"), []
     if jobs_dir is not None:
-        loaded = io.read_trials(jobs_dir, dataset=name, status_rule=status_rule)
+        shared = jobs_dir.name != name
+        loaded = io.read_trials(jobs_dir, dataset=None if shared else name, status_rule=status_rule)
         trials, rejected = loaded.trials, list(loaded.rejected)
+        if shared and (trials["dataset"] == name).any():
+            trials = trials.filter(pl.col("dataset") == name)
     return tasks, trials, rejected
 
 

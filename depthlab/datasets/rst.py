@@ -32,6 +32,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import polars as pl
 
 from depthlab import schema
@@ -82,7 +83,7 @@ def read_index(path: str | Path, *, dataset: str = "rst") -> tuple[pl.DataFrame,
     >>> from depthlab.datasets import rst
     >>> tasks, skipped = rst.read_index("data/rst/metadata/tasks.parquet")  # doctest: +SKIP
     """
-    from depthlab.io import count_work
+    from depthlab.io.tasks import _NOT_LABELS, _label_columns, _TaskError, _work_columns
 
     path = Path(path)
     index = pl.read_parquet(path)
@@ -91,42 +92,29 @@ def read_index(path: str | Path, *, dataset: str = "rst") -> tuple[pl.DataFrame,
         raise ValueError(f"{path}: not an RTS tasks index: columns {sorted(missing)} are missing")
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
-    for i, row in enumerate(index.iter_rows(named=True)):
+    for i, row_fields in enumerate(index.iter_rows(named=True)):
         try:
-            config = tomllib.loads(row["task_toml"] or "")
+            config = tomllib.loads(row_fields["task_toml"] or "")
         except tomllib.TOMLDecodeError as error:
             skipped.append(f"row {i}: {error}")
             continue
         metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
-        solution = row["solution"]
-        work, total = count_work(solution) if solution is not None else (None, None)
-        difficulty = metadata.get("difficulty")
-        tags = metadata.get("tags")
-        rows.append(
-            {
-                "dataset": dataset,
-                "task": _task_name(config, row.get("member_prefix"), i),
-                "work": work,
-                "solution_lines_total": total,
-                "has_solution": solution is not None,
-                "work_note": None if solution is not None else "no solution in the index (solution is null)",
-                "difficulty": str(difficulty) if difficulty is not None else None,
-                "difficulty_source": "generated" if difficulty is not None else "none",
-                "category": metadata.get("category"),
-                "tags": [str(t) for t in tags] if isinstance(tags, list) else None,
-                "expert_time_min": metadata.get("expert_time_estimate_min"),
-                "junior_time_min": metadata.get("junior_time_estimate_min"),
-                "labels": json_object(
-                    {
-                        **{k: v for k, v in metadata.items() if k not in {"difficulty", "category", "tags"}},
-                        "shard": row.get("shard"),
-                        "member_prefix": row.get("member_prefix"),
-                    }
-                ),
-                "instruction_words": len((row["instruction"] or "").split()),
-                "source": f"{path}#row{i}",
-            }
+        try:  # the same reading of [metadata] and of the solution as depthlab.io.load_tasks
+            row = _label_columns(metadata, _NOT_LABELS, f"{path}#row{i}")
+        except _TaskError as error:
+            skipped.append(f"row {i}: {error.reason}")
+            continue
+        row.update(_work_columns(row_fields["solution"], "no solution in the index (solution is null)"))
+        extra = {"shard": row_fields.get("shard"), "member_prefix": row_fields.get("member_prefix")}
+        row.update(
+            dataset=dataset,
+            task=_task_name(config, row_fields.get("member_prefix"), i),
+            difficulty_source="generated" if row["difficulty"] is not None else "none",
+            labels=json_object({**(msgspec.json.decode(row["labels"]) if row["labels"] else {}), **extra}),
+            instruction_words=len((row_fields["instruction"] or "").split()),
+            source=f"{path}#row{i}",
         )
+        rows.append(row)
     if not rows:
         return schema.empty("tasks"), skipped
     frame = pl.DataFrame(rows, infer_schema_length=None, schema_overrides={"tags": pl.List(pl.String)})

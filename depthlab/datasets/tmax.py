@@ -7,9 +7,9 @@ Human ratings
 Generated labels
     No ``difficulty`` key at all: ``difficulty_source`` is ``"none"``. The sampled generation axes are kept
     in ``labels``: ``task_complexity`` (short / moderate / complex / intricate), ``command_complexity``
-    (bash-only / bash+code / bash+code+services), ``skill_type``, ``language``, ``base_image``,
-    the verifier, fixture and persona axes when present; ``category`` is the ``domain`` axis and ``tags``
-    the ``primitive_skills``.
+    (bash-only / bash+code / bash+code+services), ``domain``, ``skill_type``, ``language``, ``base_image``,
+    the verifier, fixture and persona axes when present; ``category`` is also the ``domain`` axis, and
+    ``tags`` are the ``primitive_skills`` (native layout).
 Empirical labels
     ``solutions/<model>_summary.json`` holds pass@k of that model's solve runs (Gemini, 16 turns for the
     legacy 10k tasks, 64 for v2). These solve runs are this collection's public runs: each summarised
@@ -60,7 +60,7 @@ NO_SOLUTION_NOTE = "TMax ships no reference solution (no solve.sh)"
 SOLVER_AGENT = "tmax-solve"
 
 # task.json keys that are text or truth, not labels
-_NOT_LABELS = {"description", "truth", "name", "scenario", "domain", "primitive_skills"}
+_NOT_LABELS = {"description", "truth", "name", "scenario", "primitive_skills"}
 
 
 def load(root: str | Path, *, name: str = "tmax", status_rule: str = "leaderboard") -> Audit:
@@ -80,7 +80,11 @@ def load(root: str | Path, *, name: str = "tmax", status_rule: str = "leaderboar
         notes.append("public trials are the Gemini solve runs summarised in solutions/*_summary.json")
     no_work = pl.col("work").is_null()
     tasks = keep_time_estimates_as_labels(
-        tasks.with_columns(work_note=pl.when(no_work).then(pl.lit(NO_SOLUTION_NOTE)).otherwise(pl.col("work_note")))
+        tasks.with_columns(
+            work_note=pl.when(no_work).then(pl.lit(NO_SOLUTION_NOTE)).otherwise(pl.col("work_note")),
+            # both layouts: the sampled domain axis is the category (and stays in labels)
+            category=pl.coalesce(pl.col("category"), pl.col("labels").str.json_path_match("$.domain")),
+        )
     )
     return make_audit(name, tasks, trials, rejected=rejected, notes=notes)
 
