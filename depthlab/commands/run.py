@@ -1,0 +1,108 @@
+"""``depthlab run TASK_DIR... --model M --cap K``: run tasks in Docker at a stated turn cap."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "Run task(s) at a stated turn cap with an LLM agent in Docker."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("task_dirs", nargs="+", metavar="TASK_DIR", help="Harbor task folder(s)")
+    parser.add_argument("--model", help="model name sent to the endpoint (e.g. openai/gpt-5); not for --agent oracle")
+    parser.add_argument("--cap", type=int, help="turn cap stated to the agent and enforced (omit for uncapped)")
+    parser.add_argument("--attempts", type=int, default=1, help="trials per task (default 1)")
+    parser.add_argument("--agent", choices=("terminus", "oracle"), default="terminus")
+    parser.add_argument("--jobs-dir", default="jobs", help="parent folder of the job folder (default ./jobs)")
+    parser.add_argument("--job-name", help="job folder name (default: the start time)")
+    add_agent_arguments(parser)
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options shared by ``run`` and ``fill``."""
+    parser.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="OpenAI-compatible endpoint root")
+    parser.add_argument(
+        "--api-key-env", default="DEPTHLAB_API_KEY", help="environment variable holding the API key (never stored)"
+    )
+    parser.add_argument("--temperature", type=float, default=0.7)
+    parser.add_argument("--strip-provider", action="store_true", help="send the model name without its provider/")
+    parser.add_argument("--price-in", type=float, help="USD per million prompt tokens (cost accounting)")
+    parser.add_argument("--price-out", type=float, help="USD per million completion tokens")
+    parser.add_argument("--concurrency", type=int, default=2, help="trials at once (default 2)")
+    parser.add_argument("--agent-timeout", type=float, help="override the tasks' agent timeout (seconds)")
+    parser.add_argument("--allow-network", action="store_true", help="give the containers a network (off by default)")
+    parser.add_argument(
+        "--cap-add", default="", help="comma-separated capabilities to give back (all are dropped), e.g. CHOWN,SETUID"
+    )
+    parser.add_argument("--pids-limit", type=int, default=1024)
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def limits_factory(args: argparse.Namespace):  # noqa: ANN201 - a callable task -> ContainerLimits
+    """``task -> ContainerLimits`` from the command-line options."""
+    from depthlab.runner import ContainerLimits
+
+    cap_add = tuple(name.strip().upper() for name in args.cap_add.split(",") if name.strip())
+    return lambda task: ContainerLimits(
+        cpus=task.cpus,
+        memory_mb=task.memory_mb,
+        pids_limit=args.pids_limit,
+        network=args.allow_network,
+        cap_add=cap_add,
+    )
+
+
+def terminus_factory(args: argparse.Namespace):  # noqa: ANN201 - a callable (model, cap) -> agent
+    """``(model, cap) -> TerminusAgent`` from the command-line options."""
+    from depthlab.runner import ChatClient, HarnessConfig, TerminusAgent
+
+    def make(model: str, cap: int | None) -> TerminusAgent:
+        client = ChatClient(
+            args.base_url,
+            model,
+            api_key_env=args.api_key_env or None,
+            temperature=args.temperature,
+            input_price_per_mtok=args.price_in,
+            output_price_per_mtok=args.price_out,
+            strip_provider=args.strip_provider,
+        )
+        return TerminusAgent(client, HarnessConfig(cap=cap))
+
+    return make
+
+
+def install_sigterm() -> None:
+    """Turn SIGTERM into KeyboardInterrupt so the runner's clean-up runs (containers removed)."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+def run(args: argparse.Namespace) -> int:
+    from depthlab.runner import OracleAgent, run_tasks
+
+    if args.agent == "terminus" and not args.model:
+        print("depthlab run: --model is required with --agent terminus", file=sys.stderr)
+        return 2
+    if args.cap is not None and args.cap < 1:
+        print(f"depthlab run: --cap must be a positive integer, got {args.cap}", file=sys.stderr)
+        return 2
+    agent = OracleAgent() if args.agent == "oracle" else terminus_factory(args)(args.model, args.cap)
+    install_sigterm()
+    summary = run_tasks(
+        args.task_dirs,
+        agent,
+        jobs_dir=args.jobs_dir,
+        job_name=args.job_name,
+        attempts=args.attempts,
+        concurrency=args.concurrency,
+        limits=limits_factory(args),
+        agent_timeout_sec=args.agent_timeout,
+        progress=not args.no_progress,
+    )
+    print(summary.render())
+    return 1 if summary.errors else 0

@@ -1,0 +1,103 @@
+"""Run Harbor tasks at a stated turn cap in Docker and write Harbor-format trials.
+
+The runner fills the (task, model, cap) cells that :func:`depthlab.plan_missing` lists, on one
+machine with a Docker Engine; its output loads back with :func:`depthlab.load_trials`.
+
+>>> from depthlab.runner import HarnessConfig, cap_sentence
+>>> HarnessConfig(cap=3).as_kwargs()["stated_cap"]
+3
+
+Pieces: :func:`load_task` (task.toml, checksum), :func:`ensure_image` (build, cached),
+:class:`TaskContainer` (locked-down container, persistent shell), :class:`ChatClient` (any
+OpenAI-compatible endpoint), :class:`TerminusAgent` (the capped loop; its docstring documents
+the prompt and limits), :class:`OracleAgent` (runs solution/solve.sh), :func:`verify`,
+:func:`run_trial` (one trial, every fault recorded), :func:`run_tasks` (``depthlab run``) and
+:func:`fill` (``depthlab fill``: bounded concurrency, resumable).
+"""
+
+from __future__ import annotations
+
+from depthlab.runner.agent import AgentContext, HarnessConfig, TerminusAgent, cap_sentence, limit_output, parse_reply
+from depthlab.runner.container import (
+    ContainerLimits,
+    Shell,
+    TaskContainer,
+    live_container_ids,
+    remove_leftovers,
+    remove_live_containers,
+)
+from depthlab.runner.errors import (
+    AgentTimeoutError,
+    CancelledError,
+    ContainerExitedError,
+    EnvironmentBuildError,
+    LLMEndpointError,
+    RunnerError,
+    UnsupportedTaskError,
+    VerifierTimeoutError,
+)
+from depthlab.runner.fill import (
+    FillSummary,
+    check_plan,
+    count_valid_trials,
+    fill,
+    harbor_job_configs,
+    job_name,
+    plan_from_logs,
+    read_plan,
+    run_tasks,
+)
+from depthlab.runner.image import RUNNER_LABEL, ensure_image, image_tag
+from depthlab.runner.llm import ChatClient, ChatReply
+from depthlab.runner.oracle import OracleAgent
+from depthlab.runner.output import JobDir, Trajectory, remove_incomplete_trials
+from depthlab.runner.task import TaskSpec, load_task
+from depthlab.runner.trial import TrialOutcome, run_trial
+from depthlab.runner.verifier import read_rewards, verify
+
+__all__ = [
+    "RUNNER_LABEL",
+    "AgentContext",
+    "AgentTimeoutError",
+    "CancelledError",
+    "ChatClient",
+    "ChatReply",
+    "ContainerExitedError",
+    "ContainerLimits",
+    "EnvironmentBuildError",
+    "FillSummary",
+    "HarnessConfig",
+    "JobDir",
+    "LLMEndpointError",
+    "OracleAgent",
+    "RunnerError",
+    "Shell",
+    "TaskContainer",
+    "TaskSpec",
+    "TerminusAgent",
+    "Trajectory",
+    "TrialOutcome",
+    "UnsupportedTaskError",
+    "VerifierTimeoutError",
+    "cap_sentence",
+    "check_plan",
+    "count_valid_trials",
+    "ensure_image",
+    "fill",
+    "harbor_job_configs",
+    "image_tag",
+    "job_name",
+    "limit_output",
+    "live_container_ids",
+    "load_task",
+    "parse_reply",
+    "plan_from_logs",
+    "read_plan",
+    "read_rewards",
+    "remove_incomplete_trials",
+    "remove_leftovers",
+    "remove_live_containers",
+    "run_tasks",
+    "run_trial",
+    "verify",
+]

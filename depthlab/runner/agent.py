@@ -1,0 +1,416 @@
+"""The capped agent loop, in the style of Harbor's terminus-2.
+
+Protocol (prompt version ``depthlab-terminus-1``)
+-------------------------------------------------
+* One user message opens the conversation: how to answer, the task's instruction, the cap
+  sentence (:func:`cap_sentence`: "You have at most K turns...") and the shell's starting state.
+* Every model reply is one **turn**, whatever it contains. The model answers one JSON object:
+  ``analysis`` (str), ``plan`` (str), ``commands`` (list of ``{keystrokes, duration}``) and
+  ``task_complete`` (bool, default false).
+* The keystrokes go, in order, to one persistent shell in the container
+  (:class:`depthlab.runner.container.Shell`); each command is waited for until it finishes or
+  its ``duration`` passes (default 1 s, at most ``max_command_sec``). The observation returned as
+  the next user message is each command line followed by its output, cut to
+  ``output_limit_bytes`` (the first and last halves are kept).
+* A malformed reply (no JSON object, missing ``analysis``/``plan``, bad ``commands``) gets the
+  error back as the next observation and counts as a turn.
+* ``task_complete: true`` runs that turn's commands, then asks for confirmation (as terminus-2
+  does); the loop ends when the next reply says ``task_complete: true`` again. Any other reply
+  cancels the request. The confirming reply is a turn too, so a model that stops early uses
+  (turns of work) + 1. The loop also ends after ``max_turns`` turns (the cap): the harness
+  enforces exactly the cap it states; the verifier then grades the container as it is.
+* The whole loop, model calls included, runs under the task's agent timeout; past it the trial
+  records ``AgentTimeoutError`` and is still verified (as Harbor does).
+
+Every trial records these parameters in ``config.agent.kwargs`` (``max_turns`` = ``stated_cap``
+= the cap) and in the trajectory's ``agent.extra``, since a depth measured under another
+harness is not the same number.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from depthlab import __version__
+from depthlab.runner.container import TaskContainer
+from depthlab.runner.errors import AgentTimeoutError, LLMEndpointError
+from depthlab.runner.llm import ChatClient
+from depthlab.runner.output import Trajectory, write_text
+from depthlab.runner.task import TaskSpec
+
+AGENT_NAME = "depthlab-terminus"
+PROMPT_VERSION = "depthlab-terminus-1"
+
+_PROMPT = """You are solving a task in a Linux shell inside a container. You will get the task and, \
+after each of your replies, the output of the commands you sent.
+
+{cap}Answer every time with exactly one JSON object and nothing else:
+
+{{
+  "analysis": "What the last output shows and what is still to do.",
+  "plan": "What you will do next, and why.",
+  "commands": [
+    {{"keystrokes": "ls -la\\n", "duration": 0.1}},
+    {{"keystrokes": "cat notes.txt\\n", "duration": 0.1}}
+  ],
+  "task_complete": false
+}}
+
+- "keystrokes" are typed verbatim into one persistent shell. End every command with a newline (\\n) \
+or it will not run. "C-c" interrupts the running command.
+- "duration" is how many seconds to wait for the command (default 1, at most {max_command}). The \
+output comes back as soon as the command finishes. To wait longer for a running command, send \
+{{"keystrokes": "", "duration": 30}}.
+- The output of a turn is cut to {limit} bytes.
+- Set "task_complete" to true when the task is done; you will be asked to confirm it once.
+
+Task:
+{instruction}
+
+The shell starts in {cwd}."""
+
+_CONFIRM = (
+    "You marked the task as complete. Your work will then be graded as it is and you cannot change it "
+    'afterwards. If that is what you want, answer again with "task_complete": true; otherwise continue.'
+)
+
+
+def cap_sentence(cap: int | None) -> str:
+    """The sentence that states the cap to the agent (empty when uncapped).
+
+    Examples
+    --------
+    >>> cap_sentence(3)[:31]
+    'You have at most 3 turns: every'
+    >>> cap_sentence(None)
+    ''
+    """
+    if cap is None:
+        return ""
+    unit = "turn" if cap == 1 else "turns"
+    return (
+        f"You have at most {cap} {unit}: every reply you send is one turn, and after your reply number "
+        f"{cap} the session ends and your work is graded as it is. Plan so that the task is done within "
+        f"{cap} {unit}.\n\n"
+    )
+
+
+@dataclass(frozen=True)
+class HarnessConfig:
+    """The agent loop's parameters; recorded with every trial.
+
+    Parameters
+    ----------
+    cap : int or None
+        Turn cap stated to the agent and enforced by the harness; None = uncapped (only ``safety_turns``).
+    output_limit_bytes : int, default 10000
+        Observation size limit per turn.
+    max_command_sec : float, default 60.0
+        Longest wait for a single command.
+    default_duration_sec : float, default 1.0
+        Wait when a command gives no duration.
+    confirm_completion : bool, default True
+        Ask the model to confirm ``task_complete`` (terminus-2's behaviour).
+    safety_turns : int, default 200
+        Turn limit of uncapped runs (what TB2's official runs used).
+
+    Examples
+    --------
+    >>> HarnessConfig(cap=5).max_turns
+    5
+    """
+
+    cap: int | None
+    output_limit_bytes: int = 10_000
+    max_command_sec: float = 60.0
+    default_duration_sec: float = 1.0
+    confirm_completion: bool = True
+    safety_turns: int = 200
+
+    def __post_init__(self) -> None:
+        if self.cap is not None and (not isinstance(self.cap, int) or self.cap < 1):
+            raise ValueError(f"The 'cap' parameter of HarnessConfig must be a positive int or None, got {self.cap!r}")
+        if self.output_limit_bytes < 100:
+            raise ValueError(
+                f"The 'output_limit_bytes' parameter of HarnessConfig must be >= 100, got {self.output_limit_bytes!r}"
+            )
+
+    @property
+    def max_turns(self) -> int:
+        return self.cap if self.cap is not None else self.safety_turns
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The record in ``config.agent.kwargs``: Harbor's ``max_turns`` plus ``stated_cap`` and the rest."""
+        record = asdict(self)
+        cap = record.pop("cap")
+        return {"max_turns": self.max_turns, "stated_cap": cap, "prompt_version": PROMPT_VERSION, **record}
+
+
+@dataclass
+class AgentContext:
+    """What an agent accumulated; filled in as it goes, so a timeout keeps the partial counts."""
+
+    n_input_tokens: int | None = None
+    n_cache_tokens: int | None = None
+    n_output_tokens: int | None = None
+    cost_usd: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def add_usage(self, prompt: int | None, cached: int | None, completion: int | None, cost: float | None) -> None:
+        self.n_input_tokens = _add(self.n_input_tokens, prompt)
+        self.n_cache_tokens = _add(self.n_cache_tokens, cached)
+        self.n_output_tokens = _add(self.n_output_tokens, completion)
+        self.cost_usd = _add(self.cost_usd, cost)
+
+    def as_record(self) -> dict[str, Any]:
+        """Harbor's AgentContext fields."""
+        return {
+            "n_input_tokens": self.n_input_tokens,
+            "n_cache_tokens": self.n_cache_tokens,
+            "n_output_tokens": self.n_output_tokens,
+            "cost_usd": self.cost_usd,
+            "rollout_details": None,
+            "metadata": self.metadata or None,
+        }
+
+
+class TerminusAgent:
+    """An LLM agent that drives the task's shell, turn by turn, under a stated cap.
+
+    Parameters
+    ----------
+    client : ChatClient
+        The model endpoint.
+    harness : HarnessConfig
+        Cap and limits.
+
+    Examples
+    --------
+    >>> agent = TerminusAgent(ChatClient("http://127.0.0.1:8000/v1", "openai/m"), HarnessConfig(cap=3))
+    >>> agent.config_kwargs()["stated_cap"]
+    3
+    """
+
+    name = AGENT_NAME
+    version = __version__
+
+    def __init__(self, client: ChatClient, harness: HarnessConfig) -> None:
+        self.client = client
+        self.harness = harness
+
+    @property
+    def model_name(self) -> str:
+        return self.client.model
+
+    def config_kwargs(self) -> dict[str, Any]:
+        """Everything recorded in ``config.agent.kwargs`` (never the API key)."""
+        return {**self.harness.as_kwargs(), **self.client.describe()}
+
+    def run(self, box: TaskContainer, task: TaskSpec, agent_dir: Path, deadline: float, context: AgentContext) -> None:
+        """Run the loop in ``box`` until the cap, a confirmed completion or ``deadline`` (time.monotonic)."""
+        harness = self.harness
+        shell = box.open_shell()
+        cwd = shell.run("pwd\n", 10.0).strip() or "/"
+        prompt = _PROMPT.format(
+            cap=cap_sentence(harness.cap),
+            max_command=f"{harness.max_command_sec:g}",
+            limit=harness.output_limit_bytes,
+            instruction=task.instruction.strip(),
+            cwd=cwd,
+        )
+        trajectory = Trajectory(
+            agent_dir / "trajectory.json",
+            agent_name=self.name,
+            agent_version=self.version,
+            model_name=self.model_name,
+            extra=self.config_kwargs(),
+        )
+        trajectory.add("user", prompt)
+        messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]
+        metadata = context.metadata
+        metadata.update(
+            {"n_episodes": 0, "parse_errors": 0, "hit_cap": False, "task_complete": False, "api_request_times_msec": []}
+        )
+        confirming = False
+        try:
+            for episode in range(harness.max_turns):
+                metadata["n_episodes"] = episode + 1
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AgentTimeoutError(f"Agent execution timed out after {task.agent_timeout_sec:g} seconds")
+                episode_dir = agent_dir / f"episode-{episode}"
+                write_text(episode_dir / "prompt.txt", messages[-1]["content"])
+                try:
+                    reply = self.client.complete(messages, timeout=remaining)
+                except LLMEndpointError:
+                    if time.monotonic() >= deadline:
+                        raise AgentTimeoutError(
+                            f"Agent execution timed out after {task.agent_timeout_sec:g} seconds "
+                            "(waiting for the model)"
+                        ) from None
+                    raise
+                write_text(episode_dir / "response.txt", reply.content)
+                metadata["api_request_times_msec"].append(round(reply.seconds * 1000, 1))
+                context.add_usage(reply.prompt_tokens, reply.cached_tokens, reply.completion_tokens, reply.cost_usd)
+                metrics = {
+                    "prompt_tokens": reply.prompt_tokens,
+                    "completion_tokens": reply.completion_tokens,
+                    "cached_tokens": reply.cached_tokens,
+                    "cost_usd": reply.cost_usd,
+                }
+                metrics = {key: value for key, value in metrics.items() if value is not None}
+                parsed, error = parse_reply(reply.content, default_duration=harness.default_duration_sec)
+                if parsed is None:
+                    metadata["parse_errors"] += 1
+                    confirming = False
+                    observation = (
+                        f"Previous response had parsing errors:\nERROR: {error}\n\nAnswer with one JSON object."
+                    )
+                    trajectory.add(
+                        "agent",
+                        reply.content,
+                        model_name=self.model_name,
+                        observation={"results": [{"content": observation}]},
+                        metrics=metrics,
+                    )
+                    messages += [
+                        {"role": "assistant", "content": reply.content},
+                        {"role": "user", "content": observation},
+                    ]
+                    continue
+                tool_calls = [
+                    {
+                        "tool_call_id": f"call_{episode}_{index + 1}",
+                        "function_name": "bash_command",
+                        "arguments": command,
+                    }
+                    for index, command in enumerate(parsed["commands"])
+                ]
+                if parsed["task_complete"]:
+                    tool_calls.append(
+                        {
+                            "tool_call_id": f"call_{episode}_task_complete",
+                            "function_name": "mark_task_complete",
+                            "arguments": {},
+                        }
+                    )
+                output, timed_out = self._execute(shell, parsed["commands"], deadline)
+                observation = "New terminal output:\n" + output
+                done = False
+                if parsed["task_complete"] and not timed_out:
+                    if confirming or not harness.confirm_completion:
+                        done = True
+                    else:
+                        observation += "\n\n" + _CONFIRM
+                    confirming = not done
+                else:
+                    confirming = False
+                trajectory.add(
+                    "agent",
+                    f"Analysis: {parsed['analysis']}\nPlan: {parsed['plan']}",
+                    model_name=self.model_name,
+                    tool_calls=tool_calls or None,
+                    observation={"results": [{"content": observation}]},
+                    metrics=metrics,
+                )
+                if timed_out:
+                    raise AgentTimeoutError(f"Agent execution timed out after {task.agent_timeout_sec:g} seconds")
+                if done:
+                    metadata["task_complete"] = True
+                    return
+                messages += [{"role": "assistant", "content": reply.content}, {"role": "user", "content": observation}]
+            metadata["hit_cap"] = True
+        finally:
+            shell.close()
+
+    def _execute(self, shell: Any, commands: list[dict[str, Any]], deadline: float) -> tuple[str, bool]:
+        """Type each command and collect the output; return (observation text, whether time ran out)."""
+        harness = self.harness
+        parts: list[str] = []
+        timed_out = False
+        for command in commands:
+            remaining = deadline - time.monotonic()
+            wait = min(float(command["duration"]), harness.max_command_sec, max(remaining, 0.0))
+            keystrokes = command["keystrokes"]
+            parts.append(f"$ {keystrokes}" + ("" if keystrokes.endswith("\n") else "\n"))
+            parts.append(shell.run(keystrokes, wait))
+            if time.monotonic() >= deadline:
+                timed_out = True
+                break
+        return limit_output("".join(parts), harness.output_limit_bytes), timed_out
+
+
+def parse_reply(text: str, *, default_duration: float = 1.0) -> tuple[dict[str, Any] | None, str]:
+    """Parse one model reply; return (parsed, "") or (None, the error to show the model).
+
+    Examples
+    --------
+    >>> parse_reply('{"analysis": "a", "plan": "p", "commands": [{"keystrokes": "ls\\\\n"}]}')[0]["commands"]
+    [{'keystrokes': 'ls\\n', 'duration': 1.0}]
+    >>> parse_reply("no json here")
+    (None, 'No JSON object found in the response')
+    """
+    start, end = text.find("{"), text.rfind("}")
+    if start == -1 or end < start:
+        return None, "No JSON object found in the response"
+    try:
+        value = json.loads(text[start : end + 1])
+    except json.JSONDecodeError as error:
+        return None, f"Invalid JSON: {error}"
+    if not isinstance(value, dict):
+        return None, "The response must be a JSON object"
+    missing = [key for key in ("analysis", "plan") if not isinstance(value.get(key), str)]
+    if missing:
+        return None, f"Missing required fields: {', '.join(missing)}"
+    raw_commands = value.get("commands", [])
+    if not isinstance(raw_commands, list):
+        return None, "'commands' must be a list"
+    commands = []
+    for index, command in enumerate(raw_commands):
+        if not isinstance(command, dict) or not isinstance(command.get("keystrokes"), str):
+            return None, f"Command {index + 1} must be an object with a string 'keystrokes'"
+        duration = command.get("duration", default_duration)
+        if isinstance(duration, bool) or not isinstance(duration, int | float) or duration < 0:
+            return None, f"Command {index + 1} has an invalid 'duration' (a number >= 0): {duration!r}"
+        commands.append({"keystrokes": command["keystrokes"], "duration": float(duration)})
+    complete = value.get("task_complete", False)
+    if isinstance(complete, str):
+        complete = complete.strip().lower() == "true"
+    return {
+        "analysis": value["analysis"],
+        "plan": value["plan"],
+        "commands": commands,
+        "task_complete": bool(complete),
+    }, ""
+
+
+def limit_output(text: str, limit: int) -> str:
+    """Cut ``text`` to ``limit`` UTF-8 bytes, keeping the first and last halves.
+
+    Examples
+    --------
+    >>> len(limit_output("x" * 50_000, 10_000).encode()) <= 10_000
+    True
+    """
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    note = f"\n[... output cut to {limit} bytes; {{}} bytes omitted ...]\n"
+    room = limit - len(note.format(len(data)).encode())
+    head_end, tail_start = room // 2, len(data) - (room - room // 2)
+    while head_end > 0 and data[head_end] & 0xC0 == 0x80:  # do not split a UTF-8 character
+        head_end -= 1
+    while tail_start < len(data) and data[tail_start] & 0xC0 == 0x80:
+        tail_start += 1
+    head, tail = data[:head_end].decode("utf-8", errors="replace"), data[tail_start:].decode("utf-8", errors="replace")
+    return head + note.format(tail_start - head_end) + tail
+
+
+def _add(total: Any, value: Any) -> Any:
+    if value is None:
+        return total
+    return value if total is None else total + value

@@ -1,0 +1,523 @@
+"""Fill a plan's missing (task, model, cap) cells: bounded concurrency, resumable, never crashes.
+
+How a fill resumes
+------------------
+Each (model, cap) gets one Harbor job folder, ``<jobs_dir>/fill__<model>__cap<K>``, reused by
+every later fill. On start, a fill
+
+1. removes runner containers whose owner process is gone (left by a ``kill -9``),
+2. deletes trial folders without ``result.json`` (interrupted trials, as Harbor does),
+3. counts the *valid* complete trials per cell already in ``jobs_dir`` (read back with
+   :func:`depthlab.load_trials`, whose status rule decides what is valid), and
+4. runs only ``attempts`` minus that count for each cell.
+
+So a plan row means "this cell needs ``attempts`` valid trials in ``jobs_dir``"; compute the plan
+from the run logs you had *before* (``jobs_dir`` itself is counted in step 3; :func:`plan_from_logs`
+leaves it out). A trial's ``result.json`` is written last and atomically, so a trial is either
+complete or redone: nothing is lost or counted twice. Ctrl-C or SIGTERM removes the running
+containers and deletes the unfinished trial folders before exiting.
+
+Two ways to run a plan
+----------------------
+* here, on one machine with Docker: ``depthlab fill PLAN.csv --tasks DIR --models A,B``;
+* on Harbor's cloud sandboxes, for large plans: ``depthlab plan ... --harbor-configs DIR`` writes
+  one Harbor job config per (model, cap) (see :func:`harbor_job_configs`) to run with
+  ``harbor run -c <config>``; the resulting job folders load with :func:`depthlab.load_trials`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import queue
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from depthlab.runner.container import ContainerLimits, remove_leftovers, remove_live_containers
+from depthlab.runner.errors import CancelledError, UnsupportedTaskError
+from depthlab.runner.output import JobDir, remove_incomplete_trials
+from depthlab.runner.task import TaskSpec, load_task
+from depthlab.runner.trial import Agent, TrialOutcome, run_trial
+
+#: Columns a plan must have (``depthlab plan`` / :func:`depthlab.plan_missing` write them).
+PLAN_COLUMNS: tuple[str, ...] = ("dataset", "task", "model", "cap", "attempts")
+
+AgentFactory = Callable[[str, int | None], Agent]
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One trial to run: a task, an agent, and the job folder it goes into."""
+
+    task: TaskSpec
+    model: str
+    cap: int | None
+    job: JobDir
+    source: str
+
+
+@dataclass
+class FillSummary:
+    """What a fill did. ``outcomes`` has one entry per trial run now."""
+
+    n_cells: int = 0
+    n_trials_planned: int = 0
+    n_trials_already_done: int = 0
+    n_leftover_containers: int = 0
+    n_incomplete_removed: int = 0
+    outcomes: list[TrialOutcome] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # why a task could not run here
+    errors: list[str] = field(default_factory=list)  # trials that could not even be recorded
+
+    @property
+    def exceptions(self) -> Counter[str]:
+        return Counter(outcome.exception for outcome in self.outcomes if outcome.exception)
+
+    def render(self) -> str:
+        """A short human-readable summary."""
+        passed = sum(1 for outcome in self.outcomes if (outcome.reward or 0) > 0)
+        lines = [
+            f"cells: {self.n_cells}, trials planned: {self.n_trials_planned}, already done: "
+            f"{self.n_trials_already_done}, run now: {len(self.outcomes)} (reward > 0: {passed})",
+        ]
+        if self.exceptions:
+            lines.append("exceptions: " + ", ".join(f"{name} x{count}" for name, count in self.exceptions.items()))
+        if self.n_leftover_containers or self.n_incomplete_removed:
+            lines.append(
+                f"cleaned up: {self.n_leftover_containers} leftover container(s), "
+                f"{self.n_incomplete_removed} incomplete trial folder(s)"
+            )
+        lines += [f"skipped: {message}" for message in self.skipped]
+        lines += [f"error: {message}" for message in self.errors]
+        return "\n".join(lines)
+
+
+def read_plan(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """Read a plan written by ``depthlab plan`` (CSV or Parquet).
+
+    Raises
+    ------
+    ValueError
+        When a required column is missing or the file type is unknown.
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".parquet":
+        plan = pl.read_parquet(path)
+    elif path.suffix.lower() == ".csv":
+        plan = pl.read_csv(path, infer_schema_length=10_000)
+    else:
+        raise ValueError(f"The plan file must end in .csv or .parquet, got {str(path)!r}")
+    return check_plan(plan, what=f"The plan {str(path)!r}")
+
+
+def check_plan(plan: pl.DataFrame, *, what: str = "The 'plan' parameter of fill") -> pl.DataFrame:
+    """Validate a plan's columns and return it with ``cap`` / ``attempts`` as integers."""
+    missing = [column for column in PLAN_COLUMNS if column not in plan.columns]
+    if missing:
+        raise ValueError(f"{what} must have the columns {list(PLAN_COLUMNS)}; missing {missing}")
+    return plan.with_columns(
+        pl.col("cap").cast(pl.Int64, strict=False),
+        pl.col("attempts").cast(pl.Int64, strict=False).fill_null(1),
+        pl.col("task").cast(pl.String),
+        pl.col("model").cast(pl.String),
+    )
+
+
+def plan_from_logs(
+    paths: Sequence[str | os.PathLike[str]],
+    tasks_dir: str | os.PathLike[str],
+    *,
+    models: Sequence[str],
+    caps: Sequence[int] | None = None,
+    attempts: int = 1,
+    exclude: str | os.PathLike[str] | None = None,
+) -> pl.DataFrame:
+    """Compute the plan from existing run logs with :func:`depthlab.plan_missing`.
+
+    ``exclude`` (the fill's jobs folder) is left out of the logs, because a fill counts its own
+    trials separately.
+    """
+    import depthlab
+
+    kept = [Path(path) for path in paths]
+    if exclude is not None:
+        root = Path(exclude).resolve()
+        kept = [path for path in kept if not path.resolve().is_relative_to(root)]
+    trials = depthlab.load_trials(kept) if kept else depthlab.schema.empty("trials")
+    tasks = depthlab.load_tasks([tasks_dir])
+    options: dict[str, Any] = {"models": list(models), "attempts": attempts}
+    if caps is not None:
+        options["caps"] = tuple(caps)
+    return check_plan(depthlab.plan_missing(trials, tasks, **options))
+
+
+def fill(
+    plan: pl.DataFrame,
+    *,
+    tasks_dir: str | os.PathLike[str],
+    jobs_dir: str | os.PathLike[str],
+    agent_factory: AgentFactory,
+    docker_client: Any = None,
+    concurrency: int = 2,
+    limits: Callable[[TaskSpec], ContainerLimits] | None = None,
+    agent_timeout_sec: float | None = None,
+    progress: bool = True,
+) -> FillSummary:
+    """Run the cells of ``plan`` that ``jobs_dir`` does not hold yet (see the module docstring).
+
+    Parameters
+    ----------
+    plan : pl.DataFrame
+        Columns ``dataset, task, model, cap, attempts`` (from :func:`depthlab.plan_missing`).
+    tasks_dir : path
+        Folder of Harbor task folders; a plan's ``task`` is found as ``tasks_dir/<task>``.
+    jobs_dir : path
+        Where the job folders go (and are resumed from).
+    agent_factory : callable
+        ``(model, cap) -> agent``; e.g. a :class:`TerminusAgent` with that cap.
+    docker_client : docker.DockerClient, optional
+        Defaults to ``docker.from_env()``.
+    concurrency : int, default 2
+        Trials run at once.
+    limits : callable, optional
+        ``task -> ContainerLimits``; default: the task's CPU and memory, no network.
+    agent_timeout_sec : float, optional
+        Override every task's agent timeout.
+    progress : bool, default True
+        Show a tqdm bar.
+
+    Returns
+    -------
+    FillSummary
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> plan = pl.DataFrame({"dataset": ["d"], "task": ["t"], "model": ["m"], "cap": [1], "attempts": [1]})
+    >>> fill(plan, tasks_dir="tasks", jobs_dir="jobs", agent_factory=my_factory)  # doctest: +SKIP
+    """
+    if concurrency < 1:
+        raise ValueError(f"The 'concurrency' parameter of fill must be >= 1, got {concurrency!r}")
+    plan = check_plan(plan)
+    jobs_root = Path(jobs_dir)
+    jobs_root.mkdir(parents=True, exist_ok=True)
+    client = docker_client if docker_client is not None else _docker_client()
+    summary = FillSummary(n_cells=plan.height, n_trials_planned=int(plan["attempts"].sum() or 0))
+    with _exclusive(jobs_root):
+        summary.n_leftover_containers = remove_leftovers(client)
+        for job_path in sorted(path for path in jobs_root.iterdir() if (path / "config.json").is_file()):
+            summary.n_incomplete_removed += len(remove_incomplete_trials(job_path))
+        done = count_valid_trials(jobs_root)
+        items: list[WorkItem] = []
+        jobs: dict[tuple[str, int | None], JobDir] = {}
+        for row in plan.iter_rows(named=True):
+            cap = None if row["cap"] is None else int(row["cap"])
+            key = (_short(row["task"]), row["model"], cap)
+            already = min(done.get(key, 0), int(row["attempts"]))
+            summary.n_trials_already_done += already
+            remaining = int(row["attempts"]) - already
+            if remaining <= 0:
+                continue
+            try:
+                task = load_task(_task_path(Path(tasks_dir), row["task"]))
+            except (UnsupportedTaskError, FileNotFoundError, ValueError) as error:
+                summary.skipped.append(f"{row['task']}: {error}")
+                continue
+            job_key = (row["model"], cap)
+            if job_key not in jobs:
+                jobs[job_key] = _job_for(jobs_root, row["model"], cap, agent_factory)
+            jobs[job_key].n_planned += remaining
+            source = row["dataset"] or task.path.parent.name
+            items += [WorkItem(task, row["model"], cap, jobs[job_key], source) for _ in range(remaining)]
+        for job in jobs.values():
+            job.n_planned += len(job.trial_results())
+        execute(
+            items,
+            lambda item, cancel: run_trial(
+                item.task,
+                agent_factory(item.model, item.cap),
+                item.job,
+                docker_client=client,
+                limits=limits(item.task) if limits else None,
+                source=item.source,
+                agent_timeout_sec=agent_timeout_sec,
+                cancel=cancel,
+            ),
+            summary,
+            concurrency=concurrency,
+            progress=progress,
+        )
+        for job in jobs.values():
+            job.update_result(finished=True)
+    return summary
+
+
+def run_tasks(
+    task_dirs: Sequence[str | os.PathLike[str]],
+    agent: Agent,
+    *,
+    jobs_dir: str | os.PathLike[str],
+    job_name: str | None = None,
+    attempts: int = 1,
+    docker_client: Any = None,
+    concurrency: int = 1,
+    limits: Callable[[TaskSpec], ContainerLimits] | None = None,
+    agent_timeout_sec: float | None = None,
+    progress: bool = True,
+) -> FillSummary:
+    """Run ``agent`` on each task ``attempts`` times into one new Harbor job (``depthlab run``).
+
+    Multi-container tasks are skipped with a message (``summary.skipped``).
+
+    Examples
+    --------
+    >>> from depthlab.runner import OracleAgent
+    >>> run_tasks(["tasks/hello"], OracleAgent(), jobs_dir="jobs")  # doctest: +SKIP
+    """
+    if attempts < 1:
+        raise ValueError(f"The 'attempts' parameter of run_tasks must be >= 1, got {attempts!r}")
+    if concurrency < 1:
+        raise ValueError(f"The 'concurrency' parameter of run_tasks must be >= 1, got {concurrency!r}")
+    client = docker_client if docker_client is not None else _docker_client()
+    summary = FillSummary(n_cells=len(task_dirs), n_trials_planned=len(task_dirs) * attempts)
+    summary.n_leftover_containers = remove_leftovers(client)
+    tasks: list[TaskSpec] = []
+    for path in task_dirs:
+        try:
+            tasks.append(load_task(path))
+        except UnsupportedTaskError as error:
+            summary.skipped.append(str(error))
+    name = job_name or time.strftime("%Y-%m-%d__%H-%M-%S")
+    job = JobDir(Path(jobs_dir), name, job_config(agent, n_attempts=attempts, n_concurrent_trials=concurrency))
+    job.n_planned = len(tasks) * attempts
+    cap = agent.config_kwargs().get("stated_cap")
+    items = [
+        WorkItem(task, agent.model_name or "", cap, job, task.path.parent.name)
+        for _ in range(attempts)
+        for task in tasks
+    ]
+    execute(
+        items,
+        lambda item, cancel: run_trial(
+            item.task,
+            agent,
+            item.job,
+            docker_client=client,
+            limits=limits(item.task) if limits else None,
+            source=item.source,
+            agent_timeout_sec=agent_timeout_sec,
+            cancel=cancel,
+        ),
+        summary,
+        concurrency=concurrency,
+        progress=progress,
+    )
+    job.update_result(finished=True)
+    return summary
+
+
+def execute(
+    items: Sequence[WorkItem],
+    run_one: Callable[[WorkItem, threading.Event], TrialOutcome],
+    summary: FillSummary,
+    *,
+    concurrency: int,
+    progress: bool,
+) -> None:
+    """Run ``items`` on ``concurrency`` worker threads; outcomes and errors go into ``summary``.
+
+    Ctrl-C / SIGTERM (KeyboardInterrupt in the main thread) stops the workers, removes their
+    containers and re-raises; the unfinished trials leave no folder behind.
+    """
+    from tqdm.auto import tqdm
+
+    pending: queue.Queue[WorkItem] = queue.Queue()
+    for item in items:
+        pending.put(item)
+    results: queue.Queue[tuple[WorkItem, TrialOutcome | None, str | None]] = queue.Queue()
+    cancel = threading.Event()
+
+    def work() -> None:
+        while not cancel.is_set():
+            try:
+                item = pending.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                outcome = run_one(item, cancel)
+                results.put((item, outcome, None))
+            except CancelledError:
+                return
+            except Exception as error:  # e.g. a full disk while writing result.json: report, go on
+                results.put((item, None, f"{item.task.name} ({item.model}, cap {item.cap}): {error}"))
+            finally:
+                with contextlib.suppress(Exception):
+                    item.job.update_result()
+
+    workers = [
+        threading.Thread(target=work, daemon=True, name=f"depthlab-fill-{index}")
+        for index in range(min(concurrency, len(items)))
+    ]
+    bar = tqdm(total=len(items), disable=not progress, desc="trials", unit="trial")
+    try:
+        for worker in workers:
+            worker.start()
+        received = 0
+        while received < len(items):
+            try:
+                item, outcome, error = results.get(timeout=0.2)
+            except queue.Empty:
+                if not any(worker.is_alive() for worker in workers) and results.empty():
+                    break
+                continue
+            received += 1
+            if outcome is not None:
+                summary.outcomes.append(outcome)
+                bar.set_postfix_str(f"{item.task.name} {outcome.exception or f'reward {outcome.reward}'}")
+            if error is not None:
+                summary.errors.append(error)
+            bar.update(1)
+    except KeyboardInterrupt:
+        cancel.set()
+        remove_live_containers()
+        deadline = time.monotonic() + 10.0
+        for worker in workers:
+            worker.join(max(deadline - time.monotonic(), 0.0))
+        remove_live_containers()  # a worker may have started one while stopping
+        raise
+    finally:
+        bar.close()
+
+
+def count_valid_trials(jobs_dir: str | os.PathLike[str]) -> dict[tuple[str, str, int | None], int]:
+    """Valid complete trials per (task, model, cap) under ``jobs_dir``, by :func:`depthlab.load_trials`."""
+    import depthlab
+
+    root = Path(jobs_dir)
+    if not any(root.glob("*/*/result.json")):
+        return {}
+    trials = depthlab.load_trials([root], cache=False)  # a cache would miss the newest trials
+    valid = trials.filter(pl.col("status") != "invalid")
+    counts: dict[tuple[str, str, int | None], int] = {}
+    for row in valid.group_by(["task", "model", "cap"]).len().iter_rows(named=True):
+        key = (_short(row["task"]), row["model"], row["cap"])
+        counts[key] = counts.get(key, 0) + int(row["len"])
+    return counts
+
+
+def job_name(model: str, cap: int | None) -> str:
+    """The job folder of a (model, cap) cell group.
+
+    Examples
+    --------
+    >>> job_name("openai/gpt-5", 3)
+    'fill__openai-gpt-5__cap3'
+    """
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", model).strip("-.") or "model"
+    return f"fill__{slug}__cap{'none' if cap is None else cap}"
+
+
+def job_config(agent: Agent, *, n_attempts: int = 1, n_concurrent_trials: int = 1) -> dict[str, Any]:
+    """A Harbor JobConfig (minus ``job_name``/``jobs_dir``) for one agent."""
+    return {
+        "n_attempts": n_attempts,
+        "timeout_multiplier": 1.0,
+        "agent_timeout_multiplier": None,
+        "verifier_timeout_multiplier": None,
+        "agent_setup_timeout_multiplier": None,
+        "environment_build_timeout_multiplier": None,
+        "debug": False,
+        "n_concurrent_trials": n_concurrent_trials,
+        "quiet": True,
+        "retry": {"max_retries": 0, "include_exceptions": None, "exclude_exceptions": []},
+        "environment": {"type": "docker", "force_build": False, "delete": True, "env": {}, "kwargs": {}},
+        "verifier": {"override_timeout_sec": None, "max_timeout_sec": None, "env": {}, "disable": False},
+        "metrics": [],
+        "agents": [
+            {
+                "name": agent.name,
+                "import_path": None,
+                "model_name": agent.model_name,
+                "kwargs": agent.config_kwargs(),
+                "env": {},
+            }
+        ],
+        "datasets": [],
+        "tasks": [],
+        "artifacts": [],
+    }
+
+
+def harbor_job_configs(plan: pl.DataFrame, *, dataset_path: str, agent: str = "terminus-2") -> list[dict[str, Any]]:
+    """One Harbor job config per (model, cap) of ``plan``, to run a large plan with ``harbor run -c``.
+
+    Each config names the plan's tasks (``datasets[].task_names``), the cap as terminus-2's
+    ``max_turns`` and, for the loaders, ``stated_cap``; the cap sentence must still be put in the
+    instruction (a Harbor agent does not state it by itself).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> plan = pl.DataFrame({"dataset": ["d"], "task": ["t"], "model": ["openai/m"], "cap": [3], "attempts": [2]})
+    >>> config = harbor_job_configs(plan, dataset_path="tasks")[0]
+    >>> config["agents"][0]["kwargs"], config["n_attempts"], config["datasets"][0]["task_names"]
+    ({'max_turns': 3, 'stated_cap': 3}, 2, ['t'])
+    """
+    plan = check_plan(plan)
+    configs = []
+    for (model, cap), group in plan.group_by(["model", "cap"], maintain_order=True):
+        kwargs = {} if cap is None else {"max_turns": int(cap), "stated_cap": int(cap)}
+        configs.append(
+            {
+                "job_name": job_name(str(model), cap),
+                "n_attempts": int(group["attempts"].max() or 1),
+                "agents": [{"name": agent, "model_name": model, "kwargs": kwargs}],
+                "datasets": [{"path": dataset_path, "task_names": sorted(set(group["task"].to_list()))}],
+            }
+        )
+    return configs
+
+
+def _job_for(jobs_root: Path, model: str, cap: int | None, agent_factory: AgentFactory) -> JobDir:
+    return JobDir(jobs_root, job_name(model, cap), job_config(agent_factory(model, cap)))
+
+
+def _task_path(tasks_dir: Path, task: str) -> Path:
+    for candidate in (tasks_dir / task, tasks_dir / _short(task)):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"The task {task!r} is not a folder of the 'tasks' directory {str(tasks_dir)!r}")
+
+
+def _short(task: str) -> str:
+    """A task name without any ``org/`` prefix (how names are compared across versions)."""
+    return str(task).rsplit("/", 1)[-1]
+
+
+@contextlib.contextmanager
+def _exclusive(jobs_root: Path) -> Iterable[None]:
+    """Hold a lock on ``jobs_root`` so that two fills never share one jobs folder."""
+    with (jobs_root / ".depthlab-fill.lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError(f"Another depthlab fill is using the jobs folder {str(jobs_root)!r}") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _docker_client() -> Any:
+    import docker
+
+    return docker.from_env()

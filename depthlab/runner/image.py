@@ -1,0 +1,103 @@
+"""Build a task's image from ``environment/`` with the Docker SDK, cached by checksum."""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+from depthlab.io.tasks import dirhash_sha256
+from depthlab.runner.errors import EnvironmentBuildError
+from depthlab.runner.task import TaskSpec
+
+#: Label put on every image and container the runner creates, so leftovers can be found.
+RUNNER_LABEL = "depthlab.runner"
+
+_BUILD_LOCKS: dict[str, threading.Lock] = {}
+_BUILD_LOCKS_GUARD = threading.Lock()
+
+
+def image_tag(task: TaskSpec) -> str:
+    """The tag of the task's image: task name plus the checksum of ``environment/``.
+
+    Only ``environment/`` goes into the build context, so the checksum of that folder (not of
+    the whole task, whose tests and solution never enter the image) decides when to rebuild.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from depthlab.runner.task import load_task
+    >>> root = pathlib.Path(tempfile.mkdtemp()) / "hello"
+    >>> (root / "environment").mkdir(parents=True)
+    >>> _ = (root / "environment" / "Dockerfile").write_text("FROM scratch\\n")
+    >>> _ = (root / "instruction.md").write_text("Say hi.")
+    >>> _ = (root / "task.toml").write_text("")
+    >>> image_tag(load_task(root)).startswith("depthlab-task/hello:")
+    True
+    """
+    slug = re.sub(r"[^a-z0-9_.-]+", "-", task.name.lower()).strip("-.") or "task"
+    return f"depthlab-task/{slug[:100]}:{dirhash_sha256(task.environment_dir)[:20]}"
+
+
+def ensure_image(client: Any, task: TaskSpec, *, force_build: bool = False) -> str:
+    """Return a local image for ``task``, building ``environment/`` when no cached build exists.
+
+    Parameters
+    ----------
+    client : docker.DockerClient
+    task : TaskSpec
+    force_build : bool, default False
+        Rebuild even when the tag exists.
+
+    Returns
+    -------
+    str
+        The image reference to start containers from.
+
+    Raises
+    ------
+    EnvironmentBuildError
+        When the build fails (the message ends with the last lines of the build log), or when
+        the task names only a prebuilt ``docker_image`` that is not present locally.
+    """
+    import docker.errors
+
+    dockerfile = task.environment_dir / "Dockerfile"
+    if not dockerfile.is_file():
+        reference = str(task.docker_image)
+        try:
+            client.images.get(reference)
+        except docker.errors.ImageNotFound:
+            raise EnvironmentBuildError(
+                f"The task {task.name!r} has no environment/Dockerfile and its docker_image {reference!r} "
+                "is not present locally (pull it first)"
+            ) from None
+        return reference
+    tag = image_tag(task)
+    with _lock_for(tag):  # two trials of one task must not build the same image twice
+        if not force_build:
+            try:
+                client.images.get(tag)
+                return tag
+            except docker.errors.ImageNotFound:
+                pass
+        try:
+            client.images.build(
+                path=str(task.environment_dir),
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                labels={RUNNER_LABEL: "1", "depthlab.task": task.name},
+                timeout=int(task.build_timeout_sec),
+            )
+        except docker.errors.BuildError as error:
+            tail = "".join(str(line.get("stream") or line.get("error") or "") for line in list(error.build_log)[-8:])
+            raise EnvironmentBuildError(f"Building the image of {task.name!r} failed: {error.msg}\n{tail}") from None
+        except docker.errors.APIError as error:
+            raise EnvironmentBuildError(f"Building the image of {task.name!r} failed: {error}") from None
+    return tag
+
+
+def _lock_for(tag: str) -> threading.Lock:
+    with _BUILD_LOCKS_GUARD:
+        return _BUILD_LOCKS.setdefault(tag, threading.Lock())

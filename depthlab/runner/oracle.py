@@ -1,0 +1,49 @@
+"""The oracle agent: runs the task's reference ``solution/solve.sh`` instead of a model.
+
+It checks that a task is solvable and that its verifier works, as Harbor's ``oracle`` agent
+does. Its trials have no stated cap (``stated_cap`` null) and no turns.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from depthlab import __version__
+from depthlab.runner.agent import AgentContext
+from depthlab.runner.container import TaskContainer, script_command
+from depthlab.runner.errors import AgentTimeoutError, NonZeroAgentExitCodeError
+from depthlab.runner.output import write_text
+from depthlab.runner.task import TaskSpec
+
+
+class OracleAgent:
+    """Copy ``solution/`` to ``/solution`` and run ``solve.sh`` under the agent timeout.
+
+    Examples
+    --------
+    >>> OracleAgent().config_kwargs()
+    {'max_turns': None, 'stated_cap': None}
+    """
+
+    name = "oracle"
+    version = __version__
+    model_name = None
+
+    def config_kwargs(self) -> dict[str, Any]:
+        return {"max_turns": None, "stated_cap": None}
+
+    def run(self, box: TaskContainer, task: TaskSpec, agent_dir: Path, deadline: float, context: AgentContext) -> None:
+        solution = task.path / "solution"
+        if not (solution / "solve.sh").is_file():
+            raise FileNotFoundError(f"The task {task.name!r} has no solution/solve.sh for the oracle")
+        box.put_directory(solution, "/solution")
+        try:
+            exit_code, output = box.exec(script_command("/solution/solve.sh"), timeout=deadline - time.monotonic())
+        except TimeoutError:
+            raise AgentTimeoutError(f"Agent execution timed out after {task.agent_timeout_sec:g} seconds") from None
+        write_text(agent_dir / "oracle.txt", output.decode("utf-8", errors="replace"))
+        context.metadata["exit_code"] = exit_code
+        if exit_code != 0:
+            raise NonZeroAgentExitCodeError(f"solution/solve.sh exited with code {exit_code}")

@@ -1,0 +1,159 @@
+"""A Harbor task directory as the runner needs it: instruction, limits, timeouts, checksum.
+
+Layout (Harbor, TB 2.x)::
+
+    <task>/instruction.md  task.toml  environment/Dockerfile  solution/solve.sh  tests/test.sh
+
+Only the ``task.toml`` fields that change how a trial runs are read here; labels
+(difficulty, tags, ...) belong to :func:`depthlab.load_tasks`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from depthlab.io.tasks import dirhash_sha256
+from depthlab.runner.errors import UnsupportedTaskError
+
+#: Compose file names that mark a multi-container task.
+COMPOSE_FILES: tuple[str, ...] = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
+
+# Harbor's defaults when task.toml leaves a field out
+_DEFAULT_AGENT_TIMEOUT_SEC = 600.0
+_DEFAULT_VERIFIER_TIMEOUT_SEC = 600.0
+_DEFAULT_BUILD_TIMEOUT_SEC = 600.0
+_DEFAULT_CPUS = 1.0
+_DEFAULT_MEMORY_MB = 2048
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What the runner reads from one Harbor task directory.
+
+    Attributes
+    ----------
+    path : Path
+        The task directory (absolute).
+    name : str
+        ``[task].name`` of task.toml when present, else the directory name (Harbor's rule).
+    instruction : str
+        Text of instruction.md.
+    agent_timeout_sec, verifier_timeout_sec, build_timeout_sec : float
+        ``[agent].timeout_sec``, ``[verifier].timeout_sec``, ``[environment].build_timeout_sec``.
+    cpus : float
+        ``[environment].cpus``.
+    memory_mb : int
+        ``[environment].memory_mb``, or the older ``memory = "2G"`` string converted to MB.
+    allow_internet : bool
+        ``[environment].allow_internet``; the runner still keeps the network off unless the user allows it.
+    docker_image : str or None
+        ``[environment].docker_image``: a prebuilt image, used when it is present locally.
+    """
+
+    path: Path
+    name: str
+    instruction: str
+    agent_timeout_sec: float
+    verifier_timeout_sec: float
+    build_timeout_sec: float
+    cpus: float
+    memory_mb: int
+    allow_internet: bool
+    docker_image: str | None
+
+    @property
+    def environment_dir(self) -> Path:
+        return self.path / "environment"
+
+    @property
+    def checksum(self) -> str:
+        """sha256 dirhash of the whole task directory (Harbor's ``task_checksum``)."""
+        return dirhash_sha256(self.path)
+
+
+def load_task(path: str | os.PathLike[str]) -> TaskSpec:
+    """Read a Harbor task directory.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A directory holding ``instruction.md``, ``task.toml`` and ``environment/Dockerfile``.
+
+    Returns
+    -------
+    TaskSpec
+
+    Raises
+    ------
+    FileNotFoundError
+        When the directory or one of the required files is missing.
+    UnsupportedTaskError
+        When ``environment/`` holds a compose file: several containers need Harbor.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> (root / "environment").mkdir()
+    >>> _ = (root / "environment" / "Dockerfile").write_text("FROM scratch\\n")
+    >>> _ = (root / "instruction.md").write_text("Say hi.")
+    >>> _ = (root / "task.toml").write_text("[agent]\\ntimeout_sec = 60.0\\n")
+    >>> load_task(root).agent_timeout_sec
+    60.0
+    """
+    root = Path(path).resolve()
+    if not root.is_dir():
+        raise FileNotFoundError(f"The task directory {str(root)!r} does not exist")
+    for compose in COMPOSE_FILES:
+        if (root / "environment" / compose).is_file():
+            raise UnsupportedTaskError(
+                f"The task {str(root)!r} defines several containers (environment/{compose}); "
+                "the depthlab runner runs single-container tasks only. Run it with Harbor "
+                "(`harbor run`, see `depthlab plan --harbor-configs`)."
+            )
+    instruction_file = root / "instruction.md"
+    toml_file = root / "task.toml"
+    dockerfile = root / "environment" / "Dockerfile"
+    for required in (instruction_file, toml_file):
+        if not required.is_file():
+            raise FileNotFoundError(f"The task {str(root)!r} has no {required.name}")
+    try:
+        config = tomllib.loads(toml_file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"The file {str(toml_file)!r} is not valid TOML: {error}") from None
+    environment = _table(config, "environment")
+    if not dockerfile.is_file() and not environment.get("docker_image"):
+        raise FileNotFoundError(f"The task {str(root)!r} has no environment/Dockerfile and no docker_image")
+    task_table = _table(config, "task")
+    return TaskSpec(
+        path=root,
+        name=str(task_table.get("name") or root.name),
+        instruction=instruction_file.read_text(encoding="utf-8"),
+        agent_timeout_sec=float(_table(config, "agent").get("timeout_sec", _DEFAULT_AGENT_TIMEOUT_SEC)),
+        verifier_timeout_sec=float(_table(config, "verifier").get("timeout_sec", _DEFAULT_VERIFIER_TIMEOUT_SEC)),
+        build_timeout_sec=float(environment.get("build_timeout_sec", _DEFAULT_BUILD_TIMEOUT_SEC)),
+        cpus=float(environment.get("cpus", _DEFAULT_CPUS)),
+        memory_mb=_memory_mb(environment),
+        allow_internet=bool(environment.get("allow_internet", True)),
+        docker_image=environment.get("docker_image") or None,
+    )
+
+
+def _table(config: dict[str, Any], key: str) -> dict[str, Any]:
+    value = config.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _memory_mb(environment: dict[str, Any]) -> int:
+    if "memory_mb" in environment:
+        return int(environment["memory_mb"])
+    text = str(environment.get("memory", "")).strip().upper().rstrip("IB")  # "2G", "2Gi", "2GB"
+    if not text:
+        return _DEFAULT_MEMORY_MB
+    units = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+    number, unit = (text[:-1], text[-1]) if text[-1] in units else (text, "M")
+    return int(float(number) * units[unit])

@@ -1,0 +1,297 @@
+"""One trial, start to finish: image, container, agent, verifier, Harbor-format record.
+
+Faults never escape as crashes: each is recorded in ``exception_info`` with its type name
+(Harbor's where one exists) and the trial still gets its ``result.json``. The only exception
+is an interrupt (Ctrl-C / SIGTERM, signalled through ``cancel``): the trial folder is then
+deleted, so the cell is simply redone on resume.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from depthlab.runner.agent import AgentContext
+from depthlab.runner.container import ContainerLimits, TaskContainer
+from depthlab.runner.errors import AgentTimeoutError, CancelledError, ContainerExitedError
+from depthlab.runner.image import ensure_image
+from depthlab.runner.output import JobDir, utc_now, write_json, write_text
+from depthlab.runner.task import TaskSpec
+from depthlab.runner.verifier import verify
+
+
+class Agent(Protocol):
+    """What :func:`run_trial` needs from an agent (TerminusAgent, OracleAgent)."""
+
+    name: str
+    version: str
+
+    @property
+    def model_name(self) -> str | None: ...
+
+    def config_kwargs(self) -> dict[str, Any]: ...
+
+    def run(
+        self, box: TaskContainer, task: TaskSpec, agent_dir: Path, deadline: float, context: AgentContext
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """The summary of one finished trial (its full record is ``trial_dir/result.json``)."""
+
+    trial_dir: Path
+    task: str
+    rewards: dict[str, float] | None
+    exception: str | None
+    message: str | None
+    n_turns: int | None
+
+    @property
+    def reward(self) -> float | None:
+        return None if not self.rewards else self.rewards.get("reward", next(iter(self.rewards.values())))
+
+
+def run_trial(
+    task: TaskSpec,
+    agent: Agent,
+    job: JobDir,
+    *,
+    docker_client: Any,
+    limits: ContainerLimits | None = None,
+    source: str | None = None,
+    agent_timeout_sec: float | None = None,
+    verifier_timeout_sec: float | None = None,
+    cancel: threading.Event | None = None,
+) -> TrialOutcome:
+    """Run ``agent`` on ``task`` once in a fresh container and write the trial folder into ``job``.
+
+    Parameters
+    ----------
+    task : TaskSpec
+        From :func:`depthlab.runner.load_task`.
+    agent : TerminusAgent or OracleAgent
+    job : JobDir
+        The job folder the trial is written into.
+    docker_client : docker.DockerClient
+    limits : ContainerLimits, optional
+        Defaults to the task's CPU and memory, no network.
+    source : str, optional
+        Dataset name recorded as the trial's ``source`` (default: the task folder's parent name).
+    agent_timeout_sec, verifier_timeout_sec : float, optional
+        Override the task's timeouts.
+    cancel : threading.Event, optional
+        When set, the trial stops at the next step, its folder is deleted and CancelledError is raised.
+
+    Returns
+    -------
+    TrialOutcome
+
+    Examples
+    --------
+    >>> import docker, depthlab.runner as runner  # doctest: +SKIP
+    >>> job = runner.JobDir(Path("jobs"), "demo", {})  # doctest: +SKIP
+    >>> task = runner.load_task("tasks/hello")  # doctest: +SKIP
+    >>> run_trial(task, runner.OracleAgent(), job, docker_client=docker.from_env())  # doctest: +SKIP
+    """
+    limits = limits or ContainerLimits(cpus=task.cpus, memory_mb=task.memory_mb)
+    agent_timeout = agent_timeout_sec if agent_timeout_sec is not None else task.agent_timeout_sec
+    verifier_timeout = verifier_timeout_sec if verifier_timeout_sec is not None else task.verifier_timeout_sec
+    source = source or task.path.parent.name
+    trial_dir = job.new_trial_dir(task.name)
+    config = _trial_config(task, agent, job, trial_dir.name, limits, source, agent_timeout_sec, verifier_timeout_sec)
+    write_json(trial_dir / "config.json", config)
+    started_at = utc_now()
+    phases: dict[str, dict[str, str] | None] = dict.fromkeys(
+        ("environment_setup", "agent_setup", "agent_execution", "verifier")
+    )
+    context = AgentContext()
+    rewards: dict[str, float] | None = None
+    error: BaseException | None = None
+    occurred_at: str | None = None
+    box: TaskContainer | None = None
+    checksum = task.checksum
+
+    def check_cancel() -> None:
+        if cancel is not None and cancel.is_set():
+            raise CancelledError("The run was interrupted")
+
+    try:
+        check_cancel()
+        begin = utc_now()
+        image = ensure_image(docker_client, task)
+        box = TaskContainer(docker_client, image, limits, name_hint=trial_dir.name).start()
+        phases["environment_setup"] = {"started_at": begin, "finished_at": utc_now()}
+        check_cancel()
+        phases["agent_setup"] = {"started_at": utc_now(), "finished_at": utc_now()}
+        begin = utc_now()
+        try:
+            agent.run(box, task, trial_dir / "agent", time.monotonic() + agent_timeout, context)
+        except AgentTimeoutError as timeout:  # Harbor verifies a timed-out agent's work all the same
+            error, occurred_at = timeout, datetime.now().isoformat()
+        finally:
+            phases["agent_execution"] = {"started_at": begin, "finished_at": utc_now()}
+        check_cancel()
+        box.check_alive()
+        begin = utc_now()
+        try:
+            rewards = verify(box, task, trial_dir / "verifier", timeout_sec=verifier_timeout)
+        finally:
+            phases["verifier"] = {"started_at": begin, "finished_at": utc_now()}
+    except CancelledError:
+        _discard(box, trial_dir)
+        raise
+    except Exception as failure:  # every fault becomes the trial's recorded exception
+        if cancel is not None and cancel.is_set():
+            _discard(box, trial_dir)
+            raise CancelledError("The run was interrupted") from None
+        if box is not None and _is_docker_error(failure):
+            failure = _container_fault(box, failure)
+        error, occurred_at = failure, datetime.now().isoformat()
+    finally:
+        if box is not None:
+            box.remove()
+    if cancel is not None and cancel.is_set():
+        _discard(None, trial_dir)
+        raise CancelledError("The run was interrupted")
+    exception_info = None
+    if error is not None:
+        text = "".join(traceback.format_exception(error))
+        write_text(trial_dir / "exception.txt", text)
+        exception_info = {
+            "exception_type": type(error).__name__,
+            "exception_message": str(error),
+            "exception_traceback": text,
+            "occurred_at": occurred_at,
+        }
+    result = {
+        "id": str(uuid.uuid4()),
+        "task_name": task.name,
+        "trial_name": trial_dir.name,
+        "trial_uri": trial_dir.resolve().as_uri(),
+        "task_id": {"path": str(task.path)},
+        "source": source,
+        "task_checksum": checksum,
+        "config": config,
+        "agent_info": {
+            "name": agent.name,
+            "version": agent.version,
+            "model_info": None if not agent.model_name else _model_info(agent.model_name),
+        },
+        "agent_result": context.as_record(),
+        "verifier_result": None if rewards is None else {"rewards": rewards},
+        "exception_info": exception_info,
+        "started_at": started_at,
+        "finished_at": utc_now(),
+        **phases,
+        "step_results": None,
+    }
+    write_json(trial_dir / "result.json", result)  # last: its presence marks the trial complete
+    return TrialOutcome(
+        trial_dir=trial_dir,
+        task=task.name,
+        rewards=rewards,
+        exception=None if error is None else type(error).__name__,
+        message=None if error is None else str(error),
+        n_turns=context.metadata.get("n_episodes"),
+    )
+
+
+def _trial_config(
+    task: TaskSpec,
+    agent: Agent,
+    job: JobDir,
+    name: str,
+    limits: ContainerLimits,
+    source: str,
+    agent_timeout_sec: float | None,
+    verifier_timeout_sec: float | None,
+) -> dict[str, Any]:
+    return {
+        "task": {
+            "path": str(task.path),
+            "git_url": None,
+            "git_commit_id": None,
+            "name": None,
+            "ref": None,
+            "overwrite": False,
+            "download_dir": None,
+            "source": source,
+        },
+        "trial_name": name,
+        "trials_dir": str(job.path),
+        "timeout_multiplier": 1.0,
+        "agent_timeout_multiplier": None,
+        "verifier_timeout_multiplier": None,
+        "agent_setup_timeout_multiplier": None,
+        "environment_build_timeout_multiplier": None,
+        "agent": {
+            "name": agent.name,
+            "import_path": None,
+            "model_name": agent.model_name,
+            "override_timeout_sec": agent_timeout_sec,
+            "override_setup_timeout_sec": None,
+            "max_timeout_sec": None,
+            "kwargs": agent.config_kwargs(),
+            "env": {},
+        },
+        "environment": {
+            "type": "docker",
+            "import_path": None,
+            "force_build": False,
+            "delete": True,
+            "override_cpus": None,
+            "override_memory_mb": None,
+            "override_storage_mb": None,
+            "override_gpus": None,
+            "suppress_override_warnings": False,
+            "mounts_json": None,
+            "env": {},
+            "kwargs": {**limits.as_record(), "shell": "exec-socket"},
+        },
+        "verifier": {
+            "override_timeout_sec": verifier_timeout_sec,
+            "max_timeout_sec": None,
+            "env": {},
+            "disable": False,
+        },
+        "artifacts": [],
+        "job_id": job.id,
+    }
+
+
+def _model_info(model_name: str) -> dict[str, str | None]:
+    """Harbor's split of ``provider/name`` on the first slash (provider None without one)."""
+    provider, slash, name = model_name.partition("/")
+    return {"name": name, "provider": provider} if slash else {"name": model_name, "provider": None}
+
+
+def _discard(box: TaskContainer | None, trial_dir: Path) -> None:
+    import shutil
+
+    if box is not None:
+        box.remove()
+    shutil.rmtree(trial_dir, ignore_errors=True)
+
+
+def _is_docker_error(error: BaseException) -> bool:
+    import docker.errors
+
+    return isinstance(error, docker.errors.DockerException | ConnectionError | BrokenPipeError)
+
+
+def _container_fault(box: TaskContainer, error: BaseException) -> BaseException:
+    """Name a Docker error after what happened to the container, when it died."""
+    try:
+        box.check_alive()
+    except ContainerExitedError as died:
+        return died
+    except Exception:
+        return error
+    return error
