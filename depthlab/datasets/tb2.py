@@ -118,7 +118,7 @@ def tasks_from_csv(path: str | Path, *, dataset: str = "tb2") -> pl.DataFrame:
         difficulty=pl.col("difficulty"),
         difficulty_source=pl.when(pl.col("difficulty").is_not_null()).then(pl.lit("human")).otherwise(pl.lit("none")),
         category=pl.col("category"),
-        tags=pl.col("tags").str.split(";"),
+        tags=pl.col("tags").fill_null("").str.split(";").list.eval(pl.element().filter(pl.element() != "")),
         expert_time_min=pl.col("expert_time_estimate_min").cast(pl.Float64),
         junior_time_min=pl.col("junior_time_estimate_min").cast(pl.Float64),
         labels=pl.Series(labels, dtype=pl.String),
