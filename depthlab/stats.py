@@ -57,9 +57,9 @@ Seed = int | np.random.Generator | None
 Order = Sequence[Any] | Mapping[str, Sequence[Any]] | None
 
 _METHODS: tuple[str, ...] = ("bca", "percentile")
-# Work on about this many matrix cells per batch (8 MiB of float64): large enough for numpy to be
-# efficient, small enough that 10,000 resamples of a thousand tasks stay well inside memory.
-_BATCH_CELLS = 1 << 20
+# Work on about this many matrix cells per batch (512 KiB of float64): the arrays of a batch then
+# stay in the CPU cache, which measured 2-3x faster than 8 MiB batches at n = 734.
+_BATCH_CELLS = 1 << 16
 # A resample whose rank-correlation matrix has a smaller determinant has (numerically) collinear
 # columns; its partial correlation is undefined.
 _SINGULAR_DET = 1e-12
@@ -692,28 +692,42 @@ def _spearman_statistic(values: np.ndarray) -> Callable[[np.ndarray], np.ndarray
         layouts.append((order, starts, group))
 
     def statistic(weights: np.ndarray) -> np.ndarray:
-        total = weights.sum(axis=1, keepdims=True)
-        mean_rank = (total + 1.0) / 2.0
-        centred = np.empty((m, *weights.shape))
+        ranks = np.empty((m, *weights.shape))
         for c, (order, starts, group) in enumerate(layouts):
-            counts = np.add.reduceat(weights[:, order], starts, axis=1)  # drawn rows per tie group
-            below = np.cumsum(counts, axis=1) - counts
-            group_rank = below + (counts + 1.0) / 2.0
-            centred[c] = group_rank[:, group] - mean_rank
-        return _partial_from_centred_ranks(centred, weights)
+            counts = weights[:, order]  # a copy, free to change in place
+            if len(starts) < n:  # ties: count the drawn rows of each tie group
+                counts = np.add.reduceat(counts, starts, axis=1)
+            # average rank of each group minus 1/2: drawn rows up to and including it, less half its own
+            group_rank = np.cumsum(counts, axis=1)
+            counts *= 0.5
+            group_rank -= counts
+            np.take(group_rank, group, axis=1, out=ranks[c])
+        total = weights.sum(axis=1)
+        return _partial_from_ranks(ranks, weights, total / 2.0, total)
 
     return statistic
 
 
-def _partial_from_centred_ranks(centred: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
-    """centred (m, B, n) ranks minus their mean -> (B,) partial correlation of 0 and 1 given the rest."""
-    weighted = centred if weights is None else centred * weights
-    scatter = np.matmul(weighted.transpose(1, 0, 2), centred.transpose(1, 2, 0))  # (B, m, m)
+def _partial_from_ranks(
+    ranks: np.ndarray, weights: np.ndarray | None, mean_rank: np.ndarray | float, total: np.ndarray | float
+) -> np.ndarray:
+    """(m, B, n) ranks of B (weighted) samples -> (B,) partial correlation of columns 0 and 1 given the rest.
+
+    ``mean_rank`` is the (weighted) mean of every column's ranks and ``total`` the sample size. The
+    scatter is sum(w r_a r_b) - total * mean^2: ranks are multiples of 1/2, so for any realistic n
+    every term is exact in float64 and nothing is lost to cancellation.
+    """
+    weighted = ranks if weights is None else ranks * weights
+    m = len(ranks)
+    scatter = np.empty((ranks.shape[1], m, m))
+    for a in range(m):
+        for b in range(a, m):
+            scatter[:, a, b] = scatter[:, b, a] = np.einsum("bi,bi->b", weighted[a], ranks[b])
+    scatter -= (np.asarray(total) * np.asarray(mean_rank) ** 2).reshape(-1, 1, 1)
     variance = np.diagonal(scatter, axis1=1, axis2=2)
     constant = (variance <= 0).any(axis=1)
     scale = np.sqrt(np.where(variance > 0, variance, 1.0))
     corr = scatter / scale[:, :, None] / scale[:, None, :]
-    m = corr.shape[1]
     if m == 2:
         r = corr[:, 0, 1].copy()
         r[constant] = np.nan
@@ -849,9 +863,8 @@ def _clustered_estimates(
         inside = np.arange(largest) < drawn_sizes
         rows = np.where(inside, starts[batch][:, :, None] + picks, 0)
         sampled = (values[rows] * inside[..., None]).sum(axis=2) / drawn_sizes  # (b, T, m)
-        ranks = _scipy_stats.rankdata(sampled, axis=1)
-        centred = ranks.transpose(2, 0, 1) - (n_clusters + 1.0) / 2.0
-        boot.append(_partial_from_centred_ranks(centred, None))
+        ranks = _scipy_stats.rankdata(sampled, axis=1).transpose(2, 0, 1)
+        boot.append(_partial_from_ranks(ranks, None, (n_clusters + 1.0) / 2.0, n_clusters))
     return r, np.concatenate(boot), jack
 
 
