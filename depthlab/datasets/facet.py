@@ -29,7 +29,7 @@ from pathlib import Path
 
 import polars as pl
 
-from depthlab.datasets._base import Audit, DatasetInfo, make_audit
+from depthlab.datasets._base import Audit, DatasetInfo, keep_time_estimates_as_labels, make_audit
 from depthlab.datasets._harbor_tree import load_tree, tree_dirs
 
 INFO = DatasetInfo(
@@ -63,4 +63,4 @@ def load(root: str | Path, *, name: str = "facet", status_rule: str = "leaderboa
             f"{n_default} of {tasks.height} tasks carry difficulty '{DEFAULT_DIFFICULTY}', "
             "the generator's default (indistinguishable from a chosen 'medium')"
         )
-    return make_audit(name, tasks, trials, rejected=rejected, notes=notes)
+    return make_audit(name, keep_time_estimates_as_labels(tasks), trials, rejected=rejected, notes=notes)

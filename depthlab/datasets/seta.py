@@ -40,7 +40,7 @@ from pathlib import Path
 import msgspec
 import polars as pl
 
-from depthlab.datasets._base import Audit, DatasetInfo, json_object, make_audit
+from depthlab.datasets._base import Audit, DatasetInfo, json_object, keep_time_estimates_as_labels, make_audit
 from depthlab.datasets._harbor_tree import load_tree, tree_dirs
 
 INFO = DatasetInfo(
@@ -81,7 +81,7 @@ def load(root: str | Path, *, name: str = "seta", status_rule: str = "leaderboar
         notes.append(f"{len(weights)} tasks weight their tests (weights.json): a trial passes only with full reward")
     if empirical:
         notes.append(f"task_difficulty_empirical (rollout bucket) read from {SUMMARY_CSV} for {len(empirical)} tasks")
-    return make_audit(name, tasks, trials, rejected=rejected, notes=notes)
+    return make_audit(name, keep_time_estimates_as_labels(tasks), trials, rejected=rejected, notes=notes)
 
 
 def read_test_weights(tasks_dir: str | Path) -> dict[str, dict[str, float]]:

@@ -28,9 +28,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import polars as pl
-
-from depthlab.datasets._base import Audit, DatasetInfo, make_audit
+from depthlab.datasets._base import Audit, DatasetInfo, keep_time_estimates_as_labels, make_audit
 from depthlab.datasets._harbor_tree import load_tree, tree_dirs
 
 INFO = DatasetInfo(
@@ -55,7 +53,7 @@ def load(root: str | Path, *, name: str = "tw", status_rule: str = "leaderboard"
     tasks, trials, rejected = load_tree(
         tasks_dir, jobs_dir, name=name, difficulty_source="generated", status_rule=status_rule
     )
-    # an LLM's hour estimate is not the human expert estimate the column holds for TB2
-    tasks = tasks.with_columns(expert_time_min=pl.lit(None, pl.Float64))
+    # an LLM's time estimate is not the human expert estimate the column holds for TB2
+    tasks = keep_time_estimates_as_labels(tasks)
     notes = ["no difficulty label; category, tags and explanations are LLM-written metadata"]
     return make_audit(name, tasks, trials, rejected=rejected, notes=notes)
