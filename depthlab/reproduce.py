@@ -362,6 +362,7 @@ def reproduce(
     datasets: Sequence[str] | None = None,
     models: Sequence[str] | None = None,
     docs_dir: str | Path | None = None,
+    jobs: int = 2,
     progress: bool = True,
 ) -> Reproduction:
     """Run every audit notebook with papermill and write notebooks, figures, results and an index.
@@ -382,6 +383,8 @@ def reproduce(
         Restrict the collections / the models counted for D.
     docs_dir : str, Path or None
         When given, the figures named in :data:`README_FIGURES` are copied there as small PNGs.
+    jobs : int
+        Notebooks executed at once (each in its own kernel).
     progress : bool
         Show a progress bar.
 
@@ -406,6 +409,8 @@ def reproduce(
     seed = _check_seed(seed, function)
     if not isinstance(n_boot, int) or isinstance(n_boot, bool) or n_boot < 100:
         raise ValueError(f"The 'n_boot' parameter of {function} must be an integer >= 100, got {n_boot!r}")
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise ValueError(f"The 'jobs' parameter of {function} must be a positive integer, got {jobs!r}")
     out = Path(out).expanduser().resolve()
     folders = {part: out / part for part in ("notebooks", "figures", "results", "cache")}
     for folder in folders.values():
@@ -425,12 +430,8 @@ def reproduce(
         "results_dir": str(folders["results"]),
         "cache_dir": str(folders["cache"]),
     }
-    seconds: dict[str, float] = {}
-    executed: list[Path] = []
-    for notebook in _progress(names, progress):
-        started = time.perf_counter()
-        executed.append(_execute(notebook, folders["notebooks"], parameters, kernel))
-        seconds[notebook] = time.perf_counter() - started
+    seconds = _run_all(names, folders["notebooks"], parameters, kernel, jobs=jobs, progress=progress)
+    executed = [folders["notebooks"] / f"{notebook}.ipynb" for notebook in names]
     results = {path.stem: json.loads(path.read_text()) for path in sorted(folders["results"].glob("*.json"))}
     figures = sorted(folders["figures"].glob("*.png"))
     index = _write_index(out, data_dir, names, results, figures, seconds)
@@ -515,6 +516,37 @@ def _select(only: Sequence[str] | str | None, function: str) -> list[str]:
     return [nb for nb in NOTEBOOKS if nb in chosen]
 
 
+def _run_all(
+    names: Sequence[str], out_dir: Path, parameters: Mapping[str, Any], kernel: str, *, jobs: int, progress: bool
+) -> dict[str, float]:
+    # each notebook runs in its own kernel process; threads only wait on them
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    def timed(notebook: str) -> float:
+        started = time.perf_counter()
+        _execute(notebook, out_dir, parameters, kernel)
+        return time.perf_counter() - started
+
+    bar = _progress(len(names), progress)
+    seconds: dict[str, float] = {}
+    with ThreadPoolExecutor(max_workers=min(jobs, len(names))) as pool:
+        futures = {pool.submit(timed, notebook): notebook for notebook in names}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                if future.exception() is not None:
+                    for other in pending:
+                        other.cancel()
+                    bar.close()
+                    raise future.exception()
+                seconds[futures[future]] = future.result()
+                bar.set_postfix_str(futures[future])
+                bar.update(1)
+    bar.close()
+    return {notebook: seconds[notebook] for notebook in names}
+
+
 def _execute(notebook: str, out_dir: Path, parameters: Mapping[str, Any], kernel: str) -> Path:
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -553,12 +585,10 @@ def _source_cell_index(executed: Path, cell_index: int) -> int:
     return cell_index - injected
 
 
-def _progress(names: Sequence[str], enabled: bool) -> Iterable[str]:
-    if not enabled:
-        return names
+def _progress(total: int, enabled: bool) -> Any:
     from tqdm.auto import tqdm
 
-    return tqdm(names, desc="notebooks", unit="nb", leave=True)
+    return tqdm(total=total, desc="notebooks", unit="nb", disable=not enabled)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -591,7 +621,10 @@ def _write_index(
             png = out / "figures" / f"{figure}.png"
             if png in figures:
                 lines += [f"### {figure}", "", f"![{figure}](figures/{figure}.png) ([PDF](figures/{figure}.pdf))", ""]
-        comparison = results.get(notebook, {}).get("comparison", [])
+        comparison = [
+            {column: row.get(column) for column in ("key", "sample", "paper", "this_data")}
+            for row in results.get(notebook, {}).get("comparison", [])
+        ]
         if comparison:
             lines += ["Paper reports / this data gives:", "", *_markdown_table(comparison), ""]
         skipped = [k for k, v in results.get(notebook, {}).get("values", {}).items() if v is None]

@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--datasets", metavar="NAMES", help="comma-separated collections (default: all found)")
     parser.add_argument("--models", metavar="NAMES", help="comma-separated models counted for D (default: all)")
     parser.add_argument("--docs", metavar="DIR", help="also copy the README figures there as small PNGs")
+    parser.add_argument("--jobs", type=int, default=2, help="notebooks run at once (%(default)s)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -41,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
             datasets=_split(args.datasets),
             models=_split(args.models),
             docs_dir=args.docs,
+            jobs=args.jobs,
             progress=not args.quiet,
         )
     except NotebookFailed as failure:
