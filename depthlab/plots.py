@@ -113,6 +113,20 @@ _DEPTH_BINS: Final[tuple[tuple[str, int, int], ...]] = (
 )
 _DEPTH_BIN_COLOURS: Final[tuple[str, ...]] = ("#1B9E77", "#A6D854", "#FDB863", "#E66101")
 _LABEL_ORDER: Final[tuple[str, ...]] = ("easy", "medium", "hard")
+# models are not collections: a separate dark, distinct set (tab10 without its collection-like hues)
+_MODEL_COLOURS: Final[tuple[str, ...]] = (
+    "#1F77B4",
+    "#D62728",
+    "#2CA02C",
+    "#9467BD",
+    "#8C564B",
+    "#E377C2",
+    "#7F7F7F",
+    "#17BECF",
+    "#BCBD22",
+    "#FF7F0E",
+)
+_POOLED_COLOUR: Final[str] = "#7F7F7F"
 
 
 def name(dataset: str) -> str:
@@ -278,7 +292,7 @@ def turns_vs_depth(audit: pl.DataFrame, *, caps: Sequence[int] = CAPS) -> Figure
             ax.yaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
         handles, names = axes[0].get_legend_handles_labels()
         fig.legend(handles, names, loc="outside upper right", ncol=2)
-        fig.suptitle("Uncapped turn counts N overstate depth D", fontsize=10, x=0.02, ha="left")
+        fig.suptitle("Uncapped turn counts N beside depth D, per collection", fontsize=10, x=0.02, ha="left")
     return fig
 
 
@@ -325,7 +339,7 @@ def turns_minus_depth(audit: pl.DataFrame) -> Figure:
             _empty_note(ax, "no solved tasks with turn counts")
         ax.set_xlabel("N − D (turns taken minus depth, turns)")
         ax.set_ylabel("solved tasks")
-        ax.set_title("How many more turns models take than the task needs")
+        ax.set_title("Turns taken without a cap minus depth, per solved task")
     return fig
 
 
@@ -407,7 +421,7 @@ def forest(table: pl.DataFrame, *, title: str = "Rank partial correlations with 
         y = np.arange(table.height)
         has_paper = "paper" in table.columns and table["paper"].drop_nulls().len() > 0
         for i, row in enumerate(table.iter_rows(named=True)):
-            colour = color(row["dataset"]) if row.get("dataset") else "#333333"
+            colour = color(row["dataset"]) if row.get("dataset") else _POOLED_COLOUR
             if row["ci_low"] is not None and row["ci_high"] is not None:
                 ax.plot([row["ci_low"], row["ci_high"]], [i, i], color=colour, linewidth=2, solid_capstyle="butt")
             if row["r"] is not None:
@@ -416,9 +430,9 @@ def forest(table: pl.DataFrame, *, title: str = "Rank partial correlations with 
                 ax.plot(row["paper"], i, "D", markerfacecolor="none", markeredgecolor="#444444", markersize=6)
             ax.text(1.03, i, f"n = {row['n']}", va="center", fontsize=7, transform=ax.get_yaxis_transform())
         if has_paper:
-            ax.plot([], [], "o", color="#333333", label="this data (95% CI)")
+            ax.plot([], [], "o", color=_POOLED_COLOUR, label="this data (95% CI); grey = pooled")
             ax.plot([], [], "D", markerfacecolor="none", markeredgecolor="#444444", label="paper reports")
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.5 / max(table.height, 1)), ncol=2)
+            fig.legend(loc="outside lower center", ncol=2)
         ax.axvline(0, color="#444444", linewidth=0.8, linestyle="--")
         ax.set_yticks(y, table["label"].to_list())
         ax.invert_yaxis()
@@ -468,12 +482,12 @@ def work_vs_pass_rate(audit: pl.DataFrame) -> Figure:
             _empty_note(ax, "no task has both W and a public pass rate")
         else:
             _plain_log(ax, "x")
-            ax.legend(loc="upper right")
+            fig.legend(loc="outside right upper")
         ax.set_ylim(-0.03, 1.03)
         ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
         ax.set_xlabel("work W (solution lines, log scale)")
         ax.set_ylabel("public pass rate")
-        ax.set_title("Bigger tasks pass less often, but W is not the whole story")
+        ax.set_title("Public pass rate against work W")
     return fig
 
 
@@ -497,7 +511,7 @@ def turns_by_model(turns: pl.DataFrame, *, turn_limit: int | None = None) -> Fig
     _require(turns, ("model", "n_turns"), "turns", "turns_by_model")
     rows = turns.filter(pl.col("n_turns").is_not_null() & (pl.col("n_turns") > 0))
     models = sorted(rows["model"].unique().to_list())
-    colours = mpl.colormaps["viridis"](np.linspace(0, 0.9, max(len(models), 1)))
+    colours = [_MODEL_COLOURS[i % len(_MODEL_COLOURS)] for i in range(len(models))]
     with _style():
         fig = Figure(figsize=(6, 3.6), layout="constrained")
         ax = fig.subplots()
@@ -666,7 +680,7 @@ def segment_reliability(table: pl.DataFrame) -> Figure:
         ax_all.set_ylim(0, 1.02)
         ax_all.set_xlabel("segments completed")
         ax_all.set_ylabel("share of runs passing all so far")
-        ax_all.set_title("Reliability compounds over segments")
+        ax_all.set_title("Passing every segment so far: observed vs product")
         ax_all.legend(loc="lower left")
         for ax in (ax_each, ax_all):
             ax.set_xticks(segments)

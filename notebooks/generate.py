@@ -441,24 +441,33 @@ import json
 
 
 def segment_table(trials: pl.DataFrame) -> pl.DataFrame:
-    \"\"\"Per segment position k: runs that reached k, the share passing k, observed and compounded shares.\"\"\"
+    \"\"\"Per segment position k, over runs of tasks with at least k segments: reliability and compounding.
+
+    A task's number of segments is the most segment keys any of its runs has (a run stops at its
+    first failed segment, so a run that passes them all has every key).
+    \"\"\"
     runs = trials.filter(pl.col("cap").is_null() & pl.col("status").is_in(["pass", "fail"]))
     runs = runs.filter(pl.col("rewards").str.contains('"segment_'))
-    outcomes = []  # per run: list of 0/1 for the segments it attempted, in order
-    for rewards in runs["rewards"]:
+    outcomes = {}  # (dataset, task) -> per run, the pass/fail of each segment it attempted, in order
+    for dataset, task, rewards in runs.select("dataset", "task", "rewards").iter_rows():
         keys = json.loads(rewards)
-        outcomes.append([keys[f"segment_{k}"] >= 1 for k in range(1, 100) if f"segment_{k}" in keys])
-    n_segments = max((len(o) for o in outcomes), default=0)
+        attempted = [keys[f"segment_{k}"] >= 1 for k in range(1, len(keys) + 1) if f"segment_{k}" in keys]
+        outcomes.setdefault((dataset, task), []).append(attempted)
+    n_segments = {key: max(len(run) for run in task_runs) for key, task_runs in outcomes.items()}
     rows, compounded = [], 1.0
-    for k in range(1, n_segments + 1):
-        reached = [o for o in outcomes if len(o) >= k and all(o[: k - 1])]
-        passed = sum(o[k - 1] for o in reached)
-        reliability = passed / len(reached)
-        compounded *= reliability
-        rows.append({"segment": k, "reached": len(reached), "passed": passed, "reliability": reliability,
-                     "observed": passed / len(outcomes), "compounded": compounded})
-    return pl.DataFrame(rows, schema={"segment": pl.Int64, "reached": pl.Int64, "passed": pl.Int64,
-                                      "reliability": pl.Float64, "observed": pl.Float64, "compounded": pl.Float64})"""
+    for k in range(1, max(n_segments.values(), default=0) + 1):
+        eligible = [run for key, task_runs in outcomes.items() if n_segments[key] >= k for run in task_runs]
+        reached = [run for run in eligible if len(run) >= k and all(run[: k - 1])]
+        passed = sum(run[k - 1] for run in reached)
+        if not reached:
+            break
+        compounded *= passed / len(reached)
+        rows.append({"segment": k, "tasks": sum(n >= k for n in n_segments.values()), "runs": len(eligible),
+                     "reached": len(reached), "passed": passed, "reliability": passed / len(reached),
+                     "observed": passed / len(eligible), "compounded": compounded})
+    columns = {"segment": pl.Int64, "tasks": pl.Int64, "runs": pl.Int64, "reached": pl.Int64, "passed": pl.Int64,
+               "reliability": pl.Float64, "observed": pl.Float64, "compounded": pl.Float64}
+    return pl.DataFrame(rows, schema=columns)"""
 
 PAIRS = """\
 def environment_pairs(tasks: pl.DataFrame, audit: pl.DataFrame) -> pl.DataFrame:
