@@ -17,7 +17,7 @@ comes back, and the output is what arrived before it. The harness waits for the 
 most the command's ``duration``; a command still running then keeps running (its later output
 shows up in the next observation), exactly like a terminal the agent left alone. Keystrokes
 without a final newline are held and typed before the next keystrokes, as a terminal would.
-``C-c`` sends SIGINT to the shell's children (the foreground command); ``C-d`` or a shell
+``C-c`` sends SIGINT to the shell's descendants (the foreground command); ``C-d`` or a shell
 that exits starts a fresh shell. Programs that read the terminal's stdin (an interactive
 editor, ``cat`` without arguments) would consume the sentinel: the agent must not rely on
 them; the output then reports that the command is still running.
@@ -417,9 +417,16 @@ class Shell:
         return text.decode("utf-8", errors="replace")
 
     def _interrupt(self, duration: float) -> str:
+        """SIGINT to every descendant of the shell, as a terminal's Ctrl-C reaches the foreground job.
+
+        The descendants are found from /proc here (the image may have no pkill/pgrep).
+        """
         if self.pid is not None:
             with contextlib.suppress(TimeoutError, ContainerExitedError):
-                self.box.exec(["sh", "-c", f"pkill -INT -P {self.pid} || kill -INT $(pgrep -P {self.pid})"], timeout=10)
+                _, stats = self.box.exec(["sh", "-c", "cat /proc/[0-9]*/stat 2>/dev/null"], timeout=10)
+                targets = _descendants(stats.decode(errors="replace"), self.pid)
+                if targets:
+                    self.box.exec(["kill", "-INT", *map(str, targets)], timeout=10)
         return "^C\n" + self._collect(time.monotonic() + duration)
 
     def _after_exit(self) -> str:
@@ -433,6 +440,29 @@ class Shell:
 
     def close(self) -> None:
         self._stream.close()
+
+
+def _descendants(proc_stats: str, root: int) -> list[int]:
+    """Pids descending from ``root``, from the text of /proc/*/stat files.
+
+    Examples
+    --------
+    >>> _descendants("7 (sh) S 1 7\n9 (sleep 1) S 7 7\n12 (cat) R 9 7\n13 (x) S 1 1\n", 7)
+    [9, 12]
+    """
+    parent: dict[int, int] = {}
+    for line in proc_stats.splitlines():
+        head, _, rest = line.rpartition(")")  # the command name may hold spaces and parentheses
+        fields = rest.split()
+        pid_text = head.split(" (", 1)[0].strip()
+        if len(fields) >= 2 and pid_text.isdigit() and fields[1].isdigit():
+            parent[int(pid_text)] = int(fields[1])
+    found: set[int] = set()
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, ppid in parent.items() if ppid in frontier and pid not in found}
+        found |= frontier
+    return sorted(found)
 
 
 def remove_leftovers(client: Any) -> int:

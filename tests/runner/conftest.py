@@ -83,14 +83,14 @@ def tasks_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         instruction="Nothing to do.",
         test_sh="sleep 30\necho 1 > /logs/verifier/reward.txt\n",
         solve_sh="true\n",
-        toml="",
+        verifier_timeout=1.0,
     )
     write_task(
         root,
         "multi-key",
         instruction="Nothing to do.",
         test_sh='echo \'{"segment_1": 1, "segment_2": 0}\' > /logs/verifier/reward.json\n',
-        solve_sh="exit 3\n",
+        solve_sh="echo partial work; exit 3\n",
     )
     compose = root / "compose-task"
     shutil.copytree(root / "hello", compose)

@@ -34,6 +34,7 @@ def write_task(
     solve_sh: str | None = None,
     data: dict[str, str] | None = None,
     toml: str = "",
+    verifier_timeout: float = 60.0,
 ) -> Path:
     """Write a Harbor task folder whose image is busybox FROM scratch (plus /data files)."""
     task = root / name
@@ -49,7 +50,8 @@ def write_task(
     (env / "Dockerfile").write_text(DOCKERFILE.format(extra=extra))
     (task / "instruction.md").write_text(instruction)
     (task / "task.toml").write_text(
-        "[agent]\ntimeout_sec = 120.0\n[verifier]\ntimeout_sec = 60.0\n[environment]\ncpus = 1\nmemory_mb = 256\n"
+        f"[agent]\ntimeout_sec = 120.0\n[verifier]\ntimeout_sec = {verifier_timeout}\n"
+        + "[environment]\ncpus = 1\nmemory_mb = 256\n"
         + toml
     )
     (task / "tests").mkdir()

@@ -1,0 +1,79 @@
+"""The task container against a real Docker Engine: lock-down, the persistent shell, clean-up."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from depthlab.runner import ContainerLimits, TaskContainer, ensure_image, live_container_ids, load_task
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module")
+def box(docker_client, tasks_root):
+    image = ensure_image(docker_client, load_task(tasks_root / "chain"))
+    limits = ContainerLimits(cpus=0.5, memory_mb=128, pids_limit=64)
+    with TaskContainer(docker_client, image, limits, name_hint="shell-test") as container:
+        yield container
+
+
+def test_container_is_locked_down(box):
+    box.container.reload()
+    host = box.container.attrs["HostConfig"]
+    assert host["NetworkMode"] == "none"
+    assert host["Privileged"] is False
+    assert host["CapDrop"] == ["ALL"]
+    assert not host["CapAdd"]
+    assert "no-new-privileges" in host["SecurityOpt"]
+    assert host["PidsLimit"] == 64
+    assert host["Memory"] == 128 * 1024 * 1024
+    assert host["MemorySwap"] == 128 * 1024 * 1024
+    assert host["NanoCpus"] == 500_000_000
+    assert [name for name in box.container.attrs["Config"]["Env"] if not name.startswith("PATH=")] == []
+    # inside: no network interface but loopback, and no capability left
+    code, output = box.exec(["sh", "-c", "ls /sys/class/net; grep CapEff /proc/self/status"], timeout=30)
+    assert code == 0
+    assert output.split()[0] == b"lo"
+    assert output.split()[-1] == b"0000000000000000"
+
+
+def test_shell_keeps_state_and_returns_as_soon_as_a_command_ends(box):
+    shell = box.open_shell()
+    try:
+        assert shell.run("cd /data; X=41\n", 30) == ""
+        started = time.monotonic()
+        assert shell.run("echo $((X + 1)); pwd; echo oops >&2\n", 30) == "42\n/data\noops\n"
+        assert time.monotonic() - started < 5  # did not wait the 30 s duration
+        assert shell.run("cat st", 1) == ""  # no newline yet: typed, not run
+        assert shell.run("art\n", 10) == "NEXT=north\n"
+    finally:
+        shell.close()
+
+
+def test_shell_reports_running_commands_waits_and_interrupts(box):
+    shell = box.open_shell()
+    try:
+        first = shell.run("sleep 1; echo late\n", 0.2)
+        assert "[the command is still running]" in first
+        assert "late" not in first
+        assert shell.run("", 10) == "late\n"
+        assert "still running" in shell.run("sleep 100\n", 0.2)
+        started = time.monotonic()
+        assert shell.run("C-c", 5).startswith("^C")
+        assert time.monotonic() - started < 5
+        assert shell.run("echo after\n", 10) == "after\n"
+        assert "new shell was started" in shell.run("exit\n", 5)
+        assert shell.run("echo alive\n", 10) == "alive\n"
+    finally:
+        shell.close()
+
+
+def test_container_is_removed_on_exit(docker_client, tasks_root, runner_labelled):
+    image = ensure_image(docker_client, load_task(tasks_root / "hello"))
+    with TaskContainer(docker_client, image, ContainerLimits(cpus=1, memory_mb=64), name_hint="gone") as box:
+        container_id = box.id
+        assert container_id in live_container_ids()
+    assert container_id not in live_container_ids()
+    assert container_id not in [container.id for container in runner_labelled()]

@@ -1,0 +1,268 @@
+"""Whole trials against a real Docker Engine and the scripted Chat Completions server, read back
+through the real loaders and the real depth estimator."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+from runner_helpers import API_KEY_ENV, chain_policy, reply
+
+import depthlab
+from depthlab import schema
+from depthlab.runner import RUNNER_LABEL, ChatClient, HarnessConfig, OracleAgent, TerminusAgent, fill, run_tasks
+
+pytestmark = pytest.mark.docker
+
+MODELS = ("scripted/alpha", "scripted/beta")
+CAPS = (1, 2, 3, 5)
+
+
+def agent_factory(url: str, *, max_retries: int = 1):
+    def make(model: str, cap: int | None) -> TerminusAgent:
+        client = ChatClient(url, model, api_key_env=API_KEY_ENV, max_retries=max_retries, backoff_sec=0.01)
+        return TerminusAgent(client, HarnessConfig(cap=cap))
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def depth_fill(docker_client, tasks_root, endpoint, tmp_path_factory):
+    """Fill the depth-3 chain task at caps 1, 2, 3, 5 for two models, watching the containers."""
+    key = "sk-depthlab-" + os.urandom(12).hex()
+    previous = os.environ.get(API_KEY_ENV)
+    os.environ[API_KEY_ENV] = key
+    inspections: list[dict] = []
+
+    def inspect_running() -> None:
+        for container in docker_client.containers.list(filters={"label": RUNNER_LABEL}):
+            inspections.append(container.attrs)
+
+    endpoint.reset(chain_policy, on_request=inspect_running)
+    jobs = tmp_path_factory.mktemp("jobs")
+    plan = pl.DataFrame(
+        [
+            {"dataset": "runner-tests", "task": "chain", "model": m, "cap": c, "attempts": 1}
+            for m in MODELS
+            for c in CAPS
+        ]
+    )
+    try:
+        summary = fill(
+            plan,
+            tasks_dir=tasks_root,
+            jobs_dir=jobs,
+            agent_factory=agent_factory(endpoint.url),
+            docker_client=docker_client,
+            concurrency=2,
+            progress=False,
+        )
+        requests = list(endpoint.requests)
+    finally:
+        if previous is None:
+            os.environ.pop(API_KEY_ENV, None)
+        else:
+            os.environ[API_KEY_ENV] = previous
+    return {
+        "jobs": jobs,
+        "plan": plan,
+        "summary": summary,
+        "inspections": inspections,
+        "key": key,
+        "requests": requests,
+    }
+
+
+def test_depth_three_task_is_recovered_through_the_loaders(depth_fill):
+    summary = depth_fill["summary"]
+    assert len(summary.outcomes) == 8
+    assert not summary.errors
+    assert not summary.exceptions
+    trials = depthlab.load_trials(depth_fill["jobs"], cache=False)
+    schema.check(trials, "trials")
+    assert sorted(zip(trials["model"], trials["cap"], strict=True)) == sorted((m, c) for m in MODELS for c in CAPS)
+    by_cap = trials.group_by("cap").agg(pl.col("status").unique(), pl.col("n_turns").unique()).sort("cap")
+    # one file per turn: caps 1 and 2 stop short; cap 3 finishes at the cap; cap 5 confirms in turn 4
+    assert by_cap["status"].to_list() == [["fail"], ["fail"], ["pass"], ["pass"]]
+    assert by_cap["n_turns"].to_list() == [[1], [2], [3], [4]]
+    assert trials["turn_limit"].to_list() == trials["cap"].to_list()
+    depth = depthlab.estimate_depth(trials)
+    row = depth.filter(pl.col("task") == "chain").row(0, named=True)
+    assert row["depth"] == 3
+    assert row["status"] == "solved"
+    assert json.loads(row["depth_by_model"]) == dict.fromkeys(MODELS, 3)
+
+
+def test_trial_folders_are_harbor_format(depth_fill):
+    jobs: Path = depth_fill["jobs"]
+    results = sorted(jobs.glob("*/*/result.json"))
+    assert len(results) == 8
+    for path in results:
+        trial = path.parent
+        result = json.loads(path.read_text())
+        config = json.loads((trial / "config.json").read_text())
+        assert result["config"] == config
+        cap = config["agent"]["kwargs"]["stated_cap"]
+        assert config["agent"]["kwargs"]["max_turns"] == cap
+        assert config["agent"]["kwargs"]["output_limit_bytes"] == 10_000
+        assert config["environment"]["kwargs"]["network_mode"] == "none"
+        assert result["agent_info"]["model_info"]["provider"] == "scripted"
+        assert result["trial_name"] == trial.name
+        assert len(result["task_checksum"]) == 64
+        for phase in ("environment_setup", "agent_setup", "agent_execution", "verifier"):
+            assert result[phase]["started_at"] <= result[phase]["finished_at"]
+        reward = float((trial / "verifier" / "reward.txt").read_text())
+        assert result["verifier_result"]["rewards"] == {"reward": reward}
+        trajectory = json.loads((trial / "agent" / "trajectory.json").read_text())
+        assert trajectory["schema_version"] == "ATIF-v1.5"
+        assert [step["step_id"] for step in trajectory["steps"]] == list(range(1, len(trajectory["steps"]) + 1))
+        agent_steps = [step for step in trajectory["steps"] if step["source"] == "agent"]
+        assert len(agent_steps) == result["agent_result"]["metadata"]["n_episodes"]
+        assert f"at most {cap} turn" in trajectory["steps"][0]["message"]
+        prompt_tokens = sum(step["metrics"]["prompt_tokens"] for step in agent_steps)
+        assert result["agent_result"]["n_input_tokens"] == prompt_tokens
+        assert trajectory["final_metrics"]["total_prompt_tokens"] == prompt_tokens
+        assert result["agent_result"]["n_cache_tokens"] == 7 * len(agent_steps)
+    job_dirs = sorted(path for path in jobs.iterdir() if path.is_dir())
+    assert len(job_dirs) == 8  # one Harbor job per (model, cap)
+    for job in job_dirs:
+        job_result = json.loads((job / "result.json").read_text())
+        assert job_result["n_total_trials"] == job_result["stats"]["n_completed_trials"] == 1
+        job_config = json.loads((job / "config.json").read_text())
+        assert job_config["agents"][0]["kwargs"]["stated_cap"] in CAPS
+
+
+def test_api_key_is_used_but_never_stored_nor_given_to_containers(depth_fill):
+    key = depth_fill["key"].encode()
+    assert all(
+        request["headers"]["Authorization"] == f"Bearer {depth_fill['key']}" for request in depth_fill["requests"]
+    )
+    files = [path for path in depth_fill["jobs"].rglob("*") if path.is_file()]
+    assert len(files) > 8 * 5
+    assert [str(path) for path in files if key in path.read_bytes()] == []
+    assert depth_fill["inspections"], "the endpoint never saw a running container"
+    for attrs in depth_fill["inspections"]:
+        assert key not in json.dumps(attrs).encode()
+        host = attrs["HostConfig"]
+        assert host["NetworkMode"] == "none"
+        assert host["Privileged"] is False
+        assert host["CapDrop"] == ["ALL"]
+        assert "no-new-privileges" in host["SecurityOpt"]
+        assert host["Memory"] == 256 * 1024 * 1024
+        assert host["NanoCpus"] == 1_000_000_000
+        assert host["PidsLimit"] == 1024
+
+
+def test_a_second_fill_finds_every_cell_done(depth_fill, docker_client, tasks_root, endpoint):
+    endpoint.reset(lambda messages, model: (500, "must not be called"))
+    summary = fill(
+        depth_fill["plan"],
+        tasks_dir=tasks_root,
+        jobs_dir=depth_fill["jobs"],
+        agent_factory=agent_factory(endpoint.url),
+        docker_client=docker_client,
+        progress=False,
+    )
+    assert summary.outcomes == []
+    assert summary.n_trials_already_done == 8
+    assert endpoint.requests == []
+
+
+def test_oracle_passes_solvable_tasks_and_faults_are_recorded(docker_client, tasks_root, tmp_path):
+    summary = run_tasks(
+        [tasks_root / name for name in ("chain", "hello", "multi-key", "slow-verifier", "compose-task")],
+        OracleAgent(),
+        jobs_dir=tmp_path,
+        job_name="oracle",
+        docker_client=docker_client,
+        concurrency=2,
+        progress=False,
+    )
+    outcomes = {outcome.task: outcome for outcome in summary.outcomes}
+    assert sorted(outcomes) == ["chain", "hello", "multi-key", "slow-verifier"]
+    assert (outcomes["chain"].rewards, outcomes["chain"].exception) == ({"reward": 1.0}, None)
+    assert (outcomes["hello"].rewards, outcomes["hello"].exception) == ({"reward": 1.0}, None)
+    assert outcomes["multi-key"].exception == "NonZeroAgentExitCodeError"
+    assert outcomes["slow-verifier"].exception == "VerifierTimeoutError"
+    assert outcomes["slow-verifier"].rewards is None
+    assert len(summary.skipped) == 1
+    assert "Harbor" in summary.skipped[0]
+    assert "docker-compose.yaml" in summary.skipped[0]
+    trials = depthlab.load_trials(tmp_path, cache=False)
+    assert trials["cap"].null_count() == 4
+    assert dict(zip(trials["task"], trials["status"], strict=True)) == {
+        "chain": "pass",
+        "hello": "pass",
+        "multi-key": "fail",  # NonZeroAgentExitCodeError is a valid failure on the leaderboard
+        "slow-verifier": "fail",
+    }
+
+
+def test_malformed_reply_is_shown_to_the_model_and_counts_as_a_turn(docker_client, tasks_root, endpoint, tmp_path):
+    def policy(messages, model):
+        turn = sum(1 for message in messages if message["role"] == "assistant") + 1
+        if turn == 1:
+            return "I think I will write the file now."
+        if turn == 2:
+            return reply("echo hello > /app/hello.txt\n", complete=True)
+        return reply(complete=True)
+
+    endpoint.reset(policy)
+    summary = run_tasks(
+        [tasks_root / "hello"],
+        agent_factory(endpoint.url)("scripted/alpha", 5),
+        jobs_dir=tmp_path,
+        docker_client=docker_client,
+        progress=False,
+    )
+    (outcome,) = summary.outcomes
+    assert (outcome.reward, outcome.exception, outcome.n_turns) == (1.0, None, 3)
+    second_prompt = endpoint.requests[1]["body"]["messages"][-1]["content"]
+    assert second_prompt.startswith("Previous response had parsing errors:\nERROR: No JSON object")
+    result = json.loads((outcome.trial_dir / "result.json").read_text())
+    assert result["agent_result"]["metadata"]["parse_errors"] == 1
+    assert result["agent_result"]["metadata"]["task_complete"] is True
+    trials = depthlab.load_trials(tmp_path, cache=False)
+    assert trials["n_turns"].to_list() == [3]
+
+
+def test_endpoint_errors_are_retried_then_recorded_as_invalid(docker_client, tasks_root, endpoint, tmp_path):
+    endpoint.reset(lambda messages, model: (500, "internal error"))
+    summary = run_tasks(
+        [tasks_root / "hello"],
+        agent_factory(endpoint.url, max_retries=2)("scripted/alpha", 3),
+        jobs_dir=tmp_path,
+        docker_client=docker_client,
+        progress=False,
+    )
+    (outcome,) = summary.outcomes
+    assert outcome.exception == "LLMEndpointError"
+    assert "after 3 attempt" in outcome.message
+    assert len(endpoint.requests) == 3
+    assert (outcome.trial_dir / "exception.txt").is_file()
+    trials = depthlab.load_trials(tmp_path, cache=False)
+    assert trials["status"].to_list() == ["invalid"]
+
+
+def test_a_hang_past_the_agent_timeout_is_a_verified_failure(docker_client, tasks_root, endpoint, tmp_path):
+    endpoint.reset(lambda messages, model: reply("sleep 1000\n", duration=600))
+    started = time.monotonic()
+    summary = run_tasks(
+        [tasks_root / "hello"],
+        agent_factory(endpoint.url)("scripted/alpha", 5),
+        jobs_dir=tmp_path,
+        docker_client=docker_client,
+        agent_timeout_sec=2.0,
+        progress=False,
+    )
+    assert time.monotonic() - started < 30
+    (outcome,) = summary.outcomes
+    assert outcome.exception == "AgentTimeoutError"
+    assert outcome.rewards == {"reward": 0.0}  # the verifier still ran, as in Harbor
+    assert outcome.n_turns == 1
+    trials = depthlab.load_trials(tmp_path, cache=False)
+    assert trials["status"].to_list() == ["fail"]
