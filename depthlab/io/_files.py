@@ -26,23 +26,37 @@ _MAX_BYTES = 512 * 1024 * 1024
 
 def read_bytes(path: str, deps: list[Dep]) -> bytes:
     """Read a regular file, refusing FIFOs, devices and directories (which could hang or fail late)."""
+    data = read_bytes_if_exists(path, deps)
+    if data is None:
+        raise _Reject(path, "file not found")
+    return data
+
+
+def read_bytes_if_exists(path: str, deps: list[Dep]) -> bytes | None:
+    """Like :func:`read_bytes`, but None (remembered as absent) when there is no such file."""
     try:
-        info = os.stat(path)
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise _Reject(path, "file not found") from None
+        deps.append((path, ABSENT, 0))
+        return None
     except OSError as exc:
-        raise _Reject(path, f"cannot stat: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise _Reject(path, "not a regular file")
-    if info.st_size > _MAX_BYTES:
-        raise _Reject(path, f"file too large ({info.st_size} bytes)")
+        raise _Reject(path, f"cannot open: {exc.strerror or exc}") from None
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise _Reject(path, "not a regular file")
+        if info.st_size > _MAX_BYTES:
+            raise _Reject(path, f"file too large ({info.st_size} bytes)")
+        parts = [os.read(descriptor, info.st_size + 1)]
+        while len(parts[-1]) and sum(map(len, parts)) <= info.st_size:
+            parts.append(os.read(descriptor, 1 << 20))
     except OSError as exc:
         raise _Reject(path, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(descriptor)
     deps.append((path, info.st_size, info.st_mtime_ns))
-    return data
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def exists(path: str, deps: list[Dep]) -> bool:

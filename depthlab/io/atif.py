@@ -23,7 +23,7 @@ from typing import Final
 import msgspec
 
 from depthlab.io._errors import _Reject
-from depthlab.io._files import Dep, decode_json, exists, read_bytes
+from depthlab.io._files import Dep, decode_json, read_bytes, read_bytes_if_exists
 
 #: ATIF versions this loader understands.
 ATIF_VERSIONS: Final[tuple[str, ...]] = tuple(f"ATIF-v1.{minor}" for minor in range(8))
@@ -87,13 +87,16 @@ def count_turns(path: str | os.PathLike[str]) -> int:
 def trajectory_turns(agent_dir: str, deps: list[Dep]) -> int | None:
     """Turns recorded in ``agent_dir/trajectory.json``, or None when there is no trajectory."""
     path = os.path.join(agent_dir, "trajectory.json")
-    if not exists(path, deps):
-        return None
-    return _count_file(path, deps)
+    data = read_bytes_if_exists(path, deps)
+    return None if data is None else _count_bytes(data, path, deps)
 
 
 def _count_file(path: str, deps: list[Dep]) -> int:
-    parsed = decode_json(read_bytes(path, deps), path, _FILE_TYPE)
+    return _count_bytes(read_bytes(path, deps), path, deps)
+
+
+def _count_bytes(data: bytes, path: str, deps: list[Dep]) -> int:
+    parsed = decode_json(data, path, _FILE_TYPE)
     if isinstance(parsed, list):
         return sum(1 for message in parsed if message.role == "assistant")
     turns = 0

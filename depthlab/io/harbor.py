@@ -38,8 +38,8 @@ import msgspec
 
 from depthlab.io import atif
 from depthlab.io._errors import _Reject
-from depthlab.io._files import Dep, decode_json, exists, read_bytes, read_json, read_text
-from depthlab.io._status import harness_turn_limit, trial_status
+from depthlab.io._files import Dep, decode_json, exists, read_bytes, read_bytes_if_exists, read_json, read_text
+from depthlab.io._status import _as_int, harness_turn_limit, stated_cap, trial_status
 
 CapRule = Callable[[dict], "int | None"]
 
@@ -243,8 +243,6 @@ def utc(value: datetime | None) -> datetime | None:
 
 
 def _apply_cap_rule(rule: str | CapRule, config: dict, turn_limit: int | None) -> int | None:
-    from depthlab.io._status import _as_int, stated_cap
-
     if rule == "stated_cap":
         return stated_cap(config)
     if rule == "turn_limit":
@@ -305,10 +303,9 @@ def _agent_dir_turns(agent_dir: str, deps: list[Dep]) -> int | None:
 
 def _usage_max_steps(agent_dir: str, deps: list[Dep]) -> int | None:
     path = os.path.join(agent_dir, "usage.json")
-    if not exists(path, deps):
-        return None
     try:
-        return read_json(path, deps, _Usage).max_steps
+        data = read_bytes_if_exists(path, deps)
+        return None if data is None else decode_json(data, path, _Usage).max_steps
     except _Reject:
         return None  # usage.json is an optional extra of some agents; a bad one costs only turn_limit
 

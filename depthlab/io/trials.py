@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from itertools import repeat
 from multiprocessing import get_context
+from multiprocessing.context import BaseContext
 
 import polars as pl
 
@@ -264,26 +268,55 @@ def _parse(
 
 def _run_units(units: list[tuple[int, str, str]], options: harbor.Options, strict: bool, progress: Progress | None):  # noqa: ANN202 - a generator of chunk results
     total = len(units)
+    context = _pool_context()
     workers = os.cpu_count() or 1
-    parallel = total >= _PARALLEL_MIN_UNITS and workers > 1 and not strict and _picklable(options)
-    if not parallel:
-        size = max(1, min(500, total // 20 or 1))
-        for start in range(0, total, size):
-            yield _parse_chunk(units[start : start + size], options, strict)
-            if progress is not None:
-                progress(min(start + size, total), total)
-        return
-    size = max(64, total // (workers * 8))
-    chunks = [units[start : start + size] for start in range(0, total, size)]
+    parallel = total >= _PARALLEL_MIN_UNITS and workers > 1 and context is not None and not strict
+    if parallel and _picklable(options):
+        size = max(64, total // (workers * 8))
+        chunks = [units[start : start + size] for start in range(0, total, size)]
+        try:
+            results = _pool_map(chunks, options, workers, context, progress, total)
+        except BrokenProcessPool:
+            pass  # a worker died (killed, out of memory): parse in this process instead
+        else:
+            yield from results
+            return
+    size = max(1, min(500, total // 20 or 1))
+    for start in range(0, total, size):
+        yield _parse_chunk(units[start : start + size], options, strict)
+        if progress is not None:
+            progress(min(start + size, total), total)
+
+
+def _pool_map(
+    chunks: list[list[tuple[int, str, str]]],
+    options: harbor.Options,
+    workers: int,
+    context: BaseContext,
+    progress: Progress | None,
+    total: int,
+) -> list[tuple[list[dict], list[Rejected], int, list[Dep]]]:
+    results = []
     done = 0
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("forkserver")) as pool:
-        for chunk, result in zip(
-            chunks, pool.map(_parse_chunk, chunks, [options] * len(chunks), [False] * len(chunks)), strict=True
-        ):
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        for chunk, result in zip(chunks, pool.map(_parse_chunk, chunks, repeat(options), repeat(False)), strict=True):
             done += len(chunk)
             if progress is not None:
                 progress(done, total)
-            yield result
+            results.append(result)
+    return results
+
+
+def _pool_context() -> BaseContext | None:
+    """Fork on Linux: workers start instantly and never re-import ``__main__``.
+
+    Spawn-style start methods re-run the caller's script (or fail from notebooks and stdin),
+    so elsewhere the load stays in one process. Workers only parse JSON; they never touch
+    polars, whose threads make forking unsafe only for a child that uses polars.
+    """
+    if sys.platform != "linux":
+        return None
+    return get_context("fork")
 
 
 def _parse_chunk(
