@@ -75,8 +75,8 @@ class Audit:
 
     Examples
     --------
-    >>> import depthlab as dl
-    >>> a = dl.datasets.Audit.empty("mine", notes=["nothing loaded"])
+    >>> from depthlab.datasets import Audit
+    >>> a = Audit.empty("mine", notes=["nothing loaded"])
     >>> a.tasks.height, a.trials.height, a.notes
     (0, 0, ['nothing loaded'])
     """

@@ -77,7 +77,13 @@ def load(root: str | Path, *, name: str = "seta", status_rule: str = "leaderboar
             )
         )
     if weights:
-        trials = apply_test_weights(trials, weights)
+        outcomes = [  # TB1 runs keep per-test results in results.json; Harbor runs in reward.json
+            (_tb1_parser_results(source) or rewards) if task in weights else None
+            for task, source, rewards in zip(trials["task"], trials["source"], trials["rewards"], strict=True)
+        ]
+        trials = apply_test_weights(
+            trials.with_columns(_outcomes=pl.Series(outcomes, dtype=pl.String)), weights, outcomes="_outcomes"
+        ).drop("_outcomes")
         notes.append(f"{len(weights)} tasks weight their tests (weights.json): a trial passes only with full reward")
     if empirical:
         notes.append(f"task_difficulty_empirical (rollout bucket) read from {SUMMARY_CSV} for {len(empirical)} tasks")
@@ -106,12 +112,16 @@ def read_test_weights(tasks_dir: str | Path) -> dict[str, dict[str, float]]:
     return weights
 
 
-def apply_test_weights(trials: pl.DataFrame, weights: Mapping[str, Mapping[str, float]]) -> pl.DataFrame:
+def apply_test_weights(
+    trials: pl.DataFrame, weights: Mapping[str, Mapping[str, float]], *, outcomes: str = "rewards"
+) -> pl.DataFrame:
     """Re-score trials of weighted tasks: reward = weighted share of tests passed; pass only at full reward.
 
-    A trial is re-scored when its ``rewards`` JSON holds per-test outcomes for its task's weighted tests
-    (values ``"passed"``/``"failed"``, booleans or 0/1, as TB1's ``parser_results``); a weighted test
-    with no outcome counts as failed. Other trials and ``invalid`` statuses are left as they are.
+    A trial is re-scored when its ``outcomes`` column (default ``rewards``) is a JSON object of per-test
+    outcomes naming some of its task's weighted tests (values ``"passed"``/``"failed"``, booleans or
+    0/1, as TB1's ``parser_results``); a weighted test with no outcome counts as failed. Other trials,
+    and ``invalid`` statuses, are left as they are. :func:`load` reads the outcomes of TB1 runs from
+    each trial's ``results.json`` (its ``source``).
 
     Examples
     --------
@@ -126,8 +136,7 @@ def apply_test_weights(trials: pl.DataFrame, weights: Mapping[str, Mapping[str, 
     if trials.is_empty() or not weights:
         return trials
     rescored = [
-        _weighted_reward(task, rewards, weights)
-        for task, rewards in zip(trials["task"], trials["rewards"], strict=True)
+        _weighted_reward(task, given, weights) for task, given in zip(trials["task"], trials[outcomes], strict=True)
     ]
     new_reward = pl.Series("_weighted", rescored, dtype=pl.Float64)
     changed = new_reward.is_not_null()
@@ -150,6 +159,21 @@ def _weighted_reward(task: str, rewards: str | None, weights: Mapping[str, Mappi
         return None
     passed = sum(weight for test, weight in task_weights.items() if _test_passed(outcomes.get(test)))
     return passed / sum(task_weights.values())
+
+
+def _tb1_parser_results(source: str | None) -> str | None:
+    """The ``parser_results`` of the TB1 trial a row was read from (``path`` or ``path#results[i]``)."""
+    if not source or not source.split("#", 1)[0].endswith("results.json"):
+        return None
+    path, _, fragment = source.partition("#")
+    try:
+        entry = msgspec.json.decode(Path(path).read_bytes())
+        if fragment.startswith("results[") and fragment.endswith("]"):
+            entry = entry["results"][int(fragment[len("results[") : -1])]
+    except (OSError, msgspec.DecodeError, KeyError, IndexError, TypeError, ValueError):
+        return None  # the trial keeps the loader's own reward
+    parser_results = entry.get("parser_results") if isinstance(entry, dict) else None
+    return msgspec.json.encode(parser_results).decode() if isinstance(parser_results, dict) else None
 
 
 def _test_passed(outcome: object) -> bool:

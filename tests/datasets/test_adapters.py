@@ -193,6 +193,36 @@ def test_seta_v1_task_dirs_keep_generated_difficulty_and_test_weights(tmp_path):
     assert rows["seta-1"]["expert_time_min"] is None
 
 
+def test_seta_tb1_runs_are_scored_with_the_test_weights(tmp_path):
+    weights = {"test_service_up": 0.75, "test_config": 0.25}
+    _tb1_task(tmp_path / "tasks", "seta-1", difficulty="hard", weights=weights)
+    run = tmp_path / "jobs" / "2026-01-01__00-00-00"
+    outcomes = [
+        {"test_service_up": "passed", "test_config": "failed"},
+        {"test_service_up": "passed", "test_config": "passed"},
+    ]
+    for attempt, parser_results in enumerate(outcomes, start=1):
+        trial = f"seta-1.{attempt}-of-2.2026-01-01__00-00-00"
+        result = {
+            "id": f"id-{attempt}",
+            "trial_name": trial,
+            "task_id": "seta-1",
+            "instruction": "Fix the service.",
+            "is_resolved": all(v == "passed" for v in parser_results.values()),
+            "failure_mode": "unset",
+            "parser_results": parser_results,
+            "total_input_tokens": 0,
+            "total_output_tokens": 0,
+            "trial_started_at": f"2026-01-01T00:0{attempt}:00+00:00",
+            "trial_ended_at": f"2026-01-01T00:0{attempt}:30+00:00",
+        }
+        _write(run / "seta-1" / trial / "results.json", json.dumps(result))
+    audit = dl.load_dataset("seta", tmp_path)
+    public = audit.public.sort("attempt")
+    assert public["reward"].to_list() == [0.75, 1.0]
+    assert public["status"].to_list() == ["fail", "pass"]
+
+
 def test_seta_partial_credit_passes_only_at_full_reward():
     weights = {"w": {"test_a": 3.0, "test_b": 1.0}}
     outcomes = [
