@@ -98,3 +98,16 @@ def test_checksum_is_content_addressed(tmp_path, samples):
     (second / "instruction.md").write_text("changed")
     assert dirhash_sha256(first) != dirhash_sha256(second)
     assert load_tasks(first)["checksum"][0] == dirhash_sha256(first)
+
+
+def test_checksum_equals_the_dirhash_package(tmp_path):
+    """Reference digest computed with the PyPI ``dirhash`` 0.5.0 package (what Harbor uses) on this tree."""
+    task = tmp_path / "t"
+    for folder in ("solution", "tests", "environment/sub", "empty"):
+        (task / folder).mkdir(parents=True)
+    (task / "solution" / "solve.sh").write_text("echo hi\n")
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\npytest\n")
+    (task / "environment" / "Dockerfile").write_text("FROM x\n")
+    (task / "environment" / "sub" / "f.bin").write_bytes(b"data")
+    (task / "instruction.md").write_text("Do it.\n")
+    assert dirhash_sha256(task) == "79543c9f166c804461670640ba3a55b6350566440c4e11b2d3aa523112db6c34"
