@@ -29,8 +29,8 @@ from pathlib import Path
 
 import polars as pl
 
-from depthlab.datasets._base import Audit, DatasetInfo, check_root, check_status_rule, make_audit
-from depthlab.datasets._harbor_tree import load_tree, tree_dirs
+from depthlab.datasets._base import Audit, DatasetInfo, check_path, check_status_rule, make_audit
+from depthlab.datasets._harbor_tree import load_root
 
 __all__ = ["ADAPTERS", "Audit", "DatasetInfo", "datasets", "load_dataset", "load_datasets"]
 
@@ -93,7 +93,7 @@ def load_dataset(name: str, root: str | Path, *, status_rule: str = "leaderboard
     """
     if not isinstance(name, str) or not name.strip() or "+" in name:
         raise ValueError(f"The 'name' parameter of load_dataset must be a non-empty name without '+', got {name!r}")
-    root = check_root(root, "load_dataset")
+    root = check_path(root, "root", "load_dataset")
     check_status_rule(status_rule, "load_dataset")
     if name in ADAPTERS:
         return _adapter(name).load(root, name=name, status_rule=status_rule)
@@ -120,10 +120,9 @@ def _adapter(name: str):  # noqa: ANN202 - an adapter module
 
 
 def _load_generic(root: Path, *, name: str, status_rule: str) -> Audit:
-    tasks_dir, jobs_dir = tree_dirs(root, name)
-    tasks, trials, rejected = load_tree(tasks_dir, jobs_dir, name=name, difficulty_source=None, status_rule=status_rule)
+    tree = load_root(root, name, difficulty_source=None, status_rule=status_rule)
     notes = [f"'{name}' is not a registered collection: loaded as a generic Harbor tree; difficulty_source not stated"]
-    return make_audit(name, tasks, trials, rejected=rejected, notes=notes)
+    return make_audit(name, tree.tasks, tree.trials, rejected=tree.rejected, notes=notes)
 
 
 class _CallableModule(types.ModuleType):

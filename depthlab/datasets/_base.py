@@ -170,13 +170,13 @@ def _standard_notes(tasks: pl.DataFrame, capped: pl.DataFrame, public: pl.DataFr
     return notes
 
 
-def check_root(root: str | Path, function: str) -> Path:
-    """Validate the ``root`` parameter of a public loader."""
-    if not isinstance(root, str | Path):
-        raise TypeError(f"The 'root' parameter of {function} must be a str or Path, got {type(root).__name__}")
-    path = Path(root).expanduser()
-    if not path.is_dir():
-        raise ValueError(f"The 'root' parameter of {function} must be an existing directory, got {str(path)!r}")
+def check_path(value: str | Path, parameter: str, function: str, *, kind: str = "directory") -> Path:
+    """Validate a path parameter of a public loader: an existing ``kind`` ("directory" or "file")."""
+    if not isinstance(value, str | Path):
+        raise TypeError(f"The '{parameter}' parameter of {function} must be a str or Path, got {type(value).__name__}")
+    path = Path(value).expanduser()
+    if not (path.is_dir() if kind == "directory" else path.is_file()):
+        raise ValueError(f"The '{parameter}' parameter of {function} must be an existing {kind}, got {str(path)!r}")
     return path
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,3 +60,23 @@ def _first_dir(*candidates: Path) -> Path | None:
 
 def _holds_task_dirs(root: Path) -> bool:
     return any(child.is_dir() and any((child / f).is_file() for f in _TASK_FILES) for child in root.iterdir())
+
+
+@dataclass(frozen=True)
+class Tree:
+    """What :func:`load_root` found under a collection's root."""
+
+    tasks_dir: Path | None
+    jobs_dir: Path | None
+    tasks: pl.DataFrame
+    trials: pl.DataFrame
+    rejected: list[Any]
+
+
+def load_root(root: str | Path, name: str, *, difficulty_source: str | None, status_rule: str) -> Tree:
+    """Find the tasks and jobs dirs under ``root`` (:func:`tree_dirs`) and load them (:func:`load_tree`)."""
+    tasks_dir, jobs_dir = tree_dirs(Path(root), name)
+    tasks, trials, rejected = load_tree(
+        tasks_dir, jobs_dir, name=name, difficulty_source=difficulty_source, status_rule=status_rule
+    )
+    return Tree(tasks_dir, jobs_dir, tasks, trials, rejected)

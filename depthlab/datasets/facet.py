@@ -30,7 +30,7 @@ from pathlib import Path
 import polars as pl
 
 from depthlab.datasets._base import Audit, DatasetInfo, keep_time_estimates_as_labels, make_audit
-from depthlab.datasets._harbor_tree import load_tree, tree_dirs
+from depthlab.datasets._harbor_tree import load_root
 
 INFO = DatasetInfo(
     name="facet",
@@ -52,10 +52,8 @@ DEFAULT_DIFFICULTY = "medium"
 
 def load(root: str | Path, *, name: str = "facet", status_rule: str = "leaderboard") -> Audit:
     """Load FACET under ``root`` (layout in the module docstring); see :func:`depthlab.load_dataset`."""
-    tasks_dir, jobs_dir = tree_dirs(Path(root), name)
-    tasks, trials, rejected = load_tree(
-        tasks_dir, jobs_dir, name=name, difficulty_source="generated", status_rule=status_rule
-    )
+    tree = load_root(root, name, difficulty_source="generated", status_rule=status_rule)
+    tasks, trials, rejected = tree.tasks, tree.trials, tree.rejected
     notes = ["difficulty is a generation-time LLM label, not a human rating"]
     if tasks.height:
         n_default = tasks.filter(pl.col("difficulty") == DEFAULT_DIFFICULTY).height

@@ -37,7 +37,7 @@ import polars as pl
 
 from depthlab import schema
 from depthlab.datasets._base import Audit, DatasetInfo, json_object, keep_time_estimates_as_labels, make_audit
-from depthlab.datasets._harbor_tree import load_tree, tree_dirs
+from depthlab.datasets._harbor_tree import load_root
 
 INFO = DatasetInfo(
     name="rst",
@@ -58,10 +58,8 @@ _COLUMNS = ("instruction", "task_toml", "solution")
 def load(root: str | Path, *, name: str = "rst", status_rule: str = "leaderboard") -> Audit:
     """Load RST under ``root`` (layouts in the module docstring); see :func:`depthlab.load_dataset`."""
     root = Path(root)
-    tasks_dir, jobs_dir = tree_dirs(root, name)
-    tasks, trials, rejected = load_tree(
-        tasks_dir, jobs_dir, name=name, difficulty_source="generated", status_rule=status_rule
-    )
+    tree = load_root(root, name, difficulty_source="generated", status_rule=status_rule)
+    tasks, trials, rejected, tasks_dir = tree.tasks, tree.trials, tree.rejected, tree.tasks_dir
     notes = ["RST is read as Recursive Task Synthesis (RTS): a guess to confirm"]
     if tasks_dir is None and (root / INDEX).is_file():
         tasks, skipped = read_index(root / INDEX, dataset=name)

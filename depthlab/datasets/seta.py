@@ -41,7 +41,7 @@ import msgspec
 import polars as pl
 
 from depthlab.datasets._base import Audit, DatasetInfo, json_object, keep_time_estimates_as_labels, make_audit
-from depthlab.datasets._harbor_tree import load_tree, tree_dirs
+from depthlab.datasets._harbor_tree import load_root
 
 INFO = DatasetInfo(
     name="seta",
@@ -62,10 +62,8 @@ SUMMARY_CSV = "per_task_summary.csv"
 def load(root: str | Path, *, name: str = "seta", status_rule: str = "leaderboard") -> Audit:
     """Load SETA under ``root`` (layout in the module docstring); see :func:`depthlab.load_dataset`."""
     root = Path(root)
-    tasks_dir, jobs_dir = tree_dirs(root, name)
-    tasks, trials, rejected = load_tree(
-        tasks_dir, jobs_dir, name=name, difficulty_source="generated", status_rule=status_rule
-    )
+    tree = load_root(root, name, difficulty_source="generated", status_rule=status_rule)
+    tasks, trials, rejected, tasks_dir = tree.tasks, tree.trials, tree.rejected, tree.tasks_dir
     notes = ["difficulty is written by the synthesis agent (generated), not a human rating"]
     weights = read_test_weights(tasks_dir) if tasks_dir is not None else {}
     empirical = _empirical_buckets(root / SUMMARY_CSV)

@@ -32,8 +32,8 @@ from pathlib import Path
 import polars as pl
 
 from depthlab import schema
-from depthlab.datasets._base import Audit, DatasetInfo, check_status_rule, json_object, make_audit
-from depthlab.datasets._harbor_tree import load_tree, tree_dirs
+from depthlab.datasets._base import Audit, DatasetInfo, check_path, check_status_rule, json_object, make_audit
+from depthlab.datasets._harbor_tree import load_root
 from depthlab.io._status import trial_status
 
 INFO = DatasetInfo(
@@ -60,10 +60,8 @@ PUBLIC_RESULTS_CSV = "tb2_public_results.csv"
 def load(root: str | Path, *, name: str = "tb2", status_rule: str = "leaderboard") -> Audit:
     """Load TB2 under ``root`` (layouts in the module docstring); see :func:`depthlab.load_dataset`."""
     root = Path(root)
-    tasks_dir, jobs_dir = tree_dirs(root, name)
-    tasks, trials, rejected = load_tree(
-        tasks_dir, jobs_dir, name=name, difficulty_source="human", status_rule=status_rule
-    )
+    tree = load_root(root, name, difficulty_source="human", status_rule=status_rule)
+    tasks, trials, rejected, tasks_dir, jobs_dir = tree.tasks, tree.trials, tree.rejected, tree.tasks_dir, tree.jobs_dir
     notes = ["difficulty, category, tags and time estimates are the task authors' own (human) ratings"]
     if tasks_dir is None and (root / TASKS_CSV).is_file():
         tasks = tasks_from_csv(root / TASKS_CSV, dataset=name)
@@ -90,7 +88,7 @@ def tasks_from_csv(path: str | Path, *, dataset: str = "tb2") -> pl.DataFrame:
     >>> tasks.filter(task="build-pmars")["difficulty"].item()  # doctest: +SKIP
     'medium'
     """
-    path = _existing_file(path, "tasks_from_csv")
+    path = check_path(path, "path", "tasks_from_csv", kind="file")
     raw = pl.read_csv(path, infer_schema_length=0)  # everything as text: parse what each column means below
     missing = {"task_id", "difficulty", "solution_lines", "solution_total_lines"} - set(raw.columns)
     if missing:
@@ -158,7 +156,7 @@ def public_trials_from_csv(path: str | Path, *, status_rule: str = "leaderboard"
     >>> trials.height  # doctest: +SKIP
     3560
     """
-    path = _existing_file(path, "public_trials_from_csv")
+    path = check_path(path, "path", "public_trials_from_csv", kind="file")
     check_status_rule(status_rule, "public_trials_from_csv")
     raw = pl.read_csv(path, infer_schema_length=0)
     missing = {"submission", "model", "task_id", "trial", "reward", "exception_type", "n_turns"} - set(raw.columns)
@@ -199,15 +197,6 @@ def public_trials_from_csv(path: str | Path, *, status_rule: str = "leaderboard"
         source=pl.col("source"),
     )
     return schema.conform(trials, "trials")
-
-
-def _existing_file(path: str | Path, function: str) -> Path:
-    if not isinstance(path, str | Path):
-        raise TypeError(f"The 'path' parameter of {function} must be a str or Path, got {type(path).__name__}")
-    path = Path(path).expanduser()
-    if not path.is_file():
-        raise ValueError(f"The 'path' parameter of {function} must be an existing CSV file, got {str(path)!r}")
-    return path
 
 
 def _int(text: str | None) -> int | None:

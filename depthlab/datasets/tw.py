@@ -29,7 +29,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from depthlab.datasets._base import Audit, DatasetInfo, keep_time_estimates_as_labels, make_audit
-from depthlab.datasets._harbor_tree import load_tree, tree_dirs
+from depthlab.datasets._harbor_tree import load_root
 
 INFO = DatasetInfo(
     name="tw",
@@ -49,10 +49,8 @@ INFO = DatasetInfo(
 
 def load(root: str | Path, *, name: str = "tw", status_rule: str = "leaderboard") -> Audit:
     """Load TerminalWorld under ``root`` (layout in the module docstring); see :func:`depthlab.load_dataset`."""
-    tasks_dir, jobs_dir = tree_dirs(Path(root), name)
-    tasks, trials, rejected = load_tree(
-        tasks_dir, jobs_dir, name=name, difficulty_source="generated", status_rule=status_rule
-    )
+    tree = load_root(root, name, difficulty_source="generated", status_rule=status_rule)
+    tasks, trials, rejected = tree.tasks, tree.trials, tree.rejected
     # an LLM's time estimate is not the human expert estimate the column holds for TB2
     tasks = keep_time_estimates_as_labels(tasks)
     notes = ["no difficulty label; category, tags and explanations are LLM-written metadata"]
