@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+import depthlab as dl
 from depthlab.cli import main
 from depthlab.datasets.fetch import MANIFEST, SOURCES, FetchError, fetch, sources
 
@@ -86,6 +87,18 @@ def test_git_source_checks_out_the_pinned_commit_and_resumes(tmp_path):
     (dest / "hello/instruction.md").write_text("edited")
     fetch("tb2-tasks", dest, url=url, revision=first, progress=False)
     assert (dest / "hello/instruction.md").read_text() == files["hello/instruction.md"]
+
+
+def test_fetched_tasks_load_as_the_tb2_collection(tmp_path):
+    toml = 'version = "1.0"\n\n[metadata]\ndifficulty = "hard"\ncategory = "games"\n'
+    url, first = _bare_repo(
+        tmp_path, {"README.md": "TB2\n", "chess/task.toml": toml, "chess/solution/solve.sh": "#!/bin/bash\nplay\n"}
+    )
+    fetch("tb2-tasks", tmp_path / "tb2" / "tasks", url=url, revision=first, progress=False)
+    audit = dl.load_dataset("tb2", tmp_path / "tb2")
+    row = audit.tasks.row(0, named=True)
+    assert (row["task"], row["work"], row["difficulty_source"]) == ("chess", 1, "human")
+    assert audit.tasks.height == 1
 
 
 def test_git_source_resumes_an_interrupted_clone(tmp_path):
