@@ -274,7 +274,7 @@ def turns_vs_depth(audit: pl.DataFrame, *, caps: Sequence[int] = CAPS) -> Figure
     labels = [*(_rung_label(ladder, i) for i in range(len(ladder))), f">{ladder[-1]}"]
     collections = _collections(audit)
     with _style():
-        fig, axes = _panels(len(collections), width=3.4, height=2.5)
+        fig, axes = _panels(len(collections), width=4.0, height=2.5)
         x = np.arange(len(labels))
         for ax, dataset in zip(axes, collections, strict=False):
             rows = audit.filter(pl.col("dataset") == dataset)
@@ -284,7 +284,7 @@ def turns_vs_depth(audit: pl.DataFrame, *, caps: Sequence[int] = CAPS) -> Figure
             turn_counts = _rung_counts(turns, ladder)
             ax.bar(x - 0.2, turn_counts, width=0.4, color="#BBBBBB", label="turns N (uncapped)")
             ax.bar(x + 0.2, depth_counts, width=0.4, color=color(dataset), label="depth D (solved)")
-            ax.set_xticks(x, labels, rotation=45, ha="right")
+            ax.set_xticks(x, labels, fontsize=7)
             ax.set_title(f"{name(dataset)} ({rows.height} tasks, {depth.size} solved)")
             ax.set_xlabel("turns (ladder rung)")
             ax.set_ylabel("tasks")

@@ -364,6 +364,7 @@ def reproduce(
     docs_dir: str | Path | None = None,
     jobs: int = 2,
     progress: bool = True,
+    source_dir: str | Path | None = None,
 ) -> Reproduction:
     """Run every audit notebook with papermill and write notebooks, figures, results and an index.
 
@@ -387,6 +388,8 @@ def reproduce(
         Notebooks executed at once (each in its own kernel).
     progress : bool
         Show a progress bar.
+    source_dir : str, Path or None
+        Folder of the notebooks to run; default :func:`notebooks_dir`.
 
     Returns
     -------
@@ -430,7 +433,8 @@ def reproduce(
         "results_dir": str(folders["results"]),
         "cache_dir": str(folders["cache"]),
     }
-    seconds = _run_all(names, folders["notebooks"], parameters, kernel, jobs=jobs, progress=progress)
+    source = notebooks_dir() if source_dir is None else Path(source_dir)
+    seconds = _run_all(names, source, folders["notebooks"], parameters, kernel, jobs=jobs, progress=progress)
     executed = [folders["notebooks"] / f"{notebook}.ipynb" for notebook in names]
     results = {path.stem: json.loads(path.read_text()) for path in sorted(folders["results"].glob("*.json"))}
     figures = sorted(folders["figures"].glob("*.png"))
@@ -517,14 +521,21 @@ def _select(only: Sequence[str] | str | None, function: str) -> list[str]:
 
 
 def _run_all(
-    names: Sequence[str], out_dir: Path, parameters: Mapping[str, Any], kernel: str, *, jobs: int, progress: bool
+    names: Sequence[str],
+    source_dir: Path,
+    out_dir: Path,
+    parameters: Mapping[str, Any],
+    kernel: str,
+    *,
+    jobs: int,
+    progress: bool,
 ) -> dict[str, float]:
     # each notebook runs in its own kernel process; threads only wait on them
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     def timed(notebook: str) -> float:
         started = time.perf_counter()
-        _execute(notebook, out_dir, parameters, kernel)
+        _execute(source_dir / f"{notebook}.ipynb", out_dir, parameters, kernel)
         return time.perf_counter() - started
 
     bar = _progress(len(names), progress)
@@ -547,11 +558,11 @@ def _run_all(
     return {notebook: seconds[notebook] for notebook in names}
 
 
-def _execute(notebook: str, out_dir: Path, parameters: Mapping[str, Any], kernel: str) -> Path:
+def _execute(source: Path, out_dir: Path, parameters: Mapping[str, Any], kernel: str) -> Path:
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    source = notebooks_dir() / f"{notebook}.ipynb"
+    notebook = source.stem
     if not source.is_file():
         raise NotebookFailed(notebook, None, f"notebook file not found: {source}")
     output = out_dir / f"{notebook}.ipynb"

@@ -1,0 +1,222 @@
+"""depthlab.plots: every figure builds from tidy tables, draws what the tables say, and saves as PNG + PDF."""
+
+from __future__ import annotations
+
+import itertools
+
+import matplotlib as mpl
+import numpy as np
+import polars as pl
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
+from PIL import Image
+
+from depthlab import plots, schema, stats
+from depthlab.schema import CAPS
+
+DATASETS = ("tb2", "tw", "tmax", "facet", "depth")
+
+
+@pytest.fixture(scope="module")
+def audit() -> pl.DataFrame:
+    rng = np.random.default_rng(7)
+    rows = []
+    for dataset in DATASETS:
+        for i in range(24):
+            depth = int(rng.choice(CAPS[:6]))
+            status = "solved" if i % 6 else "unsolved"
+            work = int(rng.integers(2, 300))
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "task": f"{dataset}-{i}",
+                    "depth": depth if status == "solved" else None,
+                    "depth_status": status,
+                    "work": work,
+                    "n_turns": float(depth + rng.integers(0, 12)),
+                    "pass_rate": float(rng.uniform(0, 1)),
+                    "difficulty": ["easy", "medium", "hard"][i % 3] if dataset in ("tb2", "facet") else None,
+                    "difficulty_source": "human" if dataset == "tb2" else "generated",
+                }
+            )
+    return schema.conform(pl.DataFrame(rows), "audit")
+
+
+@pytest.fixture(scope="module")
+def figures(audit: pl.DataFrame) -> dict[str, Figure]:
+    forest_rows = pl.DataFrame(
+        {
+            "label": ["TB2: pass ~ D | W", "all: pass ~ D | W"],
+            "dataset": ["tb2", None],
+            "r": [-0.4, -0.2],
+            "ci_low": [-0.7, -0.4],
+            "ci_high": [-0.1, 0.0],
+            "n": [20, 100],
+            "paper": [-0.49, None],
+        }
+    )
+    cells = stats.quadrants(audit, n_boot=200, seed=0)
+    segments = pl.DataFrame(
+        {
+            "segment": [1, 2, 3],
+            "reliability": [0.9, 0.8, 0.7],
+            "reached": [50, 45, 36],
+            "observed": [0.9, 0.72, 0.5],
+            "compounded": [0.9, 0.72, 0.5],
+        }
+    )
+    turns = pl.DataFrame({"model": ["a"] * 10 + ["b"] * 10, "n_turns": np.arange(1.0, 21.0)})
+    pairs = pl.DataFrame({"original": [1, 2, 3], "derived": [3, 2, 10]})
+    return {
+        "collection_summary": plots.collection_summary(audit),
+        "turns_vs_depth": plots.turns_vs_depth(audit),
+        "turns_minus_depth": plots.turns_minus_depth(audit),
+        "depth_given_turns": plots.depth_given_turns(audit),
+        "forest": plots.forest(forest_rows),
+        "work_vs_pass_rate": plots.work_vs_pass_rate(audit),
+        "turns_by_model": plots.turns_by_model(turns, turn_limit=20),
+        "label_pass_rates": plots.label_pass_rates(audit),
+        "label_depths": plots.label_depths(audit),
+        "quadrants": plots.quadrants(cells),
+        "segment_reliability": plots.segment_reliability(segments),
+        "paired_depths": plots.paired_depths(pairs),
+    }
+
+
+def test_figures_save_as_valid_png_and_pdf(figures, tmp_path):
+    # four kinds of figure here (panels, heatmap, forest, scatter); tests/test_notebooks.py checks every saved file
+    for name in ("turns_vs_depth", "quadrants", "forest", "work_vs_pass_rate"):
+        fig = figures[name]
+        png, pdf = plots.save(fig, name, tmp_path)
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+        with Image.open(png) as image:
+            image.verify()
+        with Image.open(png) as image:
+            assert image.width > 300, name
+            assert image.height > 200, name
+        assert pdf.read_bytes()[:5] == b"%PDF-", name
+        assert pdf.read_bytes().rstrip().endswith(b"%%EOF"), name
+
+
+def test_turns_vs_depth_bars_are_the_counts_of_the_table(audit):
+    fig = plots.turns_vs_depth(audit)
+    ax = fig.axes[0]  # the first panel is the first collection in ORDER: tb2
+    assert ax.get_title().startswith("TB2")
+    tb2 = audit.filter(pl.col("dataset") == "tb2")
+    depth = tb2.filter(pl.col("depth_status") == "solved")["depth"].to_numpy()
+    turns = tb2["n_turns"].to_numpy()
+    # independent reference: np.histogram over the rung edges (0,1], (1,2], (2,3], (3,5], ... and > 80
+    edges = np.array([0, *CAPS, np.inf]) + 1e-9
+    expected_turns = np.histogram(turns, bins=edges)[0]
+    expected_depth = [int((depth == cap).sum()) for cap in CAPS] + [0]
+    bars = ax.patches
+    n_groups = len(CAPS) + 1
+    assert [int(b.get_height()) for b in bars[:n_groups]] == list(expected_turns)
+    assert [int(b.get_height()) for b in bars[n_groups:]] == expected_depth
+
+
+def test_collection_colours_are_the_same_in_every_figure(audit):
+    fig = plots.turns_vs_depth(audit)
+    tb2_depth_bars = fig.axes[0].patches[len(CAPS) + 1 :]
+    assert {to_hex(b.get_facecolor()) for b in tb2_depth_bars} == {plots.PALETTE["tb2"].lower()}
+    scatter = plots.work_vs_pass_rate(audit)
+    colours = {to_hex(c.get_facecolor()[0][:3]) for c in scatter.axes[0].collections}
+    assert colours == {plots.PALETTE[d].lower() for d in DATASETS}
+    assert plots.color("my-own-tasks") == plots.color("my-own-tasks")
+    assert plots.color("my-own-tasks") not in plots.PALETTE.values()
+
+
+def test_depth_given_turns_counts_only_tasks_in_the_turn_window(audit):
+    fig = plots.depth_given_turns(audit, turns=(6, 10))
+    window = audit.filter(
+        (pl.col("depth_status") == "solved") & pl.col("n_turns").is_between(6, 10) & pl.col("depth").is_not_null()
+    )
+    total = sum(int(b.get_height()) for b in fig.axes[0].patches)
+    assert total == window.height
+    share = float((window["depth"] == 1).mean())
+    assert f"{share:.0%}" in fig.axes[0].get_title()
+
+
+def test_quadrant_cells_show_the_stats_values(audit):
+    cells = stats.quadrants(audit, n_boot=200, seed=1)
+    fig = plots.quadrants(cells)
+    texts = {t.get_text() for t in fig.axes[0].texts}
+    for row in cells.iter_rows(named=True):
+        if row["mean_percentile"] is not None:
+            assert any(t.startswith(f"{row['mean_percentile']:.2f}") and f"n = {row['n']}" in t for t in texts)
+
+
+def test_forest_rows_follow_the_table():
+    table = pl.DataFrame(
+        {
+            "label": ["a", "b", "c"],
+            "r": [-0.5, 0.1, 0.3],
+            "ci_low": [-0.8, -0.2, 0.0],
+            "ci_high": [-0.1, 0.4, 0.6],
+            "n": [10, 20, 30],
+        }
+    )
+    ax = plots.forest(table).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
+    points = [line.get_xdata()[0] for line in ax.lines if line.get_marker() == "o" and len(line.get_xdata()) == 1]
+    assert points == pytest.approx([-0.5, 0.1, 0.3])
+
+
+def test_figures_without_depth_still_build_and_say_so(audit):
+    no_depth = audit.with_columns(depth=pl.lit(None, pl.Int32), depth_status=pl.lit("incomplete"))
+    fig = plots.turns_minus_depth(no_depth)
+    assert any("no solved tasks" in t.get_text() for t in fig.axes[0].texts)
+    summary = plots.collection_summary(no_depth)
+    assert any("(no D)" in t.get_text() for t in summary.axes[0].texts)
+
+
+def _overlaps(boxes: list) -> list[tuple[int, int]]:
+    return [(i, j) for (i, a), (j, b) in itertools.combinations(enumerate(boxes), 2) if a.overlaps(b)]
+
+
+def test_titles_labels_and_tick_labels_do_not_overlap(figures):
+    for name, fig in figures.items():
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        for ax in fig.axes:
+            if not ax.get_visible():
+                continue
+            xticks = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text() and t.get_visible()]
+            assert not _overlaps(xticks), f"{name}: x tick labels overlap"
+            yticks = [t.get_window_extent(renderer) for t in ax.get_yticklabels() if t.get_text() and t.get_visible()]
+            assert not _overlaps(yticks), f"{name}: y tick labels overlap"
+        # the titles and axis labels of different panels never collide
+        labels = [
+            text.get_window_extent(renderer)
+            for ax in fig.axes
+            if ax.get_visible()
+            for text in (ax.title, ax.xaxis.label, ax.yaxis.label)
+            if text.get_text()
+        ]
+        assert not _overlaps(labels), f"{name}: titles or axis labels overlap"
+
+
+def test_save_and_figures_reject_bad_input(audit, tmp_path):
+    with pytest.raises(ValueError, match="'name' parameter of save"):
+        plots.save(plots.turns_minus_depth(audit), "bad name/../x", tmp_path)
+    with pytest.raises(TypeError, match="'fig' parameter of save"):
+        plots.save("not a figure", "x", tmp_path)
+    with pytest.raises(ValueError, match=r"'audit' parameter of turns_vs_depth .* missing \['n_turns'\]"):
+        plots.turns_vs_depth(audit.drop("n_turns"))
+    with pytest.raises(TypeError, match="'audit' parameter of collection_summary must be a polars DataFrame"):
+        plots.collection_summary(audit.to_pandas())
+    with pytest.raises(ValueError, match="'turns' parameter of depth_given_turns"):
+        plots.depth_given_turns(audit, turns=(10, 6))
+
+
+def test_figures_do_not_touch_pyplot_state(audit):
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
+    plots.turns_vs_depth(audit)
+    plots.collection_summary(audit)
+    assert plt.get_fignums() == before
+    assert mpl.rcParams["axes.spines.top"] == mpl.rcParamsDefault["axes.spines.top"]
