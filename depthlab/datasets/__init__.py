@@ -121,7 +121,10 @@ def _adapter(name: str):  # noqa: ANN202 - an adapter module
 
 def _load_generic(root: Path, *, name: str, status_rule: str) -> Audit:
     tree = load_root(root, name, difficulty_source=None, status_rule=status_rule)
-    notes = [f"'{name}' is not a registered collection: loaded as a generic Harbor tree; difficulty_source not stated"]
+    notes = [
+        *tree.notes,
+        f"'{name}' is not a registered collection: loaded as a generic Harbor tree; difficulty_source not stated",
+    ]
     return make_audit(name, tree.tasks, tree.trials, rejected=tree.rejected, notes=notes)
 
 

@@ -54,7 +54,7 @@ def load(root: str | Path, *, name: str = "facet", status_rule: str = "leaderboa
     """Load FACET under ``root`` (layout in the module docstring); see :func:`depthlab.load_dataset`."""
     tree = load_root(root, name, difficulty_source="generated", status_rule=status_rule)
     tasks, trials, rejected = tree.tasks, tree.trials, tree.rejected
-    notes = ["difficulty is a generation-time LLM label, not a human rating"]
+    notes = [*tree.notes, "difficulty is a generation-time LLM label, not a human rating"]
     if tasks.height:
         n_default = tasks.filter(pl.col("difficulty") == DEFAULT_DIFFICULTY).height
         notes.append(

@@ -60,7 +60,7 @@ def load(root: str | Path, *, name: str = "rst", status_rule: str = "leaderboard
     root = Path(root)
     tree = load_root(root, name, difficulty_source="generated", status_rule=status_rule)
     tasks, trials, rejected, tasks_dir = tree.tasks, tree.trials, tree.rejected, tree.tasks_dir
-    notes = ["RST is read as Recursive Task Synthesis (RTS): a guess to confirm"]
+    notes = [*tree.notes, "RST is read as Recursive Task Synthesis (RTS): a guess to confirm"]
     if tasks_dir is None and (root / INDEX).is_file():
         tasks, skipped = read_index(root / INDEX, dataset=name)
         notes.append(f"tasks read from {INDEX}")

@@ -64,7 +64,7 @@ def load(root: str | Path, *, name: str = "seta", status_rule: str = "leaderboar
     root = Path(root)
     tree = load_root(root, name, difficulty_source="generated", status_rule=status_rule)
     tasks, trials, rejected, tasks_dir = tree.tasks, tree.trials, tree.rejected, tree.tasks_dir
-    notes = ["difficulty is written by the synthesis agent (generated), not a human rating"]
+    notes = [*tree.notes, "difficulty is written by the synthesis agent (generated), not a human rating"]
     weights = read_test_weights(tasks_dir) if tasks_dir is not None else {}
     empirical = _empirical_buckets(root / SUMMARY_CSV)
     if weights or empirical:

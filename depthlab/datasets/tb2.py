@@ -62,7 +62,7 @@ def load(root: str | Path, *, name: str = "tb2", status_rule: str = "leaderboard
     root = Path(root)
     tree = load_root(root, name, difficulty_source="human", status_rule=status_rule)
     tasks, trials, rejected, tasks_dir, jobs_dir = tree.tasks, tree.trials, tree.rejected, tree.tasks_dir, tree.jobs_dir
-    notes = ["difficulty, category, tags and time estimates are the task authors' own (human) ratings"]
+    notes = [*tree.notes, "difficulty, category, tags and time estimates are the task authors' own (human) ratings"]
     if tasks_dir is None and (root / TASKS_CSV).is_file():
         tasks = tasks_from_csv(root / TASKS_CSV, dataset=name)
         notes.append(f"tasks read from {TASKS_CSV} (W = solve.sh lines counted by the CSV's builder)")

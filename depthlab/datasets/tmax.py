@@ -66,14 +66,12 @@ _NOT_LABELS = {"description", "truth", "name", "scenario", "primitive_skills"}
 def load(root: str | Path, *, name: str = "tmax", status_rule: str = "leaderboard") -> Audit:
     """Load TMax under ``root`` (layouts in the module docstring); see :func:`depthlab.load_dataset`."""
     tasks_dir, jobs_dir = tree_dirs(Path(root), name)
-    if tasks_dir is None:  # native task dirs hold task.json, which tree_dirs does not look for
-        tasks_dir = _native_dir(Path(root), name)
     native = tasks_dir is not None and next(tasks_dir.glob("*/task.json"), None) is not None
-    harbor_tasks_dir = None if native else tasks_dir
-    tasks, trials, rejected = load_tree(
-        harbor_tasks_dir, jobs_dir, name=name, difficulty_source="generated", status_rule=status_rule
+    tree = load_tree(
+        None if native else tasks_dir, jobs_dir, name=name, difficulty_source="generated", status_rule=status_rule
     )
-    notes = ["no difficulty label; task_complexity / command_complexity are sampled generation axes (labels)"]
+    tasks, trials, rejected = tree.tasks, tree.trials, tree.rejected
+    notes = [*tree.notes, "no difficulty label; task_complexity / command_complexity are sampled generation axes"]
     if native:
         tasks, solve_trials = read_native(tasks_dir, dataset=name)
         trials = pl.concat([trials, solve_trials], how="vertical")
@@ -195,13 +193,6 @@ def _solve_trials(summary: dict[str, Any], *, dataset: str, task: str, model: st
             "status": "pass" if passed else "fail",
             "source": f"{path}#num_success",
         }
-
-
-def _native_dir(root: Path, name: str) -> Path | None:
-    for candidate in (root / "tasks" / name, root / "tasks", root):
-        if candidate.is_dir() and next(candidate.glob("*/task.json"), None) is not None:
-            return candidate
-    return None
 
 
 def _read_json(path: Path) -> Any:

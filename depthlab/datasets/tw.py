@@ -53,5 +53,5 @@ def load(root: str | Path, *, name: str = "tw", status_rule: str = "leaderboard"
     tasks, trials, rejected = tree.tasks, tree.trials, tree.rejected
     # an LLM's time estimate is not the human expert estimate the column holds for TB2
     tasks = keep_time_estimates_as_labels(tasks)
-    notes = ["no difficulty label; category, tags and explanations are LLM-written metadata"]
+    notes = [*tree.notes, "no difficulty label; category, tags and explanations are LLM-written metadata"]
     return make_audit(name, tasks, trials, rejected=rejected, notes=notes)

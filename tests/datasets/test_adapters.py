@@ -116,6 +116,18 @@ def test_shared_jobs_dir_keeps_only_this_collections_trials(simulated, tmp_path)
     assert set(pooled.trials["trial"]) == set(alone.trials["trial"])
 
 
+def test_a_collection_missing_from_a_shared_tree_reads_nothing_of_the_others(simulated, tmp_path):
+    out, _ = simulated
+    for folder in ("tasks", "jobs"):
+        (tmp_path / folder).mkdir()
+        for collection in ("facet", "seta"):
+            (tmp_path / folder / collection).symlink_to(out / folder / collection)
+    audit = dl.load_dataset("tw", tmp_path)
+    assert audit.tasks.is_empty()
+    assert audit.trials.is_empty()
+    assert any("none named 'tw'" in note for note in audit.notes)
+
+
 # --- TB2 and a user's own tree -------------------------------------------------------------------
 
 
