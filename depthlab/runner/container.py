@@ -312,7 +312,8 @@ class Shell:
         self._start()
 
     def _start(self) -> None:
-        self._stream = self.box._open_exec(["sh"], stdin=True)
+        # one pipe for stdout and stderr keeps their order, as a terminal shows it
+        self._stream = self.box._open_exec(["sh", "-c", "exec sh 2>&1"], stdin=True)
         self._buffer = bytearray()
         self._cursor = 0
         self._seen: set[int] = set()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runner_helpers import API_KEY_ENV, BUSYBOX, CHAIN_DATA, ScriptedEndpoint, write_task
+from runner_helpers import API_KEY_ENV, BUSYBOX, CHAIN_DATA, ScriptedEndpoint, owned_containers, write_task
 
 
 # ---------------------------------------------------------------- Docker -------------------
@@ -161,8 +161,9 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.fixture
-def runner_labelled(docker_client: Any) -> Callable[[], list[Any]]:
-    """Lists the runner's containers (all states)."""
-    from depthlab.runner import RUNNER_LABEL
+def runner_labelled(docker_client: Any) -> Callable[..., list[Any]]:
+    """Lists the runner's containers (all states) started by process ``pid`` (default: this one).
 
-    return lambda: docker_client.containers.list(all=True, filters={"label": RUNNER_LABEL})
+    Filtering by owner keeps the tests independent of other pytest-xdist workers' containers.
+    """
+    return lambda pid=None: owned_containers(docker_client, os.getpid() if pid is None else pid)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,3 +110,11 @@ def chain_policy(messages: list[dict[str, str]], model: str) -> str:
     if match := re.search(r"^LAST=(\w+)$", last, re.MULTILINE):
         return reply(f"cp /data/{match.group(1)} /app/answer.txt\n", complete=True)
     return reply()
+
+
+def owned_containers(docker_client: Any, pid: int) -> list[Any]:
+    """The runner's containers (all states) whose owner label names process ``pid`` on this host."""
+    from depthlab.runner.container import OWNER_LABEL, RUNNER_LABEL
+
+    owner = f"{socket.gethostname()}:{pid}"
+    return docker_client.containers.list(all=True, filters={"label": [RUNNER_LABEL, f"{OWNER_LABEL}={owner}"]})

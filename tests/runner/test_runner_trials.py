@@ -10,11 +10,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from runner_helpers import API_KEY_ENV, chain_policy, reply
+from runner_helpers import API_KEY_ENV, chain_policy, owned_containers, reply
 
 import depthlab
 from depthlab import schema
-from depthlab.runner import RUNNER_LABEL, ChatClient, HarnessConfig, OracleAgent, TerminusAgent, fill, run_tasks
+from depthlab.runner import ChatClient, HarnessConfig, OracleAgent, TerminusAgent, fill, run_tasks
 
 pytestmark = pytest.mark.docker
 
@@ -39,7 +39,7 @@ def depth_fill(docker_client, tasks_root, endpoint, tmp_path_factory):
     inspections: list[dict] = []
 
     def inspect_running() -> None:
-        for container in docker_client.containers.list(filters={"label": RUNNER_LABEL}):
+        for container in owned_containers(docker_client, os.getpid()):
             inspections.append(container.attrs)
 
     endpoint.reset(chain_policy, on_request=inspect_running)
