@@ -13,7 +13,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     listing = "; ".join(f"{s.name}: {s.description}" for s in SOURCES.values())
     parser.add_argument("name", metavar="NAME", choices=sorted(SOURCES), help=f"the source ({listing})")
-    parser.add_argument("--dest", metavar="DIR", help="target directory (default: data/NAME)")
+    parser.add_argument(
+        "--dest",
+        metavar="DIR",
+        help="target directory (default: data/public/tb2/tasks for tb2-tasks, data/public/tb2/jobs for "
+        "tmax-jobs, else data/public/NAME)",
+    )
     parser.add_argument(
         "--url",
         metavar="URL",

@@ -52,6 +52,8 @@ import polars as pl
 __all__ = ["SOURCES", "FetchError", "Source", "fetch", "sources"]
 
 MANIFEST = ".depthlab-fetch.json"
+#: Where downloads go by default (ignored by git).
+DATA_DIR = Path("data") / "public"
 _CHUNK = 1 << 20
 
 
@@ -79,6 +81,9 @@ class Source:
         Environment variable that overrides the URL (git) or endpoint (hf).
     description : str
         One line.
+    dest : str
+        Default target under :data:`DATA_DIR`, laid out for :func:`depthlab.load_dataset` (TB2 task
+        dirs in ``tb2/tasks``, the public TB2 runs in ``tb2/jobs``).
     """
 
     name: str
@@ -88,6 +93,7 @@ class Source:
     paths: tuple[str, ...]
     env: str
     description: str
+    dest: str = ""
 
 
 _HF_ENV = "DEPTHLAB_HF_ENDPOINT"
@@ -103,6 +109,7 @@ SOURCES: dict[str, Source] = {
             (),
             "DEPTHLAB_TB2_TASKS_URL",
             "Terminal-Bench 2.0 task dirs at the commit pinned by terminal-bench@2.0",
+            "tb2/tasks",
         ),
         Source(
             "tmax-jobs",
@@ -112,6 +119,7 @@ SOURCES: dict[str, Source] = {
             ("evaluation_assets",),
             "DEPTHLAB_TMAX_JOBS_URL",
             "Harbor job dirs of public TB2 runs (8 models x 89 tasks x 5) from hamishivi/tmax",
+            "tb2/jobs",
         ),
         Source(
             "tb2-leaderboard",
@@ -156,7 +164,7 @@ SOURCES: dict[str, Source] = {
 
 
 def sources() -> pl.DataFrame:
-    """The fetchable sources: name, kind, location, revision, env (URL override), description.
+    """The fetchable sources: name, kind, location, revision, env (URL override), description, dest (default).
 
     Examples
     --------
@@ -166,7 +174,10 @@ def sources() -> pl.DataFrame:
     """
     return pl.DataFrame(
         [
-            {k: getattr(s, k) for k in ("name", "kind", "location", "revision", "env", "description")}
+            {
+                **{k: getattr(s, k) for k in ("name", "kind", "location", "revision", "env", "description")},
+                "dest": str(DATA_DIR / (s.dest or s.name)),
+            }
             for s in SOURCES.values()
         ]
     )
@@ -188,7 +199,9 @@ def fetch(
     name : str
         One of ``sources()["name"]``.
     dest : str or Path, optional
-        Target directory; default ``data/<name>`` under the current directory.
+        Target directory; default ``data/public/<source dest>`` under the current directory
+        (``data/public/tb2/tasks`` and ``data/public/tb2/jobs`` for the TB2 tasks and runs, so that
+        ``load_dataset("tb2", "data/public/tb2")`` reads both).
     url : str, optional
         Override the git URL or the Hugging Face endpoint (default: the source's environment variable,
         then the public URL).
@@ -207,8 +220,8 @@ def fetch(
     Examples
     --------
     >>> from depthlab.datasets.fetch import fetch
-    >>> fetch("tb2-tasks", "data/tb2/tasks")  # doctest: +SKIP
-    PosixPath('data/tb2/tasks')
+    >>> fetch("tb2-tasks")  # doctest: +SKIP
+    PosixPath('data/public/tb2/tasks')
     """
     if name not in SOURCES:
         raise ValueError(f"The 'name' parameter of fetch must be one of {sorted(SOURCES)}, got {name!r}")
@@ -225,7 +238,7 @@ def fetch(
         raise ValueError(f"The 'include' parameter of fetch must be a sequence of glob strings, got {include!r}")
     if include and source.kind != "hf":
         raise ValueError(f"The 'include' parameter of fetch applies to Hugging Face sources only, not {name!r}")
-    dest = Path(dest) if dest is not None else Path("data") / name
+    dest = Path(dest) if dest is not None else DATA_DIR / (source.dest or name)
     if dest.exists() and not dest.is_dir():
         raise ValueError(f"The 'dest' parameter of fetch must be a directory, got the file {str(dest)!r}")
     show = sys.stderr.isatty() if progress is None else bool(progress)

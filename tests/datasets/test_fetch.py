@@ -101,6 +101,14 @@ def test_fetched_tasks_load_as_the_tb2_collection(tmp_path):
     assert audit.tasks.height == 1
 
 
+def test_default_destinations_are_laid_out_for_load_dataset(tmp_path, monkeypatch):
+    url, first = _bare_repo(tmp_path, {"t1/task.toml": 'version = "1.0"\n[metadata]\ndifficulty = "easy"\n'})
+    monkeypatch.chdir(tmp_path)
+    dest = fetch("tb2-tasks", url=url, revision=first, progress=False)
+    assert dest == Path("data/public/tb2/tasks")
+    assert dl.load_dataset("tb2", "data/public/tb2").tasks["task"].to_list() == ["t1"]
+
+
 def test_git_source_resumes_an_interrupted_clone(tmp_path):
     url, first = _bare_repo(tmp_path, {"a/task.toml": "x = 1\n"})
     dest = tmp_path / "partial"
