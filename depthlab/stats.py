@@ -60,8 +60,8 @@ _METHODS: tuple[str, ...] = ("bca", "percentile")
 # Work on about this many matrix cells per batch (512 KiB of float64): the arrays of a batch then
 # stay in the CPU cache, which measured 2-3x faster than 8 MiB batches at n = 734.
 _BATCH_CELLS = 1 << 16
-# A resample whose rank-correlation matrix has a smaller determinant has (numerically) collinear
-# columns; its partial correlation is undefined.
+# When x (or y) and the covariates have a rank-correlation matrix with a smaller determinant, x is
+# (numerically) collinear with the covariates and the partial correlation is undefined.
 _SINGULAR_DET = 1e-12
 
 
@@ -728,16 +728,26 @@ def _partial_from_ranks(
     constant = (variance <= 0).any(axis=1)
     scale = np.sqrt(np.where(variance > 0, variance, 1.0))
     corr = scatter / scale[:, :, None] / scale[:, None, :]
-    if m == 2:
-        r = corr[:, 0, 1].copy()
-        r[constant] = np.nan
-        return r
-    singular = constant | (np.linalg.det(corr) < _SINGULAR_DET)
-    corr[singular] = np.eye(m)
-    precision = np.linalg.inv(corr)
-    r = -precision[:, 0, 1] / np.sqrt(precision[:, 0, 0] * precision[:, 1, 1])
-    r[singular] = np.nan
+    # r = -P01 / sqrt(P00 P11) with P the inverse of corr; P is the adjugate over the determinant,
+    # so r = M10 / sqrt(M00 M11) with M the minors. This needs no inverse, so x and y with equal
+    # ranks give r = 1 rather than a singular matrix; r is undefined only when x or y is collinear
+    # with the covariates (M11 or M00 vanishes). With no covariates it is corr[0, 1].
+    rest = list(range(2, m))
+    minor_xx = _det(corr[:, [1, *rest]][:, :, [1, *rest]])
+    minor_yy = _det(corr[:, [0, *rest]][:, :, [0, *rest]])
+    minor_yx = _det(corr[:, [0, *rest]][:, :, [1, *rest]])
+    undefined = constant | (minor_xx < _SINGULAR_DET) | (minor_yy < _SINGULAR_DET)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = minor_yx / np.sqrt(minor_xx * minor_yy)
+    r[undefined] = np.nan
     return np.clip(r, -1.0, 1.0)
+
+
+def _det(matrices: np.ndarray) -> np.ndarray:
+    """Determinants of a stack of square matrices (1 for 0 x 0)."""
+    if matrices.shape[-1] == 1:
+        return matrices[:, 0, 0]
+    return np.linalg.det(matrices)
 
 
 def _kendall_statistic(values: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
@@ -776,9 +786,11 @@ def _row_bootstrap(
     """Bootstrap and (for BCa) jackknife replicates of a statistic of row weights."""
     if n_boot == 0:
         return np.empty(0), None
-    # All draws at once, as scipy.stats.bootstrap does, so a seed gives scipy's resamples.
-    draws = rng.integers(0, n, (n_boot, n))
-    boot = np.concatenate([statistic(_counts(batch, n)) for batch in _batches(draws, n)])
+    # Drawn batch by batch: numpy's stream is the same as one (n_boot, n) draw, scipy.stats.bootstrap's.
+    size = _batch_size(n)
+    boot = np.concatenate(
+        [statistic(_counts(rng.integers(0, n, (min(size, n_boot - start), n)), n)) for start in range(0, n_boot, size)]
+    )
     return boot, (_jackknife(statistic, n) if method == "bca" else None)
 
 
@@ -793,8 +805,13 @@ def _counts(draws: np.ndarray, n: int) -> np.ndarray:
     return np.bincount((draws + offsets).ravel(), minlength=len(draws) * n).reshape(len(draws), n).astype(np.float64)
 
 
+def _batch_size(width: int) -> int:
+    """Rows per batch of a (rows, width) matrix."""
+    return max(1, _BATCH_CELLS // max(width, 1))
+
+
 def _batches(array: np.ndarray, width: int) -> Iterator[np.ndarray]:
-    size = max(1, _BATCH_CELLS // max(width, 1))
+    size = _batch_size(width)
     for start in range(0, len(array), size):
         yield array[start : start + size]
 
@@ -832,7 +849,7 @@ def _clusters(frame: pl.DataFrame, columns: list[str], cluster: str) -> tuple[np
     ordered = frame.with_columns(pl.col(cluster).rank("dense").alias("__cluster")).sort(
         "__cluster", maintain_order=True
     )
-    sizes = ordered.group_by("__cluster", maintain_order=True).len().get_column("len").to_numpy()
+    sizes = ordered.group_by("__cluster", maintain_order=True).len().get_column("len").to_numpy().astype(np.int64)
     starts = np.r_[0, np.cumsum(sizes)[:-1]]
     return ordered.select(columns).to_numpy().astype(np.float64), starts, sizes
 

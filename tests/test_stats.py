@@ -1,0 +1,535 @@
+"""depthlab.stats against independent references: R ppcor, pingouin, scipy, statsmodels, simulation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pingouin as pg
+import polars as pl
+import pytest
+from scipy import stats as scipy_stats
+from statsmodels.stats.descriptivestats import sign_test as statsmodels_sign_test
+
+from depthlab import stats
+
+
+@pytest.fixture(scope="module")
+def ppcor_data() -> pd.DataFrame:
+    """pingouin's example data for partial_corr (n = 30), the data of tests/r/ppcor_reference.R."""
+    return pg.read_dataset("partial_corr")
+
+
+def tied_frame(seed: int, n: int = 50) -> pd.DataFrame:
+    """Random data with many ties in every column (small integer ranges) and some dependence."""
+    rng = np.random.default_rng(seed)
+    z = rng.integers(0, 5, n)
+    w = rng.integers(0, 4, n)
+    x = z + rng.integers(0, 4, n)
+    y = x // 2 + w + rng.integers(0, 3, n)
+    return pd.DataFrame({"x": x, "y": y, "z": z, "w": w, "v": rng.normal(size=n).round(1)})
+
+
+def naive_partial_spearman(data: np.ndarray) -> float:
+    """Independent statistic for scipy.stats.bootstrap: rank with scipy, invert the correlation matrix."""
+    ranks = scipy_stats.rankdata(data, axis=0)
+    precision = np.linalg.inv(np.corrcoef(ranks.T))
+    return -precision[0, 1] / math.sqrt(precision[0, 0] * precision[1, 1])
+
+
+# ---------------------------------------------------------------------------------------------
+# point estimates and p-values
+
+
+def test_ppcor_spearman_three_covariates(ppcor_data):
+    # R ppcor 1.1 pcor.test(x, y, cv1..cv3, method="spearman") (tests/r/ppcor_reference.R; DESIGN.md)
+    res = stats.partial_spearman(ppcor_data, "x", "y", ["cv1", "cv2", "cv3"], n_boot=0)
+    assert res.r == pytest.approx(0.5209208, abs=5e-8)
+    assert res.p == pytest.approx(0.005336187, abs=5e-10)
+    assert (res.n, res.k, res.n_dropped) == (30, 3, 0)
+
+
+def test_pingouin_documented_value_one_covariate(ppcor_data):
+    # pingouin.partial_corr(method="spearman", covar="cv1") as listed in DESIGN.md
+    res = stats.partial_spearman(ppcor_data, "x", "y", "cv1", n_boot=0)
+    assert res.r == pytest.approx(0.578485443, abs=5e-10)
+    assert res.p == pytest.approx(0.0010117992, abs=5e-11)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("covar", [["z"], ["z", "w"], ["z", "w", "v"]])
+def test_equals_pingouin_on_tied_data(seed, covar):
+    # pingouin.partial_corr(method="spearman"), run here on random data with ties: r and p to 1e-10
+    df = tied_frame(seed)
+    ref = pg.partial_corr(df, x="x", y="y", covar=covar, method="spearman")
+    res = stats.partial_spearman(pl.from_pandas(df), "x", "y", covar, n_boot=0)
+    assert res.r == pytest.approx(ref["r"].iloc[0], abs=1e-10)
+    assert res.p == pytest.approx(ref["p_val"].iloc[0], abs=1e-10)
+
+
+def test_one_covariate_closed_form():
+    # Closed form (ρxy − ρxz ρyz) / √((1−ρxz²)(1−ρyz²)) with scipy.stats.spearmanr for each ρ
+    df = tied_frame(7, n=80)
+    rho = {pair: scipy_stats.spearmanr(df[pair[0]], df[pair[1]]).statistic for pair in ("xy", "xz", "yz")}
+    expected = (rho["xy"] - rho["xz"] * rho["yz"]) / math.sqrt((1 - rho["xz"] ** 2) * (1 - rho["yz"] ** 2))
+    assert stats.partial_spearman(df, "x", "y", "z", n_boot=0).r == pytest.approx(expected, abs=1e-12)
+
+
+def test_wikipedia_spearman_example():
+    # Wikipedia, "Spearman's rank correlation coefficient", worked example: ρ = −29/165
+    df = pl.DataFrame(
+        {"iq": [106, 100, 86, 101, 99, 103, 97, 113, 112, 110], "tv": [7, 27, 2, 50, 28, 29, 20, 12, 6, 17]}
+    )
+    res = stats.spearman(df, "iq", "tv", n_boot=0)
+    assert res.r == pytest.approx(-29 / 165, abs=1e-12)
+    # p of the t-test with n − 2 df equals scipy.stats.spearmanr's
+    assert res.p == pytest.approx(scipy_stats.spearmanr(df["iq"], df["tv"]).pvalue, abs=1e-12)
+    assert res.k == 0
+    assert res.covar == ()
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_kendall_tau_b_matches_scipy(seed):
+    # scipy.stats.kendalltau (tau-b by default), statistic and p, on data with ties
+    df = tied_frame(seed, n=40)
+    res = stats.kendall_tau_b(df, "x", "y", n_boot=0)
+    ref = scipy_stats.kendalltau(df["x"], df["y"])
+    assert res.r == pytest.approx(ref.statistic, abs=1e-12)
+    assert res.p == pytest.approx(ref.pvalue, abs=1e-12)
+    assert res.statistic == "kendall_tau_b"
+
+
+# ---------------------------------------------------------------------------------------------
+# bootstrap intervals
+
+
+@pytest.mark.parametrize("method", ["bca", "percentile"])
+@pytest.mark.parametrize(("covar", "n"), [(["z"], 45), (["z", "w"], 31), ([], 28)])
+def test_interval_equals_scipy_bootstrap(method, covar, n):
+    # scipy.stats.bootstrap(paired=True) with a per-resample loop statistic (rank + invert) and the
+    # same generator draws the same resamples: the intervals must agree to rounding.
+    df = tied_frame(11, n=n)
+    columns = ["x", "y", *covar]
+    data = df[columns].to_numpy().astype(float)
+    ref = scipy_stats.bootstrap(
+        (np.arange(n),),
+        lambda i: naive_partial_spearman(data[i]),
+        vectorized=False,
+        paired=True,
+        n_resamples=999,
+        method="BCa" if method == "bca" else "percentile",
+        rng=np.random.default_rng(99),
+    ).confidence_interval
+    res = stats.partial_spearman(df, "x", "y", covar, n_boot=999, method=method, seed=99)
+    assert res.n_degenerate == 0
+    assert (res.ci_low, res.ci_high) == pytest.approx((ref.low, ref.high), abs=1e-12)
+
+
+def test_kendall_interval_equals_scipy_bootstrap():
+    # scipy.stats.bootstrap (BCa) over scipy.stats.kendalltau, same generator
+    df = tied_frame(5, n=35)
+    x, y = df["x"].to_numpy(), df["y"].to_numpy()
+    ref = scipy_stats.bootstrap(
+        (np.arange(len(x)),),
+        lambda i: scipy_stats.kendalltau(x[i], y[i]).statistic,
+        vectorized=False,
+        n_resamples=500,
+        rng=np.random.default_rng(3),
+    ).confidence_interval
+    res = stats.kendall_tau_b(df, "x", "y", n_boot=500, seed=3)
+    assert (res.ci_low, res.ci_high) == pytest.approx((ref.low, ref.high), abs=1e-12)
+
+
+def test_both_methods_contain_estimate(ppcor_data):
+    for method in ("bca", "percentile"):
+        res = stats.partial_spearman(ppcor_data, "x", "y", ["cv1", "cv2"], n_boot=2000, method=method, seed=0)
+        assert res.ci_low < res.r < res.ci_high, (method, res)
+        assert res.method == method
+        assert res.n_boot == 2000
+
+
+def test_seed_reproducible_and_n_boot_zero(ppcor_data):
+    a = stats.partial_spearman(ppcor_data, "x", "y", "cv1", n_boot=300, seed=5)
+    b = stats.partial_spearman(ppcor_data, "x", "y", "cv1", n_boot=300, seed=5)
+    c = stats.partial_spearman(ppcor_data, "x", "y", "cv1", n_boot=300, seed=6)
+    assert a == b
+    assert (a.ci_low, a.ci_high) != (c.ci_low, c.ci_high)
+    none = stats.partial_spearman(ppcor_data, "x", "y", "cv1", n_boot=0)
+    assert math.isnan(none.ci_low)
+    assert math.isnan(none.ci_high)
+    assert none.r == a.r
+
+
+def test_degenerate_resamples_counted():
+    # Count, from the very same draws (numpy's stream for (n_boot, n) indices), the resamples in
+    # which x or y is constant; exactly those must be left out.
+    x = np.array([0, 0, 0, 0, 0, 0, 1, 2])
+    y = np.array([3, 1, 2, 5, 4, 6, 0, 7])
+    n_boot = 2000
+    draws = np.random.default_rng(8).integers(0, len(x), (n_boot, len(x)))
+    constant = (np.ptp(x[draws], axis=1) == 0) | (np.ptp(y[draws], axis=1) == 0)
+    assert constant.sum() > 50  # the design makes constant resamples common
+    res = stats.spearman(pl.DataFrame({"x": x, "y": y}), "x", "y", n_boot=n_boot, seed=8, method="percentile")
+    assert res.n_degenerate == int(constant.sum())
+    kept = [scipy_stats.spearmanr(x[i], y[i]).statistic for i in draws[~constant]]
+    assert (res.ci_low, res.ci_high) == pytest.approx(tuple(np.percentile(kept, [2.5, 97.5])), abs=1e-12)
+
+
+def test_collinear_resamples_counted_with_covariate():
+    # z is x with rows 3 and 4 swapped: unless a resample draws both rows, x and z have equal ranks
+    # in it and the partial correlation given z is undefined. Find, from the same draws and with
+    # scipy's ranks, the resamples where x or y is perfectly rank-correlated with z or constant.
+    x = np.arange(10.0)
+    z = x.copy()
+    z[[3, 4]] = z[[4, 3]]
+    y = np.array([2, 1, 4, 3, 6, 5, 8, 7, 10, 9.0])
+    data = np.c_[x, y, z]
+    draws = np.random.default_rng(4).integers(0, 10, (1000, 10))
+    undefined = []
+    for rows in draws:
+        ranks = scipy_stats.rankdata(data[rows], axis=0)
+        if np.ptp(ranks, axis=0).min() == 0:
+            undefined.append(True)
+            continue
+        corr = np.corrcoef(ranks.T)
+        undefined.append(bool(np.isclose(abs(corr[0, 2]), 1) or np.isclose(abs(corr[1, 2]), 1)))
+    res = stats.partial_spearman(pl.DataFrame({"x": x, "y": y, "z": z}), "x", "y", "z", n_boot=1000, seed=4)
+    assert sum(undefined) > 100
+    assert res.n_degenerate == sum(undefined)
+
+
+def test_x_and_y_with_equal_ranks_give_one():
+    # The partial correlation is the correlation of the residuals of x's and y's ranks regressed on
+    # z's ranks (numpy lstsq here); with equal ranks those residuals are identical, so r = 1. (pingouin
+    # warns of a rank-deficient matrix and returns -1 from its pseudo-inverse here.)
+    x = np.array([1.0, 2, 3, 4, 5, 6])
+    z = np.array([3.0, 1, 2, 6, 4, 5])
+    design = np.c_[np.ones(6), scipy_stats.rankdata(z)]
+    residual = scipy_stats.rankdata(x) - design @ np.linalg.lstsq(design, scipy_stats.rankdata(x), rcond=None)[0]
+    assert np.corrcoef(residual, residual)[0, 1] == pytest.approx(1.0)
+    df = pl.DataFrame({"x": x, "y": 10 * x, "z": z})
+    assert stats.partial_spearman(df, "x", "y", "z", n_boot=0).r == pytest.approx(1.0, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# coverage on simulated data of known truth
+
+
+@pytest.mark.slow
+def test_bca_coverage_gaussian_copula():
+    # Gaussian copula: the population Spearman correlation is 6/π·asin(ρ/2) (Pearson 1907, Kruskal
+    # 1958); the population partial Spearman is the partial correlation of that matrix. Marginals
+    # are transformed monotonically (exp, cube) so the data are not Gaussian but the ranks are.
+    # 600 replications: the coverage estimate has standard error ≈ 0.9 points, so 93–97% is a
+    # ±2.2 SE band around 95%.
+    sigma = np.array([[1.0, 0.5, 0.4], [0.5, 1.0, 0.6], [0.4, 0.6, 1.0]])
+    spearman_matrix = 6 / np.pi * np.arcsin(sigma / 2)
+    precision = np.linalg.inv(spearman_matrix)
+    truth = -precision[0, 1] / math.sqrt(precision[0, 0] * precision[1, 1])
+    rng = np.random.default_rng(2024)
+    chol = np.linalg.cholesky(sigma)
+    replications, covered = 600, 0
+    for _ in range(replications):
+        draw = rng.standard_normal((150, 3)) @ chol.T
+        df = pl.DataFrame({"x": draw[:, 0], "y": np.exp(draw[:, 1]), "z": draw[:, 2] ** 3})
+        res = stats.partial_spearman(df, "x", "y", "z", n_boot=1000, seed=rng)
+        covered += res.ci_low <= truth <= res.ci_high
+    assert 0.93 <= covered / replications <= 0.97
+
+
+# ---------------------------------------------------------------------------------------------
+# cluster (two-stage) bootstrap
+
+
+def clustered_trials(seed: int, tasks: int, trials: int, noise: float) -> pl.DataFrame:
+    """Tasks with a latent difficulty; every trial of a task shares it (correlated within task)."""
+    rng = np.random.default_rng(seed)
+    latent = rng.normal(size=tasks)
+    work = latent + rng.normal(size=tasks)
+    task = np.repeat(np.arange(tasks), trials)
+    score = latent[task] + noise * rng.normal(size=tasks * trials)
+    return pl.DataFrame({"task": task, "work": work[task] + 0.01 * rng.normal(size=tasks * trials), "score": score})
+
+
+def test_cluster_interval_wider_than_treating_trials_as_independent():
+    # Trials of a task are strongly correlated: resampling trials as if independent (n = 600 rows)
+    # understates the uncertainty of a 30-task correlation; the two-stage bootstrap must not.
+    trials = clustered_trials(0, tasks=30, trials=20, noise=0.3)
+    naive = stats.spearman(trials, "work", "score", n_boot=1000, seed=1)
+    clustered = stats.spearman(trials, "work", "score", n_boot=1000, seed=1, cluster="task")
+    assert clustered.n == 30
+    assert naive.n == 600
+    assert clustered.cluster == "task"
+    assert clustered.ci_high - clustered.ci_low > 2 * (naive.ci_high - naive.ci_low)
+    assert clustered.ci_low < clustered.r < clustered.ci_high
+
+
+def test_cluster_with_one_trial_per_task_is_the_row_bootstrap():
+    # With one trial per task the second stage can only redraw that trial: the task draws come
+    # first from the generator, so the two-stage bootstrap equals the row bootstrap exactly.
+    trials = clustered_trials(2, tasks=25, trials=1, noise=0.5)
+    for method in ("bca", "percentile"):
+        rows = stats.partial_spearman(trials, "score", "work", None, n_boot=400, seed=3, method=method)
+        clustered = stats.partial_spearman(
+            trials, "score", "work", [], n_boot=400, seed=3, method=method, cluster="task"
+        )
+        assert (clustered.r, clustered.ci_low, clustered.ci_high) == pytest.approx(
+            (rows.r, rows.ci_low, rows.ci_high), abs=1e-12
+        )
+
+
+def test_cluster_point_estimate_uses_task_means():
+    trials = clustered_trials(4, tasks=20, trials=5, noise=1.0).with_columns(passed=pl.col("score") > 0)
+    means = trials.group_by("task").agg(pl.col("work", "passed").mean())
+    expected = scipy_stats.spearmanr(means["work"], means["passed"]).statistic
+    res = stats.spearman(trials, "work", "passed", n_boot=200, seed=0, cluster="task")
+    assert res.r == pytest.approx(expected, abs=1e-12)
+    assert res.ci_low <= res.r <= res.ci_high
+
+
+# ---------------------------------------------------------------------------------------------
+# labels
+
+
+def test_label_order_as_list_enum_and_pandas_ordered():
+    order = ["easy", "medium", "hard"]
+    labels = ["easy", "hard", "medium", "hard", "easy", "medium", "hard", "easy"]
+    rates = [0.9, 0.2, 0.6, 0.4, 0.7, 0.5, 0.1, 0.8]
+    codes = [order.index(v) for v in labels]
+    expected = scipy_stats.spearmanr(codes, rates).statistic
+    as_list = stats.spearman(pl.DataFrame({"d": labels, "p": rates}), "d", "p", order=order, n_boot=0)
+    as_enum = stats.spearman(
+        pl.DataFrame({"d": pl.Series(labels, dtype=pl.Enum(order)), "p": rates}), "d", "p", n_boot=0
+    )
+    pandas = pd.DataFrame({"d": pd.Categorical(labels, categories=order, ordered=True), "p": rates})
+    as_pandas = stats.spearman(pandas, "d", "p", n_boot=0)
+    assert as_list.r == as_enum.r == as_pandas.r == pytest.approx(expected, abs=1e-12)
+    # a reversed order flips the sign
+    assert stats.spearman(pl.DataFrame({"d": labels, "p": rates}), "d", "p", order=order[::-1], n_boot=0).r == (
+        pytest.approx(-expected, abs=1e-12)
+    )
+
+
+def test_label_correlations_frame():
+    rng = np.random.default_rng(0)
+    order = ["easy", "medium", "hard"]
+    codes = rng.integers(0, 3, 60)
+    df = pl.DataFrame({"difficulty": [order[c] for c in codes], "pass_rate": rng.random(60) - 0.2 * codes})
+    table = stats.label_correlations(df, "difficulty", "pass_rate", order=order, n_boot=500, seed=1)
+    assert table.get_column("statistic").to_list() == ["spearman", "kendall_tau_b"]
+    r = dict(zip(table["statistic"], table["r"], strict=True))
+    assert r["spearman"] == pytest.approx(scipy_stats.spearmanr(codes, df["pass_rate"]).statistic, abs=1e-12)
+    assert r["kendall_tau_b"] == pytest.approx(scipy_stats.kendalltau(codes, df["pass_rate"]).statistic, abs=1e-12)
+    assert (table["ci_low"] < table["r"]).all()
+    assert (table["r"] < table["ci_high"]).all()
+
+
+def test_partial_correlation_of_label_given_work():
+    # "rank partial correlation of a label with D controlling for W": label codes against pingouin
+    df = tied_frame(9, n=60)
+    order = ["a", "b", "c", "d", "e", "f", "g", "h"]
+    labelled = pl.from_pandas(df).with_columns(pl.col("x").map_elements(lambda v: order[v], return_dtype=pl.String))
+    ref = pg.partial_corr(df, x="x", y="y", covar="z", method="spearman")
+    res = stats.partial_spearman(labelled, "x", "y", "z", order=order, n_boot=0)
+    assert res.r == pytest.approx(ref["r"].iloc[0], abs=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# nulls, results
+
+
+def test_nulls_dropped_and_counted():
+    df = tied_frame(1, n=40)
+    with_nulls = pl.from_pandas(df).with_columns(
+        pl.when(pl.int_range(pl.len()) % 7 == 0).then(None).otherwise(pl.col("z")).alias("z"),
+        pl.when(pl.int_range(pl.len()) == 3).then(float("nan")).otherwise(pl.col("v")).alias("v"),
+    )
+    res = stats.partial_spearman(with_nulls, "x", "y", ["z", "v"], n_boot=0)
+    complete = df.drop(index=[i for i in range(40) if i % 7 == 0 or i == 3])
+    ref = pg.partial_corr(complete, x="x", y="y", covar=["z", "v"], method="spearman")
+    assert res.n_dropped == 7
+    assert res.n == 33
+    assert res.r == pytest.approx(ref["r"].iloc[0], abs=1e-10)
+
+
+def test_result_printing_and_rows(ppcor_data):
+    res = stats.partial_spearman(ppcor_data, "x", "y", ["cv1", "cv2"], n_boot=200, seed=0)
+    text = str(res)
+    assert "r(x, y | cv1, cv2)" in text
+    assert f"{res.r:+.3f}" in text
+    assert "95% CI" in text
+    assert "<table>" in res._repr_html_()
+    assert "cv1, cv2" in res._repr_html_()
+    row = res.to_row()
+    assert row["covar"] == "cv1, cv2"
+    assert row["r"] == res.r
+    frame = stats.to_frame([res, stats.spearman(ppcor_data, "x", "y", n_boot=0)])
+    assert frame.height == 2
+    assert frame["covar"].to_list() == ["cv1, cv2", ""]
+    assert frame["k"].to_list() == [2, 0]
+    with pytest.raises(AttributeError):
+        res.r = 0.0  # frozen
+
+
+# ---------------------------------------------------------------------------------------------
+# sign test
+
+
+def test_sign_test_seven_against_two():
+    # DESIGN.md: 7 positive, 2 negative → exact two-sided p = 0.1796875 (= 2·46/512)
+    res = stats.sign_test([1, 2, 3, 1, 1, 2, 5, -1, -2, 0, 0])
+    assert (res.n_pos, res.n_neg, res.n_zero) == (7, 2, 2)
+    assert res.p == 0.1796875
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sign_test_matches_scipy_and_statsmodels(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 6, 25)
+    b = rng.integers(0, 5, 25)
+    res = stats.sign_test(a, b)
+    diff = a - b
+    n_pos, n_neg = int((diff > 0).sum()), int((diff < 0).sum())
+    assert (res.n_pos, res.n_neg, res.n_zero) == (n_pos, n_neg, int((diff == 0).sum()))
+    assert res.p == pytest.approx(scipy_stats.binomtest(n_pos, n_pos + n_neg, 0.5).pvalue, rel=1e-12)
+    assert res.p == pytest.approx(statsmodels_sign_test(diff)[1], rel=1e-12)
+
+
+def test_sign_test_missing_and_empty():
+    res = stats.sign_test(pl.Series([1.0, None, 2.0, float("nan")]), [0, 0, 0, 0])
+    assert (res.n_pos, res.n_missing) == (2, 2)
+    assert res.p == 0.5
+    assert math.isnan(stats.sign_test([0, 0]).p)
+    assert "2 positive" in str(res)
+    with pytest.raises(ValueError, match="'b' parameter of sign_test must have the length"):
+        stats.sign_test([1, 2], [1])
+
+
+# ---------------------------------------------------------------------------------------------
+# within-group percentiles and quadrants
+
+
+def test_within_percentile_matches_rankdata_per_group():
+    rng = np.random.default_rng(3)
+    df = pl.DataFrame({"dataset": rng.choice(["a", "b", "c"], 50), "pass_rate": rng.integers(0, 6, 50) / 5})
+    df = df.with_columns(
+        pl.when(pl.int_range(pl.len()) == 4).then(None).otherwise(pl.col("pass_rate")).alias("pass_rate")
+    )
+    got = stats.within_percentile(df, "pass_rate")
+    assert got.name == "pass_rate_percentile"
+    assert got.len() == 50
+    assert got[4] is None
+    for name in ("a", "b", "c"):
+        mask = (df["dataset"] == name) & df["pass_rate"].is_not_null()
+        values = df.filter(mask)["pass_rate"].to_numpy()
+        expected = scipy_stats.rankdata(values) / len(values)
+        assert got.filter(mask).to_numpy() == pytest.approx(expected, abs=1e-12)
+    overall = stats.within_percentile(df.to_pandas(), "pass_rate", by=None).drop_nulls().to_numpy()
+    values = df["pass_rate"].drop_nulls().to_numpy()
+    assert overall == pytest.approx(scipy_stats.rankdata(values) / len(values), abs=1e-12)
+
+
+def audit_like(seed: int, n: int = 120) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    depth = rng.choice([1, 2, 3, 5, 10], n)
+    work = rng.integers(1, 100, n)
+    return pl.DataFrame(
+        {
+            "dataset": rng.choice(["tb2", "seta"], n),
+            "depth": depth,
+            "work": work,
+            "pass_rate": np.clip(1 - 0.08 * depth - 0.003 * work + 0.2 * rng.random(n), 0, 1),
+        }
+    )
+
+
+def test_quadrants_counts_means_and_intervals():
+    df = audit_like(0)
+    table = stats.quadrants(df, n_boot=800, seed=2)
+    percentile = stats.within_percentile(df, "pass_rate")
+    median = float(np.median(df["work"].to_numpy()))
+    assert table["work_split"].to_list() == [median] * 4
+    for row in table.iter_rows(named=True):
+        mask = ((df["depth"] >= 2) == (row["depth_class"] == "deep")) & (
+            (df["work"] >= median) == (row["work_class"] == "large")
+        )
+        assert row["n"] == int(mask.sum())
+        assert row["mean_percentile"] == pytest.approx(float(percentile.filter(mask).mean()), abs=1e-12)
+        assert row["ci_low"] < row["mean_percentile"] < row["ci_high"]
+    assert table["n"].sum() == df.height
+    # the first cell's interval is scipy.stats.bootstrap's of the mean with the same generator
+    first = percentile.filter((df["depth"] >= 2) & (df["work"] >= median)).to_numpy()
+    ref = scipy_stats.bootstrap((first,), np.mean, n_resamples=800, rng=np.random.default_rng(2)).confidence_interval
+    assert (table["ci_low"][0], table["ci_high"][0]) == pytest.approx((ref.low, ref.high), abs=1e-12)
+    # deep tasks are harder in this simulation: a lower percentile than shallow ones
+    deep = table.filter(pl.col("depth_class") == "deep")["mean_percentile"].mean()
+    shallow = table.filter(pl.col("depth_class") == "shallow")["mean_percentile"].mean()
+    assert deep < shallow
+
+
+def test_quadrants_numeric_split_and_empty_cell():
+    df = audit_like(1, n=40)
+    table = stats.quadrants(df, work_split=1000, depth_split=3, n_boot=0)
+    large = table.filter(pl.col("work_class") == "large")
+    assert large["n"].to_list() == [0, 0]
+    assert large["mean_percentile"].null_count() == 2
+    assert table.filter(pl.col("depth_class") == "deep")["n"].sum() == int((df["depth"] >= 3).sum())
+
+
+# ---------------------------------------------------------------------------------------------
+# invalid input
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"method": "student"},
+            r"'method' parameter of partial_spearman must be one of \['bca', 'percentile'\], got 'student'",
+        ),
+        ({"ci": 1.5}, r"'ci' parameter of partial_spearman must be a float in the open interval \(0, 1\), got 1.5"),
+        ({"ci": 0}, r"'ci' parameter .* got 0"),
+        ({"n_boot": -1}, r"'n_boot' parameter of partial_spearman must be an int >= 0, got -1"),
+        ({"covar": "nope"}, r"'covar' parameter of partial_spearman names column 'nope', which is not in the frame"),
+        ({"covar": "x"}, r"'covar' parameter .* names column 'x', which is already used as 'x'"),
+        (
+            {"covar": ["cv1", "cv2", "cv3", "label"]},
+            r"'covar' parameter .* column 'label' of dtype String, which is not numeric",
+        ),
+        ({"covar": "flat"}, r"'covar' parameter of partial_spearman names a constant column \('flat'"),
+        ({"order": ["a", "b"]}, r"'order' parameter .* is a list, which applies to the one non-numeric column, but 0"),
+        ({"cluster": "x"}, r"'cluster' parameter .* names column 'x', which is also correlated"),
+    ],
+)
+def test_invalid_input(ppcor_data, kwargs, message):
+    df = ppcor_data.assign(label="a", flat=1.0)
+    args = {"covar": "cv1", **kwargs}
+    covar = args.pop("covar")
+    with pytest.raises(ValueError, match=message):
+        stats.partial_spearman(df, "x", "y", covar, **{"n_boot": 10, **args})
+
+
+def test_invalid_input_rows_and_frames(ppcor_data):
+    few = ppcor_data.head(4)
+    with pytest.raises(ValueError, match=r"at least k \+ 3 = 5 rows without nulls for 2 covariate\(s\), got 4"):
+        stats.partial_spearman(few, "x", "y", ["cv1", "cv2"])
+    with pytest.raises(
+        ValueError, match="'df' parameter of partial_spearman must be a polars or pandas DataFrame, got dict"
+    ):
+        stats.partial_spearman({"x": [1]}, "x", "y", None)
+    with pytest.raises(ValueError, match=r"whose values \['medium'\] are not in its order"):
+        stats.spearman(
+            pl.DataFrame({"d": ["easy", "medium", "hard"], "p": [1, 2, 3]}), "d", "p", order=["easy", "hard"]
+        )
+    collinear = ppcor_data.assign(twice=ppcor_data["x"] * 2)
+    with pytest.raises(ValueError, match="collinear once ranked"):
+        stats.partial_spearman(collinear, "x", "y", "twice", n_boot=0)
+    with pytest.raises(ValueError, match="'method' parameter of kendall_tau_b"):
+        stats.kendall_tau_b(ppcor_data, "x", "y", method="abc")
+    with pytest.raises(
+        ValueError, match="'work_split' parameter of quadrants must be 'median' or a number, got 'mean'"
+    ):
+        stats.quadrants(audit_like(0), work_split="mean", n_boot=0)
+    with pytest.raises(ValueError, match="'value' parameter of within_percentile names column 'nope'"):
+        stats.within_percentile(audit_like(0), "nope")
