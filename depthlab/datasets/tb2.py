@@ -148,6 +148,9 @@ def public_trials_from_csv(path: str | Path, *, status_rule: str = "leaderboard"
     permission error, non-zero agent exit), counts a missing reward as 0 and marks any other exception
     (``DaytonaError``, ``CancelledError``) ``invalid``; ``"all"`` counts every trial, missing reward = 0.
     The CSV has no start times, so ``attempt`` is the trial's order within (task, model) in the file.
+    ``model`` is the release's model label (its directory name, e.g. ``tmax-27b``, as in the paper and
+    ``tb2_public_task_passrates.csv``); loading the Harbor job dirs themselves gives the served model
+    name the logs record (the CSV's ``served_model_name``, e.g. ``openai/swerl-qwen35-27b-tmax-step160``).
 
     Examples
     --------

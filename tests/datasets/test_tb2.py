@@ -144,6 +144,23 @@ def test_real_task_dirs_agree_with_the_tasks_csv(samples, csv_tasks, tasks_dir, 
     assert any("no reference solution" in note for note in audit.notes)
 
 
+def test_harbor_job_dirs_and_the_csv_agree_on_the_same_trials(samples, shared_data, raw_results, tmp_path):
+    # the real tmax job dir in the samples holds three of the CSV's trials: read it as TB2's jobs
+    (tmp_path / "jobs").symlink_to(samples / "hamishivi_tmax")
+    harbor = dl.load_dataset("tb2", tmp_path).public
+    assert harbor.height > 0
+    csv_rows = tb2.public_trials_from_csv(shared_data / "tb2_public_results.csv").filter(
+        pl.col("trial").is_in(harbor["trial"].implode())
+    )
+    assert csv_rows.height == harbor.height
+    columns = ["task", "reward", "passed", "status", "exception", "n_turns", "turn_limit", "hit_limit", "cap"]
+    joined = harbor.select("trial", *columns).join(csv_rows.select("trial", *columns), on="trial", suffix="_csv")
+    for column in columns:
+        assert joined[column].equals(joined[f"{column}_csv"], check_names=False), column
+    served = {r["trial"]: r["served_model_name"] for r in raw_results}
+    assert all(served[trial] == model for trial, model in harbor.select("trial", "model").iter_rows())
+
+
 def test_load_dataset_on_the_shared_data_folder(shared_data, csv_tasks):
     audit = dl.load_dataset("tb2", shared_data)
     assert audit.tasks.equals(csv_tasks)
