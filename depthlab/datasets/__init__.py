@@ -105,8 +105,8 @@ def load_datasets(roots: Mapping[str, str | Path], *, status_rule: str = "leader
 
     Examples
     --------
-    >>> import depthlab as dl
-    >>> pooled = dl.datasets.load_datasets({"tb2": "../shared/data", "tw": "data/tw"})  # doctest: +SKIP
+    >>> from depthlab.datasets import load_datasets
+    >>> pooled = load_datasets({"tb2": "../shared/data", "tw": "data/tw"})  # doctest: +SKIP
     """
     if not isinstance(roots, Mapping) or not roots:
         raise ValueError(
