@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from depthlab.commands.run import add_agent_arguments, install_sigterm, limits_factory, terminus_factory
+from depthlab.commands.run import add_agent_arguments, limits_factory, sigterm_as_interrupt, terminus_factory
 
 HELP = "Run the missing cells of a plan, resumably, with bounded concurrency."
 
@@ -51,16 +51,16 @@ def run(args: argparse.Namespace) -> int:
         plan = plan_from_logs(
             args.paths, args.tasks, models=models, caps=caps, attempts=args.attempts, exclude=args.jobs_dir
         )
-    install_sigterm()
-    summary = fill(
-        plan,
-        tasks_dir=args.tasks,
-        jobs_dir=args.jobs_dir,
-        agent_factory=terminus_factory(args),
-        concurrency=args.concurrency,
-        limits=limits_factory(args),
-        agent_timeout_sec=args.agent_timeout,
-        progress=not args.no_progress,
-    )
+    with sigterm_as_interrupt():
+        summary = fill(
+            plan,
+            tasks_dir=args.tasks,
+            jobs_dir=args.jobs_dir,
+            agent_factory=terminus_factory(args),
+            concurrency=args.concurrency,
+            limits=limits_factory(args),
+            agent_timeout_sec=args.agent_timeout,
+            progress=not args.no_progress,
+        )
     print(summary.render())
     return 1 if summary.errors else 0

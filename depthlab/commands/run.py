@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+from collections.abc import Iterator
 
 HELP = "Run task(s) at a stated turn cap with an LLM agent in Docker."
 
@@ -72,14 +75,18 @@ def terminus_factory(args: argparse.Namespace):  # noqa: ANN201 - a callable (mo
     return make
 
 
-def install_sigterm() -> None:
-    """Turn SIGTERM into KeyboardInterrupt so the runner's clean-up runs (containers removed)."""
-    import signal
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Turn SIGTERM into KeyboardInterrupt while the runner works, so its clean-up runs."""
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,17 +99,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"depthlab run: --cap must be a positive integer, got {args.cap}", file=sys.stderr)
         return 2
     agent = OracleAgent() if args.agent == "oracle" else terminus_factory(args)(args.model, args.cap)
-    install_sigterm()
-    summary = run_tasks(
-        args.task_dirs,
-        agent,
-        jobs_dir=args.jobs_dir,
-        job_name=args.job_name,
-        attempts=args.attempts,
-        concurrency=args.concurrency,
-        limits=limits_factory(args),
-        agent_timeout_sec=args.agent_timeout,
-        progress=not args.no_progress,
-    )
+    with sigterm_as_interrupt():
+        summary = run_tasks(
+            args.task_dirs,
+            agent,
+            jobs_dir=args.jobs_dir,
+            job_name=args.job_name,
+            attempts=args.attempts,
+            concurrency=args.concurrency,
+            limits=limits_factory(args),
+            agent_timeout_sec=args.agent_timeout,
+            progress=not args.no_progress,
+        )
     print(summary.render())
     return 1 if summary.errors else 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -266,3 +267,56 @@ def test_a_hang_past_the_agent_timeout_is_a_verified_failure(docker_client, task
     assert outcome.n_turns == 1
     trials = depthlab.load_trials(tmp_path, cache=False)
     assert trials["status"].to_list() == ["fail"]
+
+
+def test_a_container_that_dies_mid_trial_is_recorded_as_invalid(docker_client, tasks_root, endpoint, tmp_path):
+    def kill_on_second_request() -> None:
+        if len(endpoint.requests) == 2:
+            for container in owned_containers(docker_client, os.getpid()):
+                container.kill()
+
+    endpoint.reset(lambda messages, model: reply("echo still here\n"), on_request=kill_on_second_request)
+    summary = run_tasks(
+        [tasks_root / "hello"],
+        agent_factory(endpoint.url)("scripted/alpha", 5),
+        jobs_dir=tmp_path,
+        docker_client=docker_client,
+        progress=False,
+    )
+    (outcome,) = summary.outcomes
+    assert outcome.exception == "ContainerExitedError"
+    assert outcome.n_turns == 2
+    assert owned_containers(docker_client, os.getpid()) == []
+    assert depthlab.load_trials(tmp_path, cache=False)["status"].to_list() == ["invalid"]
+
+
+def test_cli_fill_plans_from_run_logs_and_cli_run_runs_the_oracle(depth_fill, tasks_root, endpoint, tmp_path, api_key):
+    from depthlab.cli import main
+
+    only_chain = tmp_path / "tasks" / "runner-tests"
+    shutil.copytree(tasks_root / "chain", only_chain / "chain")
+    endpoint.reset(chain_policy)
+    jobs = tmp_path / "jobs"
+    common = ["--jobs-dir", str(jobs), "--base-url", endpoint.url, "--api-key-env", API_KEY_ENV, "--no-progress"]
+    # the earlier fill's logs pin D for alpha and beta; a third model needs caps 1, 2 and 3
+    code = main(
+        [
+            "fill",
+            str(depth_fill["jobs"]),
+            "--tasks",
+            str(only_chain),
+            "--models",
+            "scripted/gamma",
+            "--caps",
+            "1,2,3",
+            *common,
+        ]
+    )
+    assert code == 0
+    trials = depthlab.load_trials(jobs, cache=False)
+    assert sorted(trials["cap"].to_list()) == [1, 2, 3]
+    assert set(trials["model"]) == {"scripted/gamma"}
+    assert len(endpoint.requests) == 1 + 2 + 3
+    assert main(["run", str(only_chain / "chain"), "--agent", "oracle", "--job-name", "oracle", *common]) == 0
+    (result,) = (jobs / "oracle").glob("*/result.json")
+    assert json.loads(result.read_text())["verifier_result"]["rewards"] == {"reward": 1.0}
