@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -104,8 +105,6 @@ def main() -> None:
     summary = run_tasks([task.path], TerminusAgent(chat, HarnessConfig(cap=turns)), jobs_dir=jobs, progress=False)
     result = json.loads((summary.outcomes[0].trial_dir / "result.json").read_text())
     phase = result["agent_execution"]
-    from datetime import datetime
-
     seconds = (
         datetime.fromisoformat(phase["finished_at"].rstrip("Z"))
         - datetime.fromisoformat(phase["started_at"].rstrip("Z"))
