@@ -209,7 +209,7 @@ def collection_summary(audit: pl.DataFrame) -> Figure:
     _require(audit, ("dataset", "depth", "depth_status", "work", "n_turns"), "audit", "collection_summary")
     collections = _collections(audit)
     with _style():
-        fig = Figure(figsize=(10, 0.45 * len(collections) + 1.6), layout="constrained")
+        fig = Figure(figsize=(10, max(2.8, 0.45 * len(collections) + 1.6)), layout="constrained")
         ax_depth, ax_work, ax_turns = fig.subplots(1, 3, sharey=True, gridspec_kw={"width_ratios": [1.3, 1, 1]})
         y = np.arange(len(collections))
         for row, dataset in enumerate(collections):
@@ -222,7 +222,7 @@ def collection_summary(audit: pl.DataFrame) -> Figure:
                 if share >= 0.08:
                     ax_depth.text(left + share / 2, row, f"{share:.0%}", ha="center", va="center", fontsize=7)
                 left += share
-            note = f"{solved.size}/{rows.height} solved" if solved.size else f"0/{rows.height} solved (no D)"
+            note = f"{solved.size}/{rows.height}\nsolved"
             ax_depth.text(1.02, row, note, va="center", fontsize=7, transform=ax_depth.get_yaxis_transform())
             for ax, column in ((ax_work, "work"), (ax_turns, "n_turns")):
                 values = rows[column].drop_nulls().cast(pl.Float64).to_numpy()
@@ -235,7 +235,18 @@ def collection_summary(audit: pl.DataFrame) -> Figure:
         ax_depth.xaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
         ax_depth.set_xlabel("share of solved tasks")
         ax_depth.grid(False)
-        fig.legend(loc="outside lower left", ncol=4, title="depth of solved tasks")
+        if audit.filter(pl.col("depth_status") == "solved").height:
+            fig.legend(loc="outside lower left", ncol=4, title="depth of solved tasks")
+        else:
+            ax_depth.text(
+                0.5,
+                0.5,
+                "no capped runs: D unknown",
+                ha="center",
+                va="center",
+                color="#666666",
+                transform=ax_depth.transAxes,
+            )
         _plain_log(ax_work, "x")
         ax_work.set_xlabel("work W (solution lines, log scale)")
         _plain_log(ax_turns, "x")
@@ -532,7 +543,7 @@ def turns_by_model(turns: pl.DataFrame, *, turn_limit: int | None = None) -> Fig
             _empty_note(ax, "no uncapped runs with turn counts")
         else:
             _plain_log(ax, "x")
-            ax.legend(loc="lower right", fontsize=7)
+            fig.legend(loc="outside right upper", fontsize=7)
         ax.set_ylim(0, 1.02)
         ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
         ax.set_xlabel("turns N per task (median over uncapped runs, log scale)")
@@ -807,6 +818,10 @@ def _plain_log(ax: Axes, axis: str) -> None:
     # log scale with plain numbers (10, 100) instead of 10^1, and no labelled minor ticks
     getattr(ax, f"set_{axis}scale")("log")
     target = ax.xaxis if axis == "x" else ax.yaxis
+    low, high = ax.get_xlim() if axis == "x" else ax.get_ylim()
+    decades = math.log10(max(high, 1e-9) / max(low, 1e-9))
+    # label 1-2-5 steps when the data spans few decades, else only the powers of ten
+    target.set_major_locator(mpl.ticker.LogLocator(subs=(1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)))
     target.set_major_formatter(mpl.ticker.FuncFormatter(lambda value, _pos: f"{value:g}"))
     target.set_minor_formatter(mpl.ticker.NullFormatter())
 

@@ -288,7 +288,8 @@ def depth_predicts() -> nbformat.NotebookNode:
                 '                  f"{plots.name(dataset)}: pass ~ D | W", dataset, key)\n'
                 '    correlate(solved.filter(pl.col("dataset").is_in(["tb2", "tw"])), "depth", "pass_rate", "work",\n'
                 '              "TB2 + TW: pass ~ D | W", None, "tb2_tw_pcorr_pass_depth_given_work")\n'
-                '    correlate(solved, "depth", "pass_rate", "work", "all: pass ~ D | W")\n'
+                "    if len(data.datasets) > 1:\n"
+                '        correlate(solved, "depth", "pass_rate", "work", "all: pass ~ D | W")\n'
                 "else:\n"
                 "    " + NO_DEPTH.format(what="pass rate with D given W") + ""
             ),
@@ -308,7 +309,8 @@ def depth_predicts() -> nbformat.NotebookNode:
                 "for dataset in data.datasets:\n"
                 '    correlate(audit.filter(pl.col("dataset") == dataset), "n_turns", "pass_rate", "work",\n'
                 '              f"{plots.name(dataset)}: pass ~ N | W", dataset)\n'
-                'correlate(audit, "n_turns", "pass_rate", "work", "all: pass ~ N | W")'
+                "if len(data.datasets) > 1:\n"
+                '    correlate(audit, "n_turns", "pass_rate", "work", "all: pass ~ N | W")'
             ),
             code(
                 "forest = pl.DataFrame(rows, schema={\"label\": pl.String, \"dataset\": pl.String, \"r\": pl.Float64,\n"

@@ -169,7 +169,8 @@ def test_figures_without_depth_still_build_and_say_so(audit):
     fig = plots.turns_minus_depth(no_depth)
     assert any("no solved tasks" in t.get_text() for t in fig.axes[0].texts)
     summary = plots.collection_summary(no_depth)
-    assert any("(no D)" in t.get_text() for t in summary.axes[0].texts)
+    assert any("no capped runs: D unknown" in t.get_text() for t in summary.axes[0].texts)
+    assert not summary.legends  # no legend of depth bins when there is no depth
 
 
 def _overlaps(boxes: list) -> list[tuple[int, int]]:
