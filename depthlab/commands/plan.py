@@ -1,0 +1,151 @@
+"""``depthlab plan PATH... --tasks DIR --models A,B -o FILE``: the runs still missing to pin D."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+HELP = "List the (task, model, cap) runs still missing to pin D (-o FILE)."
+
+_EPILOG = """\
+The plan has one row per cell: dataset, task, model, cap, attempts (further valid attempts to run).
+Run it with `depthlab fill` (Docker, one machine), or hand it to Harbor:
+
+  --harbor-configs DIR writes one Harbor JobConfig JSON per model and cap (and attempt count),
+  named <model>__cap-<K>.json, listing the task names per task folder under "datasets" and the
+  agent terminus-2 with kwargs max_turns = stated_cap = K. Run each with
+      harbor run --config DIR/<model>__cap-<K>.json
+  then load the jobs back with `depthlab depth` / `depthlab plan`: the loaders read stated_cap as the
+  stated cap. Harbor's stock terminus-2 enforces max_turns but does not state the cap in its prompt;
+  use an agent that states it (as depthlab's runner does), or the cap measures a limit, not a stated cap.
+
+With --mode adaptive the plan is one round of a bottom-up search: run it, then plan again with the new
+jobs among the PATHs, until the plan is empty. It needs far fewer runs than the sweep.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from depthlab.commands.depth import add_ladder_arguments
+
+    parser.description = "List the (dataset, task, model, cap) runs still needed to pin every task's depth D."
+    parser.epilog = _EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="run logs already made (none: plan from scratch)")
+    parser.add_argument("--tasks", required=True, nargs="+", metavar="DIR", help="task dirs or folders of them")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="output plan (.csv or .parquet)")
+    add_ladder_arguments(parser, models_required=True)
+    parser.add_argument("--attempts", type=int, default=1, metavar="K", help="valid attempts per cell (default 1)")
+    parser.add_argument("--mode", choices=["sweep", "adaptive"], default="sweep", help="default: sweep")
+    parser.add_argument("--harbor-configs", default=None, metavar="DIR", help="also write Harbor job configs here")
+    parser.add_argument("--agent", default="terminus-2", help="agent name in the Harbor configs")
+    parser.add_argument("--dataset", default=None, help="tag every trial and task with this dataset name")
+    parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
+
+
+def run(args: argparse.Namespace) -> int:
+    from depthlab import schema
+    from depthlab._tables import write_table
+    from depthlab.commands.depth import load_trials_for
+    from depthlab.io import load_tasks
+    from depthlab.measures import plan_missing, sweep_runs
+
+    try:
+        tasks = load_tasks(args.tasks, dataset=args.dataset)
+    except ValueError as exc:
+        print(f"depthlab plan: {exc}", file=sys.stderr)
+        return 1
+    if tasks.height == 0:
+        print(f"depthlab plan: no task directories found under {args.tasks}", file=sys.stderr)
+        return 1
+    trials = load_trials_for(args, "plan") if args.paths else schema.empty("trials")
+    if trials is None:
+        return 1
+    try:
+        plan = plan_missing(
+            trials,
+            tasks,
+            models=args.models,
+            caps=args.caps,
+            attempts=args.attempts,
+            mode=args.mode,
+            pass_rule=args.pass_rule,
+        )
+    except (TypeError, ValueError) as exc:
+        print(f"depthlab plan: {exc}", file=sys.stderr)
+        return 1
+    sweep = sweep_runs(tasks.height, n_models=len(args.models), caps=args.caps, attempts=args.attempts)
+    runs = int(plan["attempts"].sum()) if plan.height else 0
+    n_tasks = plan.select("dataset", "task").unique().height
+    print(f"{args.mode} plan: {runs} runs over {n_tasks} tasks (exhaustive sweep: {sweep} runs)", file=sys.stderr)
+    write_table(plan, args.output)
+    if args.harbor_configs:
+        written = write_harbor_configs(plan, tasks, args.harbor_configs, agent=args.agent)
+        print(f"wrote {len(written)} Harbor job configs to {args.harbor_configs}", file=sys.stderr)
+    return 0
+
+
+def harbor_job_configs(plan: pl.DataFrame, tasks: pl.DataFrame, *, agent: str = "terminus-2") -> dict[str, dict]:
+    """One Harbor JobConfig per (model, cap, attempts) of ``plan``: file name -> config.
+
+    Each lists, per task folder, the task names to run (``datasets[].path`` + ``task_names``,
+    from the tasks table's ``source`` paths), with ``agents[0].kwargs`` ``max_turns`` =
+    ``stated_cap`` = the cap and ``n_attempts`` = the cell's further attempts.
+    """
+    located = plan.join(
+        tasks.select("dataset", "task", "source"), on=["dataset", "task"], how="left", nulls_equal=True
+    ).with_columns(folder=pl.col("source").map_elements(_parent, return_dtype=pl.String))
+    several = located.select("model", "cap", "attempts").unique().group_by("model", "cap").len()
+    configs: dict[str, dict] = {}
+    for (model, cap, attempts), cells in located.group_by(["model", "cap", "attempts"], maintain_order=True):
+        slug = model.replace("/", "-")
+        suffix = (
+            ""
+            if several.filter((pl.col("model") == model) & (pl.col("cap") == cap))["len"][0] == 1
+            else (f"__attempts-{attempts}")
+        )
+        name = f"{slug}__cap-{cap:02d}{suffix}"
+        datasets: list[dict[str, Any]] = [
+            {"path": folder, "task_names": sorted(group["task"].to_list())}
+            for (folder,), group in cells.group_by(["folder"], maintain_order=True)
+        ]
+        configs[f"{name}.json"] = {
+            "job_name": f"depthlab-plan__{name}",
+            "jobs_dir": "jobs",
+            "n_attempts": int(attempts),
+            "timeout_multiplier": 1.0,
+            "agents": [{"name": agent, "model_name": model, "kwargs": {"max_turns": int(cap), "stated_cap": int(cap)}}],
+            "datasets": sorted(datasets, key=lambda entry: str(entry["path"])),
+        }
+    return dict(sorted(configs.items()))
+
+
+def write_harbor_configs(
+    plan: pl.DataFrame, tasks: pl.DataFrame, out_dir: str | Path, *, agent: str = "terminus-2"
+) -> list[Path]:
+    """Write :func:`harbor_job_configs` as JSON files in ``out_dir``; return their paths."""
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, config in harbor_job_configs(plan, tasks, agent=agent).items():
+        path = folder / name
+        tmp = path.with_name(f".{name}.tmp")
+        tmp.write_text(json.dumps(config, indent=2) + "\n")
+        tmp.replace(path)
+        paths.append(path)
+    return paths
+
+
+def _parent(source: str | None) -> str | None:
+    if not source:
+        return None
+    path = source.rstrip("/")
+    # the tasks table's source may be the task dir or a file in it (task.toml)
+    if os.path.basename(path) in {"task.toml", "task.yaml"}:
+        path = os.path.dirname(path)
+    return os.path.dirname(path)
