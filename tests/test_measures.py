@@ -1,0 +1,329 @@
+"""Depth, turn counts, pass rates and the audit table on hand-built trials tables."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from depthlab import schema
+from depthlab.measures import (
+    CURATION,
+    audit_table,
+    depth_summary,
+    estimate_depth,
+    pass_rates,
+    second_model_effect,
+    turn_counts,
+)
+
+CAPS = schema.CAPS
+
+
+def _trials(rows: list[tuple], dataset: str = "d") -> pl.DataFrame:
+    """rows: (task, model, cap, status) tuples."""
+    frame = pl.DataFrame(
+        [{"dataset": dataset, "task": t, "model": m, "cap": c, "status": s} for t, m, c, s in rows],
+        schema={"dataset": pl.String, "task": pl.String, "model": pl.String, "cap": pl.Int32, "status": pl.String},
+    )
+    return schema.conform(frame, "trials")
+
+
+def _row(depth: pl.DataFrame, task: str = "t") -> dict:
+    return depth.filter(pl.col("task") == task).row(0, named=True)
+
+
+# ---------------------------------------------------------------- hand-made edge cases
+
+
+def test_task_passing_at_cap_1_is_solved_at_1():
+    depth = estimate_depth(_trials([("t", "a", 1, "pass"), ("t", "b", 1, "fail"), ("t", "b", 2, "pass")]))
+    schema.check(depth, "depth")
+    row = _row(depth)
+    assert (row["depth"], row["status"], row["caps_missing"]) == (1, "solved", [])
+    assert json.loads(row["depth_by_model"]) == {"a": 1, "b": 2}
+
+
+def test_one_model_only():
+    depth = estimate_depth(_trials([("t", "a", 1, "fail"), ("t", "a", 2, "fail"), ("t", "a", 3, "pass")]))
+    row = _row(depth)
+    assert (row["depth"], row["status"], row["n_models"]) == (3, "solved", 1)
+    # naming a second model that never ran makes the caps below the pass missing for it
+    both = _row(
+        estimate_depth(depth_trials := _trials([("t", "a", 1, "fail"), ("t", "a", 2, "pass")]), models=["a", "b"])
+    )
+    assert depth_trials.height == 2
+    assert (both["status"], both["depth"], both["caps_missing"], both["n_models"]) == ("incomplete", None, [1], 2)
+
+
+def test_all_invalid_at_a_cap_is_missing_not_failed():
+    rows = [("t", "a", 1, "fail"), ("t", "a", 2, "invalid"), ("t", "a", 2, "invalid"), ("t", "a", 3, "pass")]
+    row = _row(estimate_depth(_trials(rows)))
+    assert (row["status"], row["depth"], row["caps_missing"], row["caps_tried"]) == ("incomplete", None, [2], [1, 3])
+    # one valid failure beside the infrastructure errors pins it
+    row = _row(estimate_depth(_trials([*rows, ("t", "a", 2, "fail")])))
+    assert (row["status"], row["depth"]) == ("solved", 3)
+
+
+def test_non_monotone_evidence_is_kept_flagged_and_counted():
+    rows = [("t", "a", 1, "fail"), ("t", "a", 2, "pass"), ("t", "a", 3, "fail"), ("t", "a", 5, "fail")]
+    rows += [("u", "a", 1, "fail"), ("u", "a", 2, "pass"), ("u", "a", 3, "pass")]
+    depth = estimate_depth(_trials(rows))
+    assert (_row(depth, "t")["depth"], _row(depth, "t")["non_monotone"]) == (2, True)
+    assert _row(depth, "u")["non_monotone"] is False
+    summary = depth_summary(depth).row(0, named=True)
+    assert summary["n_non_monotone"] == 1
+    assert summary["n_solved"] == 2
+
+
+def test_ties_between_models():
+    rows = [(("t", m, c, "fail")) for m in "ab" for c in (1, 2)] + [("t", "a", 3, "pass"), ("t", "b", 3, "pass")]
+    depth = estimate_depth(_trials(rows))
+    assert (_row(depth)["depth"], _row(depth)["status"]) == (3, "solved")
+    effect = second_model_effect(depth)
+    assert effect["n_lowered"].to_list() == [0, 0]
+    assert effect["n_tasks"].to_list() == [1, 1]
+
+
+def test_second_model_lowering_depth_is_reported_per_first_model():
+    rows = [("t", "a", c, "fail") for c in (1, 2, 3)] + [("t", "a", 5, "pass")]
+    rows += [("t", "b", 1, "fail"), ("t", "b", 2, "pass")]
+    rows += [("u", m, 1, "pass") for m in "ab"]
+    rows += [("v", "a", 1, "fail"), ("v", "b", 1, "pass"), ("v", "a", 80, "fail")]  # a never passes v
+    depth = estimate_depth(_trials(rows))
+    assert _row(depth, "t")["depth"] == 2
+    effect = second_model_effect(depth, by=None)
+    by_model = {row["first_model"]: row for row in effect.iter_rows(named=True)}
+    assert (by_model["a"]["n_tasks"], by_model["a"]["n_lowered"]) == (3, 2)
+    assert by_model["a"]["share_lowered"] == pytest.approx(2 / 3)
+    assert by_model["b"]["n_lowered"] == 0
+    only_a = second_model_effect(depth, first_model="a")
+    assert only_a["first_model"].to_list() == ["a"]
+    assert only_a["dataset"].to_list() == ["d"]
+
+
+def test_unsolved_needs_the_top_cap_from_every_model():
+    rows = [("t", "a", 80, "fail"), ("t", "b", 80, "fail"), ("t", "b", 1, "fail")]
+    row = _row(estimate_depth(_trials(rows)))
+    assert (row["status"], row["depth"], row["caps_missing"]) == ("unsolved", None, [])
+    # b has not run the top cap: every cap b has not run could pass
+    row = _row(estimate_depth(_trials([("t", "a", 80, "fail"), ("t", "b", 1, "fail"), ("t", "b", 2, "fail")])))
+    assert row["status"] == "incomplete"
+    assert row["caps_missing"] == [c for c in CAPS if c not in (1, 2)]
+
+
+def test_task_with_only_uncapped_runs_is_incomplete_with_every_cap_missing():
+    trials = _trials([("t", "a", None, "pass"), ("u", "a", 1, "pass")])
+    row = _row(estimate_depth(trials), "t")
+    assert row["status"] == "incomplete"
+    assert row["caps_missing"] == list(CAPS)
+    assert row["caps_tried"] == []
+
+
+def test_off_ladder_and_uncapped_trials_are_ignored():
+    rows = [("t", "a", 1, "fail"), ("t", "a", 4, "pass"), ("t", "a", None, "pass"), ("t", "a", 2, "pass")]
+    row = _row(estimate_depth(_trials(rows)))
+    assert (row["depth"], row["caps_tried"]) == (2, [1, 2])
+
+
+def test_pass_rule_majority_against_any():
+    rows = [("t", "a", 1, "pass"), ("t", "a", 1, "fail"), ("t", "a", 1, "fail"), ("t", "a", 2, "pass")]
+    rows += [("t", "a", 2, "fail")]
+    assert _row(estimate_depth(_trials(rows)))["depth"] == 1
+    # 1 of 3 is not a majority; 1 of 2 is at least half
+    assert _row(estimate_depth(_trials(rows), pass_rule="majority"))["depth"] == 2
+
+
+def test_custom_caps_and_models_filter():
+    rows = [("t", "a", 4, "fail"), ("t", "a", 7, "pass"), ("t", "z", 4, "pass")]
+    row = _row(estimate_depth(_trials(rows), caps=(4, 7), models=["a"]))
+    assert (row["depth"], row["n_models"], json.loads(row["depth_by_model"])) == (7, 1, {"a": 7})
+
+
+def test_models_counted_per_dataset():
+    trials = pl.concat([_trials([("t", "a", 1, "pass")], "x"), _trials([("t", "b", 1, "pass")], "y")])
+    depth = estimate_depth(trials)
+    assert depth["n_models"].to_list() == [1, 1]
+    assert depth["status"].to_list() == ["solved", "solved"]
+
+
+def test_empty_trials_give_an_empty_depth_table():
+    depth = estimate_depth(schema.empty("trials"))
+    schema.check(depth, "depth")
+    assert depth.height == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"caps": (1, 3, 2)}, "The 'caps' parameter of estimate_depth must be a non-empty, strictly increasing"),
+        ({"caps": ()}, "strictly increasing"),
+        ({"caps": "1,2"}, "The 'caps' parameter of estimate_depth must be a sequence"),
+        ({"pass_rule": "all"}, "The 'pass_rule' parameter of estimate_depth must be one of"),
+        ({"models": "a"}, "The 'models' parameter of estimate_depth must be a sequence"),
+        ({"models": ["a", "a"]}, "distinct model names"),
+    ],
+)
+def test_estimate_depth_rejects_bad_parameters(kwargs, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        estimate_depth(_trials([("t", "a", 1, "pass")]), **kwargs)
+
+
+def test_estimate_depth_names_missing_columns():
+    with pytest.raises(ValueError, match=r"The 'trials' parameter of estimate_depth must have the columns \['cap'"):
+        estimate_depth(pl.DataFrame({"dataset": ["d"], "task": ["t"], "model": ["a"], "status": ["pass"]}))
+    with pytest.raises(TypeError, match="must be a polars DataFrame, got dict"):
+        estimate_depth({"task": []})
+
+
+# ---------------------------------------------------------------- against a plain reference
+
+_STATES = ("pass", "fail", "missing", "invalid")
+
+
+def _reference_depth(grid: dict[str, dict[int, str]], caps: tuple[int, ...]) -> tuple[str, int | None, list[int]]:
+    """The documented rules, written out cell by cell."""
+    decided = {m: {c: s for c, s in cells.items() if s in ("pass", "fail")} for m, cells in grid.items()}
+    passes = [c for cells in decided.values() for c, s in cells.items() if s == "pass"]
+    if passes:
+        upper = min(passes)
+        needed = sorted({c for m in grid for c in caps if c < upper and c not in decided[m]})
+        return ("incomplete", None, needed) if needed else ("solved", upper, [])
+    top = caps[-1]
+    open_models = [m for m in grid if decided[m].get(top) != "fail"]
+    if not open_models:
+        return "unsolved", None, []
+    return "incomplete", None, sorted({c for m in open_models for c in caps if c not in decided[m]})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_STATES), min_size=8, max_size=8), min_size=1, max_size=3))
+def test_estimate_depth_matches_the_cell_by_cell_reference(states):
+    grid = {f"m{i}": dict(zip(CAPS, row, strict=True)) for i, row in enumerate(states)}
+    rows = [("t", m, c, s) for m, cells in grid.items() for c, s in cells.items() if s != "missing"]
+    models = list(grid)
+    row = _row(estimate_depth(_trials(rows), models=models))
+    status, depth, missing = _reference_depth(grid, CAPS)
+    assert (row["status"], row["depth"], row["caps_missing"]) == (status, depth, missing)
+    monotone_broken = any(
+        any(s == "pass" for c, s in cells.items() if c < b) and cells[b] == "fail"
+        for cells in grid.values()
+        for b in CAPS
+    )
+    assert row["non_monotone"] == monotone_broken
+
+
+# ---------------------------------------------------------------- turn counts, pass rates, audit
+
+
+@pytest.fixture(scope="module")
+def public_trials() -> pl.DataFrame:
+    rng = np.random.default_rng(7)
+    n = 400
+    frame = pl.DataFrame(
+        {
+            "dataset": rng.choice(["tb2", "seta"], n),
+            "task": rng.choice(["t1", "t2", "t3"], n),
+            "model": rng.choice(["a", "b"], n),
+            "cap": pl.Series([None if x < 0.7 else int(rng.choice(CAPS)) for x in rng.random(n)], dtype=pl.Int32),
+            "status": rng.choice(["pass", "fail", "invalid"], n, p=[0.4, 0.5, 0.1]),
+            "n_turns": pl.Series(
+                [None if x < 0.05 else int(t) for x, t in zip(rng.random(n), rng.integers(1, 60, n), strict=False)]
+            ),
+            "hit_limit": rng.random(n) < 0.2,
+        }
+    )
+    return schema.conform(frame, "trials")
+
+
+def _plain_groups(trials: pl.DataFrame, keys: list[str]) -> dict[tuple, list[dict]]:
+    groups: dict[tuple, list[dict]] = {}
+    for row in trials.iter_rows(named=True):
+        if row["cap"] is None and row["status"] in ("pass", "fail"):
+            groups.setdefault(tuple(row[k] for k in keys), []).append(row)
+    return groups
+
+
+def test_turn_counts_against_plain_python(public_trials):
+    got = {(r["dataset"], r["task"], r["model"]): r for r in turn_counts(public_trials).iter_rows(named=True)}
+    expected = _plain_groups(public_trials, ["dataset", "task", "model"])
+    assert set(got) == set(expected)
+    for key, rows in expected.items():
+        turns = [r["n_turns"] for r in rows if r["n_turns"] is not None]
+        assert got[key]["n_turns"] == pytest.approx(statistics.median(turns))
+        assert got[key]["hit_limit_share"] == pytest.approx(sum(r["hit_limit"] for r in rows) / len(rows))
+        assert got[key]["n_trials"] == len(rows)
+
+
+@pytest.mark.parametrize("by", ["task", "model"])
+def test_pass_rates_against_plain_python(public_trials, by):
+    keys = ["dataset", "task"] if by == "task" else ["dataset", "task", "model"]
+    table = pass_rates(public_trials, by=by)
+    assert table.columns == [*keys, "pass_rate", "n_valid"]
+    got = {tuple(r[k] for k in keys): r for r in table.iter_rows(named=True)}
+    expected = _plain_groups(public_trials, keys)
+    assert set(got) == set(expected)
+    for key, rows in expected.items():
+        assert got[key]["pass_rate"] == pytest.approx(sum(r["status"] == "pass" for r in rows) / len(rows))
+        assert got[key]["n_valid"] == len(rows)
+
+
+def test_pass_rates_rejects_unknown_grouping(public_trials):
+    with pytest.raises(ValueError, match="The 'by' parameter of pass_rates must be one of"):
+        pass_rates(public_trials, by="dataset")
+
+
+def _tasks(keys: list[tuple[str, str]]) -> pl.DataFrame:
+    frame = pl.DataFrame(
+        {
+            "dataset": [d for d, _ in keys],
+            "task": [t for _, t in keys],
+            "work": list(range(3, 3 + len(keys))),
+            "difficulty": ["hard"] * len(keys),
+        }
+    )
+    return schema.conform(frame, "tasks")
+
+
+def test_audit_table_joins_every_piece(public_trials):
+    keys = [("tb2", "t1"), ("seta", "t2"), ("tb2", "t3"), ("tb2", "never-run"), ("mystery", "t1")]
+    audit = audit_table(_tasks(keys), public_trials)
+    schema.check(audit, "audit")
+    assert list(zip(audit["dataset"], audit["task"], strict=True)) == keys  # the tasks' order, one row each
+    assert audit["curation"].to_list() == ["human", "synthetic", "human", "human", None]
+    assert audit["work"].to_list() == [3, 4, 5, 6, 7]
+
+    depth = estimate_depth(public_trials.filter(pl.col("cap").is_not_null()))
+    pooled = _plain_groups(public_trials, ["dataset", "task"])
+    for row in audit.iter_rows(named=True):
+        key = (row["dataset"], row["task"])
+        match = depth.filter((pl.col("dataset") == key[0]) & (pl.col("task") == key[1]))
+        if match.height:
+            assert (row["depth"], row["depth_status"]) == (match["depth"][0], match["status"][0])
+        else:
+            assert (row["depth"], row["depth_status"]) == (None, "incomplete")
+        rows = pooled.get(key, [])
+        assert row["n_public_trials"] == len(rows)
+        if rows:
+            assert row["pass_rate"] == pytest.approx(sum(r["status"] == "pass" for r in rows) / len(rows))
+            turns = [r["n_turns"] for r in rows if r["n_turns"] is not None]
+            assert row["n_turns"] == pytest.approx(statistics.median(turns))
+        else:
+            assert row["pass_rate"] is None
+            assert row["n_turns"] is None
+
+
+def test_audit_table_custom_curation_and_errors(public_trials):
+    tasks = _tasks([("tb2", "t1")])
+    assert audit_table(tasks, public_trials, curation={"tb2": "synthetic"})["curation"].to_list() == ["synthetic"]
+    assert CURATION["tb2"] == "human"
+    assert CURATION["depth"] == "synthetic"
+    with pytest.raises(ValueError, match="The 'curation' parameter of audit_table must map"):
+        audit_table(tasks, public_trials, curation={"tb2": "crowd"})
+    with pytest.raises(ValueError, match="The 'tasks' parameter of audit_table must have the columns"):
+        audit_table(tasks.drop("work"), public_trials)
