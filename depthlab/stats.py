@@ -321,22 +321,20 @@ def partial_spearman(
         values, starts, sizes = _clusters(frame, columns, cluster)
         r, boot, jack = _clustered_estimates(values, columns, starts, sizes, n_boot, method, rng)
     n = len(values) if cluster is None else len(sizes)
-    low, high, n_degenerate = _interval(r, boot, jack, ci, method)
-    return PartialCorr(
-        r=r,
-        ci_low=low,
-        ci_high=high,
+    return _result(
+        r,
+        boot,
+        jack,
+        ci=ci,
+        method=method,
         p=_t_test_p(r, n, len(covars)),
         n=n,
         k=len(covars),
-        method=method,
         n_boot=n_boot,
-        n_degenerate=n_degenerate,
         n_dropped=n_dropped,
         x=x,
         y=y,
         covar=tuple(covars),
-        ci=ci,
         statistic="spearman",
         cluster=cluster,
     )
@@ -409,22 +407,22 @@ def kendall_tau_b(
     statistic = _kendall_statistic(values)
     r = float(statistic(np.ones((1, len(values))))[0])
     rng = np.random.default_rng(seed)
-    boot, jack = _row_bootstrap(statistic, len(values), n_boot, method, rng)
-    low, high, n_degenerate = _interval(r, boot, jack, ci, method)
-    return PartialCorr(
-        r=r,
-        ci_low=low,
-        ci_high=high,
-        p=float(_scipy_stats.kendalltau(values[:, 0], values[:, 1]).pvalue),
+    # tall batches: the matrix product per batch is ~14x faster at 1,024 rows than at 89 (n = 734)
+    boot, jack = _row_bootstrap(statistic, len(values), n_boot, method, rng, size=1024)
+    p = float(_scipy_stats.kendalltau(values[:, 0], values[:, 1]).pvalue)
+    return _result(
+        r,
+        boot,
+        jack,
+        ci=ci,
+        method=method,
+        p=p,
         n=len(values),
         k=0,
-        method=method,
         n_boot=n_boot,
-        n_degenerate=n_degenerate,
         n_dropped=n_dropped,
         x=x,
         y=y,
-        ci=ci,
         statistic="kendall_tau_b",
     )
 
@@ -762,17 +760,21 @@ def _det(matrices: np.ndarray) -> np.ndarray:
 def _kendall_statistic(values: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     """Return weights (B, n) -> Kendall's tau-b of the two columns, NaN where a column is constant."""
     x, y = values[:, 0], values[:, 1]
-    concordance = np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])
-    tie_groups = [np.unique(column, return_inverse=True)[1] for column in (x, y)]
+    concordance = (np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])).astype(np.float32)
+    # one-hot (n, groups) membership of each column's tie groups: weights @ membership counts them
+    memberships = []
+    for column in (x, y):
+        group = np.unique(column, return_inverse=True)[1].ravel()
+        memberships.append(np.eye(group.max() + 1)[group])
 
     def statistic(weights: np.ndarray) -> np.ndarray:
         total = weights.sum(axis=1)
         pairs = total * (total - 1.0) / 2.0
-        score = 0.5 * np.einsum("bi,bi->b", weights @ concordance, weights)
+        # float32 is exact here (entries -1/0/1 times counts, sums below 2**24) and twice as fast
+        score = 0.5 * np.einsum("bi,bi->b", (weights.astype(np.float32) @ concordance).astype(np.float64), weights)
         untied = []
-        for group in tie_groups:
-            counts = np.zeros((len(weights), group.max() + 1))
-            np.add.at(counts.T, group, weights.T)
+        for membership in memberships:
+            counts = weights @ membership
             untied.append(pairs - (counts * (counts - 1.0) / 2.0).sum(axis=1))
         denominator = np.sqrt(untied[0] * untied[1])
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -782,7 +784,13 @@ def _kendall_statistic(values: np.ndarray) -> Callable[[np.ndarray], np.ndarray]
 
 
 def _mean_statistic(values: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    return lambda weights: weights @ values / weights.sum(axis=1)
+    """Return weights (B, n) -> weighted mean of ``values``, NaN for all-zero weights (jackknife of one row)."""
+
+    def statistic(weights: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return weights @ values / weights.sum(axis=1)
+
+    return statistic
 
 
 # --------------------------------------------------------------------------------------------
@@ -790,22 +798,29 @@ def _mean_statistic(values: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def _row_bootstrap(
-    statistic: Callable[[np.ndarray], np.ndarray], n: int, n_boot: int, method: str, rng: np.random.Generator
+    statistic: Callable[[np.ndarray], np.ndarray],
+    n: int,
+    n_boot: int,
+    method: str,
+    rng: np.random.Generator,
+    *,
+    size: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Bootstrap and (for BCa) jackknife replicates of a statistic of row weights."""
+    """Bootstrap and (for BCa) jackknife replicates of a statistic of row weights, ``size`` resamples a batch."""
     if n_boot == 0:
         return np.empty(0), None
     # Drawn batch by batch: numpy's stream is the same as one (n_boot, n) draw, scipy.stats.bootstrap's.
-    size = _batch_size(n)
+    size = size or _batch_size(n)
     boot = np.concatenate(
         [statistic(_counts(rng.integers(0, n, (min(size, n_boot - start), n)), n)) for start in range(0, n_boot, size)]
     )
-    return boot, (_jackknife(statistic, n) if method == "bca" else None)
+    return boot, (_jackknife(statistic, n, size=size) if method == "bca" else None)
 
 
-def _jackknife(statistic: Callable[[np.ndarray], np.ndarray], n: int) -> np.ndarray:
-    """Leave-one-out replicates: the statistic under the weights 1 - I."""
-    return np.concatenate([statistic(1.0 - np.eye(n)[rows]) for rows in _batches(np.arange(n), n)])
+def _jackknife(statistic: Callable[[np.ndarray], np.ndarray], n: int, *, size: int | None = None) -> np.ndarray:
+    """Leave-one-out replicates: the statistic under the weights 1 - I, ``size`` rows a batch."""
+    size = size or _batch_size(n)
+    return np.concatenate([statistic(1.0 - np.eye(n)[start : start + size]) for start in range(0, n, size)])
 
 
 def _counts(draws: np.ndarray, n: int) -> np.ndarray:
@@ -823,6 +838,14 @@ def _batches(array: np.ndarray, width: int) -> Iterator[np.ndarray]:
     size = _batch_size(width)
     for start in range(0, len(array), size):
         yield array[start : start + size]
+
+
+def _result(
+    r: float, boot: np.ndarray, jack: np.ndarray | None, *, ci: float, method: str, **fields: Any
+) -> PartialCorr:
+    """PartialCorr of an estimate, its bootstrap interval and the descriptive ``fields``."""
+    low, high, n_degenerate = _interval(r, boot, jack, ci, method)
+    return PartialCorr(r=r, ci_low=low, ci_high=high, method=method, ci=ci, n_degenerate=n_degenerate, **fields)
 
 
 def _interval(

@@ -13,6 +13,7 @@ Run: ``.venv/bin/python tests/bench/bench_stats.py [--loop 300] [--repeat 3]``.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 import warnings
 
@@ -64,6 +65,7 @@ def main() -> None:
     extrapolated = per_resample * N_BOOT
 
     best, first = min(times), times[0]
+    print(f"machine load (1, 5, 15 min): {os.getloadavg()} on {os.cpu_count()} CPUs")
     print(f"partial Spearman, n = {N_TASKS}, 1 covariate, {N_BOOT:,} BCa resamples (+ {N_TASKS} jackknife)")
     print(f"  {result}")
     print(f"  depthlab.stats.partial_spearman: first run {first:.3f} s, best of {args.repeat} {best:.3f} s")
