@@ -1,0 +1,260 @@
+"""The missing-cap planner: hand cases, convergence against a known truth, Harbor configs, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from depthlab import cli, schema
+from depthlab.commands.plan import harbor_job_configs
+from depthlab.measures import estimate_depth, plan_missing, sweep_runs
+
+CAPS = schema.CAPS
+
+
+def _trials(rows: list[tuple]) -> pl.DataFrame:
+    frame = pl.DataFrame(
+        [{"dataset": "d", "task": t, "model": m, "cap": c, "status": s} for t, m, c, s in rows],
+        schema={"dataset": pl.String, "task": pl.String, "model": pl.String, "cap": pl.Int32, "status": pl.String},
+    )
+    return schema.conform(frame, "trials")
+
+
+def _tasks(names: list[str]) -> pl.DataFrame:
+    return schema.conform(pl.DataFrame({"dataset": ["d"] * len(names), "task": names}), "tasks")
+
+
+def _cells(plan: pl.DataFrame) -> set[tuple]:
+    return {(r["task"], r["model"], r["cap"], r["attempts"]) for r in plan.iter_rows(named=True)}
+
+
+def test_from_scratch_the_sweep_plans_everything_and_adaptive_the_bottom():
+    tasks = _tasks(["t"])
+    sweep = plan_missing(schema.empty("trials"), tasks, models=["a", "b"])
+    assert sweep.columns == ["dataset", "task", "model", "cap", "attempts"]
+    assert _cells(sweep) == {("t", m, c, 1) for m in "ab" for c in CAPS}
+    adaptive = plan_missing(schema.empty("trials"), tasks, models=["a", "b"], mode="adaptive")
+    assert _cells(adaptive) == {("t", "a", 1, 1), ("t", "b", 1, 1)}
+
+
+def test_adaptive_probes_the_top_once_the_first_level_failed():
+    trials = _trials([("t", "a", 1, "fail"), ("t", "b", 1, "fail")])
+    plan = plan_missing(trials, _tasks(["t"]), models=["a", "b"], mode="adaptive")
+    assert _cells(plan) == {("t", m, c, 1) for m in "ab" for c in (2, 80)}
+
+
+def test_a_known_pass_limits_the_plan_to_smaller_caps():
+    trials = _trials([("t", "a", 1, "fail"), ("t", "a", 5, "pass"), ("t", "b", 1, "fail"), ("t", "b", 2, "fail")])
+    sweep = plan_missing(trials, _tasks(["t"]), models=["a", "b"])
+    assert _cells(sweep) == {("t", "a", 2, 1), ("t", "a", 3, 1), ("t", "b", 3, 1)}
+    adaptive = plan_missing(trials, _tasks(["t"]), models=["a", "b"], mode="adaptive")
+    assert _cells(adaptive) == {("t", "a", 2, 1)}
+
+
+def test_solved_and_unsolved_tasks_need_nothing():
+    trials = _trials([("s", "a", 1, "pass"), ("u", "a", 80, "fail")])
+    assert plan_missing(trials, _tasks(["s", "u"]), models=["a"]).is_empty()
+
+
+def test_invalid_trials_leave_the_cell_to_run_and_attempts_count_valid_ones():
+    trials = _trials([("t", "a", 1, "invalid"), ("t", "a", 2, "fail"), ("t", "a", 3, "pass"), ("t", "a", 3, "fail")])
+    plan = plan_missing(trials, _tasks(["t"]), models=["a"], attempts=3)
+    # cap 1: 0 valid of 3; cap 2: 1 valid fail of 3; cap 3 already passes under "any"
+    assert _cells(plan) == {("t", "a", 1, 3), ("t", "a", 2, 2)}
+    majority = plan_missing(trials, _tasks(["t"]), models=["a"], attempts=3, pass_rule="majority")
+    # 1 pass of 3 planned is not yet a majority, so cap 3 needs its third attempt
+    assert ("t", "a", 3, 1) in _cells(majority)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"models": None}, "The 'models' parameter of plan_missing must be a sequence"),
+        ({"models": ["a"], "attempts": 0}, "The 'attempts' parameter of plan_missing must be an int >= 1"),
+        ({"models": ["a"], "mode": "bisect"}, "The 'mode' parameter of plan_missing must be one of"),
+        ({"models": ["a"], "caps": (5, 1)}, "The 'caps' parameter of plan_missing"),
+    ],
+)
+def test_plan_missing_rejects_bad_parameters(kwargs, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        plan_missing(schema.empty("trials"), _tasks(["t"]), **kwargs)
+
+
+def test_sweep_runs_counts_the_grid():
+    assert sweep_runs(10, n_models=2, attempts=3) == 10 * 2 * len(CAPS) * 3
+    with pytest.raises(ValueError, match="The 'n_tasks' parameter of sweep_runs"):
+        sweep_runs(-1, n_models=2)
+
+
+# ---------------------------------------------------------------- convergence on a known truth
+
+_LADDER_OR_NEVER = st.sampled_from([*CAPS, None])
+
+
+def _run(plan: pl.DataFrame, truth: dict[tuple[str, str], int | None]) -> pl.DataFrame:
+    """Run planned cells: a model passes iff the cap reaches its true ladder depth."""
+    rows = []
+    for r in plan.iter_rows(named=True):
+        depth = truth[(r["task"], r["model"])]
+        status = "pass" if depth is not None and r["cap"] >= depth else "fail"
+        rows += [(r["task"], r["model"], r["cap"], status)] * r["attempts"]
+    return _trials(rows)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(_LADDER_OR_NEVER, _LADDER_OR_NEVER), min_size=1, max_size=5),
+    st.sampled_from(["sweep", "adaptive"]),
+    st.lists(st.tuples(st.integers(0, 4), st.sampled_from("ab"), st.sampled_from(CAPS)), max_size=10),
+)
+def test_replanning_pins_every_depth(model_depths, mode, known_cells):
+    names = [f"t{i}" for i in range(len(model_depths))]
+    truth = {
+        (name, m): depth
+        for name, pair in zip(names, model_depths, strict=True)
+        for m, depth in zip("ab", pair, strict=False)
+    }
+    # some cells are already known (consistent with the truth), some attempts died
+    start = [(names[i % len(names)], m, c) for i, m, c in known_cells]
+    known = _run(
+        pl.DataFrame(
+            {
+                "task": [t for t, _, _ in start],
+                "model": [m for _, m, _ in start],
+                "cap": [c for _, _, c in start],
+                "attempts": [1] * len(start),
+            }
+        ),
+        truth,
+    )
+    known = pl.concat([known, _trials([(t, m, c, "invalid") for t, m, c in start[:2]])])
+    for _ in range(len(CAPS) + 2):
+        plan = plan_missing(known, _tasks(names), models=["a", "b"], mode=mode)
+        if plan.is_empty():
+            break
+        known = pl.concat([known, _run(plan, truth)])
+    assert plan.is_empty()
+    depth = estimate_depth(known, models=["a", "b"])
+    for name, pair in zip(names, model_depths, strict=True):
+        reachable = [d for d in pair if d is not None]
+        row = depth.filter(pl.col("task") == name).row(0, named=True)
+        if reachable:
+            assert (row["status"], row["depth"]) == ("solved", min(reachable))
+        else:
+            assert row["status"] == "unsolved"
+
+
+def test_adaptive_needs_at_most_half_the_sweep_on_the_simulation(tmp_path):
+    from depthlab.simulate import replay_plan, write_runs
+
+    summary = write_runs(tmp_path / "sim", seed=5, scale=0.1, public_attempts=0)
+    adaptive = replay_plan(summary, mode="adaptive")
+    sweep = replay_plan(summary, mode="sweep")
+    assert adaptive.runs <= adaptive.sweep_runs / 2
+    assert sweep.runs == sweep.sweep_runs  # from scratch the sweep runs the whole grid
+    both = adaptive.depth.join(sweep.depth, on=["dataset", "task"], suffix="_sweep")
+    assert both.height == summary.n_tasks
+    assert (both["depth"].eq_missing(both["depth_sweep"])).all()
+    assert (both["status"] == both["status_sweep"]).all()
+    truth = adaptive.depth.join(summary.truth, on=["dataset", "task"])
+    assert truth["depth"].eq_missing(truth["d_star"]).all()
+
+
+def test_planned_cells_written_as_harbor_runs_pin_every_depth(tmp_path):
+    """Simulated logs with caps removed -> plan -> write the planned runs -> load again -> every D pinned."""
+    import shutil
+
+    from depthlab.io import load_tasks, load_trials
+    from depthlab.simulate import write_cells, write_runs
+
+    summary = write_runs(tmp_path / "sim", seed=11, scale=0.03, public_attempts=0)
+    for job in summary.job_dirs:
+        if job.name.endswith(("cap-01", "cap-03")) or "model-b__cap-10" in job.name:
+            shutil.rmtree(job)
+    tasks = load_tasks([summary.tasks_dir])
+    trials = load_trials([summary.jobs_dir], cache=False)
+    plan = plan_missing(trials, tasks, models=summary.models, mode="sweep")
+    assert not plan.is_empty()
+    assert set(plan["cap"].unique()) <= {1, 3, 10}
+    write_cells(plan, summary, job_name="filled", seed=2)
+    trials = load_trials([summary.jobs_dir], cache=False)
+    assert plan_missing(trials, tasks, models=summary.models).is_empty()
+    depth = estimate_depth(trials, models=summary.models).join(summary.truth, on=["dataset", "task"])
+    assert depth["status"].is_in(["solved", "unsolved"]).all()
+    assert depth["depth"].eq_missing(depth["d_star"]).all()
+
+
+# ---------------------------------------------------------------- Harbor configs and the CLI
+
+
+def test_harbor_job_configs_one_per_model_and_cap():
+    plan = pl.DataFrame(
+        {
+            "dataset": ["d", "d", "d", "e"],
+            "task": ["t1", "t2", "t1", "x"],
+            "model": ["p/a", "p/a", "p/b", "p/a"],
+            "cap": [1, 1, 5, 1],
+            "attempts": [2, 2, 1, 2],
+        },
+        schema_overrides={"cap": pl.Int32, "attempts": pl.Int32},
+    )
+    tasks = schema.conform(
+        pl.DataFrame(
+            {
+                "dataset": ["d", "d", "e"],
+                "task": ["t1", "t2", "x"],
+                "source": ["/r/tasks/d/t1", "/r/tasks/d/t2/task.toml", "/r/tasks/e/x"],
+            }
+        ),
+        "tasks",
+    )
+    configs = harbor_job_configs(plan, tasks)
+    assert sorted(configs) == ["p-a__cap-01.json", "p-b__cap-05.json"]
+    config = configs["p-a__cap-01.json"]
+    assert config["agents"][0]["model_name"] == "p/a"
+    assert config["agents"][0]["kwargs"] == {"max_turns": 1, "stated_cap": 1}
+    assert config["n_attempts"] == 2
+    assert config["datasets"] == [
+        {"path": "/r/tasks/d", "task_names": ["t1", "t2"]},
+        {"path": "/r/tasks/e", "task_names": ["x"]},
+    ]
+    assert configs["p-b__cap-05.json"]["agents"][0]["kwargs"] == {"max_turns": 5, "stated_cap": 5}
+
+
+def test_cli_simulate_depth_and_plan(tmp_path, capsys):
+    out = tmp_path / "sim"
+    assert cli.main(["simulate", str(out), "--scale", "0.02", "--seed", "4"]) == 0
+    truth = pl.read_csv(out / "truth.csv")
+    assert cli.main(["depth", str(out / "jobs"), "-o", str(tmp_path / "depth.parquet")]) == 0
+    depth = pl.read_parquet(tmp_path / "depth.parquet")
+    schema.check(depth, "depth")
+    joined = depth.join(truth, on=["dataset", "task"])
+    assert joined.height == truth.height
+    assert joined["depth"].eq_missing(joined["d_star"].cast(pl.Int32)).all()
+
+    configs = tmp_path / "configs"
+    args = ["plan", "--tasks", str(out / "tasks"), "--models", "sim/model-a,sim/model-b", "--mode", "adaptive"]
+    assert cli.main([*args, "-o", str(tmp_path / "plan.csv"), "--harbor-configs", str(configs)]) == 0
+    plan = pl.read_csv(tmp_path / "plan.csv")
+    assert plan.height == 2 * truth.height  # from scratch: cap 1 for both models
+    assert set(plan["cap"]) == {1}
+    written = sorted(path.name for path in configs.iterdir())
+    assert written == ["sim-model-a__cap-01.json", "sim-model-b__cap-01.json"]
+    config = json.loads((configs / written[0]).read_text())
+    assert sum(len(entry["task_names"]) for entry in config["datasets"]) == truth.height
+    assert "adaptive plan" in capsys.readouterr().err
+
+    # the existing runs leave nothing to plan
+    assert cli.main(["plan", str(out / "jobs"), *args[1:], "-o", str(tmp_path / "none.csv")]) == 0
+    assert pl.read_csv(tmp_path / "none.csv").height == 0
+
+
+def test_cli_depth_reports_bad_caps(tmp_path, capsys):
+    out = tmp_path / "sim"
+    assert cli.main(["simulate", str(out), "--scale", "0.01", "--public-attempts", "0"]) == 0
+    assert cli.main(["depth", str(out / "jobs"), "--caps", "5,1", "-o", str(tmp_path / "d.csv")]) == 1
+    assert "The 'caps' parameter of estimate_depth" in capsys.readouterr().err
