@@ -478,15 +478,19 @@ def remove_leftovers(client: Any) -> int:
     >>> remove_leftovers(docker.from_env())  # doctest: +SKIP
     0
     """
+    import docker.errors
+
     removed = 0
     host = socket.gethostname()
-    for container in client.containers.list(all=True, filters={"label": RUNNER_LABEL}):
-        owner = container.labels.get(OWNER_LABEL, "")
+    # the low-level list: the high-level one inspects each container and fails on one removed meanwhile
+    for summary in client.api.containers(all=True, filters={"label": RUNNER_LABEL}):
+        owner = (summary.get("Labels") or {}).get(OWNER_LABEL, "")
         owner_host, _, owner_pid = owner.rpartition(":")
         if owner_host == host and owner_pid.isdigit() and _pid_alive(int(owner_pid)):
             continue
-        _force_remove(container)
-        removed += 1
+        with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+            client.api.remove_container(summary["Id"], force=True)
+            removed += 1
     return removed
 
 

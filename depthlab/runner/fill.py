@@ -59,7 +59,7 @@ class WorkItem:
     """One trial to run: a task, an agent, and the job folder it goes into."""
 
     task: TaskSpec
-    model: str
+    agent: Agent
     cap: int | None
     job: JobDir
     source: str
@@ -219,6 +219,7 @@ def fill(
         done = count_valid_trials(jobs_root)
         items: list[WorkItem] = []
         jobs: dict[tuple[str, int | None], JobDir] = {}
+        agents: dict[tuple[str, int | None], Agent] = {}
         for row in plan.iter_rows(named=True):
             cap = None if row["cap"] is None else int(row["cap"])
             key = (_short(row["task"]), row["model"], cap)
@@ -234,25 +235,19 @@ def fill(
                 continue
             job_key = (row["model"], cap)
             if job_key not in jobs:
-                jobs[job_key] = _job_for(jobs_root, row["model"], cap, agent_factory)
+                agents[job_key] = agent_factory(row["model"], cap)
+                jobs[job_key] = JobDir(jobs_root, job_name(row["model"], cap), job_config(agents[job_key]))
             jobs[job_key].n_planned += remaining
             source = row["dataset"] or task.path.parent.name
-            items += [WorkItem(task, row["model"], cap, jobs[job_key], source) for _ in range(remaining)]
+            items += [WorkItem(task, agents[job_key], cap, jobs[job_key], source) for _ in range(remaining)]
         for job in jobs.values():
             job.n_planned += len(job.trial_results())
         execute(
             items,
-            lambda item, cancel: run_trial(
-                item.task,
-                agent_factory(item.model, item.cap),
-                item.job,
-                docker_client=client,
-                limits=limits(item.task) if limits else None,
-                source=item.source,
-                agent_timeout_sec=agent_timeout_sec,
-                cancel=cancel,
-            ),
             summary,
+            docker_client=client,
+            limits=limits,
+            agent_timeout_sec=agent_timeout_sec,
             concurrency=concurrency,
             progress=progress,
         )
@@ -300,24 +295,13 @@ def run_tasks(
     job = JobDir(Path(jobs_dir), name, job_config(agent, n_attempts=attempts, n_concurrent_trials=concurrency))
     job.n_planned = len(tasks) * attempts
     cap = agent.config_kwargs().get("stated_cap")
-    items = [
-        WorkItem(task, agent.model_name or "", cap, job, task.path.parent.name)
-        for _ in range(attempts)
-        for task in tasks
-    ]
+    items = [WorkItem(task, agent, cap, job, task.path.parent.name) for _ in range(attempts) for task in tasks]
     execute(
         items,
-        lambda item, cancel: run_trial(
-            item.task,
-            agent,
-            item.job,
-            docker_client=client,
-            limits=limits(item.task) if limits else None,
-            source=item.source,
-            agent_timeout_sec=agent_timeout_sec,
-            cancel=cancel,
-        ),
         summary,
+        docker_client=client,
+        limits=limits,
+        agent_timeout_sec=agent_timeout_sec,
         concurrency=concurrency,
         progress=progress,
     )
@@ -327,13 +311,15 @@ def run_tasks(
 
 def execute(
     items: Sequence[WorkItem],
-    run_one: Callable[[WorkItem, threading.Event], TrialOutcome],
     summary: FillSummary,
     *,
+    docker_client: Any,
+    limits: Callable[[TaskSpec], ContainerLimits] | None,
+    agent_timeout_sec: float | None,
     concurrency: int,
     progress: bool,
 ) -> None:
-    """Run ``items`` on ``concurrency`` worker threads; outcomes and errors go into ``summary``.
+    """Run ``items`` with :func:`run_trial` on ``concurrency`` threads; outcomes and errors go into ``summary``.
 
     Ctrl-C / SIGTERM (KeyboardInterrupt in the main thread) stops the workers, removes their
     containers and re-raises; the unfinished trials leave no folder behind.
@@ -353,12 +339,21 @@ def execute(
             except queue.Empty:
                 return
             try:
-                outcome = run_one(item, cancel)
+                outcome = run_trial(
+                    item.task,
+                    item.agent,
+                    item.job,
+                    docker_client=docker_client,
+                    limits=limits(item.task) if limits else None,
+                    source=item.source,
+                    agent_timeout_sec=agent_timeout_sec,
+                    cancel=cancel,
+                )
                 results.put((item, outcome, None))
             except CancelledError:
                 return
             except Exception as error:  # e.g. a full disk while writing result.json: report, go on
-                results.put((item, None, f"{item.task.name} ({item.model}, cap {item.cap}): {error}"))
+                results.put((item, None, f"{item.task.name} ({item.agent.model_name}, cap {item.cap}): {error}"))
             finally:
                 with contextlib.suppress(Exception):
                     item.job.update_result()
@@ -485,10 +480,6 @@ def harbor_job_configs(plan: pl.DataFrame, *, dataset_path: str, agent: str = "t
             }
         )
     return configs
-
-
-def _job_for(jobs_root: Path, model: str, cap: int | None, agent_factory: AgentFactory) -> JobDir:
-    return JobDir(jobs_root, job_name(model, cap), job_config(agent_factory(model, cap)))
 
 
 def _task_path(tasks_dir: Path, task: str) -> Path:

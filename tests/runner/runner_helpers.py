@@ -117,4 +117,6 @@ def owned_containers(docker_client: Any, pid: int) -> list[Any]:
     from depthlab.runner.container import OWNER_LABEL, RUNNER_LABEL
 
     owner = f"{socket.gethostname()}:{pid}"
-    return docker_client.containers.list(all=True, filters={"label": [RUNNER_LABEL, f"{OWNER_LABEL}={owner}"]})
+    # the low-level list (ids and labels): the high-level one fails on a container removed meanwhile
+    found = docker_client.api.containers(all=True, filters={"label": [RUNNER_LABEL, f"{OWNER_LABEL}={owner}"]})
+    return [docker_client.containers.prepare_model(summary) for summary in found]

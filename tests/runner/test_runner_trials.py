@@ -3,12 +3,14 @@ through the real loaders and the real depth estimator."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import time
 from pathlib import Path
 
+import docker.errors
 import polars as pl
 import pytest
 from runner_helpers import API_KEY_ENV, chain_policy, owned_containers, reply
@@ -41,7 +43,9 @@ def depth_fill(docker_client, tasks_root, endpoint, tmp_path_factory):
 
     def inspect_running() -> None:
         for container in owned_containers(docker_client, os.getpid()):
-            inspections.append(container.attrs)
+            with contextlib.suppress(docker.errors.NotFound):  # a trial may just have ended
+                container.reload()
+                inspections.append(container.attrs)
 
     endpoint.reset(chain_policy, on_request=inspect_running)
     jobs = tmp_path_factory.mktemp("jobs")
