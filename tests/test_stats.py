@@ -9,10 +9,14 @@ import pandas as pd
 import pingouin as pg
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from scipy import stats as scipy_stats
 from statsmodels.stats.descriptivestats import sign_test as statsmodels_sign_test
 
 from depthlab import stats
+from depthlab.stats._engine import _spearman_statistic
 
 
 @pytest.fixture(scope="module")
@@ -213,6 +217,33 @@ def test_x_and_y_with_equal_ranks_give_one():
     assert np.corrcoef(residual, residual)[0, 1] == pytest.approx(1.0)
     df = pl.DataFrame({"x": x, "y": 10 * x, "z": z})
     assert stats.partial_spearman(df, "x", "y", "z", n_boot=0).r == pytest.approx(1.0, abs=1e-12)
+
+
+def residual_partial_spearman(sample: np.ndarray) -> float:
+    """Reference: correlate the residuals of x's and y's ranks after least squares on z's ranks."""
+    ranks = scipy_stats.rankdata(sample, axis=0)
+    design = np.c_[np.ones(len(ranks)), ranks[:, 2:]]
+    residuals = ranks[:, :2] - design @ np.linalg.lstsq(design, ranks[:, :2], rcond=None)[0]
+    spread = np.sqrt((residuals**2).sum(axis=0))
+    if np.ptp(ranks, axis=0).min() == 0 or spread.min() < 1e-9 * len(ranks):
+        return math.nan
+    return float(residuals[:, 0] @ residuals[:, 1] / (spread[0] * spread[1]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=arrays(np.int64, (9, 3), elements=st.integers(0, 4)),
+    counts=arrays(np.int64, 9, elements=st.integers(0, 3)),
+)
+def test_weighted_ranks_equal_the_expanded_sample(values, counts):
+    # The engine ranks a resample from its row counts; the reference repeats the rows and ranks
+    # them with scipy. Ties, repeated rows, constant and collinear columns all occur here.
+    expected = residual_partial_spearman(np.repeat(values, counts, axis=0)) if counts.sum() >= 2 else math.nan
+    got = _spearman_statistic(values.astype(float))(counts[None, :].astype(float))[0]
+    if math.isnan(expected):
+        assert math.isnan(got)
+    else:
+        assert got == pytest.approx(expected, abs=1e-9)
 
 
 # ---------------------------------------------------------------------------------------------
