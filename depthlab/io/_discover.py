@@ -4,8 +4,9 @@ leaderboard trees (submission/job/trial), TB1 run dirs and TB1 leaderboard trees
 Rules (by the files present, never by parsing, so the walk stays cheap):
 
 * a directory with ``result.json`` and a sub-directory that also has one is a Harbor
-  **job**: each such sub-directory is a **trial**; the job's own ``result.json`` is read
-  only for an old embedded ``trial_results`` list;
+  **job**: its sub-directories are **trials** (one without ``result.json`` is walked like
+  any other directory); the job's own ``result.json`` is read only for an old embedded
+  ``trial_results`` list;
 * any other directory with ``result.json`` is a Harbor **trial**; the walk does not go
   inside a trial (its ``agent/`` may hold thousands of episode directories);
 * ``results.json`` in a directory named like ``<task>.<N>-of-<M>[.<run>]`` is a TB1
@@ -28,26 +29,37 @@ from depthlab.io.tb1 import RUN_FILE_SUFFIXES, is_trial_dir_name
 
 @dataclass
 class Found:
-    """What a walk found; ``fallback`` maps every unit to the dataset name of its root path."""
+    """What a walk found; every unit carries the dataset name of the root path it came from."""
 
-    harbor_trials: list[tuple[str, str]] = field(default_factory=list)  # (trial dir, fallback dataset)
-    harbor_jobs: list[tuple[str, frozenset[str], str]] = field(default_factory=list)  # (result.json, trial names, ...)
+    harbor_trials: list[tuple[str, str]] = field(default_factory=list)  # (trial dir candidate, fallback dataset)
+    harbor_jobs: list[tuple[str, frozenset[str], str]] = field(default_factory=list)  # (result.json, names, ...)
     tb1_trials: list[tuple[str, str]] = field(default_factory=list)  # (results.json, fallback dataset)
     tb1_runs: list[tuple[str, str]] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     deps: list[Dep] = field(default_factory=list)
+    visited: set[tuple[int, int]] = field(default_factory=set)
 
 
 def discover(roots: list[str]) -> Found:
     """Walk ``roots`` (existing files or directories) and classify what they hold."""
     found = Found()
-    visited: set[tuple[int, int]] = set()
     for root in roots:
         fallback = _dataset_name(root)
         if os.path.isdir(root):
-            _walk(root, fallback, found, visited)
+            _walk(root, fallback, found)
         else:
             _add_file(root, fallback, found)
+    return found
+
+
+def discover_more(folders: list[tuple[str, str]], visited: set[tuple[int, int]]) -> Found:
+    """Walk directories that were sent to be parsed as trials but hold no result.json.
+
+    ``visited`` is the first walk's, so links back into it are not followed twice.
+    """
+    found = Found(visited=visited)
+    for folder, fallback in folders:
+        _walk(folder, fallback, found)
     return found
 
 
@@ -71,7 +83,8 @@ def _add_file(path: str, fallback: str, found: Found) -> None:
         found.rejected.append(Rejected(path, "not a run-log file (expected result.json or results.json)"))
 
 
-def _walk(root: str, fallback: str, found: Found, visited: set[tuple[int, int]]) -> None:
+def _walk(root: str, fallback: str, found: Found) -> None:
+    visited = found.visited
     stack = [root]
     while stack:
         folder = stack.pop()
@@ -89,43 +102,44 @@ def _walk(root: str, fallback: str, found: Found, visited: set[tuple[int, int]])
             found.rejected.append(Rejected(folder, f"cannot list directory: {exc.strerror or exc}"))
             continue
         found.deps.append((folder, DIR_SIZE, info.st_mtime_ns))
-        descend = subdirs
         if "result.json" in files:
-            trials = [sub for sub in subdirs if os.path.isfile(os.path.join(sub, "result.json"))]
-            if not trials:
+            if not any(os.path.isfile(os.path.join(sub, "result.json")) for sub, _ in subdirs):
                 found.harbor_trials.append((folder, fallback))
                 continue
-            names = frozenset(os.path.basename(sub) for sub in trials)
-            found.harbor_jobs.append((os.path.join(folder, "result.json"), names, fallback))
-            for sub in trials:
-                sub_info = _stat(sub)
-                if sub_info is not None and (sub_info.st_dev, sub_info.st_ino) not in visited:
+            # a job: every sub-directory is sent to be parsed as a trial; the few without a
+            # result.json come back to be walked (this saves a stat per trial here)
+            found.harbor_jobs.append(
+                (os.path.join(folder, "result.json"), frozenset(os.path.basename(sub) for sub, _ in subdirs), fallback)
+            )
+            for sub, is_link in subdirs:
+                if is_link:
+                    sub_info = _stat(sub)
+                    if sub_info is None or (sub_info.st_dev, sub_info.st_ino) in visited:
+                        continue
                     visited.add((sub_info.st_dev, sub_info.st_ino))
-                    found.harbor_trials.append((sub, fallback))
-            descend = [sub for sub in subdirs if os.path.basename(sub) not in names]
-        elif "results.json" in files and is_trial_dir_name(os.path.basename(folder)):
+                found.harbor_trials.append((sub, fallback))
+            continue
+        if "results.json" in files and is_trial_dir_name(os.path.basename(folder)):
             found.tb1_trials.append((os.path.join(folder, "results.json"), fallback))
             continue
-        else:
-            for name in sorted(files):
-                if name == "results.json" or name.endswith(RUN_FILE_SUFFIXES):
-                    found.tb1_runs.append((os.path.join(folder, name), fallback))
-        stack.extend(reversed(descend))
+        for name in sorted(files):
+            if name == "results.json" or name.endswith(RUN_FILE_SUFFIXES):
+                found.tb1_runs.append((os.path.join(folder, name), fallback))
+        stack.extend(sub for sub, _ in reversed(subdirs))
 
 
-def _list(folder: str) -> tuple[set[str], list[str]]:
+def _list(folder: str) -> tuple[set[str], list[tuple[str, bool]]]:
+    """File names, and (path, is_symlink) of sub-directories (sorted; hidden ones left out)."""
     files: set[str] = set()
-    subdirs: list[str] = []
+    subdirs: list[tuple[str, bool]] = []
     with os.scandir(folder) as entries:
         for entry in entries:
             try:
                 if entry.is_dir():
                     if not entry.name.startswith("."):
-                        subdirs.append(entry.path)
-                elif entry.is_file():
-                    files.add(entry.name)
+                        subdirs.append((entry.path, entry.is_symlink()))
                 else:
-                    files.add(entry.name)  # FIFOs and devices are named so that reading them is refused, not hung
+                    files.add(entry.name)  # FIFOs and devices too: reading them is refused later, never hung
             except OSError:
                 continue  # a broken link or a vanished entry is simply not there
     subdirs.sort()

@@ -1,11 +1,14 @@
-"""Parquet cache of loaded trials tables.
+"""Parquet cache of loaded trials tables, reused trial by trial.
 
-An entry is keyed by the load's inputs (absolute paths, dataset, status rule, cap rule)
-and remembers every file it was built from with ``(size, mtime_ns)``, every directory
-it listed with its ``mtime_ns`` (adding or removing an entry changes it), and every
-path it probed and found absent. A reload checks those with one ``stat`` each and reads
-the parquet file only when nothing changed; anything else is a miss and the tree is
-loaded again.
+An entry is keyed by the load's inputs (absolute paths, dataset, status rule, cap rule).
+It remembers every file the load read with ``(size, mtime_ns)``, every directory it listed
+with its ``mtime_ns`` (adding or removing an entry changes it) and every path it probed and
+found absent, each tagged with the trial (the *unit*: a Harbor trial directory or a TB1
+trial file) it belongs to. A reload checks those with one ``stat`` each:
+
+* nothing changed: the cached table is returned as is (no walk, no parsing);
+* something changed: the tree is walked again, trials whose own files are unchanged are
+  taken from the cache, and only new or changed trials (and run-level files) are parsed.
 
 The cache directory is ``$DEPTHLAB_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/depthlab``
 (``~/.cache/depthlab``). A cap rule given as a function cannot be keyed, so such loads are
@@ -17,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -26,7 +30,12 @@ from depthlab.io._errors import Rejected
 from depthlab.io._files import ABSENT, DIR_SIZE, Dep
 
 # Bump when the loaders change what they produce, so old entries are not reused.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+
+#: Column of the cached table naming the unit each row came from ("" = a run-level file).
+UNIT = "_unit"
+#: Unit of dependencies and rejections that belong to the walk or to run-level files.
+GLOBAL = ""
 
 
 class _Meta(msgspec.Struct):
@@ -34,8 +43,30 @@ class _Meta(msgspec.Struct):
     paths: list[str]
     sizes: list[int]
     mtimes: list[int]
-    rejected: list[tuple[str, str]]
+    owners: list[str]
+    rejected: list[tuple[str, str, str]]  # path, reason, unit
     n_seen: int
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A cache entry: ``table`` has the extra :data:`UNIT` column and the pre-attempt hint."""
+
+    table: pl.DataFrame
+    rejected: list[tuple[Rejected, str]]
+    n_seen: int
+    changed: frozenset[str]  # units (and GLOBAL) with a changed, added or removed file
+    units: frozenset[str]  # units that gave a row or a rejection
+    deps: list[tuple[Dep, str]]  # every remembered file with its unit
+
+    @property
+    def unchanged(self) -> bool:
+        """True when the load can be returned without looking at the tree again."""
+        return not self.changed
+
+    def reusable(self, unit: str) -> bool:
+        """True when ``unit`` was cached and none of its files changed."""
+        return unit != GLOBAL and unit in self.units and unit not in self.changed
 
 
 def cache_dir() -> Path:
@@ -58,32 +89,37 @@ def cache_key(roots: list[str], settings: dict[str, str | None]) -> str:
     return hashlib.sha256(payload).hexdigest()[:32]
 
 
-def load(key: str) -> tuple[pl.DataFrame, list[Rejected], int] | None:
-    """The cached (trials, rejected, n_seen) when every remembered file is unchanged, else None."""
+def load(key: str) -> Entry | None:
+    """The cache entry for ``key`` with what changed since, or None when there is none."""
     folder = cache_dir()
-    meta_path, table_path = folder / f"trials-{key}.meta", folder / f"trials-{key}.parquet"
     try:
-        meta = msgspec.msgpack.decode(meta_path.read_bytes(), type=_Meta)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        meta = msgspec.msgpack.decode((folder / f"trials-{key}.meta").read_bytes(), type=_Meta)
+        if meta.version != FORMAT_VERSION:
+            return None
+        table = pl.read_parquet(folder / f"trials-{key}.parquet")
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError, pl.exceptions.PolarsError):
         return None
-    if meta.version != FORMAT_VERSION or not _unchanged(meta):
-        return None
-    try:
-        trials = pl.read_parquet(table_path)
-    except (OSError, pl.exceptions.PolarsError):
-        return None
-    return trials, [Rejected(path, reason) for path, reason in meta.rejected], meta.n_seen
+    rejected = [(Rejected(path, reason), unit) for path, reason, unit in meta.rejected]
+    units = frozenset(table[UNIT].unique().to_list()) | {unit for _, unit in rejected}
+    deps = [
+        ((path, size, mtime), owner)
+        for path, size, mtime, owner in zip(meta.paths, meta.sizes, meta.mtimes, meta.owners, strict=True)
+    ]
+    return Entry(table, rejected, meta.n_seen, frozenset(_changed_owners(meta)), units, deps)
 
 
-def save(key: str, trials: pl.DataFrame, rejected: list[Rejected], n_seen: int, deps: list[Dep]) -> None:
-    """Store a load; failures to write (read-only home, full disk) only cost the cache."""
-    unique = {path: (size, mtime) for path, size, mtime in deps}
+def save(
+    key: str, table: pl.DataFrame, rejected: list[tuple[Rejected, str]], n_seen: int, deps: list[tuple[Dep, str]]
+) -> None:
+    """Store a load (``table`` with its :data:`UNIT` column); failing to write only costs the cache."""
+    unique = {path: (size, mtime, owner) for (path, size, mtime), owner in deps}
     meta = _Meta(
         version=FORMAT_VERSION,
         paths=list(unique),
-        sizes=[size for size, _ in unique.values()],
-        mtimes=[mtime for _, mtime in unique.values()],
-        rejected=[(item.path, item.reason) for item in rejected],
+        sizes=[size for size, _, _ in unique.values()],
+        mtimes=[mtime for _, mtime, _ in unique.values()],
+        owners=[owner for _, _, owner in unique.values()],
+        rejected=[(item.path, item.reason, unit) for item, unit in rejected],
         n_seen=n_seen,
     )
     folder = cache_dir()
@@ -91,7 +127,7 @@ def save(key: str, trials: pl.DataFrame, rejected: list[Rejected], n_seen: int, 
         folder.mkdir(parents=True, exist_ok=True)
         table_tmp = folder / f".trials-{key}.parquet.{os.getpid()}"
         meta_tmp = folder / f".trials-{key}.meta.{os.getpid()}"
-        trials.write_parquet(table_tmp)
+        table.write_parquet(table_tmp)
         meta_tmp.write_bytes(msgspec.msgpack.encode(meta))
         table_tmp.replace(folder / f"trials-{key}.parquet")
         meta_tmp.replace(folder / f"trials-{key}.meta")
@@ -99,18 +135,20 @@ def save(key: str, trials: pl.DataFrame, rejected: list[Rejected], n_seen: int, 
         return
 
 
-def _unchanged(meta: _Meta) -> bool:
-    for path, size, mtime in zip(meta.paths, meta.sizes, meta.mtimes, strict=True):
+def _changed_owners(meta: _Meta) -> set[str]:
+    changed: set[str] = set()
+    for path, size, mtime, owner in zip(meta.paths, meta.sizes, meta.mtimes, meta.owners, strict=True):
+        if owner in changed:
+            continue
         try:
             info = os.stat(path)
         except OSError:
-            if size == ABSENT:
-                continue
-            return False
+            if size != ABSENT:
+                changed.add(owner)
+            continue
         if size == ABSENT:
             if stat.S_ISREG(info.st_mode):
-                return False  # a file that was absent has appeared
-            continue
-        if info.st_mtime_ns != mtime or (size != DIR_SIZE and info.st_size != size):
-            return False
-    return True
+                changed.add(owner)  # a file that was absent has appeared
+        elif info.st_mtime_ns != mtime or (size != DIR_SIZE and info.st_size != size):
+            changed.add(owner)
+    return changed

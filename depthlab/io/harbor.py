@@ -38,7 +38,7 @@ import msgspec
 
 from depthlab.io import atif
 from depthlab.io._errors import _Reject
-from depthlab.io._files import Dep, decode_json, exists, read_bytes, read_bytes_if_exists, read_json, read_text
+from depthlab.io._files import Dep, decode_json, exists, read_bytes_if_exists, read_json, read_text
 from depthlab.io._status import _as_int, harness_turn_limit, stated_cap, trial_status
 
 CapRule = Callable[[dict], "int | None"]
@@ -136,10 +136,20 @@ class Options(msgspec.Struct, frozen=True):
     cap_rule: str | CapRule
 
 
+#: Returned by :func:`trial_dir_row` for a directory without result.json (to be walked instead).
+NOT_A_TRIAL_DIR: dict = {}
+
+
 def trial_dir_row(trial_dir: str, options: Options, fallback_dataset: str, deps: list[Dep]) -> dict | None:
-    """Parse one trial directory into a trials-table row (None when it holds a job-level result)."""
+    """Parse one trial directory into a trials-table row.
+
+    Returns None when it holds a job-level result without trials, and :data:`NOT_A_TRIAL_DIR`
+    when it has no result.json at all.
+    """
     path = os.path.join(trial_dir, "result.json")
-    raw = read_bytes(path, deps)
+    raw = read_bytes_if_exists(path, deps)
+    if raw is None:
+        return NOT_A_TRIAL_DIR
     result = decode_json(raw, path, TrialResult)
     if result.n_total_trials is not None and result.task_name is None and result.trial_name is None:
         return None  # a job directory whose trials are gone: nothing to load

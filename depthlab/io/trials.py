@@ -9,7 +9,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import repeat
 from multiprocessing import get_context
 from multiprocessing.context import BaseContext
@@ -19,7 +19,7 @@ import polars as pl
 from depthlab import schema
 from depthlab.io import cache as _cache
 from depthlab.io import harbor, tb1
-from depthlab.io._discover import Found, discover
+from depthlab.io._discover import Found, discover, discover_more
 from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning, _Reject, _warning_text
 from depthlab.io._files import Dep
 from depthlab.io._status import STATUS_RULES, stated_cap
@@ -153,22 +153,24 @@ def read_trials(
         raise ValueError(f"The 'dataset' parameter of read_trials must be a non-empty str or None, got {dataset!r}")
     options = harbor.Options(dataset=dataset, status_rule=status_rule, cap_rule=rule)
 
-    key = None
+    key = entry = None
     if cache and isinstance(rule, str):
         key = _cache.cache_key(roots, {"dataset": dataset, "status_rule": status_rule, "cap_rule": rule})
-        hit = _cache.load(key)
-        if hit is not None:
-            trials, rejected, n_seen = hit
+        entry = _cache.load(key)
+        if entry is not None and entry.unchanged:
+            rejected = [item for item, _ in entry.rejected]
             if strict and rejected:
                 raise LoadError(str(rejected[0]))
-            return TrialLoad(trials, rejected, n_seen)
+            return TrialLoad(schema.conform(entry.table, "trials"), rejected, entry.n_seen)
 
-    found = discover(roots)
-    rows, rejected, n_seen, deps = _parse(found, options, strict, progress)
-    trials = _table(rows)
+    assembly = _Assembly(strict)
+    _parse(discover(roots), options, entry, assembly, progress)
+    frame = _frame(assembly, entry)
+    trials = _table(frame)
+    rejected = [item for item, _ in assembly.rejected]
     if key is not None:
-        _cache.save(key, trials, rejected, n_seen, deps)
-    return TrialLoad(trials, rejected, n_seen)
+        _cache.save(key, trials, assembly.rejected, assembly.n_seen, assembly.deps)
+    return TrialLoad(schema.conform(trials, "trials"), rejected, assembly.n_seen)
 
 
 def load_trials(
@@ -223,26 +225,81 @@ def _cap_rule(cap_rule: str | CapRule | None) -> str | CapRule:
     )
 
 
+# One parsed unit: its row (None when it held no trial), its rejection, whether it has to be
+# walked instead (a job's sub-directory without result.json), and the files it depends on.
+_UnitResult = tuple["dict | None", "Rejected | None", bool, list[Dep]]
+
+
+@dataclass
+class _Assembly:
+    """Everything a load collects, with the unit (cache.GLOBAL for the walk) each part belongs to."""
+
+    strict: bool
+    columns: dict[str, list] = field(default_factory=lambda: {name: [] for name in [*_ROW_SCHEMA, _cache.UNIT]})
+    reused: set[str] = field(default_factory=set)
+    rejected: list[tuple[Rejected, str]] = field(default_factory=list)
+    deps: list[tuple[Dep, str]] = field(default_factory=list)
+    n_seen: int = 0
+
+    def add_row(self, row: dict, unit: str) -> None:
+        for name, values in self.columns.items():
+            values.append(unit if name == _cache.UNIT else row[name])
+        self.n_seen += 1
+
+    def add_rejected(self, item: Rejected, unit: str) -> None:
+        if self.strict:
+            raise LoadError(str(item))
+        self.rejected.append((item, unit))
+        self.n_seen += 1
+
+    def add_deps(self, deps: list[Dep], unit: str) -> None:
+        self.deps.extend((dep, unit) for dep in deps)
+
+
 def _parse(
-    found: Found, options: harbor.Options, strict: bool, progress: Progress | None
-) -> tuple[list[dict], list[Rejected], int, list[Dep]]:
-    rows: list[dict] = []
-    rejected = list(found.rejected)
-    deps = list(found.deps)
-    n_seen = len(found.rejected)
-    if strict and rejected:
-        raise LoadError(str(rejected[0]))
+    found: Found,
+    options: harbor.Options,
+    entry: _cache.Entry | None,
+    assembly: _Assembly,
+    progress: Progress | None,
+) -> None:
+    visited = found.visited
+    while True:
+        for item in found.rejected:
+            assembly.add_rejected(item, _cache.GLOBAL)
+        assembly.add_deps(found.deps, _cache.GLOBAL)
+        units = [(_HARBOR, path, fallback) for path, fallback in found.harbor_trials]
+        units += [(_TB1, path, fallback) for path, fallback in found.tb1_trials]
+        todo = []
+        for unit in units:
+            if entry is not None and entry.reusable(unit[1]):
+                assembly.reused.add(unit[1])
+            else:
+                todo.append(unit)
+        walk = []
+        for (kind, path, fallback), (row, rejection, walk_instead, deps) in zip(
+            todo, _run_units(todo, options, assembly.strict, progress), strict=True
+        ):
+            del kind
+            if walk_instead:
+                walk.append((path, fallback))
+                assembly.add_deps(deps, _cache.GLOBAL)
+                continue
+            owner = path if row is not None or rejection is not None else _cache.GLOBAL
+            assembly.add_deps(deps, owner)
+            if rejection is not None:
+                assembly.add_rejected(rejection, path)
+            elif row is not None:
+                assembly.add_row(row, path)
+        _parse_run_files(found, options, assembly)
+        if not walk:
+            return
+        found = discover_more(walk, visited)
 
-    units = [(_HARBOR, path, fallback) for path, fallback in found.harbor_trials]
-    units += [(_TB1, path, fallback) for path, fallback in found.tb1_trials]
-    for result in _run_units(units, options, strict, progress):
-        chunk_rows, chunk_rejected, chunk_seen, chunk_deps = result
-        rows += chunk_rows
-        rejected += chunk_rejected
-        n_seen += chunk_seen
-        deps += chunk_deps
 
-    # run-level files are few: read them here, knowing which trials have their own file
+def _parse_run_files(found: Found, options: harbor.Options, assembly: _Assembly) -> None:
+    """Run-level files are few: read them here, knowing which trials have their own file."""
+    deps: list[Dep] = []
     tb1_files = {path for path, _ in found.tb1_trials}
     for path, fallback in found.tb1_runs:
         try:
@@ -251,27 +308,25 @@ def _parse(
                 row = tb1.trial_file_row(path, options, fallback, deps, {})
                 parsed = ([row], 1) if row is not None else ([], 0)
         except _Reject as exc:
-            _reject(exc, rejected, strict)
-            n_seen += 1
+            assembly.add_rejected(Rejected(exc.path, exc.reason), _cache.GLOBAL)
             continue
-        rows += parsed[0]
-        n_seen += parsed[1]
+        for row in parsed[0]:
+            assembly.add_row(row, _cache.GLOBAL)
     for path, names, fallback in found.harbor_jobs:
         try:
-            job_rows, seen = harbor.job_embedded_rows(path, set(names), options, fallback, deps)
+            job_rows, _ = harbor.job_embedded_rows(path, set(names), options, fallback, deps)
         except _Reject:
             continue  # a job file is bookkeeping: its trials are loaded from their own directories
-        rows += job_rows
-        n_seen += seen
-    return rows, rejected, n_seen, deps
+        for row in job_rows:
+            assembly.add_row(row, _cache.GLOBAL)
+    assembly.add_deps(deps, _cache.GLOBAL)
 
 
-def _run_units(units: list[tuple[int, str, str]], options: harbor.Options, strict: bool, progress: Progress | None):  # noqa: ANN202 - a generator of chunk results
+def _run_units(units: list[tuple[int, str, str]], options: harbor.Options, strict: bool, progress: Progress | None):  # noqa: ANN202 - a generator of unit results
     total = len(units)
     context = _pool_context()
     workers = os.cpu_count() or 1
-    parallel = total >= _PARALLEL_MIN_UNITS and workers > 1 and context is not None and not strict
-    if parallel and _picklable(options):
+    if total >= _PARALLEL_MIN_UNITS and workers > 1 and context is not None and not strict and _picklable(options):
         size = max(64, total // (workers * 8))
         chunks = [units[start : start + size] for start in range(0, total, size)]
         try:
@@ -279,11 +334,12 @@ def _run_units(units: list[tuple[int, str, str]], options: harbor.Options, stric
         except BrokenProcessPool:
             pass  # a worker died (killed, out of memory): parse in this process instead
         else:
-            yield from results
+            for chunk in results:
+                yield from chunk
             return
     size = max(1, min(500, total // 20 or 1))
     for start in range(0, total, size):
-        yield _parse_chunk(units[start : start + size], options, strict)
+        yield from _parse_chunk(units[start : start + size], options)
         if progress is not None:
             progress(min(start + size, total), total)
 
@@ -295,11 +351,11 @@ def _pool_map(
     context: BaseContext,
     progress: Progress | None,
     total: int,
-) -> list[tuple[list[dict], list[Rejected], int, list[Dep]]]:
+) -> list[list[_UnitResult]]:
     results = []
     done = 0
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        for chunk, result in zip(chunks, pool.map(_parse_chunk, chunks, repeat(options), repeat(False)), strict=True):
+        for chunk, result in zip(chunks, pool.map(_parse_chunk, chunks, repeat(options)), strict=True):
             done += len(chunk)
             if progress is not None:
                 progress(done, total)
@@ -308,7 +364,7 @@ def _pool_map(
 
 
 def _pool_context() -> BaseContext | None:
-    """Fork on Linux: workers start instantly and never re-import ``__main__``.
+    """Fork on Linux: workers start at once and never re-import ``__main__``.
 
     Spawn-style start methods re-run the caller's script (or fail from notebooks and stdin),
     so elsewhere the load stays in one process. Workers only parse JSON; they never touch
@@ -319,35 +375,24 @@ def _pool_context() -> BaseContext | None:
     return get_context("fork")
 
 
-def _parse_chunk(
-    units: list[tuple[int, str, str]], options: harbor.Options, strict: bool
-) -> tuple[list[dict], list[Rejected], int, list[Dep]]:
-    rows: list[dict] = []
-    rejected: list[Rejected] = []
-    deps: list[Dep] = []
+def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> list[_UnitResult]:
+    results: list[_UnitResult] = []
     runs: dict = {}
-    seen = 0
     for kind, path, fallback in units:
+        deps: list[Dep] = []
         try:
             if kind == _HARBOR:
                 row = harbor.trial_dir_row(path, options, fallback, deps)
+                if row is harbor.NOT_A_TRIAL_DIR:
+                    results.append((None, None, True, deps))
+                    continue
             else:
                 row = tb1.trial_file_row(path, options, fallback, deps, runs)
         except _Reject as exc:
-            _reject(exc, rejected, strict)
-            seen += 1
+            results.append((None, Rejected(exc.path, exc.reason), False, deps))
             continue
-        if row is not None:
-            rows.append(row)
-            seen += 1
-    return rows, rejected, seen, deps
-
-
-def _reject(exc: _Reject, rejected: list[Rejected], strict: bool) -> None:
-    item = Rejected(exc.path, exc.reason)
-    if strict:
-        raise LoadError(str(item))
-    rejected.append(item)
+        results.append((row, None, False, deps))
+    return results
 
 
 def _picklable(options: harbor.Options) -> bool:
@@ -358,13 +403,30 @@ def _picklable(options: harbor.Options) -> bool:
     return True
 
 
-def _table(rows: list[dict]) -> pl.DataFrame:
-    if not rows:
-        return schema.empty("trials")
-    frame = pl.from_dicts(rows, schema=_ROW_SCHEMA)
+def _frame(assembly: _Assembly, entry: _cache.Entry | None) -> pl.DataFrame:
+    """New rows, plus the rows of reused units taken from the cache entry."""
+    fresh = pl.DataFrame(assembly.columns, schema={**_ROW_SCHEMA, _cache.UNIT: pl.String()})
+    if entry is None or not assembly.reused:
+        return fresh
+    old = entry.table.filter(pl.col(_cache.UNIT).is_in(list(assembly.reused))).select(fresh.columns)
+    assembly.n_seen += old.height
+    reused_rejected = [(item, unit) for item, unit in entry.rejected if unit in assembly.reused]
+    assembly.rejected.extend(reused_rejected)
+    assembly.n_seen += len(reused_rejected)
+    if assembly.strict and reused_rejected:
+        raise LoadError(str(reused_rejected[0][0]))
+    assembly.deps.extend(_reused_deps(entry, assembly.reused))
+    return pl.concat([fresh, old.cast(fresh.schema)])
+
+
+def _reused_deps(entry: _cache.Entry, reused: set[str]) -> list[tuple[Dep, str]]:
+    return [(dep, unit) for dep, unit in entry.deps if unit in reused]
+
+
+def _table(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rebuild ``attempt`` and order the rows; keeps the extra columns (dropped by the caller)."""
     job_start = pl.col("started_at").min().over([*_GROUP, "job"])
     ordered = frame.with_columns(_job_start=job_start).sort(
         [*_GROUP, "_job_start", "job", "attempt_hint", "started_at", "trial"], nulls_last=True
     )
-    ordered = ordered.with_columns(attempt=pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over(_GROUP))
-    return schema.conform(ordered, "trials")
+    return ordered.with_columns(attempt=pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over(_GROUP)).drop("_job_start")

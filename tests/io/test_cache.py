@@ -63,3 +63,40 @@ def test_rejections_are_cached_too(tmax_job):
     second = read_trials(tmax_job)
     assert second.rejected == first.rejected
     assert second.n_seen == first.n_seen == 3
+
+
+def test_only_changed_trials_are_parsed_again(tmax_job):
+    """An invisible edit (same size and mtime) to one trial survives a reload caused by another trial."""
+    first = read_trials(tmax_job)
+    hidden = tmax_job / TMAX_TRIALS[2] / "result.json"
+    _rewrite_keep_stat(hidden, hidden.read_text().replace('"reward": 1.0', '"reward": 0.0'))
+    changed = tmax_job / TMAX_TRIALS[1] / "result.json"
+    data = json.loads(changed.read_text())
+    data["verifier_result"]["rewards"]["reward"] = 1.0
+    changed.write_text(json.dumps(data))
+    write_trial(tmax_job / "extra__1")
+
+    second = read_trials(tmax_job)
+    rewards = dict(second.trials.select("trial", "reward").iter_rows())
+    assert rewards[TMAX_TRIALS[2]] == 1.0  # reused from the cache: not parsed again
+    assert rewards[TMAX_TRIALS[1]] == 1.0  # changed: parsed again
+    assert "extra__1" in rewards
+    assert second.n_seen == 4
+    fresh = read_trials(tmax_job, cache=False)
+    assert dict(fresh.trials.select("trial", "reward").iter_rows())[TMAX_TRIALS[2]] == 0.0
+    assert second.trials.drop("source").columns == first.trials.drop("source").columns
+
+
+def test_partial_reload_keeps_rejections_and_attempts(tmp_path):
+    for hour in (3, 1, 2):
+        write_trial(tmp_path / "job" / f"h{hour}__1", started_at=f"2026-01-01T0{hour}:00:00Z")
+    (tmp_path / "job" / "bad__1").mkdir()
+    (tmp_path / "job" / "bad__1" / "result.json").write_text("{")
+    first = read_trials(tmp_path / "job")
+    write_trial(tmp_path / "job" / "h0__1", started_at="2026-01-01T00:00:00Z")
+    second = read_trials(tmp_path / "job")
+    assert [item.path for item in second.rejected] == [item.path for item in first.rejected]
+    attempts = dict(second.trials.select("trial", "attempt").iter_rows())
+    assert attempts == {"h0__1": 1, "h1__1": 2, "h2__1": 3, "h3__1": 4}
+    assert second.n_seen == second.trials.height + len(second.rejected) == 5
+    assert second.trials.equals(read_trials(tmp_path / "job", cache=False).trials)
