@@ -747,8 +747,12 @@ def _capped_trial(task: _Task, spec: _ModelSpec, cap: int, passed: bool, rng: np
 def _public_trial(task: _Task, spec: _ModelSpec, rng: np.random.Generator) -> _Trial:
     effective = task.effective[spec.name]
     if effective is None:
-        # beyond the model: it flails, and often runs into the harness limit
-        flail = PUBLIC_TURN_LIMIT if rng.random() < 0.3 else 3 * task.depth_true
+        if all(value is None for value in task.effective.values()):
+            # beyond every model: it flails, and often runs into the harness limit
+            flail = PUBLIC_TURN_LIMIT if rng.random() < 0.3 else 3 * task.depth_true
+        else:
+            # beyond this model only: it works as long as usual and fails (N says nothing of passing)
+            flail = task.depth_true + int(rng.poisson(spec.overhead * task.depth_true))
         n_turns = min(PUBLIC_TURN_LIMIT, _uncapped_turns(task, spec, flail, rng))
         return _Trial(task, spec.name, None, PUBLIC_TURN_LIMIT, n_turns, _rewards(task, None, 0, False))
     n_turns = min(PUBLIC_TURN_LIMIT, _uncapped_turns(task, spec, effective, rng))
