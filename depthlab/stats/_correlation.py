@@ -11,7 +11,7 @@ import polars as pl
 from scipy import stats as _scipy_stats
 
 from depthlab.stats._engine import (
-    _batches,
+    _batch_size,
     _interval,
     _jackknife,
     _kendall_statistic,
@@ -303,6 +303,11 @@ def _clusters(frame: pl.DataFrame, columns: list[str], cluster: str) -> tuple[np
     return ordered.select(columns).to_numpy().astype(np.float64), starts, sizes
 
 
+# Cells per batch of the two-stage bootstrap's (resamples, tasks, trials) draws: larger than the
+# engine's batches because the per-batch work here is gathers and sums, not cache-bound passes.
+_CLUSTER_BATCH_CELLS = 1 << 20
+
+
 def _clustered_estimates(
     values: np.ndarray,
     columns: list[str],
@@ -315,20 +320,33 @@ def _clustered_estimates(
     """Partial Spearman of cluster means; two-stage bootstrap; jackknife over clusters."""
     means = np.add.reduceat(values, starts, axis=0) / sizes[:, None]
     r, _, jack = _spearman_estimates(means, columns, 0, "percentile", rng)
-    n_clusters = len(means)
+    n_clusters, m = means.shape
     if n_boot == 0:
         return r, np.empty(0), None
     if method == "bca":
         jack = _jackknife(_spearman_statistic(means), n_clusters)
     draws = rng.integers(0, n_clusters, (n_boot, n_clusters))
+    # Only columns that vary within some cluster need the second stage; the others (a task's depth
+    # or work) are the same whichever trials are drawn. With one trial per task there are none.
+    low, high = np.minimum.reduceat(values, starts, axis=0), np.maximum.reduceat(values, starts, axis=0)
+    varying = [np.ascontiguousarray(values[:, c]) if (low[:, c] != high[:, c]).any() else None for c in range(m)]
     largest = int(sizes.max())
+    balanced = bool((sizes == largest).all())
+    size = _batch_size(n_clusters * largest, cells=_CLUSTER_BATCH_CELLS)
     boot = []
-    for batch in _batches(draws, n_clusters * largest):
-        drawn_sizes = sizes[batch][:, :, None]  # (b, T, 1)
-        picks = np.floor(rng.random((*batch.shape, largest)) * drawn_sizes).astype(np.intp)
-        inside = np.arange(largest) < drawn_sizes
-        rows = np.where(inside, starts[batch][:, :, None] + picks, 0)
-        sampled = (values[rows] * inside[..., None]).sum(axis=2) / drawn_sizes  # (b, T, m)
+    for start in range(0, n_boot, size):
+        batch = draws[start : start + size]
+        sampled = means[batch]  # (b, T, m) a copy: the second stage overwrites the varying columns
+        if any(column is not None for column in varying):
+            drawn_sizes = sizes[batch][:, :, None]  # (b, T, 1)
+            rows = starts[batch][:, :, None] + rng.integers(0, drawn_sizes, (*batch.shape, largest))
+            inside = None if balanced else np.arange(largest) < drawn_sizes
+            for c, column in enumerate(varying):
+                if column is not None:
+                    taken = column[rows]
+                    if inside is not None:
+                        taken *= inside
+                    sampled[:, :, c] = taken.sum(axis=2) / drawn_sizes[:, :, 0]
         ranks = _scipy_stats.rankdata(sampled, axis=1).transpose(2, 0, 1)
         boot.append(_partial_from_ranks(ranks, ranks, (n_clusters + 1.0) / 2.0, n_clusters))
     return r, np.concatenate(boot), jack

@@ -7,7 +7,7 @@ matrix to B values at once (NaN where the resample is degenerate). See depthlab.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import numpy as np
 from scipy import special
@@ -174,15 +174,9 @@ def _counts(draws: np.ndarray, n: int) -> np.ndarray:
     return np.bincount((draws + offsets).ravel(), minlength=len(draws) * n).reshape(len(draws), n).astype(np.float64)
 
 
-def _batch_size(width: int) -> int:
-    """Rows per batch of a (rows, width) matrix."""
-    return max(1, _BATCH_CELLS // max(width, 1))
-
-
-def _batches(array: np.ndarray, width: int) -> Iterator[np.ndarray]:
-    size = _batch_size(width)
-    for start in range(0, len(array), size):
-        yield array[start : start + size]
+def _batch_size(width: int, *, cells: int = _BATCH_CELLS) -> int:
+    """Rows per batch of a (rows, width) matrix of about ``cells`` cells."""
+    return max(1, cells // max(width, 1))
 
 
 def _interval(
