@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -237,12 +237,21 @@ def result_row(
         "n_output_tokens": agent_result.n_output_tokens,
         "n_cache_tokens": agent_result.n_cache_tokens,
         "cost_usd": agent_result.cost_usd,
-        "started_at": utc(result.started_at),
-        "finished_at": utc(result.finished_at),
+        "started_at": epoch_us(result.started_at),
+        "finished_at": epoch_us(result.finished_at),
         "agent_seconds": _seconds(execution.started_at, execution.finished_at) if execution else None,
         "task_checksum": result.task_checksum,
         "source": path,
     }
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def epoch_us(value: datetime | None) -> int | None:
+    """Microseconds since the Unix epoch (UTC): integers cross processes and into polars cheaply."""
+    return None if value is None else (utc(value) - _EPOCH) // _MICROSECOND
 
 
 def utc(value: datetime | None) -> datetime | None:

@@ -34,7 +34,7 @@ import msgspec
 from depthlab.io._errors import _Reject
 from depthlab.io._files import Dep, exists, read_json
 from depthlab.io._status import harness_turn_limit
-from depthlab.io.harbor import Options, _apply_cap_rule, utc
+from depthlab.io.harbor import Options, _apply_cap_rule, epoch_us, utc
 
 _ATTEMPT = re.compile(r"\.(\d+)-of-(\d+)(?:\.|$)")
 _SUBMISSION = re.compile(r"^\d{8}_.+_(?P<model>[^_]+)$")
@@ -182,8 +182,8 @@ def _row(
         "n_output_tokens": entry.total_output_tokens if tokens_reported else None,
         "n_cache_tokens": None,
         "cost_usd": None,
-        "started_at": utc(entry.trial_started_at),
-        "finished_at": utc(entry.trial_ended_at),
+        "started_at": epoch_us(entry.trial_started_at),
+        "finished_at": epoch_us(entry.trial_ended_at),
         "agent_seconds": agent_seconds,
         "task_checksum": None,
         "source": path,

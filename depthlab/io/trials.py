@@ -32,8 +32,10 @@ Progress = Callable[[int, int], None]
 _PARALLEL_MIN_UNITS = 400
 _HARBOR, _TB1 = 0, 1
 
+# Rows as the parsers make them: times are microseconds since the epoch until the frame is built.
+_TIMES = ("started_at", "finished_at")
 _ROW_SCHEMA: dict[str, pl.DataType] = {
-    **{name: dtype for name, dtype in schema.TRIALS.items() if name != "attempt"},
+    **{name: (pl.Int64() if name in _TIMES else dtype) for name, dtype in schema.TRIALS.items() if name != "attempt"},
     "attempt_hint": pl.Int32(),
 }
 _GROUP = ["dataset", "task", "agent", "model", "cap"]
@@ -406,6 +408,7 @@ def _picklable(options: harbor.Options) -> bool:
 def _frame(assembly: _Assembly, entry: _cache.Entry | None) -> pl.DataFrame:
     """New rows, plus the rows of reused units taken from the cache entry."""
     fresh = pl.DataFrame(assembly.columns, schema={**_ROW_SCHEMA, _cache.UNIT: pl.String()})
+    fresh = fresh.with_columns(pl.col(name).cast(schema.TRIALS[name]) for name in _TIMES)
     if entry is None or not assembly.reused:
         return fresh
     old = entry.table.filter(pl.col(_cache.UNIT).is_in(list(assembly.reused))).select(fresh.columns)
