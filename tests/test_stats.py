@@ -567,3 +567,34 @@ def test_invalid_input_rows_and_frames(ppcor_data):
         stats.quadrants(audit_like(0), work_split="mean", n_boot=0)
     with pytest.raises(ValueError, match="'value' parameter of within_percentile names column 'nope'"):
         stats.within_percentile(audit_like(0), "nope")
+
+
+# ---------------------------------------------------------------------------------------------
+# real data: Terminal-Bench 2.0 public trials (../shared/data, read in place)
+
+
+def test_tb2_public_trials_cluster_and_labels(shared_data):
+    # 3,560 real TB2 trials of 8 models on 89 tasks; W = solution lines (../shared/data/SOURCES.md)
+    tasks = pl.read_csv(shared_data / "tb2_tasks.csv").select("task_id", "difficulty", "solution_lines")
+    trials = pl.read_csv(shared_data / "tb2_public_results.csv").select("task_id", "passed").join(tasks, on="task_id")
+    per_task = (
+        trials.drop_nulls("passed")
+        .group_by("task_id", "difficulty", "solution_lines")
+        .agg(pass_rate=pl.col("passed").mean())
+    )
+    clustered = stats.spearman(trials, "solution_lines", "passed", cluster="task_id", n_boot=1000, seed=0)
+    assert clustered.n == per_task.height
+    assert clustered.n_dropped == trials["passed"].null_count()
+    assert clustered.r == pytest.approx(
+        scipy_stats.spearmanr(per_task["solution_lines"], per_task["pass_rate"]).statistic, abs=1e-12
+    )
+    assert clustered.ci_low < clustered.r < clustered.ci_high
+    naive = stats.spearman(trials, "solution_lines", "passed", n_boot=1000, seed=0)
+    assert clustered.ci_high - clustered.ci_low > naive.ci_high - naive.ci_low
+
+    order = ["easy", "medium", "hard"]
+    table = stats.label_correlations(per_task, "difficulty", "pass_rate", order=order, n_boot=1000, seed=0)
+    codes = [order.index(v) for v in per_task["difficulty"]]
+    spearman_row = table.row(0, named=True)
+    assert spearman_row["r"] == pytest.approx(scipy_stats.spearmanr(codes, per_task["pass_rate"]).statistic, abs=1e-12)
+    assert spearman_row["n"] == per_task.height

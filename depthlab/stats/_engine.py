@@ -165,7 +165,13 @@ def _row_bootstrap(
 def _jackknife(statistic: Callable[[np.ndarray], np.ndarray], n: int, *, size: int | None = None) -> np.ndarray:
     """Leave-one-out replicates: the statistic under the weights 1 - I, ``size`` rows a batch."""
     size = size or _batch_size(n)
-    return np.concatenate([statistic(1.0 - np.eye(n)[start : start + size]) for start in range(0, n, size)])
+    replicates = []
+    for start in range(0, n, size):
+        left_out = np.arange(start, min(start + size, n))
+        weights = np.ones((len(left_out), n))
+        weights[np.arange(len(left_out)), left_out] = 0.0
+        replicates.append(statistic(weights))
+    return np.concatenate(replicates)
 
 
 def _counts(draws: np.ndarray, n: int) -> np.ndarray:
