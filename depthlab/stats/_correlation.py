@@ -79,7 +79,9 @@ def partial_spearman(
         trials (e.g. a boolean ``passed`` becomes the pass rate; a per-task constant such as
         ``depth`` stays itself), the point estimate is computed on those means with ``n`` = the
         number of tasks, and every resample draws tasks with replacement and then, for each
-        drawn task, its trials with replacement. The p-value treats the task means as data.
+        drawn task, its trials with replacement. Redrawing the trials adds their sampling noise on
+        top of the spread between tasks, which already contains it, so the interval tends to err
+        wide (Davison & Hinkley 1997, sec. 3.8). The p-value treats the task means as data.
     order : sequence or mapping of column -> sequence, optional
         Order of an ordinal label, lowest first (e.g. ``["easy", "medium", "hard"]``). A sequence
         applies to the one used column that is not numeric; a mapping names the columns.
