@@ -104,7 +104,7 @@ def is_trial_dir_name(name: str) -> bool:
 
 
 def trial_file_row(
-    path: str, options: Options, fallback_dataset: str, deps: list[Dep], runs: dict[str, _Run]
+    path: str, options: Options, fallback_dataset: str, deps: list[Dep], runs: dict[str, tuple[_Run, list[Dep]]]
 ) -> dict | None:
     """Row of a trial-level ``results.json`` (None when the file turns out to be run level)."""
     parsed = read_json(path, deps, TrialResults)
@@ -198,26 +198,31 @@ def _find_run_dir(start: str, deps: list[Dep]) -> str:
     return start
 
 
-def _run_context(run_dir: str, deps: list[Dep], runs: dict[str, _Run]) -> _Run:
+def _run_context(run_dir: str, deps: list[Dep], runs: dict[str, tuple[_Run, list[Dep]]]) -> _Run:
+    """Agent, model, job and kwargs of a run; ``runs`` memoizes them with the files they came from."""
     if run_dir in runs:
-        return runs[run_dir]
+        run, run_deps = runs[run_dir]
+        deps.extend(run_deps)  # every trial depends on its run's files, for the cache
+        return run
+    run_deps: list[Dep] = []
     meta = _RunMetadata()
     meta_path = os.path.join(run_dir, "run_metadata.json")
-    if exists(meta_path, deps):
-        meta = read_json(meta_path, deps, _RunMetadata)
+    if exists(meta_path, run_deps):
+        meta = read_json(meta_path, run_deps, _RunMetadata)
     agent, model = meta.agent_name, meta.model_name
     if agent is None or model is None:
         lock_path = os.path.join(run_dir, "tb.lock")
-        if exists(lock_path, deps):
+        if exists(lock_path, run_deps):
             try:
-                lock_agent = read_json(lock_path, deps, _Lock).agent or _LockAgent()
+                lock_agent = read_json(lock_path, run_deps, _Lock).agent or _LockAgent()
             except _Reject:
                 lock_agent = _LockAgent()  # the lock only fills gaps; a bad one is not worth a rejection
             agent, model = agent or lock_agent.name, model or lock_agent.model_name
     if model is None:
         model = _model_from_folders(run_dir)
     run = _Run(agent, model, meta.run_id or os.path.basename(run_dir), meta.dataset_name, meta.agent_kwargs or {})
-    runs[run_dir] = run
+    runs[run_dir] = (run, run_deps)
+    deps.extend(run_deps)
     return run
 
 

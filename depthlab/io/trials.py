@@ -105,8 +105,8 @@ def read_trials(
     strict : bool
         Raise :class:`LoadError` on the first rejected file instead of collecting it.
     cache : bool
-        Reuse the parquet cache when nothing the load was built from has changed
-        (:mod:`depthlab.io.cache`).
+        Use the parquet cache (:mod:`depthlab.io.cache`): an unchanged tree is returned
+        without parsing; after a change only new or changed trials are parsed again.
     cap_rule : {"stated_cap", "turn_limit"} or callable, optional
         Decides ``cap``, the turn cap *stated to the agent*, as opposed to ``turn_limit``,
         the limit the harness enforced (``max_turns``, ``max_episodes``, ``episodes``,
@@ -279,10 +279,9 @@ def _parse(
             else:
                 todo.append(unit)
         walk = []
-        for (kind, path, fallback), (row, rejection, walk_instead, deps) in zip(
+        for (_, path, fallback), (row, rejection, walk_instead, deps) in zip(
             todo, _run_units(todo, options, assembly.strict, progress), strict=True
         ):
-            del kind
             if walk_instead:
                 walk.append((path, fallback))
                 assembly.add_deps(deps, _cache.GLOBAL)

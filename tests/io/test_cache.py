@@ -100,3 +100,16 @@ def test_partial_reload_keeps_rejections_and_attempts(tmp_path):
     assert attempts == {"h0__1": 1, "h1__1": 2, "h2__1": 3, "h3__1": 4}
     assert second.n_seen == second.trials.height + len(second.rejected) == 5
     assert second.trials.equals(read_trials(tmp_path / "job", cache=False).trials)
+
+
+def test_tb1_run_metadata_change_reaches_every_trial(samples, tmp_path):
+    from io_helpers import DROID_RUN
+
+    run = tmp_path / "20250923_droid_claude-4-sonnet"
+    shutil.copytree(samples / DROID_RUN, run)
+    assert read_trials(run).trials["model"].unique().to_list() == ["claude-4-sonnet"]
+    metadata_path = run / "tb_rc2_sonnet_1" / "run_metadata.json"
+    metadata = json.loads(metadata_path.read_text())
+    metadata["model_name"] = "anthropic/claude-sonnet-4"
+    metadata_path.write_text(json.dumps(metadata))
+    assert read_trials(run).trials["model"].unique().to_list() == ["anthropic/claude-sonnet-4"]
