@@ -112,13 +112,14 @@ def save(
     key: str, table: pl.DataFrame, rejected: list[tuple[Rejected, str]], n_seen: int, deps: list[tuple[Dep, str]]
 ) -> None:
     """Store a load (``table`` with its :data:`UNIT` column); failing to write only costs the cache."""
-    unique = {path: (size, mtime, owner) for (path, size, mtime), owner in deps}
+    # one file can matter to several units (a TB1 run's metadata to each of its trials)
+    unique = {(path, owner): (size, mtime) for (path, size, mtime), owner in deps}
     meta = _Meta(
         version=FORMAT_VERSION,
-        paths=list(unique),
-        sizes=[size for size, _, _ in unique.values()],
-        mtimes=[mtime for _, mtime, _ in unique.values()],
-        owners=[owner for _, _, owner in unique.values()],
+        paths=[path for path, _ in unique],
+        sizes=[size for size, _ in unique.values()],
+        mtimes=[mtime for _, mtime in unique.values()],
+        owners=[owner for _, owner in unique],
         rejected=[(item.path, item.reason, unit) for item, unit in rejected],
         n_seen=n_seen,
     )
