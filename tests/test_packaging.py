@@ -29,7 +29,8 @@ def test_environment_yml_and_setup_cfg_declare_the_same_dependencies():
         if line.strip()
     }
     conda: dict[str, str] = {}
-    for line in (ROOT / "environment.yml").read_text().splitlines():
+    text = (ROOT / "environment.yml").read_text()
+    for line in text[text.index("dependencies:") :].splitlines():
         match = re.match(r"^\s{2}- ([A-Za-z0-9_.-]+)(.*)$", line)
         if match and match.group(1) not in {"python", "pip"}:
             name = _CONDA_TO_PYPI.get(match.group(1), match.group(1)).lower()
