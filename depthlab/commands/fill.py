@@ -6,7 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from depthlab.commands.run import add_agent_arguments, limits_factory, sigterm_as_interrupt, terminus_factory
+from depthlab.commands.run import (
+    add_agent_arguments,
+    limits_factory,
+    reported_errors,
+    sigterm_as_interrupt,
+    terminus_factory,
+)
 
 HELP = "Run the missing cells of a plan, resumably, with bounded concurrency."
 
@@ -42,16 +48,16 @@ def run(args: argparse.Namespace) -> int:
     if plan_files and len(plan_files) != len(args.paths):
         print("depthlab fill: give either plan files or run-log paths, not both", file=sys.stderr)
         return 2
-    if plan_files:
-        import polars as pl
+    with sigterm_as_interrupt(), reported_errors("fill") as failed:
+        if plan_files:
+            import polars as pl
 
-        plan = check_plan(pl.concat([read_plan(path) for path in plan_files], how="diagonal_relaxed"))
-        plan = plan.filter(pl.col("model").is_in(models))
-    else:
-        plan = plan_from_logs(
-            args.paths, args.tasks, models=models, caps=caps, attempts=args.attempts, exclude=args.jobs_dir
-        )
-    with sigterm_as_interrupt():
+            plan = check_plan(pl.concat([read_plan(path) for path in plan_files], how="diagonal_relaxed"))
+            plan = plan.filter(pl.col("model").is_in(models))
+        else:
+            plan = plan_from_logs(
+                args.paths, args.tasks, models=models, caps=caps, attempts=args.attempts, exclude=args.jobs_dir
+            )
         summary = fill(
             plan,
             tasks_dir=args.tasks,
@@ -62,5 +68,7 @@ def run(args: argparse.Namespace) -> int:
             agent_timeout_sec=args.agent_timeout,
             progress=not args.no_progress,
         )
+    if failed:
+        return 1
     print(summary.render())
     return 1 if summary.errors else 0

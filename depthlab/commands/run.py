@@ -89,6 +89,22 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextlib.contextmanager
+def reported_errors(verb: str) -> Iterator[list[str]]:
+    """Print a runner-wide failure (no Docker, a full disk, a busy jobs folder) as one line, not a traceback.
+
+    The yielded list is non-empty after a failure.
+    """
+    import docker.errors
+
+    failed: list[str] = []
+    try:
+        yield failed
+    except (OSError, RuntimeError, ValueError, docker.errors.DockerException) as error:
+        failed.append(str(error))
+        print(f"depthlab {verb}: {type(error).__name__}: {error}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from depthlab.runner import OracleAgent, run_tasks
 
@@ -98,8 +114,8 @@ def run(args: argparse.Namespace) -> int:
     if args.cap is not None and args.cap < 1:
         print(f"depthlab run: --cap must be a positive integer, got {args.cap}", file=sys.stderr)
         return 2
-    agent = OracleAgent() if args.agent == "oracle" else terminus_factory(args)(args.model, args.cap)
-    with sigterm_as_interrupt():
+    with sigterm_as_interrupt(), reported_errors("run") as failed:
+        agent = OracleAgent() if args.agent == "oracle" else terminus_factory(args)(args.model, args.cap)
         summary = run_tasks(
             args.task_dirs,
             agent,
@@ -111,5 +127,7 @@ def run(args: argparse.Namespace) -> int:
             agent_timeout_sec=args.agent_timeout,
             progress=not args.no_progress,
         )
+    if failed:
+        return 1
     print(summary.render())
     return 1 if summary.errors else 0

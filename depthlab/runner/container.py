@@ -448,7 +448,7 @@ def _descendants(proc_stats: str, root: int) -> list[int]:
 
     Examples
     --------
-    >>> _descendants("7 (sh) S 1 7\n9 (sleep 1) S 7 7\n12 (cat) R 9 7\n13 (x) S 1 1\n", 7)
+    >>> _descendants("7 (sh) S 1 7\\n9 (sleep 1) S 7 7\\n12 (cat) R 9 7\\n13 (x) S 1 1", 7)
     [9, 12]
     """
     parent: dict[int, int] = {}

@@ -252,7 +252,7 @@ def fill(
             progress=progress,
         )
         for job in jobs.values():
-            job.update_result(finished=True)
+            _finish(job, summary)
     return summary
 
 
@@ -271,7 +271,8 @@ def run_tasks(
 ) -> FillSummary:
     """Run ``agent`` on each task ``attempts`` times into one new Harbor job (``depthlab run``).
 
-    Multi-container tasks are skipped with a message (``summary.skipped``).
+    Tasks that cannot run here (several containers, missing files) are skipped with a message
+    (``summary.skipped``); the others run.
 
     Examples
     --------
@@ -289,7 +290,7 @@ def run_tasks(
     for path in task_dirs:
         try:
             tasks.append(load_task(path))
-        except UnsupportedTaskError as error:
+        except (UnsupportedTaskError, FileNotFoundError, ValueError) as error:
             summary.skipped.append(str(error))
     name = job_name or time.strftime("%Y-%m-%d__%H-%M-%S")
     job = JobDir(Path(jobs_dir), name, job_config(agent, n_attempts=attempts, n_concurrent_trials=concurrency))
@@ -305,7 +306,7 @@ def run_tasks(
         concurrency=concurrency,
         progress=progress,
     )
-    job.update_result(finished=True)
+    _finish(job, summary)
     return summary
 
 
@@ -480,6 +481,14 @@ def harbor_job_configs(plan: pl.DataFrame, *, dataset_path: str, agent: str = "t
             }
         )
     return configs
+
+
+def _finish(job: JobDir, summary: FillSummary) -> None:
+    """Write the job's final result.json; a full disk is reported, not raised."""
+    try:
+        job.update_result(finished=True)
+    except OSError as error:
+        summary.errors.append(f"job {job.name}: could not write result.json: {error}")
 
 
 def _task_path(tasks_dir: Path, task: str) -> Path:

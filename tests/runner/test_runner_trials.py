@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -324,3 +325,38 @@ def test_cli_fill_plans_from_run_logs_and_cli_run_runs_the_oracle(depth_fill, ta
     assert main(["run", str(only_chain / "chain"), "--agent", "oracle", "--job-name", "oracle", *common]) == 0
     (result,) = (jobs / "oracle").glob("*/result.json")
     assert json.loads(result.read_text())["verifier_result"]["rewards"] == {"reward": 1.0}
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 512 KiB tmpfs (needs root and CAP_SYS_ADMIN; skipped elsewhere, it is not about Docker)."""
+    mount_point = tmp_path / "small-disk"
+    mount_point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount_point)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill up: {done.stderr.decode().strip()}")
+    yield mount_point
+    subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def test_a_full_disk_mid_fill_is_reported_not_a_crash(docker_client, tasks_root, endpoint, small_disk):
+    def fill_the_disk() -> None:
+        if len(endpoint.requests) == 2:  # during the first trial's second turn
+            with contextlib.suppress(OSError), (small_disk / "ballast").open("wb") as handle:
+                while True:
+                    handle.write(b"\0" * 65536)
+
+    endpoint.reset(lambda messages, model: reply("echo working\n"), on_request=fill_the_disk)
+    summary = run_tasks(
+        [tasks_root / "hello"],
+        agent_factory(endpoint.url)("scripted/alpha", 5),
+        jobs_dir=small_disk / "jobs",
+        attempts=3,
+        docker_client=docker_client,
+        progress=False,
+    )
+    assert summary.outcomes == []
+    trial_errors = [message for message in summary.errors if message.startswith("hello")]
+    assert len(trial_errors) == 3
+    assert all("No space left on device" in message for message in summary.errors)
+    assert owned_containers(docker_client, os.getpid()) == []
