@@ -41,10 +41,16 @@ def test_from_scratch_the_sweep_plans_everything_and_adaptive_the_bottom():
     assert _cells(adaptive) == {("t", "a", 1, 1), ("t", "b", 1, 1)}
 
 
-def test_adaptive_probes_the_top_once_the_first_level_failed():
-    trials = _trials([("t", "a", 1, "fail"), ("t", "b", 1, "fail")])
-    plan = plan_missing(trials, _tasks(["t"]), models=["a", "b"], mode="adaptive")
-    assert _cells(plan) == {("t", m, c, 1) for m in "ab" for c in (2, 80)}
+def test_adaptive_climbs_the_ladder_and_probes_the_top_after_its_lower_half():
+    failed = [("t", m, c, "fail") for m in "ab" for c in (1, 2)]
+    plan = plan_missing(_trials(failed), _tasks(["t"]), models=["a", "b"], mode="adaptive")
+    assert _cells(plan) == {("t", "a", 3, 1), ("t", "b", 3, 1)}
+    failed += [("t", m, c, "fail") for m in "ab" for c in (3, 5)]
+    plan = plan_missing(_trials(failed), _tasks(["t"]), models=["a", "b"], mode="adaptive")
+    assert _cells(plan) == {("t", m, c, 1) for m in "ab" for c in (10, 80)}
+    # the top cap failed for both: unsolved, nothing more to run
+    failed += [("t", m, 80, "fail") for m in "ab"]
+    assert plan_missing(_trials(failed), _tasks(["t"]), models=["a", "b"], mode="adaptive").is_empty()
 
 
 def test_a_known_pass_limits_the_plan_to_smaller_caps():

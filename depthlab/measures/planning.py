@@ -8,11 +8,13 @@ prunes everything above. So the cheapest order is bottom-up:
 * ``"sweep"`` plans every needed cell at once (one round, or two when a pass appears where a
   model had only run the top cap).
 * ``"adaptive"`` plans one round of a search over the ladder: per task, the lowest needed cap
-  for the models that still need it, plus, after the first level has failed and while nothing
-  passes, the top cap (one failure there per model ends the task as ``unsolved``). Run the
-  round, load the new trials, call again; it stops planning when every task is solved or
-  unsolved. (Bisecting between the largest failure and the smallest pass saves rounds but not
-  runs: a failure in the middle still leaves every cap below it to be observed.)
+  for the models that still need it; and once the lower half of the ladder has failed while
+  nothing passes (the lowest needed cap is at least ``caps[len(caps) // 2]``, 10 on the default
+  ladder), also the top cap, since one failure there per model ends the task as ``unsolved``.
+  Run the round, load the new trials, call again; it stops planning when every task is solved
+  or unsolved, after at most ``len(caps)`` rounds when every run is valid. (Bisecting between
+  the largest failure and the smallest pass saves rounds but not runs: a failure in the middle
+  still leaves every cap below it to be observed.)
 """
 
 from __future__ import annotations
@@ -107,9 +109,10 @@ def plan_missing(
     grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule, attempts=attempts, tasks=tasks)
     needed = pl.col("needed")
     if mode == "adaptive":
-        started = (pl.col("state") != "missing").any().over(TASK_KEYS)
         lowest = pl.col("cap").filter(needed).min().over(TASK_KEYS)
-        top_probe = (pl.col("cap") == caps[-1]) & pl.col("upper").is_null() & started
+        # once the lower half of the ladder failed and nothing passes, one top-cap run per model
+        # can end the task as unsolved; probing earlier costs more on the many shallow tasks
+        top_probe = (pl.col("cap") == caps[-1]) & pl.col("upper").is_null() & (lowest >= caps[len(caps) // 2])
         needed = needed & ((pl.col("cap") == lowest) | top_probe)
     return (
         grid.filter(needed)
