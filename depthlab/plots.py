@@ -445,6 +445,11 @@ def forest(table: pl.DataFrame, *, title: str = "Rank partial correlations with 
             ax.plot([], [], "D", markerfacecolor="none", markeredgecolor="#444444", label="paper reports")
             fig.legend(loc="outside lower center", ncol=2)
         ax.axvline(0, color="#444444", linewidth=0.8, linestyle="--")
+        # a rule between groups of rows that test different things ("...: pass ~ D | W" then "...: pass ~ N | D")
+        tests = [label.split(":", 1)[-1].strip() for label in table["label"].to_list()]
+        for i in range(1, len(tests)):
+            if tests[i] != tests[i - 1]:
+                ax.axhline(i - 0.5, color="#BBBBBB", linewidth=0.8)
         ax.set_yticks(y, table["label"].to_list())
         ax.invert_yaxis()
         ax.set_xlim(-1, 1)

@@ -638,9 +638,12 @@ def _write_index(
         ]
         if comparison:
             lines += ["Paper reports / this data gives:", "", *_markdown_table(comparison), ""]
-        skipped = [k for k, v in results.get(notebook, {}).get("values", {}).items() if v is None]
+        # the comparison already says which reported numbers are not computable; name the others
+        compared = {row["key"] for row in comparison}
+        values = results.get(notebook, {}).get("values", {})
+        skipped = [key for key, value in values.items() if value is None and key not in compared]
         if skipped:
-            lines += [f"Not computable on this data: {', '.join(skipped)}.", ""]
+            lines += [f"Also not computable on this data: {', '.join(skipped)}.", ""]
     path = out / "index.md"
     _atomic_write(path, "\n".join(lines))
     return path

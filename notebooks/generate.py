@@ -298,8 +298,8 @@ def depth_predicts() -> nbformat.NotebookNode:
             code(
                 "if data.has_depth:\n"
                 '    own = solved.filter(pl.col("dataset") == "depth")\n'
-                '    sample, label = (own, "DEPTH") if own.height else (solved, "all")\n'
-                '    correlate(sample, "n_turns", "pass_rate", "depth", f"{label}: pass ~ N | D", None,\n'
+                '    sample, label, dataset = (own, "DEPTH", "depth") if own.height else (solved, "all", None)\n'
+                '    correlate(sample, "n_turns", "pass_rate", "depth", f"{label}: pass ~ N | D", dataset,\n'
                 '              "pcorr_pass_turns_given_depth")\n'
                 "else:\n"
                 "    " + NO_DEPTH.format(what="pass rate with N given D") + ""
