@@ -207,7 +207,9 @@ def fill(
     """
     if concurrency < 1:
         raise ValueError(f"The 'concurrency' parameter of fill must be >= 1, got {concurrency!r}")
-    plan = check_plan(plan)
+    # one row per cell; two plans asking for the same cell want the larger number of attempts
+    cell = ["dataset", "task", "model", "cap"]
+    plan = check_plan(plan).group_by(cell, maintain_order=True).agg(pl.col("attempts").max())
     jobs_root = Path(jobs_dir)
     jobs_root.mkdir(parents=True, exist_ok=True)
     client = docker_client if docker_client is not None else _docker_client()
