@@ -100,11 +100,7 @@ def explore() -> nbformat.NotebookNode:
         "its runs by cap and the turns of one run. Exploration only: no result of the audit depends on this "
         "widget (the other notebooks compute every number without it).",
         [
-            code(
-                "from depthlab import widgets\n\n"
-                "explorer = widgets.explore(audit, trials)\n"
-                "explorer"
-            ),
+            code("from depthlab import widgets\n\nexplorer = widgets.explore(audit, trials)\nexplorer"),
             md("The same tables, for reading without the widget:"),
             code(
                 'audit.group_by("dataset").agg(tasks=pl.len(), solved=(pl.col("depth_status") == "solved").sum(),\n'
@@ -127,8 +123,10 @@ def collections() -> nbformat.NotebookNode:
         "What share of solved tasks has D = 1, D ≤ 3, D ≥ 5; how do synthetic and human-curated collections "
         "differ?",
         [
-            md("Per collection: tasks, depth status, median work W, uncapped turns N (mean over valid uncapped "
-               "trials, and median over tasks), and the shares of D among solved tasks."),
+            md(
+                "Per collection: tasks, depth status, median work W, uncapped turns N (mean over valid uncapped "
+                "trials, and median over tasks), and the shares of D among solved tasks."
+            ),
             code(
                 "from depthlab.measures.public import public_trials\n\n"
                 "public = public_trials(trials)  # valid uncapped runs\n"
@@ -152,8 +150,10 @@ def collections() -> nbformat.NotebookNode:
                 "by_collection"
             ),
             md("Synthetic versus human-curated collections:"),
-            code('by_curation = depth_shares(audit.with_columns(pl.col("curation").fill_null("unknown")), "curation")\n'
-                 "by_curation"),
+            code(
+                'by_curation = depth_shares(audit.with_columns(pl.col("curation").fill_null("unknown")), "curation")\n'
+                "by_curation"
+            ),
             code(
                 'fig = plots.collection_summary(audit)\nsaved += plots.save(fig, "collection_summary", figures_dir)\nfig'
             ),
@@ -189,8 +189,10 @@ def turns_vs_depth() -> nbformat.NotebookNode:
         "D found under stated caps? Of the tasks a model finishes in 6–10 turns, how many need only one? How "
         "often does a second model lower D?",
         [
-            md("Uncapped turn counts per model (no capped runs needed): median turns per task over the valid "
-               "uncapped runs of each model."),
+            md(
+                "Uncapped turn counts per model (no capped runs needed): median turns per task over the valid "
+                "uncapped runs of each model."
+            ),
             code(
                 "turns = dl.turn_counts(trials)\n"
                 'limits = trials.filter(pl.col("cap").is_null())["turn_limit"].drop_nulls()\n'
@@ -226,17 +228,19 @@ def turns_vs_depth() -> nbformat.NotebookNode:
                 "else:\n"
                 "    " + NO_DEPTH.format(what="the depth of tasks with N in 6-10") + ""
             ),
-            md("How often adding a second model lowered D: the first model is the first model name in sorted "
-               "order; D is lowered when that model alone has no passing cap or a larger one (solved tasks with "
-               "two or more models). Existing collections are all but the DEPTH set; own is the DEPTH set."),
+            md(
+                "How often adding a second model lowered D: the first model is the first model name in sorted "
+                "order; D is lowered when that model alone has no passing cap or a larger one (solved tasks with "
+                "two or more models). Existing collections are all but the DEPTH set; own is the DEPTH set."
+            ),
             code(
                 'capped_models = sorted(trials.filter(pl.col("cap").is_not_null())["model"].drop_nulls().unique())\n'
                 "if data.has_depth and len(capped_models) >= 2:\n"
                 "    first = capped_models[0]\n"
                 '    existing = data.depth.filter(pl.col("dataset") != "depth")\n'
                 '    own = data.depth.filter(pl.col("dataset") == "depth")\n'
-                "    for key, frame in ((\"second_model_lowered_depth_existing\", existing),\n"
-                "                       (\"second_model_lowered_depth_own\", own)):\n"
+                '    for key, frame in (("second_model_lowered_depth_existing", existing),\n'
+                '                       ("second_model_lowered_depth_own", own)):\n'
                 "        effect = dl.measures.second_model_effect(frame, first_model=first, by=None)\n"
                 '        values[key] = effect["share_lowered"].item() if effect.height else None\n'
                 "    display(dl.measures.second_model_effect(data.depth, first_model=first))\n"
@@ -293,8 +297,10 @@ def depth_predicts() -> nbformat.NotebookNode:
                 "else:\n"
                 "    " + NO_DEPTH.format(what="pass rate with D given W") + ""
             ),
-            md("Pass rate with N, controlling for D: once D is known, does the turn count add anything? "
-               "(on the DEPTH tasks when present, as in the paper, else pooled)"),
+            md(
+                "Pass rate with N, controlling for D: once D is known, does the turn count add anything? "
+                "(on the DEPTH tasks when present, as in the paper, else pooled)"
+            ),
             code(
                 "if data.has_depth:\n"
                 '    own = solved.filter(pl.col("dataset") == "depth")\n'
@@ -313,7 +319,7 @@ def depth_predicts() -> nbformat.NotebookNode:
                 '    correlate(audit, "n_turns", "pass_rate", "work", "all: pass ~ N | W")'
             ),
             code(
-                "forest = pl.DataFrame(rows, schema={\"label\": pl.String, \"dataset\": pl.String, \"r\": pl.Float64,\n"
+                'forest = pl.DataFrame(rows, schema={"label": pl.String, "dataset": pl.String, "r": pl.Float64,\n'
                 '    "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64, "p": pl.Float64, "paper": pl.Float64})\n'
                 'values.update({f"r[{row[\'label\']}]": row["r"] for row in rows})\n'
                 "fig = plots.forest(forest)\n"
@@ -324,8 +330,8 @@ def depth_predicts() -> nbformat.NotebookNode:
             code(
                 "fig = plots.work_vs_pass_rate(audit)\n"
                 'saved += plots.save(fig, "work_vs_pass_rate", figures_dir)\n'
-                "for key in (\"tb2_tw_pcorr_pass_depth_given_work\", \"tb2_pcorr_pass_depth_given_work\",\n"
-                "            \"own_pcorr_pass_depth_given_work\", \"pcorr_pass_turns_given_depth\"):\n"
+                'for key in ("tb2_tw_pcorr_pass_depth_given_work", "tb2_pcorr_pass_depth_given_work",\n'
+                '            "own_pcorr_pass_depth_given_work", "pcorr_pass_turns_given_depth"):\n'
                 "    values.setdefault(key, None)\n"
                 "fig"
             ),
@@ -341,8 +347,10 @@ def labels() -> nbformat.NotebookNode:
         "labels (written by an LLM when the task was made: SETA, FACET) are kept apart from author ratings "
         "(TB2's human ratings); `difficulty_source` says which is which, never guessed.",
         [
-            md("Spearman and Kendall tau-b of the label (easy < medium < hard) with the public pass rate, per "
-               "collection that has labels, with bootstrap CIs."),
+            md(
+                "Spearman and Kendall tau-b of the label (easy < medium < hard) with the public pass rate, per "
+                "collection that has labels, with bootstrap CIs."
+            ),
             code(
                 'ORDER = ["easy", "medium", "hard"]\n'
                 "rows = []\n"
@@ -354,7 +362,7 @@ def labels() -> nbformat.NotebookNode:
                 '    corr = stats.label_correlations(part, "difficulty", "pass_rate", order=ORDER, n_boot=n_boot, seed=seed)\n'
                 '    source = part["difficulty_source"].drop_nulls().unique().to_list()\n'
                 '    rows.append(corr.with_columns(dataset=pl.lit(dataset), source=pl.lit(",".join(source) or "unknown")))\n'
-                'labels = pl.concat(rows) if rows else pl.DataFrame()\n'
+                "labels = pl.concat(rows) if rows else pl.DataFrame()\n"
                 "if labels.height:\n"
                 '    display(labels.select("dataset", "source", "statistic", "r", "ci_low", "ci_high", "p", "n"))\n'
                 '    spearman = labels.filter(pl.col("statistic") == "spearman")\n'
@@ -370,9 +378,7 @@ def labels() -> nbformat.NotebookNode:
                 '    print("No collection has at least 6 labelled tasks with a public pass rate: label correlations skipped.")\n'
                 '    values["tb2_author_label_corr_pass"] = values["generated_label_corr_pass"] = None'
             ),
-            code(
-                'fig = plots.label_pass_rates(audit)\nsaved += plots.save(fig, "label_pass_rates", figures_dir)\nfig'
-            ),
+            code('fig = plots.label_pass_rates(audit)\nsaved += plots.save(fig, "label_pass_rates", figures_dir)\nfig'),
             md("Labels against D: the rank partial correlation of D with the TB2 author rating, controlling for W."),
             code(
                 'tb2 = solved.filter((pl.col("dataset") == "tb2") & pl.col("difficulty").is_in(ORDER)).drop_nulls("work")\n'
@@ -404,7 +410,7 @@ def quadrants() -> nbformat.NotebookNode:
         [
             code(
                 "if data.has_depth:\n"
-                "    cells = stats.quadrants(audit, depth_split=2, work_split=\"median\", n_boot=n_boot, seed=seed)\n"
+                '    cells = stats.quadrants(audit, depth_split=2, work_split="median", n_boot=n_boot, seed=seed)\n'
                 "    display(cells)\n"
                 "    fig = plots.quadrants(cells)\n"
                 '    saved += plots.save(fig, "quadrants", figures_dir)\n'
@@ -416,14 +422,16 @@ def quadrants() -> nbformat.NotebookNode:
                 '    other = others["mean_percentile"].drop_nulls()\n'
                 '    values["quadrant_other_mean_percentile"] = (other.mean(), other.min(), other.max()) if other.len() else None\n'
                 "    for row in cells.iter_rows(named=True):\n"
-                '        values[f"{row[\'depth_class\']}_{row[\'work_class\']}_mean_percentile"] = row["mean_percentile"]\n'
-                '        values[f"{row[\'depth_class\']}_{row[\'work_class\']}_n"] = row["n"]\n'
+                "        values[f\"{row['depth_class']}_{row['work_class']}_mean_percentile\"] = row[\"mean_percentile\"]\n"
+                "        values[f\"{row['depth_class']}_{row['work_class']}_n\"] = row[\"n\"]\n"
                 "else:\n"
                 "    " + NO_DEPTH.format(what="the depth/work quadrants") + "\n"
                 '    values["quadrant_hardest_mean_percentile"] = values["quadrant_other_mean_percentile"] = None'
             ),
-            md("For comparison without D: the within-collection pass-rate percentile against work alone "
-               "(tasks above versus at or below the median W)."),
+            md(
+                "For comparison without D: the within-collection pass-rate percentile against work alone "
+                "(tasks above versus at or below the median W)."
+            ),
             code(
                 'ranked = audit.with_columns(stats.within_percentile(audit, "pass_rate")).drop_nulls(["work", "pass_rate"])\n'
                 "if ranked.height:\n"
@@ -432,7 +440,7 @@ def quadrants() -> nbformat.NotebookNode:
                 '        n=pl.len(), mean_percentile=pl.col("pass_rate_percentile").mean()).sort("large")\n'
                 "    display(by_work)\n"
                 "    for row in by_work.iter_rows(named=True):\n"
-                '        values[f"work_{\'large\' if row[\'large\'] else \'small\'}_mean_percentile"] = row["mean_percentile"]'
+                "        values[f\"work_{'large' if row['large'] else 'small'}_mean_percentile\"] = row[\"mean_percentile\"]"
             ),
         ],
     )
@@ -497,10 +505,12 @@ def segments() -> nbformat.NotebookNode:
         "compound? And where one environment hosts both an original task and a derived deeper one, is the "
         "derived task harder (sign test over environments)?",
         [
-            md("Per-segment reliability, over valid uncapped runs of multi-segment tasks: of the runs that "
-               "reached segment k (passed every earlier one), the share that passed it; the observed share of all "
-               "runs passing every segment up to k, against the product of the reliabilities (independent "
-               "segments would make the two equal)."),
+            md(
+                "Per-segment reliability, over valid uncapped runs of multi-segment tasks: of the runs that "
+                "reached segment k (passed every earlier one), the share that passed it; the observed share of all "
+                "runs passing every segment up to k, against the product of the reliabilities (independent "
+                "segments would make the two equal)."
+            ),
             code(SEGMENT_TABLE),
             code(
                 "segments = segment_table(trials)\n"
@@ -517,9 +527,11 @@ def segments() -> nbformat.NotebookNode:
                 '    print("No multi-segment runs (reward.json with segment keys) in this data: skipped.")\n'
                 '    values["segment_reliability"] = None'
             ),
-            md("Paired environments: each derived task beside the original it was built from (same environment). "
-               "Sign test over the pairs, zeros dropped: positive when the derived task has the lower public pass "
-               "rate (it is harder). The figure shows the two depths."),
+            md(
+                "Paired environments: each derived task beside the original it was built from (same environment). "
+                "Sign test over the pairs, zeros dropped: positive when the derived task has the lower public pass "
+                "rate (it is harder). The figure shows the two depths."
+            ),
             code(PAIRS),
             code(
                 "pairs = environment_pairs(data.tasks, audit)\n"
