@@ -11,6 +11,8 @@ with ``record_results``; analyses that need depth D print one line and are skipp
 has no capped runs.
 """
 
+# ruff: noqa: E501 - the strings below are notebook cells; their lines are the notebooks' own
+
 from __future__ import annotations
 
 import argparse
@@ -482,17 +484,23 @@ def segment_table(trials: pl.DataFrame) -> pl.DataFrame:
 PAIRS = """\
 def environment_pairs(tasks: pl.DataFrame, audit: pl.DataFrame) -> pl.DataFrame:
     \"\"\"Derived tasks (task.toml ``derived_from = "<dataset>/<task>"``) beside their original: D and pass rate.\"\"\"
-    links = tasks.select("dataset", "task", "labels").drop_nulls("labels").with_columns(
-        derived_from=pl.col("labels").str.json_path_match("$.derived_from")
-    ).drop_nulls("derived_from")
-    links = links.with_columns(pl.col("derived_from").str.split_exact("/", 1).struct.rename_fields(["o_dataset", "o_task"])).unnest("derived_from")
+    links = (
+        tasks.select("dataset", "task", derived_from=pl.col("labels").str.json_path_match("$.derived_from"))
+        .drop_nulls("derived_from")
+        .with_columns(
+            o_dataset=pl.col("derived_from").str.split("/").list.first(),
+            o_task=pl.col("derived_from").str.split("/").list.slice(1).list.join("/"),
+        )
+    )
     facts = audit.select("dataset", "task", "depth", "pass_rate")
+    originals = facts.rename(
+        {"dataset": "o_dataset", "task": "o_task", "depth": "original", "pass_rate": "original_pass_rate"}
+    )
     return (
         links.join(facts, on=["dataset", "task"], how="left")
-        .join(facts.rename({"dataset": "o_dataset", "task": "o_task", "depth": "original", "pass_rate": "original_pass_rate"}),
-              on=["o_dataset", "o_task"], how="left")
-        .select("dataset", "task", "o_dataset", "o_task", "original", derived="depth",
-                original_pass_rate="original_pass_rate", derived_pass_rate="pass_rate")
+        .join(originals, on=["o_dataset", "o_task"], how="left")
+        .select("dataset", "task", "o_dataset", "o_task", "original", "original_pass_rate",
+                derived="depth", derived_pass_rate="pass_rate")
     )"""
 
 
