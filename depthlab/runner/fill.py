@@ -108,6 +108,14 @@ def read_plan(path: str | os.PathLike[str]) -> pl.DataFrame:
     ------
     ValueError
         When a required column is missing or the file type is unknown.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, polars as pl
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "plan.csv"
+    >>> pl.DataFrame({"dataset": ["d"], "task": ["t"], "model": ["m"], "cap": [2], "attempts": [1]}).write_csv(path)
+    >>> read_plan(path).row(0)
+    ('d', 't', 'm', 2, 1)
     """
     path = Path(path)
     if path.suffix.lower() == ".parquet":
@@ -120,7 +128,16 @@ def read_plan(path: str | os.PathLike[str]) -> pl.DataFrame:
 
 
 def check_plan(plan: pl.DataFrame, *, what: str = "The 'plan' parameter of fill") -> pl.DataFrame:
-    """Validate a plan's columns and return it with ``cap`` / ``attempts`` as integers."""
+    """Validate a plan's columns and return it with ``cap`` / ``attempts`` as integers.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> check_plan(pl.DataFrame({"task": ["t"]}))
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'plan' parameter of fill must have the columns [...]; missing ['dataset', 'model', ...]
+    """
     missing = [column for column in PLAN_COLUMNS if column not in plan.columns]
     if missing:
         raise ValueError(f"{what} must have the columns {list(PLAN_COLUMNS)}; missing {missing}")
@@ -397,7 +414,14 @@ def execute(
 
 
 def count_valid_trials(jobs_dir: str | os.PathLike[str]) -> dict[tuple[str, str, int | None], int]:
-    """Valid complete trials per (task, model, cap) under ``jobs_dir``, by :func:`depthlab.load_trials`."""
+    """Valid complete trials per (task, model, cap) under ``jobs_dir``, by :func:`depthlab.load_trials`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> count_valid_trials(tempfile.mkdtemp())
+    {}
+    """
     import depthlab
 
     root = Path(jobs_dir)

@@ -59,6 +59,13 @@ def ensure_image(client: Any, task: TaskSpec, *, force_build: bool = False) -> s
     EnvironmentBuildError
         When the build fails (the message ends with the last lines of the build log), or when
         the task names only a prebuilt ``docker_image`` that is not present locally.
+
+    Examples
+    --------
+    >>> import docker  # doctest: +SKIP
+    >>> from depthlab.runner import load_task
+    >>> ensure_image(docker.from_env(), load_task("tasks/hello"))  # doctest: +SKIP
+    'depthlab-task/hello:1f0c...'
     """
     import docker.errors
 

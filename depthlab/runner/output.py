@@ -119,6 +119,13 @@ class JobDir:
         Folder name of this job.
     config : dict
         The JobConfig to write as ``config.json`` (``job_name`` and ``jobs_dir`` are filled in).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> job = JobDir(Path(tempfile.mkdtemp()), "demo", {"n_attempts": 1})
+    >>> job.new_trial_dir("hello").name.startswith("hello__")
+    True
     """
 
     def __init__(self, jobs_dir: Path, job_name: str, config: dict[str, Any]) -> None:

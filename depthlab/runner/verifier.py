@@ -29,6 +29,11 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
     Raises
     ------
     VerifierTimeoutError, AddTestsDirError, RewardFileNotFoundError, RewardFileEmptyError, VerifierOutputParseError
+
+    Examples
+    --------
+    >>> verify(box, task, Path("trial/verifier"), timeout_sec=600)  # doctest: +SKIP
+    {'reward': 1.0}
     """
     tests = task.path / "tests"
     if not (tests / "test.sh").is_file():
