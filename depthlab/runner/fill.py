@@ -21,8 +21,9 @@ Two ways to run a plan
 ----------------------
 * here, on one machine with Docker: ``depthlab fill PLAN.csv --tasks DIR --models A,B``;
 * on Harbor's cloud sandboxes, for large plans: ``depthlab plan ... --harbor-configs DIR`` writes
-  one Harbor job config per (model, cap) (see :func:`harbor_job_configs`) to run with
-  ``harbor run -c <config>``; the resulting job folders load with :func:`depthlab.load_trials`.
+  one Harbor job config per (model, cap) to run with ``harbor run --config <file>``; the resulting
+  job folders load with :func:`depthlab.load_trials` (see ``depthlab plan --help`` for the caveat:
+  Harbor's stock terminus-2 enforces ``max_turns`` but does not state the cap in its prompt).
 """
 
 from __future__ import annotations
@@ -477,36 +478,6 @@ def job_config(agent: Agent, *, n_attempts: int = 1, n_concurrent_trials: int = 
         "tasks": [],
         "artifacts": [],
     }
-
-
-def harbor_job_configs(plan: pl.DataFrame, *, dataset_path: str, agent: str = "terminus-2") -> list[dict[str, Any]]:
-    """One Harbor job config per (model, cap) of ``plan``, to run a large plan with ``harbor run -c``.
-
-    Each config names the plan's tasks (``datasets[].task_names``), the cap as terminus-2's
-    ``max_turns`` and, for the loaders, ``stated_cap``; the cap sentence must still be put in the
-    instruction (a Harbor agent does not state it by itself).
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> plan = pl.DataFrame({"dataset": ["d"], "task": ["t"], "model": ["openai/m"], "cap": [3], "attempts": [2]})
-    >>> config = harbor_job_configs(plan, dataset_path="tasks")[0]
-    >>> config["agents"][0]["kwargs"], config["n_attempts"], config["datasets"][0]["task_names"]
-    ({'max_turns': 3, 'stated_cap': 3}, 2, ['t'])
-    """
-    plan = check_plan(plan)
-    configs = []
-    for (model, cap), group in plan.group_by(["model", "cap"], maintain_order=True):
-        kwargs = {} if cap is None else {"max_turns": int(cap), "stated_cap": int(cap)}
-        configs.append(
-            {
-                "job_name": job_name(str(model), cap),
-                "n_attempts": int(group["attempts"].max() or 1),
-                "agents": [{"name": agent, "model_name": model, "kwargs": kwargs}],
-                "datasets": [{"path": dataset_path, "task_names": sorted(set(group["task"].to_list()))}],
-            }
-        )
-    return configs
 
 
 def _finish(job: JobDir, summary: FillSummary) -> None:

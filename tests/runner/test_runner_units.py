@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 
-import polars as pl
 import pytest
 from runner_helpers import API_KEY_ENV, reply, write_task
 
@@ -17,7 +16,6 @@ from depthlab.runner import (
     LLMEndpointError,
     UnsupportedTaskError,
     cap_sentence,
-    harbor_job_configs,
     limit_output,
     load_task,
     parse_reply,
@@ -195,23 +193,3 @@ def test_job_dir_resumes_its_id_and_drops_incomplete_trials(tmp_path):
     result = json.loads((job.path / "result.json").read_text())
     assert result["stats"]["n_completed_trials"] == 1
     assert json.loads((job.path / "config.json").read_text())["job_name"] == "job"
-
-
-def test_harbor_job_configs_group_the_plan_by_model_and_cap():
-    plan = pl.DataFrame(
-        {
-            "dataset": ["d"] * 4,
-            "task": ["a", "b", "a", "c"],
-            "model": ["m1", "m1", "m1", "m2"],
-            "cap": [1, 1, 3, 1],
-            "attempts": [1, 2, 1, 1],
-        }
-    )
-    configs = harbor_job_configs(plan, dataset_path="tasks")
-    assert [(c["agents"][0]["model_name"], c["agents"][0]["kwargs"].get("max_turns")) for c in configs] == [
-        ("m1", 1),
-        ("m1", 3),
-        ("m2", 1),
-    ]
-    assert configs[0]["datasets"][0]["task_names"] == ["a", "b"]
-    assert configs[0]["n_attempts"] == 2
