@@ -251,6 +251,33 @@ def write_runs(
     n_files = sum(_write_task_dir(tasks_dir, task) for task in tasks)
 
     writer = _JobWriter(jobs_dir, rng)
+    _write_all_jobs(writer, tasks, rng, flip_rate=flip_rate, invalid_rate=invalid_rate, public_attempts=public_attempts)
+    truth, model_truth = _truth_frames(tasks)
+    return SimulationSummary(
+        out_dir=out,
+        tasks_dir=tasks_dir,
+        jobs_dir=jobs_dir,
+        job_dirs=tuple(writer.job_dirs),
+        n_tasks=len(tasks),
+        n_trials=writer.n_trials,
+        n_invalid=writer.n_invalid,
+        n_files=n_files + writer.n_files,
+        seconds=time.perf_counter() - started,
+        truth=truth,
+        model_truth=model_truth,
+    )
+
+
+def _write_all_jobs(
+    writer: _JobWriter,
+    tasks: list[_Task],
+    rng: np.random.Generator,
+    *,
+    flip_rate: float,
+    invalid_rate: float,
+    public_attempts: int,
+) -> None:
+    """Capped jobs (every model x cap) and public jobs per collection, in a fixed order (determinism)."""
     for dataset in COLLECTIONS:
         members = [task for task in tasks if task.dataset == dataset]
         for spec in _MODEL_SPECS:
@@ -272,21 +299,6 @@ def write_runs(
                             trials.append(_invalid_trial(task, spec.name, None, PUBLIC_TURN_LIMIT))
                         trials.append(_public_trial(task, spec, rng))
                 writer.write_job(dataset, f"{dataset}__{_slug(spec.name)}__public", spec.name, None, trials)
-
-    truth, model_truth = _truth_frames(tasks)
-    return SimulationSummary(
-        out_dir=out,
-        tasks_dir=tasks_dir,
-        jobs_dir=jobs_dir,
-        job_dirs=tuple(writer.job_dirs),
-        n_tasks=len(tasks),
-        n_trials=writer.n_trials,
-        n_invalid=writer.n_invalid,
-        n_files=n_files + writer.n_files,
-        seconds=time.perf_counter() - started,
-        truth=truth,
-        model_truth=model_truth,
-    )
 
 
 def run_cells(plan: pl.DataFrame, summary: SimulationSummary, *, seed: int = 0) -> pl.DataFrame:
@@ -382,14 +394,14 @@ def write_cells(
     tasks = _tasks_from_summary(summary)
     specs = {spec.name: spec for spec in _MODEL_SPECS}
     rng = np.random.default_rng(seed)
-    writer = _JobWriter(summary.jobs_dir, rng)
-    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, int], list[_Trial]] = {}
     for dataset, task_name, model, cap, attempts, _depth in _effective_lookup(summary, plan):
         task = tasks[(dataset, task_name)]
         spec = specs.get(model) or _ModelSpec(model, 0.0, 0.0, 1.0, 1.0, 0.0)
         trials = groups.setdefault((dataset, model, cap), [])
         for _ in range(int(attempts)):
             trials.append(_capped_trial(task, spec, cap, _passes_capped(task.effective.get(model), cap), rng))
+    writer = _JobWriter(summary.jobs_dir, rng)
     for (dataset, model, cap), trials in sorted(groups.items()):
         writer.write_job(dataset, f"{job_name}__{_slug(model)}__cap-{cap:02d}", model, cap, trials)
     return writer.job_dirs
@@ -920,7 +932,6 @@ class _JobWriter:
         task = trial.task
         name = f"{task.name[:32].rstrip('_-')}__{_short_id(self.rng)}"
         trial_dir = os.path.join(job_dir, name)
-        os.mkdir(trial_dir)
         turns = trial.n_turns or 0
         setup_end = started + timedelta(seconds=20)
         agent_end = setup_end + timedelta(seconds=11 * turns + 3)
@@ -982,35 +993,34 @@ class _JobWriter:
             "verifier": None if invalid else {"started_at": _iso(agent_end), "finished_at": _iso(finished)},
             "step_results": None,
         }
-        files = 2
+        dirs = [trial_dir]
+        files: list[tuple[str, bytes]] = []
         if invalid:
             message = "Environment did not start within 600.0 seconds"
+            traceback = f"Traceback (most recent call last):\n{trial.exception}: {message}\n"
             result["exception_info"] = {
                 "exception_type": trial.exception,
                 "exception_message": message,
-                "exception_traceback": f"Traceback (most recent call last):\n{trial.exception}: {message}\n",
+                "exception_traceback": traceback,
                 "occurred_at": _iso(setup_end).rstrip("Z"),
             }
-            with open(os.path.join(trial_dir, "exception.txt"), "w") as handle:
-                handle.write(result["exception_info"]["exception_traceback"])
-            files += 1
+            files.append((os.path.join(trial_dir, "exception.txt"), traceback.encode()))
             self.n_invalid += 1
         else:
             agent_dir, verifier_dir = os.path.join(trial_dir, "agent"), os.path.join(trial_dir, "verifier")
-            os.mkdir(agent_dir)
-            os.mkdir(verifier_dir)
-            _write_json(os.path.join(agent_dir, "trajectory.json"), _trajectory(trial, name, setup_end))
+            dirs += [agent_dir, verifier_dir]
+            trajectory = _ENCODER.encode(_trajectory(trial, name, setup_end))
+            files.append((os.path.join(agent_dir, "trajectory.json"), trajectory))
             if task.segments:
-                _write_json(os.path.join(verifier_dir, "reward.json"), trial.rewards)
+                files.append((os.path.join(verifier_dir, "reward.json"), _ENCODER.encode(trial.rewards)))
             else:
                 reward = trial.rewards["reward"] if trial.rewards else 0.0
-                with open(os.path.join(verifier_dir, "reward.txt"), "w") as handle:
-                    handle.write(f"{int(reward)}\n")
-            files += 2
-        _write_json(os.path.join(trial_dir, "config.json"), config)
-        _write_json(os.path.join(trial_dir, "result.json"), result)
+                files.append((os.path.join(verifier_dir, "reward.txt"), f"{int(reward)}\n".encode()))
+        files.append((os.path.join(trial_dir, "config.json"), _ENCODER.encode(config)))
+        files.append((os.path.join(trial_dir, "result.json"), _ENCODER.encode(result)))
+        _write_files(dirs, files)
         self.n_trials += 1
-        self.n_files += files
+        self.n_files += len(files)
         return name, finished
 
 
@@ -1068,6 +1078,14 @@ def _trajectory(trial: _Trial, session: str, started: datetime) -> dict[str, Any
             "total_steps": len(steps),
         },
     }
+
+
+def _write_files(dirs: list[str], files: list[tuple[str, bytes]]) -> None:
+    for folder in dirs:
+        os.mkdir(folder)
+    for path, data in files:
+        with open(path, "wb") as handle:
+            handle.write(data)
 
 
 def _write_json(path: str | Path, value: object) -> None:
