@@ -415,6 +415,7 @@ def reproduce(
     if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
         raise ValueError(f"The 'jobs' parameter of {function} must be a positive integer, got {jobs!r}")
     out = Path(out).expanduser().resolve()
+    docs_dir = None if docs_dir is None else Path(docs_dir).expanduser().resolve()
     folders = {part: out / part for part in ("notebooks", "figures", "results", "cache")}
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
@@ -440,7 +441,7 @@ def reproduce(
     figures = sorted(folders["figures"].glob("*.png"))
     index = _write_index(out, data_dir, names, results, figures, seconds)
     if docs_dir is not None:
-        _copy_readme_figures(folders["figures"], Path(docs_dir))
+        _copy_readme_figures(folders["figures"], docs_dir)
     return Reproduction(out, data_dir, executed, figures, results, index, seconds)
 
 
@@ -572,7 +573,8 @@ def _execute(source: Path, out_dir: Path, parameters: Mapping[str, Any], kernel:
             str(output),
             parameters=dict(parameters),
             kernel_name=kernel,
-            cwd=str(source.parent),
+            # no cwd=: papermill would chdir this whole process, which races between the notebooks run in
+            # threads; every path the notebooks get is absolute, so the kernel's working folder does not matter
             progress_bar=False,
             log_output=False,
         )
