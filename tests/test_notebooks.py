@@ -80,9 +80,16 @@ def _segment_reliability(trials: pl.DataFrame) -> list[float]:
 
 
 def test_notebooks_on_the_simulated_demo(tmp_path):
-    run = reproduce.reproduce(out=tmp_path / "out", scale=0.15, seed=SEED, n_boot=N_BOOT, progress=False)
+    cwd = Path.cwd()
+    run = reproduce.reproduce(
+        out=tmp_path / "out", scale=0.15, seed=SEED, n_boot=N_BOOT, progress=False, docs_dir=tmp_path / "docs"
+    )
+    assert Path.cwd() == cwd  # running notebooks in threads must not move this process
     assert [p.stem for p in run.notebooks] == list(reproduce.NOTEBOOKS)
     figures = _check_figures(run)
+    for name in reproduce.README_FIGURES:
+        with Image.open(tmp_path / "docs" / f"{name}.png") as image:
+            assert image.width <= 1100, name
     assert {"turns_vs_depth", "forest_partial_correlations", "quadrants", "segment_reliability"} <= figures
 
     present = {p.name for p in (run.data_dir / "tasks").iterdir()}
