@@ -34,7 +34,9 @@ turn) and in per-turn reliability:
   stated cap): the model batches badly, taking ``N = max(e_m, W/batch_m)`` turns plus
   exploration, times log-normal noise, so N overstates D and follows W. It passes with
   probability ``reliability_m ** e_m`` (each sequential turn can go wrong), so the pass rate
-  falls with D beyond W, and N carries nothing about passing beyond D.
+  falls with D beyond W, and N carries nothing about passing beyond D. A model that cannot
+  solve a task fails its public runs after the usual number of turns; a task beyond every
+  model makes them flail, often into the harness limit (``hit_limit``).
 * **Infrastructure errors**: with probability ``invalid_rate`` a cell also gets an extra
   trial that died with ``EnvironmentStartTimeoutError`` (invalid: no reward, no trajectory),
   before its valid attempt.
@@ -1176,7 +1178,7 @@ def _tasks_from_summary(summary: SimulationSummary) -> dict[tuple[str, str], _Ta
     out = {}
     for row in summary.truth.iter_rows(named=True):
         key = (row["dataset"], row["task"])
-        toml = summary.tasks_dir / row["dataset"] / row["task"] / "instruction.md"
+        instruction = summary.tasks_dir / row["dataset"] / row["task"] / "instruction.md"
         task = _Task(
             dataset=row["dataset"],
             name=row["task"],
@@ -1186,7 +1188,7 @@ def _tasks_from_summary(summary: SimulationSummary) -> dict[tuple[str, str], _Ta
             segments=tuple(row["segments"] or ()),
             derived_from=row["derived_from"],
             environment=row["environment"],
-            instruction=toml.read_text() if toml.exists() else "",
+            instruction=instruction.read_text() if instruction.exists() else "",
             checksum=row["checksum"] or "",
         )
         out[key] = task
