@@ -102,7 +102,7 @@ def test_notebooks_on_the_simulated_demo(tmp_path):
 
     # 01 collections
     values = _values(run, "01_collections")
-    synthetic = solved.filter(pl.col("curation") == "synthetic")
+    synthetic = solved.filter(pl.col("dataset").is_in(["tmax", "facet", "seta", "rst"]))
     assert values["audited_tasks"] == audit.height
     assert values["synthetic_solved_tasks"] == synthetic.height
     assert values["synthetic_solved_depth_le_3"] == synthetic.filter(pl.col("depth") <= 3).height
