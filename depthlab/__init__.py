@@ -27,8 +27,11 @@ _EXPORTS: dict[str, str] = {
     "TrialLoad": "depthlab.io",
     "LoadError": "depthlab.io",
     "load_dataset": "depthlab.datasets",
+    "load_datasets": "depthlab.datasets",
     "datasets": "depthlab.datasets",
+    "Audit": "depthlab.datasets",
     "estimate_depth": "depthlab.measures",
+    "second_model_effect": "depthlab.measures",
     "turn_counts": "depthlab.measures",
     "pass_rates": "depthlab.measures",
     "audit_table": "depthlab.measures",
@@ -36,13 +39,49 @@ _EXPORTS: dict[str, str] = {
 }
 _SUBMODULES: tuple[str, ...] = ("schema", "stats", "simulate", "plots", "paper", "widgets", "runner", "io", "measures")
 
-__all__ = ["CAPS", "__version__", *_EXPORTS, *_SUBMODULES]
+# a literal list, so that linters and IDEs see the public API (tests check it matches the tables above)
+__all__ = [
+    "CAPS",
+    "Audit",
+    "LoadError",
+    "Rejected",
+    "TrialLoad",
+    "__version__",
+    "audit_table",
+    "datasets",
+    "estimate_depth",
+    "io",
+    "load_dataset",
+    "load_datasets",
+    "load_tasks",
+    "load_trials",
+    "measures",
+    "paper",
+    "pass_rates",
+    "plan_missing",
+    "plots",
+    "read_trials",
+    "runner",
+    "schema",
+    "second_model_effect",
+    "simulate",
+    "stats",
+    "turn_counts",
+    "widgets",
+]
 
 if TYPE_CHECKING:  # pragma: no cover
     from depthlab import io, measures, paper, plots, runner, schema, simulate, stats, widgets
-    from depthlab.datasets import datasets, load_dataset
+    from depthlab.datasets import Audit, datasets, load_dataset, load_datasets
     from depthlab.io import LoadError, Rejected, TrialLoad, load_tasks, load_trials, read_trials
-    from depthlab.measures import audit_table, estimate_depth, pass_rates, plan_missing, turn_counts
+    from depthlab.measures import (
+        audit_table,
+        estimate_depth,
+        pass_rates,
+        plan_missing,
+        second_model_effect,
+        turn_counts,
+    )
 
 
 def __getattr__(name: str) -> Any:

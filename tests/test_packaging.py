@@ -43,6 +43,7 @@ def test_environment_yml_and_setup_cfg_declare_the_same_dependencies():
 def test_public_api_names_resolve():
     missing = [name for name in dl.__all__ if not hasattr(dl, name)]
     assert missing == []
+    assert set(dl.__all__) == {"CAPS", "__version__", *dl._EXPORTS, *dl._SUBMODULES}
     assert dl.CAPS == (1, 2, 3, 5, 10, 20, 40, 80)
 
 
