@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -48,16 +47,20 @@ class _Meta(msgspec.Struct):
     n_seen: int
 
 
-@dataclass(frozen=True)
 class Entry:
-    """A cache entry: ``table`` has the extra :data:`UNIT` column and the pre-attempt hint."""
+    """A cache entry: ``table`` has the extra :data:`UNIT` column and the pre-attempt hint.
 
-    table: pl.DataFrame
-    rejected: list[tuple[Rejected, str]]
-    n_seen: int
-    changed: frozenset[str]  # units (and GLOBAL) with a changed, added or removed file
-    units: frozenset[str]  # units that gave a row or a rejection
-    deps: list[tuple[Dep, str]]  # every remembered file with its unit
+    What only a partial reload needs (the units, the remembered files) is built on first use,
+    so that the common case, nothing changed, stays a stat per file and a parquet read.
+    """
+
+    def __init__(self, table: pl.DataFrame, meta: _Meta, changed: frozenset[str]) -> None:
+        self.table = table
+        self.n_seen = meta.n_seen
+        self.changed = changed  # units (and GLOBAL) with a changed, added or removed file
+        self.rejected = [(Rejected(path, reason), unit) for path, reason, unit in meta.rejected]
+        self._meta = meta
+        self._units: frozenset[str] | None = None
 
     @property
     def unchanged(self) -> bool:
@@ -65,8 +68,19 @@ class Entry:
         return not self.changed
 
     def reusable(self, unit: str) -> bool:
-        """True when ``unit`` was cached and none of its files changed."""
-        return unit != GLOBAL and unit in self.units and unit not in self.changed
+        """True when ``unit`` was cached (it gave a row or a rejection) and none of its files changed."""
+        if self._units is None:
+            self._units = frozenset(self.table[UNIT].unique().to_list()) | {unit for _, unit in self.rejected}
+        return unit != GLOBAL and unit in self._units and unit not in self.changed
+
+    def deps_of(self, units: set[str]) -> list[tuple[Dep, str]]:
+        """The remembered files of ``units``, with their unit."""
+        meta = self._meta
+        return [
+            ((path, size, mtime), owner)
+            for path, size, mtime, owner in zip(meta.paths, meta.sizes, meta.mtimes, meta.owners, strict=True)
+            if owner in units
+        ]
 
 
 def cache_dir() -> Path:
@@ -99,13 +113,7 @@ def load(key: str) -> Entry | None:
         table = pl.read_parquet(folder / f"trials-{key}.parquet")
     except (OSError, msgspec.DecodeError, msgspec.ValidationError, pl.exceptions.PolarsError):
         return None
-    rejected = [(Rejected(path, reason), unit) for path, reason, unit in meta.rejected]
-    units = frozenset(table[UNIT].unique().to_list()) | {unit for _, unit in rejected}
-    deps = [
-        ((path, size, mtime), owner)
-        for path, size, mtime, owner in zip(meta.paths, meta.sizes, meta.mtimes, meta.owners, strict=True)
-    ]
-    return Entry(table, rejected, meta.n_seen, frozenset(_changed_owners(meta)), units, deps)
+    return Entry(table, meta, frozenset(_changed_owners(meta)))
 
 
 def save(
@@ -138,11 +146,10 @@ def save(
 
 def _changed_owners(meta: _Meta) -> set[str]:
     changed: set[str] = set()
+    stat_path = os.stat
     for path, size, mtime, owner in zip(meta.paths, meta.sizes, meta.mtimes, meta.owners, strict=True):
-        if owner in changed:
-            continue
         try:
-            info = os.stat(path)
+            info = stat_path(path)
         except OSError:
             if size != ABSENT:
                 changed.add(owner)

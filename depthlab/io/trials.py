@@ -417,12 +417,8 @@ def _frame(assembly: _Assembly, entry: _cache.Entry | None) -> pl.DataFrame:
     assembly.n_seen += len(reused_rejected)
     if assembly.strict and reused_rejected:
         raise LoadError(str(reused_rejected[0][0]))
-    assembly.deps.extend(_reused_deps(entry, assembly.reused))
+    assembly.deps.extend(entry.deps_of(assembly.reused))
     return pl.concat([fresh, old.cast(fresh.schema)])
-
-
-def _reused_deps(entry: _cache.Entry, reused: set[str]) -> list[tuple[Dep, str]]:
-    return [(dep, unit) for dep, unit in entry.deps if unit in reused]
 
 
 def _table(frame: pl.DataFrame) -> pl.DataFrame:
