@@ -139,6 +139,12 @@ def test_pass_rule_majority_against_any():
     assert _row(estimate_depth(_trials(rows), pass_rule="majority"))["depth"] == 2
 
 
+def test_trials_without_a_model_are_left_out():
+    depth = estimate_depth(_trials([("t", None, 1, "pass"), ("t", "a", 1, "fail"), ("t", "a", 2, "pass")]))
+    row = _row(depth)
+    assert (row["depth"], row["n_models"], json.loads(row["depth_by_model"])) == (2, 1, {"a": 2})
+
+
 def test_custom_caps_and_models_filter():
     rows = [("t", "a", 4, "fail"), ("t", "a", 7, "pass"), ("t", "z", 4, "pass")]
     row = _row(estimate_depth(_trials(rows), caps=(4, 7), models=["a"]))

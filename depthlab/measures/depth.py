@@ -53,7 +53,8 @@ def evidence_grid(
     (the model's state at the top cap), needed (bool).
     """
     top = caps[-1]
-    capped = trials.select(_TRIAL_COLUMNS).filter(pl.col("cap").is_in(caps))
+    # a trial without a model cannot be credited to anyone: it is left out
+    capped = trials.select(_TRIAL_COLUMNS).filter(pl.col("cap").is_in(caps) & pl.col("model").is_not_null())
     if models is not None:
         capped = capped.filter(pl.col("model").is_in(models))
     cells = (
@@ -113,8 +114,8 @@ def estimate_depth(
 ) -> pl.DataFrame:
     """Estimate each task's depth D from turn-capped runs.
 
-    Only trials with a ``cap`` on the ladder and a valid status (``pass`` or ``fail``; never
-    ``invalid``) count. A cell (model, cap) passes under ``pass_rule``: ``"any"`` valid attempt
+    Only trials with a ``cap`` on the ladder, a ``model`` and a valid status (``pass`` or
+    ``fail``; never ``invalid``) count. A cell (model, cap) passes under ``pass_rule``: ``"any"`` valid attempt
     passes, or a ``"majority"`` (at least half) of the valid attempts pass. D is the minimum
     over models of each model's smallest passing cap.
 
