@@ -11,8 +11,9 @@ Field by field:
 * ``task``: ``task_id``; ``trial``: ``trial_name``; ``attempt``: the ``N`` of ``N-of-M`` in
   the trial name (``hello-world.1-of-5``), runs ordered by start time (see ``read_trials``).
 * ``agent``: ``run_metadata.agent_name``, else ``tb.lock`` ``agent.name``; ``model``:
-  ``run_metadata.model_name``, else ``tb.lock`` ``agent.model_name``, else the model part of a
-  leaderboard submission folder ``<YYYYMMDD>_<agent>_<model>`` (the text after the last ``_``).
+  ``run_metadata.model_name``, else ``tb.lock`` ``agent.model_name``; else, for both, the parts
+  of a leaderboard submission folder ``<YYYYMMDD>_<agent>_<model>`` (the model is the text
+  after the last ``_``).
 * ``job``: ``run_metadata.run_id``, else the run directory name.
 * ``reward``: 1.0 / 0.0 from ``is_resolved`` (null when null); ``status``: ``pass`` when
   resolved, else ``fail`` under both rules. TB1's leaderboard divides by every trial
@@ -37,7 +38,7 @@ from depthlab.io._status import harness_turn_limit
 from depthlab.io.harbor import Options, _apply_cap_rule, epoch_us, utc
 
 _ATTEMPT = re.compile(r"\.(\d+)-of-(\d+)(?:\.|$)")
-_SUBMISSION = re.compile(r"^\d{8}_.+_(?P<model>[^_]+)$")
+_SUBMISSION = re.compile(r"^\d{8}_(?P<agent>.+)_(?P<model>[^_]+)$")
 _QUIET_FAILURE_MODES = frozenset({"unset", "none"})
 RUN_FILE_SUFFIXES = ("__results.json", "_results.json")
 
@@ -110,7 +111,8 @@ def trial_file_row(
     parsed = read_json(path, deps, TrialResults)
     if parsed.results is not None:
         return None
-    run_dir = _find_run_dir(os.path.dirname(os.path.dirname(path)), deps)
+    # <run>/<task>/<trial>/results.json
+    run_dir = _find_run_dir(os.path.dirname(os.path.dirname(os.path.dirname(path))), deps)
     run = _run_context(run_dir, deps, runs)
     return _row(parsed, path, run, options, fallback_dataset, os.path.dirname(path))
 
@@ -218,20 +220,22 @@ def _run_context(run_dir: str, deps: list[Dep], runs: dict[str, tuple[_Run, list
             except _Reject:
                 lock_agent = _LockAgent()  # the lock only fills gaps; a bad one is not worth a rejection
             agent, model = agent or lock_agent.name, model or lock_agent.model_name
-    if model is None:
-        model = _model_from_folders(run_dir)
+    if agent is None or model is None:
+        folder_agent, folder_model = _names_from_folders(run_dir)
+        agent, model = agent or folder_agent, model or folder_model
     run = _Run(agent, model, meta.run_id or os.path.basename(run_dir), meta.dataset_name, meta.agent_kwargs or {})
     runs[run_dir] = (run, run_deps)
     deps.extend(run_deps)
     return run
 
 
-def _model_from_folders(run_dir: str) -> str | None:
+def _names_from_folders(run_dir: str) -> tuple[str | None, str | None]:
+    """(agent, model) from a leaderboard submission folder ``<YYYYMMDD>_<agent>_<model>`` (the run or its parent)."""
     for folder in (os.path.basename(run_dir), os.path.basename(os.path.dirname(run_dir))):
         match = _SUBMISSION.match(folder)
         if match:
-            return match.group("model")
-    return None
+            return match.group("agent"), match.group("model")
+    return None, None
 
 
 def _episode_count(trial_dir: str) -> int | None:

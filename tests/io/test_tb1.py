@@ -77,3 +77,18 @@ def test_timestamp_named_run_file(samples, tmp_path):
     trials = read_trials(folder, cache=False).trials
     assert trials.height == 80
     assert trials["job"].unique().to_list() == ["2025-09-01__10-00-00"]
+
+
+def test_run_without_metadata_takes_names_from_folders(samples, tmp_path):
+    entry = read_json(samples / DROID_RUN / "tb_rc2_sonnet_1" / "results.json")["results"][0]
+    for run in ("run1_2025-08-10__05-27-18", "run2_2025-08-10__21-53-39"):
+        name = f"{entry['task_id']}.1-of-1.{run.split('_', 1)[1]}"
+        trial = tmp_path / "20250811_cursor-cli_claude-4-sonnet" / run / entry["task_id"] / name
+        trial.mkdir(parents=True)
+        start = f"2025-08-1{run[3]}T00:00:00+00:00"
+        (trial / "results.json").write_text(json.dumps(dict(entry, trial_name=name, trial_started_at=start)))
+    trials = read_trials(tmp_path, cache=False).trials.sort("attempt")
+    assert trials["job"].to_list() == ["run1_2025-08-10__05-27-18", "run2_2025-08-10__21-53-39"]
+    assert trials["attempt"].to_list() == [1, 2]
+    assert trials["agent"].unique().to_list() == ["cursor-cli"]
+    assert trials["model"].unique().to_list() == ["claude-4-sonnet"]
