@@ -333,7 +333,10 @@ def record_results(
 
 
 def ensure_kernel(name: str = _KERNEL) -> str:
-    """Register the Jupyter kernel ``name`` for this Python when it is missing; return its name.
+    """Make sure the Jupyter kernel ``name`` runs this Python; register it when missing; return its name.
+
+    A kernel of that name that starts another interpreter (say, from another virtualenv) would run the
+    notebooks without this depthlab: that is an error naming the kernel's folder, not a silent mix-up.
 
     Examples
     --------
@@ -342,12 +345,24 @@ def ensure_kernel(name: str = _KERNEL) -> str:
     """
     from jupyter_client.kernelspec import KernelSpecManager
 
-    if name in KernelSpecManager().find_kernel_specs():
-        return name
-    command = [sys.executable, "-m", "ipykernel", "install", "--sys-prefix", "--name", name]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"could not register the Jupyter kernel {name!r}: {done.stderr.strip()}")
+    manager = KernelSpecManager()
+    if name not in manager.find_kernel_specs():
+        command = [sys.executable, "-m", "ipykernel", "install", "--sys-prefix", "--name", name]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"could not register the Jupyter kernel {name!r}: {done.stderr.strip()}")
+        manager = KernelSpecManager()
+    spec = manager.get_kernel_spec(name)
+    python = Path(spec.argv[0]) if spec.argv else None
+    if (
+        python is not None
+        and python.is_absolute()
+        and python.parent.absolute() != Path(sys.executable).parent.absolute()
+    ):
+        raise RuntimeError(
+            f"the Jupyter kernel {name!r} ({spec.resource_dir}) starts {python}, not this Python "
+            f"({sys.executable}); remove it or run: {sys.executable} -m ipykernel install --sys-prefix --name {name}"
+        )
     return name
 
 

@@ -158,6 +158,16 @@ def test_the_kernel_is_registered():
     assert "depthlab" in KernelSpecManager().find_kernel_specs()
 
 
+def test_a_kernel_of_another_python_is_an_error(tmp_path, monkeypatch):
+    spec = tmp_path / "kernels" / "depthlab-elsewhere"
+    spec.mkdir(parents=True)
+    argv = ["/opt/other-env/bin/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "x", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    with pytest.raises(RuntimeError, match=r"depthlab-elsewhere.* starts /opt/other-env/bin/python, not this Python"):
+        reproduce.ensure_kernel("depthlab-elsewhere")
+
+
 def test_notebooks_are_generated_and_committed_without_outputs():
     import subprocess
     import sys
