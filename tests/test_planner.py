@@ -116,13 +116,15 @@ def _run(plan: pl.DataFrame, truth: dict[tuple[str, str], int | None]) -> pl.Dat
     st.lists(st.tuples(_LADDER_OR_NEVER, _LADDER_OR_NEVER), min_size=1, max_size=5),
     st.sampled_from(["sweep", "adaptive"]),
     st.lists(st.tuples(st.integers(0, 4), st.sampled_from("ab"), st.sampled_from(CAPS)), max_size=10),
+    st.integers(1, 3),
+    st.sampled_from(["any", "majority"]),
 )
-def test_replanning_pins_every_depth(model_depths, mode, known_cells):
+def test_replanning_pins_every_depth(model_depths, mode, known_cells, attempts, pass_rule):
     names = [f"t{i}" for i in range(len(model_depths))]
     truth = {
         (name, m): depth
         for name, pair in zip(names, model_depths, strict=True)
-        for m, depth in zip("ab", pair, strict=False)
+        for m, depth in zip("ab", pair, strict=True)
     }
     # some cells are already known (consistent with the truth), some attempts died
     start = [(names[i % len(names)], m, c) for i, m, c in known_cells]
@@ -139,12 +141,12 @@ def test_replanning_pins_every_depth(model_depths, mode, known_cells):
     )
     known = pl.concat([known, _trials([(t, m, c, "invalid") for t, m, c in start[:2]])])
     for _ in range(len(CAPS) + 2):
-        plan = plan_missing(known, _tasks(names), models=["a", "b"], mode=mode)
+        plan = plan_missing(known, _tasks(names), models=["a", "b"], mode=mode, attempts=attempts, pass_rule=pass_rule)
         if plan.is_empty():
             break
         known = pl.concat([known, _run(plan, truth)])
     assert plan.is_empty()
-    depth = estimate_depth(known, models=["a", "b"])
+    depth = estimate_depth(known, models=["a", "b"], pass_rule=pass_rule)
     for name, pair in zip(names, model_depths, strict=True):
         reachable = [d for d in pair if d is not None]
         row = depth.filter(pl.col("task") == name).row(0, named=True)
@@ -264,3 +266,8 @@ def test_cli_depth_reports_bad_caps(tmp_path, capsys):
     assert cli.main(["simulate", str(out), "--scale", "0.01", "--public-attempts", "0"]) == 0
     assert cli.main(["depth", str(out / "jobs"), "--caps", "5,1", "-o", str(tmp_path / "d.csv")]) == 1
     assert "The 'caps' parameter of estimate_depth" in capsys.readouterr().err
+
+
+def test_cli_simulate_reports_bad_parameters(tmp_path, capsys):
+    assert cli.main(["simulate", str(tmp_path / "x"), "--scale", "0"]) == 1
+    assert "The 'scale' parameter of write_runs" in capsys.readouterr().err
