@@ -383,7 +383,36 @@ def labels() -> nbformat.NotebookNode:
                 '    values["tb2_author_label_corr_pass"] = values["generated_label_corr_pass"] = None'
             ),
             code('fig = plots.label_pass_rates(audit)\nsaved += plots.save(fig, "label_pass_rates", figures_dir)\nfig'),
-            md("Labels against D: the rank partial correlation of D with the TB2 author rating, controlling for W."),
+            md(
+                "TMax has no difficulty label but generation-time axes; its `task_complexity` (short < moderate < "
+                "complex < intricate) is read from the task labels and set against the pass rate the same way."
+            ),
+            code(
+                'AXIS = ["short", "moderate", "complex", "intricate"]\n'
+                "axes = data.tasks.select(\n"
+                '    "dataset", "task", task_complexity=pl.col("labels").str.json_path_match("$.task_complexity")\n'
+                ').join(audit.select("dataset", "task", "pass_rate"), on=["dataset", "task"])\n'
+                'axes = axes.filter(pl.col("task_complexity").is_in(AXIS)).drop_nulls("pass_rate")\n'
+                'if axes.height >= 6 and axes["task_complexity"].n_unique() >= 2:\n'
+                '    result = stats.spearman(axes, "task_complexity", "pass_rate", order=AXIS, n_boot=n_boot, seed=seed)\n'
+                "    print(result)\n"
+                '    values["tmax_task_complexity_corr_pass"] = result.r\n'
+                "else:\n"
+                '    print("No task carries a task_complexity label (TMax): skipped.")'
+            ),
+            md(
+                "Labels against D: Spearman of each collection's label with D over solved tasks, and the rank "
+                "partial correlation of D with the TB2 author rating, controlling for W."
+            ),
+            code(
+                "for dataset in data.datasets:\n"
+                '    part = solved.filter((pl.col("dataset") == dataset) & pl.col("difficulty").is_in(ORDER))\n'
+                '    if part.height < 6 or part["difficulty"].n_unique() < 2 or part["depth"].n_unique() < 2:\n'
+                "        continue\n"
+                '    result = stats.spearman(part, "difficulty", "depth", order=ORDER, n_boot=n_boot, seed=seed)\n'
+                '    print(f"{plots.name(dataset)}: {result}")\n'
+                '    values[f"{dataset}_label_corr_depth"] = result.r'
+            ),
             code(
                 'tb2 = solved.filter((pl.col("dataset") == "tb2") & pl.col("difficulty").is_in(ORDER)).drop_nulls("work")\n'
                 'if data.has_depth and tb2.height >= 6 and tb2["difficulty"].n_unique() >= 2:\n'

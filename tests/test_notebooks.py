@@ -143,6 +143,24 @@ def test_notebooks_on_the_simulated_demo(tmp_path):
     expected = stats.partial_spearman(rated, "depth", "difficulty", "work", n_boot=N_BOOT, seed=SEED, order=LABELS)
     assert values["tb2_pcorr_depth_author_difficulty"] == pytest.approx(_triple(expected), rel=1e-9)
 
+    axis = ["short", "moderate", "complex", "intricate"]
+    complexity = {
+        (dataset, task): json.loads(labels or "{}").get("task_complexity")
+        for dataset, task, labels in bundle.tasks.select("dataset", "task", "labels").iter_rows()
+    }
+    tmax = (
+        audit.with_columns(
+            task_complexity=pl.Series([complexity[key] for key in zip(audit["dataset"], audit["task"], strict=True)])
+        )
+        .filter(pl.col("task_complexity").is_in(axis))
+        .drop_nulls("pass_rate")
+    )
+    expected = stats.spearman(tmax, "task_complexity", "pass_rate", order={"task_complexity": axis}, n_boot=0)
+    assert values["tmax_task_complexity_corr_pass"] == pytest.approx(expected.r, rel=1e-12)
+    facet = solved.filter((pl.col("dataset") == "facet") & pl.col("difficulty").is_in(LABELS))
+    expected = stats.spearman(facet, "difficulty", "depth", order={"difficulty": LABELS}, n_boot=0)
+    assert values["facet_label_corr_depth"] == pytest.approx(expected.r, rel=1e-12)
+
     # 05 quadrants
     values = _values(run, "05_quadrants")
     cells = stats.quadrants(audit, depth_split=2, work_split="median", n_boot=N_BOOT, seed=SEED)
