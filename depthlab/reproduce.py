@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -492,10 +493,27 @@ def _load(folder: Path, names: Sequence[str], models: Sequence[str] | None, caps
 
 
 def _cache_key(folder: Path, names: Sequence[str], models: Sequence[str] | None, caps: Sequence[int]) -> str:
-    # the data folder's newest modification time is part of the key, so edited data is reloaded
-    stamp = max((p.stat().st_mtime_ns for p in (folder, *folder.glob("*"))), default=0)
-    text = json.dumps([str(folder), stamp, list(names), models and list(models), list(caps)])
+    text = json.dumps([str(folder), _tree_stamp(folder), list(names), models and list(models), list(caps)])
     return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def _tree_stamp(folder: Path, depth: int = 3) -> tuple[int, int]:
+    # newest modification time and number of entries in the top levels of the data folder (root, tasks|jobs,
+    # <dataset>, <job>|<task>): a trial or job added anywhere in a Harbor tree changes a directory up there,
+    # so the tables reload; walking every trial file would cost seconds per notebook
+    newest, count = folder.stat().st_mtime_ns, 0
+    level = [str(folder)]
+    for _ in range(depth):
+        below = []
+        for path in level:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    info = entry.stat(follow_symlinks=False)
+                    newest, count = max(newest, info.st_mtime_ns), count + 1
+                    if entry.is_dir(follow_symlinks=False):
+                        below.append(entry.path)
+        level = below
+    return newest, count
 
 
 def _read_cache(folder: Path, data_dir: Path) -> AuditData | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import nbformat
 import polars as pl
@@ -67,6 +68,15 @@ def test_audit_data_cache_round_trips(demo, tmp_path):
     subset = reproduce.audit_data(demo, datasets=["tb2"], cache_dir=tmp_path)
     assert subset.audit["dataset"].unique().to_list() == ["tb2"]
     assert len(list(tmp_path.glob("*/.complete"))) == 2
+
+
+def test_a_run_added_inside_a_job_invalidates_the_cached_tables(demo, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(demo, data)
+    key = reproduce._cache_key(data, ["tb2"], None, (1, 2))
+    job = next((data / "jobs" / "tb2").iterdir())
+    (job / "new-trial__x").mkdir()  # what a resumed or filled run adds, three levels down
+    assert reproduce._cache_key(data, ["tb2"], None, (1, 2)) != key
 
 
 def test_audit_data_on_real_tb2_data_has_no_depth(shared_data):
