@@ -610,6 +610,8 @@ def _execute(source: Path, out_dir: Path, parameters: Mapping[str, Any], kernel:
             # threads; every path the notebooks get is absolute, so the kernel's working folder does not matter
             progress_bar=False,
             log_output=False,
+            # the kernel logs a TCP-transport warning at start and a KeyboardInterrupt at shutdown: noise here
+            extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
         )
     except PapermillExecutionError as error:
         # papermill counts the injected-parameters cell; report the cell index of the notebook as committed
