@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from depthlab import schema
-from depthlab.io._status import STATUS_RULES
+from depthlab.io import STATUS_RULES
 
 if TYPE_CHECKING:  # pragma: no cover
     from depthlab.io import Rejected

@@ -81,7 +81,7 @@ def read_index(path: str | Path, *, dataset: str = "rst") -> tuple[pl.DataFrame,
     >>> from depthlab.datasets import rst
     >>> tasks, skipped = rst.read_index("data/rst/metadata/tasks.parquet")  # doctest: +SKIP
     """
-    from depthlab.io.tasks import _NOT_LABELS, _label_columns, _TaskError, _work_columns
+    from depthlab.io.tasks import NOT_LABELS, TaskFormatError, label_columns, work_columns
 
     path = Path(path)
     index = pl.read_parquet(path)
@@ -98,11 +98,11 @@ def read_index(path: str | Path, *, dataset: str = "rst") -> tuple[pl.DataFrame,
             continue
         metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
         try:  # the same reading of [metadata] and of the solution as depthlab.io.load_tasks
-            row = _label_columns(metadata, _NOT_LABELS, f"{path}#row{i}")
-        except _TaskError as error:
+            row = label_columns(metadata, NOT_LABELS, f"{path}#row{i}")
+        except TaskFormatError as error:
             skipped.append(f"row {i}: {error.reason}")
             continue
-        row.update(_work_columns(row_fields["solution"], "no solution in the index (solution is null)"))
+        row.update(work_columns(row_fields["solution"], "no solution in the index (solution is null)"))
         extra = {"shard": row_fields.get("shard"), "member_prefix": row_fields.get("member_prefix")}
         row.update(
             dataset=dataset,

@@ -34,7 +34,7 @@ import polars as pl
 from depthlab import schema
 from depthlab.datasets._base import Audit, DatasetInfo, check_path, check_status_rule, json_object, make_audit
 from depthlab.datasets._harbor_tree import load_root
-from depthlab.io._status import trial_status
+from depthlab.io import trial_status
 
 INFO = DatasetInfo(
     name="tb2",

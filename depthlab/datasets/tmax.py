@@ -60,7 +60,7 @@ NO_SOLUTION_NOTE = "TMax ships no reference solution (no solve.sh)"
 SOLVER_AGENT = "tmax-solve"
 
 # task.json keys that are text or truth, not labels
-_NOT_LABELS = {"description", "truth", "name", "scenario", "primitive_skills"}
+NOT_LABELS = {"description", "truth", "name", "scenario", "primitive_skills"}
 
 
 def load(root: str | Path, *, name: str = "tmax", status_rule: str = "leaderboard") -> Audit:
@@ -121,7 +121,7 @@ def read_native(tasks_dir: str | Path, *, dataset: str = "tmax") -> tuple[pl.Dat
             pass_at_k[model] = summary.get("pass_at_k")
             trial_rows.extend(_solve_trials(summary, dataset=dataset, task=task, model=model, path=summary_path))
         description = meta.get("description") or ""
-        labels = {key: value for key, value in meta.items() if key not in _NOT_LABELS}
+        labels = {key: value for key, value in meta.items() if key not in NOT_LABELS}
         labels["pass_at_k"] = pass_at_k or None
         if meta.get("name") not in (None, task):
             labels["name"] = meta["name"]

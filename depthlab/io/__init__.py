@@ -11,7 +11,18 @@ Nothing here computes statistics.
 from __future__ import annotations
 
 from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning
+from depthlab.io.status import STATUS_RULES, trial_status
 from depthlab.io.tasks import load_tasks
 from depthlab.io.trials import TrialLoad, load_trials, read_trials
 
-__all__ = ["LoadError", "Rejected", "RejectedFilesWarning", "TrialLoad", "load_tasks", "load_trials", "read_trials"]
+__all__ = [
+    "STATUS_RULES",
+    "LoadError",
+    "Rejected",
+    "RejectedFilesWarning",
+    "TrialLoad",
+    "load_tasks",
+    "load_trials",
+    "read_trials",
+    "trial_status",
+]

@@ -39,7 +39,7 @@ import msgspec
 from depthlab.io import atif
 from depthlab.io._errors import _Reject
 from depthlab.io._files import Dep, decode_json, exists, read_bytes_if_exists, read_json, read_text
-from depthlab.io._status import _as_int, harness_turn_limit, stated_cap, trial_status
+from depthlab.io.status import _as_int, harness_turn_limit, stated_cap, trial_status
 
 CapRule = Callable[[dict], "int | None"]
 

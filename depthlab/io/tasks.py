@@ -38,7 +38,7 @@ _KNOWN_TOML_VERSIONS: Final[frozenset[str]] = frozenset({"1.0", "1.1", "1.2"})
 _COLUMNS_FROM_LABELS: Final[frozenset[str]] = frozenset(
     {"difficulty", "category", "tags", "expert_time_estimate_min", "junior_time_estimate_min"}
 )
-_NOT_LABELS: Final[frozenset[str]] = frozenset({"author_name", "author_email"})
+NOT_LABELS: Final[frozenset[str]] = frozenset({"author_name", "author_email"})
 _TB1_NOT_LABELS: Final[frozenset[str]] = frozenset(
     {
         "instruction",
@@ -107,7 +107,7 @@ def load_tasks(
     for task_dir in _task_dirs(roots, rejected):
         try:
             row = _task_row(task_dir)
-        except _TaskError as exc:
+        except TaskFormatError as exc:
             rejected.append(Rejected(exc.path, exc.reason))
             continue
         row["dataset"] = dataset or os.path.basename(os.path.dirname(task_dir)) or "unknown"
@@ -156,7 +156,9 @@ def dirhash_sha256(directory: str | os.PathLike[str]) -> str:
     return digest
 
 
-class _TaskError(Exception):
+class TaskFormatError(Exception):
+    """A task's metadata has a field of the wrong type; ``path`` and ``reason`` say which."""
+
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path}: {reason}")
         self.path, self.reason = path, reason
@@ -202,7 +204,7 @@ def _read_text(path: str) -> str | None:
         with open(path, "rb") as handle:
             return handle.read().decode("utf-8", errors="replace")
     except OSError as exc:
-        raise _TaskError(path, f"cannot read: {exc.strerror or exc}") from None
+        raise TaskFormatError(path, f"cannot read: {exc.strerror or exc}") from None
 
 
 def _task_row(task_dir: str) -> dict[str, Any]:
@@ -215,24 +217,26 @@ def _task_row(task_dir: str) -> dict[str, Any]:
 def _harbor_row(task_dir: str, path: str) -> dict[str, Any]:
     text = _read_text(path)
     if text is None:
-        raise _TaskError(path, "not a regular file")
+        raise TaskFormatError(path, "not a regular file")
     try:
         config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise _TaskError(path, f"not valid TOML: {exc}") from None
+        raise TaskFormatError(path, f"not valid TOML: {exc}") from None
     version = str(config.get("schema_version", config.get("version", "1.0")))
     if version not in _KNOWN_TOML_VERSIONS:
-        raise _TaskError(path, f"unknown task.toml schema version {version!r} (known: {sorted(_KNOWN_TOML_VERSIONS)})")
+        raise TaskFormatError(
+            path, f"unknown task.toml schema version {version!r} (known: {sorted(_KNOWN_TOML_VERSIONS)})"
+        )
     task_table = _table(config, "task", path)
     metadata = _table(config, "metadata", path)
     name = task_table.get("name")
     task = str(name).rsplit("/", 1)[-1] if name else os.path.basename(task_dir)
-    row = _label_columns(metadata, _NOT_LABELS, path)
+    row = label_columns(metadata, NOT_LABELS, path)
     if not row["tags"] and isinstance(task_table.get("keywords"), list):
         row["tags"] = [str(tag) for tag in task_table["keywords"]]
     instruction = _read_text(os.path.join(task_dir, "instruction.md"))
     solution = _read_text(os.path.join(task_dir, "solution", "solve.sh"))
-    row.update(_work_columns(solution, "no solution/solve.sh"))
+    row.update(work_columns(solution, "no solution/solve.sh"))
     row.update(task=task, instruction_words=len(instruction.split()) if instruction is not None else None)
     row.update(checksum=_checksum(task_dir), source=path)
     return row
@@ -241,23 +245,23 @@ def _harbor_row(task_dir: str, path: str) -> dict[str, Any]:
 def _tb1_row(task_dir: str, path: str) -> dict[str, Any]:
     text = _read_text(path)
     if text is None:
-        raise _TaskError(path, "not a regular file")
+        raise TaskFormatError(path, "not a regular file")
     try:
         config = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise _TaskError(path, f"not valid YAML: {str(exc).splitlines()[0]}") from None
+        raise TaskFormatError(path, f"not valid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(config, dict):
-        raise _TaskError(path, f"expected a mapping at the top level, got {type(config).__name__}")
+        raise TaskFormatError(path, f"expected a mapping at the top level, got {type(config).__name__}")
     instruction = config.get("instruction")
     if instruction is None and isinstance(config.get("descriptions"), list) and config["descriptions"]:
         first = config["descriptions"][0]
         instruction = first.get("description") if isinstance(first, dict) else None
-    row = _label_columns(config, _TB1_NOT_LABELS, path)
+    row = label_columns(config, _TB1_NOT_LABELS, path)
     solution = _read_text(os.path.join(task_dir, "solution.sh"))
     note = "no solution.sh"
     if solution is None:
         solution, note = _solution_yaml(os.path.join(task_dir, "solution.yaml")), "no solution.sh or solution.yaml"
-    row.update(_work_columns(solution, note))
+    row.update(work_columns(solution, note))
     row.update(task=os.path.basename(task_dir))
     row.update(instruction_words=len(str(instruction).split()) if instruction is not None else None)
     row.update(checksum=_checksum(task_dir), source=path)
@@ -271,23 +275,31 @@ def _solution_yaml(path: str) -> str | None:
     try:
         steps = yaml.safe_load(text)
     except yaml.YAMLError:
-        raise _TaskError(path, "not valid YAML") from None
+        raise TaskFormatError(path, "not valid YAML") from None
     if not isinstance(steps, list):
-        raise _TaskError(path, "expected a list of {command: ...} steps")
+        raise TaskFormatError(path, "expected a list of {command: ...} steps")
     return "\n".join(str(step.get("command", "")) for step in steps if isinstance(step, dict))
 
 
 def _table(config: dict, key: str, path: str) -> dict:
     value = config.get(key, {})
     if not isinstance(value, dict):
-        raise _TaskError(path, f"[{key}] must be a table, got {type(value).__name__}")
+        raise TaskFormatError(path, f"[{key}] must be a table, got {type(value).__name__}")
     return value
 
 
-def _label_columns(labels: dict, not_labels: frozenset[str], path: str) -> dict[str, Any]:
+def label_columns(labels: dict, not_labels: frozenset[str], path: str) -> dict[str, Any]:
+    """The label columns of the tasks table from a task's ``[metadata]`` table.
+
+    Collection adapters that read task metadata from somewhere other than a task dir (RST's parquet
+    index) call this so that labels are read exactly as :func:`load_tasks` reads them. Keys in
+    ``not_labels`` are dropped; keys without a column of their own go to ``labels`` as JSON.
+    ``difficulty_source`` is left null: only the caller knows where a label came from.
+    Raises :class:`TaskFormatError` naming ``path`` when a field has the wrong type.
+    """
     tags = labels.get("tags") or []
     if not isinstance(tags, list):
-        raise _TaskError(path, f"tags must be a list, got {tags!r}")
+        raise TaskFormatError(path, f"tags must be a list, got {tags!r}")
     rest = {key: value for key, value in labels.items() if key not in _COLUMNS_FROM_LABELS | not_labels}
     difficulty, category = labels.get("difficulty"), labels.get("category")
     return {
@@ -305,11 +317,12 @@ def _minutes(value: object, key: str, path: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _TaskError(path, f"{key} must be a number, got {value!r}")
+        raise TaskFormatError(path, f"{key} must be a number, got {value!r}")
     return float(value)
 
 
-def _work_columns(solution: str | None, missing_note: str) -> dict[str, Any]:
+def work_columns(solution: str | None, missing_note: str) -> dict[str, Any]:
+    """W and its companions from a reference solution's text; ``missing_note`` explains a null W."""
     if solution is None:
         return {"work": None, "solution_lines_total": None, "has_solution": False, "work_note": missing_note}
     work, total = count_work(solution)

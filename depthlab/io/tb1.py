@@ -34,8 +34,8 @@ import msgspec
 
 from depthlab.io._errors import _Reject
 from depthlab.io._files import Dep, exists, read_json
-from depthlab.io._status import harness_turn_limit
 from depthlab.io.harbor import Options, _apply_cap_rule, epoch_us, utc
+from depthlab.io.status import harness_turn_limit
 
 _ATTEMPT = re.compile(r"\.(\d+)-of-(\d+)(?:\.|$)")
 _SUBMISSION = re.compile(r"^\d{8}_(?P<agent>.+)_(?P<model>[^_]+)$")
