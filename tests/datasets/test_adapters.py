@@ -456,3 +456,11 @@ def test_empty_root_gives_empty_tables_and_says_so(tmp_path):
     assert audit.trials.is_empty()
     assert "no task files: W and labels are missing" in audit.notes
     assert msgspec.json.decode(msgspec.json.encode(audit.notes)) == audit.notes
+
+
+def test_registry_curation_agrees_with_the_audit_tables_default():
+    # the audit table's default curation (measures.CURATION) must say what the registry says
+    from depthlab.measures import CURATION
+
+    listed = dict(dl.datasets().select("name", "curation").iter_rows())
+    assert listed == {name: CURATION[name] for name in listed}
