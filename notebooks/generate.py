@@ -73,9 +73,10 @@ def notebook(name: str, title: str, question: str, cells: list) -> nbformat.Note
         "kernelspec": {"name": "depthlab", "display_name": "depthlab (Python 3)", "language": "python"},
         "language_info": {"name": "python"},
     }
+    # papermill's convention, kept strictly: the first cell is the one tagged "parameters"
     nb.cells = [
-        new_markdown_cell(f"# {title}\n\n{question}"),
         new_code_cell(PARAMETERS, metadata={"tags": ["parameters"]}),
+        new_markdown_cell(f"# {title}\n\n{question}"),
         new_code_cell(SETUP),
         *cells,
         *closing(name),
