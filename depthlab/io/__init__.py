@@ -4,6 +4,8 @@
   leaderboard trees -> the trials table (``depthlab.schema.TRIALS``).
 * :func:`load_tasks`: Harbor task dirs (task.toml) and TB1 task dirs (task.yaml) -> the
   tasks table (``depthlab.schema.TASKS``).
+* :func:`read_steps`: the turns of one trial (ATIF, chat list or terminus episode dirs) as a
+  table: message, commands, observation, tokens per turn.
 
 Nothing here computes statistics.
 """
@@ -11,6 +13,7 @@ Nothing here computes statistics.
 from __future__ import annotations
 
 from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning
+from depthlab.io.atif import read_steps
 from depthlab.io.status import STATUS_RULES, trial_status
 from depthlab.io.tasks import load_tasks
 from depthlab.io.trials import TrialLoad, load_trials, read_trials
@@ -23,6 +26,7 @@ __all__ = [
     "TrialLoad",
     "load_tasks",
     "load_trials",
+    "read_steps",
     "read_trials",
     "trial_status",
 ]
