@@ -2,10 +2,13 @@
 
 Pick a collection and a model, slide the stated turn cap, filter the runs by status; the task table
 follows. Select a task to see its runs by cap (passes over valid runs at each cap, per model) and one
-run's turns (how many it took against the stated cap and the harness limit, its reward per key).
+run: how many turns it took against the stated cap and the harness limit, its reward per key, and
+its turns one by one (message, commands, observation, tokens).
 
 Exploration only: every number of the audit is computed by the notebooks without this widget. The
-explorer reads tables, never files.
+explorer works on tables; the one file it reads is the selected run's trajectory, through
+:func:`depthlab.io.read_steps` on the folder of the run's ``source`` file (a run without one, such
+as a trial taken from a CSV, shows a one-line note instead).
 
 >>> import polars as pl
 >>> from depthlab import schema, widgets
@@ -23,11 +26,13 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from collections.abc import Sequence
 from typing import Any, Final
 
 import polars as pl
 
+from depthlab.io import LoadError, read_steps
 from depthlab.schema import CAPS
 
 __all__ = ["ALL", "UNCAPPED", "Explorer", "explore"]
@@ -40,6 +45,8 @@ UNCAPPED: Final[str] = "uncapped"
 _STATUSES: Final[tuple[str, ...]] = ("pass", "fail", "invalid")
 _TASK_COLUMNS: Final[tuple[str, ...]] = ("task", "depth", "depth_status", "work", "n_turns", "pass_rate", "difficulty")
 _MAX_ROWS: Final[int] = 200
+#: Characters of a turn's message, commands or observation shown in the turns table.
+_CELL_CHARS: Final[int] = 240
 
 
 def explore(audit: pl.DataFrame, trials: pl.DataFrame) -> Explorer:
@@ -57,7 +64,7 @@ def explore(audit: pl.DataFrame, trials: pl.DataFrame) -> Explorer:
     Explorer
         Holds the widgets (``collection``, ``model``, ``cap``, ``status``, ``task``, ``run``) so they
         can be driven from code, and the current tables (:meth:`Explorer.task_table`,
-        :meth:`Explorer.runs_by_cap`, :meth:`Explorer.run_details`).
+        :meth:`Explorer.runs_by_cap`, :meth:`Explorer.run_details`, :meth:`Explorer.run_turns`).
 
     Examples
     --------
@@ -180,6 +187,10 @@ class Explorer:
         rows = self._task_runs().filter(pl.col("trial") == self.run.value) if "trial" in self._trials.columns else None
         return {} if rows is None or rows.is_empty() else rows.row(0, named=True)
 
+    def run_turns(self) -> pl.DataFrame | None:
+        """The selected run's turns (:func:`depthlab.io.read_steps`), or None when it has no readable trajectory."""
+        return _read_turns(self.run_details())[0]
+
     # notebook display ----------------------------------------------------------------------------
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
@@ -199,7 +210,7 @@ class Explorer:
         self._refresh_task()
 
     def _on_run(self, _change: dict[str, Any]) -> None:
-        self._turns.value = _run_html(self.run_details())
+        self._show_run()
 
     # helpers -----------------------------------------------------------------------------------
 
@@ -244,20 +255,58 @@ class Explorer:
         trials = runs["trial"].drop_nulls().to_list() if "trial" in runs.columns else []
         self.run.options = trials
         self.run.value = trials[0] if trials else None
-        self._turns.value = _run_html(self.run_details())
+        self._show_run()
+
+    def _show_run(self) -> None:
+        run = self.run_details()
+        if not run:
+            self._turns.value = _run_html(run)
+            return
+        steps, note = _read_turns(run)
+        shown = f"<i>{html.escape(note)}</i>" if steps is None else _steps_html(steps, str(run.get("trial")))
+        self._turns.value = _run_html(run) + "<br>" + shown
 
 
-def _table_html(table: pl.DataFrame, caption: str) -> str:
+def _table_html(table: pl.DataFrame, caption: str, *, keep_lines: bool = False) -> str:
     shown = table.head(_MAX_ROWS)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in shown.columns)
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_text(v))}</td>" for v in row) + "</tr>" for row in shown.iter_rows()
     )
     more = f" (first {_MAX_ROWS})" if table.height > _MAX_ROWS else ""
+    style = " style='white-space:pre-wrap;vertical-align:top'" if keep_lines else ""
     return (
-        f"<div style='max-height:260px;overflow:auto'><table><caption>{html.escape(caption + more)}</caption>"
+        f"<div style='max-height:260px;overflow:auto'><table{style}><caption>{html.escape(caption + more)}</caption>"
         f"<tr>{head}</tr>{body}</table></div>"
     )
+
+
+def _read_turns(run: dict[str, Any]) -> tuple[pl.DataFrame | None, str]:
+    """The run's turns read from the folder of its source file, or None and a one-line reason."""
+    source = run.get("source")
+    if not source:
+        return None, "no turns: the run has no source file"
+    try:
+        return read_steps(os.path.dirname(source)), ""
+    except LoadError as exc:
+        return None, f"no turns: no readable trajectory ({exc})"
+
+
+def _steps_html(steps: pl.DataFrame, trial: str) -> str:
+    def short(column: str) -> pl.Expr:
+        text = pl.col(column)
+        return pl.when(text.str.len_chars() > _CELL_CHARS).then(text.str.slice(0, _CELL_CHARS) + "…").otherwise(text)
+
+    shown = steps.select(
+        "turn",
+        pl.col("timestamp").dt.strftime("%H:%M:%S").alias("time"),
+        short("message"),
+        short("commands"),
+        short("observation"),
+        pl.col("n_input_tokens").alias("in"),
+        pl.col("n_output_tokens").alias("out"),
+    )
+    return _table_html(shown, f"{steps.height} turns of {trial}", keep_lines=True)
 
 
 def _run_html(run: dict[str, Any]) -> str:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import html
+import json
+from pathlib import Path
+
 import ipywidgets
 import polars as pl
 import pytest
 
 from depthlab import schema, widgets
+from depthlab.io import load_trials
+from depthlab.simulate import write_runs
 
 
 @pytest.fixture
@@ -105,3 +111,48 @@ def test_explore_rejects_bad_input(tables):
         widgets.explore(audit.clear(), trials)
     with pytest.raises(TypeError, match="'audit' parameter of explore must be a polars DataFrame"):
         widgets.explore(audit.to_pandas(), trials)
+
+
+def test_a_simulated_run_shows_its_turns_from_its_trajectory(tmp_path):
+    write_runs(tmp_path, seed=2, scale=0.01, invalid_rate=0.3)
+    trials = load_trials(tmp_path / "jobs", cache=False)
+    audit = schema.conform(trials.select("dataset", "task").unique(), "audit")
+    capped = trials.filter(pl.col("cap").is_not_null() & (pl.col("n_turns") > 1))
+    run = capped.sort("n_turns", "trial", descending=[True, False]).row(0, named=True)
+    explorer = widgets.explore(audit, trials)
+    explorer.collection.value = run["dataset"]
+    explorer.cap.value = run["cap"]
+    explorer.task.value = run["task"]
+    explorer.run.value = run["trial"]
+    turns = explorer.run_turns()
+    assert turns.height == run["n_turns"]
+    trajectory = json.loads((Path(run["source"]).parent / "agent" / "trajectory.json").read_text())
+    typed = [
+        call["arguments"]["keystrokes"].rstrip("\n")
+        for step in trajectory["steps"]
+        for call in step.get("tool_calls") or []
+        if "keystrokes" in call["arguments"]
+    ]
+    assert turns["commands"].head(len(typed)).to_list() == typed
+    shown = explorer._turns.value
+    assert f"{run['n_turns']} turns of {run['trial']}" in shown
+    assert all(html.escape(command) in shown for command in typed)
+    assert shown.count("<tr>") == run["n_turns"] + 1  # header and one row per turn
+
+    broken = trials.filter(pl.col("n_turns").is_null() & pl.col("cap").is_not_null()).row(0, named=True)
+    explorer.collection.value = broken["dataset"]
+    explorer.cap.value = broken["cap"]
+    explorer.task.value = broken["task"]
+    explorer.run.value = broken["trial"]
+    assert explorer.run_turns() is None
+    assert "no readable trajectory" in explorer._turns.value
+    assert "<table" not in explorer._turns.value
+
+
+def test_a_run_without_a_source_file_gets_a_note(tables):
+    explorer = widgets.explore(*tables)
+    explorer.cap.value = 1
+    explorer.task.value = "beta"
+    explorer.run.value = "beta__c2"
+    assert explorer.run_turns() is None
+    assert "no turns: the run has no source file" in explorer._turns.value
