@@ -215,9 +215,7 @@ def _task_row(task_dir: str) -> dict[str, Any]:
 
 
 def _harbor_row(task_dir: str, path: str) -> dict[str, Any]:
-    text = _read_text(path)
-    if text is None:
-        raise TaskFormatError(path, "not a regular file")
+    text = _config_text(path)
     try:
         config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -236,16 +234,11 @@ def _harbor_row(task_dir: str, path: str) -> dict[str, Any]:
         row["tags"] = [str(tag) for tag in task_table["keywords"]]
     instruction = _read_text(os.path.join(task_dir, "instruction.md"))
     solution = _read_text(os.path.join(task_dir, "solution", "solve.sh"))
-    row.update(work_columns(solution, "no solution/solve.sh"))
-    row.update(task=task, instruction_words=len(instruction.split()) if instruction is not None else None)
-    row.update(checksum=_checksum(task_dir), source=path)
-    return row
+    return _complete_row(row, task_dir, path, task, instruction, solution, "no solution/solve.sh")
 
 
 def _tb1_row(task_dir: str, path: str) -> dict[str, Any]:
-    text = _read_text(path)
-    if text is None:
-        raise TaskFormatError(path, "not a regular file")
+    text = _config_text(path)
     try:
         config = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -261,9 +254,29 @@ def _tb1_row(task_dir: str, path: str) -> dict[str, Any]:
     note = "no solution.sh"
     if solution is None:
         solution, note = _solution_yaml(os.path.join(task_dir, "solution.yaml")), "no solution.sh or solution.yaml"
-    row.update(work_columns(solution, note))
-    row.update(task=os.path.basename(task_dir))
-    row.update(instruction_words=len(str(instruction).split()) if instruction is not None else None)
+    return _complete_row(row, task_dir, path, os.path.basename(task_dir), instruction, solution, note)
+
+
+def _config_text(path: str) -> str:
+    """The text of a task's config file (task.toml or task.yaml), which must be a regular file."""
+    text = _read_text(path)
+    if text is None:
+        raise TaskFormatError(path, "not a regular file")
+    return text
+
+
+def _complete_row(
+    row: dict[str, Any],
+    task_dir: str,
+    path: str,
+    task: str,
+    instruction: Any,
+    solution: str | None,
+    missing_solution: str,
+) -> dict[str, Any]:
+    """Add the columns both task formats compute alike: work, name, instruction length, checksum, source."""
+    row.update(work_columns(solution, missing_solution))
+    row.update(task=task, instruction_words=len(str(instruction).split()) if instruction is not None else None)
     row.update(checksum=_checksum(task_dir), source=path)
     return row
 
