@@ -127,6 +127,8 @@ _MODEL_COLOURS: Final[tuple[str, ...]] = (
     "#FF7F0E",
 )
 _POOLED_COLOUR: Final[str] = "#7F7F7F"
+# the audit columns every turns-beside-depth figure reads
+_TURNS_AND_DEPTH: Final[tuple[str, ...]] = ("dataset", "depth", "depth_status", "n_turns")
 
 
 def name(dataset: str) -> str:
@@ -280,7 +282,7 @@ def turns_vs_depth(audit: pl.DataFrame, *, caps: Sequence[int] = CAPS) -> Figure
     >>> turns_vs_depth(audit).axes[0].get_title()
     'TB2 (2 tasks, 2 solved)'
     """
-    _require(audit, ("dataset", "depth", "depth_status", "n_turns"), "audit", "turns_vs_depth")
+    _require(audit, _TURNS_AND_DEPTH, "audit", "turns_vs_depth")
     ladder = _ladder(caps, "turns_vs_depth")
     labels = [*(_rung_label(ladder, i) for i in range(len(ladder))), f">{ladder[-1]}"]
     collections = _collections(audit)
@@ -324,7 +326,7 @@ def turns_minus_depth(audit: pl.DataFrame) -> Figure:
     >>> turns_minus_depth(audit).axes[0].get_xlabel()
     'N − D (turns taken minus depth, turns)'
     """
-    _require(audit, ("dataset", "depth", "depth_status", "n_turns"), "audit", "turns_minus_depth")
+    _require(audit, _TURNS_AND_DEPTH, "audit", "turns_minus_depth")
     solved = audit.filter((pl.col("depth_status") == "solved") & pl.col("depth").is_not_null())
     solved = solved.filter(pl.col("n_turns").is_not_null())
     gap = (solved["n_turns"] - solved["depth"].cast(pl.Float64)).to_numpy()
@@ -373,7 +375,7 @@ def depth_given_turns(audit: pl.DataFrame, *, turns: tuple[float, float] = (6, 1
     >>> depth_given_turns(audit).axes[0].get_ylabel()
     'solved tasks with N in 6–10'
     """
-    _require(audit, ("dataset", "depth", "depth_status", "n_turns"), "audit", "depth_given_turns")
+    _require(audit, _TURNS_AND_DEPTH, "audit", "depth_given_turns")
     low, high = turns
     if not low <= high:
         raise ValueError(
