@@ -51,6 +51,8 @@ from depthlab.runner.trial import Agent, TrialOutcome, run_trial
 
 #: Columns a plan must have (``depthlab plan`` / :func:`depthlab.plan_missing` write them).
 PLAN_COLUMNS: tuple[str, ...] = ("dataset", "task", "model", "cap", "attempts")
+# what load_task raises for a task that cannot run here: the task is skipped with a message
+_UNRUNNABLE_TASK: tuple[type[Exception], ...] = (UnsupportedTaskError, FileNotFoundError, ValueError)
 
 AgentFactory = Callable[[str, int | None], Agent]
 
@@ -250,7 +252,7 @@ def fill(
                 continue
             try:
                 task = load_task(_task_path(Path(tasks_dir), row["task"]))
-            except (UnsupportedTaskError, FileNotFoundError, ValueError) as error:
+            except _UNRUNNABLE_TASK as error:
                 summary.skipped.append(f"{row['task']}: {error}")
                 continue
             job_key = (row["model"], cap)
@@ -264,6 +266,7 @@ def fill(
             job.n_planned += len(job.trial_results())
         execute(
             items,
+            jobs.values(),
             summary,
             docker_client=client,
             limits=limits,
@@ -271,8 +274,6 @@ def fill(
             concurrency=concurrency,
             progress=progress,
         )
-        for job in jobs.values():
-            _finish(job, summary)
     return summary
 
 
@@ -310,7 +311,7 @@ def run_tasks(
     for path in task_dirs:
         try:
             tasks.append(load_task(path))
-        except (UnsupportedTaskError, FileNotFoundError, ValueError) as error:
+        except _UNRUNNABLE_TASK as error:
             summary.skipped.append(str(error))
     name = job_name or time.strftime("%Y-%m-%d__%H-%M-%S")
     job = JobDir(Path(jobs_dir), name, job_config(agent, n_attempts=attempts, n_concurrent_trials=concurrency))
@@ -319,6 +320,7 @@ def run_tasks(
     items = [WorkItem(task, agent, cap, job, task.path.parent.name) for _ in range(attempts) for task in tasks]
     execute(
         items,
+        [job],
         summary,
         docker_client=client,
         limits=limits,
@@ -326,12 +328,12 @@ def run_tasks(
         concurrency=concurrency,
         progress=progress,
     )
-    _finish(job, summary)
     return summary
 
 
 def execute(
     items: Sequence[WorkItem],
+    jobs: Iterable[JobDir],
     summary: FillSummary,
     *,
     docker_client: Any,
@@ -342,8 +344,9 @@ def execute(
 ) -> None:
     """Run ``items`` with :func:`run_trial` on ``concurrency`` threads; outcomes and errors go into ``summary``.
 
-    Ctrl-C / SIGTERM (KeyboardInterrupt in the main thread) stops the workers, removes their
-    containers and re-raises; the unfinished trials leave no folder behind.
+    Then each of ``jobs`` gets its final result.json. Ctrl-C / SIGTERM (KeyboardInterrupt in the
+    main thread) stops the workers, removes their containers and re-raises without finishing the
+    jobs; the unfinished trials leave no folder behind.
     """
     from tqdm.auto import tqdm
 
@@ -412,6 +415,8 @@ def execute(
         raise
     finally:
         bar.close()
+    for job in jobs:
+        _finish(job, summary)
 
 
 def count_valid_trials(jobs_dir: str | os.PathLike[str]) -> dict[tuple[str, str, int | None], int]:
