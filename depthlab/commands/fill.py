@@ -8,7 +8,8 @@ from pathlib import Path
 
 from depthlab.commands.run import (
     add_agent_arguments,
-    limits_factory,
+    execution_options,
+    report_summary,
     reported_errors,
     sigterm_as_interrupt,
     terminus_factory,
@@ -63,12 +64,6 @@ def run(args: argparse.Namespace) -> int:
             tasks_dir=args.tasks,
             jobs_dir=args.jobs_dir,
             agent_factory=terminus_factory(args),
-            concurrency=args.concurrency,
-            limits=limits_factory(args),
-            agent_timeout_sec=args.agent_timeout,
-            progress=not args.no_progress,
+            **execution_options(args),
         )
-    if failed:
-        return 1
-    print(summary.render())
-    return 1 if summary.errors else 0
+    return 1 if failed else report_summary(summary)

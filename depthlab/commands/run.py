@@ -7,6 +7,10 @@ import contextlib
 import signal
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from depthlab.runner import FillSummary
 
 HELP = "Run task(s) at a stated turn cap with an LLM agent in Docker."
 
@@ -54,6 +58,22 @@ def limits_factory(args: argparse.Namespace):  # noqa: ANN201 - a callable task 
         network=args.allow_network,
         cap_add=cap_add,
     )
+
+
+def execution_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword options of ``fill`` and ``run_tasks`` that :func:`add_agent_arguments` sets."""
+    return {
+        "concurrency": args.concurrency,
+        "limits": limits_factory(args),
+        "agent_timeout_sec": args.agent_timeout,
+        "progress": not args.no_progress,
+    }
+
+
+def report_summary(summary: FillSummary) -> int:
+    """Print a runner summary; the exit code is 1 when any trial or job had an error."""
+    print(summary.render())
+    return 1 if summary.errors else 0
 
 
 def terminus_factory(args: argparse.Namespace):  # noqa: ANN201 - a callable (model, cap) -> agent
@@ -122,12 +142,6 @@ def run(args: argparse.Namespace) -> int:
             jobs_dir=args.jobs_dir,
             job_name=args.job_name,
             attempts=args.attempts,
-            concurrency=args.concurrency,
-            limits=limits_factory(args),
-            agent_timeout_sec=args.agent_timeout,
-            progress=not args.no_progress,
+            **execution_options(args),
         )
-    if failed:
-        return 1
-    print(summary.render())
-    return 1 if summary.errors else 0
+    return 1 if failed else report_summary(summary)
