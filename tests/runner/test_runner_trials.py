@@ -34,6 +34,13 @@ def agent_factory(url: str, *, max_retries: int = 1):
     return make
 
 
+def run_hello(agent, jobs_dir, docker_client, tasks_root, **options):
+    """Run the ``hello`` task with ``agent`` into one new job under ``jobs_dir``, without a progress bar."""
+    return run_tasks(
+        [tasks_root / "hello"], agent, jobs_dir=jobs_dir, docker_client=docker_client, progress=False, **options
+    )
+
+
 @pytest.fixture(scope="module")
 def depth_fill(docker_client, tasks_root, endpoint, tmp_path_factory):
     """Fill the depth-3 chain task at caps 1, 2, 3, 5 for two models, watching the containers."""
@@ -218,13 +225,7 @@ def test_malformed_reply_is_shown_to_the_model_and_counts_as_a_turn(docker_clien
         return reply(complete=True)
 
     endpoint.reset(policy)
-    summary = run_tasks(
-        [tasks_root / "hello"],
-        agent_factory(endpoint.url)("scripted/alpha", 5),
-        jobs_dir=tmp_path,
-        docker_client=docker_client,
-        progress=False,
-    )
+    summary = run_hello(agent_factory(endpoint.url)("scripted/alpha", 5), tmp_path, docker_client, tasks_root)
     (outcome,) = summary.outcomes
     assert (outcome.reward, outcome.exception, outcome.n_turns) == (1.0, None, 3)
     second_prompt = endpoint.requests[1]["body"]["messages"][-1]["content"]
@@ -238,12 +239,8 @@ def test_malformed_reply_is_shown_to_the_model_and_counts_as_a_turn(docker_clien
 
 def test_endpoint_errors_are_retried_then_recorded_as_invalid(docker_client, tasks_root, endpoint, tmp_path):
     endpoint.reset(lambda messages, model: (500, "internal error"))
-    summary = run_tasks(
-        [tasks_root / "hello"],
-        agent_factory(endpoint.url, max_retries=2)("scripted/alpha", 3),
-        jobs_dir=tmp_path,
-        docker_client=docker_client,
-        progress=False,
+    summary = run_hello(
+        agent_factory(endpoint.url, max_retries=2)("scripted/alpha", 3), tmp_path, docker_client, tasks_root
     )
     (outcome,) = summary.outcomes
     assert outcome.exception == "LLMEndpointError"
@@ -257,13 +254,8 @@ def test_endpoint_errors_are_retried_then_recorded_as_invalid(docker_client, tas
 def test_a_hang_past_the_agent_timeout_is_a_verified_failure(docker_client, tasks_root, endpoint, tmp_path):
     endpoint.reset(lambda messages, model: reply("sleep 1000\n", duration=600))
     started = time.monotonic()
-    summary = run_tasks(
-        [tasks_root / "hello"],
-        agent_factory(endpoint.url)("scripted/alpha", 5),
-        jobs_dir=tmp_path,
-        docker_client=docker_client,
-        agent_timeout_sec=2.0,
-        progress=False,
+    summary = run_hello(
+        agent_factory(endpoint.url)("scripted/alpha", 5), tmp_path, docker_client, tasks_root, agent_timeout_sec=2.0
     )
     assert time.monotonic() - started < 30
     (outcome,) = summary.outcomes
@@ -281,13 +273,7 @@ def test_a_container_that_dies_mid_trial_is_recorded_as_invalid(docker_client, t
                 container.kill()
 
     endpoint.reset(lambda messages, model: reply("echo still here\n"), on_request=kill_on_second_request)
-    summary = run_tasks(
-        [tasks_root / "hello"],
-        agent_factory(endpoint.url)("scripted/alpha", 5),
-        jobs_dir=tmp_path,
-        docker_client=docker_client,
-        progress=False,
-    )
+    summary = run_hello(agent_factory(endpoint.url)("scripted/alpha", 5), tmp_path, docker_client, tasks_root)
     (outcome,) = summary.outcomes
     assert outcome.exception == "ContainerExitedError"
     assert outcome.n_turns == 2
@@ -347,13 +333,8 @@ def test_a_full_disk_mid_fill_is_reported_not_a_crash(docker_client, tasks_root,
                     handle.write(b"\0" * 65536)
 
     endpoint.reset(lambda messages, model: reply("echo working\n"), on_request=fill_the_disk)
-    summary = run_tasks(
-        [tasks_root / "hello"],
-        agent_factory(endpoint.url)("scripted/alpha", 5),
-        jobs_dir=small_disk / "jobs",
-        attempts=3,
-        docker_client=docker_client,
-        progress=False,
+    summary = run_hello(
+        agent_factory(endpoint.url)("scripted/alpha", 5), small_disk / "jobs", docker_client, tasks_root, attempts=3
     )
     assert summary.outcomes == []
     trial_errors = [message for message in summary.errors if message.startswith("hello")]
