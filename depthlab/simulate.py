@@ -42,7 +42,8 @@ turn) and in per-turn reliability:
   before its valid attempt.
 
 Labels. TB2's author ratings (difficulty, expert/junior time) are driven by k and W with
-moderate noise, so they track the pass rate; the generated labels of SETA/FACET/TMax/TW follow
+moderate noise (and the difficulty leans to hard for tasks beyond both models), so they track
+the pass rate; the generated labels of SETA/FACET/TMax/TW follow
 W with much noise (FACET's difficulty is mostly the default "medium"), so they track it
 weakly. RST carries no labels. Every task has ``solution/solve.sh`` with exactly W command
 lines (plus a shebang, comments and blank lines); real TMax ships no solution.
@@ -97,8 +98,8 @@ class _ModelSpec:
 
 
 _MODEL_SPECS: Final[tuple[_ModelSpec, ...]] = (
-    _ModelSpec(MODELS[0], overhead=0.25, incapable=0.04, batch=1.6, reliability=0.965, explore=3.0),
-    _ModelSpec(MODELS[1], overhead=0.4, incapable=0.06, batch=1.3, reliability=0.975, explore=4.0),
+    _ModelSpec(MODELS[0], overhead=0.25, incapable=0.04, batch=1.6, reliability=0.87, explore=3.0),
+    _ModelSpec(MODELS[1], overhead=0.4, incapable=0.06, batch=1.3, reliability=0.89, explore=4.0),
 )
 
 
@@ -115,12 +116,12 @@ class _CollectionSpec:
 _SPECS: Final[dict[str, _CollectionSpec]] = {
     spec.name: spec
     for spec in (
-        _CollectionSpec("tmax", 140, 3.0, 0.9, 10.0, 0.05),
-        _CollectionSpec("facet", 120, 2.0, 0.75, 7.0, 0.04),
-        _CollectionSpec("seta", 120, 2.5, 0.8, 8.0, 0.05),
-        _CollectionSpec("rst", 105, 2.0, 0.7, 6.0, 0.04),
-        _CollectionSpec("tb2", 89, 5.0, 0.95, 18.0, 0.2),
-        _CollectionSpec("tw", 100, 3.0, 0.8, 9.0, 0.08),
+        _CollectionSpec("tmax", 140, 1.0, 0.8, 12.0, 0.05),
+        _CollectionSpec("facet", 120, 0.9, 0.8, 8.0, 0.04),
+        _CollectionSpec("seta", 120, 1.0, 0.85, 9.0, 0.05),
+        _CollectionSpec("rst", 105, 0.9, 0.75, 7.0, 0.04),
+        _CollectionSpec("tb2", 89, 3.0, 1.0, 18.0, 0.2),
+        _CollectionSpec("tw", 100, 2.0, 0.9, 9.0, 0.08),
         _CollectionSpec("depth", 60, 0.0, 0.0, 0.0, 0.0),  # derived from the others
     )
 }
@@ -570,9 +571,11 @@ def _assign_labels(rng: np.random.Generator, tasks: list[_Task]) -> None:
         w = np.log([task.work for task in members])
         n = len(members)
         noise = rng.normal(0, 1, n)
-        # generated labels see the solution's size (W), with much noise; author ratings see depth too
-        generated = _ranks(w) + 0.3 * noise
-        human = 0.75 * _ranks(k) + 0.25 * _ranks(w) + 0.12 * noise
+        # generated labels see the solution's size (W), with much noise; author ratings see depth
+        # too, and authors know which of their tasks no model solves
+        generated = _ranks(w) + 0.45 * noise
+        beyond = np.array([all(value is None for value in task.effective.values()) for task in members])
+        human = 0.75 * _ranks(k) + 0.25 * _ranks(w) + 0.12 * noise + 0.3 * beyond
         categories = [_CATEGORIES[int(i)] for i in rng.integers(len(_CATEGORIES), size=n)]
         if dataset == "tb2":
             difficulty = _bucket(human, ("easy", "medium", "hard"), (0.05, 0.6, 0.35))
