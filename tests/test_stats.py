@@ -108,6 +108,19 @@ def test_kendall_tau_b_matches_scipy(seed):
 # bootstrap intervals
 
 
+def scipy_row_interval(statistic, data: np.ndarray, n_resamples: int, method: str, seed: int):
+    """scipy.stats.bootstrap over the rows of ``data`` with a per-resample loop statistic (the reference)."""
+    return scipy_stats.bootstrap(
+        (np.arange(len(data)),),
+        lambda i: statistic(data[i]),
+        vectorized=False,
+        paired=True,
+        n_resamples=n_resamples,
+        method="BCa" if method == "bca" else "percentile",
+        rng=np.random.default_rng(seed),
+    ).confidence_interval
+
+
 @pytest.mark.parametrize("method", ["bca", "percentile"])
 @pytest.mark.parametrize(("covar", "n"), [(["z"], 45), (["z", "w"], 31), ([], 28)])
 def test_interval_equals_scipy_bootstrap(method, covar, n):
@@ -116,15 +129,7 @@ def test_interval_equals_scipy_bootstrap(method, covar, n):
     df = tied_frame(11, n=n)
     columns = ["x", "y", *covar]
     data = df[columns].to_numpy().astype(float)
-    ref = scipy_stats.bootstrap(
-        (np.arange(n),),
-        lambda i: naive_partial_spearman(data[i]),
-        vectorized=False,
-        paired=True,
-        n_resamples=499,
-        method="BCa" if method == "bca" else "percentile",
-        rng=np.random.default_rng(99),
-    ).confidence_interval
+    ref = scipy_row_interval(naive_partial_spearman, data, 499, method, 99)
     res = stats.partial_spearman(df, "x", "y", covar, n_boot=499, method=method, seed=99)
     assert res.n_degenerate == 0
     assert (res.ci_low, res.ci_high) == pytest.approx((ref.low, ref.high), abs=1e-12)
@@ -598,3 +603,99 @@ def test_tb2_public_trials_cluster_and_labels(shared_data):
     spearman_row = table.row(0, named=True)
     assert spearman_row["r"] == pytest.approx(scipy_stats.spearmanr(codes, per_task["pass_rate"]).statistic, abs=1e-12)
     assert spearman_row["n"] == per_task.height
+
+
+# ---------------------------------------------------------------------------------------------
+# semi-partial (part) Spearman: covariates removed from y only
+
+
+def residual_semipartial_spearman(data: np.ndarray) -> float:
+    """Independent definition: Pearson of rank(x) with the OLS residual of rank(y) on the covariates' ranks."""
+    ranks = scipy_stats.rankdata(data, axis=0)
+    design = np.column_stack([np.ones(len(ranks)), ranks[:, 2:]])
+    residual = ranks[:, 1] - design @ np.linalg.lstsq(design, ranks[:, 1], rcond=None)[0]
+    return float(np.corrcoef(ranks[:, 0], residual)[0, 1])
+
+
+def test_semipartial_ppcor_spearman_three_covariates(ppcor_data):
+    # R ppcor 1.1 spcor.test(x, y, cv1..cv3, method="spearman") (tests/r/ppcor_reference.R; DESIGN.md):
+    # ppcor removes z from y only; p from t = r sqrt((n - 2 - k) / (1 - r^2)), df = n - 2 - k
+    res = stats.semipartial_spearman(ppcor_data, "x", "y", ["cv1", "cv2", "cv3"], n_boot=0)
+    assert res.r == pytest.approx(0.4597143, abs=5e-8)
+    assert res.p == pytest.approx(0.01584262, abs=5e-9)
+    assert (res.n, res.k, res.statistic) == (30, 3, "semipartial_spearman")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("covar", [["z"], ["z", "w"], ["z", "w", "v"]])
+def test_semipartial_equals_pingouin_on_tied_data(seed, covar):
+    # pingouin.partial_corr(method="spearman"): y_covar removes the covariates from y (ppcor's
+    # spcor.test(x, y, z)); x_covar removes them from x, which is this function with x and y swapped.
+    df = tied_frame(seed)
+    from_y = pg.partial_corr(df, x="x", y="y", y_covar=covar, method="spearman")
+    from_x = pg.partial_corr(df, x="x", y="y", x_covar=covar, method="spearman")
+    res = stats.semipartial_spearman(pl.from_pandas(df), "x", "y", covar, n_boot=0)
+    swapped = stats.semipartial_spearman(df, "y", "x", covar, n_boot=0)
+    assert (res.r, res.p) == pytest.approx((from_y["r"].iloc[0], from_y["p_val"].iloc[0]), abs=1e-10)
+    assert (swapped.r, swapped.p) == pytest.approx((from_x["r"].iloc[0], from_x["p_val"].iloc[0]), abs=1e-10)
+    assert res.r == pytest.approx(residual_semipartial_spearman(df[["x", "y", *covar]].to_numpy(float)), abs=1e-12)
+    assert abs(res.r - swapped.r) > 1e-6  # the two semi-partials differ on this data
+
+
+@pytest.mark.parametrize("method", ["bca", "percentile"])
+def test_semipartial_interval_equals_scipy_bootstrap(method):
+    # Same resamples as scipy.stats.bootstrap(paired=True) with the residual definition computed per resample
+    df = tied_frame(12, n=33)
+    data = df[["x", "y", "z", "w"]].to_numpy().astype(float)
+    ref = scipy_row_interval(residual_semipartial_spearman, data, 299, method, 7)
+    res = stats.semipartial_spearman(df, "x", "y", ["z", "w"], n_boot=299, method=method, seed=7)
+    assert res.n_degenerate == 0
+    assert (res.ci_low, res.ci_high) == pytest.approx((ref.low, ref.high), abs=1e-12)
+
+
+def test_semipartial_interval_contains_estimate_and_prints(ppcor_data):
+    for method in ("bca", "percentile"):
+        res = stats.semipartial_spearman(ppcor_data, "x", "y", "cv1", n_boot=2000, method=method, seed=0)
+        assert res.ci_low < res.r < res.ci_high
+    assert str(res).startswith("semipartial_spearman r(x, y | cv1 removed from y only) = +")
+
+
+def test_semipartial_x_collinear_with_covariate_is_zero_y_collinear_is_an_error(ppcor_data):
+    # Only y is residualized: x carrying the covariate's ranks leaves nothing of x outside it that
+    # could correlate with y's residual (r = 0); y carrying them leaves no residual at all.
+    df = ppcor_data.assign(x_twice=ppcor_data["x"] * 2, y_twice=ppcor_data["y"] * 2)
+    assert stats.semipartial_spearman(df, "x", "y", "x_twice", n_boot=0).r == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match=r"semipartial_spearman are collinear once ranked .* as y, or as another"):
+        stats.semipartial_spearman(df, "x", "y", "y_twice", n_boot=0)
+
+
+def test_semipartial_cluster_with_one_trial_per_task_is_the_row_bootstrap():
+    trials = clustered_trials(3, tasks=25, trials=1, noise=0.5).with_columns(z=pl.col("work") ** 3 + pl.col("score"))
+    rows = stats.semipartial_spearman(trials, "score", "work", "z", n_boot=300, seed=3)
+    clustered = stats.semipartial_spearman(trials, "score", "work", "z", n_boot=300, seed=3, cluster="task")
+    assert (clustered.r, clustered.ci_low, clustered.ci_high) == pytest.approx(
+        (rows.r, rows.ci_low, rows.ci_high), abs=1e-12
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"method": "student"}, r"'method' parameter of semipartial_spearman must be one of \['bca', 'percentile'\]"),
+        ({"ci": 1.5}, r"'ci' parameter of semipartial_spearman must be a float in the open interval \(0, 1\)"),
+        ({"n_boot": -1}, r"'n_boot' parameter of semipartial_spearman must be an int >= 0, got -1"),
+        ({"covar": "nope"}, r"'covar' parameter of semipartial_spearman names column 'nope', which is not in"),
+        ({"covar": "y"}, r"'covar' parameter of semipartial_spearman names column 'y', which is already used as 'y'"),
+        ({"covar": "label"}, r"'covar' parameter of semipartial_spearman .* dtype String, which is not numeric"),
+        ({"covar": "flat"}, r"'covar' parameter of semipartial_spearman names a constant column \('flat'"),
+        ({"df": {"x": [1]}}, r"'df' parameter of semipartial_spearman must be a polars or pandas DataFrame"),
+        ({"covar": ["cv1", "cv2"], "df": "few"}, r"semipartial_spearman must have at least k \+ 3 = 5 rows"),
+    ],
+)
+def test_semipartial_invalid_input(ppcor_data, kwargs, message):
+    args = {"covar": "cv1", "df": ppcor_data.assign(label="a", flat=1.0), "n_boot": 10, **kwargs}
+    if isinstance(args["df"], str):
+        args["df"] = ppcor_data.head(4)
+    df, covar = args.pop("df"), args.pop("covar")
+    with pytest.raises(ValueError, match=message):
+        stats.semipartial_spearman(df, "x", "y", covar, **args)

@@ -1,4 +1,4 @@
-"""Rank statistics of the audit: partial Spearman with bootstrap CIs, sign test, quadrants, percentiles.
+"""Rank statistics of the audit: (semi-)partial Spearman with bootstrap CIs, sign test, quadrants, percentiles.
 
 Everything here takes plain numbers in a polars (or pandas) frame and knows nothing of agents or
 run logs. The formulas and their references are in the "Statistics" section of DESIGN.md.
@@ -28,7 +28,13 @@ draw its trials with replacement.
 
 from __future__ import annotations
 
-from depthlab.stats._correlation import kendall_tau_b, label_correlations, partial_spearman, spearman
+from depthlab.stats._correlation import (
+    kendall_tau_b,
+    label_correlations,
+    partial_spearman,
+    semipartial_spearman,
+    spearman,
+)
 from depthlab.stats._groups import quadrants, sign_test, within_percentile
 from depthlab.stats._results import PartialCorr, SignTest, to_frame
 
@@ -39,6 +45,7 @@ __all__ = [
     "label_correlations",
     "partial_spearman",
     "quadrants",
+    "semipartial_spearman",
     "sign_test",
     "spearman",
     "to_frame",

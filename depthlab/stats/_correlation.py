@@ -1,4 +1,4 @@
-"""Rank correlations with bootstrap intervals: partial Spearman, Spearman, Kendall tau-b, label correlations."""
+"""Rank correlations with bootstrap intervals: partial and semi-partial Spearman, Spearman, Kendall tau-b, labels."""
 
 from __future__ import annotations
 
@@ -106,34 +106,73 @@ def partial_spearman(
     >>> res.ci_low < res.r < res.ci_high
     True
     """
-    covars = _as_column_list(covar, "covar")
-    columns = [x, y, *covars]
-    _check_common("partial_spearman", columns=columns, names=_roles(len(covars)), n_boot=n_boot, ci=ci, method=method)
-    frame, n_dropped = _numeric_frame(df, columns, _roles(len(covars)), order, "partial_spearman", cluster)
-    rng = np.random.default_rng(seed)
-    if cluster is None:
-        values = frame.select(columns).to_numpy().astype(np.float64)
-        r, boot, jack = _spearman_estimates(values, columns, n_boot, method, rng)
-    else:
-        values, starts, sizes = _clusters(frame, columns, cluster)
-        r, boot, jack = _clustered_estimates(values, columns, starts, sizes, n_boot, method, rng)
-    n = len(values) if cluster is None else len(sizes)
-    return _result(
-        r,
-        boot,
-        jack,
+    return _rank_partial(
+        "partial_spearman",
+        df,
+        x,
+        y,
+        covar,
+        n_boot=n_boot,
         ci=ci,
         method=method,
-        p=_t_test_p(r, n, len(covars)),
-        n=n,
-        k=len(covars),
-        n_boot=n_boot,
-        n_dropped=n_dropped,
-        x=x,
-        y=y,
-        covar=tuple(covars),
-        statistic="spearman",
+        seed=seed,
         cluster=cluster,
+        order=order,
+    )
+
+
+def semipartial_spearman(
+    df: Any,
+    x: str,
+    y: str,
+    covar: str | Sequence[str] | None,
+    *,
+    n_boot: int = 10_000,
+    ci: float = 0.95,
+    method: Method = "bca",
+    seed: Seed = None,
+    cluster: str | None = None,
+    order: Order = None,
+) -> PartialCorr:
+    """Spearman semi-partial (part) correlation of ``x`` and ``y`` with ``covar`` removed from ``y`` only.
+
+    Every column is ranked (average ties); the result is the correlation of the ranks of ``x``
+    (untouched) with the residual of the ranks of ``y`` after a least-squares regression on the
+    ranks of the covariates. It equals R ``ppcor::spcor.test(x, y, z, method="spearman")`` and
+    ``pingouin.partial_corr(x=x, y=y, y_covar=covar, method="spearman")`` (pingouin's ``x_covar``
+    would residualize ``x`` instead: swap ``x`` and ``y`` here for that). The p-value is the t-test
+    of those packages, ``t = r sqrt((n − 2 − k) / (1 − r²))`` with ``n − 2 − k`` degrees of freedom.
+
+    The interval, the parameters and the errors are those of :func:`partial_spearman`, except that
+    ``x`` may be collinear with the covariates (the semi-partial correlation is then 0).
+
+    Returns
+    -------
+    PartialCorr
+        With ``statistic="semipartial_spearman"``.
+
+    Examples
+    --------
+    >>> import pingouin as pg
+    >>> data = pg.read_dataset("partial_corr")
+    >>> res = semipartial_spearman(data, "x", "y", ["cv1", "cv2", "cv3"], n_boot=1000, seed=1)
+    >>> round(res.r, 7), round(res.p, 8)  # R ppcor::spcor.test(method="spearman")
+    (0.4597143, 0.01584262)
+    >>> res.ci_low < res.r < res.ci_high
+    True
+    """
+    return _rank_partial(
+        "semipartial_spearman",
+        df,
+        x,
+        y,
+        covar,
+        n_boot=n_boot,
+        ci=ci,
+        method=method,
+        seed=seed,
+        cluster=cluster,
+        order=order,
     )
 
 
@@ -270,18 +309,65 @@ def label_correlations(
     return to_frame([spearman(df, label, value, **common), kendall_tau_b(df, label, value, **common)])
 
 
+def _rank_partial(
+    function: str,
+    df: Any,
+    x: str,
+    y: str,
+    covar: str | Sequence[str] | None,
+    *,
+    n_boot: int,
+    ci: float,
+    method: Method,
+    seed: Seed,
+    cluster: str | None,
+    order: Order,
+) -> PartialCorr:
+    """The partial (or, for ``function="semipartial_spearman"``, semi-partial) Spearman behind both public names."""
+    semipartial = function == "semipartial_spearman"
+    covars = _as_column_list(covar, "covar")
+    columns = [x, y, *covars]
+    _check_common(function, columns=columns, names=_roles(len(covars)), n_boot=n_boot, ci=ci, method=method)
+    frame, n_dropped = _numeric_frame(df, columns, _roles(len(covars)), order, function, cluster)
+    rng = np.random.default_rng(seed)
+    if cluster is None:
+        values = frame.select(columns).to_numpy().astype(np.float64)
+        r, boot, jack = _spearman_estimates(values, columns, n_boot, method, rng, function)
+    else:
+        values, starts, sizes = _clusters(frame, columns, cluster)
+        r, boot, jack = _clustered_estimates(values, columns, starts, sizes, n_boot, method, rng, function)
+    n = len(values) if cluster is None else len(sizes)
+    return _result(
+        r,
+        boot,
+        jack,
+        ci=ci,
+        method=method,
+        p=_t_test_p(r, n, len(covars)),
+        n=n,
+        k=len(covars),
+        n_boot=n_boot,
+        n_dropped=n_dropped,
+        x=x,
+        y=y,
+        covar=tuple(covars),
+        statistic="semipartial_spearman" if semipartial else "spearman",
+        cluster=cluster,
+    )
+
+
 def _spearman_estimates(
-    values: np.ndarray, columns: list[str], n_boot: int, method: str, rng: np.random.Generator
+    values: np.ndarray, columns: list[str], n_boot: int, method: str, rng: np.random.Generator, function: str
 ) -> tuple[float, np.ndarray, np.ndarray | None]:
-    """Point estimate, bootstrap and jackknife replicates of the partial Spearman of rows of ``values``."""
-    function = "partial_spearman"
+    """Point estimate, bootstrap and jackknife replicates of the (semi-)partial Spearman of rows of ``values``."""
     _check_rows(values, columns, _roles(len(columns) - 2), len(columns) - 2, function)
-    statistic = _spearman_statistic(values)
+    statistic = _spearman_statistic(values, semipartial=function == "semipartial_spearman")
     r = float(statistic(np.ones((1, len(values))))[0])
     if math.isnan(r):
+        residualized = "y" if function == "semipartial_spearman" else "x or y"
         raise ValueError(
             f"The columns passed to {function} are collinear once ranked (a covariate carries the same ranks "
-            "as x or y, or as another covariate): the partial correlation is undefined"
+            f"as {residualized}, or as another covariate): the correlation is undefined"
         )
     boot, jack = _row_bootstrap(statistic, len(values), n_boot, method, rng)
     return r, boot, jack
@@ -318,15 +404,17 @@ def _clustered_estimates(
     n_boot: int,
     method: str,
     rng: np.random.Generator,
+    function: str,
 ) -> tuple[float, np.ndarray, np.ndarray | None]:
-    """Partial Spearman of cluster means; two-stage bootstrap; jackknife over clusters."""
+    """(Semi-)partial Spearman of cluster means; two-stage bootstrap; jackknife over clusters."""
+    semipartial = function == "semipartial_spearman"
     means = np.add.reduceat(values, starts, axis=0) / sizes[:, None]
-    r, _, jack = _spearman_estimates(means, columns, 0, "percentile", rng)
+    r, _, jack = _spearman_estimates(means, columns, 0, "percentile", rng, function)
     n_clusters, m = means.shape
     if n_boot == 0:
         return r, np.empty(0), None
     if method == "bca":
-        jack = _jackknife(_spearman_statistic(means), n_clusters)
+        jack = _jackknife(_spearman_statistic(means, semipartial=semipartial), n_clusters)
     draws = rng.integers(0, n_clusters, (n_boot, n_clusters))
     # Only columns that vary within some cluster need the second stage; the others (a task's depth
     # or work) are the same whichever trials are drawn. With one trial per task there are none.
@@ -350,7 +438,7 @@ def _clustered_estimates(
                         taken *= inside
                     sampled[:, :, c] = taken.sum(axis=2) / drawn_sizes[:, :, 0]
         ranks = _scipy_stats.rankdata(sampled, axis=1).transpose(2, 0, 1)
-        boot.append(_partial_from_ranks(ranks, ranks, (n_clusters + 1.0) / 2.0, n_clusters))
+        boot.append(_partial_from_ranks(ranks, ranks, (n_clusters + 1.0) / 2.0, n_clusters, semipartial=semipartial))
     return r, np.concatenate(boot), jack
 
 

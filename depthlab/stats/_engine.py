@@ -20,8 +20,11 @@ _BATCH_CELLS = 1 << 16
 _SINGULAR_DET = 1e-12
 
 
-def _spearman_statistic(values: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """Return weights (B, n) -> partial Spearman of columns 0 and 1 given the rest, NaN if degenerate."""
+def _spearman_statistic(values: np.ndarray, *, semipartial: bool = False) -> Callable[[np.ndarray], np.ndarray]:
+    """Return weights (B, n) -> partial Spearman of columns 0 and 1 given the rest, NaN if degenerate.
+
+    With ``semipartial`` the rest is removed from column 1 only (see :func:`_partial_from_ranks`).
+    """
     n, m = values.shape
     # Per column: the sort order and, in sorted order, where each tie group starts.
     layouts = []
@@ -55,15 +58,23 @@ def _spearman_statistic(values: np.ndarray) -> Callable[[np.ndarray], np.ndarray
             np.take(group_rank, group, axis=1, out=ranks[c])
         np.multiply(ranks, weights, out=weighted)
         total = weights.sum(axis=1)
-        return _partial_from_ranks(ranks, weighted, total / 2.0, total)
+        return _partial_from_ranks(ranks, weighted, total / 2.0, total, semipartial=semipartial)
 
     return statistic
 
 
 def _partial_from_ranks(
-    ranks: np.ndarray, weighted: np.ndarray, mean_rank: np.ndarray | float, total: np.ndarray | float
+    ranks: np.ndarray,
+    weighted: np.ndarray,
+    mean_rank: np.ndarray | float,
+    total: np.ndarray | float,
+    *,
+    semipartial: bool = False,
 ) -> np.ndarray:
     """(m, B, n) ranks of B (weighted) samples -> (B,) partial correlation of columns 0 and 1 given the rest.
+
+    With ``semipartial`` the rest is removed from column 1 only: the result is the correlation of
+    column 0 with the residual of column 1 on the rest (R ppcor ``spcor.test(x, y, z)``).
 
     ``weighted`` is the ranks times the row weights (the ranks themselves when every weight is 1),
     ``mean_rank`` the (weighted) mean of every column's ranks and ``total`` the sample size. The
@@ -88,7 +99,13 @@ def _partial_from_ranks(
     minor_xx = _det(corr[:, [1, *rest]][:, :, [1, *rest]])
     minor_yy = _det(corr[:, [0, *rest]][:, :, [0, *rest]])
     minor_yx = _det(corr[:, [0, *rest]][:, :, [1, *rest]])
-    undefined = constant | (minor_xx < _SINGULAR_DET) | (minor_yy < _SINGULAR_DET)
+    undefined = constant | (minor_xx < _SINGULAR_DET)
+    if semipartial:
+        # cov(x, y residual) = M10 / det(C) and var(y residual) = M00 / det(C), with C the covariates'
+        # correlation matrix (Schur complements), so r = M10 / sqrt(M00 det C): x may be collinear
+        # with the covariates (r = 0), but y may not, nor the covariates with each other.
+        minor_yy = _det(corr[:, rest][:, :, rest])
+    undefined |= minor_yy < _SINGULAR_DET
     with np.errstate(invalid="ignore", divide="ignore"):
         r = minor_yx / np.sqrt(minor_xx * minor_yy)
     r[undefined] = np.nan

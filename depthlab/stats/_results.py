@@ -17,7 +17,8 @@ class PartialCorr:
     Attributes
     ----------
     r : float
-        The point estimate on all rows (Spearman's rho, partial when ``k > 0``, or Kendall's tau-b).
+        The point estimate on all rows (Spearman's rho, partial or semi-partial when ``k > 0``, or
+        Kendall's tau-b).
     ci_low, ci_high : float
         Bootstrap confidence interval at level ``ci``; NaN when ``n_boot == 0``.
     p : float
@@ -42,7 +43,8 @@ class PartialCorr:
     ci : float
         Confidence level of the interval.
     statistic : str
-        ``"spearman"`` or ``"kendall_tau_b"``.
+        ``"spearman"``, ``"semipartial_spearman"`` (``covar`` removed from ``y`` only) or
+        ``"kendall_tau_b"``.
     cluster : str or None
         Column whose groups were resampled in two stages, if any.
 
@@ -79,6 +81,8 @@ class PartialCorr:
 
     def _label(self) -> str:
         given = f" | {', '.join(self.covar)}" if self.covar else ""
+        if self.covar and self.statistic == "semipartial_spearman":
+            given += f" removed from {self.y} only"
         return f"{self.statistic} r({self.x}, {self.y}{given})"
 
     def _notes(self) -> str:
