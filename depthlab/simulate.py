@@ -10,9 +10,10 @@ Tasks. Seven collections: six named after the real ones (``tmax``, ``facet``, ``
 ``rst``, ``tb2``, ``tw``) and ``depth``, in the style of the paper's own set. At ``scale=1``
 there are 734 tasks (tb2 89, tw 100, tmax 140, facet 120, seta 120, rst 105, depth 60). Each
 task of the six has a true depth ``k`` (turns that must follow one another, each needing the
-previous output), drawn log-normally per collection (tb2 deepest), and a work
-``W* = k + extra`` (operations that could be batched), so W and D correlate only moderately.
-A share of tasks (tb2 most) is beyond both models.
+previous output), drawn log-normally per collection: the four synthetic collections are
+mostly shallow (k = 1 for about seven tasks in ten, rarely above 3), tw and tb2 deeper (tb2
+deepest). A work ``W* = k + extra`` (operations that could be batched) makes W and D correlate
+only moderately. A share of tasks (tb2 most) is beyond both models.
 
 Each ``depth`` task is *derived* from an original task of the six (same environment): its first
 segment is the original, followed by 2-5 further segments (3-6 in all), so it is deeper. Its
@@ -33,8 +34,9 @@ turn) and in per-turn reliability:
 * **Uncapped public runs** (``public_attempts`` per model; ``max_turns`` 200, a harness limit, no
   stated cap): the model batches badly, taking ``N = max(e_m, W/batch_m)`` turns plus
   exploration, times log-normal noise, so N overstates D and follows W. It passes with
-  probability ``reliability_m ** e_m`` (each sequential turn can go wrong), so the pass rate
-  falls with D beyond W, and N carries nothing about passing beyond D. A model that cannot
+  probability ``reliability_m ** e_m`` (each sequential turn can go wrong; with reliability
+  near 0.9 a one-turn task passes about 9 runs in 10 and a ten-turn one about 1 in 4), so the
+  pass rate falls with D beyond W, and N carries nothing about passing beyond D. A model that cannot
   solve a task fails its public runs after the usual number of turns; a task beyond every
   model makes them flail, often into the harness limit (``hit_limit``).
 * **Infrastructure errors**: with probability ``invalid_rate`` a cell also gets an extra
@@ -43,10 +45,10 @@ turn) and in per-turn reliability:
 
 Labels. TB2's author ratings (difficulty, expert/junior time) are driven by k and W with
 moderate noise (and the difficulty leans to hard for tasks beyond both models), so they track
-the pass rate; the generated labels of SETA/FACET/TMax/TW follow
-W with much noise (FACET's difficulty is mostly the default "medium"), so they track it
-weakly. RST carries no labels. Every task has ``solution/solve.sh`` with exactly W command
-lines (plus a shebang, comments and blank lines); real TMax ships no solution.
+the pass rate; the generated labels of SETA/FACET/TMax/TW follow W with much noise (FACET's
+difficulty is mostly the default "medium"), so they track it weakly. RST carries no labels.
+Every task has ``solution/solve.sh`` with exactly W command lines (plus a shebang, comments
+and blank lines); real TMax ships no solution.
 
 Deterministic for a seed. See :func:`write_runs`, and :func:`run_cells` / :func:`write_cells`
 / :func:`replay_plan` to "run" planned cells from the true model.
