@@ -527,7 +527,7 @@ def _derive_depth_tasks(rng: np.random.Generator, n: int, originals: list[_Task]
     for offset, index in enumerate(picks):
         original = originals[int(index)]
         n_segments = int(rng.integers(3, 7))
-        segments = (original.depth_true, *(1 + int(rng.poisson(1.5)) for _ in range(n_segments - 1)))
+        segments = (original.depth_true, *(1 + int(rng.poisson(1.0)) for _ in range(n_segments - 1)))
         depth = sum(segments)
         work = original.work + sum(segment + int(rng.poisson(3)) for segment in segments[1:])
         capable = {model: value is not None for model, value in original.effective.items()}
