@@ -183,8 +183,10 @@ def notebooks_dir() -> Path:
 def demo_data(root: str | Path, *, scale: float = DEMO_SCALE, seed: int = 0) -> Path:
     """Build the simulated demo data under ``root`` once, and return its folder.
 
-    The folder is ``<root>/scale<scale>-seed<seed>``; a marker file written last makes an
-    interrupted build start over rather than be reused half-written.
+    The folder is ``<root>/scale<scale>-seed<seed>-model<v>`` (``v`` is
+    :data:`depthlab.simulate.MODEL_VERSION`, so a changed generative model builds afresh); a
+    marker file written last makes an interrupted build start over rather than be reused
+    half-written.
 
     Parameters
     ----------
@@ -204,11 +206,11 @@ def demo_data(root: str | Path, *, scale: float = DEMO_SCALE, seed: int = 0) -> 
     """
     scale = _check_scale(scale, "demo_data")
     seed = _check_seed(seed, "demo_data")
-    folder = Path(root) / f"scale{scale:g}-seed{seed}"
-    if (folder / _COMPLETE).is_file():
-        return folder
     from depthlab import simulate
 
+    folder = Path(root) / f"scale{scale:g}-seed{seed}-model{simulate.MODEL_VERSION}"
+    if (folder / _COMPLETE).is_file():
+        return folder
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)

@@ -77,6 +77,9 @@ from depthlab.schema import CAPS
 
 #: The simulated models (Harbor ``config.agent.model_name``).
 MODELS: Final[tuple[str, ...]] = ("sim/model-a", "sim/model-b")
+#: Version of the generative model: bump it whenever a parameter changes what a seed writes, so
+#: that cached demo data (``depthlab reproduce``) built by an older model is not reused.
+MODEL_VERSION: Final[int] = 2
 #: Harness limit of the uncapped public runs (TB2's official runs used 200 episodes too).
 PUBLIC_TURN_LIMIT: Final[int] = 200
 #: The seven simulated collections, in writing order.
