@@ -33,7 +33,13 @@ def test_demo_data_is_built_once_and_reused(demo):
 
 
 def test_an_interrupted_demo_build_is_rebuilt(tmp_path):
-    half = tmp_path / "scale0.01-seed1"
+    from depthlab import simulate
+
+    # demo data built by an older generative model is complete, but must not be reused
+    older = tmp_path / f"scale0.01-seed1-model{simulate.MODEL_VERSION - 1}"
+    older.mkdir()
+    (older / ".complete").write_text("")
+    half = tmp_path / f"scale0.01-seed1-model{simulate.MODEL_VERSION}"
     (half / "jobs").mkdir(parents=True)
     (half / "jobs" / "stale").write_text("left over by an interrupted build")
     folder = reproduce.demo_data(tmp_path, scale=0.01, seed=1)
