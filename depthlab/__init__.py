@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "pass_rates": "depthlab.measures",
     "audit_table": "depthlab.measures",
     "plan_missing": "depthlab.measures",
+    "depth_proxy": "depthlab.measures",
+    "turn_dependencies": "depthlab.measures",
 }
 _SUBMODULES: tuple[str, ...] = ("schema", "stats", "simulate", "plots", "paper", "widgets", "runner", "io", "measures")
 
@@ -49,6 +51,7 @@ __all__ = [
     "__version__",
     "audit_table",
     "datasets",
+    "depth_proxy",
     "estimate_depth",
     "io",
     "load_dataset",
@@ -67,6 +70,7 @@ __all__ = [
     "simulate",
     "stats",
     "turn_counts",
+    "turn_dependencies",
     "widgets",
 ]
 
@@ -76,11 +80,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from depthlab.io import LoadError, Rejected, TrialLoad, load_tasks, load_trials, read_trials
     from depthlab.measures import (
         audit_table,
+        depth_proxy,
         estimate_depth,
         pass_rates,
         plan_missing,
         second_model_effect,
         turn_counts,
+        turn_dependencies,
     )
 
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 from depthlab.measures.audit import CURATION, audit_table
 from depthlab.measures.depth import depth_summary, estimate_depth, second_model_effect
 from depthlab.measures.planning import PLAN_MODES, plan_missing, sweep_runs
+from depthlab.measures.proxy import depth_proxy, turn_dependencies
 from depthlab.measures.public import pass_rates, turn_counts
 
 __all__ = [
     "CURATION",
     "PLAN_MODES",
     "audit_table",
+    "depth_proxy",
     "depth_summary",
     "estimate_depth",
     "pass_rates",
@@ -21,4 +23,5 @@ __all__ = [
     "second_model_effect",
     "sweep_runs",
     "turn_counts",
+    "turn_dependencies",
 ]

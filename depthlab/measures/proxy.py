@@ -1,0 +1,562 @@
+"""A trajectory depth proxy: the longest chain of turns that each used what an earlier output revealed.
+
+D needs runs at up to eight turn caps for two or more models; every collection already has
+uncapped runs with trajectories. A turn is *necessarily* sequential when its command uses
+something only an earlier output revealed (a file name ``ls`` printed, a port a log showed, a
+commit hash, a PID). The longest chain of such reads is read from the transcript alone.
+
+The rule (version :data:`RULE_VERSION`; fixed before any result was looked at)
+------------------------------------------------------------------------------
+1. A trajectory is read in order: the text given before the first turn (system prompt and
+   instruction), then for each turn its message and command text (every call of the turn
+   together), then its output (the observation or tool messages), as :func:`depthlab.io.read_steps`
+   reads ATIF v1.0-v1.7 (continuations followed, copied context and summarization subagents left
+   out), chat-message lists and terminus episode directories. Outputs are read whole, not cut.
+2. Identifiers (:func:`identifiers`): the text is split into tokens, maximal runs of letters,
+   digits and ``_ . -`` (so ``/``, ``:``, ``=``, quotes and spaces separate them; a path gives one
+   token per component), with leading and trailing ``.`` and ``-`` trimmed. A token is an
+   identifier when
+
+   * it has at least 3 characters, and
+   * its *shape* marks it: it holds a digit, or one of ``_ . -`` inside; and
+   * it is not a plain number that people type without reading it: a number of digits and dots
+     needs 3 digits or more, and a whole number is not a round one (``d000...``) nor a power of
+     two (``1024``, ``4096``: block sizes, ``ls -l`` directory sizes); and
+   * it is not a permission string (``rwxr-xr-x``) nor in the stoplist :data:`STOPLIST` (shell
+     and packaging words such as ``apt-get``, ``python3``, ``x86_64``, ``utf-8``, ``127.0.0.1``).
+
+   Plain dictionary words never qualify (no digit, no inner ``_ . -``), so an output that says
+   "error ... install" does not make a later ``apt-get install`` depend on it.
+3. Each identifier's *origin* is its first appearance in that order: the given text, an agent's
+   message or command (typed by the agent), or the output of turn ``s``. Turn ``t`` depends on
+   turn ``s`` when ``t``'s message or command holds an identifier whose origin is ``s``'s output.
+   Identifiers first given in the instruction or first typed by the agent never create a
+   dependency, even when outputs echo them later (terminals echo the command line).
+4. ``level(t) = 1 + max(level(s) for s that t depends on)``, 1 when there is none; a trial's
+   proxy is its largest level (0 for a trial with no turn).
+5. A task's proxy is the lower median over its passing trials with a readable trajectory (an
+   integer), with the smallest also reported. The median, not the minimum: the minimum shrinks
+   as more trials pass, which would tie the proxy to pass rate mechanically. A task with no such
+   trial has none, as an unsolved task has no D. Only valid uncapped trials count (a stated cap
+   asks the agent to batch, which is what D measures, not this).
+
+What the proxy cannot see: a decision taken from an output without copying an identifier from
+it (reading an error message and choosing another approach), identifiers the rule does not
+count (short numbers, plain words, stoplisted names), and information that reached the agent
+through a summary written in between. It can also see a dependency that was not needed: a
+common identifier that happened to be printed before the agent typed it. It is a property of
+one run, not of the task, so it is read over passing runs only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import warnings
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import get_context
+from typing import Final
+
+import msgspec
+import polars as pl
+
+from depthlab.io import cache as _cache
+from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning, _Reject, _warning_text
+from depthlab.io._files import ABSENT, DIR_SIZE, Dep
+from depthlab.io.atif import trial_turns
+from depthlab.measures._checks import check_choice, check_frame
+from depthlab.schema import CAPS
+
+#: Version of the identifier and dependency rule; cached results of another version are not reused.
+RULE_VERSION: Final[int] = 1
+
+#: Shell, packaging and platform words that have the shape of an identifier but carry no
+#: information about the task's environment.
+STOPLIST: Final[frozenset[str]] = frozenset(
+    """
+    apt-get apt-cache apt-key apt-mark dpkg-query dpkg-reconfigure update-alternatives add-apt-repository
+    python2 python3 pip2 pip3 python3-pip python3-dev python3-venv python3.8 python3.9 python3.10 python3.11
+    python3.12 python3.13 py3 ipv4 ipv6 utf-8 utf8 utf-16 iso-8859-1 ascii-only x86_64 x86-64 amd64 arm64
+    aarch64 i386 i686 x86_64-linux-gnu aarch64-linux-gnu lib64 lib32 sha1 sha256 sha512 sha1sum sha256sum md5
+    md5sum base64 int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64 bfloat16 complex128
+    127.0.0.1 0.0.0.0 ::1 e.g i.e etc. build-essential ca-certificates software-properties-common site-packages
+    dist-packages node_modules __init__ __init__.py __main__ __main__.py __name__ __file__ __pycache__ exit_code
+    no-cache-dir no-install-recommends break-system-packages read-only non-interactive non-zero built-in set-up
+    follow-up up-to-date long-running command-line run-time real-time DEBIAN_FRONTEND LD_LIBRARY_PATH PYTHONPATH
+    PATH_MAX CUDA_VISIBLE_DEVICES xargs-0 2to3 h264 mp3 mp4 w3m k8s x11 gpt-4 gpt-4o gpt-5 1st 2nd 3rd 4th nth
+    24h 12h 64bit 32bit 64-bit 32-bit
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+
+# Maximal runs of [A-Za-z0-9_.-] that hold a digit or one of _ . - (the others cannot be
+# identifiers): the scan starts each match at the run's first character, so runs are whole.
+_TOKEN = re.compile(r"[A-Za-z_.\-]*[0-9_.\-][A-Za-z0-9_.\-]*")
+_MARKED = re.compile(r"[0-9]|[A-Za-z0-9][_.\-]+[A-Za-z0-9_]")
+_NUMBER = re.compile(r"[0-9.]+")
+_ROUND = re.compile(r"[1-9]0+")
+_PERMISSIONS = re.compile(r"[dlrwxstST\-]+")
+_POWERS_OF_TWO: Final[frozenset[str]] = frozenset(str(2**k) for k in range(7, 65))
+# raw token -> the identifier it gives ("" for none); tokens repeat a lot across turns and trials
+_VERDICTS: dict[str, str] = {}
+_MAX_VERDICTS = 2_000_000
+
+#: Columns of :func:`turn_dependencies`.
+DEPENDENCIES_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "turn": pl.Int32(),
+    "level": pl.Int32(),
+    "depends_on": pl.List(pl.Int32()),
+    "identifiers": pl.List(pl.List(pl.String())),  # aligned with depends_on
+    "on_chain": pl.Boolean(),  # on one longest chain (the one traced back from the last deepest turn)
+}
+#: Columns of ``depth_proxy(per="trial")``.
+PROXY_TRIALS_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "model": pl.String(),
+    "trial": pl.String(),
+    "passed": pl.Boolean(),
+    "n_turns": pl.Int32(),  # turns of the trajectory read (may differ from the trials table's count)
+    "proxy_depth": pl.Int32(),  # null when the trajectory could not be read
+}
+#: Columns of ``depth_proxy(per="task")``.
+PROXY_TASKS_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "proxy_depth": pl.Int32(),  # lower median over passing trials with a readable trajectory
+    "proxy_depth_min": pl.Int32(),
+    "n_passing": pl.Int32(),  # passing trials with a readable trajectory
+    "proxy_rung": pl.Int32(),  # smallest ladder cap >= proxy_depth (null above the top cap)
+}
+PER: Final[tuple[str, ...]] = ("task", "trial")
+
+_TRIAL_COLUMNS = ("dataset", "task", "model", "trial", "cap", "status", "source")
+# Below this many trajectories a process pool costs more than it saves.
+_PARALLEL_MIN = 64
+_FULL = sys.maxsize  # outputs are read whole
+
+
+# identifiers ------------------------------------------------------------------------------------
+
+
+def identifiers(text: str | None) -> list[str]:
+    """The identifiers of ``text`` under the proxy's rule, in order of appearance, each once.
+
+    Parameters
+    ----------
+    text : str or None
+        Any text: a command, an output, an instruction.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> identifiers("cat /srv/data/part_07.csv | head -5")
+    ['part_07.csv']
+    >>> identifiers("error: could not install the package; see apt-get.log and pid 31337")
+    ['apt-get.log', '31337']
+    >>> identifiers("drwxr-xr-x 2 root root 4096 Nov 30 09:21 python3")
+    []
+    """
+    if not text:
+        return []
+    found: dict[str, None] = {}
+    verdicts = _VERDICTS
+    for raw in dict.fromkeys(_TOKEN.findall(text)):
+        token = verdicts.get(raw)
+        if token is None:
+            token = raw.strip(".-")
+            token = token if _is_identifier(token) else ""
+            if len(verdicts) < _MAX_VERDICTS:
+                verdicts[raw] = token
+        if token:
+            found[token] = None
+    return list(found)
+
+
+def _is_identifier(token: str) -> bool:
+    if len(token) < 3 or token in STOPLIST or not _MARKED.search(token):
+        return False
+    if _NUMBER.fullmatch(token):
+        if sum(char.isdigit() for char in token) < 3:
+            return False
+        if token.isdigit() and (_ROUND.fullmatch(token) or token in _POWERS_OF_TWO):
+            return False
+    return not _PERMISSIONS.fullmatch(token)
+
+
+# the chain --------------------------------------------------------------------------------------
+
+_Turn = tuple["str | None", "str | None", "str | None"]  # message, commands, observation
+
+
+def _chain(given: str | None, turns: Sequence[_Turn]) -> list[tuple[int, dict[int, list[str]]]]:
+    """(level, {earlier turn: identifiers}) of each turn (1-based turn numbers)."""
+    origin: dict[str, int] = dict.fromkeys(identifiers(given), 0)  # 0: given or typed by the agent
+    out: list[tuple[int, dict[int, list[str]]]] = []
+    for number, (message, commands, observation) in enumerate(turns, start=1):
+        depends: dict[int, list[str]] = {}
+        for text in (message, commands):
+            for token in identifiers(text):
+                source = origin.setdefault(token, 0)
+                if source > 0 and token not in depends.get(source, ()):
+                    depends.setdefault(source, []).append(token)
+        level = 1 + max((out[source - 1][0] for source in depends), default=0)
+        out.append((level, dict(sorted(depends.items()))))
+        for token in identifiers(observation):
+            origin.setdefault(token, number)
+    return out
+
+
+def turn_dependencies(steps: pl.DataFrame, *, instruction: str | None = None) -> pl.DataFrame:
+    """Per turn of one trial: its level, the turns it depends on and the identifiers that made each dependency.
+
+    Parameters
+    ----------
+    steps : pl.DataFrame
+        The turns of one trial as :func:`depthlab.io.read_steps` returns them (columns ``turn``,
+        ``message``, ``commands``, ``observation``). Read with ``prompt=True`` (and a large
+        ``max_chars``, since the rule reads outputs whole), its turn-0 row is the text given
+        before the first turn.
+    instruction : str, optional
+        The text given before the first turn, when ``steps`` has no turn-0 row.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per turn (turn 0 left out), columns :data:`DEPENDENCIES_SCHEMA`: ``turn``,
+        ``level``, ``depends_on`` (earlier turns, ascending), ``identifiers`` (for each of
+        those turns, the identifiers its output revealed that this turn used) and ``on_chain``
+        (the turns of one longest chain, traced back from the last turn of the largest level
+        through, at each step, the earliest dependency of the largest level). The trial's
+        proxy is ``level.max()``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        When ``steps`` is not such a table, or it has a turn-0 row and ``instruction`` is given.
+
+    Notes
+    -----
+    The rule is the module's (:mod:`depthlab.measures.proxy`): identifiers by shape and
+    stoplist, origin at first appearance, dependencies only on outputs.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> steps = pl.DataFrame({"turn": [1, 2, 3],
+    ...     "message": [None, None, None],
+    ...     "commands": ["ls /data", "cat /data/k_81.txt", "cat /data/notes.md"],
+    ...     "observation": ["k_81.txt notes.md", "next: q_55.txt", "see q_55.txt"]})
+    >>> deps = turn_dependencies(steps, instruction="Read notes.md in /data.")
+    >>> deps.select("turn", "level", "depends_on", "identifiers").rows()
+    [(1, 1, [], []), (2, 2, [1], [['k_81.txt']]), (3, 1, [], [])]
+    """
+    function = "turn_dependencies"
+    check_frame(steps, "steps", function, ("turn", "commands", "observation"))
+    if instruction is not None and not isinstance(instruction, str):
+        raise TypeError(f"The 'instruction' parameter of {function} must be a str or None, got {instruction!r}")
+    ordered = steps.sort("turn")
+    numbers = ordered["turn"].to_list()
+    given = instruction
+    if numbers and numbers[0] == 0:
+        if instruction is not None:
+            raise ValueError(f"The 'steps' of {function} has a turn-0 row (the prompt), so 'instruction' must be None")
+        given = ordered["observation"][0]
+        ordered, numbers = ordered.slice(1), numbers[1:]
+    if numbers != list(range(1, len(numbers) + 1)):
+        raise ValueError(f"The 'steps' parameter of {function} must number its turns 1, 2, 3, ..., got {numbers[:10]}")
+    messages = ordered["message"].to_list() if "message" in ordered.columns else [None] * len(numbers)
+    chain = _chain(
+        given, list(zip(messages, ordered["commands"].to_list(), ordered["observation"].to_list(), strict=True))
+    )
+    on_chain = _longest_chain(chain)
+    return pl.DataFrame(
+        {
+            "turn": numbers,
+            "level": [level for level, _ in chain],
+            "depends_on": [list(depends) for _, depends in chain],
+            "identifiers": [list(depends.values()) for _, depends in chain],
+            "on_chain": [number in on_chain for number in numbers],
+        },
+        schema=DEPENDENCIES_SCHEMA,
+    )
+
+
+def _longest_chain(chain: list[tuple[int, dict[int, list[str]]]]) -> set[int]:
+    if not chain:
+        return set()
+    top = max(level for level, _ in chain)
+    turn = max(number for number, (level, _) in enumerate(chain, start=1) if level == top)
+    marked = set()
+    while True:
+        marked.add(turn)
+        depends = chain[turn - 1][1]
+        if not depends:
+            return marked
+        deepest = max(chain[source - 1][0] for source in depends)
+        turn = min(source for source in depends if chain[source - 1][0] == deepest)
+
+
+def trial_proxy(trial_dir: str | os.PathLike[str]) -> int:
+    """The proxy depth of one trial directory (its largest turn level; 0 when it has no turn).
+
+    Raises
+    ------
+    LoadError
+        When the trial has no readable trajectory (the message names the path and the reason).
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> agent = pathlib.Path(tempfile.mkdtemp()) / "agent"
+    >>> agent.mkdir()
+    >>> messages = [{"role": "user", "content": "find the key"},
+    ...     {"role": "assistant", "tool_calls": [{"function": {"name": "bash",
+    ...         "arguments": json.dumps({"command": "ls"})}}]},
+    ...     {"role": "tool", "content": "key_4412.txt"},
+    ...     {"role": "assistant", "tool_calls": [{"function": {"name": "bash",
+    ...         "arguments": json.dumps({"command": "cat key_4412.txt"})}}]},
+    ...     {"role": "tool", "content": "done"}]
+    >>> _ = (agent / "trajectory.json").write_text(json.dumps(messages))
+    >>> trial_proxy(agent.parent)
+    2
+    """
+    try:
+        _, depth = _trial_result(os.fspath(trial_dir), [])
+    except _Reject as exc:
+        raise LoadError(f"{exc.path}: {exc.reason}") from None
+    return depth
+
+
+def _trial_result(folder: str, deps: list[Dep]) -> tuple[int, int]:
+    given, rows = trial_turns(folder, _FULL, deps)
+    turns = [(row.get("message"), row.get("commands"), row.get("observation")) for row in rows]
+    chain = _chain(given, turns)
+    return len(rows), max((level for level, _ in chain), default=0)
+
+
+# many trials ------------------------------------------------------------------------------------
+
+
+class _Cached(msgspec.Struct, array_like=True):
+    paths: list[str]
+    sizes: list[int]
+    mtimes: list[int]
+    n_turns: int | None
+    depth: int | None
+    rejected: tuple[str, str] | None  # (path, reason) when the trajectory could not be read
+
+
+def _cache_path() -> str:
+    return os.path.join(_cache.cache_dir(), f"proxy-rule{RULE_VERSION}.msgpack")
+
+
+def _load_cache() -> dict[str, _Cached]:
+    try:
+        with open(_cache_path(), "rb") as handle:
+            return msgspec.msgpack.decode(handle.read(), type=dict[str, _Cached])
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return {}
+
+
+def _save_cache(entries: dict[str, _Cached]) -> None:
+    """Write the cache atomically; failing to write only costs the cache."""
+    path = _cache_path()
+    temporary = f"{path}.{os.getpid()}"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(temporary, "wb") as handle:
+            handle.write(msgspec.msgpack.encode(entries))
+        os.replace(temporary, path)
+    except OSError:
+        return
+
+
+def _still_valid(entry: _Cached) -> bool:
+    for path, size, mtime in zip(entry.paths, entry.sizes, entry.mtimes, strict=True):
+        try:
+            info = os.stat(path)
+        except OSError:
+            if size != ABSENT:
+                return False
+            continue
+        if size == ABSENT or info.st_mtime_ns != mtime or (size != DIR_SIZE and info.st_size != size):
+            return False
+    return True
+
+
+def _compute(folder: str) -> _Cached:
+    deps: list[Dep] = []
+    for listed in (os.path.join(folder, "agent"), os.path.join(folder, "agent-logs")):
+        try:
+            deps.append((listed, DIR_SIZE, os.stat(listed).st_mtime_ns))  # episode dirs added or removed
+        except OSError:
+            deps.append((listed, ABSENT, 0))
+    try:
+        n_turns, depth = _trial_result(folder, deps)
+        rejected = None
+    except _Reject as exc:
+        n_turns, depth, rejected = None, None, (exc.path, exc.reason)
+    except RecursionError:
+        n_turns, depth, rejected = None, None, (folder, "trajectory nested too deeply")
+    return _Cached([d[0] for d in deps], [d[1] for d in deps], [d[2] for d in deps], n_turns, depth, rejected)
+
+
+def _compute_chunk(folders: list[str]) -> list[_Cached]:
+    return [_compute(folder) for folder in folders]
+
+
+def _compute_all(folders: list[str]) -> list[_Cached]:
+    workers = os.cpu_count() or 1
+    if len(folders) >= _PARALLEL_MIN and workers > 1 and sys.platform == "linux":
+        # fork: workers start at once and never re-import __main__; they only parse JSON, never polars
+        size = max(8, len(folders) // (workers * 8))
+        chunks = [folders[start : start + size] for start in range(0, len(folders), size)]
+        try:
+            with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
+                return [entry for chunk in pool.map(_compute_chunk, chunks) for entry in chunk]
+        except BrokenProcessPool:
+            pass  # a worker died (killed, out of memory): compute in this process instead
+    return _compute_chunk(folders)
+
+
+def trial_dir(source: str) -> str:
+    """The trial directory of a trials-table ``source`` (a ``result.json`` path, or the directory itself)."""
+    return source if os.path.isdir(source) else os.path.dirname(source)
+
+
+def _proxy_of(folders: Iterable[str], cache: bool) -> dict[str, _Cached]:
+    unique = list(dict.fromkeys(folders))
+    stored = _load_cache() if cache else {}
+    known = {folder: stored[folder] for folder in unique if folder in stored and _still_valid(stored[folder])}
+    todo = [folder for folder in unique if folder not in known]
+    if todo:
+        known.update(zip(todo, _compute_all(todo), strict=True))
+        if cache:
+            stored.update((folder, known[folder]) for folder in todo)
+            _save_cache(stored)
+    return known
+
+
+def depth_proxy(trials: pl.DataFrame, *, per: str = "task", strict: bool = False, cache: bool = True) -> pl.DataFrame:
+    """The trajectory depth proxy per task or per trial, from the uncapped runs of a trials table.
+
+    Parameters
+    ----------
+    trials : pl.DataFrame
+        The trials table (columns dataset, task, model, trial, cap, status, source). Only valid
+        uncapped trials (``cap`` null, ``status`` pass or fail) are read; ``source`` finds each
+        trial's directory and so its trajectory.
+    per : {"task", "trial"}, default "task"
+        One row per task, or one row per trial read.
+    strict : bool, default False
+        Raise :class:`depthlab.io.LoadError` when a trajectory cannot be read, instead of
+        warning (:class:`depthlab.io.RejectedFilesWarning`, naming each path and reason) and
+        leaving that trial's proxy null.
+    cache : bool, default True
+        Reuse per-trial results stored under :func:`depthlab.io.cache.cache_dir` while the
+        files they were read from are unchanged (size and modification time).
+
+    Returns
+    -------
+    pl.DataFrame
+        ``per="trial"``: :data:`PROXY_TRIALS_SCHEMA` (dataset, task, model, trial, passed,
+        n_turns, proxy_depth), in the order of ``trials``. ``per="task"``:
+        :data:`PROXY_TASKS_SCHEMA`, one row per (dataset, task) with a valid uncapped trial,
+        sorted: ``proxy_depth`` the lower median over passing trials with a readable
+        trajectory, ``proxy_depth_min`` their smallest, ``n_passing`` their number,
+        ``proxy_rung`` the smallest cap of :data:`depthlab.CAPS` at or above ``proxy_depth``.
+        Tasks with no such trial have null proxies and ``n_passing`` 0.
+
+    Notes
+    -----
+    The identifier and dependency rule is the module's (:mod:`depthlab.measures.proxy`).
+    Trajectories are parsed with msgspec in worker processes (fork, one per core) when there
+    are 64 or more.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> trial = pathlib.Path(tempfile.mkdtemp()) / "t__1"
+    >>> (trial / "agent").mkdir(parents=True)
+    >>> messages = [{"role": "user", "content": "print the secret"},
+    ...     {"role": "assistant", "content": "cat hint", "tool_calls": None},
+    ...     {"role": "user", "content": "it is in vault_93"},
+    ...     {"role": "assistant", "content": "cat vault_93", "tool_calls": None}]
+    >>> _ = (trial / "agent" / "trajectory.json").write_text(json.dumps(messages))
+    >>> trials = schema.conform(pl.DataFrame({"dataset": "d", "task": "t", "model": "m",
+    ...     "trial": "t__1", "status": "pass", "source": str(trial / "result.json")}), "trials")
+    >>> depth_proxy(trials, cache=False).row(0)
+    ('d', 't', 2, 2, 1, 2)
+    """
+    function = "depth_proxy"
+    check_frame(trials, "trials", function, _TRIAL_COLUMNS)
+    check_choice(per, "per", function, PER)
+    for name, value in (("strict", strict), ("cache", cache)):
+        if not isinstance(value, bool):
+            raise TypeError(f"The '{name}' parameter of {function} must be a bool, got {value!r}")
+    valid = trials.filter(pl.col("cap").is_null() & pl.col("status").is_in(("pass", "fail")))
+    sources = valid["source"].to_list()
+    folders = [trial_dir(source) if source else "" for source in sources]
+    results = _proxy_of((folder for folder in folders if folder), cache)
+    no_source = _Cached([], [], [], None, None, ("<no source>", "the trials table gives no source"))
+    rows = [results[folder] if folder else no_source for folder in folders]
+    rejected = [Rejected(*row.rejected) for row in rows if row.rejected is not None]
+    if rejected:
+        if strict:
+            raise LoadError(str(rejected[0]))
+        warnings.warn(_warning_text(rejected, "trajectories"), RejectedFilesWarning, stacklevel=2)
+    per_trial = valid.select("dataset", "task", "model", "trial", passed=pl.col("status") == "pass").with_columns(
+        n_turns=pl.Series([row.n_turns for row in rows], dtype=pl.Int32),
+        proxy_depth=pl.Series([row.depth for row in rows], dtype=pl.Int32),
+    )
+    if per == "trial":
+        return per_trial.select(list(PROXY_TRIALS_SCHEMA)).cast(PROXY_TRIALS_SCHEMA)
+    return task_proxy(per_trial)
+
+
+def task_proxy(per_trial: pl.DataFrame, *, caps: Sequence[int] = CAPS) -> pl.DataFrame:
+    """Per task: lower median and minimum of the proxy over passing trials, their number, the ladder rung.
+
+    Parameters
+    ----------
+    per_trial : pl.DataFrame
+        Rows of ``depth_proxy(per="trial")`` (columns dataset, task, passed, proxy_depth).
+    caps : sequence of int, default depthlab.CAPS
+        The ladder ``proxy_rung`` is read on.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`PROXY_TASKS_SCHEMA`, sorted by dataset and task.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> rows = pl.DataFrame({"dataset": "d", "task": "t", "passed": [True, True, True, False],
+    ...                      "proxy_depth": [4, 2, 7, 1]})
+    >>> task_proxy(rows).row(0)
+    ('d', 't', 4, 2, 3, 5)
+    """
+    check_frame(per_trial, "per_trial", "task_proxy", ("dataset", "task", "passed", "proxy_depth"))
+    readable = pl.col("passed") & pl.col("proxy_depth").is_not_null()
+    ladder = pl.Series(list(caps), dtype=pl.Int32)
+    out = (
+        per_trial.group_by("dataset", "task")
+        .agg(
+            proxy_depth=pl.col("proxy_depth").filter(readable).quantile(0.5, interpolation="lower"),
+            proxy_depth_min=pl.col("proxy_depth").filter(readable).min(),
+            n_passing=readable.sum(),
+        )
+        .sort("dataset", "task")
+    )
+    depth = out["proxy_depth"].to_list()
+    rungs = [None if value is None else next((int(cap) for cap in ladder if cap >= value), None) for value in depth]
+    return out.with_columns(proxy_rung=pl.Series(rungs, dtype=pl.Int32)).cast(PROXY_TASKS_SCHEMA)
