@@ -92,8 +92,9 @@ STOPLIST: Final[frozenset[str]] = frozenset(
 )
 
 # Maximal runs of [A-Za-z0-9_.-] that hold a digit or one of _ . - (the others cannot be
-# identifiers): the scan starts each match at the run's first character, so runs are whole.
-_TOKEN = re.compile(r"[A-Za-z_.\-]*[0-9_.\-][A-Za-z0-9_.\-]*")
+# identifiers). The lookbehind starts matches only at a run's first character and the possessive
+# quantifiers never give back, so the scan stays linear on long runs of letters (DNA, base64).
+_TOKEN = re.compile(r"(?<![A-Za-z0-9_.\-])[A-Za-z]*+[0-9_.\-][A-Za-z0-9_.\-]*+")
 _MARKED = re.compile(r"[0-9]|[A-Za-z0-9][_.\-]+[A-Za-z0-9_]")
 _NUMBER = re.compile(r"[0-9.]+")
 _ROUND = re.compile(r"[1-9]0+")
