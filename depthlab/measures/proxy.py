@@ -561,3 +561,53 @@ def task_proxy(per_trial: pl.DataFrame, *, caps: Sequence[int] = CAPS) -> pl.Dat
     depth = out["proxy_depth"].to_list()
     rungs = [None if value is None else next((int(cap) for cap in ladder if cap >= value), None) for value in depth]
     return out.with_columns(proxy_rung=pl.Series(rungs, dtype=pl.Int32)).cast(PROXY_TASKS_SCHEMA)
+
+
+def rung_agreement(proxy_tasks: pl.DataFrame, depth: pl.DataFrame, *, column: str = "depth") -> pl.DataFrame:
+    """How the proxy's ladder rung agrees with D, by rung of D.
+
+    Parameters
+    ----------
+    proxy_tasks : pl.DataFrame
+        ``depth_proxy(per="task")`` (columns dataset, task, proxy_rung).
+    depth : pl.DataFrame
+        One row per task with dataset, task and ``column``: a ladder depth, e.g. the ``depth``
+        of :func:`depthlab.estimate_depth` or the simulator's ``d_star``.
+    column : str, default "depth"
+        The column of ``depth`` to compare with.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per value of ``column`` (null last) among the tasks of both tables: ``n_tasks``,
+        ``n_same`` (proxy rung = D), ``n_above``, ``n_below``, ``n_no_proxy`` (no passing
+        trial to read), and ``share_same`` = n_same / (tasks with a proxy rung).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> proxy_tasks = pl.DataFrame({"dataset": "d", "task": ["a", "b", "c"], "proxy_rung": [1, 3, None]})
+    >>> depth = pl.DataFrame({"dataset": "d", "task": ["a", "b", "c"], "depth": [1, 2, 2]})
+    >>> rung_agreement(proxy_tasks, depth).rows()
+    [(1, 1, 1, 0, 0, 0, 1.0), (2, 2, 0, 1, 0, 1, 0.0)]
+    """
+    function = "rung_agreement"
+    check_frame(proxy_tasks, "proxy_tasks", function, ("dataset", "task", "proxy_rung"))
+    check_frame(depth, "depth", function, ("dataset", "task", column))
+    joined = depth.select("dataset", "task", pl.col(column).alias("_d")).join(
+        proxy_tasks.select("dataset", "task", "proxy_rung"), on=["dataset", "task"], how="inner"
+    )
+    rung = pl.col("proxy_rung")
+    return (
+        joined.group_by("_d")
+        .agg(
+            n_tasks=pl.len().cast(pl.Int32),
+            n_same=(rung == pl.col("_d")).sum().cast(pl.Int32),
+            n_above=(rung > pl.col("_d")).sum().cast(pl.Int32),
+            n_below=(rung < pl.col("_d")).sum().cast(pl.Int32),
+            n_no_proxy=rung.is_null().sum().cast(pl.Int32),
+        )
+        .with_columns(share_same=pl.col("n_same") / (pl.col("n_tasks") - pl.col("n_no_proxy")))
+        .sort("_d", nulls_last=True)
+        .rename({"_d": column})
+    )
