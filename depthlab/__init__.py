@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "plan_missing": "depthlab.measures",
     "depth_proxy": "depthlab.measures",
     "turn_dependencies": "depthlab.measures",
+    "proxy_correlations": "depthlab.measures",
 }
 _SUBMODULES: tuple[str, ...] = ("schema", "stats", "simulate", "plots", "paper", "widgets", "runner", "io", "measures")
 
@@ -63,6 +64,7 @@ __all__ = [
     "pass_rates",
     "plan_missing",
     "plots",
+    "proxy_correlations",
     "read_trials",
     "runner",
     "schema",
@@ -84,6 +86,7 @@ if TYPE_CHECKING:  # pragma: no cover
         estimate_depth,
         pass_rates,
         plan_missing,
+        proxy_correlations,
         second_model_effect,
         turn_counts,
         turn_dependencies,

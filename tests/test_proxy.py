@@ -13,7 +13,7 @@ import depthlab as dl
 from depthlab import schema
 from depthlab.io import LoadError, RejectedFilesWarning, read_steps
 from depthlab.measures import proxy
-from depthlab.measures.proxy import identifiers, task_proxy, trial_proxy, turn_dependencies
+from depthlab.measures.proxy import identifiers, proxy_correlations, task_proxy, trial_proxy, turn_dependencies
 
 
 @pytest.fixture(autouse=True)
@@ -455,3 +455,73 @@ def test_many_trials_go_through_the_worker_pool_with_the_same_result(tmp_path):
     trials = _trials(tmp_path, rows)
     per_trial = dl.depth_proxy(trials, per="trial", cache=False)
     assert per_trial["proxy_depth"].to_list() == [1 + i % 5 for i in range(70)]
+
+
+# the proxy in the audit -------------------------------------------------------------------------
+
+
+def _audit_rows(n: int = 12, *, difficulty_source: str = "human") -> pl.DataFrame:
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    proxy_depth = rng.integers(1, 8, n)
+    work = rng.integers(2, 60, n)
+    return schema.conform(
+        pl.DataFrame(
+            {
+                "dataset": "d",
+                "task": [f"t{i}" for i in range(n)],
+                "work": work,
+                "proxy_depth": proxy_depth,
+                "n_turns": proxy_depth * 3.0 + rng.integers(0, 10, n),
+                "pass_rate": np.clip(1 - proxy_depth / 8 + rng.normal(0, 0.1, n), 0, 1),
+                "difficulty": rng.choice(["easy", "medium", "hard"], n),
+                "difficulty_source": difficulty_source,
+            }
+        ),
+        "audit",
+    )
+
+
+def test_audit_table_gains_the_proxy():
+    tasks = schema.conform(pl.DataFrame({"dataset": "d", "task": ["a", "b"], "work": [3, 4]}), "tasks")
+    trials = schema.conform(
+        pl.DataFrame({"dataset": "d", "task": ["a", "b"], "model": "m", "status": "pass", "n_turns": [5, 6]}), "trials"
+    )
+    per_task = pl.DataFrame(
+        {"dataset": ["d"], "task": ["a"], "proxy_depth": [3], "proxy_depth_min": [2], "n_passing": [4]}
+    )
+    audit = dl.audit_table(tasks, trials, proxy=per_task)
+    schema.check(audit, "audit")
+    assert audit.select("task", "proxy_depth", "proxy_n_passing").rows() == [("a", 3, 4), ("b", None, 0)]
+    without = dl.audit_table(tasks, trials)
+    assert without["proxy_depth"].null_count() == 2
+    assert without["proxy_n_passing"].null_count() == 2
+    with pytest.raises(ValueError, match="'proxy' parameter of audit_table must have the columns"):
+        dl.audit_table(tasks, trials, proxy=per_task.drop("n_passing"))
+
+
+def test_proxy_correlations_equal_pingouin_partial_spearman():
+    pingouin = pytest.importorskip("pingouin")
+    audit = _audit_rows()
+    table = proxy_correlations(audit, n_boot=500, seed=1)
+    assert table["question"].to_list() == [question for question, *_ in proxy.PROXY_QUESTIONS]
+    frame = audit.with_columns(
+        rating=pl.col("difficulty").replace_strict({"easy": 0, "medium": 1, "hard": 2}, return_dtype=pl.Int32)
+    ).to_pandas()
+    for row, (_, x, y, covar) in zip(table.iter_rows(named=True), proxy.PROXY_QUESTIONS, strict=True):
+        expected = pingouin.partial_corr(
+            frame, x=x, y="rating" if y == "difficulty" else y, covar=covar, method="spearman"
+        )
+        assert row["r"] == pytest.approx(expected["r"].iloc[0], abs=1e-9)
+        assert row["n"] == 12
+        assert row["ci_low"] < row["r"] < row["ci_high"]
+        assert row["note"] is None
+
+
+def test_proxy_correlations_say_why_a_row_is_empty():
+    generated = proxy_correlations(_audit_rows(difficulty_source="generated"), n_boot=0)
+    assert generated.filter(pl.col("question") == "rating ~ proxy | W")["note"].item() == "no human difficulty rating"
+    few = proxy_correlations(_audit_rows(5), n_boot=0)
+    assert few["note"].to_list() == ["5 tasks (fewer than 6)"] * 4
+    assert few["r"].null_count() == 4

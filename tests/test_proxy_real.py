@@ -93,3 +93,19 @@ def test_each_real_dependency_is_an_identifier_first_printed_by_the_turn_it_name
             expected = 1 + max((deps["level"][s - 1] for s in row["depends_on"]), default=0)
             assert row["level"] == expected
     assert checked > 20
+
+
+def test_real_tb2_correlations_are_pingouins_on_the_tasks_with_a_proxy(trials, shared_data):
+    pingouin = pytest.importorskip("pingouin")
+    bundle = dl.load_dataset("tb2", shared_data)  # 89 tasks (W, author ratings), 3,560 public trials of 8 models
+    tb2_trials = trials.with_columns(dataset=pl.lit("tb2"))
+    audit = dl.audit_table(bundle.tasks, bundle.trials, proxy=dl.depth_proxy(tb2_trials))
+    table = dl.proxy_correlations(audit, n_boot=300, seed=0)
+    sample = audit.drop_nulls(["proxy_depth", "work", "pass_rate"])
+    # the proxy exists for the tasks TMax-27B passed at least once
+    assert sample.height == trials.filter(pl.col("status") == "pass")["task"].n_unique()
+    frame = sample.to_pandas()
+    for row in table.filter(pl.col("y") == "pass_rate").iter_rows(named=True):
+        expected = pingouin.partial_corr(frame, x=row["x"], y="pass_rate", covar=row["covar"], method="spearman")
+        assert row["n"] == sample.height
+        assert row["r"] == pytest.approx(expected["r"].iloc[0], abs=1e-9)

@@ -61,6 +61,7 @@ from multiprocessing import get_context
 from typing import Final
 
 import msgspec
+import numpy as np
 import polars as pl
 
 from depthlab.io import cache as _cache
@@ -611,3 +612,117 @@ def rung_agreement(proxy_tasks: pl.DataFrame, depth: pl.DataFrame, *, column: st
         .sort("_d", nulls_last=True)
         .rename({"_d": column})
     )
+
+
+#: The questions :func:`proxy_correlations` answers: (label, x, y, covariate), y being the outcome.
+PROXY_QUESTIONS: Final[tuple[tuple[str, str, str, str], ...]] = (
+    ("pass ~ proxy | W", "proxy_depth", "pass_rate", "work"),
+    ("pass ~ N | W", "n_turns", "pass_rate", "work"),
+    ("pass ~ N | proxy", "n_turns", "pass_rate", "proxy_depth"),
+    ("rating ~ proxy | W", "proxy_depth", "difficulty", "work"),
+)
+#: Order of the human difficulty rating, lowest first.
+DIFFICULTY_ORDER: Final[tuple[str, ...]] = ("easy", "medium", "hard")
+_MIN_TASKS = 6
+#: Columns of :func:`proxy_correlations` (those of ``PartialCorr.to_row`` between question and note).
+CORRELATIONS_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "question": pl.String(),
+    "r": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "p": pl.Float64(),
+    "n": pl.Int64(),
+    "k": pl.Int64(),
+    "method": pl.String(),
+    "n_boot": pl.Int64(),
+    "n_degenerate": pl.Int64(),
+    "n_dropped": pl.Int64(),
+    "x": pl.String(),
+    "y": pl.String(),
+    "covar": pl.String(),
+    "ci": pl.Float64(),
+    "statistic": pl.String(),
+    "cluster": pl.String(),
+    "note": pl.String(),
+}
+
+
+def proxy_correlations(
+    audit: pl.DataFrame,
+    *,
+    by_dataset: bool = True,
+    n_boot: int = 10_000,
+    ci: float = 0.95,
+    seed: int | None = 0,
+) -> pl.DataFrame:
+    """Rank partial correlations of difficulty with the proxy, the way D is tested, per collection.
+
+    On the tasks with a proxy, W and a public pass rate: pass rate with the proxy given W, with N
+    given W, with N given the proxy, and (on human ratings only) the author's difficulty rating
+    (easy < medium < hard) with the proxy given W; each by :func:`depthlab.stats.partial_spearman`
+    with a bootstrap CI (tasks resampled, ranks recomputed in every resample).
+
+    Parameters
+    ----------
+    audit : pl.DataFrame
+        The audit table with the proxy (``audit_table(..., proxy=depth_proxy(trials))``).
+    by_dataset : bool, default True
+        One set per dataset; False pools every task.
+    n_boot, ci, seed
+        Passed to :func:`depthlab.stats.partial_spearman` (one generator serves every row).
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`CORRELATIONS_SCHEMA`, one row per (dataset, question): ``dataset`` (null when
+        pooled), ``question``, the columns of :meth:`depthlab.stats.PartialCorr.to_row`, and
+        ``note``: why a row has no estimate (fewer than 6 tasks, a constant column, no human
+        rating), else null.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> audit = schema.conform(pl.DataFrame({"dataset": "d", "task": [str(i) for i in range(8)],
+    ...     "work": [3, 9, 4, 20, 8, 40, 12, 5], "n_turns": [5.0, 9, 6, 30, 12, 50, 14, 4],
+    ...     "proxy_depth": [1, 2, 1, 5, 3, 8, 3, 2], "pass_rate": [0.9, 0.7, 0.8, 0.2, 0.4, 0.1, 0.5, 0.6],
+    ...     "difficulty": ["easy", "medium", "easy", "hard", "medium", "hard", "medium", "easy"],
+    ...     "difficulty_source": "human"}), "audit")
+    >>> table = proxy_correlations(audit, n_boot=200)
+    >>> table.select("question", "n").rows()[:2]
+    [('pass ~ proxy | W', 8), ('pass ~ N | W', 8)]
+    """
+    from depthlab import stats  # scipy is loaded only by those who test
+
+    function = "proxy_correlations"
+    check_frame(audit, "audit", function, ("dataset", "task", "work", "n_turns", "proxy_depth", "pass_rate"))
+    rng = np.random.default_rng(seed)
+    groups = audit.partition_by("dataset", maintain_order=True) if by_dataset else [audit]
+    rows: list[dict] = []
+    for group in groups:
+        dataset = group["dataset"][0] if by_dataset and group.height else None
+        sample = group.drop_nulls(["proxy_depth", "work", "pass_rate"])
+        for question, x, y, covar in PROXY_QUESTIONS:
+            used = sample
+            if y == "difficulty":
+                human = pl.col("difficulty_source") == "human" if "difficulty_source" in used.columns else pl.lit(True)
+                used = used.filter(human & pl.col("difficulty").is_in(DIFFICULTY_ORDER))
+            used = used.drop_nulls([x, y, covar])
+            note = None
+            if used.height == 0 and y == "difficulty":
+                note = "no human difficulty rating"
+            elif used.height < _MIN_TASKS:
+                note = f"{used.height} tasks (fewer than {_MIN_TASKS})"
+            elif any(used[column].n_unique() < 2 for column in (x, y, covar)):
+                note = "a constant column"
+            row: dict = {"dataset": dataset, "question": question}
+            if note is None:
+                order = {"difficulty": list(DIFFICULTY_ORDER)} if y == "difficulty" else None
+                result = stats.partial_spearman(used, x, y, covar, n_boot=n_boot, ci=ci, seed=rng, order=order)
+                row.update(result.to_row())
+            else:
+                row.update({"x": x, "y": y, "covar": covar, "n": used.height})
+            row["note"] = note
+            rows.append(row)
+    return pl.DataFrame(rows, schema=CORRELATIONS_SCHEMA)
