@@ -39,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "depth_proxy": "depthlab.measures",
     "turn_dependencies": "depthlab.measures",
     "proxy_correlations": "depthlab.measures",
+    "rung_agreement": "depthlab.measures",
 }
 _SUBMODULES: tuple[str, ...] = ("schema", "stats", "simulate", "plots", "paper", "widgets", "runner", "io", "measures")
 
@@ -66,6 +67,7 @@ __all__ = [
     "plots",
     "proxy_correlations",
     "read_trials",
+    "rung_agreement",
     "runner",
     "schema",
     "second_model_effect",
@@ -87,6 +89,7 @@ if TYPE_CHECKING:  # pragma: no cover
         pass_rates,
         plan_missing,
         proxy_correlations,
+        rung_agreement,
         second_model_effect,
         turn_counts,
         turn_dependencies,
