@@ -160,24 +160,43 @@ def test_the_agents_own_identifiers_echoed_back_make_no_dependency(tmp_path):
     assert levels(trial) == [1, 1, 1]
 
 
-def test_an_identifier_in_the_agents_message_first_is_its_own(tmp_path):
+def test_messages_are_not_read_by_the_primary_rule_and_are_by_the_variant(tmp_path):
     folder = tmp_path / "t"
     messages = [
-        {"role": "user", "content": "Start a server."},
-        {"role": "assistant", "content": "I will use port 50123.", "tool_calls": None},
-        {"role": "user", "content": "server on 50123 started"},
+        {"role": "user", "content": "Start the server and check it."},
         {
             "role": "assistant",
-            "content": "check it",
+            "content": "start it",
+            "tool_calls": [{"function": {"name": "bash", "arguments": json.dumps({"command": "./serve &"})}}],
+        },
+        {"role": "tool", "content": "listening on 50123, pid 7781"},
+        # the agent reasons about the port, and its command only uses the pid
+        {
+            "role": "assistant",
+            "content": "It listens on 50123; I will stop pid 7781 later.",
+            "tool_calls": [{"function": {"name": "bash", "arguments": json.dumps({"command": "sleep 1"})}}],
+        },
+        {"role": "tool", "content": ""},
+        # an identifier the agent first writes in its message, then types
+        {
+            "role": "assistant",
+            "content": "Write the log to run_4471.log.",
             "tool_calls": [
-                {"function": {"name": "bash", "arguments": json.dumps({"command": "curl localhost:50123"})}}
+                {"function": {"name": "bash", "arguments": json.dumps({"command": "kill 7781 > run_4471.log"})}}
             ],
         },
-        {"role": "tool", "content": "ok"},
+        {"role": "tool", "content": "run_4471.log written"},
     ]
     (folder / "agent").mkdir(parents=True)
     (folder / "agent" / "trajectory.json").write_text(json.dumps(messages))
-    assert levels(folder) == [1, 1]
+    steps = read_steps(folder, prompt=True, max_chars=10**9)
+    primary = turn_dependencies(steps)
+    assert primary["level"].to_list() == [1, 1, 2]
+    assert primary["identifiers"].to_list()[2] == [["7781"]]
+    variant = turn_dependencies(steps, messages=True)
+    assert variant["level"].to_list() == [1, 2, 2]
+    assert variant["identifiers"].to_list()[1] == [["50123", "7781"]]
+    assert trial_proxy(folder) == 2 == trial_proxy(folder, messages=True)
 
 
 def test_plain_words_in_an_output_make_no_dependency(tmp_path):
@@ -431,7 +450,7 @@ def test_the_cache_is_reused_until_a_file_changes(tmp_path, monkeypatch):
     assert dl.depth_proxy(trials)["proxy_depth"].to_list() == [2]
     calls = []
     real = proxy._compute
-    monkeypatch.setattr(proxy, "_compute", lambda folder: calls.append(folder) or real(folder))
+    monkeypatch.setattr(proxy, "_compute", lambda folder, messages: calls.append(folder) or real(folder, messages))
     assert dl.depth_proxy(trials)["proxy_depth"].to_list() == [2]
     assert calls == []
     chat_trial(tmp_path / "a1", "Go.", _chain(4))

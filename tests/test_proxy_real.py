@@ -73,7 +73,7 @@ def test_each_real_dependency_is_an_identifier_first_printed_by_the_turn_it_name
             if message["role"] == "assistant":
                 calls = message.get("tool_calls") or []
                 commands = [json.loads(call["function"]["arguments"])["command"] for call in calls]
-                typed.append((message["content"] or "") + "\n" + "\n".join(commands))
+                typed.append("\n".join(commands))  # the primary rule reads commands, not the agent's messages
                 outputs.append("")
             elif typed:
                 outputs[-1] += (message["content"] or "") + "\n"

@@ -8,8 +8,8 @@ commit hash, a PID). The longest chain of such reads is read from the transcript
 The rule (version :data:`RULE_VERSION`; fixed before any result was looked at)
 ------------------------------------------------------------------------------
 1. A trajectory is read in order: the text given before the first turn (system prompt and
-   instruction), then for each turn its message and command text (every call of the turn
-   together), then its output (the observation or tool messages), as :func:`depthlab.io.read_steps`
+   instruction), then for each turn its command text (every call of the turn together), then
+   its output (the observation or tool messages), as :func:`depthlab.io.read_steps`
    reads ATIF v1.0-v1.7 (continuations followed, copied context and summarization subagents left
    out), chat-message lists and terminus episode directories. Outputs are read whole, not cut.
 2. Identifiers (:func:`identifiers`): the text is split into tokens, maximal runs of letters,
@@ -27,9 +27,9 @@ The rule (version :data:`RULE_VERSION`; fixed before any result was looked at)
 
    Plain dictionary words never qualify (no digit, no inner ``_ . -``), so an output that says
    "error ... install" does not make a later ``apt-get install`` depend on it.
-3. Each identifier's *origin* is its first appearance in that order: the given text, an agent's
-   message or command (typed by the agent), or the output of turn ``s``. Turn ``t`` depends on
-   turn ``s`` when ``t``'s message or command holds an identifier whose origin is ``s``'s output.
+3. Each identifier's *origin* is its first appearance in that order: the given text, a command
+   (typed by the agent), or the output of turn ``s``. Turn ``t`` depends on turn ``s`` when
+   ``t``'s commands hold an identifier whose origin is ``s``'s output.
    Identifiers first given in the instruction or first typed by the agent never create a
    dependency, even when outputs echo them later (terminals echo the command line).
 4. ``level(t) = 1 + max(level(s) for s that t depends on)``, 1 when there is none; a trial's
@@ -39,6 +39,10 @@ The rule (version :data:`RULE_VERSION`; fixed before any result was looked at)
    as more trials pass, which would tie the proxy to pass rate mechanically. A task with no such
    trial has none, as an unsolved task has no D. Only valid uncapped trials count (a stated cap
    asks the agent to batch, which is what D measures, not this).
+
+Variant (reported beside the primary, never instead): ``messages=True`` also reads each turn's
+message (the agent's analysis and plan) before its commands, as typed text and as a use, so an
+identifier the agent reasons about from an output counts even when its command does not repeat it.
 
 What the proxy cannot see: a decision taken from an output without copying an identifier from
 it (reading an error message and choosing another approach), identifiers the rule does not
@@ -57,6 +61,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from itertools import repeat
 from multiprocessing import get_context
 from typing import Final
 
@@ -72,7 +77,7 @@ from depthlab.measures._checks import check_choice, check_frame
 from depthlab.schema import CAPS
 
 #: Version of the identifier and dependency rule; cached results of another version are not reused.
-RULE_VERSION: Final[int] = 1
+RULE_VERSION: Final[int] = 2
 
 #: Shell, packaging and platform words that have the shape of an identifier but carry no
 #: information about the task's environment.
@@ -196,13 +201,13 @@ def _is_identifier(token: str) -> bool:
 _Turn = tuple["str | None", "str | None", "str | None"]  # message, commands, observation
 
 
-def _chain(given: str | None, turns: Sequence[_Turn]) -> list[tuple[int, dict[int, list[str]]]]:
-    """(level, {earlier turn: identifiers}) of each turn (1-based turn numbers)."""
+def _chain(given: str | None, turns: Sequence[_Turn], messages: bool = False) -> list[tuple[int, dict[int, list[str]]]]:
+    """(level, {earlier turn: identifiers}) of each turn (1-based turn numbers); ``messages``: the variant."""
     origin: dict[str, int] = dict.fromkeys(identifiers(given), 0)  # 0: given or typed by the agent
     out: list[tuple[int, dict[int, list[str]]]] = []
     for number, (message, commands, observation) in enumerate(turns, start=1):
         depends: dict[int, list[str]] = {}
-        for text in (message, commands):
+        for text in (message, commands) if messages else (commands,):
             for token in identifiers(text):
                 source = origin.setdefault(token, 0)
                 if source > 0 and token not in depends.get(source, ()):
@@ -214,7 +219,7 @@ def _chain(given: str | None, turns: Sequence[_Turn]) -> list[tuple[int, dict[in
     return out
 
 
-def turn_dependencies(steps: pl.DataFrame, *, instruction: str | None = None) -> pl.DataFrame:
+def turn_dependencies(steps: pl.DataFrame, *, instruction: str | None = None, messages: bool = False) -> pl.DataFrame:
     """Per turn of one trial: its level, the turns it depends on and the identifiers that made each dependency.
 
     Parameters
@@ -226,6 +231,10 @@ def turn_dependencies(steps: pl.DataFrame, *, instruction: str | None = None) ->
         before the first turn.
     instruction : str, optional
         The text given before the first turn, when ``steps`` has no turn-0 row.
+    messages : bool, default False
+        The *messages variant*: also read each turn's ``message`` (the agent's own text, e.g.
+        its analysis and plan) before its commands, as typed by the agent and as a use. The
+        primary rule reads commands only.
 
     Returns
     -------
@@ -272,10 +281,9 @@ def turn_dependencies(steps: pl.DataFrame, *, instruction: str | None = None) ->
         ordered, numbers = ordered.slice(1), numbers[1:]
     if numbers != list(range(1, len(numbers) + 1)):
         raise ValueError(f"The 'steps' parameter of {function} must number its turns 1, 2, 3, ..., got {numbers[:10]}")
-    messages = ordered["message"].to_list() if "message" in ordered.columns else [None] * len(numbers)
-    chain = _chain(
-        given, list(zip(messages, ordered["commands"].to_list(), ordered["observation"].to_list(), strict=True))
-    )
+    texts = ordered["message"].to_list() if "message" in ordered.columns else [None] * len(numbers)
+    turns = list(zip(texts, ordered["commands"].to_list(), ordered["observation"].to_list(), strict=True))
+    chain = _chain(given, turns, messages)
     on_chain = _longest_chain(chain)
     return pl.DataFrame(
         {
@@ -304,8 +312,10 @@ def _longest_chain(chain: list[tuple[int, dict[int, list[str]]]]) -> set[int]:
         turn = min(source for source in depends if chain[source - 1][0] == deepest)
 
 
-def trial_proxy(trial_dir: str | os.PathLike[str]) -> int:
+def trial_proxy(trial_dir: str | os.PathLike[str], *, messages: bool = False) -> int:
     """The proxy depth of one trial directory (its largest turn level; 0 when it has no turn).
+
+    ``messages=True`` gives the messages variant (see :func:`turn_dependencies`).
 
     Raises
     ------
@@ -329,16 +339,16 @@ def trial_proxy(trial_dir: str | os.PathLike[str]) -> int:
     2
     """
     try:
-        _, depth = _trial_result(os.fspath(trial_dir), [])
+        _, depth = _trial_result(os.fspath(trial_dir), [], messages)
     except _Reject as exc:
         raise LoadError(f"{exc.path}: {exc.reason}") from None
     return depth
 
 
-def _trial_result(folder: str, deps: list[Dep]) -> tuple[int, int]:
+def _trial_result(folder: str, deps: list[Dep], messages: bool) -> tuple[int, int]:
     given, rows = trial_turns(folder, _FULL, deps)
     turns = [(row.get("message"), row.get("commands"), row.get("observation")) for row in rows]
-    chain = _chain(given, turns)
+    chain = _chain(given, turns, messages)
     return len(rows), max((level for level, _ in chain), default=0)
 
 
@@ -354,21 +364,22 @@ class _Cached(msgspec.Struct, array_like=True):
     rejected: tuple[str, str] | None  # (path, reason) when the trajectory could not be read
 
 
-def _cache_path() -> str:
-    return os.path.join(_cache.cache_dir(), f"proxy-rule{RULE_VERSION}.msgpack")
+def _cache_path(messages: bool) -> str:
+    variant = "-messages" if messages else ""
+    return os.path.join(_cache.cache_dir(), f"proxy-rule{RULE_VERSION}{variant}.msgpack")
 
 
-def _load_cache() -> dict[str, _Cached]:
+def _load_cache(messages: bool) -> dict[str, _Cached]:
     try:
-        with open(_cache_path(), "rb") as handle:
+        with open(_cache_path(messages), "rb") as handle:
             return msgspec.msgpack.decode(handle.read(), type=dict[str, _Cached])
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return {}
 
 
-def _save_cache(entries: dict[str, _Cached]) -> None:
+def _save_cache(entries: dict[str, _Cached], messages: bool) -> None:
     """Write the cache atomically; failing to write only costs the cache."""
-    path = _cache_path()
+    path = _cache_path(messages)
     temporary = f"{path}.{os.getpid()}"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -392,7 +403,7 @@ def _still_valid(entry: _Cached) -> bool:
     return True
 
 
-def _compute(folder: str) -> _Cached:
+def _compute(folder: str, messages: bool = False) -> _Cached:
     deps: list[Dep] = []
     for listed in (os.path.join(folder, "agent"), os.path.join(folder, "agent-logs")):
         try:
@@ -400,7 +411,7 @@ def _compute(folder: str) -> _Cached:
         except OSError:
             deps.append((listed, ABSENT, 0))
     try:
-        n_turns, depth = _trial_result(folder, deps)
+        n_turns, depth = _trial_result(folder, deps, messages)
         rejected = None
     except _Reject as exc:
         n_turns, depth, rejected = None, None, (exc.path, exc.reason)
@@ -409,11 +420,11 @@ def _compute(folder: str) -> _Cached:
     return _Cached([d[0] for d in deps], [d[1] for d in deps], [d[2] for d in deps], n_turns, depth, rejected)
 
 
-def _compute_chunk(folders: list[str]) -> list[_Cached]:
-    return [_compute(folder) for folder in folders]
+def _compute_chunk(folders: list[str], messages: bool) -> list[_Cached]:
+    return [_compute(folder, messages) for folder in folders]
 
 
-def _compute_all(folders: list[str]) -> list[_Cached]:
+def _compute_all(folders: list[str], messages: bool) -> list[_Cached]:
     workers = os.cpu_count() or 1
     if len(folders) >= _PARALLEL_MIN and workers > 1 and sys.platform == "linux":
         # fork: workers start at once and never re-import __main__; they only parse JSON, never polars
@@ -421,10 +432,11 @@ def _compute_all(folders: list[str]) -> list[_Cached]:
         chunks = [folders[start : start + size] for start in range(0, len(folders), size)]
         try:
             with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-                return [entry for chunk in pool.map(_compute_chunk, chunks) for entry in chunk]
+                results = pool.map(_compute_chunk, chunks, repeat(messages))
+                return [entry for chunk in results for entry in chunk]
         except BrokenProcessPool:
             pass  # a worker died (killed, out of memory): compute in this process instead
-    return _compute_chunk(folders)
+    return _compute_chunk(folders, messages)
 
 
 def trial_dir(source: str) -> str:
@@ -432,20 +444,22 @@ def trial_dir(source: str) -> str:
     return source if os.path.isdir(source) else os.path.dirname(source)
 
 
-def _proxy_of(folders: Iterable[str], cache: bool) -> dict[str, _Cached]:
+def _proxy_of(folders: Iterable[str], cache: bool, messages: bool) -> dict[str, _Cached]:
     unique = list(dict.fromkeys(folders))
-    stored = _load_cache() if cache else {}
+    stored = _load_cache(messages) if cache else {}
     known = {folder: stored[folder] for folder in unique if folder in stored and _still_valid(stored[folder])}
     todo = [folder for folder in unique if folder not in known]
     if todo:
-        known.update(zip(todo, _compute_all(todo), strict=True))
+        known.update(zip(todo, _compute_all(todo, messages), strict=True))
         if cache:
             stored.update((folder, known[folder]) for folder in todo)
-            _save_cache(stored)
+            _save_cache(stored, messages)
     return known
 
 
-def depth_proxy(trials: pl.DataFrame, *, per: str = "task", strict: bool = False, cache: bool = True) -> pl.DataFrame:
+def depth_proxy(
+    trials: pl.DataFrame, *, per: str = "task", strict: bool = False, cache: bool = True, messages: bool = False
+) -> pl.DataFrame:
     """The trajectory depth proxy per task or per trial, from the uncapped runs of a trials table.
 
     Parameters
@@ -463,6 +477,9 @@ def depth_proxy(trials: pl.DataFrame, *, per: str = "task", strict: bool = False
     cache : bool, default True
         Reuse per-trial results stored under :func:`depthlab.io.cache.cache_dir` while the
         files they were read from are unchanged (size and modification time).
+    messages : bool, default False
+        The messages variant of the rule (see :func:`turn_dependencies`); the primary rule
+        reads commands only. Report it beside the primary, never instead of it.
 
     Returns
     -------
@@ -501,13 +518,13 @@ def depth_proxy(trials: pl.DataFrame, *, per: str = "task", strict: bool = False
     function = "depth_proxy"
     check_frame(trials, "trials", function, _TRIAL_COLUMNS)
     check_choice(per, "per", function, PER)
-    for name, value in (("strict", strict), ("cache", cache)):
+    for name, value in (("strict", strict), ("cache", cache), ("messages", messages)):
         if not isinstance(value, bool):
             raise TypeError(f"The '{name}' parameter of {function} must be a bool, got {value!r}")
     valid = trials.filter(pl.col("cap").is_null() & pl.col("status").is_in(("pass", "fail")))
     sources = valid["source"].to_list()
     folders = [trial_dir(source) if source else "" for source in sources]
-    results = _proxy_of((folder for folder in folders if folder), cache)
+    results = _proxy_of((folder for folder in folders if folder), cache, messages)
     no_source = _Cached([], [], [], None, None, ("<no source>", "the trials table gives no source"))
     rows = [results[folder] if folder else no_source for folder in folders]
     rejected = [Rejected(*row.rejected) for row in rows if row.rejected is not None]
