@@ -544,3 +544,27 @@ def test_proxy_correlations_say_why_a_row_is_empty():
     few = proxy_correlations(_audit_rows(5), n_boot=0)
     assert few["note"].to_list() == ["5 tasks (fewer than 6)"] * 4
     assert few["r"].null_count() == 4
+
+
+def test_proxy_summary_and_rung_agreement_against_scipy_and_counts():
+    from scipy.stats import spearmanr
+
+    audit = _audit_rows(20).with_columns(
+        depth=pl.Series([1, 2, 3, 5, 5, 10, 1, 2, 3, 3, None, None, 2, 1, 5, 10, 20, 3, 2, 1], dtype=pl.Int32)
+    )
+    summary = proxy.proxy_summary(audit)
+    row = summary.row(0, named=True)
+    both = audit.drop_nulls(["proxy_depth", "depth"])
+    assert (row["n_tasks"], row["n_proxy"], row["n_depth"], row["n_both"]) == (20, 20, 18, 18)
+    assert row["rho_proxy_depth"] == pytest.approx(spearmanr(both["proxy_depth"], both["depth"]).statistic)
+    assert row["rho_proxy_turns"] == pytest.approx(spearmanr(audit["proxy_depth"], audit["n_turns"]).statistic)
+    rungs = [next(c for c in dl.CAPS if c >= p) for p in both["proxy_depth"]]
+    same = sum(r == d for r, d in zip(rungs, both["depth"], strict=True))
+    assert row["share_same_rung"] == pytest.approx(same / 18)
+    agreement = dl.rung_agreement(audit, audit)
+    assert agreement["n_same"].sum() == same
+    assert agreement["n_tasks"].sum() == 20
+    assert agreement.filter(pl.col("depth").is_null())["n_tasks"].item() == 2
+    assert (agreement["n_same"] + agreement["n_above"] + agreement["n_below"] + agreement["n_no_proxy"]).to_list() == (
+        agreement["n_tasks"].to_list()
+    )

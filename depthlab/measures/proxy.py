@@ -505,10 +505,11 @@ def depth_proxy(
     >>> from depthlab import schema
     >>> trial = pathlib.Path(tempfile.mkdtemp()) / "t__1"
     >>> (trial / "agent").mkdir(parents=True)
-    >>> messages = [{"role": "user", "content": "print the secret"},
-    ...     {"role": "assistant", "content": "cat hint", "tool_calls": None},
-    ...     {"role": "user", "content": "it is in vault_93"},
-    ...     {"role": "assistant", "content": "cat vault_93", "tool_calls": None}]
+    >>> def turn(command):
+    ...     return {"role": "assistant", "tool_calls": [{"function": {"name": "bash",
+    ...         "arguments": json.dumps({"command": command})}}]}
+    >>> messages = [{"role": "user", "content": "print the secret"}, turn("cat hint"),
+    ...     {"role": "tool", "content": "it is in vault_93"}, turn("cat vault_93")]
     >>> _ = (trial / "agent" / "trajectory.json").write_text(json.dumps(messages))
     >>> trials = schema.conform(pl.DataFrame({"dataset": "d", "task": "t", "model": "m",
     ...     "trial": "t__1", "status": "pass", "source": str(trial / "result.json")}), "trials")
@@ -566,7 +567,6 @@ def task_proxy(per_trial: pl.DataFrame, *, caps: Sequence[int] = CAPS) -> pl.Dat
     """
     check_frame(per_trial, "per_trial", "task_proxy", ("dataset", "task", "passed", "proxy_depth"))
     readable = pl.col("passed") & pl.col("proxy_depth").is_not_null()
-    ladder = pl.Series(list(caps), dtype=pl.Int32)
     out = (
         per_trial.group_by("dataset", "task")
         .agg(
@@ -576,46 +576,59 @@ def task_proxy(per_trial: pl.DataFrame, *, caps: Sequence[int] = CAPS) -> pl.Dat
         )
         .sort("dataset", "task")
     )
-    depth = out["proxy_depth"].to_list()
-    rungs = [None if value is None else next((int(cap) for cap in ladder if cap >= value), None) for value in depth]
-    return out.with_columns(proxy_rung=pl.Series(rungs, dtype=pl.Int32)).cast(PROXY_TASKS_SCHEMA)
+    return out.with_columns(proxy_rung=_rung(caps)).cast(PROXY_TASKS_SCHEMA)
 
 
-def rung_agreement(proxy_tasks: pl.DataFrame, depth: pl.DataFrame, *, column: str = "depth") -> pl.DataFrame:
+def _rung(caps: Sequence[int]) -> pl.Expr:
+    """The smallest cap of ``caps`` at or above ``proxy_depth`` (null above the top cap or without a proxy)."""
+    expression = pl.lit(None, dtype=pl.Int32)
+    for cap in sorted(caps, reverse=True):
+        expression = pl.when(pl.col("proxy_depth") <= cap).then(pl.lit(cap, dtype=pl.Int32)).otherwise(expression)
+    return expression
+
+
+def rung_agreement(
+    proxy_tasks: pl.DataFrame, depth: pl.DataFrame, *, column: str = "depth", caps: Sequence[int] = CAPS
+) -> pl.DataFrame:
     """How the proxy's ladder rung agrees with D, by rung of D.
 
     Parameters
     ----------
     proxy_tasks : pl.DataFrame
-        ``depth_proxy(per="task")`` (columns dataset, task, proxy_rung).
+        One row per task with dataset, task and ``proxy_depth``: ``depth_proxy(per="task")`` or
+        the audit table.
     depth : pl.DataFrame
         One row per task with dataset, task and ``column``: a ladder depth, e.g. the ``depth``
-        of :func:`depthlab.estimate_depth` or the simulator's ``d_star``.
+        of :func:`depthlab.estimate_depth` or of the audit table, or the simulator's ``d_star``.
     column : str, default "depth"
         The column of ``depth`` to compare with.
+    caps : sequence of int, default depthlab.CAPS
+        The ladder the proxy is read on: its rung is the smallest cap at or above it.
 
     Returns
     -------
     pl.DataFrame
         One row per value of ``column`` (null last) among the tasks of both tables: ``n_tasks``,
         ``n_same`` (proxy rung = D), ``n_above``, ``n_below``, ``n_no_proxy`` (no passing
-        trial to read), and ``share_same`` = n_same / (tasks with a proxy rung).
+        trial to read), and ``share_same`` = n_same / (tasks with a proxy rung; null when none).
 
     Examples
     --------
     >>> import polars as pl
-    >>> proxy_tasks = pl.DataFrame({"dataset": "d", "task": ["a", "b", "c"], "proxy_rung": [1, 3, None]})
+    >>> proxy_tasks = pl.DataFrame({"dataset": "d", "task": ["a", "b", "c"], "proxy_depth": [1, 3, None]})
     >>> depth = pl.DataFrame({"dataset": "d", "task": ["a", "b", "c"], "depth": [1, 2, 2]})
     >>> rung_agreement(proxy_tasks, depth).rows()
     [(1, 1, 1, 0, 0, 0, 1.0), (2, 2, 0, 1, 0, 1, 0.0)]
     """
     function = "rung_agreement"
-    check_frame(proxy_tasks, "proxy_tasks", function, ("dataset", "task", "proxy_rung"))
+    check_frame(proxy_tasks, "proxy_tasks", function, ("dataset", "task", "proxy_depth"))
     check_frame(depth, "depth", function, ("dataset", "task", column))
     joined = depth.select("dataset", "task", pl.col(column).alias("_d")).join(
-        proxy_tasks.select("dataset", "task", "proxy_rung"), on=["dataset", "task"], how="inner"
+        proxy_tasks.select("dataset", "task", "proxy_depth").with_columns(_rung=_rung(caps)),
+        on=["dataset", "task"],
+        how="inner",
     )
-    rung = pl.col("proxy_rung")
+    rung, read = pl.col("_rung"), pl.col("n_tasks") - pl.col("n_no_proxy")
     return (
         joined.group_by("_d")
         .agg(
@@ -623,12 +636,74 @@ def rung_agreement(proxy_tasks: pl.DataFrame, depth: pl.DataFrame, *, column: st
             n_same=(rung == pl.col("_d")).sum().cast(pl.Int32),
             n_above=(rung > pl.col("_d")).sum().cast(pl.Int32),
             n_below=(rung < pl.col("_d")).sum().cast(pl.Int32),
-            n_no_proxy=rung.is_null().sum().cast(pl.Int32),
+            n_no_proxy=pl.col("proxy_depth").is_null().sum().cast(pl.Int32),
         )
-        .with_columns(share_same=pl.col("n_same") / (pl.col("n_tasks") - pl.col("n_no_proxy")))
+        .with_columns(share_same=pl.when(read > 0).then(pl.col("n_same") / read))
         .sort("_d", nulls_last=True)
         .rename({"_d": column})
     )
+
+
+def proxy_summary(audit: pl.DataFrame, *, caps: Sequence[int] = CAPS) -> pl.DataFrame:
+    """The proxy beside D and N, per collection.
+
+    Parameters
+    ----------
+    audit : pl.DataFrame
+        The audit table with the proxy (``audit_table(..., proxy=depth_proxy(trials))``).
+    caps : sequence of int, default depthlab.CAPS
+        The ladder for ``share_same_rung``.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per dataset (in order of appearance): ``n_tasks``, ``n_proxy`` (tasks with a
+        proxy), ``n_depth`` (tasks with a pinned D), ``n_both``; medians ``median_proxy``,
+        ``median_depth``, ``median_turns`` (N) over the tasks that have each; Spearman
+        ``rho_proxy_depth`` and ``rho_proxy_turns`` over the tasks with both (null below 3
+        tasks or with a constant column); and ``share_same_rung`` (proxy on D's rung, tasks with both).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> audit = schema.conform(pl.DataFrame({"dataset": "d", "task": ["a", "b", "c", "e"],
+    ...     "depth": [1, 2, 5, None], "proxy_depth": [1, 2, 4, 3], "n_turns": [4.0, 9.0, 12.0, 7.0]}), "audit")
+    >>> proxy_summary(audit).select("n_proxy", "n_both", "median_proxy", "rho_proxy_depth", "share_same_rung").row(0)
+    (4, 3, 2.5, 1.0, 1.0)
+    """
+    check_frame(audit, "audit", "proxy_summary", ("dataset", "task", "depth", "proxy_depth", "n_turns"))
+    rows = []
+    for group in audit.partition_by("dataset", maintain_order=True):
+        both = group.drop_nulls(["proxy_depth", "depth"])
+        with_turns = group.drop_nulls(["proxy_depth", "n_turns"])
+        rows.append(
+            {
+                "dataset": group["dataset"][0],
+                "n_tasks": group.height,
+                "n_proxy": group["proxy_depth"].count(),
+                "n_depth": group["depth"].count(),
+                "n_both": both.height,
+                "median_proxy": group["proxy_depth"].median(),
+                "median_depth": group["depth"].median(),
+                "median_turns": group["n_turns"].median(),
+                "rho_proxy_depth": _spearman(both, "proxy_depth", "depth"),
+                "rho_proxy_turns": _spearman(with_turns, "proxy_depth", "n_turns"),
+                "share_same_rung": both.select((_rung(caps) == pl.col("depth")).mean()).item() if both.height else None,
+            }
+        )
+    schema = {"dataset": pl.String(), **dict.fromkeys(("n_tasks", "n_proxy", "n_depth", "n_both"), pl.Int32())}
+    schema |= dict.fromkeys(
+        ("median_proxy", "median_depth", "median_turns", "rho_proxy_depth", "rho_proxy_turns", "share_same_rung"),
+        pl.Float64(),
+    )
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _spearman(frame: pl.DataFrame, x: str, y: str) -> float | None:
+    if frame.height < 3 or frame[x].n_unique() < 2 or frame[y].n_unique() < 2:
+        return None
+    return frame.select(pl.corr(x, y, method="spearman")).item()
 
 
 #: The questions :func:`proxy_correlations` answers: (label, x, y, covariate), y being the outcome.
@@ -645,6 +720,7 @@ _MIN_TASKS = 6
 CORRELATIONS_SCHEMA: Final[dict[str, pl.DataType]] = {
     "dataset": pl.String(),
     "question": pl.String(),
+    "label": pl.String(),  # "<dataset>: <question>", for depthlab.plots.forest
     "r": pl.Float64(),
     "ci_low": pl.Float64(),
     "ci_high": pl.Float64(),
@@ -662,6 +738,12 @@ CORRELATIONS_SCHEMA: Final[dict[str, pl.DataType]] = {
     "statistic": pl.String(),
     "cluster": pl.String(),
     "note": pl.String(),
+    "paper_d": pl.Float64(),  # the paper's figure for the same question asked of D, on the same collection
+}
+# (dataset, question) -> key of depthlab.paper.REPORTED holding the paper's figure for D
+_PAPER_D: Final[dict[tuple[str, str], str]] = {
+    ("tb2", "pass ~ proxy | W"): "tb2_pcorr_pass_depth_given_work",
+    ("tb2", "rating ~ proxy | W"): "tb2_pcorr_depth_author_difficulty",
 }
 
 
@@ -695,7 +777,8 @@ def proxy_correlations(
         :data:`CORRELATIONS_SCHEMA`, one row per (dataset, question): ``dataset`` (null when
         pooled), ``question``, the columns of :meth:`depthlab.stats.PartialCorr.to_row`, and
         ``note``: why a row has no estimate (fewer than 6 tasks, a constant column, no human
-        rating), else null.
+        rating), else null; ``paper_d``: the paper's figure for the same question asked of D
+        on the same collection (TB2: pass ~ D | W, rating ~ D | W), for comparison only.
 
     Examples
     --------
@@ -710,7 +793,7 @@ def proxy_correlations(
     >>> table.select("question", "n").rows()[:2]
     [('pass ~ proxy | W', 8), ('pass ~ N | W', 8)]
     """
-    from depthlab import stats  # scipy is loaded only by those who test
+    from depthlab import paper, stats  # scipy is loaded only by those who test
 
     function = "proxy_correlations"
     check_frame(audit, "audit", function, ("dataset", "task", "work", "n_turns", "proxy_depth", "pass_rate"))
@@ -733,7 +816,13 @@ def proxy_correlations(
                 note = f"{used.height} tasks (fewer than {_MIN_TASKS})"
             elif any(used[column].n_unique() < 2 for column in (x, y, covar)):
                 note = "a constant column"
-            row: dict = {"dataset": dataset, "question": question}
+            key = _PAPER_D.get((dataset, question)) if dataset else None
+            row: dict = {
+                "dataset": dataset,
+                "question": question,
+                "label": f"{dataset}: {question}" if dataset else question,
+                "paper_d": paper.get(key).value if key else None,
+            }
             if note is None:
                 order = {"difficulty": list(DIFFICULTY_ORDER)} if y == "difficulty" else None
                 result = stats.partial_spearman(used, x, y, covar, n_boot=n_boot, ci=ci, seed=rng, order=order)
