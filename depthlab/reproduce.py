@@ -61,6 +61,7 @@ NOTEBOOKS: Final[tuple[str, ...]] = (
     "04_labels",
     "05_quadrants",
     "06_segments",
+    "07_depth_proxy",
 )
 
 #: Size of the default demo data (1.0 is about the paper's size: 734 audited tasks).
@@ -488,10 +489,34 @@ def _load(folder: Path, names: Sequence[str], models: Sequence[str] | None, caps
     bundle = Audit.concat([dl.load_dataset(name, folder) for name in names])
     trials = bundle.trials
     depth = dl.estimate_depth(bundle.capped, caps=caps, models=models)
-    audit = dl.audit_table(bundle.tasks, trials, caps=caps, models=models)
+    proxy, proxy_notes = _proxy(folder, names, trials)
+    audit = dl.audit_table(bundle.tasks, trials, caps=caps, models=models, proxy=proxy)
     for table, kind in ((bundle.tasks, "tasks"), (trials, "trials"), (depth, "depth"), (audit, "audit")):
         schema.check(table, kind)
-    return AuditData(folder, bundle.tasks, trials, depth, audit, list(bundle.notes))
+    return AuditData(folder, bundle.tasks, trials, depth, audit, [*bundle.notes, *proxy_notes])
+
+
+def _proxy(folder: Path, names: Sequence[str], trials: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """The trajectory depth proxy per task, from the trials whose run directories are on disk, and from
+    ``<folder>/<name>-jobs/`` (Harbor jobs kept for their trajectories, e.g. ``tb2-jobs/``: their
+    pass rates and turn counts do not enter the audit, which keeps the collection's own public runs)."""
+    import depthlab as dl
+    from depthlab.measures.proxy import trial_dir
+
+    notes = []
+    sources = trials["source"].fill_null("").to_list()
+    on_disk = trials.filter(pl.Series([bool(s) and os.path.isdir(trial_dir(s)) for s in sources], dtype=pl.Boolean))
+    parts = [on_disk]
+    for name in names:
+        jobs = folder / f"{name}-jobs"
+        if jobs.is_dir():
+            extra = dl.load_trials(jobs, dataset=name)
+            parts.append(extra)
+            notes.append(f"{name}: trajectory depth proxy also read from {extra.height} trials under {jobs.name}/")
+    readable = pl.concat(parts)
+    if readable.filter(pl.col("cap").is_null()).is_empty():
+        notes.append("no uncapped trial with a trajectory on disk: no trajectory depth proxy")
+    return dl.depth_proxy(readable), notes
 
 
 def _cache_key(folder: Path, names: Sequence[str], models: Sequence[str] | None, caps: Sequence[int]) -> str:

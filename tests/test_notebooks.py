@@ -35,6 +35,11 @@ def _load(data_dir: Path, names: list[str]) -> tuple[Audit, pl.DataFrame]:
     return bundle, dl.audit_table(bundle.tasks, bundle.trials)
 
 
+def _load_parts(data_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    bundle = dl.load_dataset("tb2", data_dir)
+    return bundle.tasks, bundle.trials
+
+
 def _check_figures(run: reproduce.Reproduction) -> set[str]:
     listed = {name for result in run.results.values() for name in result["figures"]}
     assert listed, "no notebook saved a figure"
@@ -198,6 +203,18 @@ def test_notebooks_on_the_simulated_demo(tmp_path):
     assert values["sign_test_p"] == pytest.approx(test.p, rel=1e-12)
     assert (values["sign_test_n_pos"], values["sign_test_n_neg"]) == (test.n_pos, test.n_neg)
 
+    # 07 the trajectory depth proxy: every simulated trajectory carries its chain, so the proxy is on D's rung
+    values = _values(run, "07_depth_proxy")
+    per_task = dl.depth_proxy(bundle.public, cache=False)
+    proxied = audit.drop(["proxy_depth", "proxy_n_passing"]).join(per_task, on=["dataset", "task"], how="left")
+    for name in names:
+        part = proxied.filter(pl.col("dataset") == name)
+        assert values[f"tasks_with_proxy[{name}]"] == part["proxy_depth"].count()
+    tb2 = proxied.filter(pl.col("dataset") == "tb2").drop_nulls(["proxy_depth", "pass_rate", "work"])
+    expected = stats.partial_spearman(tb2, "proxy_depth", "pass_rate", "work", n_boot=0)
+    assert values["r[tb2: pass ~ proxy | W]"][0] == pytest.approx(expected.r, rel=1e-12)
+    assert "forest_proxy" in figures
+
     # every notebook's closing table lists only what the paper reports, as index.md does
     index = run.index.read_text()
     for notebook, result in run.results.items():
@@ -231,3 +248,13 @@ def test_notebooks_on_real_tb2_data_without_capped_runs(tmp_path, shared_data):
     expected = stats.partial_spearman(used, "n_turns", "pass_rate", "work", n_boot=N_BOOT, seed=SEED)
     assert _values(run, "03_depth_predicts_difficulty")["r[TB2: pass ~ N | W]"] == pytest.approx(expected.r)
     assert _values(run, "02_turns_vs_depth")["median_turns_pooled"] == pytest.approx(audit["n_turns"].median())
+
+    # 07 the trajectory depth proxy: read from the real job under tb2-jobs/, independently of the notebook
+    job = dl.load_trials(shared_data / "tb2-jobs" / "tmax-27b", dataset="tb2", cache=False)
+    with_proxy = dl.audit_table(*_load_parts(shared_data), proxy=dl.depth_proxy(job, cache=False))
+    used = with_proxy.drop_nulls(["proxy_depth", "pass_rate", "work"])
+    expected = stats.partial_spearman(used, "proxy_depth", "pass_rate", "work", n_boot=0)
+    values = _values(run, "07_depth_proxy")
+    assert values["tasks_with_proxy[tb2]"] == used.height == job.filter(pl.col("status") == "pass")["task"].n_unique()
+    assert values["r[tb2: pass ~ proxy | W]"][0] == pytest.approx(expected.r, rel=1e-12)
+    assert "forest_proxy" in figures
