@@ -27,12 +27,14 @@ from __future__ import annotations
 import html
 import json
 import os
+import sys
 from collections.abc import Sequence
 from typing import Any, Final
 
 import polars as pl
 
 from depthlab.io import LoadError, read_steps
+from depthlab.measures.proxy import turn_dependencies
 from depthlab.schema import CAPS
 
 __all__ = ["ALL", "UNCAPPED", "Explorer", "explore"]
@@ -188,7 +190,11 @@ class Explorer:
         return {} if rows is None or rows.is_empty() else rows.row(0, named=True)
 
     def run_turns(self) -> pl.DataFrame | None:
-        """The selected run's turns (:func:`depthlab.io.read_steps`), or None when it has no readable trajectory."""
+        """The selected run's turns (:func:`depthlab.io.read_steps`), or None when it has no readable trajectory.
+
+        Two more columns give the trajectory depth proxy's reading of the run
+        (:func:`depthlab.turn_dependencies`): each turn's ``level`` and the earlier outputs it ``uses``.
+        """
         return _read_turns(self.run_details())[0]
 
     # notebook display ----------------------------------------------------------------------------
@@ -286,10 +292,14 @@ def _read_turns(run: dict[str, Any]) -> tuple[pl.DataFrame | None, str]:
     source = run.get("source")
     if not source:
         return None, "no turns: the run has no source file"
+    folder = os.path.dirname(source)
     try:
-        return read_steps(os.path.dirname(source)), ""
+        steps = read_steps(folder)
+        # the proxy's reading of the same run: each turn's level and the earlier outputs it used
+        whole = read_steps(folder, prompt=True, max_chars=sys.maxsize)
     except LoadError as exc:
         return None, f"no turns: no readable trajectory ({exc})"
+    return steps.join(turn_dependencies(whole).select("turn", "level", "uses"), on="turn", how="left"), ""
 
 
 def _steps_html(steps: pl.DataFrame, trial: str) -> str:
@@ -303,6 +313,8 @@ def _steps_html(steps: pl.DataFrame, trial: str) -> str:
         short("message"),
         short("commands"),
         short("observation"),
+        "level",
+        short("uses"),
         pl.col("n_input_tokens").alias("in"),
         pl.col("n_output_tokens").alias("out"),
     )

@@ -136,6 +136,9 @@ def test_a_simulated_run_shows_its_turns_from_its_trajectory(tmp_path):
     # one command line per call; the last turn also marks the task complete
     lines = [line for text in turns["commands"].drop_nulls() for line in text.split("\n")]
     assert [line for line in lines if line != "mark_task_complete()"] == typed
+    # the proxy's reading of the run sits beside its turns: the planted chain is its deepest level
+    assert turns["level"].max() == trajectory["extra"]["planted_chain"]
+    assert turns.filter(pl.col("level") > 1)["uses"].is_not_null().all()
     shown = explorer._turns.value
     assert f"{run['n_turns']} turns of {run['trial']}" in shown
     assert all(html.escape(command) in shown for command in typed)

@@ -117,6 +117,7 @@ DEPENDENCIES_SCHEMA: Final[dict[str, pl.DataType]] = {
     "depends_on": pl.List(pl.Int32()),
     "identifiers": pl.List(pl.List(pl.String())),  # aligned with depends_on
     "on_chain": pl.Boolean(),  # on one longest chain (the one traced back from the last deepest turn)
+    "uses": pl.String(),  # the same, readable: "t3: a_1, b_2; t5: x_9" (null when the turn depends on nothing)
 }
 #: Columns of ``depth_proxy(per="trial")``.
 PROXY_TRIALS_SCHEMA: Final[dict[str, pl.DataType]] = {
@@ -243,8 +244,8 @@ def turn_dependencies(steps: pl.DataFrame, *, instruction: str | None = None, me
         ``level``, ``depends_on`` (earlier turns, ascending), ``identifiers`` (for each of
         those turns, the identifiers its output revealed that this turn used) and ``on_chain``
         (the turns of one longest chain, traced back from the last turn of the largest level
-        through, at each step, the earliest dependency of the largest level). The trial's
-        proxy is ``level.max()``.
+        through, at each step, the earliest dependency of the largest level) and ``uses`` (the
+        dependencies as one line of text). The trial's proxy is ``level.max()``.
 
     Raises
     ------
@@ -292,6 +293,10 @@ def turn_dependencies(steps: pl.DataFrame, *, instruction: str | None = None, me
             "depends_on": [list(depends) for _, depends in chain],
             "identifiers": [list(depends.values()) for _, depends in chain],
             "on_chain": [number in on_chain for number in numbers],
+            "uses": [
+                "; ".join(f"t{source}: {', '.join(names)}" for source, names in depends.items()) or None
+                for _, depends in chain
+            ],
         },
         schema=DEPENDENCIES_SCHEMA,
     )
