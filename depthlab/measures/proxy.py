@@ -108,7 +108,8 @@ _PERMISSIONS = re.compile(r"[dlrwxstST\-]+")
 _POWERS_OF_TWO: Final[frozenset[str]] = frozenset(str(2**k) for k in range(7, 65))
 # raw token -> the identifier it gives ("" for none); tokens repeat a lot across turns and trials
 _VERDICTS: dict[str, str] = {}
-_MAX_VERDICTS = 2_000_000
+_MAX_VERDICTS = 500_000
+_MAX_CACHED_CHARS = 80  # a base64 blob or a DNA sequence is seen once; keeping it would only cost memory
 
 #: Columns of :func:`turn_dependencies`.
 DEPENDENCIES_SCHEMA: Final[dict[str, pl.DataType]] = {
@@ -179,7 +180,7 @@ def identifiers(text: str | None) -> list[str]:
         if token is None:
             token = raw.strip(".-")
             token = token if _is_identifier(token) else ""
-            if len(verdicts) < _MAX_VERDICTS:
+            if len(raw) <= _MAX_CACHED_CHARS and len(verdicts) < _MAX_VERDICTS:
                 verdicts[raw] = token
         if token:
             found[token] = None
