@@ -568,3 +568,34 @@ def test_proxy_summary_and_rung_agreement_against_scipy_and_counts():
     compared = agreement.drop_nulls("depth")  # tasks with no D have nothing to agree with
     parts = compared["n_same"] + compared["n_above"] + compared["n_below"] + compared["n_no_proxy"]
     assert parts.to_list() == compared["n_tasks"].to_list()
+
+
+def test_cli_proxy_writes_the_table_and_names_unreadable_trajectories(tmp_path, capsys):
+    from depthlab.cli import main
+
+    rows = [
+        {"task": "a", "trial": "a1", "status": "pass", "turns": _chain(3)},
+        {"task": "a", "trial": "a2", "status": "pass", "turns": _chain(4)},
+    ]
+    for row in rows:
+        folder = tmp_path / "job" / row["trial"]
+        chat_trial(folder, "Go.", row["turns"])
+        result = {
+            "task_name": row["task"],
+            "trial_name": row["trial"],
+            "source": "d",
+            "config": {"agent": {"name": "custom", "model_name": "m", "kwargs": {}}},
+            "verifier_result": {"rewards": {"reward": 1.0}},
+            # the turn count is recorded, so the trials loader need not read the trajectory
+            "agent_result": {"metadata": {"n_episodes": len(row["turns"])}},
+        }
+        (folder / "result.json").write_text(json.dumps(result))
+    (tmp_path / "job" / "a2" / "agent" / "trajectory.json").write_text("{")
+    out = tmp_path / "proxy.csv"
+    assert main(["proxy", str(tmp_path / "job"), "-o", str(out), "--per", "trial"]) == 0
+    table = pl.read_csv(out).sort("trial")
+    assert table["proxy_depth"].to_list() == [3, None]
+    err = capsys.readouterr().err
+    assert "1 trajectories rejected" in err
+    assert "a2/agent/trajectory.json: not valid JSON" in err
+    assert "proxy read for 1 of 2 trials" in err
