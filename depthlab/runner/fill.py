@@ -85,6 +85,11 @@ class FillSummary:
     def exceptions(self) -> Counter[str]:
         return Counter(outcome.exception for outcome in self.outcomes if outcome.exception)
 
+    @property
+    def all_invalid(self) -> bool:
+        """Whether trials ran and every one of them is invalid (no endpoint, no Docker build, ...)."""
+        return bool(self.outcomes) and all(outcome.status == "invalid" for outcome in self.outcomes)
+
     def render(self) -> str:
         """A short human-readable summary."""
         passed = sum(1 for outcome in self.outcomes if (outcome.reward or 0) > 0)
@@ -101,6 +106,8 @@ class FillSummary:
             )
         lines += [f"skipped: {message}" for message in self.skipped]
         lines += [f"error: {message}" for message in self.errors]
+        if self.all_invalid:
+            lines.append(f"every trial was invalid; the first one: {self.outcomes[0].message}")
         return "\n".join(lines)
 
 
