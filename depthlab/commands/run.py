@@ -40,6 +40,9 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         help="hard limit in seconds on each model request (default 600); an endpoint that does not answer in "
         "time, through every retry, makes the trial invalid",
     )
+    parser.add_argument(
+        "--max-retries", type=int, default=4, help="retries of a failed model request (default 4; backoff doubles)"
+    )
     parser.add_argument("--strip-provider", action="store_true", help="send the model name without its provider/")
     parser.add_argument("--price-in", type=float, help="USD per million prompt tokens (cost accounting)")
     parser.add_argument("--price-out", type=float, help="USD per million completion tokens")
@@ -87,9 +90,11 @@ def check_agent_arguments(args: argparse.Namespace, verb: str) -> str | None:
         value = getattr(args, option)
         if value is not None and (not math.isfinite(value) or value <= 0):
             return f"depthlab {verb}: --{option.replace('_', '-')} must be a positive number of seconds, got {value:g}"
-    for option in ("concurrency", "pids_limit"):
-        if getattr(args, option) < 1:
-            return f"depthlab {verb}: --{option.replace('_', '-')} must be at least 1, got {getattr(args, option)}"
+    for option, least in (("concurrency", 1), ("pids_limit", 1), ("max_retries", 0)):
+        if getattr(args, option) < least:
+            return (
+                f"depthlab {verb}: --{option.replace('_', '-')} must be at least {least}, got {getattr(args, option)}"
+            )
     return None
 
 
@@ -104,9 +109,14 @@ def execution_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def report_summary(summary: FillSummary) -> int:
-    """Print a runner summary; the exit code is 1 when a trial or job had an error or every trial was invalid."""
+    """Print a runner summary and return the exit code.
+
+    1 when a trial or job had an error, when every trial run was invalid (no endpoint, no
+    image...), or when nothing ran because no task could run here; else 0.
+    """
     print(summary.render())
-    return 1 if summary.errors or summary.all_invalid else 0
+    nothing_could_run = bool(summary.skipped) and not summary.outcomes
+    return 1 if summary.errors or summary.all_invalid or nothing_could_run else 0
 
 
 def terminus_factory(args: argparse.Namespace):  # noqa: ANN201 - a callable (model, cap) -> agent
@@ -120,6 +130,7 @@ def terminus_factory(args: argparse.Namespace):  # noqa: ANN201 - a callable (mo
             api_key_env=args.api_key_env or None,
             temperature=args.temperature,
             timeout=args.request_timeout,
+            max_retries=args.max_retries,
             input_price_per_mtok=args.price_in,
             output_price_per_mtok=args.price_out,
             strip_provider=args.strip_provider,

@@ -511,7 +511,7 @@ class _ExecStream:
         self.exec_id = exec_id
         self._holder = sock  # keep the SocketIO wrapper alive: it owns the socket
         self.sock: socket.socket = getattr(sock, "_sock", sock)
-        self._pending = b""
+        self._pending = bytearray()  # at most one partial frame (a pipe write, <= 64 KiB)
         self.closed = False
 
     def write(self, data: bytes) -> None:
@@ -525,20 +525,23 @@ class _ExecStream:
         if not ready:
             return b""
         try:
-            chunk = self.sock.recv(1 << 16)
+            chunk = self.sock.recv(1 << 20)
         except OSError:
             chunk = b""
         if not chunk:
             self.closed = True
             return None
-        self._pending += chunk
+        pending = self._pending
+        pending += chunk
         payload = bytearray()
-        while len(self._pending) >= 8:
-            size = struct.unpack(">I", self._pending[4:8])[0]
-            if len(self._pending) < 8 + size:
+        position = 0
+        while len(pending) - position >= 8:
+            size = struct.unpack_from(">I", pending, position + 4)[0]
+            if len(pending) - position < 8 + size:
                 break
-            payload += self._pending[8 : 8 + size]
-            self._pending = self._pending[8 + size :]
+            payload += pending[position + 8 : position + 8 + size]
+            position += 8 + size
+        del pending[:position]
         return bytes(payload)
 
     def close(self) -> None:

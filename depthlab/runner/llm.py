@@ -218,12 +218,13 @@ class ChatClient:
             raw = response.read(MAX_REPLY_BYTES + 1)
             status, retry_after = response.status, response.getheader("Retry-After")
         except (OSError, http.client.HTTPException) as error:
-            if expired.is_set():
-                raise _Retryable(f"no complete answer within the request timeout of {self.timeout:g} s") from None
-            raise _Retryable(f"{type(error).__name__}: {error}") from None
+            if not expired.is_set():
+                raise _Retryable(f"{type(error).__name__}: {error}") from None
         finally:
             watchdog.cancel()
             connection.close()
+        if expired.is_set():  # a read cut by the watchdog may return part of the body without an error
+            raise _Retryable(f"no complete answer within the request timeout of {self.timeout:g} s")
         if len(raw) > MAX_REPLY_BYTES:
             raise _Retryable(f"the reply is larger than {MAX_REPLY_BYTES} bytes")
         if status != 200:

@@ -9,7 +9,8 @@ A reward the agent cannot forge
 The agent runs as root in the same container, and its background processes still run while
 the tests do (a task may ask it to leave a server running). So, before the tests run:
 
-1. ``/tests`` and ``/logs/verifier`` are deleted (whatever the agent put there is gone);
+1. ``/tests`` and ``/logs/verifier`` are deleted (whatever the agent put there is gone; a file
+   an agent's process writes back meanwhile is left out by the group check below);
 2. the Docker daemon creates ``/logs/verifier`` owned by :data:`VERIFIER_UID` and group
    :data:`VERIFIER_GID`, mode 0770: the agent, a root without capabilities, can neither enter,
    write, chmod nor chown it;
@@ -59,10 +60,11 @@ REWARD_FILE_LIMIT_BYTES = 1 << 20
 # a plain decimal number: no "1_0" (Python reads 10), no "nan" or "inf"
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
+# an agent's process may still be writing there: a few rounds (the folder's group check covers what is left)
 _RESET = (
-    'for d in /tests /logs/verifier; do [ -e "$d" ] || [ -L "$d" ] || continue; '
-    'chmod -R u+rwx "$d" 2>/dev/null; rm -rf "$d"; done; mkdir -p /logs; '
-    "[ ! -e /tests ] && [ ! -e /logs/verifier ]"
+    'for round in 1 2 3 4 5; do for d in /tests /logs/verifier; do [ -e "$d" ] || [ -L "$d" ] || continue; '
+    'chmod -R u+rwx "$d" 2>/dev/null; rm -rf "$d" 2>/dev/null; done; '
+    "[ -e /tests ] || [ -e /logs/verifier ] || break; done; mkdir -p /logs"
 )
 
 
@@ -84,7 +86,7 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
     try:
         code, output = box.exec(["sh", "-c", _RESET], timeout=60, user="0")
         if code != 0:
-            raise OSError(f"/tests and /logs/verifier could not be emptied: {output[-300:].decode(errors='replace')}")
+            raise OSError(f"/logs could not be made: {output[-300:].decode(errors='replace')}")
         box.put_entry("/logs/verifier", mode=0o770, uid=VERIFIER_UID, gid=VERIFIER_GID)
         box.put_directory(tests, "/tests")
     except (OSError, TimeoutError) as error:
