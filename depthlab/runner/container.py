@@ -98,7 +98,7 @@ def _keepalive(lifetime_sec: float) -> list[str]:
     how the deadline ends it: PID 1 of a namespace ignores signals it has no handler for.
     """
     seconds = max(1, math.ceil(lifetime_sec))
-    script = f'trap "exit 0" TERM INT HUP; (sleep {seconds}; kill -TERM 1) & while read -r _; do :; done; exit 0'
+    script = f'trap "exit 0" TERM INT HUP; (sleep {seconds} && kill -TERM 1) & while read -r _; do :; done; exit 0'
     return ["sh", "-c", script]
 
 

@@ -268,3 +268,57 @@ def test_memory_limits_below_dockers_minimum_are_refused(tmp_path: Path):
     (task / "task.toml").write_text('[environment]\nmemory = "512K"\n')
     with pytest.raises(ValueError, match="at least 6 MB"):
         load_task(task)
+
+
+# ---------------------------------------------------------------- shell markers ------------
+def _bare_shell(buffer_bytes: int = 1 << 20):
+    """A Shell's stream parser without a container: markers in, output out."""
+    from depthlab.runner.container import Shell
+
+    shell = object.__new__(Shell)
+    shell._nonce = "0123456789ab"
+    shell._marker_prefix = b"\n__depthlab_0123456789ab_"
+    shell._buffer = HeadTailBuffer(buffer_bytes // 2, buffer_bytes - buffer_bytes // 2)
+    shell._carry = b""
+    shell._outstanding = {1, 2, 3}
+    return shell
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_markers_are_taken_out_of_the_stream_however_it_is_split(seed):
+    import random
+
+    generator = random.Random(seed)
+    output = [
+        b"hello\n",
+        b"\n__depthlab_0123456789ab_x__\n",  # not digits: output
+        b"\n__depthlab_ffffffffffff_2__\n",  # another shell's nonce: output
+        b"\n__depthlab_0123456789ab_12 is no marker\n",  # digits not closed by "__": output
+        "caf\u00e9 \u2603\n".encode(),
+    ]
+    stream, expected = b"", b""
+    for sequence in (1, 2, 3):
+        for piece in generator.sample(output, k=3):
+            stream += piece
+            expected += piece
+        stream += f"\n__depthlab_0123456789ab_{sequence}__\n".encode()
+    cuts = sorted(generator.sample(range(1, len(stream)), k=generator.randint(1, 30)))
+    shell = _bare_shell()
+    for start, end in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+        shell._absorb(stream[start:end])
+    shell._buffer.write(shell._carry)
+    assert shell._outstanding == set()
+    assert shell._buffer.render() == expected
+
+
+def test_a_marker_after_a_flood_is_still_found():
+    shell = _bare_shell(buffer_bytes=1000)
+    for _ in range(500):
+        shell._absorb(b"y\n" * 32768)  # 32 MiB through a 1000-byte buffer
+    shell._absorb(b"tail\n\n__depthlab_0123456789ab_")
+    assert shell._outstanding == {1, 2, 3}
+    shell._absorb(b"1__\n")
+    assert shell._outstanding == {2, 3}
+    rendered, dropped = shell._buffer.take()
+    assert rendered.endswith(b"y\ny\ntail\n")
+    assert dropped == 500 * 65536 + 5 - 1000
