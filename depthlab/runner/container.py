@@ -88,6 +88,8 @@ SHELL_BUFFER_BYTES = 256 * 1024
 FILE_LIMIT_BYTES = 16 << 20
 #: Most files copied out of one container folder.
 MAX_FILES = 10_000
+#: Most bytes copied out of one container folder.
+TOTAL_LIMIT_BYTES = 256 << 20
 
 
 def _keepalive(lifetime_sec: float) -> list[str]:
@@ -402,6 +404,7 @@ class TaskContainer:
         *,
         file_limit_bytes: int = FILE_LIMIT_BYTES,
         max_files: int = MAX_FILES,
+        total_limit_bytes: int = TOTAL_LIMIT_BYTES,
         only_gid: int | None = None,
     ) -> CopyReport | None:
         """Copy the container directory ``source`` into the host directory ``destination``.
@@ -410,8 +413,8 @@ class TaskContainer:
         streamed: memory stays bounded whatever the folder holds. Only regular files and folders
         are extracted (no links or devices), so a task cannot write outside ``destination``;
         files longer than ``file_limit_bytes`` are cut (head and tail kept), files beyond
-        ``max_files`` are left out, and with ``only_gid`` files of another group are left out
-        (the report lists them).
+        ``max_files`` or ``total_limit_bytes`` are left out, and with ``only_gid`` files of
+        another group are left out (the report lists them).
         """
         import docker.errors
 
@@ -439,7 +442,7 @@ class TaskContainer:
                         if len(report.ignored) < 100:
                             report.ignored.append(str(relative))
                         continue
-                    if report.n_files >= max_files:
+                    if report.n_files >= max_files or report.n_bytes >= total_limit_bytes:
                         report.left_out += 1
                         continue
                     extracted = archive.extractfile(member)
@@ -449,6 +452,7 @@ class TaskContainer:
                     with CappedFile(destination / relative, limit_bytes=file_limit_bytes) as sink:
                         while chunk := extracted.read(1 << 16):
                             sink.write(chunk)
+                    report.n_bytes += sink.total - sink.dropped
                     if sink.dropped:
                         report.cut[str(relative)] = sink.dropped
         finally:
@@ -465,11 +469,21 @@ class CopyReport:
     """What :meth:`TaskContainer.get_directory` copied.
 
     ``owner`` is the (uid, gid) of the copied folder itself; ``ignored`` the files left out for
-    their group; ``cut`` the bytes dropped per cut file; ``left_out`` the files beyond the limit.
+    their group (the first 100); ``cut`` the bytes dropped per cut file; ``left_out`` the number
+    of files beyond the limits.
     """
+
+    def notes(self) -> str:
+        """What was not copied as it was, one line each ('' when everything was)."""
+        lines = [f"left out, not written by the verifier: {name}" for name in self.ignored]
+        lines += [f"cut: {name} ({dropped} bytes dropped)" for name, dropped in self.cut.items()]
+        if self.left_out:
+            lines.append(f"left out: {self.left_out} file(s) beyond {MAX_FILES} files or {TOTAL_LIMIT_BYTES} bytes")
+        return "".join(line + "\n" for line in lines)
 
     owner: tuple[int, int] | None = None
     n_files: int = 0
+    n_bytes: int = 0
     ignored: list[str] = field(default_factory=list)
     cut: dict[str, int] = field(default_factory=dict)
     left_out: int = 0

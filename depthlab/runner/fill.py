@@ -5,7 +5,8 @@ How a fill resumes
 Each (model, cap) gets one Harbor job folder, ``<jobs_dir>/fill__<model>__cap<K>``, reused by
 every later fill. On start, a fill
 
-1. removes runner containers whose owner process is gone (left by a ``kill -9``),
+1. removes runner containers whose owner process is gone (left by a ``kill -9``; they stopped
+   themselves seconds after it, see :mod:`depthlab.runner.container`),
 2. deletes trial folders without ``result.json`` (interrupted trials, as Harbor does),
 3. counts the *valid* complete trials per cell already in ``jobs_dir`` (read back with
    :func:`depthlab.load_trials`, whose status rule decides what is valid), and
@@ -46,7 +47,7 @@ import polars as pl
 from depthlab.runner.container import ContainerLimits, remove_leftovers, remove_live_containers
 from depthlab.runner.errors import CancelledError, UnsupportedTaskError
 from depthlab.runner.output import JobDir, remove_incomplete_trials
-from depthlab.runner.task import TaskSpec, load_task
+from depthlab.runner.task import TaskSpec, load_task, positive_number
 from depthlab.runner.trial import Agent, TrialOutcome, run_trial
 
 #: Columns a plan must have (``depthlab plan`` / :func:`depthlab.plan_missing` write them).
@@ -357,6 +358,8 @@ def execute(
     """
     from tqdm.auto import tqdm
 
+    if agent_timeout_sec is not None:  # checked once here rather than failing every trial
+        positive_number(agent_timeout_sec, "The 'agent_timeout_sec' parameter")
     pending: queue.Queue[WorkItem] = queue.Queue()
     for item in items:
         pending.put(item)

@@ -34,7 +34,7 @@ from depthlab.runner.errors import LLMEndpointError
 #: HTTP statuses that are retried (rate limit, server errors).
 RETRY_STATUSES: frozenset[int] = frozenset({408, 409, 429, 500, 502, 503, 504})
 #: Largest reply body read (a lying endpoint cannot fill the runner's memory).
-MAX_REPLY_BYTES = 64 << 20
+MAX_REPLY_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)

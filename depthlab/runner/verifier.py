@@ -20,7 +20,8 @@ the tests do (a task may ask it to leave a server running). So, before the tests
 
 Afterwards only what the verifier wrote is read: the copied folder must still be the one the
 daemon made (owner :data:`VERIFIER_UID`), and only files of group :data:`VERIFIER_GID` (which the
-agent's processes cannot create) are copied out; files over :data:`FILE_LIMIT_BYTES` are cut. A
+agent's processes cannot create) are copied out; files over :data:`FILE_LIMIT_BYTES` are cut
+(``copy-notes.txt`` in the trial's verifier folder lists what was left out or cut). A
 folder replaced meanwhile gives ``RewardFileNotFoundError`` (a valid trial with no reward, as
 when a task's tests write none). The agent can still change programs the tests call, as in
 Harbor: the tests grade the container the agent leaves. Capabilities given back with
@@ -116,11 +117,8 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
             "/logs/verifier was replaced while the tests ran (its owner is "
             f"{report.owner}, not the verifier's {(VERIFIER_UID, VERIFIER_GID)}); no reward is read from it"
         )
-    if report is not None and report.ignored:
-        write_text(
-            verifier_dir / "ignored-files.txt",
-            "Files in /logs/verifier not written by the verifier (left out):\n" + "\n".join(report.ignored) + "\n",
-        )
+    if report is not None and report.notes():
+        write_text(verifier_dir / "copy-notes.txt", report.notes())
     return read_rewards(verifier_dir)
 
 

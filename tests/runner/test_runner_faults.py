@@ -181,6 +181,7 @@ def test_a_loud_verifier_is_capped_and_streamed_to_disk(docker_client, fault_tas
     big = (verifier / "big.bin").read_bytes()
     assert len(big) < 17 << 20
     assert b"bytes of output dropped" in big
+    assert f"cut: big.bin ({50_000_000 - (16 << 20)} bytes dropped)" in (verifier / "copy-notes.txt").read_text()
     assert memory.growth_mb < 100
     assert json.loads((outcome.trial_dir / "result.json").read_text())["verifier_result"] == {
         "rewards": {"reward": 1.0}
