@@ -285,18 +285,6 @@ def _trial_config(
     }
 
 
-def _timeout(override: float | None, name: str, task_value: float) -> float:
-    if override is None:
-        return task_value
-    return positive_number(override, f"The {name!r} parameter of run_trial")
-
-
-def _request_timeout(agent: Agent) -> float:
-    """How long one model request may outlast the agent's deadline (0 for agents without a model)."""
-    value = agent.config_kwargs().get("request_timeout_sec")
-    return float(value) if isinstance(value, int | float) else 0.0
-
-
 def _model_info(model_name: str) -> dict[str, str | None]:
     """Harbor's split of ``provider/name`` on the first slash (provider None without one)."""
     provider, slash, name = model_name.partition("/")
@@ -326,3 +314,15 @@ def _container_fault(box: TaskContainer, error: BaseException) -> BaseException:
     except Exception:
         return error
     return error
+
+
+def _timeout(override: float | None, name: str, task_value: float) -> float:
+    if override is None:
+        return task_value
+    return positive_number(override, f"The {name!r} parameter of run_trial")
+
+
+def _request_timeout(agent: Agent) -> float:
+    """How long one model request may outlast the agent's deadline (0 for agents without a model)."""
+    value = agent.config_kwargs().get("request_timeout_sec")
+    return float(value) if isinstance(value, int | float) else 0.0
