@@ -196,7 +196,8 @@ class ChatClient:
     def _post(self, payload: bytes) -> dict[str, Any]:
         """One request under the hard deadline ``self.timeout``; errors worth a retry raise _Retryable."""
         url = urllib.parse.urlparse(f"{self.base_url}/chat/completions")
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "Host": url.netloc}
+        host = url.netloc.rpartition("@")[2]  # never user info in a header
+        headers = {"Content-Type": "application/json", "Accept": "application/json", "Host": host}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         connection, target = _connection(url, self.timeout)

@@ -322,3 +322,21 @@ def test_a_marker_after_a_flood_is_still_found():
     rendered, dropped = shell._buffer.take()
     assert rendered.endswith(b"y\ny\ntail\n")
     assert dropped == 500 * 65536 + 5 - 1000
+
+
+# ---------------------------------------------------------------- command-line checks ------
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (["run", "tasks/x", "--model", "m", "--agent-timeout", "0"], "--agent-timeout must be a positive number"),
+        (["run", "tasks/x", "--model", "m", "--request-timeout", "inf"], "--request-timeout must be a positive"),
+        (["run", "tasks/x", "--model", "m", "--concurrency", "0"], "--concurrency must be at least 1"),
+        (["fill", "p.csv", "--tasks", "t", "--models", "m", "--max-retries", "-1"], "--max-retries must be at least 0"),
+        (["fill", "p.csv", "--tasks", "t", "--models", "m", "--request-timeout", "-5"], "--request-timeout must be"),
+    ],
+)
+def test_cli_rejects_runner_options_before_running(arguments, expected, capsys):
+    from depthlab.cli import main
+
+    assert main(arguments) == 2
+    assert expected in capsys.readouterr().err
