@@ -264,6 +264,12 @@ def test_cli_exits_non_zero_when_every_trial_is_invalid(docker_client, tasks_roo
     assert "every trial was invalid" in output
     assert "LLMEndpointError" in output
     assert depthlab.load_trials(tmp_path, cache=False)["status"].to_list() == ["invalid"]
+    plan = tmp_path / "plan.csv"
+    plan.write_text("dataset,task,model,cap,attempts\nrunner-tests,hello,scripted/alpha,2,1\n")
+    fill_options = ["--tasks", str(tasks_root), "--models", "scripted/alpha", "--base-url", "http://127.0.0.1:9/v1"]
+    fill_options += ["--max-retries", "0", "--jobs-dir", str(tmp_path / "fill"), "--no-progress", "--api-key-env", ""]
+    assert main(["fill", str(plan), *fill_options]) == 1
+    assert "every trial was invalid" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- containers stop themselves
