@@ -390,3 +390,24 @@ def test_task_limits_are_checked_before_anything_runs(docker_client, tmp_path, c
     assert "task.toml [environment].cpus must be a positive finite number, got 0" in output
     assert code == 1  # nothing could run
     assert owned_containers(docker_client, os.getpid()) == []
+
+
+def test_copying_a_folder_out_is_limited_in_files_bytes_and_group(docker_client, tasks_root, tmp_path):
+    image = ensure_image(docker_client, load_task(tasks_root / "hello"))
+    with TaskContainer(docker_client, image, ContainerLimits(cpus=0.5, memory_mb=64)) as box:
+        script = (
+            "mkdir -p /out/sub; for i in 1 2 3 4 5; do echo $i > /out/f$i; done; head -c 5000 /dev/zero > /out/sub/big"
+        )
+        box.exec(["sh", "-c", script + "; ln -s /etc/passwd /out/link"], timeout=30)
+        report = box.get_directory("/out", tmp_path / "few", max_files=3, file_limit_bytes=1000)
+        assert (report.n_files, report.left_out) == (3, 3)
+        assert sorted(path.name for path in (tmp_path / "few").rglob("*") if path.is_file()) == ["f1", "f2", "f3"]
+        report = box.get_directory("/out", tmp_path / "cut", file_limit_bytes=1000)
+        assert report.cut == {"sub/big": 4000}
+        assert (tmp_path / "cut" / "sub" / "big").stat().st_size < 1100
+        assert not (tmp_path / "cut" / "link").exists()  # links are never extracted
+        report = box.get_directory("/out", tmp_path / "group", only_gid=4242)
+        assert report.n_files == 0
+        assert sorted(report.ignored) == ["f1", "f2", "f3", "f4", "f5", "sub/big"]
+        assert "left out, not written by the verifier: f1" in report.notes()
+        assert box.get_directory("/missing", tmp_path / "missing") is None
