@@ -47,7 +47,7 @@ import polars as pl
 from depthlab.runner.container import ContainerLimits, remove_leftovers, remove_live_containers
 from depthlab.runner.errors import CancelledError, UnsupportedTaskError
 from depthlab.runner.output import JobDir, remove_incomplete_trials
-from depthlab.runner.task import TaskSpec, load_task, positive_number
+from depthlab.runner.task import TaskSpec, load_task
 from depthlab.runner.trial import Agent, TrialOutcome, run_trial
 
 #: Columns a plan must have (``depthlab plan`` / :func:`depthlab.plan_missing` write them).
@@ -357,6 +357,8 @@ def execute(
     jobs; the unfinished trials leave no folder behind.
     """
     from tqdm.auto import tqdm
+
+    from depthlab.runner.task import positive_number
 
     if agent_timeout_sec is not None:  # checked once here rather than failing every trial
         positive_number(agent_timeout_sec, "The 'agent_timeout_sec' parameter")
