@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from depthlab.measures._checks import (
+from depthlab._checks import (
     PASS_RULES,
     check_caps,
     check_choice,
