@@ -88,7 +88,7 @@ def load_dataset(name: str, root: str | Path, *, status_rule: str = "leaderboard
     Examples
     --------
     >>> import depthlab as dl
-    >>> tb2 = dl.load_dataset("tb2", "../shared/data")  # doctest: +SKIP
+    >>> tb2 = dl.load_dataset("tb2", "data/public/tb2")  # doctest: +SKIP
     >>> tb2.notes[-1]  # doctest: +SKIP
     'no capped runs: D cannot be estimated'
     """
@@ -107,7 +107,7 @@ def load_datasets(roots: Mapping[str, str | Path], *, status_rule: str = "leader
     Examples
     --------
     >>> from depthlab.datasets import load_datasets
-    >>> pooled = load_datasets({"tb2": "../shared/data", "tw": "data/tw"})  # doctest: +SKIP
+    >>> pooled = load_datasets({"tb2": "data/public/tb2", "tw": "data/public/tw-tasks"})  # doctest: +SKIP
     """
     if not isinstance(roots, Mapping) or not roots:
         raise ValueError(
