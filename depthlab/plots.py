@@ -609,9 +609,7 @@ def depth_given_turns_plot(
     function = "depth_given_turns_plot"
     check_frame(audit, "audit", function, _TURNS_AND_DEPTH)
     low, high = _window(turns, function)
-    rows = audit.filter(
-        (pl.col("depth_status") == "solved") & pl.col("n_turns").is_between(low, high) & pl.col("depth").is_not_null()
-    )
+    rows = _turn_window(audit, low, high)
     keys = _order(rows, order, function) if rows.height or order is not None else []
     colour = _palette(palette, function)
     caps = sorted(set(CAPS) | set(rows["depth"].to_list()))
@@ -671,11 +669,7 @@ def depth_given_turns(
         fig = Figure(figsize=(6, 3.4), layout="constrained")
         ax = fig.subplots()
         depth_given_turns_plot(audit, turns=turns, order=order, palette=palette, ax=ax)
-        rows = audit.filter(
-            (pl.col("depth_status") == "solved")
-            & pl.col("n_turns").is_between(low, high)
-            & pl.col("depth").is_not_null()
-        )
+        rows = _turn_window(audit, low, high)
         if rows.height:
             share = float(np.mean(rows["depth"].to_numpy() == 1))
             ax.set_title(f"{rows.height} tasks take {low:g}–{high:g} turns; {share:.0%} of them have D = 1")
@@ -838,7 +832,7 @@ def work_pass_plot(
     function = "work_pass_plot"
     check_frame(audit, "audit", function, ("dataset", "work", "pass_rate"))
     check_number(jitter, "jitter", function, low=0, high=0.1)
-    rows = audit.filter(pl.col("work").is_not_null() & (pl.col("work") > 0) & pl.col("pass_rate").is_not_null())
+    rows = _with_work_and_rate(audit)
     keys = _order(rows, order, function) if rows.height or order is not None else []
     colour = _palette(palette, function)
     with _style():
@@ -900,7 +894,7 @@ def work_vs_pass_rate(
     """
     function = "work_vs_pass_rate"
     check_frame(audit, "audit", function, ("dataset", "work", "pass_rate"))
-    rows = audit.filter(pl.col("work").is_not_null() & (pl.col("work") > 0) & pl.col("pass_rate").is_not_null())
+    rows = _with_work_and_rate(audit)
     keys = _order(rows, order, function) if rows.height or order is not None else []
     with _style():
         fig, axes = _panels(len(keys), width=3.3, height=2.7, ncols=4, sharex=True, sharey=True)
@@ -1553,6 +1547,17 @@ def _empty_note(ax: Axes, text: str) -> None:
 def _label_order(values: Sequence[str]) -> list[str]:
     known = [v for v in _LABEL_ORDER if v in values]
     return known + sorted(set(values) - set(_LABEL_ORDER))
+
+
+def _with_work_and_rate(audit: pl.DataFrame) -> pl.DataFrame:
+    return audit.filter(pl.col("work").is_not_null() & (pl.col("work") > 0) & pl.col("pass_rate").is_not_null())
+
+
+def _turn_window(audit: pl.DataFrame, low: float, high: float) -> pl.DataFrame:
+    # the solved tasks whose uncapped turn count N lies in [low, high]
+    return audit.filter(
+        (pl.col("depth_status") == "solved") & pl.col("n_turns").is_between(low, high) & pl.col("depth").is_not_null()
+    )
 
 
 def _seed(dataset: str) -> int:
