@@ -92,3 +92,22 @@ def test_every_declared_dependency_is_used_by_the_package():
     for name in _USED_WITHOUT_IMPORT:
         assert name in declared
     assert "ipykernel" in source
+
+
+def test_collection_facts_sit_below_the_data_layer_and_the_figures():
+    # the data layer and the measures read the collection facts without importing the figures
+    code = (
+        "import sys, depthlab.datasets, depthlab.measures, depthlab.simulate, depthlab.reproduce\n"
+        "import depthlab.collections as c\n"
+        "assert 'depthlab.plots' not in sys.modules, 'the data layer imports the figures'\n"
+        "assert 'matplotlib' not in sys.modules, 'the data layer imports matplotlib'\n"
+        "from depthlab.measures import CURATION\n"
+        "assert CURATION is c.CURATION\n"
+        "assert depthlab.datasets.list_datasets()['curation'].to_list() == [c.CURATION[n] for n in "
+        "depthlab.datasets.list_datasets()['name']]\n"
+        "assert list(depthlab.datasets.list_datasets()['name']) == c.ordered(depthlab.datasets.ADAPTERS)\n"
+        "assert set(depthlab.simulate.COLLECTIONS) == set(c.ORDER)\n"
+        "assert not callable(depthlab.datasets)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
