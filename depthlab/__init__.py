@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     "LoadError": "depthlab.io",
     "load_dataset": "depthlab.datasets",
     "load_datasets": "depthlab.datasets",
-    "datasets": "depthlab.datasets",
+    "list_datasets": "depthlab.datasets",
     "Audit": "depthlab.datasets",
     "estimate_depth": "depthlab.measures",
     "second_model_effect": "depthlab.measures",
@@ -41,7 +41,19 @@ _EXPORTS: dict[str, str] = {
     "proxy_correlations": "depthlab.measures",
     "rung_agreement": "depthlab.measures",
 }
-_SUBMODULES: tuple[str, ...] = ("schema", "stats", "simulate", "plots", "paper", "widgets", "runner", "io", "measures")
+_SUBMODULES: tuple[str, ...] = (
+    "collections",
+    "datasets",
+    "schema",
+    "stats",
+    "simulate",
+    "plots",
+    "paper",
+    "widgets",
+    "runner",
+    "io",
+    "measures",
+)
 
 # a literal list, so that linters and IDEs see the public API (tests check it matches the tables above)
 __all__ = [
@@ -52,10 +64,12 @@ __all__ = [
     "TrialLoad",
     "__version__",
     "audit_table",
+    "collections",
     "datasets",
     "depth_proxy",
     "estimate_depth",
     "io",
+    "list_datasets",
     "load_dataset",
     "load_datasets",
     "load_tasks",
@@ -79,8 +93,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from depthlab import io, measures, paper, plots, runner, schema, simulate, stats, widgets
-    from depthlab.datasets import Audit, datasets, load_dataset, load_datasets
+    from depthlab import collections, datasets, io, measures, paper, plots, runner, schema, simulate, stats, widgets
+    from depthlab.datasets import Audit, list_datasets, load_dataset, load_datasets
     from depthlab.io import LoadError, Rejected, TrialLoad, load_tasks, load_trials, read_trials
     from depthlab.measures import (
         audit_table,

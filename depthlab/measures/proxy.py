@@ -69,11 +69,11 @@ import msgspec
 import numpy as np
 import polars as pl
 
+from depthlab._checks import check_choice, check_frame
 from depthlab.io import cache as _cache
 from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning, _Reject, _warning_text
 from depthlab.io._files import ABSENT, DIR_SIZE, Dep
 from depthlab.io.atif import trial_turns
-from depthlab.measures._checks import check_choice, check_frame
 from depthlab.schema import CAPS
 
 #: Version of the identifier and dependency rule; cached results of another version are not reused.
