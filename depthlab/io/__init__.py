@@ -12,7 +12,7 @@ Nothing here computes statistics.
 
 from __future__ import annotations
 
-from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning
+from depthlab.io._errors import DuplicateTrialsWarning, LoadError, Rejected, RejectedFilesWarning
 from depthlab.io.atif import read_steps
 from depthlab.io.status import STATUS_RULES, trial_status
 from depthlab.io.tasks import load_tasks
@@ -20,6 +20,7 @@ from depthlab.io.trials import TrialLoad, load_trials, read_trials
 
 __all__ = [
     "STATUS_RULES",
+    "DuplicateTrialsWarning",
     "LoadError",
     "Rejected",
     "RejectedFilesWarning",

@@ -6,28 +6,52 @@ import json
 import os
 import shutil
 
+import pytest
 from io_helpers import TMAX_TRIALS, write_trial
 
-from depthlab.io import read_trials
+from depthlab.io import harbor, read_trials
 from depthlab.io.cache import cache_dir
 
 
 def _rewrite_keep_stat(path, text):
-    """Change a file's bytes but keep its size and mtime: only a cache hit can still see the old value."""
+    """Change a file's bytes but keep its size and modification time (a copy tool restoring times does this)."""
     info = os.stat(path)
     path.write_text(text)
     os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
 
 
-def test_unchanged_tree_is_served_from_the_cache(tmax_job):
+@pytest.fixture
+def parsed(monkeypatch):
+    """The trial directories the loader parses (small loads stay in this process)."""
+    seen: list[str] = []
+    original = harbor.trial_dir_rows
+
+    def spy(trial_dir, *args, **kwargs):
+        seen.append(os.path.basename(trial_dir))
+        return original(trial_dir, *args, **kwargs)
+
+    monkeypatch.setattr(harbor, "trial_dir_rows", spy)
+    return seen
+
+
+def test_unchanged_tree_is_served_from_the_cache(tmax_job, parsed):
     first = read_trials(tmax_job)
     assert any(cache_dir().glob("trials-*.parquet"))
-    result = tmax_job / TMAX_TRIALS[2] / "result.json"
-    text = result.read_text()
-    _rewrite_keep_stat(result, text.replace('"reward": 1.0', '"reward": 0.0'))
+    assert sorted(parsed) == sorted(TMAX_TRIALS)
+    parsed.clear()
     second = read_trials(tmax_job)
-    assert second.trials.equals(first.trials)  # served from the cache: the edit is invisible
-    assert not read_trials(tmax_job, cache=False).trials.equals(first.trials)
+    assert parsed == []  # nothing parsed, nothing walked
+    assert second.trials.equals(first.trials)
+
+
+def test_a_rewrite_that_restores_size_and_mtime_is_still_seen(tmax_job):
+    """The key is the status-change time, which no user-level tool can set back."""
+    first = read_trials(tmax_job)
+    result = tmax_job / TMAX_TRIALS[2] / "result.json"
+    _rewrite_keep_stat(result, result.read_text().replace('"reward": 1.0', '"reward": 0.0'))
+    second = read_trials(tmax_job)
+    assert first.trials.filter(first.trials["trial"] == TMAX_TRIALS[2])["reward"][0] == 1.0
+    assert second.trials.filter(second.trials["trial"] == TMAX_TRIALS[2])["reward"][0] == 0.0
 
 
 def test_changed_file_is_noticed(tmax_job):
@@ -65,25 +89,23 @@ def test_rejections_are_cached_too(tmax_job):
     assert second.n_seen == first.n_seen == 3
 
 
-def test_only_changed_trials_are_parsed_again(tmax_job):
-    """An invisible edit (same size and mtime) to one trial survives a reload caused by another trial."""
+def test_only_changed_trials_are_parsed_again(tmax_job, parsed):
     first = read_trials(tmax_job)
-    hidden = tmax_job / TMAX_TRIALS[2] / "result.json"
-    _rewrite_keep_stat(hidden, hidden.read_text().replace('"reward": 1.0', '"reward": 0.0'))
     changed = tmax_job / TMAX_TRIALS[1] / "result.json"
     data = json.loads(changed.read_text())
     data["verifier_result"]["rewards"]["reward"] = 1.0
     changed.write_text(json.dumps(data))
     write_trial(tmax_job / "extra__1")
+    parsed.clear()
 
     second = read_trials(tmax_job)
+    assert sorted(parsed) == sorted([TMAX_TRIALS[1], "extra__1"])  # the others come from the cache
     rewards = dict(second.trials.select("trial", "reward").iter_rows())
-    assert rewards[TMAX_TRIALS[2]] == 1.0  # reused from the cache: not parsed again
-    assert rewards[TMAX_TRIALS[1]] == 1.0  # changed: parsed again
+    assert rewards[TMAX_TRIALS[1]] == 1.0
     assert "extra__1" in rewards
     assert second.n_seen == 4
     fresh = read_trials(tmax_job, cache=False)
-    assert dict(fresh.trials.select("trial", "reward").iter_rows())[TMAX_TRIALS[2]] == 0.0
+    assert second.trials.equals(fresh.trials)
     assert second.trials.drop("source").columns == first.trials.drop("source").columns
 
 
