@@ -337,7 +337,7 @@ def _rewards(result: TrialResult, trial_dir: str | None, deps: list[Dep]) -> dic
     return None
 
 
-_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
 
 def parse_reward(text: str, path: str) -> float:
