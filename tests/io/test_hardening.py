@@ -231,7 +231,8 @@ def test_old_job_file_with_embedded_trials_and_no_trial_folders(tmp_path):
     load = read_trials(job, cache=False)
     assert sorted(load.trials["trial"]) == ["t0__1", "t1__1", "t2__1"]
     assert [item.path for item in load.rejected] == [f"{job / 'result.json'}#trial_results[3]"]
-    assert load.n_seen == 4 and _reconciles(load)
+    assert load.n_seen == 4
+    assert _reconciles(load)
     cached = read_trials(job)
     assert read_trials(job).trials.equals(cached.trials)
 
@@ -324,13 +325,15 @@ def test_duplicates_survive_the_cache(tmp_path):
     cold = read_trials([runs, tmp_path / "backup"])
     warm = read_trials([runs, tmp_path / "backup"])
     assert warm.trials.equals(cold.trials)
-    assert warm.duplicates == cold.duplicates and warm.n_seen == cold.n_seen
+    assert warm.duplicates == cold.duplicates
+    assert warm.n_seen == cold.n_seen
     write_trial(runs / "job" / "h4__1", started_at="2026-01-01T04:00:00Z")  # a partial reload
     partial = read_trials([runs, tmp_path / "backup"])
     fresh = read_trials([runs, tmp_path / "backup"], cache=False)
     assert partial.trials.equals(fresh.trials)
     assert sorted(partial.duplicates) == sorted(fresh.duplicates)
-    assert partial.n_seen == fresh.n_seen and _reconciles(partial)
+    assert partial.n_seen == fresh.n_seen
+    assert _reconciles(partial)
 
 
 def test_real_tmax_job_loaded_through_two_overlapping_paths(tmax_job):
