@@ -151,7 +151,7 @@ def trial_dir_rows(
     """Rows (and rejections) of one trial directory; None when it has no result.json (walk it instead).
 
     A directory whose result.json is a job-level result (no trial folders beside it) gives the
-    trials embedded in its ``trial_results`` list, if any.
+    trials embedded in its ``trial_results`` list; with none, it is rejected (its trials are gone).
     """
     path = os.path.join(trial_dir, "result.json")
     raw = read_bytes_if_exists(path, deps)
@@ -160,8 +160,10 @@ def trial_dir_rows(
     result = decode_json(raw, path, TrialResult)
     if result.task_name is None and result.trial_name is None and result.task_id is None:
         job = decode_json(raw, path, _JobResult)
-        if job.trial_results is not None or result.n_total_trials is not None:
+        if job.trial_results:
             return job_embedded_rows(path, set(), options, fallback_dataset, deps, job)
+        if job.trial_results is not None or result.n_total_trials is not None:
+            raise _Reject(path, "a job's result.json without trials (no trial folders beside it, no trial_results)")
     config = _raw_config(raw, path) if callable(options.cap_rule) else None
     return [result_row(result, path, trial_dir, options, fallback_dataset, deps, config)], []
 

@@ -438,7 +438,10 @@ def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> 
                 rows, rejected = parsed
             else:
                 row = tb1.trial_file_row(path, options, fallback, deps, runs)
-                rows, rejected = ([row] if row is not None else []), []
+                if row is not None:
+                    rows, rejected = [row], []
+                else:  # named like a trial's file, but a run-level list: its entries are the trials
+                    rows, rejected = tb1.run_file_rows(path, set(), options, fallback, deps) or ([], [])
         except Exception as exc:  # one trial's failure is its rejection, never the load's
             where = os.path.join(path, "result.json") if kind == _HARBOR else path
             results.append(([], [_rejection(exc, where)], False, deps))
