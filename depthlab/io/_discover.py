@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 
 from depthlab.io._errors import Rejected
-from depthlab.io._files import DIR_SIZE, Dep, changed_ns
+from depthlab.io._files import Dep, changed_ns
 from depthlab.io.tb1 import RUN_FILE_SUFFIXES, is_trial_dir_name
 
 
@@ -108,7 +108,7 @@ def _walk(root: str, fallback: str, found: Found) -> None:
         except OSError as exc:
             found.rejected.append(Rejected(folder, f"cannot list directory: {exc.strerror or exc}"))
             continue
-        found.deps.append((folder, DIR_SIZE, changed_ns(info)))
+        found.deps.append((folder, info.st_size, changed_ns(info)))
         if "result.json" in files:
             # lexists: a trial whose result.json is a dangling link is still a trial, to reject
             if not any(os.path.lexists(os.path.join(sub, "result.json")) for sub, _ in subdirs):

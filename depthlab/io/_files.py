@@ -19,11 +19,10 @@ import msgspec
 
 from depthlab.io._errors import _Reject
 
-#: A file that was read (size, change time >= 0), a directory that was listed (size -1),
+#: A file that was read or a directory that was listed (size and change time, both >= 0),
 #: a path that was probed and found absent (size -2, time 0), or a dangling symbolic link
 #: (size -3, the link's own change time).
 Dep = tuple[str, int, int]
-DIR_SIZE: Final[int] = -1
 ABSENT: Final[int] = -2
 BROKEN_LINK: Final[int] = -3
 
@@ -31,12 +30,13 @@ BROKEN_LINK: Final[int] = -3
 #: files are refused from their size alone, before a byte is read.
 MAX_FILE_BYTES: Final[int] = 256 * 1024 * 1024
 
-_POSIX = os.name == "posix"
+#: Whether the change time compared is the status-change time (POSIX) or the modification time.
+POSIX: Final[bool] = os.name == "posix"
 
 
 def changed_ns(info: os.stat_result) -> int:
     """The time the cache compares: status change on POSIX, modification elsewhere."""
-    return info.st_ctime_ns if _POSIX else info.st_mtime_ns
+    return info.st_ctime_ns if POSIX else info.st_mtime_ns
 
 
 def read_bytes(path: str, deps: list[Dep], limit: int = MAX_FILE_BYTES) -> bytes:

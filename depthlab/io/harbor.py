@@ -40,7 +40,7 @@ import msgspec
 
 from depthlab.io import atif
 from depthlab.io._errors import Rejected, _Reject
-from depthlab.io._files import DIR_SIZE, Dep, changed_ns, decode_json, probe, read_bytes_if_exists, read_json, read_text
+from depthlab.io._files import Dep, changed_ns, decode_json, probe, read_bytes_if_exists, read_json, read_text
 from depthlab.io._rows import check_row
 from depthlab.io.status import _as_int, harness_turn_limit, stated_cap, trial_status
 
@@ -374,7 +374,8 @@ def _agent_dir_turns(agent_dir: str, deps: list[Dep]) -> int | None:
     try:
         with os.scandir(agent_dir) as entries:
             episodes = sum(1 for entry in entries if entry.name.startswith("episode-") and entry.is_dir())
-        deps.append((agent_dir, DIR_SIZE, changed_ns(os.stat(agent_dir))))
+        info = os.stat(agent_dir)
+        deps.append((agent_dir, info.st_size, changed_ns(info)))
     except OSError:
         return None
     return episodes or None
