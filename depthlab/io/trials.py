@@ -140,7 +140,13 @@ def read_trials(
     TrialLoad
         ``trials`` (schema.TRIALS; ``attempt`` rebuilt from start-time order within
         (dataset, task, agent, model, cap): runs/jobs by their first start, then TB1's
-        ``N`` of ``N-of-M``, then the trial's own start), ``rejected`` and ``n_seen``.
+        ``N`` of ``N-of-M``, then the trial's own start), ``rejected``, ``duplicates`` and
+        ``n_seen``. Any failure to read one trial (unreadable, not a regular file, larger than
+        :data:`depthlab.io.MAX_FILE_BYTES`, not JSON or nested too deeply, a value its
+        column cannot hold: an integer out of range, a negative count, a reward that is not
+        finite, a time past year 9999 in UTC, a task name that names nothing) is a rejection of
+        that trial with its path and reason. A trial reached twice is loaded once: the copy
+        whose file path sorts first is kept, the others are listed in ``duplicates``.
 
     Examples
     --------
@@ -156,7 +162,7 @@ def read_trials(
     >>> load = read_trials(trial.parent, cache=False)
     >>> load.trials.select("task", "cap", "turn_limit", "n_turns", "status").row(0)
     ('hello', 5, 5, 3, 'pass')
-    >>> load.n_seen == load.trials.height + len(load.rejected)
+    >>> load.n_seen == load.trials.height + len(load.rejected) + len(load.duplicates)
     True
     """
     roots = _roots(paths)
