@@ -265,7 +265,7 @@ def result_row(
         "agent_seconds": _seconds(execution, path),
         "task_checksum": result.task_checksum,
         "source": path,
-        "identity": result.id or identity(job, trial, task, started_at),
+        "identity": identity(job, trial, task, started_at, result.id),
     }
     return check_row(row)
 
@@ -295,11 +295,17 @@ def utc(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def identity(job: str | None, trial: str | None, task: str | None, started_at: int | None) -> str | None:
-    """What makes two rows the same trial when the log has no trial id: job, trial, task and start."""
+def identity(
+    job: str | None, trial: str | None, task: str | None, started_at: int | None, trial_id: str | None = None
+) -> str | None:
+    """What makes two rows the same trial: the log's trial id (when it has one), job, trial name, task and start.
+
+    A copy of a trial agrees on all of them; two trials given the same id by a seeded generator
+    still differ in name or start. Without a trial name there is nothing to match on (None).
+    """
     if trial is None:
         return None
-    return f"{job}\x1f{trial}\x1f{task}\x1f{started_at}"
+    return "\x1f".join(str(part) for part in (trial_id, job, trial, task, started_at))
 
 
 def _apply_cap_rule(rule: str | CapRule, config: dict, turn_limit: int | None) -> int | None:

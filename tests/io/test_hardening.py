@@ -309,13 +309,15 @@ def test_job_copied_under_two_folders_is_loaded_once(tmp_path):
         load_trials([runs, tmp_path / "backup"], cache=False)
 
 
-def test_same_trial_id_in_two_jobs_is_one_trial_but_distinct_ids_are_kept(tmp_path):
-    write_trial(tmp_path / "a" / "t__1", id="same-uuid", trial_name="t__1")
-    write_trial(tmp_path / "b" / "t__2", id="same-uuid", trial_name="t__2")
-    write_trial(tmp_path / "b" / "t__3", id="other-uuid", trial_name="t__1")
+def test_a_trial_is_the_same_when_id_job_name_task_and_start_agree(tmp_path):
+    write_trial(tmp_path / "a" / "t__1", id="uuid-1")
+    write_trial(tmp_path / "b" / "t__1", id="uuid-1")  # a copy: one trial
+    write_trial(tmp_path / "c" / "t__1", id="uuid-2")  # another id: another trial
+    write_trial(tmp_path / "d" / "t__2", id="uuid-1")  # a seeded generator's repeated id, another name
+    write_trial(tmp_path / "e" / "t__1", id="uuid-1", started_at="2026-01-02T00:00:00Z")  # another start
     load = read_trials(tmp_path, cache=False)
-    assert sorted(load.trials["trial"]) == ["t__1", "t__1"]
-    assert load.duplicates == [str(tmp_path / "b" / "t__2" / "result.json")]
+    assert load.trials.height == 4
+    assert load.duplicates == [str(tmp_path / "b" / "t__1" / "result.json")]
     assert _reconciles(load)
 
 
