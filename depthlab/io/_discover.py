@@ -136,6 +136,9 @@ def _walk(root: str, fallback: str, found: Found) -> None:
         stack.extend(sub for sub, _ in reversed(subdirs))
 
 
+_RUN_LOG_NAMES = frozenset({"result.json", "results.json"})
+
+
 def _list(folder: str) -> tuple[set[str], list[tuple[str, bool]]]:
     """File names, and (path, is_symlink) of sub-directories (sorted; hidden ones left out)."""
     files: set[str] = set()
@@ -143,7 +146,9 @@ def _list(folder: str) -> tuple[set[str], list[tuple[str, bool]]]:
     with os.scandir(folder) as entries:
         for entry in entries:
             try:
-                if entry.is_dir():
+                if entry.name in _RUN_LOG_NAMES:
+                    files.add(entry.name)  # even a directory by that name: reading it gives the reason
+                elif entry.is_dir():
                     if not entry.name.startswith("."):
                         subdirs.append((entry.path, entry.is_symlink()))
                 else:
