@@ -6,7 +6,7 @@ run-log files (result.json, results.json, trajectory.json, run_metadata.json), o
 * the file cut at 0, 1, 1/4, 1/2 and all but one of its bytes; 24 bytes flipped; bytes inserted;
 * every JSON value down to depth 3 replaced by each hostile value (integers past Int64, -5,
   2**31, dates past year 9999 in UTC, 1e999, ``"nan"``, ``"a/"``, ``""``, null, true, [], {},
-  nesting 3,000 deep), in turn;
+  nesting 3,000 deep), in turn (at most 400 such faults a file: a fixed random sample of the pairs);
 * the file replaced by a FIFO, a directory, a dangling link, a 500 MB sparse file;
 
 then the tree-level faults: every trial given twice (the job and each trial as overlapping
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -39,6 +40,7 @@ SAMPLES = SHARED / "samples"
 from faults import HOSTILE, NOT_A_FILE, TREES, fuzzed_files, json_paths, mutate, problems, units  # noqa: E402
 
 MAX_DEPTH = 3
+MAX_JSON_FAULTS = 400  # per file (a 166 KB TB1 run file has 1,400 values down to depth 3)
 
 
 def catalogue(path: Path) -> list[tuple]:
@@ -53,9 +55,11 @@ def catalogue(path: Path) -> list[tuple]:
     except ValueError:
         document = None
     if document is not None:
-        for where in json_paths(document):
-            if len(where) <= MAX_DEPTH:
-                faults += [("json_at", where, value) for value in HOSTILE]
+        paths = [where for where in json_paths(document) if len(where) <= MAX_DEPTH]
+        pairs = [("json_at", where, value) for where in paths for value in HOSTILE]
+        if len(pairs) > MAX_JSON_FAULTS:  # long files: a fixed sample of the pairs
+            pairs = random.Random(0).sample(pairs, MAX_JSON_FAULTS)
+        faults += pairs
     faults += [("replace", kind) for kind in NOT_A_FILE]
     return faults
 
