@@ -37,6 +37,7 @@ import hashlib
 import os
 import stat
 import time
+import warnings
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
@@ -199,7 +200,10 @@ def save(
         meta_tmp.replace(folder / f"{_PREFIX}{key}{_META}")
     except OSError:
         return
-    evict(keep=key)
+    try:
+        evict(keep=key)
+    except ValueError as exc:  # a bad DEPTHLAB_CACHE_MAX_MB costs the eviction, not the load
+        warnings.warn(f"the trials cache was not evicted: {exc}", UserWarning, stacklevel=3)
 
 
 @dataclass(frozen=True)

@@ -254,10 +254,13 @@ def test_eviction_by_age_then_least_recently_used_beyond_the_size_limit(monkeypa
     assert sorted(key for key, _, _ in cache._entries(cache_dir())) == ["a", "c"]
 
 
-def test_bad_size_limit_names_the_variable(monkeypatch):
+def test_bad_size_limit_names_the_variable_and_costs_only_the_eviction(monkeypatch, tmax_job):
     monkeypatch.setenv("DEPTHLAB_CACHE_MAX_MB", "lots")
     with pytest.raises(ValueError, match="DEPTHLAB_CACHE_MAX_MB must be a positive number"):
         cache.max_bytes()
+    with pytest.warns(UserWarning, match="not evicted: DEPTHLAB_CACHE_MAX_MB"):
+        assert read_trials(tmax_job).trials.height == 3
+    assert main(["cache", "info"]) == 1
 
 
 def test_a_load_touches_its_entry_and_saving_evicts(tmax_job, tmp_path, monkeypatch):
