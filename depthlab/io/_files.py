@@ -39,7 +39,7 @@ def changed_ns(info: os.stat_result) -> int:
     return info.st_ctime_ns if POSIX else info.st_mtime_ns
 
 
-def read_bytes(path: str, deps: list[Dep], limit: int = MAX_FILE_BYTES) -> bytes:
+def read_bytes(path: str, deps: list[Dep], limit: int = MAX_FILE_BYTES) -> bytearray:
     """Read a regular file, refusing FIFOs, devices, directories, broken links and files over ``limit``."""
     data = read_bytes_if_exists(path, deps, limit)
     if data is None:
@@ -47,7 +47,7 @@ def read_bytes(path: str, deps: list[Dep], limit: int = MAX_FILE_BYTES) -> bytes
     return data
 
 
-def read_bytes_if_exists(path: str, deps: list[Dep], limit: int = MAX_FILE_BYTES) -> bytes | None:
+def read_bytes_if_exists(path: str, deps: list[Dep], limit: int = MAX_FILE_BYTES) -> bytearray | None:
     """Like :func:`read_bytes`, but None (remembered as absent) when nothing at all is at ``path``."""
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below
@@ -72,7 +72,7 @@ def read_bytes_if_exists(path: str, deps: list[Dep], limit: int = MAX_FILE_BYTES
         os.close(descriptor)
 
 
-def _read_all(descriptor: int, size: int, path: str) -> bytes:
+def _read_all(descriptor: int, size: int, path: str) -> bytearray:
     """Read into one buffer of the stated size: no second copy (a file that grows meanwhile is refused)."""
     buffer = bytearray(size + 1)
     with memoryview(buffer) as view:
@@ -85,7 +85,7 @@ def _read_all(descriptor: int, size: int, path: str) -> bytes:
     if filled > size:
         raise _Reject(path, "file grew while it was read (still being written?)")
     del buffer[filled:]
-    return buffer  # a bytearray: msgspec decodes it in place
+    return buffer  # msgspec decodes a bytearray in place: no copy
 
 
 def _remember_missing(path: str, deps: list[Dep]) -> None:
@@ -132,7 +132,7 @@ def probe(path: str, deps: list[Dep]) -> bool:
     return True
 
 
-def decode_json(data: bytes, path: str, type_: Any = Any) -> Any:
+def decode_json(data: bytes | bytearray, path: str, type_: Any = Any) -> Any:
     """Decode JSON bytes into ``type_``; empty, truncated, too deep, non-UTF-8 or mis-shaped input becomes a reason."""
     if not data.strip():
         raise _Reject(path, "empty file")

@@ -350,28 +350,30 @@ _SIZE = attrgetter("st_size")
 def _changed_owners(meta: _Meta) -> set[str]:
     """The units with a changed, added or removed file: one stat per remembered path.
 
-    The common case, nothing changed, is checked in one pass of C loops (a stat of each file and
-    directory, their change times and sizes compared as lists); only when that finds a change is
-    each path looked at again to name the units it belongs to.
+    The common case, nothing changed, is one tight pass over the files and directories that were
+    there (each stat result compared and dropped at once); only when it finds a change is each
+    path looked at again to name the units it belongs to.
     """
-    present = meta.n_present
-    paths = meta.paths
-    try:
-        infos = list(map(os.stat, paths[:present]))
-    except OSError:
-        infos = None  # something has gone: find out what below
-    if (
-        infos is not None
-        and list(map(_CHANGE_TIME, infos)) == meta.times[:present]
-        and list(map(_SIZE, infos)) == meta.sizes[:present]
-        and not _probes_changed(meta)
-    ):
+    if _all_present_unchanged(meta) and not _probes_changed(meta):
         return set()
     changed: set[str] = set()
-    for path, size, when, owner in zip(paths, meta.sizes, meta.times, meta.owners, strict=True):
+    for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, meta.owners, strict=True):
         if _dep_changed(path, size, when):
             changed.add(owner)
     return changed
+
+
+def _all_present_unchanged(meta: _Meta) -> bool:
+    present = meta.n_present
+    stat, change_time = os.stat, _CHANGE_TIME
+    try:
+        for path, size, when in zip(meta.paths[:present], meta.sizes[:present], meta.times[:present], strict=True):
+            info = stat(path)
+            if change_time(info) != when or info.st_size != size:
+                return False
+    except OSError:
+        return False
+    return True
 
 
 def _probes_changed(meta: _Meta) -> bool:

@@ -416,5 +416,5 @@ def _seconds(phase: _Phase | None, path: str) -> float | None:
     return (end - start) / 1e6
 
 
-def _raw_config(raw: bytes, path: str) -> dict:
+def _raw_config(raw: bytes | bytearray, path: str) -> dict:
     return decode_json(raw, path, _ConfigOnly).config or {}
