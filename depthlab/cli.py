@@ -30,6 +30,7 @@ VERBS: dict[str, str] = {
     "reproduce": "Re-execute every audit notebook with papermill and regenerate the figures.",
     "fetch": "Download a public data source (needs network).",
     "proxy": "Read the trajectory depth proxy from uncapped runs' trajectories (-o FILE).",
+    "cache": "Show (info) or empty (clear) the trials cache.",
 }
 
 

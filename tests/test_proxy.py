@@ -599,3 +599,14 @@ def test_cli_proxy_writes_the_table_and_names_unreadable_trajectories(tmp_path, 
     assert "1 trajectories rejected" in err
     assert "a2/agent/trajectory.json: not valid JSON" in err
     assert "proxy read for 1 of 2 trials" in err
+
+
+def test_cache_clear_removes_the_proxy_results(tmp_path):
+    from depthlab.io import cache
+
+    trials = _trials(tmp_path, [{"task": "a", "trial": "a1", "status": "pass", "turns": _chain(2)}])
+    dl.depth_proxy(trials)
+    stored = list(cache.cache_dir().glob(f"{cache.PROXY_PREFIX}*"))
+    assert len(stored) == 1
+    cache.clear()
+    assert not list(cache.cache_dir().glob(f"{cache.PROXY_PREFIX}*"))

@@ -254,7 +254,7 @@ def _count_file(path: str, deps: list[Dep]) -> int:
     return _count_bytes(read_bytes(path, deps), path, deps)
 
 
-def _count_bytes(data: bytes, path: str, deps: list[Dep]) -> int:
+def _count_bytes(data: bytes | bytearray, path: str, deps: list[Dep]) -> int:
     parsed = decode_json(data, path, _FILE_TYPE)
     if isinstance(parsed, list):
         return sum(1 for message in parsed if message.role == "assistant")
@@ -317,7 +317,7 @@ def trial_turns(folder: str, max_chars: int, deps: list[Dep]) -> tuple[str | Non
 
 
 def _trajectory_steps(
-    data: bytes, path: str, max_chars: int, deps: list[Dep]
+    data: bytes | bytearray, path: str, max_chars: int, deps: list[Dep]
 ) -> tuple[str | None, list[dict[str, Any]]]:
     parsed = decode_json(data, path, _FULL_FILE_TYPE)
     if isinstance(parsed, list):

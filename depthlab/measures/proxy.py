@@ -72,7 +72,7 @@ import polars as pl
 from depthlab._checks import check_choice, check_frame
 from depthlab.io import cache as _cache
 from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning, _Reject, _warning_text
-from depthlab.io._files import ABSENT, DIR_SIZE, Dep
+from depthlab.io._files import ABSENT, Dep, changed_ns
 from depthlab.io.atif import trial_turns
 from depthlab.schema import CAPS
 
@@ -364,7 +364,7 @@ def _trial_result(folder: str, deps: list[Dep], messages: bool) -> tuple[int, in
 class _Cached(msgspec.Struct, array_like=True):
     paths: list[str]
     sizes: list[int]
-    mtimes: list[int]
+    mtimes: list[int]  # change times (depthlab.io._files.changed_ns)
     n_turns: int | None
     depth: int | None
     rejected: tuple[str, str] | None  # (path, reason) when the trajectory could not be read
@@ -372,7 +372,7 @@ class _Cached(msgspec.Struct, array_like=True):
 
 def _cache_path(messages: bool) -> str:
     variant = "-messages" if messages else ""
-    return os.path.join(_cache.cache_dir(), f"proxy-rule{RULE_VERSION}{variant}.msgpack")
+    return os.path.join(_cache.cache_dir(), f"{_cache.PROXY_PREFIX}rule{RULE_VERSION}{variant}.msgpack")
 
 
 def _load_cache(messages: bool) -> dict[str, _Cached]:
@@ -397,25 +397,22 @@ def _save_cache(entries: dict[str, _Cached], messages: bool) -> None:
 
 
 def _still_valid(entry: _Cached) -> bool:
-    for path, size, mtime in zip(entry.paths, entry.sizes, entry.mtimes, strict=True):
-        try:
-            info = os.stat(path)
-        except OSError:
-            if size != ABSENT:
-                return False
-            continue
-        if size == ABSENT or info.st_mtime_ns != mtime or (size != DIR_SIZE and info.st_size != size):
-            return False
-    return True
+    """True when no file or directory the entry was read from changed (the trials cache's own test)."""
+    return not any(
+        _cache._dep_changed(path, size, when)
+        for path, size, when in zip(entry.paths, entry.sizes, entry.mtimes, strict=True)
+    )
 
 
 def _compute(folder: str, messages: bool = False) -> _Cached:
     deps: list[Dep] = []
     for listed in (os.path.join(folder, "agent"), os.path.join(folder, "agent-logs")):
         try:
-            deps.append((listed, DIR_SIZE, os.stat(listed).st_mtime_ns))  # episode dirs added or removed
+            info = os.stat(listed)  # its change time moves when episode dirs are added or removed
         except OSError:
             deps.append((listed, ABSENT, 0))
+        else:
+            deps.append((listed, info.st_size, changed_ns(info)))
     try:
         n_turns, depth = _trial_result(folder, deps, messages)
         rejected = None
