@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import polars as pl
+
+from depthlab.io import harbor_writer
 
 HELP = "List the (task, model, cap) runs still missing to pin D (-o FILE)."
 
@@ -93,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
 def harbor_job_configs(plan: pl.DataFrame, tasks: pl.DataFrame, *, agent: str = "terminus-2") -> dict[str, dict]:
     """One Harbor JobConfig per (model, cap, attempts) of ``plan``: file name -> config.
 
+    Built with :func:`depthlab.io.harbor_writer.job_config`, so Harbor's own ``JobConfig`` model
+    accepts it.
+
     Each lists, per task folder, the task names to run (``datasets[].path`` + ``task_names``,
     from the tasks table's ``source`` paths), with ``agents[0].kwargs`` ``max_turns`` =
     ``stated_cap`` = the cap and ``n_attempts`` = the cell's further attempts.
@@ -110,18 +113,17 @@ def harbor_job_configs(plan: pl.DataFrame, tasks: pl.DataFrame, *, agent: str = 
             else (f"__attempts-{attempts}")
         )
         name = f"{slug}__cap-{cap:02d}{suffix}"
-        datasets: list[dict[str, Any]] = [
-            {"path": folder, "task_names": sorted(group["task"].to_list())}
+        datasets = [
+            harbor_writer.dataset_config(folder, sorted(group["task"].to_list()))
             for (folder,), group in cells.group_by(["folder"], maintain_order=True)
         ]
-        configs[f"{name}.json"] = {
-            "job_name": f"depthlab-plan__{name}",
-            "jobs_dir": "jobs",
-            "n_attempts": int(attempts),
-            "timeout_multiplier": 1.0,
-            "agents": [{"name": agent, "model_name": model, "kwargs": {"max_turns": int(cap), "stated_cap": int(cap)}}],
-            "datasets": sorted(datasets, key=lambda entry: str(entry["path"])),
-        }
+        configs[f"{name}.json"] = harbor_writer.job_config(
+            f"depthlab-plan__{name}",
+            "jobs",
+            [harbor_writer.agent_config(agent, model, harbor_writer.cap_kwargs(int(cap)))],
+            datasets=sorted(datasets, key=lambda entry: str(entry["path"])),
+            n_attempts=int(attempts),
+        )
     return dict(sorted(configs.items()))
 
 
@@ -133,11 +135,8 @@ def write_harbor_configs(
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, config in harbor_job_configs(plan, tasks, agent=agent).items():
-        path = folder / name
-        tmp = path.with_name(f".{name}.tmp")
-        tmp.write_text(json.dumps(config, indent=2) + "\n")
-        tmp.replace(path)
-        paths.append(path)
+        harbor_writer.write_json(folder / name, config)
+        paths.append(folder / name)
     return paths
 
 

@@ -1,0 +1,58 @@
+"""Validate Harbor files with Harbor's own pydantic models; run inside the Harbor side venv.
+
+Input (stdin): a JSON list of ``[kind, path]`` pairs, kind one of ``job_config``,
+``job_result``, ``trial_config``, ``trial_result``, ``trajectory``.
+Output (stdout): a JSON list of ``{"kind", "path", "error"}`` (``error`` null when the file
+loads), then the Harbor version as ``{"harbor": VERSION}`` first.
+
+This file is depthlab's own; it only imports Harbor (which needs Python >= 3.12), so it is
+not imported by the test suite, only run by it with the side venv's interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+
+def _models() -> dict:
+    from harbor.models.job.config import JobConfig
+    from harbor.models.job.result import JobResult
+    from harbor.models.trajectories import Trajectory
+    from harbor.models.trial.config import TrialConfig
+    from harbor.models.trial.result import TrialResult
+    from harbor.utils.trajectory_validator import TrajectoryValidator
+
+    def trajectory(text: str) -> None:
+        Trajectory.model_validate_json(text)
+        validator = TrajectoryValidator()
+        if not validator.validate(json.loads(text)):
+            raise ValueError("; ".join(validator.get_errors()))
+
+    return {
+        "job_config": lambda text: JobConfig.model_validate_json(text),
+        "job_result": lambda text: JobResult.model_validate_json(text),
+        "trial_config": lambda text: TrialConfig.model_validate_json(text),
+        "trial_result": lambda text: TrialResult.model_validate_json(text),
+        "trajectory": trajectory,
+    }
+
+
+def main() -> int:
+    models = _models()
+    report = []
+    for kind, path in json.load(sys.stdin):
+        try:
+            models[kind](Path(path).read_text(encoding="utf-8"))
+            error = None
+        except Exception as failure:  # every failure is reported with its file, none stops the run
+            error = f"{type(failure).__name__}: {failure}"
+        report.append({"kind": kind, "path": path, "error": error})
+    json.dump({"harbor": version("harbor"), "files": report}, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
