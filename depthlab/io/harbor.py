@@ -30,7 +30,6 @@ Field by field (see ``depthlab.schema.TRIALS``):
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -39,9 +38,7 @@ import msgspec
 from depthlab.io import atif
 from depthlab.io._errors import _Reject
 from depthlab.io._files import Dep, decode_json, exists, read_bytes_if_exists, read_json, read_text
-from depthlab.io.status import _as_int, harness_turn_limit, stated_cap, trial_status
-
-CapRule = Callable[[dict], "int | None"]
+from depthlab.io.status import CapRule, _as_int, harness_turn_limit, stated_cap, trial_status
 
 
 class _ModelInfo(msgspec.Struct):

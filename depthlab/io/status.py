@@ -14,7 +14,10 @@ multi-key reward is not a pass). ``invalid`` is never merged into ``fail``: its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
+
+from depthlab.io.harbor_writer import STATED_CAP_KEY, TURN_LIMIT_KEY
 
 #: Exceptions after which the leaderboard still counts the trial (its reward, or 0).
 VALID_EXCEPTIONS: Final[frozenset[str]] = frozenset(
@@ -52,7 +55,10 @@ def trial_status(reward: float | None, exception: str | None, rule: str) -> str:
 
 #: Keys of ``config.agent.kwargs`` that hold the limit the harness enforced, by precedence
 #: (Terminus-2: ``max_turns`` > ``max_episodes`` > ``episodes``; other agents: ``max_steps``).
-TURN_LIMIT_KEYS: Final[tuple[str, ...]] = ("max_turns", "max_episodes", "episodes", "max_steps")
+TURN_LIMIT_KEYS: Final[tuple[str, ...]] = (TURN_LIMIT_KEY, "max_episodes", "episodes", "max_steps")
+
+#: A cap rule: a trial's ``config`` -> its stated cap (None: uncapped).
+CapRule = Callable[[dict], "int | None"]
 
 
 def stated_cap(trial_config: dict) -> int | None:
@@ -69,7 +75,7 @@ def stated_cap(trial_config: dict) -> int | None:
     >>> stated_cap({"agent": {"kwargs": {"max_episodes": 200}}}) is None
     True
     """
-    return _as_int(_kwargs(trial_config).get("stated_cap"), "config.agent.kwargs.stated_cap")
+    return _as_int(_kwargs(trial_config).get(STATED_CAP_KEY), f"config.agent.kwargs.{STATED_CAP_KEY}")
 
 
 def turn_limit_cap(trial_config: dict) -> int | None:

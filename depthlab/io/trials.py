@@ -22,10 +22,9 @@ from depthlab.io import harbor, tb1
 from depthlab.io._discover import Found, discover, discover_more
 from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning, _Reject, _warning_text
 from depthlab.io._files import Dep
-from depthlab.io.status import STATUS_RULES, stated_cap
+from depthlab.io.status import STATUS_RULES, CapRule, stated_cap
 
 PathLike = str | os.PathLike[str]
-CapRule = Callable[[dict], "int | None"]
 Progress = Callable[[int, int], None]
 
 # Below this many trials a process pool costs more than it saves.
