@@ -27,3 +27,65 @@ def samples(shared: Path) -> Path:
 @pytest.fixture(scope="session")
 def shared_data(shared: Path) -> Path:
     return shared / "data"
+
+
+# ---------------------------------------------------------------- Harbor -------------------
+HARBOR_CHECK = ROOT / "tests" / "harbor" / "harbor_check.py"
+
+
+@pytest.fixture(scope="session")
+def harbor_python() -> Path:
+    """The Python of the Harbor side venv (scripts/harbor-venv.sh builds it once, cached).
+
+    Harbor needs Python >= 3.12: without one the Harbor tests skip with the reason, or fail when
+    ``DEPTHLAB_REQUIRE_HARBOR=1`` (CI).
+    """
+    import subprocess
+
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "harbor-venv.sh")], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        message = f"Harbor tests need the Harbor side venv: {done.stderr.strip().splitlines()[-1:]}"
+        if os.environ.get("DEPTHLAB_REQUIRE_HARBOR") == "1":
+            pytest.fail(message + "; DEPTHLAB_REQUIRE_HARBOR=1 makes this an error")
+        pytest.skip(message)
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def harbor_check(harbor_python: Path):
+    """``check(files) -> {path: error or None}``, judged by Harbor's own models.
+
+    ``files`` is a job folder (every Harbor file in it, :func:`harbor_files`) or a list of
+    ``(kind, path)``, kind one of job_config, job_result, trial_config, trial_result, trajectory.
+    """
+    import json
+    import subprocess
+
+    def check(files: Path | list[tuple[str, Path]]) -> dict[str, str | None]:
+        if isinstance(files, Path):
+            files = harbor_files(files)
+        done = subprocess.run(
+            [str(harbor_python), str(HARBOR_CHECK)],
+            input=json.dumps([[kind, str(path)] for kind, path in files]),
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        )
+        report = json.loads(done.stdout)
+        return {entry["path"]: entry["error"] for entry in report["files"]}
+
+    return check
+
+
+def harbor_files(job_dir: Path) -> list[tuple[str, Path]]:
+    """Every Harbor file of a job folder, with the kind of Harbor model that must load it."""
+    files = [("job_config", job_dir / "config.json"), ("job_result", job_dir / "result.json")]
+    for result in sorted(job_dir.glob("*/result.json")):
+        files += [("trial_config", result.parent / "config.json"), ("trial_result", result)]
+        trajectory = result.parent / "agent" / "trajectory.json"
+        if trajectory.is_file():
+            files.append(("trajectory", trajectory))
+    return files
