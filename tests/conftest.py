@@ -55,17 +55,16 @@ def harbor_python() -> Path:
 
 @pytest.fixture(scope="session")
 def harbor_check(harbor_python: Path):
-    """``check(files) -> {path: error or None}``, judged by Harbor's own models.
+    """``check(items) -> {path: error or None}``, judged by Harbor's own models in one run.
 
-    ``files`` is a job folder (every Harbor file in it, :func:`harbor_files`) or a list of
-    ``(kind, path)``, kind one of job_config, job_result, trial_config, trial_result, trajectory.
+    Each item is a job folder (every Harbor file in it, :func:`harbor_files`) or a ``(kind, path)``
+    pair, kind one of job_config, job_result, trial_config, trial_result, trajectory.
     """
     import json
     import subprocess
 
-    def check(files: Path | list[tuple[str, Path]]) -> dict[str, str | None]:
-        if isinstance(files, Path):
-            files = harbor_files(files)
+    def check(items: list[Path | tuple[str, Path]]) -> dict[str, str | None]:
+        files = [pair for item in items for pair in (harbor_files(item) if isinstance(item, Path) else [item])]
         done = subprocess.run(
             [str(harbor_python), str(HARBOR_CHECK)],
             input=json.dumps([[kind, str(path)] for kind, path in files]),

@@ -1,0 +1,146 @@
+"""The runner's jobs, judged by Harbor itself: every file loads with Harbor's models, and
+``harbor view`` (Harbor's own viewer, on 127.0.0.1) lists the job's agent, model and trials,
+through its HTTP API and in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from runner_helpers import API_KEY_ENV, chain_policy
+
+from depthlab.runner import ChatClient, HarnessConfig, OracleAgent, TerminusAgent, run_tasks
+
+pytestmark = [pytest.mark.docker, pytest.mark.harbor]
+
+MODEL = "scripted/alpha"
+JOB = "depthlab-harbor-view"
+
+
+@pytest.fixture(scope="module")
+def runner_jobs(docker_client, tasks_root, endpoint, tmp_path_factory) -> Path:
+    """Two runner jobs: terminus at cap 5 on chain + hello (model scripted/alpha), and the oracle."""
+    previous = os.environ.get(API_KEY_ENV)
+    os.environ[API_KEY_ENV] = "sk-depthlab-" + os.urandom(12).hex()
+    endpoint.reset(chain_policy)
+    jobs = tmp_path_factory.mktemp("harbor-jobs")
+    try:
+        agent = TerminusAgent(ChatClient(endpoint.url, MODEL, api_key_env=API_KEY_ENV), HarnessConfig(cap=5))
+        tasks = [tasks_root / "chain", tasks_root / "hello"]
+        summary = run_tasks(tasks, agent, jobs_dir=jobs, job_name=JOB, docker_client=docker_client, progress=False)
+        assert len(summary.outcomes) == 2
+        assert not summary.errors
+        summary = run_tasks(
+            [tasks_root / "hello"],
+            OracleAgent(),
+            jobs_dir=jobs,
+            job_name="oracle",
+            docker_client=docker_client,
+            progress=False,
+        )
+        assert summary.outcomes[0].reward == 1.0
+    finally:
+        if previous is None:
+            os.environ.pop(API_KEY_ENV, None)
+        else:
+            os.environ[API_KEY_ENV] = previous
+    return jobs
+
+
+def test_runner_files_load_with_harbor_models(runner_jobs, harbor_check):
+    errors = harbor_check([runner_jobs / JOB, runner_jobs / "oracle"])
+    names = sorted(Path(path).relative_to(runner_jobs).as_posix() for path in errors)
+    assert sum(name.endswith("agent/trajectory.json") for name in names) == 2  # terminus trials only
+    assert sum(name.endswith("/result.json") for name in names) == 2 + 3  # 2 jobs, 3 trials
+    assert {path: error for path, error in errors.items() if error} == {}
+
+
+@pytest.fixture(scope="module")
+def harbor_view(runner_jobs, harbor_python) -> Iterator[str]:
+    """``harbor view`` serving the runner's jobs on a free loopback port; yields its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    harbor = harbor_python.parent / "harbor"
+    env = {**os.environ, "HARBOR_TELEMETRY": "0", "NO_COLOR": "1"}
+    command = [str(harbor), "view", str(runner_jobs), "--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen(
+        [*command, "--jobs", "--no-build"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                _get_json(f"{url}/api/jobs")
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    server.kill()
+                    pytest.fail(f"harbor view did not serve {url}: {server.communicate()[0][-2000:]}")
+                time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def test_harbor_view_api_lists_agent_model_and_trials(harbor_view, runner_jobs):
+    jobs = {job["name"]: job for job in _get_json(f"{harbor_view}/api/jobs")["items"]}
+    assert set(jobs) == {JOB, "oracle"}
+    job = jobs[JOB]
+    assert job["agents"] == ["depthlab-terminus"]
+    assert job["providers"] == ["scripted"]
+    assert job["models"] == ["alpha"]
+    assert job["n_total_trials"] == job["n_completed_trials"] == 2
+    assert job["environment_type"] == "docker"
+    assert jobs["oracle"]["agents"] == ["oracle"]
+    assert jobs["oracle"]["models"] == []
+    trials = _get_json(f"{harbor_view}/api/jobs/{JOB}/trials")["items"]
+    on_disk = sorted(path.parent.name for path in (runner_jobs / JOB).glob("*/result.json"))
+    assert sorted(trial["name"] for trial in trials) == on_disk
+    for trial in trials:
+        assert trial["agent_name"] == "depthlab-terminus"
+        assert (trial["model_provider"], trial["model_name"]) == ("scripted", "alpha")
+        assert trial["reward"] == 1.0
+
+
+def test_harbor_view_in_headless_chromium_shows_the_job(harbor_view, tmp_path):
+    browser = shutil.which("chromium")
+    if browser is None:
+        message = "headless Chromium is missing (apt-get install chromium; `make harbor` installs it)"
+        if os.environ.get("DEPTHLAB_REQUIRE_HARBOR") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--virtual-time-budget=15000"]
+    flags += [f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,900"]
+    screenshot = tmp_path / "jobs.png"
+    subprocess.run(
+        [browser, *flags, f"--screenshot={screenshot}", harbor_view], capture_output=True, timeout=120, check=False
+    )
+    dom = subprocess.run(
+        [browser, *flags, "--dump-dom", harbor_view], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert JOB in dom  # the job list the page rendered (by the viewer's JavaScript, from the API)
+    assert "depthlab-terminus" in dom
+    assert "alpha" in dom
+    png = screenshot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(png) > 10_000
+
+
+def _get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return json.loads(response.read())
