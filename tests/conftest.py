@@ -88,3 +88,63 @@ def harbor_files(job_dir: Path) -> list[tuple[str, Path]]:
         if trajectory.is_file():
             files.append(("trajectory", trajectory))
     return files
+
+
+@pytest.fixture(scope="session")
+def harbor_viewer(harbor_python: Path):
+    """``with harbor_viewer(jobs_dir) as view``: Harbor's own viewer (``harbor view``) serving
+    ``jobs_dir`` on a free 127.0.0.1 port (``view.url``; ``view.api(path)`` GETs its JSON API),
+    stopped on exit."""
+    import contextlib
+    import socket
+    import subprocess
+    import time
+
+    @contextlib.contextmanager
+    def serve(jobs_dir: Path):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        harbor = harbor_python.parent / "harbor"
+        command = [str(harbor), "view", str(jobs_dir), "--host", "127.0.0.1", "--port", str(port), "--jobs"]
+        env = {**os.environ, "HARBOR_TELEMETRY": "0", "NO_COLOR": "1"}
+        server = subprocess.Popen(
+            [*command, "--no-build"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        view = HarborView(f"http://127.0.0.1:{port}")
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                try:
+                    view.api("/api/jobs")
+                    break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        server.kill()
+                        pytest.fail(f"harbor view did not serve {view.url}: {server.communicate()[0][-2000:]}")
+                    time.sleep(0.5)
+            yield view
+        finally:
+            server.terminate()
+            try:
+                server.wait(10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+    return serve
+
+
+class HarborView:
+    """A running ``harbor view`` on loopback."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def api(self, path: str) -> dict:
+        """GET ``path`` of the viewer's JSON API."""
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(self.url + path, timeout=30) as response:
+            return json.loads(response.read())

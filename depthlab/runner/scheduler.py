@@ -239,7 +239,8 @@ def run_tasks(
         except _UNRUNNABLE_TASK as error:
             summary.skipped.append(str(error))
     name = job_name or time.strftime("%Y-%m-%d__%H-%M-%S")
-    job = JobDir(Path(jobs_dir), name, job_config(agent, n_attempts=attempts, n_concurrent_trials=concurrency))
+    config = job_config(agent, n_attempts=attempts, n_concurrent_trials=concurrency, tasks=tasks)
+    job = JobDir(Path(jobs_dir), name, config)
     job.n_planned = len(tasks) * attempts
     cap = agent.config_kwargs().get(STATED_CAP_KEY)
     items = [WorkItem(task, agent, cap, job, task.path.parent.name) for _ in range(attempts) for task in tasks]
@@ -377,8 +378,13 @@ def job_name(model: str, cap: int | None) -> str:
     return f"fill__{slug}__cap{'none' if cap is None else cap}"
 
 
-def job_config(agent: Agent, *, n_attempts: int = 1, n_concurrent_trials: int = 1) -> dict[str, Any]:
+def job_config(
+    agent: Agent, *, n_attempts: int = 1, n_concurrent_trials: int = 1, tasks: Sequence[TaskSpec] = ()
+) -> dict[str, Any]:
     """The Harbor JobConfig of a job of one agent (``job_name``/``jobs_dir`` are set by :class:`JobDir`).
+
+    ``tasks`` are listed under ``datasets`` (one entry per task folder), so that ``harbor run
+    --config`` could run the same job and ``harbor view`` shows where its tasks came from.
 
     Examples
     --------
@@ -390,6 +396,12 @@ def job_config(agent: Agent, *, n_attempts: int = 1, n_concurrent_trials: int = 
         "",
         "",
         [harbor_writer.agent_config(agent.name, agent.model_name, agent.config_kwargs())],
+        datasets=[
+            harbor_writer.dataset_config(
+                str(folder), sorted(task.path.name for task in tasks if task.path.parent == folder)
+            )
+            for folder in sorted({task.path.parent for task in tasks})
+        ],
         n_attempts=n_attempts,
         n_concurrent_trials=n_concurrent_trials,
     )

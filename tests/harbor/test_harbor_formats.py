@@ -63,3 +63,14 @@ def test_simulated_jobs_load_with_harbor_models(simulated, harbor_check):
     assert kinds == {"config.json", "result.json", "trajectory.json"}
     assert sum(Path(path).name == "result.json" for path in errors) > 30
     assert {path: error for path, error in errors.items() if error} == {}
+
+
+def test_harbor_view_lists_agent_model_and_source_of_simulated_jobs(simulated, harbor_viewer):
+    """Harbor's viewer shows a job's agent and model only when Harbor accepts its JobConfig."""
+    with harbor_viewer(simulated / "jobs" / "tmax") as view:
+        jobs = view.api("/api/jobs?page_size=100")["items"]
+    assert len(jobs) == 2 * 9
+    for job in jobs:
+        model = job["name"].split("__")[1].removeprefix("sim-")
+        assert (job["agents"], job["providers"], job["models"]) == (["terminus-2"], ["sim"], [model])
+        assert job["datasets"] == ["tmax"]

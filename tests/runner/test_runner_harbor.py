@@ -7,10 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,41 +61,13 @@ def test_runner_files_load_with_harbor_models(runner_jobs, harbor_check):
 
 
 @pytest.fixture(scope="module")
-def harbor_view(runner_jobs, harbor_python) -> Iterator[str]:
-    """``harbor view`` serving the runner's jobs on a free loopback port; yields its URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    harbor = harbor_python.parent / "harbor"
-    env = {**os.environ, "HARBOR_TELEMETRY": "0", "NO_COLOR": "1"}
-    command = [str(harbor), "view", str(runner_jobs), "--host", "127.0.0.1", "--port", str(port)]
-    server = subprocess.Popen(
-        [*command, "--jobs", "--no-build"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                _get_json(f"{url}/api/jobs")
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    server.kill()
-                    pytest.fail(f"harbor view did not serve {url}: {server.communicate()[0][-2000:]}")
-                time.sleep(0.5)
-        yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+def harbor_view(runner_jobs, harbor_viewer) -> Iterator:
+    with harbor_viewer(runner_jobs) as view:
+        yield view
 
 
 def test_harbor_view_api_lists_agent_model_and_trials(harbor_view, runner_jobs):
-    jobs = {job["name"]: job for job in _get_json(f"{harbor_view}/api/jobs")["items"]}
+    jobs = {job["name"]: job for job in harbor_view.api("/api/jobs")["items"]}
     assert set(jobs) == {JOB, "oracle"}
     job = jobs[JOB]
     assert job["agents"] == ["depthlab-terminus"]
@@ -106,15 +75,18 @@ def test_harbor_view_api_lists_agent_model_and_trials(harbor_view, runner_jobs):
     assert job["models"] == ["alpha"]
     assert job["n_total_trials"] == job["n_completed_trials"] == 2
     assert job["environment_type"] == "docker"
+    assert job["datasets"] == ["runner-tests"]  # the task folder
     assert jobs["oracle"]["agents"] == ["oracle"]
     assert jobs["oracle"]["models"] == []
-    trials = _get_json(f"{harbor_view}/api/jobs/{JOB}/trials")["items"]
+    trials = harbor_view.api(f"/api/jobs/{JOB}/trials")["items"]
     on_disk = sorted(path.parent.name for path in (runner_jobs / JOB).glob("*/result.json"))
     assert sorted(trial["name"] for trial in trials) == on_disk
     for trial in trials:
         assert trial["agent_name"] == "depthlab-terminus"
         assert (trial["model_provider"], trial["model_name"]) == ("scripted", "alpha")
-        assert trial["reward"] == 1.0
+        written = json.loads((runner_jobs / JOB / trial["name"] / "result.json").read_text())
+        assert trial["reward"] == written["verifier_result"]["rewards"]["reward"]
+    assert sorted(trial["reward"] for trial in trials) == [0.0, 1.0]  # chain solved, hello not (chain policy)
 
 
 def test_harbor_view_in_headless_chromium_shows_the_job(harbor_view, tmp_path):
@@ -128,10 +100,10 @@ def test_harbor_view_in_headless_chromium_shows_the_job(harbor_view, tmp_path):
     flags += [f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,900"]
     screenshot = tmp_path / "jobs.png"
     subprocess.run(
-        [browser, *flags, f"--screenshot={screenshot}", harbor_view], capture_output=True, timeout=120, check=False
+        [browser, *flags, f"--screenshot={screenshot}", harbor_view.url], capture_output=True, timeout=120, check=False
     )
     dom = subprocess.run(
-        [browser, *flags, "--dump-dom", harbor_view], capture_output=True, text=True, timeout=120, check=True
+        [browser, *flags, "--dump-dom", harbor_view.url], capture_output=True, text=True, timeout=120, check=True
     ).stdout
     assert JOB in dom  # the job list the page rendered (by the viewer's JavaScript, from the API)
     assert "depthlab-terminus" in dom
@@ -139,8 +111,3 @@ def test_harbor_view_in_headless_chromium_shows_the_job(harbor_view, tmp_path):
     png = screenshot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(png) > 10_000
-
-
-def _get_json(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=30) as response:
-        return json.loads(response.read())
