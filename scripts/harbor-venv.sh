@@ -36,10 +36,12 @@ fi
 py_version="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 venv="${XDG_CACHE_HOME:-$HOME/.cache}/depthlab/harbor-${HARBOR_VERSION}-py${py_version}"
 
+mkdir -p "$(dirname "$venv")"
+exec 9>"$venv.lock"
+flock 9  # two test workers asking at once: one builds, the other waits
 if [ ! -f "$venv/.installed" ]; then
     echo "harbor-venv: building $venv with $python (harbor==$HARBOR_VERSION)" >&2
     rm -rf "$venv"
-    mkdir -p "$(dirname "$venv")"
     "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install -q "harbor==$HARBOR_VERSION" >&2
     touch "$venv/.installed"

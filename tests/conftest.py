@@ -46,7 +46,8 @@ def harbor_python() -> Path:
         ["bash", str(ROOT / "scripts" / "harbor-venv.sh")], capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
-        message = f"Harbor tests need the Harbor side venv: {done.stderr.strip().splitlines()[-1:]}"
+        reason = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        message = f"Harbor tests need the Harbor side venv (make harbor): {reason}"
         if os.environ.get("DEPTHLAB_REQUIRE_HARBOR") == "1":
             pytest.fail(message + "; DEPTHLAB_REQUIRE_HARBOR=1 makes this an error")
         pytest.skip(message)
