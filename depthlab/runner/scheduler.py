@@ -1,4 +1,7 @@
-"""The scheduler: fill a plan's missing (task, model, cap) cells: bounded concurrency, resumable, never crashes.
+"""The scheduler: run a plan's missing (task, model, cap) cells with bounded concurrency; resumable.
+
+Plan files are read by :mod:`depthlab.runner.plan_io`; each trial is run by
+:func:`depthlab.runner.run_trial` and written with :mod:`depthlab.io.harbor_writer`.
 
 How a fill resumes
 ------------------
@@ -21,7 +24,8 @@ Two ways to run a plan
 ----------------------
 * here, on one machine with Docker: ``depthlab fill PLAN.csv --tasks DIR --models A,B``;
 * on Harbor's cloud sandboxes, for large plans: ``depthlab plan ... --harbor-configs DIR`` writes
-  one Harbor job config per (model, cap) to run with ``harbor run --config <file>``; the resulting
+  one Harbor job config per (model, cap) to run with ``harbor run --config <file>`` (configs
+  Harbor's own ``JobConfig`` accepts: the test suite checks them with Harbor); the resulting
   job folders load with :func:`depthlab.load_trials` (see ``depthlab plan --help`` for the caveat:
   Harbor's stock terminus-2 enforces ``max_turns`` but does not state the cap in its prompt).
 """
