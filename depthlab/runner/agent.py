@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from depthlab import __version__
+from depthlab.io import harbor_writer
 from depthlab.runner.container import SHELL_BUFFER_BYTES, TaskContainer
 from depthlab.runner.errors import AgentTimeoutError
 from depthlab.runner.llm import ChatClient
@@ -179,7 +180,7 @@ class HarnessConfig:
         """The record in ``config.agent.kwargs``: Harbor's ``max_turns`` plus ``stated_cap`` and the rest."""
         record = asdict(self)
         cap = record.pop("cap")
-        return {"max_turns": self.max_turns, "stated_cap": cap, "prompt_version": PROMPT_VERSION, **record}
+        return harbor_writer.cap_kwargs(cap, turn_limit=self.max_turns, prompt_version=PROMPT_VERSION, **record)
 
 
 @dataclass
