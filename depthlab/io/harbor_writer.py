@@ -17,10 +17,13 @@ Layout of a job (what Harbor writes, and what the loaders read)::
         verifier/reward.txt | reward.json  the rewards      (reward_file)
         exception.txt                      the traceback of exception_info
 
-Harbor's own pydantic models accept every file written here (``tests/harbor`` checks them with
-the pinned Harbor package), and ``harbor view`` shows agent and model of a job: it reads them
-from the job's ``config.json`` (``agents[].name``/``model_name``) and each trial's
-``agent_info``, which is why :func:`agent_info` always carries ``model_info``.
+Harbor's own pydantic models accept every file written here (the test suite checks them with
+the pinned Harbor package). ``harbor view`` needs that: it lists a job's agents, models and
+sources from its ``config.json`` parsed as Harbor's ``JobConfig`` (``agents[].name``,
+``agents[].model_name`` split at the first slash, ``datasets[].path``) and shows none of them
+when the config does not validate (a dataset with both a local ``path`` and a registry ``name``
+did not); a trial's agent and model come from its ``result.json`` (``agent_info.name``,
+``agent_info.model_info``).
 
 Cap keys: a capped trial records the cap it stated to the agent as
 ``config.agent.kwargs[STATED_CAP_KEY]`` and the limit the harness enforced as
