@@ -61,23 +61,42 @@ def harbor_check(harbor_python: Path):
     Each item is a job folder (every Harbor file in it, :func:`harbor_files`) or a ``(kind, path)``
     pair, kind one of job_config, job_result, trial_config, trial_result, trajectory.
     """
-    import json
-    import subprocess
 
     def check(items: list[Path | tuple[str, Path]]) -> dict[str, str | None]:
         files = [pair for item in items for pair in (harbor_files(item) if isinstance(item, Path) else [item])]
-        done = subprocess.run(
-            [str(harbor_python), str(HARBOR_CHECK)],
-            input=json.dumps([[kind, str(path)] for kind, path in files]),
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=600,
-        )
-        report = json.loads(done.stdout)
-        return {entry["path"]: entry["error"] for entry in report["files"]}
+        return {entry["path"]: entry["error"] for entry in run_harbor_check(harbor_python, files)}
 
     return check
+
+
+def run_harbor_check(harbor_python: Path, files: list[tuple[str, Path]]) -> list[dict]:
+    """Run tests/harbor/harbor_check.py in the Harbor side venv on ``(kind, path)`` pairs."""
+    import json
+    import subprocess
+
+    done = subprocess.run(
+        [str(harbor_python), str(HARBOR_CHECK)],
+        input=json.dumps([[kind, str(path)] for kind, path in files]),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+        env={**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )
+    return json.loads(done.stdout)["files"]
+
+
+@pytest.fixture(scope="session")
+def harbor_plan(harbor_python: Path):
+    """``plan(job_config_path) -> [trial config, ...]``: the trials Harbor would run for a job config."""
+
+    def plan(path: Path) -> list[dict]:
+        (entry,) = run_harbor_check(harbor_python, [("job_plan", path)])
+        if entry["error"]:
+            raise AssertionError(f"Harbor rejects {path}: {entry['error']}")
+        return entry["trial_configs"]
+
+    return plan
 
 
 def harbor_files(job_dir: Path) -> list[tuple[str, Path]]:

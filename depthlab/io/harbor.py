@@ -87,6 +87,7 @@ class _AgentConfig(msgspec.Struct):
 class _TrialConfig(msgspec.Struct):
     agent: _AgentConfig | None = None
     trials_dir: str | None = None
+    extra_instructions: list[str] | None = None  # may state the cap (io.status.stated_cap)
 
 
 class _TaskId(msgspec.Struct):
@@ -189,7 +190,8 @@ def result_row(
     """Turn a decoded TrialResult into a row (see the module docstring for the rules)."""
     task = _task_name(result, path)
     agent_config = (result.config.agent if result.config else None) or _AgentConfig()
-    kwargs_config = {"agent": {"kwargs": agent_config.kwargs or {}}}
+    extra = result.config.extra_instructions if result.config else None
+    kwargs_config = {"agent": {"kwargs": agent_config.kwargs or {}}, "extra_instructions": extra}
     try:
         turn_limit = harness_turn_limit(kwargs_config)
         cap = _apply_cap_rule(options.cap_rule, config if config is not None else kwargs_config, turn_limit)

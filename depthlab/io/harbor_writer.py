@@ -144,6 +144,41 @@ def cap_kwargs(cap: int | None, *, turn_limit: int | None = None, **extra: Any) 
     return {TURN_LIMIT_KEY: cap if cap is not None else turn_limit, STATED_CAP_KEY: cap, **extra}
 
 
+def cap_sentence(cap: int | None) -> str:
+    """The sentence that states the cap to the agent (empty when uncapped).
+
+    depthlab's runner puts it in its prompt; a Harbor job config from ``depthlab plan
+    --harbor-configs`` appends it to every task instruction (``extra_instructions``), so that
+    Harbor's stock terminus-2 states the cap it enforces, and the loaders recognise it there.
+
+    Examples
+    --------
+    >>> cap_sentence(3)[:31]
+    'You have at most 3 turns: every'
+    >>> cap_sentence(None)
+    ''
+    """
+    if cap is None:
+        return ""
+    unit = "turn" if cap == 1 else "turns"
+    return (
+        f"You have at most {cap} {unit}: every reply you send is one turn, and after your reply number "
+        f"{cap} the session ends and your work is graded as it is. Plan so that the task is done within "
+        f"{cap} {unit}.\n\n"
+    )
+
+
+def stated_cap_instructions(cap: int) -> list[str]:
+    """``extra_instructions`` of a Harbor job or trial config that state ``cap`` to the agent.
+
+    Examples
+    --------
+    >>> stated_cap_instructions(1)[0][:30]
+    'You have at most 1 turn: every'
+    """
+    return [cap_sentence(cap).strip()]
+
+
 def agent_config(
     name: str | None,
     model_name: str | None,
@@ -203,8 +238,12 @@ def job_config(
     n_concurrent_trials: int = 1,
     environment: Mapping[str, Any] | None = None,
     quiet: bool = True,
+    extra_instructions: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Harbor's ``JobConfig`` (a job's ``config.json``; ``harbor run --config FILE`` runs it).
+
+    ``extra_instructions`` are appended to every task instruction by Harbor (and recorded in each
+    trial's config), e.g. :func:`stated_cap_instructions`.
 
     Examples
     --------
@@ -232,6 +271,7 @@ def job_config(
         "datasets": [dict(dataset) for dataset in datasets],
         "tasks": [],
         "artifacts": [],
+        "extra_instructions": list(extra_instructions),
     }
 
 

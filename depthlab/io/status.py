@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from depthlab.io.harbor_writer import STATED_CAP_KEY, TURN_LIMIT_KEY
+from depthlab.io.harbor_writer import STATED_CAP_KEY, TURN_LIMIT_KEY, stated_cap_instructions
 
 #: Exceptions after which the leaderboard still counts the trial (its reward, or 0).
 VALID_EXCEPTIONS: Final[frozenset[str]] = frozenset(
@@ -62,11 +62,14 @@ CapRule = Callable[[dict], "int | None"]
 
 
 def stated_cap(trial_config: dict) -> int | None:
-    """Default cap rule: ``config.agent.kwargs["stated_cap"]``, else None (uncapped).
+    """Default cap rule: the turn cap stated to the agent, else None (uncapped).
 
-    depthlab's runner and simulator write ``stated_cap`` (and ``max_turns`` = the cap)
-    when the cap was stated to the agent. A harness safety limit such as the 200
-    episodes of the official TB2 runs is a ``turn_limit``, not a stated cap.
+    Two records of a stated cap are read: ``config.agent.kwargs["stated_cap"]`` (depthlab's runner
+    and simulator write it, with ``max_turns`` = the cap), and a Harbor trial whose
+    ``config.extra_instructions`` holds the sentence stating its ``max_turns``
+    (:func:`depthlab.io.harbor_writer.stated_cap_instructions`; the job configs of ``depthlab plan
+    --harbor-configs`` ask Harbor for that). A harness safety limit such as the 200 episodes of the
+    official TB2 runs is a ``turn_limit``, not a stated cap.
 
     Examples
     --------
@@ -75,7 +78,15 @@ def stated_cap(trial_config: dict) -> int | None:
     >>> stated_cap({"agent": {"kwargs": {"max_episodes": 200}}}) is None
     True
     """
-    return _as_int(_kwargs(trial_config).get(STATED_CAP_KEY), f"config.agent.kwargs.{STATED_CAP_KEY}")
+    kwargs = _kwargs(trial_config)
+    cap = _as_int(kwargs.get(STATED_CAP_KEY), f"config.agent.kwargs.{STATED_CAP_KEY}")
+    if cap is not None or kwargs.get(TURN_LIMIT_KEY) is None:
+        return cap
+    limit = _as_int(kwargs[TURN_LIMIT_KEY], f"config.agent.kwargs.{TURN_LIMIT_KEY}")
+    extra = trial_config.get("extra_instructions") if isinstance(trial_config, dict) else None
+    if limit and isinstance(extra, list) and stated_cap_instructions(limit)[0] in extra:
+        return limit
+    return None
 
 
 def turn_limit_cap(trial_config: dict) -> int | None:

@@ -49,6 +49,7 @@ from typing import Any
 
 from depthlab import __version__
 from depthlab.io import harbor_writer
+from depthlab.io.harbor_writer import cap_sentence
 from depthlab.runner.container import SHELL_BUFFER_BYTES, TaskContainer
 from depthlab.runner.errors import AgentTimeoutError
 from depthlab.runner.llm import ChatClient
@@ -95,26 +96,6 @@ _CONFIRM = (
     "You marked the task as complete. Your work will then be graded as it is and you cannot change it "
     'afterwards. If that is what you want, answer again with "task_complete": true; otherwise continue.'
 )
-
-
-def cap_sentence(cap: int | None) -> str:
-    """The sentence that states the cap to the agent (empty when uncapped).
-
-    Examples
-    --------
-    >>> cap_sentence(3)[:31]
-    'You have at most 3 turns: every'
-    >>> cap_sentence(None)
-    ''
-    """
-    if cap is None:
-        return ""
-    unit = "turn" if cap == 1 else "turns"
-    return (
-        f"You have at most {cap} {unit}: every reply you send is one turn, and after your reply number "
-        f"{cap} the session ends and your work is graded as it is. Plan so that the task is done within "
-        f"{cap} {unit}.\n\n"
-    )
 
 
 @dataclass(frozen=True)
