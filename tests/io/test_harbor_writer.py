@@ -160,6 +160,15 @@ def test_cap_key_is_the_one_the_reader_reads():
     assert hw.cap_kwargs(7)[hw.STATED_CAP_KEY] == 7
 
 
+def test_a_cap_stated_through_extra_instructions_is_read_only_when_it_matches_max_turns():
+    """How a Harbor run of a ``plan --harbor-configs`` job records its cap (terminus-2 takes no stated_cap)."""
+    agent = hw.agent_config("terminus-2", "p/m", {hw.TURN_LIMIT_KEY: 3})
+    assert stated_cap({"agent": agent, "extra_instructions": hw.stated_cap_instructions(3)}) == 3
+    assert stated_cap({"agent": agent, "extra_instructions": hw.stated_cap_instructions(5)}) is None
+    assert stated_cap({"agent": agent, "extra_instructions": ["Be careful."]}) is None
+    assert stated_cap({"agent": agent}) is None  # a limit alone is not a stated cap
+
+
 def test_trial_names_follow_one_rule():
     name = hw.trial_name("org/" + "x" * 30 + "--yy", "AbC1234")
     assert name == "x" * 30 + "__AbC1234"  # cut to 32, trailing '-' stripped, org prefix dropped
