@@ -31,6 +31,8 @@ def shared_data(shared: Path) -> Path:
 
 # ---------------------------------------------------------------- Harbor -------------------
 HARBOR_CHECK = ROOT / "tests" / "harbor" / "harbor_check.py"
+#: Harbor without its phone-home: no telemetry, LiteLLM's bundled model table instead of a download.
+HARBOR_OFFLINE = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 @pytest.fixture(scope="session")
@@ -52,6 +54,12 @@ def harbor_python() -> Path:
             pytest.fail(message + "; DEPTHLAB_REQUIRE_HARBOR=1 makes this an error")
         pytest.skip(message)
     return Path(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def harbor_env() -> dict[str, str]:
+    """The environment to run Harbor's commands in (this one, offline: :data:`HARBOR_OFFLINE`)."""
+    return {**os.environ, **HARBOR_OFFLINE}
 
 
 @pytest.fixture(scope="session")
@@ -81,7 +89,7 @@ def run_harbor_check(harbor_python: Path, files: list[tuple[str, Path]]) -> list
         text=True,
         check=True,
         timeout=600,
-        env={**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        env={**os.environ, **HARBOR_OFFLINE},
     )
     return json.loads(done.stdout)["files"]
 
@@ -127,7 +135,7 @@ def harbor_viewer(harbor_python: Path):
             port = probe.getsockname()[1]
         harbor = harbor_python.parent / "harbor"
         command = [str(harbor), "view", str(jobs_dir), "--host", "127.0.0.1", "--port", str(port), "--jobs"]
-        env = {**os.environ, "HARBOR_TELEMETRY": "0", "NO_COLOR": "1"}
+        env = {**os.environ, **HARBOR_OFFLINE, "NO_COLOR": "1"}
         server = subprocess.Popen(
             [*command, "--no-build"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )

@@ -5,7 +5,6 @@ scripts/harbor-venv.sh). The runner's jobs are judged in tests/runner/test_runne
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -61,11 +60,10 @@ def test_plan_harbor_configs_load_as_harbor_job_configs(plan_configs, harbor_che
         assert len(config["datasets"]) == 2  # one entry per task folder
 
 
-def test_harbor_run_dry_run_accepts_plan_configs(plan_configs, harbor_python, simulated, tmp_path):
+def test_harbor_run_dry_run_accepts_plan_configs(plan_configs, harbor_python, harbor_env, simulated, tmp_path):
     """``harbor run --config FILE --dry-run`` checks what the models do not: the agent's kwargs
     (terminus-2 rejects unknown ones) and the tasks the datasets name."""
     n_tasks = sum(1 for path in [simulated / "tasks" / "tmax", simulated / "tasks" / "depth"] for _ in path.iterdir())
-    env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     harbor = str(harbor_python.parent / "harbor")
     for path in plan_configs[:2]:  # one model's caps 1 and 2 (each dry run takes seconds)
         done = subprocess.run(  # no API key here, and the model is never called: skip that check
@@ -73,7 +71,7 @@ def test_harbor_run_dry_run_accepts_plan_configs(plan_configs, harbor_python, si
             capture_output=True,
             text=True,
             cwd=tmp_path,
-            env=env,
+            env=harbor_env,
             timeout=300,
             check=False,
         )

@@ -97,6 +97,9 @@ def test_harbor_view_in_headless_chromium_shows_the_job(harbor_view, tmp_path):
             pytest.fail(message)
         pytest.skip(message)
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--virtual-time-budget=15000"]
+    # loopback only: no host resolves but 127.0.0.1, and none of the browser's background services
+    flags += ["--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1", "--disable-background-networking"]
+    flags += ["--disable-component-update", "--disable-sync", "--no-pings", "--disable-default-apps"]
     flags += [f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,900"]
     screenshot = tmp_path / "jobs.png"
     subprocess.run(
