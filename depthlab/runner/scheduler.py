@@ -27,8 +27,8 @@ Two ways to run a plan
 * on Harbor's cloud sandboxes, for large plans: ``depthlab plan ... --harbor-configs DIR`` writes
   one Harbor job config per (model, cap) to run with ``harbor run --config <file>`` (configs
   Harbor's own ``JobConfig`` accepts: the test suite checks them with Harbor); the resulting
-  job folders load with :func:`depthlab.load_trials` (see ``depthlab plan --help`` for the caveat:
-  Harbor's stock terminus-2 enforces ``max_turns`` but does not state the cap in its prompt).
+  job folders load with :func:`depthlab.load_trials` at the stated cap (Harbor's stock terminus-2
+  enforces ``max_turns``; the config's ``extra_instructions`` state the cap, see ``depthlab plan --help``).
 """
 
 from __future__ import annotations
