@@ -211,7 +211,8 @@ def test_segment_reliability_is_per_model_on_a_fixed_task_set():
     assert a["segment_pass_all_compounded"]["value"] == pytest.approx((4 / 5) ** 3)
     assert a["segment_reliability"]["n"] == 2  # tasks
     low, high = a["segment_reliability"]["ci_low"], a["segment_reliability"]["ci_high"]
-    assert low <= 4 / 5 <= high and a["segment_reliability"]["interval"] == "ci95"
+    assert low <= 4 / 5 <= high
+    assert a["segment_reliability"]["interval"] == "ci95"
     assert _row(table, "segment_reliability", "b")["value"] == pytest.approx(3 / 4)
     assert _row(table, "segment_reliability", "best model")["detail"].startswith("a:")
     assert _row(table, "segment_reliability", "worst model")["detail"].startswith("b:")
@@ -250,11 +251,14 @@ def test_ranges_and_confidence_intervals_print_differently():
     for reported in paper.REPORTED:
         text = reported.text()
         if reported.interval == "range":
-            assert "[" not in text and "(range)" in text, reported.key
+            assert "[" not in text, reported.key
+            assert "(range)" in text, reported.key
         elif reported.interval == "ci95":
-            assert "[" in text and "(95% CI)" in text, reported.key
+            assert "[" in text, reported.key
+            assert "(95% CI)" in text, reported.key
         else:
-            assert "[" not in text and "range" not in text, reported.key
+            assert "[" not in text, reported.key
+            assert "range" not in text, reported.key
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,7 +287,8 @@ def test_quadrants_default_to_tb2_and_tw_and_name_the_hardest_cell_from_the_data
     data = _data(tasks, trials)
     table = findings.quadrant_percentiles(data, n_boot=0)
     cells = table.filter(pl.col("key") == "quadrant_mean_percentile")
-    assert cells["n"].sum() == 8 and cells["collections"].unique().to_list() == ["tb2, tw"]
+    assert cells["n"].sum() == 8
+    assert cells["collections"].unique().to_list() == ["tb2, tw"]
     # within TB2 with the "all" base: pass rates b 0 < x .25 < a .5 < c .75 < d 1 -> percentiles 1/5 .. 5/5
     assert _row(table, "quadrant_mean_percentile", "deep/small")["value"] == pytest.approx((1 / 5 + 1 / 4) / 2)
     hardest = table.filter(pl.col("key") == "quadrant_hardest")
@@ -291,7 +296,8 @@ def test_quadrants_default_to_tb2_and_tw_and_name_the_hardest_cell_from_the_data
     solved_base = findings.quadrant_percentiles(data, percentile_base="solved", n_boot=0)
     assert _row(solved_base, "quadrant_mean_percentile", "deep/small")["value"] == pytest.approx(1 / 4)
     others = _row(table, "quadrant_other_mean_percentile", "not deep/large")
-    assert others["interval"] == "range" and others["value"] is None
+    assert others["interval"] == "range"
+    assert others["value"] is None
     with pytest.raises(ValueError, match="'percentile_base' parameter of quadrant_percentiles"):
         findings.quadrant_percentiles(data, percentile_base="median")
 
@@ -330,7 +336,8 @@ def test_every_paper_key_names_a_finding_that_computes_it(reported, demo):
     assert row["data"] == "simulated"
     assert paper.reported_for(reported.statistic, reported.group) is reported
     compared = paper.compare(table).filter(pl.col("key") == reported.key)
-    assert compared.height == 1 and compared["this_sample"].item().startswith("SIMULATED")
+    assert compared.height == 1
+    assert compared["this_sample"].item().startswith("SIMULATED")
 
 
 def test_demo_findings_recover_what_the_generative_model_builds_in(demo):
@@ -355,9 +362,12 @@ def test_bundled_tb2_gives_the_published_pass_rates_and_the_rating_correlation()
     for model, rate in published.items():
         row = _row(rates, "pass_rate", model)
         assert round(100 * row["value"], 2) == rate, model
-        assert row["n"] == 445 and row["data"] == "real"
+        assert row["n"] == 445
+        assert row["data"] == "real"
     real = audit_data("tb2")
-    assert real.kind == "real" and not real.has_depth and real.audit.height == 89
+    assert real.kind == "real"
+    assert not real.has_depth
+    assert real.audit.height == 89
     label = _row(findings.label_pass_correlations(real, n_boot=200), "label_corr_pass", "tb2")
     assert label["n"] == 89
     assert label["value"] == pytest.approx(-0.48, abs=0.01)
