@@ -21,7 +21,7 @@ docker:
 	bash scripts/docker-up.sh
 
 test: $(VENV)/.installed docker
-	$(BIN)/ruff check depthlab tests
+	$(BIN)/ruff check depthlab tests notebooks
 	$(BIN)/python -m pytest -n 2 --benchmark-disable -p no:cacheprovider tests
 
 bench: $(VENV)/.installed

@@ -127,6 +127,25 @@ class AuditData:
         """Every model with a trial, sorted."""
         return sorted(self.trials["model"].drop_nulls().unique().to_list())
 
+    @property
+    def turn_limit(self) -> int | None:
+        """The largest harness turn limit of the uncapped runs (None when no run records one)."""
+        limits = self.trials.filter(pl.col("cap").is_null())["turn_limit"].drop_nulls()
+        return int(limits.max()) if limits.len() else None
+
+    def needs_depth(self, what: str) -> bool:
+        """True when some task has a pinned D; otherwise print one line saying ``what`` is skipped and why.
+
+        Examples
+        --------
+        >>> audit_data("tb2").needs_depth("the quadrants")
+        No task has a pinned depth D (no capped runs in this data): the quadrants skipped.
+        False
+        """
+        if not self.has_depth:
+            print(f"No task has a pinned depth D (no capped runs in this data): {what} skipped.")
+        return self.has_depth
+
     def banner(self) -> str:
         """One line for the top of a notebook or an index: simulated or real, and which data."""
         if self.simulated:

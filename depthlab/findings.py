@@ -54,6 +54,7 @@ __all__ = [
     "pass_depth_given_work",
     "pass_turns_given_depth",
     "pass_turns_given_work",
+    "quadrant_cells",
     "quadrant_percentiles",
     "second_model",
     "segment_reliability",
@@ -613,6 +614,34 @@ def depth_vs_author_rating(data: AuditData, *, n_boot: int = 2000, seed: int = 0
 # quadrants
 
 
+def quadrant_cells(
+    data: AuditData,
+    *,
+    collections: Sequence[str] = HUMAN,
+    percentile_base: Literal["all", "solved"] = "all",
+    depth_split: float = 2,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """The four cells of :func:`quadrant_percentiles` as :func:`depthlab.stats.quadrants` gives them (for plotting).
+
+    Empty (no rows) when no task of ``collections`` has a pinned D.
+    """
+    if percentile_base not in ("all", "solved"):
+        raise ValueError(
+            "The 'percentile_base' parameter of quadrant_percentiles must be 'all' or 'solved', "
+            f"got {percentile_base!r}"
+        )
+    chosen = [d for d in data.datasets if d in collections]
+    part = data.audit.filter(pl.col("dataset").is_in(chosen))
+    if percentile_base == "solved":
+        part = part.filter(pl.col("depth_status") == "solved")
+    part = part.with_columns(depth=pl.when(pl.col("depth_status") == "solved").then(pl.col("depth")))
+    if part.filter(pl.col("depth").is_not_null()).height == 0:
+        return pl.DataFrame()
+    return stats.quadrants(part, depth_split=depth_split, work_split="median", n_boot=n_boot, seed=seed)
+
+
 def quadrant_percentiles(
     data: AuditData,
     *,
@@ -635,19 +664,18 @@ def quadrant_percentiles(
     ``not deep/large``: the range over the other three cells); ``quadrant_hardest`` (group: the
     cell with the lowest mean percentile in this data, named from the data).
     """
-    if percentile_base not in ("all", "solved"):
-        raise ValueError(
-            "The 'percentile_base' parameter of quadrant_percentiles must be 'all' or 'solved', "
-            f"got {percentile_base!r}"
-        )
     chosen = [d for d in data.datasets if d in collections]
-    part = data.audit.filter(pl.col("dataset").is_in(chosen))
-    if percentile_base == "solved":
-        part = part.filter(pl.col("depth_status") == "solved")
-    part = part.with_columns(depth=pl.when(pl.col("depth_status") == "solved").then(pl.col("depth")))
     models = _capped_models(data, chosen)
     detail = f"percentile among {percentile_base} tasks of each collection; split at D = {depth_split:g}"
-    if part.filter(pl.col("depth").is_not_null()).height == 0:
+    cells = quadrant_cells(
+        data,
+        collections=collections,
+        percentile_base=percentile_base,
+        depth_split=depth_split,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    if cells.height == 0:
         return _frame(
             [
                 _row(
@@ -663,7 +691,6 @@ def quadrant_percentiles(
                 )
             ]
         )
-    cells = stats.quadrants(part, depth_split=depth_split, work_split="median", n_boot=n_boot, seed=seed)
     rows = []
     detail += f" and the median W ({cells['work_split'][0]:g})"
     for cell in cells.iter_rows(named=True):

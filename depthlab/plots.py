@@ -51,6 +51,7 @@ __all__ = [
     "quadrants",
     "save",
     "segment_reliability",
+    "segment_reliability_by_model",
     "turns_by_model",
     "turns_minus_depth",
     "turns_vs_depth",
@@ -752,6 +753,76 @@ def paired_depths(pairs: pl.DataFrame) -> Figure:
             _empty_note(ax, "no environment hosts two solved tasks")
         ax.set_xlabel("depth D of the original task (turns)")
         ax.set_ylabel("depth D of the derived task (turns)")
+    return fig
+
+
+def segment_reliability_by_model(findings: pl.DataFrame) -> Figure:
+    """Per-model segment reliability r, and runs passing every segment: observed against rᵏ.
+
+    Parameters
+    ----------
+    findings : pl.DataFrame
+        The table of :func:`depthlab.findings.segment_reliability` (rows ``segment_reliability``,
+        ``segment_pass_all_observed`` and ``segment_pass_all_compounded`` per model, with CIs).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> rows = [{"key": k, "group": "m", "value": v, "ci_low": v - 0.1, "ci_high": v + 0.1, "collections": "depth"}
+    ...         for k, v in (("segment_reliability", 0.8), ("segment_pass_all_observed", 0.5),
+    ...                      ("segment_pass_all_compounded", 0.51))]
+    >>> segment_reliability_by_model(pl.DataFrame(rows)).axes[0].get_ylabel()
+    'share'
+    """
+    _require(
+        findings,
+        ("key", "group", "value", "ci_low", "ci_high", "collections"),
+        "findings",
+        "segment_reliability_by_model",
+    )
+    keys = {
+        "segment_reliability": "segment reliability r",
+        "segment_pass_all_observed": "runs passing all: observed",
+        "segment_pass_all_compounded": "runs passing all: r^k",
+    }
+    rows = findings.filter(
+        pl.col("key").is_in(list(keys))
+        & ~pl.col("group").is_in(["best model", "worst model"])
+        & pl.col("value").is_not_null()
+    )
+    models = sorted(rows["group"].unique().to_list())
+    shades = {
+        "segment_reliability": PALETTE["depth"],
+        "segment_pass_all_observed": "#7f7f7f",
+        "segment_pass_all_compounded": "#c7c7c7",
+    }
+    with _style():
+        fig = Figure(figsize=(1.8 + 1.9 * max(len(models), 1), 3.6), layout="constrained")
+        ax = fig.subplots()
+        width = 0.26
+        for j, (key, label) in enumerate(keys.items()):
+            part = {row["group"]: row for row in rows.filter(pl.col("key") == key).iter_rows(named=True)}
+            x = np.arange(len(models)) + (j - 1) * width
+            values = [part[m]["value"] if m in part else np.nan for m in models]
+            ax.bar(x, values, width=width * 0.95, color=shades[key], label=label)
+            for xi, model in zip(x, models, strict=True):
+                row = part.get(model)
+                if row is not None and row["ci_low"] is not None:
+                    ax.plot([xi, xi], [row["ci_low"], row["ci_high"]], color="#222222", linewidth=1)
+        ax.set_xticks(np.arange(len(models)), models)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("share")
+        ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+        ax.grid(axis="x", visible=False)
+        where = (
+            ", ".join(name(d.strip()) for d in rows["collections"].unique().to_list()[:1][0].split(","))
+            if (rows.height)
+            else "no data"
+        )
+        ax.set_title(f"Multi-segment tasks ({where}): per-model reliability, 95% task-bootstrap CIs")
+        ax.legend(loc="upper right", fontsize=8)
+        if not rows.height:
+            _empty_note(ax, "no multi-segment runs")
     return fig
 
 
