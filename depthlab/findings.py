@@ -1074,32 +1074,52 @@ def environment_pairs(data: AuditData) -> pl.DataFrame:
 # public pass rates
 
 
-def model_pass_rates(data: AuditData) -> pl.DataFrame:
-    """Each model's public pass rate: passing trials over valid uncapped trials, per collection.
+def model_pass_rates(data: AuditData, *, status_rule: str | None = None) -> pl.DataFrame:
+    """Each model's public pass rate: passing trials over valid uncapped trials.
 
-    Not one of the paper's numbers: the check that the data is the published one. On the bundled
-    TB2 facts loaded with status rule ``"all"`` these equal the TMax authors' published rates
-    (tmax-27b 42.70%, Qwen3.6-27B 39.55%, tmax-9b 27.19%).
+    Not one of the paper's numbers: the check that the data is the published one. With
+    ``status_rule="all"`` every uncapped trial counts (a missing reward is a failure), as in the TMax
+    authors' release; on the bundled TB2 facts this gives their published rates (tmax-27b 42.70%,
+    Qwen3.6-27B 39.55%, tmax-9b 27.19%). With ``"leaderboard"`` trials that died of an
+    infrastructure error are left out; None keeps the status the trials were loaded with.
 
-    Rows ``pass_rate`` per model (``collections``: where its trials are; n = valid trials).
+    Rows ``pass_rate`` (status as loaded) or ``pass_rate_rule_<rule>`` per model (``collections``:
+    where its trials are; n = trials counted).
     """
-    public = _public(data)
+    from depthlab.io import STATUS_RULES, trial_status
+
+    uncapped = data.trials.filter(pl.col("cap").is_null())
+    key = "pass_rate"
+    if status_rule is not None:
+        if status_rule not in STATUS_RULES:
+            raise ValueError(
+                f"The 'status_rule' parameter of model_pass_rates must be one of {STATUS_RULES} or None, "
+                f"got {status_rule!r}"
+            )
+        status = [
+            trial_status(r, e, status_rule) for r, e in zip(uncapped["reward"], uncapped["exception"], strict=True)
+        ]
+        uncapped = uncapped.with_columns(status=pl.Series(status, dtype=pl.String))
+        key = f"pass_rate_rule_{status_rule}"
+    valid = uncapped.filter(pl.col("status").is_in(["pass", "fail"]))
     per_model = (
-        public.group_by("model")
+        valid.group_by("model")
         .agg(value=(pl.col("status") == "pass").mean(), n=pl.len(), collections=pl.col("dataset").unique().sort())
         .sort("model")
     )
+    detail = "status as loaded" if status_rule is None else f"status rule {status_rule!r}"
     return _frame(
         [
             _row(
                 data,
-                "pass_rate",
+                key,
                 model,
                 value,
                 n=n,
-                unit="valid uncapped runs",
+                unit="uncapped runs",
                 collections=collections,
                 models=[model],
+                detail=detail,
             )
             for model, value, n, collections in per_model.iter_rows()
         ]

@@ -358,6 +358,10 @@ def test_bundled_tb2_gives_the_published_pass_rates_and_the_rating_correlation()
     bundle = dl.load_dataset("tb2", status_rule="all")
     data = AuditData.from_tables(bundle.tasks, bundle.trials, source="bundled TB2, status rule all")
     rates = findings.model_pass_rates(data)
+    # the same rates from the default (leaderboard) load, re-judged under the rule "all"
+    rejudged = findings.model_pass_rates(audit_data("tb2"), status_rule="all")
+    assert rejudged["value"].to_list() == rates["value"].to_list()
+    assert rejudged["key"].unique().to_list() == ["pass_rate_rule_all"]
     published = {"tmax-27b": 42.70, "Qwen3.6-27B": 39.55, "tmax-9b": 27.19, "tmax-4b": 18.88, "Qwen3.5-9B": 21.12}
     for model, rate in published.items():
         row = _row(rates, "pass_rate", model)
