@@ -37,7 +37,19 @@ _EXPORTS: dict[str, str] = {
     "audit_table": "depthlab.measures",
     "plan_missing": "depthlab.measures",
 }
-_SUBMODULES: tuple[str, ...] = ("schema", "stats", "simulate", "plots", "paper", "widgets", "runner", "io", "measures")
+_SUBMODULES: tuple[str, ...] = (
+    "schema",
+    "stats",
+    "simulate",
+    "plots",
+    "paper",
+    "widgets",
+    "runner",
+    "io",
+    "measures",
+    "findings",
+    "auditdata",
+)
 
 # a literal list, so that linters and IDEs see the public API (tests check it matches the tables above)
 __all__ = [
@@ -48,8 +60,10 @@ __all__ = [
     "TrialLoad",
     "__version__",
     "audit_table",
+    "auditdata",
     "datasets",
     "estimate_depth",
+    "findings",
     "io",
     "load_dataset",
     "load_datasets",
@@ -71,7 +85,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from depthlab import io, measures, paper, plots, runner, schema, simulate, stats, widgets
+    from depthlab import auditdata, findings, io, measures, paper, plots, runner, schema, simulate, stats, widgets
     from depthlab.datasets import Audit, datasets, load_dataset, load_datasets
     from depthlab.io import LoadError, Rejected, TrialLoad, load_tasks, load_trials, read_trials
     from depthlab.measures import (

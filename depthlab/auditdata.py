@@ -104,6 +104,18 @@ class AuditData:
         audit = dl.audit_table(tasks, trials, caps=caps, models=models)
         return cls(source, simulated, tasks, trials, depth, audit)
 
+    def subset(self, collections: Sequence[str]) -> AuditData:
+        """The same data restricted to ``collections`` (names not present are ignored).
+
+        Examples
+        --------
+        >>> audit_data("tb2").subset(["tw"]).audit.height
+        0
+        """
+        keep = pl.col("dataset").is_in(list(collections))
+        tables = [table.filter(keep) for table in (self.tasks, self.trials, self.depth, self.audit)]
+        return AuditData(self.source, self.simulated, *tables, list(self.notes), self.data_dir)
+
     @property
     def kind(self) -> str:
         """``"simulated"`` or ``"real"``: written beside every number this data gives."""
