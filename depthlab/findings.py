@@ -16,9 +16,10 @@ Examples
 >>> from depthlab import findings
 >>> from depthlab.auditdata import audit_data
 >>> data = audit_data("tb2")
->>> rates = findings.model_pass_rates(data)
->>> rates.filter(group="tmax-27b").select("value", "n", "data").row(0)  # leaderboard status rule
-(0.4337078651685393, 445, 'real')
+>>> rates = findings.model_pass_rates(data, status_rule="all")  # every trial counted, as the release did
+>>> row = rates.filter(group="tmax-27b").row(0, named=True)
+>>> round(100 * row["value"], 2), row["n"], row["data"]
+(42.7, 445, 'real')
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ __all__ = [
     "SYNTHETIC",
     "UNSOLVED_RANK",
     "collection_counts",
+    "computed",
     "depth_given_turns",
     "depth_shares",
     "depth_vs_author_rating",
@@ -96,6 +98,24 @@ UNSOLVED_RANK: Final[float] = 1e9
 LABELS: Final[tuple[str, ...]] = ("easy", "medium", "hard")
 COMPLEXITY: Final[tuple[str, ...]] = ("short", "moderate", "complex", "intricate")
 _MIN_TASKS: Final[int] = 6
+
+
+def computed(table: pl.DataFrame, what: str) -> bool:
+    """True when some row of a findings table has a value; otherwise print one line saying ``what`` is skipped.
+
+    Examples
+    --------
+    >>> from depthlab.auditdata import audit_data
+    >>> computed(segment_reliability(audit_data("tb2")), "segment reliability")
+    segment reliability: not computable on this data (no multi-segment runs (reward keys segment_k)); skipped.
+    False
+    """
+    if table["value"].is_not_null().any() or table["ci_low"].is_not_null().any():
+        return True
+    reasons = sorted(set(table["detail"].drop_nulls().to_list()))
+    why = f" ({'; '.join(reasons)})" if reasons else ""
+    print(f"{what}: not computable on this data{why}; skipped.")
+    return False
 
 
 def stack(tables: pl.DataFrame | Iterable[pl.DataFrame]) -> pl.DataFrame:
