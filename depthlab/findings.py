@@ -24,9 +24,10 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Literal
 
 import numpy as np
@@ -100,6 +101,35 @@ COMPLEXITY: Final[tuple[str, ...]] = ("short", "moderate", "complex", "intricate
 _MIN_TASKS: Final[int] = 6
 
 
+def _paper_rows(function: Callable[..., pl.DataFrame]) -> Callable[..., pl.DataFrame]:
+    # every row the paper reports from this finding is in its table, "not computable" when this data has no
+    # such sample (e.g. TB2 + TW on TB2 alone), so a comparison never silently leaves a paper number out
+    @functools.wraps(function)
+    def with_paper_rows(data: AuditData, *args: Any, **kwargs: Any) -> pl.DataFrame:
+        from depthlab import paper
+
+        table = function(data, *args, **kwargs)
+        present = set(zip(table["key"].to_list(), table["group"].to_list(), strict=True))
+        missing = [
+            _row(
+                data,
+                r.statistic,
+                r.group,
+                None,
+                n=0,
+                unit="tasks",
+                collections=[],
+                models=[],
+                detail="this data has no such sample",
+            )
+            for r in paper.REPORTED
+            if r.function == function.__name__ and (r.statistic, r.group) not in present
+        ]
+        return stack([table, _frame(missing)]) if missing else table
+
+    return with_paper_rows
+
+
 def computed(table: pl.DataFrame, what: str) -> bool:
     """True when some row of a findings table has a value; otherwise print one line saying ``what`` is skipped.
 
@@ -130,26 +160,26 @@ def stack(tables: pl.DataFrame | Iterable[pl.DataFrame]) -> pl.DataFrame:
 # the collections
 
 
+@_paper_rows
 def collection_counts(data: AuditData) -> pl.DataFrame:
-    """Tasks and solved tasks per collection, and the tasks of the audited collections.
+    """Tasks per collection, and the tasks of the audited collections (solved tasks: :func:`depth_shares`).
 
     Paper: 734 tasks audited over TMax, FACET, SETA, RST, TB2 and TW (``audited_tasks``, group
-    ``audited``). A task is solved when its depth D is pinned (:func:`depthlab.estimate_depth`).
+    ``audited``).
 
-    Rows: ``tasks`` and ``solved_tasks`` per collection; ``audited_tasks`` (group ``audited``).
+    Rows: ``tasks`` per collection; ``audited_tasks`` (group ``audited``).
     """
     rows = []
     for dataset in data.datasets:
         part = data.audit.filter(pl.col("dataset") == dataset)
-        solved = part.filter(pl.col("depth_status") == "solved").height
         rows.append(_row(data, "tasks", dataset, part.height, n=part.height, unit="tasks", collections=[dataset]))
-        rows.append(_row(data, "solved_tasks", dataset, solved, n=part.height, unit="tasks", collections=[dataset]))
     audited = [d for d in data.datasets if d in AUDITED]
     n = data.audit.filter(pl.col("dataset").is_in(audited)).height
     rows.append(_row(data, "audited_tasks", "audited", n, n=n, unit="tasks", collections=audited))
     return _frame(rows)
 
 
+@_paper_rows
 def depth_shares(data: AuditData) -> pl.DataFrame:
     """Shares of solved tasks with D = 1, D ≤ 3 and D ≥ 5, per collection and for the synthetic ones pooled.
 
@@ -174,7 +204,7 @@ def depth_shares(data: AuditData) -> pl.DataFrame:
                 data,
                 "solved_tasks",
                 group,
-                solved.height,
+                solved.height if models else None,  # no capped runs: nothing is solved or unsolved
                 n=solved.height,
                 unit="solved tasks",
                 collections=collections,
@@ -192,7 +222,7 @@ def depth_shares(data: AuditData) -> pl.DataFrame:
                     data,
                     f"solved_{name}",
                     group,
-                    count,
+                    count if models else None,
                     n=solved.height,
                     unit="solved tasks",
                     collections=collections,
@@ -203,6 +233,7 @@ def depth_shares(data: AuditData) -> pl.DataFrame:
     return _frame(rows)
 
 
+@_paper_rows
 def synthetic_vs_human(data: AuditData) -> pl.DataFrame:
     """Synthetic versus human-curated collections, on solved tasks.
 
@@ -222,7 +253,15 @@ def synthetic_vs_human(data: AuditData) -> pl.DataFrame:
         deep = solved.filter(pl.col("depth") >= 5).height
         common = {"collections": collections, "models": models}
         rows += [
-            _row(data, "solved_tasks", group, solved.height, n=solved.height, unit="solved tasks", **common),
+            _row(
+                data,
+                "solved_tasks",
+                group,
+                solved.height if models else None,
+                n=solved.height,
+                unit="solved tasks",
+                **common,
+            ),
             _row(
                 data,
                 "solved_median_work",
@@ -232,7 +271,15 @@ def synthetic_vs_human(data: AuditData) -> pl.DataFrame:
                 unit="solved tasks with W",
                 **common,
             ),
-            _row(data, "solved_depth_ge_5", group, deep, n=solved.height, unit="solved tasks", **common),
+            _row(
+                data,
+                "solved_depth_ge_5",
+                group,
+                deep if models else None,
+                n=solved.height,
+                unit="solved tasks",
+                **common,
+            ),
             _share(data, "solved_share_depth_ge_5", group, deep, solved.height, collections, models),
         ]
     return _frame(rows)
@@ -242,6 +289,7 @@ def synthetic_vs_human(data: AuditData) -> pl.DataFrame:
 # turns N against depth D
 
 
+@_paper_rows
 def turns_beside_depth(data: AuditData) -> pl.DataFrame:
     """Mean uncapped turns N per collection beside its median D.
 
@@ -283,6 +331,7 @@ def turns_beside_depth(data: AuditData) -> pl.DataFrame:
     return _frame(rows)
 
 
+@_paper_rows
 def depth_given_turns(data: AuditData, *, turns: tuple[float, float] = (6, 10)) -> pl.DataFrame:
     """Of the audited tasks a model finishes in 6–10 turns, how many need only one.
 
@@ -304,7 +353,7 @@ def depth_given_turns(data: AuditData, *, turns: tuple[float, float] = (6, 10)) 
                 data,
                 "tasks_n_in_window",
                 "audited",
-                window.height,
+                window.height if models else None,
                 n=window.height,
                 unit="solved tasks",
                 collections=collections,
@@ -315,7 +364,7 @@ def depth_given_turns(data: AuditData, *, turns: tuple[float, float] = (6, 10)) 
                 data,
                 "tasks_n_in_window_depth_1",
                 "audited",
-                ones,
+                ones if models else None,
                 n=window.height,
                 unit="solved tasks",
                 collections=collections,
@@ -327,6 +376,7 @@ def depth_given_turns(data: AuditData, *, turns: tuple[float, float] = (6, 10)) 
     )
 
 
+@_paper_rows
 def second_model(data: AuditData, *, first_model: str | None = None) -> pl.DataFrame:
     """How often a second model lowered D: existing collections and the paper's own set.
 
@@ -392,6 +442,7 @@ def second_model(data: AuditData, *, first_model: str | None = None) -> pl.DataF
 # depth predicts difficulty
 
 
+@_paper_rows
 def pass_depth_given_work(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
     """Rank partial correlation of the public pass rate with D given W.
 
@@ -414,6 +465,7 @@ def pass_depth_given_work(data: AuditData, *, n_boot: int = 2000, seed: int = 0)
     )
 
 
+@_paper_rows
 def pass_turns_given_depth(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
     """Rank partial correlation of the public pass rate with N given D: once D is known, does N add anything?
 
@@ -503,6 +555,7 @@ def forest_table(findings: pl.DataFrame) -> pl.DataFrame:
 # labels
 
 
+@_paper_rows
 def label_pass_correlations(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
     """Spearman correlation of each collection's difficulty label with its public pass rate.
 
@@ -564,6 +617,7 @@ def label_pass_correlations(data: AuditData, *, n_boot: int = 2000, seed: int = 
     return _frame(rows)
 
 
+@_paper_rows
 def depth_vs_author_rating(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
     """D against the TB2 authors' difficulty rating.
 
@@ -662,6 +716,7 @@ def quadrant_cells(
     return stats.quadrants(part, depth_split=depth_split, work_split="median", n_boot=n_boot, seed=seed)
 
 
+@_paper_rows
 def quadrant_percentiles(
     data: AuditData,
     *,
@@ -773,6 +828,7 @@ def quadrant_percentiles(
 # the DEPTH-style set
 
 
+@_paper_rows
 def own_set_summary(data: AuditData) -> pl.DataFrame:
     """The paper's own DEPTH-style set: size, W, N, what the best model solves, what no model passes.
 
@@ -869,6 +925,7 @@ def own_set_summary(data: AuditData) -> pl.DataFrame:
     return _frame(rows)
 
 
+@_paper_rows
 def pass_at_1(data: AuditData, *, collections: Sequence[str] = (OWN,)) -> pl.DataFrame:
     """Per-model pass@1: the pass rate averaged within each task, then over tasks.
 
@@ -905,6 +962,7 @@ def pass_at_1(data: AuditData, *, collections: Sequence[str] = (OWN,)) -> pl.Dat
     return _frame(rows)
 
 
+@_paper_rows
 def segment_reliability(
     data: AuditData, *, collections: Sequence[str] = (OWN,), n_boot: int = 2000, seed: int = 0
 ) -> pl.DataFrame:
@@ -995,6 +1053,7 @@ def segment_reliability(
     return _frame(rows)
 
 
+@_paper_rows
 def sign_test_depth(data: AuditData) -> pl.DataFrame:
     """Sign test on D over paired environments: is the derived task deeper than its original?
 
@@ -1166,6 +1225,9 @@ def _row(
     p: float | None = None,
     detail: str | None = None,
 ) -> dict[str, Any]:
+    if not collections:  # no collection in the sample: nothing to count, not zero
+        value = low = high = p = None
+        interval = None
     return {
         "key": key,
         "group": group,

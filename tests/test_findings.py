@@ -9,6 +9,7 @@ hardest cell from the data; every number says whether the data is simulated.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 
@@ -330,7 +331,7 @@ def test_every_paper_key_names_a_finding_that_computes_it(reported, demo):
     function = getattr(findings, reported.function)
     assert reported.function in findings.__all__
     assert f"``{reported.statistic}``" in function.__doc__, "the docstring names the row"
-    table = function(demo, **({"n_boot": 100} if "n_boot" in function.__code__.co_varnames else {}))
+    table = function(demo, **({"n_boot": 100} if "n_boot" in inspect.signature(function).parameters else {}))
     assert table.columns == list(findings.FINDING)
     row = _row(table, reported.statistic, reported.group)
     assert row["data"] == "simulated"
@@ -378,5 +379,20 @@ def test_bundled_tb2_gives_the_published_pass_rates_and_the_rating_correlation()
     assert label["ci_low"] < label["value"] < label["ci_high"] < 0
     # what needs D says so: not computable, never a made-up number
     cells = findings.quadrant_percentiles(real, n_boot=0)
-    assert cells["value"].to_list() == [None]
+    assert cells["value"].to_list() == [None, None]  # the deep/large cell and the range of the others
     assert math.isclose(_row(findings.collection_counts(real), "tasks", "tb2")["value"], 89)
+
+
+def test_on_real_data_without_d_every_paper_number_is_listed_and_none_is_made_up():
+    real = audit_data("tb2")
+    computable = set()
+    for reported in paper.REPORTED:
+        function = getattr(findings, reported.function)
+        kwargs = {"n_boot": 100} if "n_boot" in inspect.signature(function).parameters else {}
+        rows = paper.compare(function(real, **kwargs)).filter(pl.col("key") == reported.key)
+        assert rows.height == 1, reported.key
+        if rows["this_data"].item() != "not computable here":
+            computable.add(reported.key)
+        assert rows["this_sample"].item().startswith("real:"), reported.key
+    # only what needs neither D nor another collection: the tasks audited here, the authors' ratings
+    assert computable == {"audited_tasks", "tb2_author_label_corr_pass"}

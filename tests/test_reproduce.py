@@ -129,7 +129,8 @@ def test_record_results_writes_findings_the_data_kind_and_the_paper_comparison(t
     comparison = auditdata.record_results(
         "01_demo", tables, results_dir=tmp_path, data=data, figures=[tmp_path / "a.png", "b"]
     )
-    assert comparison["key"].to_list() == ["audited_tasks", "tb2_author_label_corr_pass"]
+    assert comparison["key"].to_list() == ["audited_tasks", "tb2_author_label_corr_pass", "generated_label_corr_pass"]
+    assert comparison["this_data"].to_list()[2] == "not computable here"  # TB2 has no generation-time labels
     # the sample says what was audited here: TB2 alone, beside the paper's six collections
     assert comparison["this_sample"].to_list()[0].startswith("real: tb2; 89 tasks")
     written = json.loads((tmp_path / "01_demo.json").read_text())
