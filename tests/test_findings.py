@@ -396,3 +396,40 @@ def test_on_real_data_without_d_every_paper_number_is_listed_and_none_is_made_up
         assert rows["this_sample"].item().startswith("real:"), reported.key
     # only what needs neither D nor another collection: the tasks audited here, the authors' ratings
     assert computable == {"audited_tasks", "tb2_author_label_corr_pass"}
+
+
+def test_findings_on_simulated_data_equal_what_the_generative_model_knows(tmp_path):
+    from depthlab import simulate
+
+    summary = simulate.write_runs(tmp_path, seed=4, scale=0.1)
+    data = audit_data(tmp_path)
+    assert data.kind == "simulated"  # `depthlab simulate` output without the demo marker is still simulated
+    truth = summary.truth
+    solved = truth.filter(pl.col("d_star").is_not_null())
+    table = findings.synthetic_vs_human(data)
+    for group, members in (("synthetic", findings.SYNTHETIC), ("human", findings.HUMAN)):
+        part = solved.filter(pl.col("dataset").is_in(list(members)))
+        assert _row(table, "solved_tasks", group)["value"] == part.height
+        assert _row(table, "solved_depth_ge_5", group)["value"] == part.filter(pl.col("d_star") >= 5).height
+        assert _row(table, "solved_median_work", group)["value"] == part["w_star"].median()
+    # second-model effect: the first model's own smallest passing cap against D, every cap run (all determined)
+    first = summary.model_truth.filter(pl.col("model") == simulate.MODELS[0]).select("dataset", "task", "model_depth")
+    audited = solved.filter(pl.col("dataset").is_in(list(findings.AUDITED))).join(first, on=["dataset", "task"])
+    lowered = audited.filter(pl.col("model_depth").is_null() | (pl.col("model_depth") > pl.col("d_star"))).height
+    row = _row(findings.second_model(data), "second_model_share_lowered", "existing")
+    assert (row["value"], row["n"]) == (pytest.approx(lowered / audited.height), audited.height)
+    # the sign test: the derived tasks' true depths against their originals', unsolved above every cap
+    rank = {
+        f"{d}/{t}": findings.UNSOLVED_RANK if s is None else s
+        for d, t, s in truth.select("dataset", "task", "d_star").iter_rows()
+    }
+    pairs = [
+        (rank[f"depth/{t}"], rank[o])
+        for t, o in truth.drop_nulls("derived_from").select("task", "derived_from").iter_rows()
+    ]
+    deeper = sum(a > b for a, b in pairs)
+    ties = sum(a == b for a, b in pairs)
+    table = findings.sign_test_depth(data)
+    assert _row(table, "sign_test_pairs", "paired environments")["value"] == len(pairs)
+    assert _row(table, "sign_test_deeper", "paired environments")["value"] == deeper
+    assert _row(table, "sign_test_ties", "paired environments")["value"] == ties
