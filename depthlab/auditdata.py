@@ -511,11 +511,11 @@ def check_seed(seed: object, function: str) -> int:
 
 
 def check_names(values: object, param: str, function: str) -> list[str]:
-    """Validate a list-of-names parameter: a non-empty sequence of non-empty strings."""
+    """Validate a list-of-names parameter: a non-empty sequence of strings (whether each is known is checked later)."""
     if isinstance(values, str) or not isinstance(values, Sequence) or not values:
         raise ValueError(f"The '{param}' parameter of {function} must be a non-empty list of names, got {values!r}")
-    if not all(isinstance(v, str) and v for v in values):
-        raise ValueError(f"The '{param}' parameter of {function} must hold non-empty strings, got {values!r}")
+    if not all(isinstance(v, str) for v in values):
+        raise ValueError(f"The '{param}' parameter of {function} must hold strings, got {values!r}")
     return list(values)
 
 

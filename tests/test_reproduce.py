@@ -182,6 +182,10 @@ def test_reproduce_rejects_bad_parameters(tmp_path):
             ["--data", "tb2", "--datasets", "nope"],
             "'datasets' parameter of audit_data names 'nope', not in this data; known: tb2",
         ),
+        (
+            ["--data", "tb2", "--datasets", ""],
+            "'datasets' parameter of audit_data names '', not in this data; known: tb2",
+        ),
     ],
 )
 def test_cli_mistakes_are_one_line_listing_the_known_names(arguments, says, tmp_path, capsys):
