@@ -258,3 +258,16 @@ def test_notebooks_are_committed_without_outputs_thin_and_linted():
     assert done.returncode == 0, done.stdout
     assert not (folder / "generate.py").exists()
     assert math.isfinite(auditdata.DEMO_SCALE)
+
+
+def test_the_demo_is_built_once_in_the_user_cache_and_shared(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEPTHLAB_CACHE_DIR", str(tmp_path / "cache"))
+    first = auditdata.audit_data(None, scale=0.02, seed=3, cache_dir=tmp_path / "out-a")
+    marker = first.data_dir / ".complete"
+    stamp = marker.stat().st_mtime_ns
+    second = auditdata.audit_data(None, scale=0.02, seed=3, cache_dir=tmp_path / "out-b")
+    assert first.data_dir == second.data_dir
+    assert first.data_dir.parent == tmp_path / "cache" / "demo"
+    assert marker.stat().st_mtime_ns == stamp  # reused, not rebuilt
+    assert json.loads(marker.read_text())["simulated"] is True
+    assert second.kind == "simulated"
