@@ -168,6 +168,16 @@ def collection_counts(data: AuditData) -> pl.DataFrame:
     ``audited``).
 
     Rows: ``tasks`` per collection; ``audited_tasks`` (group ``audited``).
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     rows = []
     for dataset in data.datasets:
@@ -190,6 +200,16 @@ def depth_shares(data: AuditData) -> pl.DataFrame:
     Rows per group (each collection, and ``synthetic``): ``solved_tasks``, ``solved_depth_1``,
     ``solved_depth_le_3``, ``solved_depth_ge_5`` (counts) and ``solved_share_depth_1``,
     ``solved_share_depth_le_3``, ``solved_share_depth_ge_5``.
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     rows = []
     groups = [(d, [d]) for d in data.datasets]
@@ -243,6 +263,16 @@ def synthetic_vs_human(data: AuditData) -> pl.DataFrame:
 
     Rows per group (``synthetic``, ``human``): ``solved_tasks``, ``solved_median_work``,
     ``solved_depth_ge_5`` (count) and ``solved_share_depth_ge_5`` (95% Wilson interval).
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     rows = []
     for group, members in (("synthetic", SYNTHETIC), ("human", HUMAN)):
@@ -298,6 +328,16 @@ def turns_beside_depth(data: AuditData) -> pl.DataFrame:
     uncapped runs (every model's); D the median over solved tasks.
 
     Rows per collection: ``mean_turns`` (n = runs) and ``solved_median_depth`` (n = solved tasks).
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     public = _public(data)
     rows = []
@@ -340,6 +380,18 @@ def depth_given_turns(data: AuditData, *, turns: tuple[float, float] = (6, 10)) 
 
     Rows (group ``audited``): ``tasks_n_in_window`` and ``tasks_n_in_window_depth_1`` (n = the
     tasks in the window), and ``share_n_in_window_depth_1``.
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+    turns : (low, high)
+        The window of uncapped turns N (inclusive).
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     low, high = turns
     collections = [d for d in data.datasets if d in AUDITED]
@@ -388,6 +440,18 @@ def second_model(data: AuditData, *, first_model: str | None = None) -> pl.DataF
 
     Rows (group ``existing``: the audited collections; ``own``: the DEPTH-style set):
     ``second_model_share_lowered`` (95% Wilson interval, n = determined tasks).
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+    first_model : str, optional
+        The model taken alone; default the first model name in sorted order.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     from depthlab.measures import second_model_effect
 
@@ -451,6 +515,18 @@ def pass_depth_given_work(data: AuditData, *, n_boot: int = 2000, seed: int = 0)
 
     Rows ``pcorr_pass_depth_given_work`` per collection, ``tb2+tw`` and ``all`` (every collection
     pooled).
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+    n_boot, seed : int
+        Bootstrap resamples for the CIs (0: none) and their seed.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     return _correlations(
         data,
@@ -472,6 +548,18 @@ def pass_turns_given_depth(data: AuditData, *, n_boot: int = 2000, seed: int = 0
     Paper: +0.06 [−0.18, +0.26] on TB2 + TW. Solved tasks with a public pass rate and N.
 
     Rows ``pcorr_pass_turns_given_depth`` per collection, ``tb2+tw`` and ``all``.
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+    n_boot, seed : int
+        Bootstrap resamples for the CIs (0: none) and their seed.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     return _correlations(
         data,
@@ -493,6 +581,18 @@ def pass_turns_given_work(data: AuditData, *, n_boot: int = 2000, seed: int = 0)
     public pass rate, N and W.
 
     Rows ``pcorr_pass_turns_given_work`` per collection and ``all``.
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+    n_boot, seed : int
+        Bootstrap resamples for the CIs (0: none) and their seed.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     return _correlations(
         data,
@@ -566,6 +666,18 @@ def label_pass_correlations(data: AuditData, *, n_boot: int = 2000, seed: int = 
 
     Rows ``label_corr_pass`` per labelled collection (``detail``: which label and whether human or
     generated) and ``generated`` (the range over the generated labels).
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+    n_boot, seed : int
+        Bootstrap resamples for the CIs (0: none) and their seed.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     rows = []
     generated = []
@@ -629,6 +741,18 @@ def depth_vs_author_rating(data: AuditData, *, n_boot: int = 2000, seed: int = 0
 
     Rows (group ``tb2``): ``pcorr_depth_rating_given_work``, ``rated_hard_depth_ge_2`` (n = solved
     tasks rated hard) and ``rated_easy_medium_depth_ge_2`` (n = solved tasks rated easy or medium).
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+    n_boot, seed : int
+        Bootstrap resamples for the CIs (0: none) and their seed.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     collections = ["tb2"]
     models = _capped_models(data, collections)
@@ -738,6 +862,24 @@ def quadrant_percentiles(
     ``shallow/large``, ``shallow/small``); ``quadrant_other_mean_percentile`` (group
     ``not deep/large``: the range over the other three cells); ``quadrant_hardest`` (group: the
     cell with the lowest mean percentile in this data, named from the data).
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+    collections : sequence of str
+        Collections split (default TB2 and TW, as the paper).
+    percentile_base : {"all", "solved"}
+        The tasks each pass-rate percentile is taken among (default: all tasks of the collection).
+    depth_split : float
+        A task is deep when D >= depth_split.
+    n_boot, seed : int
+        Bootstrap resamples for the CIs (0: none) and their seed.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     chosen = [d for d in data.datasets if d in collections]
     models = _capped_models(data, chosen)
@@ -840,6 +982,16 @@ def own_set_summary(data: AuditData) -> pl.DataFrame:
 
     Rows (group ``depth``): ``own_tasks``, ``own_median_work``, ``own_median_turns``,
     ``own_solved_by_best``, ``own_solved_by_best_depth_ge_40``, ``own_passed_by_no_model``.
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     collections = [OWN] if OWN in data.datasets else []
     audit = data.audit.filter(pl.col("dataset") == OWN)
@@ -933,6 +1085,18 @@ def pass_at_1(data: AuditData, *, collections: Sequence[str] = (OWN,)) -> pl.Dat
     counts for a model when the model has a valid run on it.
 
     Rows ``pass_at_1`` per model, and ``models`` (the range over models).
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+    collections : sequence of str
+        The collections (default the DEPTH-style set).
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     chosen = [d for d in data.datasets if d in collections]
     public = _public(data).filter(pl.col("dataset").is_in(chosen))
@@ -978,6 +1142,20 @@ def segment_reliability(
 
     Rows per model, and for ``best model`` / ``worst model`` (by r): ``segment_reliability``,
     ``segment_pass_all_observed``, ``segment_pass_all_compounded``.
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+    collections : sequence of str
+        The collections (default the DEPTH-style set).
+    n_boot, seed : int
+        Bootstrap resamples for the CIs (0: none) and their seed.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     chosen = [d for d in data.datasets if d in collections]
     runs = _segment_runs(data, chosen)
@@ -1066,6 +1244,16 @@ def sign_test_depth(data: AuditData) -> pl.DataFrame:
     Rows (group ``paired environments``): ``sign_test_pairs`` (pairs with both D known or
     unsolved), ``sign_test_ties``, ``sign_test_n`` (pairs tested), ``sign_test_deeper`` (derived
     deeper), ``sign_test_p``.
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     pairs = environment_pairs(data)
     group = "paired environments"
@@ -1164,6 +1352,18 @@ def model_pass_rates(data: AuditData, *, status_rule: str | None = None) -> pl.D
 
     Rows ``pass_rate`` (status as loaded) or ``pass_rate_rule_<rule>`` per model (``collections``:
     where its trials are; n = trials counted).
+
+    Parameters
+    ----------
+    data : AuditData
+        The tables of one data source (:func:`depthlab.auditdata.audit_data`).
+    status_rule : {"all", "leaderboard"} or None
+        Re-judge each trial's status from its reward and exception under this rule; None keeps the loaded one.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`FINDING` rows, as listed above; a value this data cannot give is null, never zero.
     """
     from depthlab.io import STATUS_RULES, trial_status
 
