@@ -28,9 +28,15 @@ def main(folder: str) -> int:
     raw = pl.read_csv(root / tb2.TASKS_CSV, infer_schema_length=0)
     upstream = raw.select(
         task=pl.col("task_id"),
-        upstream=pl.concat_str(pl.col("source_repo"), pl.lit("@"), pl.col("source_commit"), pl.lit(":"), pl.col("source_path")),
+        upstream=pl.concat_str(
+            pl.col("source_repo"), pl.lit("@"), pl.col("source_commit"), pl.lit(":"), pl.col("source_path")
+        ),
     )
-    tasks = tasks.join(upstream, on="task", how="left", maintain_order="left").with_columns(source=pl.col("upstream")).drop("upstream")
+    tasks = (
+        tasks.join(upstream, on="task", how="left", maintain_order="left")
+        .with_columns(source=pl.col("upstream"))
+        .drop("upstream")
+    )
     trials = tb2.public_trials_from_csv(root / tb2.PUBLIC_RESULTS_CSV, status_rule="all")
     # the CSV's source is already repository@commit:path of each trial's result.json
     OUT.mkdir(parents=True, exist_ok=True)
