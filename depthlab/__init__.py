@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     "LoadError": "depthlab.io",
     "load_dataset": "depthlab.datasets",
     "load_datasets": "depthlab.datasets",
-    "datasets": "depthlab.datasets",
+    "list_datasets": "depthlab.datasets",
     "Audit": "depthlab.datasets",
     "estimate_depth": "depthlab.measures",
     "second_model_effect": "depthlab.measures",
@@ -38,6 +38,8 @@ _EXPORTS: dict[str, str] = {
     "plan_missing": "depthlab.measures",
 }
 _SUBMODULES: tuple[str, ...] = (
+    "collections",
+    "datasets",
     "schema",
     "stats",
     "simulate",
@@ -61,10 +63,12 @@ __all__ = [
     "__version__",
     "audit_table",
     "auditdata",
+    "collections",
     "datasets",
     "estimate_depth",
     "findings",
     "io",
+    "list_datasets",
     "load_dataset",
     "load_datasets",
     "load_tasks",
@@ -85,8 +89,22 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from depthlab import auditdata, findings, io, measures, paper, plots, runner, schema, simulate, stats, widgets
-    from depthlab.datasets import Audit, datasets, load_dataset, load_datasets
+    from depthlab import (
+        auditdata,
+        collections,
+        datasets,
+        findings,
+        io,
+        measures,
+        paper,
+        plots,
+        runner,
+        schema,
+        simulate,
+        stats,
+        widgets,
+    )
+    from depthlab.datasets import Audit, list_datasets, load_dataset, load_datasets
     from depthlab.io import LoadError, Rejected, TrialLoad, load_tasks, load_trials, read_trials
     from depthlab.measures import (
         audit_table,

@@ -23,6 +23,8 @@ from typing import Any, Final
 import polars as pl
 
 from depthlab import schema
+from depthlab._checks import check_nonnegative_int, check_number
+from depthlab.collections import ordered
 from depthlab.schema import CAPS
 
 __all__ = [
@@ -129,10 +131,7 @@ class AuditData:
     @property
     def datasets(self) -> list[str]:
         """The collections present, in the figures' order."""
-        from depthlab.plots import ORDER
-
-        present = set(self.audit["dataset"].unique().to_list()) | set(self.trials["dataset"].unique().to_list())
-        return [d for d in ORDER if d in present] + sorted(present - set(ORDER))
+        return ordered([*self.audit["dataset"].unique().to_list(), *self.trials["dataset"].unique().to_list()])
 
     @property
     def models(self) -> list[str]:
@@ -371,7 +370,6 @@ def record_results(
 
 def _discover(folder: Path) -> list[str]:
     from depthlab.datasets import ADAPTERS
-    from depthlab.plots import ORDER
 
     found: set[str] = set()
     for part in ("tasks", "jobs"):
@@ -379,7 +377,7 @@ def _discover(folder: Path) -> list[str]:
         if sub.is_dir():
             found |= {child.name for child in sub.iterdir() if child.is_dir() and not child.name.startswith(".")}
     found |= {name for name in ADAPTERS if any(folder.glob(f"{name}_*.csv"))}
-    return [d for d in ORDER if d in found] + sorted(found - set(ORDER))
+    return ordered(found)
 
 
 def _is_simulated(folder: Path, models: Sequence[str]) -> bool:
@@ -498,16 +496,12 @@ def _write_cache(folder: Path, data: AuditData) -> None:
 
 def check_scale(scale: object, function: str) -> float:
     """Validate the demo ``scale`` parameter: a number in (0, 10]."""
-    if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0 < float(scale) <= 10:
-        raise ValueError(f"The 'scale' parameter of {function} must be a number in (0, 10], got {scale!r}")
-    return float(scale)
+    return check_number(scale, "scale", function, low=0, high=10, low_open=True)
 
 
 def check_seed(seed: object, function: str) -> int:
     """Validate a ``seed`` parameter: a non-negative integer."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"The 'seed' parameter of {function} must be a non-negative integer, got {seed!r}")
-    return seed
+    return check_nonnegative_int(seed, "seed", function)
 
 
 def check_names(values: object, param: str, function: str) -> list[str]:

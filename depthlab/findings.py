@@ -614,7 +614,7 @@ def forest_table(findings: pl.DataFrame) -> pl.DataFrame:
     (:func:`depthlab.paper.reported_for`), and only there.
     """
     from depthlab import paper
-    from depthlab.plots import name
+    from depthlab.collections import name
 
     labels = {
         "pcorr_pass_depth_given_work": "pass ~ D | W",
@@ -1470,9 +1470,8 @@ def _share(
 ) -> dict[str, Any]:
     if n == 0:
         return _row(data, key, group, None, n=0, unit=unit, collections=collections, models=models, detail=detail)
-    from statsmodels.stats.proportion import proportion_confint
-
-    low, high = proportion_confint(count, n, alpha=0.05, method="wilson")
+    lows, highs = stats.proportion_ci([count], [n], method="wilson")
+    low, high = float(lows[0]), float(highs[0])
     return _row(
         data,
         key,
