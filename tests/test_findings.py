@@ -433,3 +433,113 @@ def test_findings_on_simulated_data_equal_what_the_generative_model_knows(tmp_pa
     assert _row(table, "sign_test_pairs", "paired environments")["value"] == len(pairs)
     assert _row(table, "sign_test_deeper", "paired environments")["value"] == deeper
     assert _row(table, "sign_test_ties", "paired environments")["value"] == ties
+
+
+# ---------------------------------------------------------------------------------------------
+# the other findings, each on a hand-made case
+
+
+def _solved_case(spec: list[tuple[str, str, int | None, int, float | None]]) -> AuditData:
+    """(dataset, task, depth, work, median uncapped turns): two models, every cap run; one public run."""
+    tasks, trials = [], []
+    for dataset, task, depth, work, turns in spec:
+        tasks.append({"dataset": dataset, "task": task, "work": work})
+        trials += [r for m in ("a", "b") for r in _capped(dataset, task, m, depth)]
+        if turns is not None:
+            trials += _public(dataset, task, "a", [True], turns=int(turns))
+    return _data(tasks, trials)
+
+
+def test_depth_shares_and_counts_per_collection_and_pooled_synthetic():
+    spec = [("rst", f"r{i}", d, 5, None) for i, d in enumerate([1, 1, 2, 3, 5, 10, None])]
+    spec += [("tmax", "t1", 1, 5, None), ("depth", "d1", 40, 5, None)]
+    table = findings.depth_shares(_solved_case(spec))
+    assert _row(table, "solved_tasks", "rst")["value"] == 6  # the unsolved one is not counted
+    assert _row(table, "solved_share_depth_le_3", "rst")["value"] == pytest.approx(4 / 6)
+    assert _row(table, "solved_share_depth_1", "rst")["value"] == pytest.approx(2 / 6)
+    assert _row(table, "solved_depth_ge_5", "rst")["value"] == 2
+    share = _row(table, "solved_share_depth_le_3", "rst")
+    low, high = stats.proportion_ci([4], [6])
+    assert (share["ci_low"], share["ci_high"]) == pytest.approx((low[0], high[0]))
+    assert _row(table, "solved_tasks", "synthetic")["value"] == 7  # RST and TMax, never the DEPTH-style set
+    assert _row(table, "solved_depth_le_3", "synthetic")["value"] == 5
+
+
+def test_turns_beside_depth_and_the_six_to_ten_window():
+    spec = [
+        ("tmax", "a", 1, 5, 8),
+        ("tmax", "b", 1, 5, 6),
+        ("tmax", "c", 2, 5, 10),
+        ("tmax", "d", 1, 5, 11),
+        ("facet", "e", 3, 5, 7),
+        ("depth", "f", 1, 5, 7),
+    ]
+    data = _solved_case(spec)
+    table = findings.turns_beside_depth(data)
+    assert _row(table, "mean_turns", "tmax")["value"] == pytest.approx((8 + 6 + 10 + 11) / 4)
+    assert _row(table, "solved_median_depth", "tmax")["value"] == 1
+    window = findings.depth_given_turns(data)
+    # a, b, c (tmax) and e (facet) take 6-10 turns; f is in the DEPTH-style set, not audited
+    assert _row(window, "tasks_n_in_window", "audited")["value"] == 4
+    assert _row(window, "tasks_n_in_window_depth_1", "audited")["value"] == 2
+
+
+def test_own_set_summary_and_pass_at_1():
+    tasks = [{"dataset": "depth", "task": t, "work": w} for t, w in (("x", 100), ("y", 300), ("z", 500))]
+    trials = [*_capped("depth", "x", "a", 40), *_capped("depth", "x", "b", None)]
+    trials += [*_capped("depth", "y", "a", 5), *_capped("depth", "y", "b", 10)]
+    trials += [*_capped("depth", "z", "a", None), *_capped("depth", "z", "b", None)]
+    trials += _public("depth", "x", "a", [True, False, False, False], turns=40)
+    trials += _public("depth", "y", "a", [True, True], turns=20) + _public("depth", "y", "b", [False], turns=60)
+    trials += _public("depth", "z", "b", [False, False], turns=80)
+    table = findings.own_set_summary(_data(tasks, trials))
+    assert _row(table, "own_median_work", "depth")["value"] == 300
+    # per task, the median over its uncapped runs pooled over models: x 40, y (20, 20, 60) 20, z 80
+    assert _row(table, "own_median_turns", "depth")["value"] == 40
+    assert _row(table, "own_solved_by_best", "depth")["value"] == 2  # a solves x and y, b only y
+    assert _row(table, "own_solved_by_best", "depth")["detail"] == "best model: a"
+    assert _row(table, "own_solved_by_best_depth_ge_40", "depth")["value"] == 1
+    assert _row(table, "own_passed_by_no_model", "depth")["value"] == 1  # z
+    rates = findings.pass_at_1(_data(tasks, trials))
+    assert _row(rates, "pass_at_1", "a")["value"] == pytest.approx((1 / 4 + 1) / 2)  # within tasks, then over them
+    assert _row(rates, "pass_at_1", "b")["value"] == 0
+    spread = _row(rates, "pass_at_1", "models")
+    assert (spread["ci_low"], spread["ci_high"], spread["interval"]) == (0, pytest.approx(0.625), "range")
+
+
+def test_labels_against_pass_rate_and_depth_against_the_rating():
+    ratings = ["easy", "easy", "medium", "medium", "medium", "hard", "hard", "hard"]
+    depths = [1, 1, 1, 2, 3, 2, 5, 10]
+    tasks, trials = [], []
+    for i, (rating, depth) in enumerate(zip(ratings, depths, strict=True)):
+        tasks.append(
+            {
+                "dataset": "tb2",
+                "task": f"t{i}",
+                "work": 3 + (5 * i) % 7,
+                "difficulty": rating,
+                "difficulty_source": "human",
+            }
+        )
+        trials += [r for m in ("a", "b") for r in _capped("tb2", f"t{i}", m, depth)]
+        trials += _public("tb2", f"t{i}", "a", [j < 8 - i for j in range(8)])
+    data = _data(tasks, trials)
+    row = _row(findings.label_pass_correlations(data, n_boot=200, seed=3), "label_corr_pass", "tb2")
+    expected = stats.spearman(
+        data.audit, "difficulty", "pass_rate", order={"difficulty": list(findings.LABELS)}, n_boot=200, seed=3
+    )
+    assert (row["value"], row["ci_low"], row["ci_high"]) == pytest.approx(
+        (expected.r, expected.ci_low, expected.ci_high)
+    )
+    assert row["detail"] == "difficulty (human)"
+    table = findings.depth_vs_author_rating(data, n_boot=0)
+    assert (_row(table, "rated_hard_depth_ge_2", "tb2")["value"], _row(table, "rated_hard_depth_ge_2", "tb2")["n"]) == (
+        3,
+        3,
+    )
+    easy = _row(table, "rated_easy_medium_depth_ge_2", "tb2")
+    assert (easy["value"], easy["n"]) == (2, 5)
+    partial = stats.partial_spearman(
+        data.audit, "depth", "difficulty", "work", order={"difficulty": list(findings.LABELS)}, n_boot=0
+    )
+    assert _row(table, "pcorr_depth_rating_given_work", "tb2")["value"] == pytest.approx(partial.r)
