@@ -19,6 +19,7 @@ from depthlab.measures import (
     estimate_depth,
     pass_rates,
     second_model_effect,
+    second_model_runs,
     turn_counts,
 )
 
@@ -120,6 +121,12 @@ def test_a_model_without_evidence_at_d_is_undetermined_not_lowered():
     effect = second_model_effect(_trials(rows), first_model="a").row(0, named=True)
     assert (effect["n_tasks"], effect["n_determined"], effect["n_lowered"], effect["n_undetermined"]) == (3, 1, 1, 2)
     assert effect["share_lowered"] == 1.0
+    # the runs that would determine them: a at cap D = 2 on t and u
+    runs = second_model_runs(_trials(rows), first_model="a")
+    assert runs.rows() == [("d", "t", "a", 2), ("d", "u", "a", 2)]
+    # once a runs there and fails, the task is determined and lowered
+    done = second_model_effect(_trials([*rows, ("t", "a", 2, "fail")]), first_model="a").row(0, named=True)
+    assert (done["n_determined"], done["n_lowered"]) == (2, 2)
 
 
 def test_unsolved_needs_the_top_cap_from_every_model():

@@ -289,7 +289,7 @@ def second_model_effect(
     * **undetermined**: neither, e.g. the model was never run at D or above, or only passed at a
       larger cap without being run at D. Alone it might give D too, so the task is not counted as
       lowered; ``n_undetermined`` counts these and ``share_lowered`` is taken over the determined
-      tasks. :func:`plan_missing` lists the runs (the model at cap D) that would determine them.
+      tasks. :func:`second_model_runs` lists the runs (the model at cap D) that would determine them.
 
     The paper reports this for 25% of the existing tasks and 7% of its own.
 
@@ -360,3 +360,54 @@ def second_model_effect(
         )
         .sort(keys)
     )
+
+
+def second_model_runs(
+    trials: pl.DataFrame,
+    *,
+    first_model: str,
+    caps: Sequence[int] = CAPS,
+    pass_rule: str = "any",
+) -> pl.DataFrame:
+    """The runs that would decide :func:`second_model_effect` where it is undetermined: ``first_model`` at cap D.
+
+    One row per task solved with two or more models on which ``first_model`` has neither passed at
+    D nor failed at D or above; a valid run of it at cap D (the task's depth) decides whether the
+    other models lowered D. Feed the rows to ``depthlab fill`` like a plan.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns dataset, task, model, cap (Int32), sorted.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> trials = schema.conform(pl.DataFrame({"dataset": "d", "task": "t", "model": ["a", "b", "b"],
+    ...     "cap": [1, 1, 2], "status": ["fail", "fail", "pass"]}), "trials")
+    >>> second_model_runs(trials, first_model="a").row(0)
+    ('d', 't', 'a', 2)
+    """
+    function = "second_model_runs"
+    check_frame(trials, "trials", function, _TRIAL_COLUMNS)
+    if not isinstance(first_model, str) or not first_model:
+        raise ValueError(f"The 'first_model' parameter of {function} must be a model name, got {first_model!r}")
+    caps = check_caps(caps, function)
+    pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
+    grid = evidence_grid(trials, caps=caps, models=None, pass_rule=pass_rule)
+    depth = depth_from_grid(grid, trials.select(TASK_KEYS).unique(), caps=caps)
+    solved = depth.filter((pl.col("status") == "solved") & (pl.col("n_models") >= 2)).select(*TASK_KEYS, "depth")
+    cells = grid.filter(pl.col("model") == first_model).join(solved, on=list(TASK_KEYS), how="inner", nulls_equal=True)
+    undetermined = (
+        cells.group_by([*TASK_KEYS, "model"])
+        .agg(
+            decided=(
+                ((pl.col("cap") == pl.col("depth")) & (pl.col("state") == "pass"))
+                | ((pl.col("cap") >= pl.col("depth")) & (pl.col("state") == "fail"))
+            ).any(),
+            cap=pl.col("depth").first().cast(pl.Int32),
+        )
+        .filter(~pl.col("decided"))
+    )
+    return undetermined.select(*TASK_KEYS, "model", "cap").sort([*TASK_KEYS, "model"])
