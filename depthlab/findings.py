@@ -823,7 +823,8 @@ def quadrant_cells(
 ) -> pl.DataFrame:
     """The four cells of :func:`quadrant_percentiles` as :func:`depthlab.stats.quadrants` gives them (for plotting).
 
-    Empty (no rows) when no task of ``collections`` has a pinned D.
+    A ``collections`` column names the collections split. Empty (no rows) when no task of
+    ``collections`` has a pinned D.
     """
     if percentile_base not in ("all", "solved"):
         raise ValueError(
@@ -837,7 +838,8 @@ def quadrant_cells(
     part = part.with_columns(depth=pl.when(pl.col("depth_status") == "solved").then(pl.col("depth")))
     if part.filter(pl.col("depth").is_not_null()).height == 0:
         return pl.DataFrame()
-    return stats.quadrants(part, depth_split=depth_split, work_split="median", n_boot=n_boot, seed=seed)
+    cells = stats.quadrants(part, depth_split=depth_split, work_split="median", n_boot=n_boot, seed=seed)
+    return cells.with_columns(collections=pl.lit(", ".join(chosen)))
 
 
 @_paper_rows

@@ -1215,7 +1215,14 @@ def quadrants(table: pl.DataFrame) -> Figure:
         fig = Figure(figsize=(5.6, 4.2), layout="constrained")
         ax = fig.subplots()
         quadrants_plot(table, ax=ax)
-        ax.set_title("Mean within-collection pass-rate percentile (lower = harder)")
+        title = "Mean within-collection pass-rate percentile (lower = harder)"
+        if "collections" in table.columns and table.height:
+            # the table says which collections were split (depthlab.findings.quadrant_cells): name them
+            where = collections.ordered(part.strip() for part in str(table["collections"][0]).split(",") if part)
+            title = (
+                f"{' + '.join(name(d) for d in where)}: mean within-collection\npass-rate percentile (lower = harder)"
+            )
+        ax.set_title(title)
     return fig
 
 

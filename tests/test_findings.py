@@ -301,6 +301,10 @@ def test_quadrants_default_to_tb2_and_tw_and_name_the_hardest_cell_from_the_data
     assert others["value"] is None
     with pytest.raises(ValueError, match="'percentile_base' parameter of quadrant_percentiles"):
         findings.quadrant_percentiles(data, percentile_base="median")
+    from depthlab import plots
+
+    title = plots.quadrants(findings.quadrant_cells(data, n_boot=0)).axes[0].get_title()
+    assert title.startswith("TB2 + TW-Verified: ")  # the figure names the collections split
 
 
 # ---------------------------------------------------------------------------------------------
