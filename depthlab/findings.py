@@ -136,8 +136,8 @@ def computed(table: pl.DataFrame, what: str) -> bool:
     Examples
     --------
     >>> from depthlab.auditdata import audit_data
-    >>> computed(segment_reliability(audit_data("tb2")), "segment reliability")
-    segment reliability: not computable on this data (no multi-segment runs (reward keys segment_k)); skipped.
+    >>> computed(sign_test_depth(audit_data("tb2")), "the sign test")  # doctest: +ELLIPSIS
+    the sign test: not computable on this data (0 pairs; ... 0 tested: 0 deeper, 0 shallower); skipped.
     False
     """
     if table["value"].is_not_null().any() or table["ci_low"].is_not_null().any():
