@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= out/reproduce
 
-.PHONY: reproduce test lint bench docker clean
+.PHONY: reproduce test lint bench docker harbor clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,11 @@ reproduce: $(VENV)/.installed
 docker:
 	bash scripts/docker-up.sh
 
-test: $(VENV)/.installed docker
+# Harbor (Python >= 3.12) in its own cached venv, and headless Chromium, for the `harbor` tests
+harbor:
+	bash scripts/harbor-up.sh
+
+test: $(VENV)/.installed docker harbor
 	$(BIN)/ruff check depthlab tests notebooks
 	$(BIN)/python -m pytest -n 2 --benchmark-disable -p no:cacheprovider tests
 
