@@ -25,7 +25,7 @@ harbor:
 	bash scripts/harbor-up.sh
 
 test: $(VENV)/.installed docker harbor
-	$(BIN)/ruff check depthlab tests
+	$(BIN)/ruff check depthlab tests notebooks
 	$(BIN)/python -m pytest -n 2 --benchmark-disable -p no:cacheprovider tests
 
 bench: $(VENV)/.installed
