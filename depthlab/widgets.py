@@ -66,7 +66,7 @@ _TASK_COLUMNS: Final[tuple[str, ...]] = ("task", "depth", "depth_status", "work"
 #: Rows of the task list; it scrolls as one control, never as a box inside the page.
 _TASK_ROWS: Final[int] = 12
 #: Turns of one run shown (the rest are in Explorer.run_turns()).
-_MAX_TURNS: Final[int] = 60
+_MAX_TURNS: Final[int] = 100
 #: Characters of a turn's message, commands or observation shown in the turns table.
 _CELL_CHARS: Final[int] = 240
 #: Characters of a task name in the task list (the full name is in the captions).
@@ -203,7 +203,9 @@ class Explorer:
             (self.status, "dl-status"),
         ):
             pane.add_class(name)
-        row = {"flex_flow": "row nowrap", "align_items": "flex-start", "gap": "12px"}
+        row = {"flex_flow": "row nowrap", "align_items": "flex-start", "margin": "0 0 6px 0"}
+        self.models.layout.margin = "0 0 0 16px"
+        self.status.layout.margin = "0 0 0 16px"
         self.widget = w.VBox(
             [
                 w.HTML(_CSS),
@@ -213,11 +215,11 @@ class Explorer:
                     [
                         w.VBox(
                             [self._task_caption, self._task_header, self.task],
-                            layout=w.Layout(flex="1 1 420px", min_width="380px"),
+                            layout=w.Layout(flex="1 1 420px", min_width="380px", margin="0 16px 8px 0"),
                         ),
                         w.VBox([self._grid, self._grid_caption], layout=w.Layout(flex="1 1 420px", min_width="380px")),
                     ],
-                    layout=w.Layout(flex_flow="row wrap", gap="16px", width="100%"),
+                    layout=w.Layout(flex_flow="row wrap", width="100%"),
                 ),
                 self._runs_caption,
                 self.run,
@@ -488,7 +490,7 @@ class Explorer:
         return (
             f"<b>Evidence of {task}</b> over {_count(len(own), 'chosen model')} (every cap and status, as D needs): "
             f"{depth} ({first['depth_status']}); each model's own D: {owns}{plan}."
-            + (f" {'; '.join(marks).capitalize()}." if marks else "")
+            + "".join(f" {mark[0].upper()}{mark[1:]}." for mark in marks)
         )
 
     def _with_dependencies(self, steps: pl.DataFrame) -> pl.DataFrame:
