@@ -259,7 +259,8 @@ def evidence_plot(
         )
         label = ",".join("×" if t is None else str(t) for t in cell["turns"])
         if cell["next"] or cell["needed"]:
-            label = "next" if cell["next"] else "needed"
+            mark = "next" if cell["next"] else "needed"
+            label = f"{label}\n{mark}" if label else mark
         dark = cell["state"] in ("pass", "fail")
         ax.text(x, y + 0.12, label, ha="center", va="center", fontsize=fontsize, color="white" if dark else "#222222")
         if cell["model_depth"] == cell["cap"]:
