@@ -99,11 +99,26 @@ def explore() -> nbformat.NotebookNode:
     return notebook(
         "00_explore",
         "00 · Explore the audit interactively",
-        "Pick a collection and a model, slide the stated turn cap, filter by trial status; select a task to see "
-        "its runs by cap and the turns of one run. Exploration only: no result of the audit depends on this "
-        "widget (the other notebooks compute every number without it).",
+        "Pick a collection and models, slide the stated turn cap, filter by run status; select a task to see "
+        "its evidence grid (model x cap: pass, fail, invalid, not run; D marked) and its runs, and a run to see "
+        "its turns. Exploration only: no result of the audit depends on this widget (the other notebooks compute "
+        "every number without it).",
         [
-            code("from depthlab import widgets\n\nexplorer = widgets.explore(audit, trials)\nexplorer"),
+            code("from depthlab import evidence, widgets\n\nexplorer = widgets.explore(audit, trials)\nexplorer"),
+            md(
+                "**Reading a saved copy?** The explorer above is live only in a running notebook: open this "
+                "notebook in Jupyter and run it. Its static stand-in, the evidence grids of a few telling tasks:"
+            ),
+            code(
+                "examples = evidence.example_tasks(audit, n=4)\n"
+                "if data.has_depth:\n"
+                "    fig = evidence.evidence_grids(trials, examples)\n"
+                '    saved += plots.save(fig, "evidence_grids", figures_dir)\n'
+                "    display(fig)\n"
+                "else:\n"
+                "    " + NO_DEPTH.format(what="the evidence grids") + "\n"
+                "examples"
+            ),
             md("The same tables, for reading without the widget:"),
             code(
                 'audit.group_by("dataset").agg(tasks=pl.len(), solved=(pl.col("depth_status") == "solved").sum(),\n'
