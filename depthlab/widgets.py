@@ -73,6 +73,9 @@ _CELL_CHARS: Final[int] = 240
 _NAME_CHARS: Final[int] = 30
 _CSS: Final[str] = """<style>
 .dl-explorer { max-width: 1400px; }
+.dl-explorer .dl-tasks select { overflow-x: hidden; }
+.dl-explorer .dl-status { display: flex; flex-flow: row nowrap; align-items: center; }
+.dl-explorer .dl-status > div { display: flex; flex-flow: row nowrap; }
 .dl-explorer .dl-tasks select, .dl-explorer .dl-task-header { font-family: var(--jp-code-font-family, monospace);
   font-size: 12px; white-space: pre; }
 .dl-explorer .dl-task-header { padding-left: 4px; color: var(--jp-ui-font-color1, #333); font-weight: 600; }
@@ -177,9 +180,9 @@ class Explorer:
             value=ALL,
             description="status",
             style={**label, "button_width": "64px"},
-            layout=w.Layout(width="auto", min_width="360px", flex="0 0 auto"),
+            layout=w.Layout(width="380px", flex="0 0 auto"),
         )
-        self.task = w.Select(options=[], rows=_TASK_ROWS, layout=w.Layout(width="100%"))
+        self.task = w.Select(options=[], rows=_TASK_ROWS, layout=w.Layout(width="auto"))
         self.run = w.Dropdown(options=[], description="run", style={"description_width": "40px"})
         self.run.layout = w.Layout(width="100%", max_width="620px")
         self._task_caption = w.HTML()
@@ -225,7 +228,8 @@ class Explorer:
                 self.run,
                 self._run_view,
             ],
-            layout=w.Layout(width="100%"),
+            # auto, not 100%: the widget margin would push a 100% box past its cell
+            layout=w.Layout(width="auto"),
         )
         self.widget.add_class("dl-explorer")
         self._refresh_models()
@@ -405,6 +409,7 @@ class Explorer:
         self._quiet = True
         try:
             self.task.options = labels
+            self.task.rows = max(4, min(_TASK_ROWS, len(labels)))
             self.task.value = previous if previous in values else (values[0] if values else None)
         finally:
             self._quiet = False
