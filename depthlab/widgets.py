@@ -190,7 +190,7 @@ class Explorer:
         self._grid = w.Image(format="png", layout=w.Layout(width="100%", max_width="560px", height="auto"))
         self._grid_caption = w.HTML()
         self._runs_caption = w.HTML()
-        self._run_view = w.HTML(layout=w.Layout(width="100%"))
+        self._run_view = w.HTML(layout=w.Layout(width="auto"))
         for pane, name in (
             (self._task_caption, "dl-task-caption"),
             (self._task_header, "dl-task-header"),
