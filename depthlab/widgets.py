@@ -165,7 +165,12 @@ class Explorer:
             options=datasets, value=datasets[0], description="collection", style=label, layout=w.Layout(width="260px")
         )
         self.models = w.SelectMultiple(
-            options=[], rows=3, description="models", style=label, layout=w.Layout(width="340px")
+            options=[],
+            rows=3,
+            description="models",
+            tooltip="ctrl- or shift-click to choose several",
+            style=label,
+            layout=w.Layout(width="340px"),
         )
         self.cap = w.SelectionSlider(
             options=[ALL, UNCAPPED, *caps],
@@ -385,7 +390,7 @@ class Explorer:
                 f"<b>{shown}</b> of {collection}: {_count(runs, 'run')} {html.escape(self._filter_text())}."
                 + (" Tasks without such a run are left out." if table.height < n_all else "")
                 + "<br>D, status: the audit's estimate over every model; W: work; N: median uncapped turns;"
-                " runs/pass: the matching runs."
+                " runs/pass: the matching runs. Ctrl- or shift-click chooses several models."
             )
         self._task_caption.value = f"<div class='dl-caption'>{caption}</div>"
         self._task_header.value = html.escape(_task_line("task", "D", "status", "W", "N", "runs", "pass"))
@@ -410,6 +415,9 @@ class Explorer:
         try:
             self.task.options = labels
             self.task.rows = max(4, min(_TASK_ROWS, len(labels)))
+            # an empty list and its header say nothing the caption does not: hide them
+            shown = "" if labels else "none"
+            self.task.layout.display = self._task_header.layout.display = shown
             self.task.value = previous if previous in values else (values[0] if values else None)
         finally:
             self._quiet = False
@@ -424,6 +432,7 @@ class Explorer:
         try:
             self.run.options = labels
             self.run.value = previous if previous in values else (values[0] if values else None)
+            self.run.layout.display = "" if labels else "none"
         finally:
             self._quiet = False
         task = html.escape(str(self.task.value))

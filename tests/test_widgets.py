@@ -100,6 +100,7 @@ def test_an_empty_pane_says_which_filter_emptied_it(tables):
     assert "no task is selected" in explorer._grid_caption.value
     assert explorer._grid.layout.display == "none"
     assert explorer.run.options == ()
+    assert explorer.task.layout.display == explorer.run.layout.display == "none"  # the captions say why
     explorer.cap.value = 3
     explorer.status.value = "pass"
     explorer.task.value = "beta"
