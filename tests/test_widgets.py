@@ -181,7 +181,7 @@ def test_choosing_a_collection_resets_models_and_tasks(tables):
 
 def test_explore_rejects_bad_input(tables):
     audit, trials = tables
-    with pytest.raises(ValueError, match=r"'trials' parameter of explore .* missing \['n_turns'\]"):
+    with pytest.raises(ValueError, match=r"'trials' parameter of explore must have the columns \['n_turns'\]"):
         widgets.explore(audit, trials.drop("n_turns"))
     with pytest.raises(ValueError, match="'audit' parameter of explore must have at least one task"):
         widgets.explore(audit.clear(), trials)

@@ -32,6 +32,7 @@ from typing import Any, Final
 import msgspec
 import polars as pl
 
+from depthlab._checks import check_positive_int
 from depthlab.io._errors import LoadError, _Reject
 from depthlab.io._files import Dep, decode_json, read_bytes, read_bytes_if_exists
 
@@ -220,8 +221,7 @@ def read_steps(trial_dir: str | os.PathLike[str], *, max_chars: int = OBSERVATIO
     >>> read_steps(agent.parent).select("turn", "message", "commands").row(0)
     (1, 'Plan: write it', 'echo hi > hello.txt')
     """
-    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-        raise ValueError(f"The 'max_chars' parameter of read_steps must be an int >= 1, got {max_chars!r}")
+    check_positive_int(max_chars, "max_chars", "read_steps")
     folder = os.fspath(trial_dir)
     try:
         rows = _trial_steps(folder, max_chars)

@@ -32,6 +32,7 @@ import polars as pl
 import yaml
 
 from depthlab import schema
+from depthlab._checks import check_choice
 from depthlab.io._errors import Rejected, RejectedFilesWarning, _warning_text
 
 _KNOWN_TOML_VERSIONS: Final[frozenset[str]] = frozenset({"1.0", "1.1", "1.2"})
@@ -95,11 +96,8 @@ def load_tasks(
     from depthlab.io.trials import _roots
 
     roots = _roots(paths)
-    if difficulty_source not in _SOURCES:
-        raise ValueError(
-            "The 'difficulty_source' parameter of load_tasks must be one of "
-            f"{list(_SOURCES)}, got {difficulty_source!r}"
-        )
+    if difficulty_source is not None:  # None: not stated
+        check_choice(difficulty_source, "difficulty_source", "load_tasks", [s for s in _SOURCES if s is not None])
     if dataset is not None and (not isinstance(dataset, str) or not dataset):
         raise ValueError(f"The 'dataset' parameter of load_tasks must be a non-empty str or None, got {dataset!r}")
     rows: list[dict] = []

@@ -17,6 +17,7 @@ from multiprocessing.context import BaseContext
 import polars as pl
 
 from depthlab import schema
+from depthlab._checks import check_choice
 from depthlab.io import cache as _cache
 from depthlab.io import harbor, tb1
 from depthlab.io._discover import Found, discover, discover_more
@@ -147,10 +148,7 @@ def read_trials(
     """
     roots = _roots(paths)
     rule = _cap_rule(cap_rule)
-    if status_rule not in STATUS_RULES:
-        raise ValueError(
-            f"The 'status_rule' parameter of read_trials must be one of {list(STATUS_RULES)}, got {status_rule!r}"
-        )
+    check_choice(status_rule, "status_rule", "read_trials", STATUS_RULES)
     if dataset is not None and (not isinstance(dataset, str) or not dataset):
         raise ValueError(f"The 'dataset' parameter of read_trials must be a non-empty str or None, got {dataset!r}")
     options = harbor.Options(dataset=dataset, status_rule=status_rule, cap_rule=rule)
