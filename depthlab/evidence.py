@@ -37,7 +37,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-from depthlab.measures._checks import PASS_RULES, check_caps, check_choice, check_frame, check_models
+from depthlab._checks import PASS_RULES, check_caps, check_choice, check_frame, check_models, check_positive_int
 from depthlab.measures.depth import TASK_KEYS, depth_from_grid, evidence_grid
 from depthlab.measures.planning import plan_missing
 from depthlab.plots import RC
@@ -331,8 +331,7 @@ def evidence_grids(
     """
     function = "evidence_grids"
     check_frame(tasks, "tasks", function, TASK_KEYS)
-    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
-        raise ValueError(f"The 'ncols' parameter of {function} must be an int >= 1, got {ncols!r}")
+    ncols = check_positive_int(ncols, "ncols", function)
     keys = tasks.select(TASK_KEYS).rows()
     n = max(len(keys), 1)
     ncols = min(ncols, n)
@@ -378,8 +377,7 @@ def example_tasks(audit: pl.DataFrame, *, n: int = 4) -> pl.DataFrame:
     """
     function = "example_tasks"
     check_frame(audit, "audit", function, (*TASK_KEYS, "depth", "depth_status"))
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"The 'n' parameter of {function} must be an int >= 1, got {n!r}")
+    n = check_positive_int(n, "n", function)
     ordered = audit.sort("dataset", "task")
     solved = ordered.filter(pl.col("depth_status") == "solved").sort("depth", descending=True, maintain_order=True)
     picks = [

@@ -47,8 +47,8 @@ from typing import Any, Final
 import polars as pl
 
 from depthlab._checks import check_frame
+from depthlab.collections import ordered
 from depthlab.io import LoadError, read_steps
-from depthlab.plots import ORDER
 from depthlab.schema import CAPS, STATUSES
 
 __all__ = ["ALL", "LIVE_ONLY", "UNCAPPED", "Explorer", "explore"]
@@ -149,8 +149,7 @@ class Explorer:
         self._trials = trials if "trial" in trials.columns else trials.with_columns(trial=pl.lit(None, pl.String))
         self._quiet = False
         self._dependencies = _dependency_rule()
-        present = set(audit["dataset"].drop_nulls().unique().to_list())
-        datasets = [d for d in ORDER if d in present] + sorted(present - set(ORDER))
+        datasets = ordered(audit["dataset"].to_list())
         caps = sorted(set(CAPS) | set(trials["cap"].drop_nulls().unique().to_list()))
         label = {"description_width": "70px"}
         self.collection = w.Dropdown(
