@@ -233,3 +233,22 @@ def test_a_run_without_a_source_file_gets_a_note(tables):
     assert explorer.run_details()["cap"] == 2
     assert explorer.run_turns() is None
     assert "no turns: the run has no source file" in explorer._run_view.value
+
+
+def test_a_run_shows_each_turns_dependencies_when_the_depth_proxy_is_installed(tmp_path):
+    proxy = pytest.importorskip("depthlab.measures.proxy", reason="the depth proxy (turn_dependencies) is not merged")
+    write_runs(tmp_path, seed=2, scale=0.01)
+    trials = load_trials(tmp_path / "jobs", cache=False)
+    audit = schema.conform(trials.select("dataset", "task").unique(), "audit")
+    run = trials.filter(pl.col("cap").is_null() & (pl.col("n_turns") > 2)).sort("trial").row(0, named=True)
+    explorer = widgets.explore(audit, trials)
+    explorer.collection.value = run["dataset"]
+    explorer.cap.value = widgets.UNCAPPED
+    explorer.task.value = run["task"]
+    explorer.run.value = run["trial"]
+    expected = proxy.turn_dependencies(explorer.run_turns())
+    shown = explorer._run_view.value
+    assert "<th>level</th><th>depends_on</th>" in shown
+    for turn, level, depends in expected.select("turn", "level", "depends_on").rows():
+        cell = ", ".join(map(str, depends)) or "–"
+        assert f"<tr><td>{turn}</td><td>{level}</td><td>{html.escape(cell)}</td>" in shown
