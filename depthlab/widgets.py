@@ -10,8 +10,8 @@ Four controls (collection, models, stated cap, run status) drive every pane:
 * the run chooser: the selected task's runs matching the filters, each named by cap, model,
   attempt, status and turns;
 * the selected run: its turns against the stated cap and the harness limit, its rewards, and
-  its turns one by one (with each turn's dependencies when :mod:`depthlab.measures.proxy` is
-  installed).
+  its turns one by one (with each turn's level and the earlier outputs it uses when the depth
+  proxy, :mod:`depthlab.measures.proxy`, is installed).
 
 A caption above each pane says what it shows and, when it is empty, which filter emptied it.
 
@@ -41,6 +41,7 @@ import html
 import io
 import json
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -148,7 +149,6 @@ class Explorer:
         self._audit = audit
         self._trials = trials if "trial" in trials.columns else trials.with_columns(trial=pl.lit(None, pl.String))
         self._quiet = False
-        self._dependencies = _dependency_rule()
         datasets = ordered(audit["dataset"].to_list())
         caps = sorted(set(CAPS) | set(trials["cap"].drop_nulls().unique().to_list()))
         label = {"description_width": "70px"}
@@ -280,7 +280,11 @@ class Explorer:
         return {} if rows.is_empty() else rows.row(0, named=True)
 
     def run_turns(self) -> pl.DataFrame | None:
-        """The selected run's turns (:func:`depthlab.io.read_steps`), or None when it has no readable trajectory."""
+        """The selected run's turns (:func:`depthlab.io.read_steps`), or None when it has no readable trajectory.
+
+        With the depth proxy installed (:mod:`depthlab.measures.proxy`), two more columns give its
+        reading of the run (``turn_dependencies``): each turn's ``level`` and the earlier outputs it ``uses``.
+        """
         return _read_turns(self.run_details())[0]
 
     # notebook display ----------------------------------------------------------------------------
@@ -450,10 +454,7 @@ class Explorer:
             self._run_view.value = ""
             return
         steps, note = _read_turns(run)
-        if steps is None:
-            shown = f"<i>{html.escape(note)}</i>"
-        else:
-            shown = _steps_html(self._with_dependencies(steps), str(run.get("trial")))
+        shown = f"<i>{html.escape(note)}</i>" if steps is None else _steps_html(steps, str(run.get("trial")))
         self._run_view.value = _run_html(run) + "<br>" + shown
 
     def _draw_grid(self) -> None:
@@ -496,20 +497,6 @@ class Explorer:
             f"<b>Evidence of {task}</b> over {_count(len(own), 'chosen model')} (every cap and status, as D needs): "
             f"{depth} ({first['depth_status']}); each model's own D: {owns}{plan}."
             + "".join(f" {mark[0].upper()}{mark[1:]}." for mark in marks)
-        )
-
-    def _with_dependencies(self, steps: pl.DataFrame) -> pl.DataFrame:
-        if self._dependencies is None or steps.is_empty():
-            return steps
-        try:
-            deps = self._dependencies(steps)
-        except (TypeError, ValueError):
-            return steps
-        text = pl.col("depends_on").list.eval(pl.element().cast(pl.String)).list.join(", ")
-        return steps.join(
-            deps.select("turn", "level", depends_on=pl.when(text != "").then(text).otherwise(pl.lit("–"))),
-            on="turn",
-            how="left",
         )
 
 
@@ -587,10 +574,17 @@ def _read_turns(run: dict[str, Any]) -> tuple[pl.DataFrame | None, str]:
     source = run.get("source")
     if not source:
         return None, "no turns: the run has no source file"
+    folder = os.path.dirname(source)
+    rule = _dependency_rule()
     try:
-        return read_steps(os.path.dirname(source)), ""
+        steps = read_steps(folder)
+        if rule is None:
+            return steps, ""
+        # the proxy reads the same run whole (prompt included, outputs uncut), as its rule says
+        whole = read_steps(folder, prompt=True, max_chars=sys.maxsize)  # type: ignore[call-arg, unused-ignore]
     except LoadError as exc:
         return None, f"no turns: no readable trajectory ({exc})"
+    return steps.join(rule(whole).select("turn", "level", "uses"), on="turn", how="left"), ""
 
 
 def _steps_html(steps: pl.DataFrame, trial: str) -> str:
@@ -598,20 +592,20 @@ def _steps_html(steps: pl.DataFrame, trial: str) -> str:
         text = pl.col(column)
         return pl.when(text.str.len_chars() > _CELL_CHARS).then(text.str.slice(0, _CELL_CHARS) + "…").otherwise(text)
 
-    extra = [c for c in ("level", "depends_on") if c in steps.columns]
+    proxy = [pl.col("level"), short("uses")] if "level" in steps.columns else []
     shown = steps.head(_MAX_TURNS).select(
         "turn",
-        *extra,
         pl.col("timestamp").dt.strftime("%H:%M:%S").alias("time"),
         short("message"),
         short("commands"),
         short("observation"),
+        *proxy,
         pl.col("n_input_tokens").alias("in"),
         pl.col("n_output_tokens").alias("out"),
     )
     more = f" (the first {_MAX_TURNS}; explorer.run_turns() has all)" if steps.height > _MAX_TURNS else ""
-    deps = "; level and depends_on: the depth proxy's rule (depthlab.measures.proxy.turn_dependencies)" if extra else ""
-    widths = {"turn": "4%", "level": "4%", "depends_on": "7%", "time": "7%", "in": "6%", "out": "5%"}
+    deps = "; level and uses: the depth proxy's reading of the run (turn_dependencies)" if proxy else ""
+    widths = {"turn": "4%", "level": "4%", "time": "7%", "in": "6%", "out": "5%"}
     cols = "".join(f"<col style='width:{widths.get(c, 'auto')}'>" for c in shown.columns)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in shown.columns)
     body = "".join(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import sys
 from pathlib import Path
 
 import ipywidgets
@@ -11,7 +12,7 @@ import polars as pl
 import pytest
 
 from depthlab import schema, widgets
-from depthlab.io import load_trials
+from depthlab.io import load_trials, read_steps
 from depthlab.simulate import write_runs
 
 
@@ -246,9 +247,11 @@ def test_a_run_shows_each_turns_dependencies_when_the_depth_proxy_is_installed(t
     explorer.cap.value = widgets.UNCAPPED
     explorer.task.value = run["task"]
     explorer.run.value = run["trial"]
-    expected = proxy.turn_dependencies(explorer.run_turns())
+    folder = Path(run["source"]).parent
+    expected = proxy.turn_dependencies(read_steps(folder, prompt=True, max_chars=sys.maxsize))
+    turns = explorer.run_turns()
+    assert turns["level"].to_list() == expected["level"].to_list()
     shown = explorer._run_view.value
-    assert "<th>level</th><th>depends_on</th>" in shown
-    for turn, level, depends in expected.select("turn", "level", "depends_on").rows():
-        cell = ", ".join(map(str, depends)) or "–"
-        assert f"<tr><td>{turn}</td><td>{level}</td><td>{html.escape(cell)}</td>" in shown
+    assert "<th>level</th><th>uses</th>" in shown
+    for level, uses in expected.select("level", "uses").rows():
+        assert f"<td>{level}</td><td>{html.escape(uses or '–')}</td>" in shown
