@@ -243,7 +243,7 @@ def _count_file(path: str, deps: list[Dep]) -> int:
     return _count_bytes(read_bytes(path, deps), path, deps)
 
 
-def _count_bytes(data: bytes, path: str, deps: list[Dep]) -> int:
+def _count_bytes(data: bytes | bytearray, path: str, deps: list[Dep]) -> int:
     parsed = decode_json(data, path, _FILE_TYPE)
     if isinstance(parsed, list):
         return sum(1 for message in parsed if message.role == "assistant")
@@ -298,7 +298,7 @@ def _trial_steps(folder: str, max_chars: int) -> list[dict[str, Any]]:
     raise _Reject(folder, "no agent/trajectory.json and no agent/episode-* or agent-logs/episode-* directories")
 
 
-def _trajectory_steps(data: bytes, path: str, max_chars: int) -> list[dict[str, Any]]:
+def _trajectory_steps(data: bytes | bytearray, path: str, max_chars: int) -> list[dict[str, Any]]:
     parsed = decode_json(data, path, _FULL_FILE_TYPE)
     if isinstance(parsed, list):
         return _chat_steps(parsed, max_chars)

@@ -21,6 +21,7 @@ task directory, as the ``dirhash`` package computes it (checked against dirhash 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import tomllib
 import warnings
@@ -104,9 +105,15 @@ def load_tasks(
     rejected: list[Rejected] = []
     for task_dir in _task_dirs(roots, rejected):
         try:
-            row = _task_row(task_dir)
+            row = _finite(_task_row(task_dir))
         except TaskFormatError as exc:
             rejected.append(Rejected(exc.path, exc.reason))
+            continue
+        except RecursionError:
+            rejected.append(Rejected(task_dir, "a task file nested too deeply to read"))
+            continue
+        except Exception as exc:  # one task's unforeseen failure is its rejection, never the load's
+            rejected.append(Rejected(task_dir, f"could not be read: {type(exc).__name__}: {exc}"))
             continue
         row["dataset"] = dataset or os.path.basename(os.path.dirname(task_dir)) or "unknown"
         if difficulty_source is not None:
@@ -117,6 +124,14 @@ def load_tasks(
     if not rows:
         return schema.empty("tasks")
     return schema.conform(pl.from_dicts(rows, schema=schema.TASKS), "tasks")
+
+
+def _finite(row: dict[str, Any]) -> dict[str, Any]:
+    """The row, when every number in it is finite (an estimate of ``inf`` minutes is a mistake)."""
+    for name, value in row.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise TaskFormatError(row.get("source") or "?", f"{name} must be a finite number, got {value!r}")
+    return row
 
 
 def count_work(text: str) -> tuple[int, int]:
