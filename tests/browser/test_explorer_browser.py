@@ -185,9 +185,14 @@ def test_every_control_drives_every_pane_in_jupyterlab(lab: Any, browser: Any) -
         _run_all(browser)
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".dl-explorer .dl-task-caption")))
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, IDLE_KERNEL)))
-    except Exception:
+    except Exception as exc:
         page.shot("open-FAILED")
-        raise
+        shutil.copy(lab.log, artifacts / "jupyter.log")
+        outputs = [
+            o.get_attribute("textContent")[:300] for o in browser.find_elements(By.CSS_SELECTOR, ".jp-OutputArea")
+        ]
+        kernel = browser.find_element(By.CSS_SELECTOR, ".jp-KernelName").get_attribute("textContent")
+        raise AssertionError(f"notebook 00 did not show the explorer (kernel {kernel!r}); outputs: {outputs}") from exc
     # the file browser closed by keyboard, as a reader on a small screen would, so the notebook has the width
     browser.find_element(By.CSS_SELECTOR, "body").send_keys(Keys.CONTROL, "b")
     state = page._settled()
