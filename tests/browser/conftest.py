@@ -120,6 +120,8 @@ def lab(browser_tools: None, tmp_path_factory: pytest.TempPathFactory, request: 
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         "--LabApp.extension_manager=readonly",
         "--ServerApp.terminals_enabled=False",
+        # the notebook's kernel, also when the page asks before the kernel list has loaded
+        "--MappingKernelManager.default_kernel_name=depthlab",
         *(["--allow-root"] if os.geteuid() == 0 else []),  # CI runs as root
     ]
     with log.open("wb") as out:

@@ -147,7 +147,8 @@ def _run_all(driver: Any) -> None:
         )
         item.click()
         try:
-            WebDriverWait(driver, 15, poll_frequency=0.3).until(started)
+            # generous: a loaded machine starts the kernel slowly, and a second Run All would queue a second run
+            WebDriverWait(driver, 60, poll_frequency=0.3).until(started)
             return
         except Exception:  # selenium's TimeoutException: open the menu again
             continue
@@ -191,7 +192,7 @@ def test_every_control_drives_every_pane_in_jupyterlab(lab: Any, browser: Any) -
         outputs = [
             o.get_attribute("textContent")[:300] for o in browser.find_elements(By.CSS_SELECTOR, ".jp-OutputArea")
         ]
-        kernel = browser.find_element(By.CSS_SELECTOR, ".jp-KernelName").get_attribute("textContent")
+        kernel = [k.get_attribute("textContent") for k in browser.find_elements(By.CSS_SELECTOR, ".jp-KernelName")]
         raise AssertionError(f"notebook 00 did not show the explorer (kernel {kernel!r}); outputs: {outputs}") from exc
     # the file browser closed by keyboard, as a reader on a small screen would, so the notebook has the width
     browser.find_element(By.CSS_SELECTOR, "body").send_keys(Keys.CONTROL, "b")
