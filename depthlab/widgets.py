@@ -83,6 +83,7 @@ _CSS: Final[str] = """<style>
 .dl-explorer .dl-task-header { padding-left: 4px; color: var(--jp-ui-font-color1, #333); font-weight: 600; }
 .dl-explorer .dl-caption { color: var(--jp-ui-font-color1, #333); line-height: 1.35; }
 .dl-explorer .dl-empty { color: #A23B00; }
+.dl-explorer .dl-runs-caption { margin-top: 12px; border-top: 1px solid #e5e5e5; padding-top: 6px; }
 .dl-explorer table.dl-turns { table-layout: fixed; width: 100%; border-collapse: collapse; font-size: 12px; }
 .dl-explorer table.dl-turns td, .dl-explorer table.dl-turns th { vertical-align: top; text-align: left;
   white-space: pre-wrap; overflow-wrap: anywhere; padding: 2px 6px; border-bottom: 1px solid #e5e5e5; }
