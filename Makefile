@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= out/reproduce
 
-.PHONY: reproduce test lint bench docker browser clean
+.PHONY: reproduce test lint bench docker harbor browser clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,11 +20,15 @@ reproduce: $(VENV)/.installed
 docker:
 	bash scripts/docker-up.sh
 
+# Harbor (Python >= 3.12) in its own cached venv, and headless Chromium, for the `harbor` tests
+harbor:
+	bash scripts/harbor-up.sh
+
 # Debian's chromium + chromium-driver for tests/browser (the explorer in JupyterLab)
 browser:
 	bash scripts/browser-up.sh
 
-test: $(VENV)/.installed docker browser
+test: $(VENV)/.installed docker harbor browser
 	$(BIN)/ruff check depthlab tests
 	$(BIN)/python -m pytest -n 2 --benchmark-disable -p no:cacheprovider tests
 
