@@ -5,12 +5,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= out/reproduce
 
-.PHONY: reproduce test lint bench docker harbor clean
+.PHONY: reproduce test lint bench docker harbor browser clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,fetch]'
+	$(BIN)/python -m pip install -q -e '.[dev,fetch,browser]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name depthlab --display-name "depthlab (Python 3)" >/dev/null
 	touch $@
 
@@ -24,8 +24,12 @@ docker:
 harbor:
 	bash scripts/harbor-up.sh
 
-test: $(VENV)/.installed docker harbor
-	$(BIN)/ruff check depthlab tests
+# Debian's chromium + chromium-driver for tests/browser (the explorer in JupyterLab)
+browser:
+	bash scripts/browser-up.sh
+
+test: $(VENV)/.installed docker harbor browser
+	$(BIN)/ruff check depthlab tests notebooks
 	$(BIN)/python -m pytest -n 2 --benchmark-disable -p no:cacheprovider tests
 
 bench: $(VENV)/.installed
