@@ -109,3 +109,18 @@ def test_real_tb2_correlations_are_pingouins_on_the_tasks_with_a_proxy(trials, s
         expected = pingouin.partial_corr(frame, x=row["x"], y="pass_rate", covar=row["covar"], method="spearman")
         assert row["n"] == sample.height
         assert row["r"] == pytest.approx(expected["r"].iloc[0], abs=1e-9)
+
+
+def test_the_bundled_per_trial_proxy_is_the_one_read_from_the_real_job(trials):
+    from depthlab.datasets.tb2 import BUNDLED_DIR
+    from depthlab.measures.proxy import RULE_VERSION
+
+    bundled = pl.read_parquet(BUNDLED_DIR / "proxy_trials.parquet")
+    assert bundled["rule_version"].unique().to_list() == [RULE_VERSION]  # rebuild it when the rule changes
+    fresh = dl.depth_proxy(trials.with_columns(dataset=pl.lit("tb2")), per="trial")
+    key = ["task", "trial"]
+    assert (
+        bundled.select(*key, "passed", "n_turns", "proxy_depth")
+        .sort(key)
+        .equals(fresh.select(*key, "passed", "n_turns", "proxy_depth").sort(key))
+    )

@@ -814,7 +814,9 @@ def proxy_correlations(
                 used = used.filter(human & pl.col("difficulty").is_in(DIFFICULTY_ORDER))
             used = used.drop_nulls([x, y, covar])
             note = None
-            if used.height == 0 and y == "difficulty":
+            if sample.height == 0:
+                note = "no task with a proxy (no passing run with a trajectory on disk)"
+            elif used.height == 0 and y == "difficulty":
                 note = "no human difficulty rating"
             elif used.height < _MIN_TASKS:
                 note = f"{used.height} tasks (fewer than {_MIN_TASKS})"
