@@ -45,7 +45,7 @@ def workspace_setup(workspace: Path) -> None:
     for folder in NEVER_RUN:
         shutil.rmtree(data / "jobs" / folder)
     nb = load_notebook_node(str(reproduce.notebooks_dir() / NOTEBOOK))
-    parameters = {"data_dir": str(data), "figures_dir": str(workspace / "figures"), "n_boot": 50}
+    parameters = {"data": str(data), "figures_dir": str(workspace / "figures"), "n_boot": 50}
     nbformat.write(parameterize_notebook(nb, parameters), workspace / NOTEBOOK)
 
 
