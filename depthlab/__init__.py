@@ -36,6 +36,10 @@ _EXPORTS: dict[str, str] = {
     "pass_rates": "depthlab.measures",
     "audit_table": "depthlab.measures",
     "plan_missing": "depthlab.measures",
+    "depth_proxy": "depthlab.measures",
+    "turn_dependencies": "depthlab.measures",
+    "proxy_correlations": "depthlab.measures",
+    "rung_agreement": "depthlab.measures",
 }
 _SUBMODULES: tuple[str, ...] = (
     "collections",
@@ -65,6 +69,7 @@ __all__ = [
     "auditdata",
     "collections",
     "datasets",
+    "depth_proxy",
     "estimate_depth",
     "findings",
     "io",
@@ -78,13 +83,16 @@ __all__ = [
     "pass_rates",
     "plan_missing",
     "plots",
+    "proxy_correlations",
     "read_trials",
+    "rung_agreement",
     "runner",
     "schema",
     "second_model_effect",
     "simulate",
     "stats",
     "turn_counts",
+    "turn_dependencies",
     "widgets",
 ]
 
@@ -108,11 +116,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from depthlab.io import LoadError, Rejected, TrialLoad, load_tasks, load_trials, read_trials
     from depthlab.measures import (
         audit_table,
+        depth_proxy,
         estimate_depth,
         pass_rates,
         plan_missing,
+        proxy_correlations,
+        rung_agreement,
         second_model_effect,
         turn_counts,
+        turn_dependencies,
     )
 
 

@@ -430,10 +430,55 @@ def _tables(
 
     trials = bundle.trials
     depth = dl.estimate_depth(bundle.capped, caps=caps, models=models)
-    audit = dl.audit_table(bundle.tasks, trials, caps=caps, models=models)
+    proxy, proxy_notes = _proxy(folder, bundle.tasks["dataset"].unique().sort().to_list(), trials)
+    audit = dl.audit_table(bundle.tasks, trials, caps=caps, models=models, proxy=proxy)
     for table, kind in ((bundle.tasks, "tasks"), (trials, "trials"), (depth, "depth"), (audit, "audit")):
         schema.check(table, kind)
-    return AuditData(source, simulated, bundle.tasks, trials, depth, audit, list(bundle.notes), folder)
+    notes = [*bundle.notes, *proxy_notes]
+    return AuditData(source, simulated, bundle.tasks, trials, depth, audit, notes, folder)
+
+
+def _proxy(folder: Path | None, names: Sequence[str], trials: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """The trajectory depth proxy per task, from the trials whose run directories are on disk, and from
+    ``<folder>/<name>-jobs/`` (Harbor jobs kept for their trajectories, e.g. ``tb2-jobs/``: their
+    pass rates and turn counts do not enter the audit, which keeps the collection's own public runs)."""
+    import depthlab as dl
+    from depthlab.measures.proxy import trial_dir
+
+    notes = []
+    if folder is None:
+        return _bundled_proxy(names, notes), notes
+    sources = trials["source"].fill_null("").to_list()
+    on_disk = trials.filter(pl.Series([bool(s) and os.path.isdir(trial_dir(s)) for s in sources], dtype=pl.Boolean))
+    parts = [on_disk]
+    for name in names:
+        jobs = folder / f"{name}-jobs"
+        if jobs.is_dir():
+            extra = dl.load_trials(jobs, dataset=name)
+            parts.append(extra)
+            notes.append(f"{name}: trajectory depth proxy read from {extra.height} trials under {jobs.name}/")
+    readable = pl.concat(parts)
+    if readable.filter(pl.col("cap").is_null()).is_empty():
+        notes.append("no uncapped run with a trajectory on disk: no trajectory depth proxy")
+    return dl.depth_proxy(readable), notes
+
+
+def _bundled_proxy(names: Sequence[str], notes: list[str]) -> pl.DataFrame:
+    """The proxy read from the real TB2 job with trajectories, as bundled per trial (data/tb2/PROVENANCE.md)."""
+    from depthlab.datasets.tb2 import BUNDLED_DIR
+    from depthlab.measures.proxy import PROXY_TRIALS_SCHEMA, RULE_VERSION, task_proxy
+
+    path = BUNDLED_DIR / "proxy_trials.parquet"
+    per_trial = pl.read_parquet(path) if "tb2" in names and path.is_file() else pl.DataFrame(schema=PROXY_TRIALS_SCHEMA)
+    if per_trial.height and per_trial["rule_version"][0] != RULE_VERSION:
+        notes.append(f"tb2: the bundled proxy was read under another rule version than {RULE_VERSION}: not used")
+        per_trial = per_trial.clear()
+    elif per_trial.height:
+        notes.append(
+            f"tb2: trajectory depth proxy from {per_trial.height} real trials of one model (TMax-27B), bundled "
+            "per trial; pass rates and N stay those of the 8 models' public runs"
+        )
+    return task_proxy(per_trial)
 
 
 def _cache_key(folder: Path, names: Sequence[str], models: Sequence[str] | None, caps: Sequence[int]) -> str:

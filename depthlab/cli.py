@@ -29,6 +29,7 @@ VERBS: dict[str, str] = {
     "simulate": "Write simulated Harbor run logs of known depth (demo and validation data).",
     "reproduce": "Re-execute every audit notebook with papermill and regenerate the figures.",
     "fetch": "Download a public data source (needs network).",
+    "proxy": "Read the trajectory depth proxy from uncapped runs' trajectories (-o FILE).",
     "cache": "Show (info) or empty (clear) the trials cache.",
 }
 

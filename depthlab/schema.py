@@ -112,6 +112,8 @@ AUDIT: Final[dict[str, pl.DataType]] = {
     "hit_limit_share": pl.Float64(),
     "pass_rate": pl.Float64(),  # mean pass over valid public trials, pooled over models
     "n_public_trials": pl.Int32(),
+    "proxy_depth": pl.Int32(),  # trajectory depth proxy (depthlab.depth_proxy): lower median over passing runs
+    "proxy_n_passing": pl.Int32(),  # passing uncapped runs with a readable trajectory the proxy was read from
 }
 
 TABLES: Final[dict[str, dict[str, pl.DataType]]] = {

@@ -39,6 +39,13 @@ turn) and in per-turn reliability:
   pass rate falls with D beyond W, and N carries nothing about passing beyond D. A model that cannot
   solve a task fails its public runs after the usual number of turns; a task beyond every
   model makes them flail, often into the harness limit (``hit_limit``).
+* **Trajectories** carry the information flow of that story: a run's *planted chain* is its
+  effective depth ``e_m`` when it passes (all of it that fits in its turns) and one read short
+  when it fails. Each chain turn reads a file whose random name only the previous chain turn's
+  output revealed; the other turns are batching habits (``./ops/op_NNN.sh``), ``ls``/``pwd`` and
+  re-reads of files already read, which depend on nothing new. The trajectory's
+  ``extra.planted_chain`` records the length, so :func:`depthlab.depth_proxy` can be checked
+  against it trial by trial, and its task value against D*.
 * **Infrastructure errors**: with probability ``invalid_rate`` a cell also gets an extra
   trial that died with ``EnvironmentStartTimeoutError`` (invalid: no reward, no trajectory),
   before its valid attempt.
@@ -81,7 +88,7 @@ from depthlab.schema import CAPS
 MODELS: Final[tuple[str, ...]] = ("sim/model-a", "sim/model-b")
 #: Version of the generative model: bump it whenever a parameter changes what a seed writes, so
 #: that cached demo data (``depthlab reproduce``) built by an older model is not reused.
-MODEL_VERSION: Final[int] = 2
+MODEL_VERSION: Final[int] = 3
 #: Harness limit of the uncapped public runs (TB2's official runs used 200 episodes too).
 PUBLIC_TURN_LIMIT: Final[int] = 200
 
@@ -753,6 +760,14 @@ class _Trial:
     n_turns: int | None
     rewards: dict[str, float] | None
     exception: str | None = None
+    chain: int = 0  # turns of the trajectory that each read what the previous one revealed
+
+
+def _planted_chain(task: _Task, effective: int | None, n_turns: int, passed: bool) -> int:
+    """The chain a run's trajectory carries: a passing run read its effective depth in sequence
+    (all of it that fits in its turns); a failing one stopped one read short."""
+    needed = min(n_turns, effective if effective is not None else task.depth_true)
+    return max(1, needed if passed else needed - 1) if n_turns else 0
 
 
 def _capped_trial(task: _Task, spec: _ModelSpec, cap: int, passed: bool, rng: np.random.Generator) -> _Trial:
@@ -762,7 +777,9 @@ def _capped_trial(task: _Task, spec: _ModelSpec, cap: int, passed: bool, rng: np
         n_turns = max(1, min(cap, uncapped))
     else:
         n_turns = cap
-    return _Trial(task, spec.name, cap, cap, n_turns, _rewards(task, effective, cap, passed))
+    rewards = _rewards(task, effective, cap, passed)
+    chain = _planted_chain(task, effective, n_turns, rewards["reward"] == 1.0)
+    return _Trial(task, spec.name, cap, cap, n_turns, rewards, chain=chain)
 
 
 def _public_trial(task: _Task, spec: _ModelSpec, rng: np.random.Generator) -> _Trial:
@@ -775,7 +792,8 @@ def _public_trial(task: _Task, spec: _ModelSpec, rng: np.random.Generator) -> _T
             # beyond this model only: it works as long as usual and fails (N says nothing of passing)
             flail = task.depth_true + int(rng.poisson(spec.overhead * task.depth_true))
         n_turns = min(PUBLIC_TURN_LIMIT, _uncapped_turns(task, spec, flail, rng))
-        return _Trial(task, spec.name, None, PUBLIC_TURN_LIMIT, n_turns, _rewards(task, None, 0, False))
+        chain = _planted_chain(task, flail, n_turns, False)
+        return _Trial(task, spec.name, None, PUBLIC_TURN_LIMIT, n_turns, _rewards(task, None, 0, False), chain=chain)
     n_turns = min(PUBLIC_TURN_LIMIT, _uncapped_turns(task, spec, effective, rng))
     if task.segments:
         reached = _segments_passed_uncapped(task, effective, spec.reliability, rng)
@@ -783,7 +801,8 @@ def _public_trial(task: _Task, spec: _ModelSpec, rng: np.random.Generator) -> _T
     else:
         passed = bool(rng.random() < spec.reliability**effective)
         rewards = {"reward": 1.0 if passed else 0.0}
-    return _Trial(task, spec.name, None, PUBLIC_TURN_LIMIT, n_turns, rewards)
+    chain = _planted_chain(task, effective, n_turns, rewards["reward"] == 1.0)
+    return _Trial(task, spec.name, None, PUBLIC_TURN_LIMIT, n_turns, rewards, chain=chain)
 
 
 def _invalid_trial(task: _Task, model: str, cap: int | None, turn_limit: int) -> _Trial:
@@ -962,14 +981,28 @@ class _JobWriter:
 
 
 def _trajectory(trial: _Trial, session: str, started: datetime) -> dict[str, Any]:
-    """An ATIF trajectory: the prompt as a user step, then one agent step per turn."""
+    """An ATIF trajectory: the prompt as a user step, then one agent step per turn.
+
+    The turns carry the trial's planted chain (:func:`_turn_script`); the root's
+    ``extra.planted_chain`` records its length, the truth a depth proxy should recover.
+    """
     cap_line = f"\n\nYou have at most {trial.cap} turns." if trial.cap is not None else ""
     steps: list[dict[str, Any]] = [
         {"step_id": 1, "timestamp": _iso(started), "source": "user", "message": trial.task.instruction + cap_line}
     ]
     turns = trial.n_turns or 0
-    for turn in range(turns):
-        last = turn == turns - 1
+    for turn, (command, output) in enumerate(_turn_script(turns, trial.chain, session)):
+        calls = [
+            {
+                "tool_call_id": f"call_{turn}_1",
+                "function_name": "bash_command",
+                "arguments": {"keystrokes": f"{command}\n", "duration": 1.0},
+            }
+        ]
+        if turn == turns - 1:
+            calls.append(
+                {"tool_call_id": f"call_{turn}_task_complete", "function_name": "mark_task_complete", "arguments": {}}
+            )
         steps.append(
             {
                 "step_id": turn + 2,
@@ -977,18 +1010,13 @@ def _trajectory(trial: _Trial, session: str, started: datetime) -> dict[str, Any
                 "source": "agent",
                 "model_name": trial.model,
                 "message": f"Analysis: step {turn + 1} output read.\nPlan: run the next operation.",
-                "tool_calls": [
-                    {
-                        "tool_call_id": f"call_{turn}_1",
-                        "function_name": "mark_task_complete" if last else "bash_command",
-                        "arguments": {} if last else {"keystrokes": f"./ops/op_{turn + 1:03d}.sh\n", "duration": 1.0},
-                    }
-                ],
-                "observation": {"results": [{"content": f"op {turn + 1} ok"}]},
+                "tool_calls": calls,
+                # the terminal echoes the command line before its output
+                "observation": {"results": [{"content": f"root@sim:/app# {command}\n{output}"}]},
                 "metrics": {"prompt_tokens": 2500, "completion_tokens": 310, "cached_tokens": 1200},
             }
         )
-    return harbor_writer.trajectory(
+    document = harbor_writer.trajectory(
         session,
         steps,
         agent_name=_AGENT,
@@ -996,6 +1024,46 @@ def _trajectory(trial: _Trial, session: str, started: datetime) -> dict[str, Any
         model_name=trial.model,
         extra={"parser": "json"},
     )
+    document["extra"] = {"planted_chain": trial.chain}  # ATIF's root extra (v1.1 on)
+    return document
+
+
+def _turn_script(turns: int, chain: int, session: str) -> list[tuple[str, str]]:
+    """(command, output) of each turn: ``chain`` turns that each read a file whose name only the
+    previous one printed, spread among turns that depend on nothing.
+
+    Chain turn 1 reads ``/app/data/start.txt`` (a name the agent types) and learns the name of the
+    next file; chain turn j reads the file chain turn j-1 revealed. Names are random identifiers
+    (the proxy's rule counts them), so nothing can be guessed. The other turns are batching habits
+    (``./ops/op_NNN.sh``, names the agent types), looks around (``ls``, ``pwd``: plain words) and
+    re-reads of a file already read (they reveal nothing new, so they never lengthen the chain).
+    Seeded by the trial's session name, so the trial's other random draws are untouched.
+    """
+    if turns <= 0:
+        return []
+    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(session.encode()).digest()[:8], "little"))
+    names = ["start.txt"] + [f"{_short_id(rng)}-{index}.part" for index in range(1, chain + 1)]
+    places = set(rng.choice(turns, size=chain, replace=False).tolist()) if chain else set()
+    script: list[tuple[str, str]] = []
+    done = 0  # chain turns so far
+    for turn in range(turns):
+        if turn in places:
+            done += 1
+            revealed = f"next: /app/data/{names[done]}" if done < chain else f"result {_short_id(rng)}-final saved"
+            script.append((f"cat /app/data/{names[done - 1]}", revealed))
+            continue
+        habit = rng.random()
+        if habit < 0.55:
+            script.append((f"./ops/op_{turn + 1:03d}.sh", f"op {turn + 1} ok"))
+        elif habit < 0.75 and done:
+            again = int(rng.integers(done))  # a file already read: its content was seen before
+            shown = f"next: /app/data/{names[again + 1]}" if again + 1 < chain else "result saved"
+            script.append((f"cat /app/data/{names[again]}", shown))
+        elif habit < 0.9:
+            script.append(("ls /app", "ops  data  logs"))
+        else:
+            script.append(("pwd", "/app"))
+    return script
 
 
 def _write_files(dirs: list[str], files: list[tuple[str, bytes]]) -> None:

@@ -19,9 +19,11 @@ import pytest
 from PIL import Image
 
 import depthlab as dl
-from depthlab import findings, reproduce
+from depthlab import findings, reproduce, stats
 from depthlab.auditdata import AuditData
 from depthlab.datasets import Audit
+from depthlab.datasets.tb2 import BUNDLED_DIR
+from depthlab.measures.proxy import task_proxy
 
 N_BOOT = 200
 SEED = 5
@@ -183,3 +185,12 @@ def test_notebooks_on_the_bundled_real_tb2_facts(tmp_path):
     bundle = dl.load_dataset("tb2")
     _assert_same_findings(run, AuditData.from_tables(bundle.tasks, bundle.trials, source="independent"))
     assert json.loads((run.out / "runs.json").read_text()).keys() == set(reproduce.NOTEBOOKS)
+
+    # 07 the trajectory depth proxy, from the bundled per-trial proxy of the real TMax-27B job
+    assert "forest_proxy" in figures
+    assert value("tasks_with_proxy", "tb2") == 47  # the tasks TMax-27B passed at least once
+    per_trial = pl.read_parquet(BUNDLED_DIR / "proxy_trials.parquet")
+    audit = dl.audit_table(bundle.tasks, bundle.trials, proxy=task_proxy(per_trial))
+    used = audit.drop_nulls(["proxy_depth", "pass_rate", "work"])
+    expected = stats.partial_spearman(used, "proxy_depth", "pass_rate", "work", n_boot=0)
+    assert value("pcorr_pass_proxy_given_work", "tb2") == pytest.approx(expected.r, rel=1e-12)

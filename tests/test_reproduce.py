@@ -54,7 +54,7 @@ def test_audit_data_equals_the_library_calls(demo):
     # independent wiring: every collection through the registry, then the measures
     names = sorted(p.name for p in (demo / "tasks").iterdir())
     bundle = Audit.concat([dl.load_dataset(name, demo) for name in names])
-    expected = dl.audit_table(bundle.tasks, bundle.trials)
+    expected = dl.audit_table(bundle.tasks, bundle.trials, proxy=dl.depth_proxy(bundle.public, cache=False))
     assert sorted(data.datasets) == names
     key = ["dataset", "task"]
     assert data.audit.sort(key).equals(expected.sort(key))

@@ -164,7 +164,9 @@ def count_turns(path: str | os.PathLike[str]) -> int:
         raise ValueError(f"{exc.path}: {exc.reason}") from None
 
 
-def read_steps(trial_dir: str | os.PathLike[str], *, max_chars: int = OBSERVATION_CHARS) -> pl.DataFrame:
+def read_steps(
+    trial_dir: str | os.PathLike[str], *, max_chars: int = OBSERVATION_CHARS, prompt: bool = False
+) -> pl.DataFrame:
     """Read the turns of one trial: what the agent said, the commands it sent and what it saw.
 
     The trial's turns are taken from the first of these that exists:
@@ -190,6 +192,11 @@ def read_steps(trial_dir: str | os.PathLike[str], *, max_chars: int = OBSERVATIO
     max_chars : int, default OBSERVATION_CHARS (2000)
         Observations longer than this are cut to their first ``max_chars`` characters, and
         ``" [...]"`` is appended.
+    prompt : bool, default False
+        Also return a first row, ``turn`` 0, whose ``observation`` is what the agent was given
+        before its first turn: the system prompt and the instruction (ATIF system and user
+        steps before the first agent step; chat messages before the first assistant message;
+        an episode directory's first ``prompt.txt``), never cut. Its other columns are null.
 
     Returns
     -------
@@ -222,13 +229,17 @@ def read_steps(trial_dir: str | os.PathLike[str], *, max_chars: int = OBSERVATIO
     (1, 'Plan: write it', 'echo hi > hello.txt')
     """
     check_positive_int(max_chars, "max_chars", "read_steps")
+    if not isinstance(prompt, bool):
+        raise TypeError(f"The 'prompt' parameter of read_steps must be a bool, got {prompt!r}")
     folder = os.fspath(trial_dir)
     try:
-        rows = _trial_steps(folder, max_chars)
+        given, rows = trial_turns(folder, max_chars, [])
     except _Reject as exc:
         raise LoadError(f"{exc.path}: {exc.reason}") from None
     for turn, row in enumerate(rows, start=1):
         row["turn"] = turn
+    if prompt:
+        rows.insert(0, {"turn": 0, "observation": given})
     return pl.DataFrame(rows, schema=STEPS_SCHEMA) if rows else pl.DataFrame(schema=STEPS_SCHEMA)
 
 
@@ -284,29 +295,41 @@ def _check_version(version: str, path: str) -> None:
 # reading turns ----------------------------------------------------------------------------------
 
 
-def _trial_steps(folder: str, max_chars: int) -> list[dict[str, Any]]:
+def trial_turns(folder: str, max_chars: int, deps: list[Dep]) -> tuple[str | None, list[dict[str, Any]]]:
+    """The text given before the first turn (None when not recorded), and one row per turn (no ``turn`` key).
+
+    Plain Python values only (no polars), so that forked worker processes may call it; every
+    file read is recorded in ``deps``.
+    """
     if not os.path.isdir(folder):
         raise _Reject(folder, "not a directory")
     trajectory = os.path.join(folder, "agent", "trajectory.json")
-    data = read_bytes_if_exists(trajectory, [])
+    data = read_bytes_if_exists(trajectory, deps)
     if data is not None:
-        return _trajectory_steps(data, trajectory, max_chars)
+        return _trajectory_steps(data, trajectory, max_chars, deps)
     for logs in ("agent", "agent-logs"):
         episodes = _episode_dirs(os.path.join(folder, logs))
         if episodes:
-            return _episode_steps(episodes, max_chars)
+            first = read_bytes_if_exists(os.path.join(episodes[0], "prompt.txt"), deps)
+            given = None if first is None else first.decode("utf-8", errors="replace")
+            return given, _episode_steps(episodes, max_chars, deps)
     raise _Reject(folder, "no agent/trajectory.json and no agent/episode-* or agent-logs/episode-* directories")
 
 
-def _trajectory_steps(data: bytes | bytearray, path: str, max_chars: int) -> list[dict[str, Any]]:
+def _trajectory_steps(
+    data: bytes | bytearray, path: str, max_chars: int, deps: list[Dep]
+) -> tuple[str | None, list[dict[str, Any]]]:
     parsed = decode_json(data, path, _FULL_FILE_TYPE)
     if isinstance(parsed, list):
-        return _chat_steps(parsed, max_chars)
-    rows = []
-    for segment in _segments(parsed, path, [], _FullTrajectory):
+        return _chat_prompt(parsed), _chat_steps(parsed, max_chars)
+    rows: list[dict[str, Any]] = []
+    given: list[str] = []
+    for segment in _segments(parsed, path, deps, _FullTrajectory):
         for step in segment.steps:
             turns = _step_turns(step)
             if turns == 0:
+                if not rows and step.source != "agent" and not step.is_copied_context:
+                    given.append(_content_text(step.message))
                 continue
             metrics = step.metrics or _Metrics()
             results = step.observation.results if step.observation else []
@@ -329,7 +352,17 @@ def _trajectory_steps(data: bytes | bytearray, path: str, max_chars: int) -> lis
                 }
             )
             rows.extend({} for _ in range(turns - 1))
-    return rows
+    return "\n".join(given) if given else None, rows
+
+
+def _chat_prompt(messages: list[_ChatMessage]) -> str | None:
+    """The system and user messages before the first assistant message."""
+    given = []
+    for message in messages:
+        if message.role == "assistant":
+            break
+        given.append(_content_text(message.content))
+    return "\n".join(given) if given else None
 
 
 def _chat_steps(messages: list[_ChatMessage], max_chars: int) -> list[dict[str, Any]]:
@@ -378,19 +411,19 @@ def _episode_dirs(logs: str) -> list[str]:
     return [os.path.join(logs, name) for name in names]
 
 
-def _episode_steps(episodes: list[str], max_chars: int) -> list[dict[str, Any]]:
+def _episode_steps(episodes: list[str], max_chars: int, deps: list[Dep]) -> list[dict[str, Any]]:
     rows = []
     for index, episode in enumerate(episodes):
         response = None
         for name in ("response.txt", "response.json"):
-            data = read_bytes_if_exists(os.path.join(episode, name), [])
+            data = read_bytes_if_exists(os.path.join(episode, name), deps)
             if data is not None:
                 response = data.decode("utf-8", errors="replace")
                 break
         message, commands = _parse_response(response) if response is not None else (None, None)
         observation = None
         if index + 1 < len(episodes):
-            prompt = read_bytes_if_exists(os.path.join(episodes[index + 1], "prompt.txt"), [])
+            prompt = read_bytes_if_exists(os.path.join(episodes[index + 1], "prompt.txt"), deps)
             observation = None if prompt is None else prompt.decode("utf-8", errors="replace")
         rows.append({"message": message, "commands": commands, "observation": _cut(observation, max_chars)})
     return rows

@@ -223,6 +223,10 @@ class CacheInfo:
         return f"trials cache at {self.location}\n{used}\n{limits}"
 
 
+#: Files of the depth proxy's per-trial cache (``depthlab.measures.proxy``) start with this; ``clear`` removes them.
+PROXY_PREFIX = "proxy-"
+
+
 def info() -> CacheInfo:
     """Where the cache is, how many entries it holds and how large it is.
 
@@ -249,7 +253,8 @@ def clear() -> int:
     for key, _, _ in entries:
         _remove(folder, key)
     try:
-        leftovers = [path for path in folder.iterdir() if path.name.startswith(f".{_PREFIX}")]
+        # left-over temporary files, and the per-trial results of the depth proxy (depthlab.measures.proxy)
+        leftovers = [path for path in folder.iterdir() if path.name.startswith((f".{_PREFIX}", PROXY_PREFIX))]
     except OSError:
         leftovers = []
     for path in leftovers:

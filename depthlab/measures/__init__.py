@@ -8,18 +8,23 @@ from __future__ import annotations
 from depthlab.measures.audit import CURATION, audit_table
 from depthlab.measures.depth import depth_summary, estimate_depth, second_model_effect, second_model_runs
 from depthlab.measures.planning import PLAN_MODES, plan_missing, sweep_runs
+from depthlab.measures.proxy import depth_proxy, proxy_correlations, rung_agreement, turn_dependencies
 from depthlab.measures.public import pass_rates, turn_counts
 
 __all__ = [
     "CURATION",
     "PLAN_MODES",
     "audit_table",
+    "depth_proxy",
     "depth_summary",
     "estimate_depth",
     "pass_rates",
     "plan_missing",
+    "proxy_correlations",
+    "rung_agreement",
     "second_model_effect",
     "second_model_runs",
     "sweep_runs",
     "turn_counts",
+    "turn_dependencies",
 ]

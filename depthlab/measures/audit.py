@@ -24,8 +24,9 @@ def audit_table(
     models: Sequence[str] | None = None,
     pass_rule: str = "any",
     curation: Mapping[str, str] | None = None,
+    proxy: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """One row per task of ``tasks``: W and labels, D and its status, N, public pass rate, curation.
+    """One row per task of ``tasks``: W and labels, D and its status, N, public pass rate, curation, proxy.
 
     * work and labels come from ``tasks``;
     * ``depth`` and ``depth_status`` from :func:`estimate_depth` on the capped trials (with
@@ -34,7 +35,8 @@ def audit_table(
       the harness limit, over the valid uncapped trials pooled over models;
     * ``pass_rate`` is the mean pass over those trials and ``n_public_trials`` their number
       (0 when there are none; the rate is then null);
-    * ``curation`` maps the dataset name through ``curation`` (default :data:`depthlab.collections.CURATION`).
+    * ``curation`` maps the dataset name through ``curation`` (default :data:`depthlab.collections.CURATION`);
+    * ``proxy_depth`` and ``proxy_n_passing`` come from ``proxy`` (null when it is not given).
 
     Parameters
     ----------
@@ -46,6 +48,10 @@ def audit_table(
         Passed to :func:`estimate_depth`.
     curation : mapping of str to {"human", "synthetic"}, optional
         Dataset name -> curation. Default :data:`depthlab.collections.CURATION`.
+    proxy : pl.DataFrame, optional
+        The trajectory depth proxy per task, ``depthlab.depth_proxy(trials)`` (columns dataset,
+        task, proxy_depth, n_passing). It reads the trajectories the trials table points to, so
+        it is computed by the caller, once.
 
     Returns
     -------
@@ -66,6 +72,8 @@ def audit_table(
     function = "audit_table"
     check_frame(tasks, "tasks", function, _TASK_COLUMNS)
     check_frame(trials, "trials", function, ("dataset", "task", "model", "cap", "status", "n_turns", "hit_limit"))
+    if proxy is not None:
+        check_frame(proxy, "proxy", function, (*TASK_KEYS, "proxy_depth", "n_passing"))
     mapping = CURATION if curation is None else curation
     if not isinstance(mapping, Mapping) or any(value not in ("human", "synthetic") for value in mapping.values()):
         raise ValueError(
@@ -92,10 +100,18 @@ def audit_table(
             maintain_order="left",
         )
         .join(public, on=list(TASK_KEYS), how="left", nulls_equal=True, maintain_order="left")
-        .with_columns(
-            curation=pl.col("dataset").replace_strict(dict(mapping), default=None, return_dtype=pl.String),
-            depth_status=pl.col("depth_status").fill_null("incomplete"),
-            n_public_trials=pl.col("n_public_trials").fill_null(0),
-        )
+    )
+    if proxy is not None:
+        out = out.join(
+            proxy.select(*TASK_KEYS, "proxy_depth", proxy_n_passing="n_passing"),
+            on=list(TASK_KEYS),
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
+        ).with_columns(proxy_n_passing=pl.col("proxy_n_passing").fill_null(0))
+    out = out.with_columns(
+        curation=pl.col("dataset").replace_strict(dict(mapping), default=None, return_dtype=pl.String),
+        depth_status=pl.col("depth_status").fill_null("incomplete"),
+        n_public_trials=pl.col("n_public_trials").fill_null(0),
     )
     return schema.conform(out, "audit")
