@@ -21,7 +21,8 @@ Layout under ``root`` (any combination)
     Harbor job dirs (``depthlab fetch tmax-jobs --dest <root>/jobs``); a trial with a stated cap goes to
     ``capped``, the rest to ``public``.
 ``<root>/tb2_tasks.csv``, ``<root>/tb2_public_results.csv``
-    The tabulated TB2 tasks and public trials (``../shared/data``), read by :func:`tasks_from_csv` and
+    The tabulated TB2 tasks and public trials (the same tables ship bundled: ``load_dataset("tb2")``),
+    read by :func:`tasks_from_csv` and
     :func:`public_trials_from_csv` when there are no task dirs / job dirs.
 """
 
@@ -113,7 +114,7 @@ def load_bundled(*, name: str = "tb2", status_rule: str = "leaderboard") -> Audi
 def tasks_from_csv(path: str | Path, *, dataset: str = "tb2") -> pl.DataFrame:
     """Read ``tb2_tasks.csv`` (one row per TB2 task, tabulated from the task dirs) into the tasks table.
 
-    The CSV (``../shared/data/tb2_tasks.csv``, described in its ``SOURCES.md``) holds each task's
+    The CSV (``tb2_tasks.csv``; its provenance is in the bundled ``PROVENANCE.md``) holds each task's
     author metadata from ``task.toml`` and ``solution_lines``: the non-blank, non-``#`` lines of
     ``solution/solve.sh``, which is W. ``difficulty_source`` is ``"human"`` (author ratings).
     ``checksum`` is the Harbor dirhash of the files W was counted on; the TB2.0 reference checksum
@@ -122,7 +123,7 @@ def tasks_from_csv(path: str | Path, *, dataset: str = "tb2") -> pl.DataFrame:
     Examples
     --------
     >>> from depthlab.datasets import tb2
-    >>> tasks = tb2.tasks_from_csv("../shared/data/tb2_tasks.csv")  # doctest: +SKIP
+    >>> tasks = tb2.tasks_from_csv("tb2_tasks.csv")  # doctest: +SKIP
     >>> tasks.filter(task="build-pmars")["difficulty"].item()  # doctest: +SKIP
     'medium'
     """
@@ -175,7 +176,7 @@ def tasks_from_csv(path: str | Path, *, dataset: str = "tb2") -> pl.DataFrame:
 def public_trials_from_csv(path: str | Path, *, status_rule: str = "leaderboard", dataset: str = "tb2") -> pl.DataFrame:
     """Read ``tb2_public_results.csv`` (one row per real public TB2 trial) into the trials table.
 
-    The CSV (``../shared/data/tb2_public_results.csv``, described in its ``SOURCES.md``) tabulates the
+    The CSV (``tb2_public_results.csv``; its provenance is in the bundled ``PROVENANCE.md``) tabulates the
     Harbor job dirs released with the TMax paper (hamishivi/tmax ``evaluation_assets/``): 8 models ×
     89 tasks × 5 trials of ``Vanillux2Agent`` on TB2.0 with ``max_steps=64``. Every row is uncapped
     (``cap`` null, ``turn_limit`` = ``max_steps``); ``n_turns`` is the trajectory's assistant messages;
@@ -193,7 +194,7 @@ def public_trials_from_csv(path: str | Path, *, status_rule: str = "leaderboard"
     Examples
     --------
     >>> from depthlab.datasets import tb2
-    >>> trials = tb2.public_trials_from_csv("../shared/data/tb2_public_results.csv")  # doctest: +SKIP
+    >>> trials = tb2.public_trials_from_csv("tb2_public_results.csv")  # doctest: +SKIP
     >>> trials.height  # doctest: +SKIP
     3560
     """
