@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= out/reproduce
 
-.PHONY: reproduce test lint bench docker clean
+.PHONY: reproduce test lint bench docker r mutate clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,12 +20,20 @@ reproduce: $(VENV)/.installed
 docker:
 	bash scripts/docker-up.sh
 
-test: $(VENV)/.installed docker
+r:
+	bash scripts/r-up.sh
+
+test: $(VENV)/.installed docker r
 	$(BIN)/ruff check depthlab tests
 	$(BIN)/python -m pytest -n 2 --benchmark-disable -p no:cacheprovider tests
 
 bench: $(VENV)/.installed
 	for script in tests/bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+# Mutation testing of the core modules (README, "Testing"): slow, not part of `make test` or CI.
+mutate: $(VENV)/.installed
+	$(BIN)/python -m pip install -q 'mutmut==3.*'
+	$(BIN)/python scripts/mutate.py
 
 clean:
 	rm -rf $(VENV) build out .pytest_cache

@@ -1,8 +1,12 @@
-"""depthlab.stats against independent references: R ppcor, pingouin, scipy, statsmodels, simulation."""
+"""depthlab.stats against independent references: R (run afresh), pingouin, scipy, statsmodels, simulation."""
 
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,8 +25,53 @@ from depthlab.stats._engine import _spearman_statistic
 
 @pytest.fixture(scope="module")
 def ppcor_data() -> pd.DataFrame:
-    """pingouin's example data for partial_corr (n = 30), the data of tests/r/ppcor_reference.R."""
+    """pingouin's example data for partial_corr (n = 30), one data set given to tests/r/ppcor_reference.R."""
     return pg.read_dataset("partial_corr")
+
+
+R_SCRIPT = Path(__file__).parent / "r" / "ppcor_reference.R"
+R_COVARS = (("cv1",), ("cv1", "cv2"), ("cv1", "cv2", "cv3"))
+TIED_COVARS = (("z",), ("z", "w"), ("z", "w", "v"))
+
+
+@pytest.fixture(scope="module")
+def r_reference(ppcor_data, tmp_path_factory) -> dict[tuple, tuple[float, float, int, int]]:
+    """Fresh output of tests/r/ppcor_reference.R (base R): case -> (r, p, n, k).
+
+    Cases: (data, kind, covar) with data "ppcor" (pingouin's partial_corr data set) or
+    "tied<seed>" (:func:`tied_frame`), kind "partial" or "semipartial", Spearman throughout.
+    Skipped without Rscript, unless DEPTHLAB_REQUIRE_R=1 (CI), where that is a failure.
+    """
+    rscript = shutil.which("Rscript")
+    if rscript is None:
+        if os.environ.get("DEPTHLAB_REQUIRE_R") == "1":
+            pytest.fail("DEPTHLAB_REQUIRE_R=1 but Rscript is not on PATH (make r installs r-base-core)")
+        pytest.skip("Rscript not found: the R reference is not run (make r installs r-base-core)")
+    folder = tmp_path_factory.mktemp("r")
+    frames = {"ppcor": (ppcor_data, R_COVARS)} | {f"tied{seed}": (tied_frame(seed), TIED_COVARS) for seed in range(3)}
+    cases = []
+    for name, (frame, covars) in frames.items():
+        frame.to_csv(folder / f"{name}.csv", index=False)
+        for kind in ("partial", "semipartial"):
+            for covar in covars:
+                key = (name, kind, covar)
+                cases.append(
+                    {"id": "|".join([name, kind, *covar]), "data": str(folder / f"{name}.csv"), "x": "x", "y": "y",
+                     "covar": ";".join(covar), "method": "spearman", "kind": kind}
+                )
+    pd.DataFrame(cases).to_csv(folder / "cases.csv", index=False)
+    done = subprocess.run(
+        [rscript, str(R_SCRIPT), str(folder / "cases.csv"), str(folder / "out.csv")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = pd.read_csv(folder / "out.csv", dtype={"id": str})
+    assert len(out) == len(cases)
+    return {
+        (name, kind, tuple(covar)): (float(row.r), float(row.p), int(row.n), int(row.k))
+        for row in out.itertuples()
+        for name, kind, *covar in [row.id.split("|")]
+    }
 
 
 def tied_frame(seed: int, n: int = 50) -> pd.DataFrame:
@@ -46,12 +95,26 @@ def naive_partial_spearman(data: np.ndarray) -> float:
 # point estimates and p-values
 
 
-def test_ppcor_spearman_three_covariates(ppcor_data):
-    # R ppcor 1.1 pcor.test(x, y, cv1..cv3, method="spearman") (tests/r/ppcor_reference.R; DESIGN.md)
-    res = stats.partial_spearman(ppcor_data, "x", "y", ["cv1", "cv2", "cv3"], n_boot=0)
-    assert res.r == pytest.approx(0.5209208, abs=5e-8)
-    assert res.p == pytest.approx(0.005336187, abs=5e-10)
-    assert (res.n, res.k, res.n_dropped) == (30, 3, 0)
+@pytest.mark.parametrize("covar", R_COVARS)
+@pytest.mark.parametrize("kind", ["partial", "semipartial"])
+def test_equals_r_ppcor_formulas(ppcor_data, r_reference, kind, covar):
+    # tests/r/ppcor_reference.R run now: ppcor's pcor.test / spcor.test(method = "spearman") in base R
+    r, p, n, k = r_reference[("ppcor", kind, covar)]
+    function = stats.partial_spearman if kind == "partial" else stats.semipartial_spearman
+    res = function(ppcor_data, "x", "y", list(covar), n_boot=0)
+    assert (res.r, res.p) == pytest.approx((r, p), rel=1e-10, abs=1e-13)
+    assert (res.n, res.k, res.n_dropped) == (n, k, 0) == (30, len(covar), 0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("covar", TIED_COVARS)
+@pytest.mark.parametrize("kind", ["partial", "semipartial"])
+def test_equals_r_ppcor_formulas_on_tied_data(r_reference, seed, covar, kind):
+    # ties: R's rank() averages them, as ppcor's cor(method = "spearman") does
+    r, p, n, _ = r_reference[(f"tied{seed}", kind, covar)]
+    function = stats.partial_spearman if kind == "partial" else stats.semipartial_spearman
+    res = function(pl.from_pandas(tied_frame(seed)), "x", "y", list(covar), n_boot=0)
+    assert (res.r, res.p, res.n) == pytest.approx((r, p, n), rel=1e-10, abs=1e-13)
 
 
 def test_pingouin_documented_value_one_covariate(ppcor_data):
@@ -615,15 +678,6 @@ def residual_semipartial_spearman(data: np.ndarray) -> float:
     design = np.column_stack([np.ones(len(ranks)), ranks[:, 2:]])
     residual = ranks[:, 1] - design @ np.linalg.lstsq(design, ranks[:, 1], rcond=None)[0]
     return float(np.corrcoef(ranks[:, 0], residual)[0, 1])
-
-
-def test_semipartial_ppcor_spearman_three_covariates(ppcor_data):
-    # R ppcor 1.1 spcor.test(x, y, cv1..cv3, method="spearman") (tests/r/ppcor_reference.R; DESIGN.md):
-    # ppcor removes z from y only; p from t = r sqrt((n - 2 - k) / (1 - r^2)), df = n - 2 - k
-    res = stats.semipartial_spearman(ppcor_data, "x", "y", ["cv1", "cv2", "cv3"], n_boot=0)
-    assert res.r == pytest.approx(0.4597143, abs=5e-8)
-    assert res.p == pytest.approx(0.01584262, abs=5e-9)
-    assert (res.n, res.k, res.statistic) == (30, 3, "semipartial_spearman")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
