@@ -381,6 +381,33 @@ def test_cluster_with_one_trial_per_task_is_the_row_bootstrap():
         )
 
 
+def test_cluster_bootstrap_with_unequal_task_sizes_equals_a_plain_loop():
+    # Tasks of 1 to 6 trials. Reference: the same generator calls (tasks drawn, then for each drawn
+    # task as many trial draws as its largest task has, of which the first `size` are that task's
+    # resample), the arithmetic by hand: per-task means in a loop, scipy's spearmanr, np.percentile.
+    rng = np.random.default_rng(12)
+    sizes = rng.integers(1, 7, 24)
+    latent = rng.normal(size=len(sizes))
+    task = np.repeat(np.arange(len(sizes)), sizes)
+    score = latent[task] + rng.normal(size=len(task))
+    trials = pl.DataFrame({"task": task, "work": (latent + rng.normal(size=len(sizes)))[task], "score": score})
+    n_boot = 300
+    res = stats.spearman(trials, "work", "score", n_boot=n_boot, seed=4, cluster="task", method="percentile")
+
+    groups = [score[task == t] for t in range(len(sizes))]
+    work = trials.group_by("task").agg(pl.col("work").first()).sort("task")["work"].to_numpy()
+    assert res.r == pytest.approx(scipy_stats.spearmanr(work, [g.mean() for g in groups]).statistic, abs=1e-12)
+    draws_rng = np.random.default_rng(4)
+    draws = draws_rng.integers(0, len(sizes), (n_boot, len(sizes)))
+    picks = draws_rng.integers(0, sizes[draws][:, :, None], (n_boot, len(sizes), int(sizes.max())))
+    boot = []
+    for b in range(n_boot):
+        means = [groups[t][picks[b, j, : sizes[t]]].mean() for j, t in enumerate(draws[b])]
+        boot.append(scipy_stats.spearmanr(work[draws[b]], means).statistic)
+    low, high = np.percentile(boot, [2.5, 97.5])
+    assert (res.ci_low, res.ci_high) == pytest.approx((low, high), abs=1e-12)
+
+
 def test_cluster_point_estimate_uses_task_means():
     trials = clustered_trials(4, tasks=20, trials=5, noise=1.0).with_columns(passed=pl.col("score") > 0)
     means = trials.group_by("task").agg(pl.col("work", "passed").mean())
@@ -498,6 +525,14 @@ def test_sign_test_matches_scipy_and_statsmodels(seed):
     assert res.p == pytest.approx(statsmodels_sign_test(diff)[1], rel=1e-12)
 
 
+@pytest.mark.parametrize(("diff", "n"), [([1, -1], 2), ([2, 1, -1, -3, 0], 4), ([1, -1, 1, -1, 1, -1, 2, -2], 8)])
+def test_sign_test_equal_counts_give_p_one(diff, n):
+    # 2 P(X <= n/2) exceeds 1 when the counts are equal: the two-sided p is 1 (scipy binomtest)
+    res = stats.sign_test(diff)
+    assert res.n_pos == res.n_neg == n // 2
+    assert res.p == 1.0 == scipy_stats.binomtest(n // 2, n, 0.5).pvalue
+
+
 def test_sign_test_missing_and_empty():
     res = stats.sign_test(pl.Series([1.0, None, 2.0, float("nan")]), [0, 0, 0, 0])
     assert (res.n_pos, res.n_missing) == (2, 2)
@@ -546,10 +581,40 @@ def audit_like(seed: int, n: int = 120) -> pl.DataFrame:
     )
 
 
+def rankdata_percentile(df: pl.DataFrame, value: str, by: str = "dataset") -> pl.Series:
+    """Independent reference: scipy's average ranks / count within each group, over non-null values."""
+    out = np.full(df.height, np.nan)
+    values = df[value].to_numpy().astype(np.float64)
+    groups = df[by].to_numpy()
+    for name in np.unique(groups):
+        rows = np.flatnonzero((groups == name) & ~np.isnan(values))
+        out[rows] = scipy_stats.rankdata(values[rows]) / len(rows)
+    return pl.Series(f"{value}_percentile", out).fill_nan(None)
+
+
+def test_quadrant_percentiles_rank_rows_with_a_null_depth_too():
+    # An unsolved task has a null depth: it is left out of the cells but still ranked, so the other
+    # tasks' percentiles do not depend on whether it was solved (quadrants' docstring).
+    df = audit_like(5, n=60).with_columns(
+        depth=pl.when(pl.int_range(pl.len()) % 4 == 0).then(None).otherwise(pl.col("depth"))
+    )
+    table = stats.quadrants(df, n_boot=0)
+    percentile = rankdata_percentile(df, "pass_rate")  # over all 60 rows, null depths included
+    known = df["depth"].is_not_null()
+    median = float(np.median(df.filter(known)["work"].to_numpy()))
+    assert table["n"].sum() == int(known.sum()) == 45
+    for row in table.iter_rows(named=True):
+        mask = known & ((df["depth"] >= 2) == (row["depth_class"] == "deep")) & (
+            (df["work"] >= median) == (row["work_class"] == "large")
+        )
+        assert row["n"] == int(mask.sum())
+        assert row["mean_percentile"] == pytest.approx(float(percentile.filter(mask).mean()), abs=1e-12)
+
+
 def test_quadrants_counts_means_and_intervals():
     df = audit_like(0)
     table = stats.quadrants(df, n_boot=800, seed=2)
-    percentile = stats.within_percentile(df, "pass_rate")
+    percentile = rankdata_percentile(df, "pass_rate")
     median = float(np.median(df["work"].to_numpy()))
     assert table["work_split"].to_list() == [median] * 4
     for row in table.iter_rows(named=True):
