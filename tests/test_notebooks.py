@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 import pytest
 from PIL import Image
+from scipy import stats as scipy_stats
 
 import depthlab as dl
 from depthlab import reproduce, stats
@@ -109,6 +110,8 @@ def test_notebooks_on_the_simulated_demo(tmp_path):
     valid_uncapped = bundle.public.filter(pl.col("status").is_in(["pass", "fail"]))
     tmax_turns = valid_uncapped.filter(pl.col("dataset") == "tmax")["n_turns"].cast(pl.Float64).mean()
     assert values["tmax_mean_turns"] == pytest.approx(tmax_turns, rel=1e-12)
+    facet_turns = valid_uncapped.filter(pl.col("dataset") == "facet")["n_turns"].cast(pl.Float64).mean()
+    assert values["facet_mean_turns"] == pytest.approx(facet_turns, rel=1e-12)
     tmax_facet = solved.filter(pl.col("dataset").is_in(["tmax", "facet"]))["depth"]
     assert values["tmax_facet_solved_median_depth"] == pytest.approx(tmax_facet.median())
 
@@ -121,6 +124,8 @@ def test_notebooks_on_the_simulated_demo(tmp_path):
     first = sorted(capped["model"].unique())[0]
     existing = dl.measures.second_model_effect(depth.filter(pl.col("dataset") != "depth"), first_model=first, by=None)
     assert values["second_model_lowered_depth_existing"] == pytest.approx(existing["share_lowered"].item())
+    own = dl.measures.second_model_effect(depth.filter(pl.col("dataset") == "depth"), first_model=first, by=None)
+    assert values["second_model_lowered_depth_own"] == pytest.approx(own["share_lowered"].item())
 
     # 03 depth predicts difficulty: same resamples for the same seed, so the intervals are equal too
     values = _values(run, "03_depth_predicts_difficulty")
@@ -130,6 +135,9 @@ def test_notebooks_on_the_simulated_demo(tmp_path):
     both = solved.filter(pl.col("dataset").is_in(["tb2", "tw"])).drop_nulls(["depth", "pass_rate", "work"])
     expected = stats.partial_spearman(both, "depth", "pass_rate", "work", n_boot=N_BOOT, seed=SEED)
     assert values["tb2_tw_pcorr_pass_depth_given_work"] == pytest.approx(_triple(expected), rel=1e-9)
+    own = solved.filter(pl.col("dataset") == "depth").drop_nulls(["depth", "pass_rate", "work"])
+    expected = stats.partial_spearman(own, "depth", "pass_rate", "work", n_boot=N_BOOT, seed=SEED)
+    assert values["own_pcorr_pass_depth_given_work"] == pytest.approx(_triple(expected), rel=1e-9)
     own = solved.filter(pl.col("dataset") == "depth").drop_nulls(["n_turns", "pass_rate", "depth"])
     expected = stats.partial_spearman(own, "n_turns", "pass_rate", "depth", n_boot=N_BOOT, seed=SEED)
     assert values["pcorr_pass_turns_given_depth"] == pytest.approx(_triple(expected), rel=1e-9)
@@ -142,6 +150,19 @@ def test_notebooks_on_the_simulated_demo(tmp_path):
     rated = solved.filter((pl.col("dataset") == "tb2") & pl.col("difficulty").is_in(LABELS)).drop_nulls("work")
     expected = stats.partial_spearman(rated, "depth", "difficulty", "work", n_boot=N_BOOT, seed=SEED, order=LABELS)
     assert values["tb2_pcorr_depth_author_difficulty"] == pytest.approx(_triple(expected), rel=1e-9)
+
+    generated = []
+    for dataset in names:
+        part = audit.filter((pl.col("dataset") == dataset) & pl.col("difficulty").is_in(LABELS)).drop_nulls("pass_rate")
+        if part.height < 6 or part["difficulty"].n_unique() < 2 or part["pass_rate"].n_unique() < 2:
+            continue
+        if part["difficulty_source"].drop_nulls().unique().to_list() == ["generated"]:
+            generated.append(
+                scipy_stats.spearmanr(part["difficulty"].replace_strict(LABELS, [0, 1, 2]), part["pass_rate"]).statistic
+            )
+    assert len(generated) >= 2  # SETA and FACET carry generation-time labels
+    expected_generated = [float(np.mean(generated)), min(generated), max(generated)]
+    assert values["generated_label_corr_pass"] == pytest.approx(expected_generated, rel=1e-12)
 
     axis = ["short", "moderate", "complex", "intricate"]
     complexity = {
@@ -176,6 +197,11 @@ def test_notebooks_on_the_simulated_demo(tmp_path):
     )
     for row in cells.iter_rows(named=True):
         assert values[f"{row['depth_class']}_{row['work_class']}_n"] == row["n"]
+    other = [row["mean_percentile"] for row in cells.iter_rows(named=True) if row != hardest]
+    other = [value for value in other if value is not None]
+    assert values["quadrant_other_mean_percentile"] == pytest.approx(
+        [float(np.mean(other)), min(other), max(other)], rel=1e-12
+    )
 
     # 06 segments and paired environments
     values = _values(run, "06_segments")
@@ -204,6 +230,12 @@ def test_notebooks_on_the_simulated_demo(tmp_path):
         for row in result["comparison"]:
             assert row["key"] in {r.key for r in dl.paper.REPORTED}, notebook
             assert f"| {row['key']} |" in index
+
+
+def test_every_number_the_paper_reports_is_compared_by_these_tests():
+    # a guard on this file: each key of dl.paper.REPORTED appears quoted in an assertion above
+    source = Path(__file__).read_text()
+    assert [r.key for r in dl.paper.REPORTED if f'values["{r.key}"]' not in source] == []
 
 
 def test_notebooks_on_real_tb2_data_without_capped_runs(tmp_path, shared_data):

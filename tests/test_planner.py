@@ -211,13 +211,14 @@ def test_replanning_pins_every_depth(model_depths, mode, known_cells, attempts, 
         truth,
     )
     known = pl.concat([known, _trials([(t, m, c, "invalid") for t, m, c in start[:2]])])
+    options = {"models": ["a", "b"], "mode": mode, "attempts": attempts, "pass_rule": pass_rule}
     # every run is valid: at most len(CAPS) rounds with a plan (planning.py's documented bound)
     for _ in range(len(CAPS)):
-        plan = plan_missing(known, _tasks(names), models=["a", "b"], mode=mode, attempts=attempts, pass_rule=pass_rule)
+        plan = plan_missing(known, _tasks(names), **options)
         if plan.is_empty():
             break
         known = pl.concat([known, _run(plan, truth)])
-    assert plan_missing(known, _tasks(names), models=["a", "b"], mode=mode, attempts=attempts, pass_rule=pass_rule).is_empty()
+    assert plan_missing(known, _tasks(names), **options).is_empty()
     depth = estimate_depth(known, models=["a", "b"], pass_rule=pass_rule)
     for name, pair in zip(names, model_depths, strict=True):
         reachable = [d for d in pair if d is not None]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import shutil
 
 import nbformat
@@ -197,4 +196,14 @@ def test_notebooks_are_generated_and_committed_without_outputs():
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert all(not c.get("outputs") and c.get("execution_count") is None for c in code), name
         assert "record_results" in code[-1].source, name
-    assert math.isfinite(reproduce.DEMO_SCALE)
+
+
+def test_demo_scale_is_the_default_of_every_demo_entry_point():
+    import inspect
+
+    defaults = {
+        name: inspect.signature(getattr(reproduce, name)).parameters["scale"].default
+        for name in ("demo_data", "audit_data", "reproduce")
+    }
+    assert defaults == dict.fromkeys(defaults, reproduce.DEMO_SCALE)
+    assert 0 < reproduce.DEMO_SCALE <= 1  # a demo at most the paper's size

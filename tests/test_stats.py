@@ -54,15 +54,24 @@ def r_reference(ppcor_data, tmp_path_factory) -> dict[tuple, tuple[float, float,
         frame.to_csv(folder / f"{name}.csv", index=False)
         for kind in ("partial", "semipartial"):
             for covar in covars:
-                key = (name, kind, covar)
                 cases.append(
-                    {"id": "|".join([name, kind, *covar]), "data": str(folder / f"{name}.csv"), "x": "x", "y": "y",
-                     "covar": ";".join(covar), "method": "spearman", "kind": kind}
+                    {
+                        "id": "|".join([name, kind, *covar]),
+                        "data": str(folder / f"{name}.csv"),
+                        "x": "x",
+                        "y": "y",
+                        "covar": ";".join(covar),
+                        "method": "spearman",
+                        "kind": kind,
+                    }
                 )
     pd.DataFrame(cases).to_csv(folder / "cases.csv", index=False)
     done = subprocess.run(
         [rscript, str(R_SCRIPT), str(folder / "cases.csv"), str(folder / "out.csv")],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     out = pd.read_csv(folder / "out.csv", dtype={"id": str})
@@ -604,8 +613,10 @@ def test_quadrant_percentiles_rank_rows_with_a_null_depth_too():
     median = float(np.median(df.filter(known)["work"].to_numpy()))
     assert table["n"].sum() == int(known.sum()) == 45
     for row in table.iter_rows(named=True):
-        mask = known & ((df["depth"] >= 2) == (row["depth_class"] == "deep")) & (
-            (df["work"] >= median) == (row["work_class"] == "large")
+        mask = (
+            known
+            & ((df["depth"] >= 2) == (row["depth_class"] == "deep"))
+            & ((df["work"] >= median) == (row["work_class"] == "large"))
         )
         assert row["n"] == int(mask.sum())
         assert row["mean_percentile"] == pytest.approx(float(percentile.filter(mask).mean()), abs=1e-12)

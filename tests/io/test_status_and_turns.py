@@ -9,8 +9,13 @@ from depthlab.io import read_trials
 from depthlab.io.status import trial_status
 
 # The Terminal-Bench 2 leaderboard keeps a trial that ended in one of these (its reward, or 0).
-KEPT = ["AgentTimeoutError", "VerifierTimeoutError", "RewardFileNotFoundError", "PermissionError",
-        "NonZeroAgentExitCodeError"]
+KEPT = [
+    "AgentTimeoutError",
+    "VerifierTimeoutError",
+    "RewardFileNotFoundError",
+    "PermissionError",
+    "NonZeroAgentExitCodeError",
+]
 # Infrastructure failures and anything else: the trial is invalid (the cell is still missing).
 DROPPED = ["DaytonaError", "CancelledError", "RuntimeError", "AgentSetupTimeoutError", "agenttimeouterror", ""]
 
@@ -31,8 +36,9 @@ def test_other_exceptions_make_the_trial_invalid_under_the_leaderboard_rule(exce
     assert trial_status(1.0, exception, "all") == "pass"
 
 
-@pytest.mark.parametrize(("reward", "status"), [(None, "fail"), (0.0, "fail"), (0.999, "fail"), (1.0, "pass"),
-                                                (1.5, "pass")])
+@pytest.mark.parametrize(
+    ("reward", "status"), [(None, "fail"), (0.0, "fail"), (0.999, "fail"), (1.0, "pass"), (1.5, "pass")]
+)
 def test_a_pass_is_full_credit(reward, status):
     assert trial_status(reward, None, "leaderboard") == status
 
