@@ -139,6 +139,26 @@ def test_pass_rule_majority_against_any():
     assert _row(estimate_depth(_trials(rows), pass_rule="majority"))["depth"] == 2
 
 
+@pytest.mark.parametrize(
+    ("n_pass", "n_fail", "passes"),
+    [(1, 0, True), (0, 1, False), (1, 1, True), (1, 2, False), (2, 1, True), (2, 2, True), (2, 3, False), (3, 2, True)],
+)
+def test_majority_is_at_least_half_of_the_valid_attempts(n_pass, n_fail, passes):
+    # cap 1 holds the attempts; cap 2 passes, so D is 1 when cap 1 passes under the rule, else 2;
+    # invalid attempts never count, whichever way they would have gone
+    rows = [("t", "a", 1, "pass")] * n_pass + [("t", "a", 1, "fail")] * n_fail + [("t", "a", 1, "invalid")] * 3
+    rows += [("t", "a", 2, "pass")]
+    assert _row(estimate_depth(_trials(rows), pass_rule="majority"))["depth"] == (1 if passes else 2)
+    assert _row(estimate_depth(_trials(rows), pass_rule="any"))["depth"] == (1 if n_pass else 2)
+
+
+def test_majority_over_two_models_takes_the_smallest_majority_cap():
+    rows = [("t", "a", 1, s) for s in ("pass", "fail", "fail")] + [("t", "a", 2, s) for s in ("pass", "pass", "fail")]
+    rows += [("t", "b", 1, s) for s in ("fail", "fail")] + [("t", "b", 2, s) for s in ("fail", "fail", "pass")]
+    row = _row(estimate_depth(_trials(rows), pass_rule="majority"))
+    assert (row["status"], row["depth"], json.loads(row["depth_by_model"])) == ("solved", 2, {"a": 2, "b": None})
+
+
 def test_trials_without_a_model_are_left_out():
     depth = estimate_depth(_trials([("t", None, 1, "pass"), ("t", "a", 1, "fail"), ("t", "a", 2, "pass")]))
     row = _row(depth)

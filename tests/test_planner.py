@@ -146,6 +146,26 @@ def test_invalid_trials_leave_the_cell_to_run_and_attempts_count_valid_ones():
 
 
 @pytest.mark.parametrize(
+    ("statuses", "attempts", "planned"),
+    [
+        (["pass", "pass"], 3, None),  # 2 of 3 pass whatever the third does: decided
+        (["fail", "fail"], 3, None),  # 2 of 3 fail: no majority can follow
+        (["pass", "fail"], 3, 1),  # the third attempt decides
+        (["pass", "pass"], 4, None),  # 2 of 4 is already half
+        (["fail", "fail"], 4, 2),  # 2 passes of the remaining 2 would still make half
+        (["fail", "fail", "fail"], 4, None),
+        (["pass"], 2, None),
+        (["fail"], 2, 1),
+    ],
+)
+def test_majority_decides_a_cell_as_soon_as_the_missing_attempts_cannot_change_it(statuses, attempts, planned):
+    # model a passes cap 2, so only cap 1 can matter; its outcome so far is `statuses`
+    trials = _trials([("t", "a", 1, s) for s in statuses] + [("t", "a", 2, "pass")] * attempts)
+    plan = plan_missing(trials, _tasks(["t"]), models=["a"], attempts=attempts, pass_rule="majority")
+    assert _cells(plan) == (set() if planned is None else {("t", "a", 1, planned)})
+
+
+@pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ({"models": None}, "The 'models' parameter of plan_missing must be a sequence"),
