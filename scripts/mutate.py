@@ -93,7 +93,9 @@ def workspace(group: Group) -> Path:
     if group.select:
         pytest_args += ["-k", group.select]
     setup = (ROOT / "setup.cfg").read_text()
-    setup += "\n[mutmut]\nsource_paths = depthlab\n"
+    # workers fork from a server that only collected the tests: polars' thread pool must not be
+    # running in the process that forks (mutmut's main process has run the whole suite)
+    setup += "\n[mutmut]\nsource_paths = depthlab\nprocess_isolation = forkserver\nforkserver_warmup = collect\n"
     setup += "only_mutate =\n" + "".join(f"    {pattern}\n" for pattern in group.files)
     setup += "pytest_add_cli_args_test_selection =\n" + "".join(f"    {test}\n" for test in group.tests)
     setup += "pytest_add_cli_args =\n" + "".join(f"    {arg}\n" for arg in pytest_args)
@@ -110,6 +112,7 @@ def run_group(group: Group, max_children: int) -> dict[str, str]:
         "DEPTHLAB_SHARED": os.environ.get("DEPTHLAB_SHARED", str(ROOT.parent / "shared")),
         "HYPOTHESIS_PROFILE": "ci",  # the same examples for every mutant
         "MPLBACKEND": "Agg",
+        "POLARS_MAX_THREADS": "1",  # one core per worker: the machine is shared
     }
     command = [str(MUTMUT), "run", "--max-children", str(max_children), *group.functions]
     with (folder / "mutmut-run.log").open("w") as log:
@@ -128,11 +131,23 @@ def run_group(group: Group, max_children: int) -> dict[str, str]:
     return statuses
 
 
-def show(group: Group, name: str) -> str:
+_SHOW = """
+import sys
+from mutmut.__main__ import find_mutant, get_diff_for_mutant
+for name in sys.argv[1:]:
+    print(f"# {name}")
+    print(get_diff_for_mutant(name, path=find_mutant(name).path))
+"""
+
+
+def diffs(group: Group, names: list[str]) -> str:
+    """The survivors' diffs, from one process (``mutmut show`` reloads its state for each)."""
+    if not names:
+        return ""
     done = subprocess.run(
-        [str(MUTMUT), "show", name], cwd=OUT / group.name, capture_output=True, text=True, check=False
+        [sys.executable, "-c", _SHOW, *names], cwd=OUT / group.name, capture_output=True, text=True, check=False
     )
-    return done.stdout
+    return done.stdout + done.stderr
 
 
 def main() -> int:
@@ -165,7 +180,7 @@ def main() -> int:
         )
         for name in survived:
             print(f"    survived: {name} ({statuses[name]})")
-            report.append(f"# {group.name}: {name} ({statuses[name]})\n{show(group, name)}\n")
+        report.append(diffs(group, survived))
         totals = [totals[0] + len(killed), totals[1] + counted, totals[2] + len(survived)]
     (OUT / "survivors.txt").write_text("".join(report))
     rate = totals[0] / totals[1] if totals[1] else float("nan")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import polars as pl
 import pytest
@@ -181,8 +182,25 @@ def test_plan_missing_rejects_bad_parameters(kwargs, message):
 
 def test_sweep_runs_counts_the_grid():
     assert sweep_runs(10, n_models=2, attempts=3) == 10 * 2 * len(CAPS) * 3
-    with pytest.raises(ValueError, match="The 'n_tasks' parameter of sweep_runs"):
-        sweep_runs(-1, n_models=2)
+    assert sweep_runs(10, n_models=2) == 10 * 2 * 8  # one attempt by default
+    assert sweep_runs(7, n_models=3, caps=(1, 5)) == 7 * 3 * 2
+    assert sweep_runs(0, n_models=1) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ((-1,), {"n_models": 2}, "The 'n_tasks' parameter of sweep_runs must be an int >= 0, got -1"),
+        ((True,), {"n_models": 2}, "The 'n_tasks' parameter of sweep_runs must be an int >= 0, got True"),
+        ((2.0,), {"n_models": 2}, "The 'n_tasks' parameter of sweep_runs must be an int >= 0, got 2.0"),
+        ((1,), {"n_models": 0}, "The 'n_models' parameter of sweep_runs must be an int >= 1, got 0"),
+        ((1,), {"n_models": 1, "attempts": 0}, "The 'attempts' parameter of sweep_runs must be an int >= 1, got 0"),
+        ((1,), {"n_models": 1, "caps": ()}, "The 'caps' parameter of sweep_runs must be a non-empty"),
+    ],
+)
+def test_sweep_runs_rejects_bad_parameters(args, kwargs, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        sweep_runs(*args, **kwargs)
 
 
 # ---------------------------------------------------------------- convergence on a known truth

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from io_helpers import write_trial
 
 from depthlab.io import read_trials
-from depthlab.io.status import trial_status
+from depthlab.io.status import harness_turn_limit, stated_cap, trial_status, turn_limit_cap
 
 # The Terminal-Bench 2 leaderboard keeps a trial that ended in one of these (its reward, or 0).
 KEPT = [
@@ -70,3 +72,44 @@ def test_episode_directories_are_counted_and_other_entries_are_not(tmp_path):
         (agent / "other").mkdir()
 
     assert _turns(tmp_path, episodes) == 3
+
+
+def _config(**kwargs) -> dict:
+    return {"agent": {"name": "terminus-2", "kwargs": kwargs}}
+
+
+@pytest.mark.parametrize(("value", "cap"), [(5, 5), ("5", 5), (5.0, 5), (0, 0), (2**31 - 1, 2**31 - 1), (None, None)])
+def test_stated_cap_reads_integers_written_any_way(value, cap):
+    assert stated_cap(_config(stated_cap=value, max_turns=99)) == cap
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (2**31, "config.agent.kwargs.stated_cap must be a non-negative integer, got 2147483648"),
+        (-1, "config.agent.kwargs.stated_cap must be a non-negative integer, got -1"),
+        (2.5, "config.agent.kwargs.stated_cap must be a non-negative integer, got 2.5"),
+        ("many", "config.agent.kwargs.stated_cap must be an integer, got 'many'"),
+        ([5], "config.agent.kwargs.stated_cap must be an integer, got [5]"),
+        (True, "config.agent.kwargs.stated_cap must be an integer, got True"),
+    ],
+)
+def test_stated_cap_rejects_what_is_not_a_cap(value, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        stated_cap(_config(stated_cap=value))
+
+
+@pytest.mark.parametrize("config", [None, [], {}, {"agent": "terminus-2"}, {"agent": {"kwargs": ["max_turns"]}}])
+def test_configs_without_agent_kwargs_have_no_cap_or_limit(config):
+    assert stated_cap(config) is None
+    assert harness_turn_limit(config) is None
+
+
+def test_harness_turn_limit_precedence_and_the_turn_limit_rule():
+    config = _config(max_turns=None, max_episodes=200, episodes=5, max_steps=7)
+    assert harness_turn_limit(config) == turn_limit_cap(config) == 200
+    assert harness_turn_limit(_config(episodes=5, max_steps=7)) == turn_limit_cap(_config(episodes=5)) == 5
+    assert turn_limit_cap(_config(max_steps="30")) == 30
+    assert stated_cap(config) is None  # a harness limit is not a stated cap
+    with pytest.raises(ValueError, match=r"^config\.agent\.kwargs\.max_episodes must be an integer, got 'lots'$"):
+        harness_turn_limit(_config(max_episodes="lots"))
