@@ -7,7 +7,8 @@ timed out), the survivors (with their diffs in ``out/mutate/survivors.txt``) and
 as equivalent in ``tests/mutation_equivalent.txt`` (no test can tell them apart from the original:
 the reason is written beside each).
 
-Usage: ``python scripts/mutate.py [GROUP ...] [--max-children N]`` (default: every group, 1 child).
+Usage: ``python scripts/mutate.py [GROUP ...] [--max-children N] [--rerun]`` (default: every group,
+1 child; ``--rerun`` runs only the last run's survivors again, against the current tests).
 The kill rate is killed / (mutants - equivalent); exit status 1 below ``--target`` (default 0.90).
 """
 
@@ -103,10 +104,8 @@ def workspace(group: Group) -> Path:
     return folder
 
 
-def run_group(group: Group, max_children: int) -> dict[str, str]:
-    """Run mutmut for ``group``; return mutant name -> status."""
-    folder = workspace(group)
-    env = {
+def _env() -> dict[str, str]:
+    return {
         **os.environ,
         # the tests find ../shared beside the checkout, not beside the scratch copy
         "DEPTHLAB_SHARED": os.environ.get("DEPTHLAB_SHARED", str(ROOT.parent / "shared")),
@@ -114,11 +113,23 @@ def run_group(group: Group, max_children: int) -> dict[str, str]:
         "MPLBACKEND": "Agg",
         "POLARS_MAX_THREADS": "1",  # one core per worker: the machine is shared
     }
-    command = [str(MUTMUT), "run", "--max-children", str(max_children), *group.functions]
-    with (folder / "mutmut-run.log").open("w") as log:
-        subprocess.run(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+
+
+def _mutmut_run(group: Group, folder: Path, names: list[str] | tuple[str, ...], max_children: int) -> None:
+    command = [str(MUTMUT), "run", "--max-children", str(max_children), *names]
+    with (folder / "mutmut-run.log").open("a") as log:
+        subprocess.run(command, cwd=folder, env=_env(), stdout=log, stderr=subprocess.STDOUT, check=False)
+
+
+def statuses_of(group: Group) -> dict[str, str]:
+    """Mutant name -> status, from the group's last run."""
     done = subprocess.run(
-        [str(MUTMUT), "results", "--all", "true"], cwd=folder, env=env, capture_output=True, text=True, check=True
+        [str(MUTMUT), "results", "--all", "true"],
+        cwd=OUT / group.name,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     statuses = {}
     for line in done.stdout.splitlines():
@@ -129,6 +140,26 @@ def run_group(group: Group, max_children: int) -> dict[str, str]:
         patterns = [re.compile(re.escape(p).replace(r"\*", ".*")) for p in group.functions]
         statuses = {k: v for k, v in statuses.items() if any(p.fullmatch(k) for p in patterns)}
     return statuses
+
+
+def run_group(group: Group, max_children: int, *, rerun: bool) -> dict[str, str]:
+    """Run mutmut for ``group``; return mutant name -> status.
+
+    ``rerun``: keep the group's last run, bring in the current tests, and run again only the
+    mutants it did not kill (after tests were added for them).
+    """
+    folder = OUT / group.name
+    if rerun and (folder / "mutants").is_dir():
+        for target in (folder / "tests", folder / "mutants" / "tests"):
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(ROOT / "tests", target, ignore=shutil.ignore_patterns("__pycache__", "bench"))
+        left = [name for name, status in statuses_of(group).items() if status not in KILLED]
+        if left:
+            _mutmut_run(group, folder, left, max_children)
+    else:
+        folder = workspace(group)
+        _mutmut_run(group, folder, group.functions, max_children)
+    return statuses_of(group)
 
 
 _SHOW = """
@@ -155,6 +186,7 @@ def main() -> int:
     parser.add_argument("groups", nargs="*", help=f"any of {[g.name for g in GROUPS]} (default: all)")
     parser.add_argument("--max-children", type=int, default=1)
     parser.add_argument("--target", type=float, default=0.90)
+    parser.add_argument("--rerun", action="store_true", help="run again only the last run's survivors")
     args = parser.parse_args()
     unknown = set(args.groups) - {g.name for g in GROUPS}
     if unknown:
@@ -167,7 +199,7 @@ def main() -> int:
     start = time.monotonic()
     for group in chosen:
         began = time.monotonic()
-        statuses = run_group(group, args.max_children)
+        statuses = run_group(group, args.max_children, rerun=args.rerun)
         killed = [k for k, v in statuses.items() if v in KILLED]
         listed = [k for k, v in statuses.items() if v not in KILLED and k in equivalent]
         survived = sorted(k for k, v in statuses.items() if v not in KILLED and k not in equivalent)
