@@ -15,7 +15,9 @@ The kill rate is killed / (mutants - equivalent); exit status 1 below ``--target
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -142,24 +144,47 @@ def statuses_of(group: Group) -> dict[str, str]:
     return statuses
 
 
-def run_group(group: Group, max_children: int, *, rerun: bool) -> dict[str, str]:
+def all_mutants(group: Group) -> list[str]:
+    """Every mutant mutmut generated for ``group`` (read from its ``.meta`` files), in a stable order."""
+    names = []
+    for meta in sorted((OUT / group.name / "mutants").rglob("*.py.meta")):
+        names += json.loads(meta.read_text())["exit_code_by_key"]
+    if group.functions:
+        patterns = [re.compile(re.escape(p).replace(r"\*", ".*")) for p in group.functions]
+        names = [name for name in names if any(p.fullmatch(name) for p in patterns)]
+    return sorted(names)
+
+
+def run_group(group: Group, max_children: int, *, rerun: bool, sample: int, seed: int) -> dict[str, str]:
     """Run mutmut for ``group``; return mutant name -> status.
 
     ``rerun``: keep the group's last run, bring in the current tests, and run again only the
-    mutants it did not kill (after tests were added for them).
+    mutants it did not kill (after tests were added for them). ``sample``: run only that many
+    mutants drawn at random (``seed``) from those the group has, and report on them.
     """
     folder = OUT / group.name
+    chosen: set[str] | None = None
     if rerun and (folder / "mutants").is_dir():
         for target in (folder / "tests", folder / "mutants" / "tests"):
             shutil.rmtree(target, ignore_errors=True)
             shutil.copytree(ROOT / "tests", target, ignore=shutil.ignore_patterns("__pycache__", "bench"))
-        left = [name for name, status in statuses_of(group).items() if status not in KILLED]
+        previous = {name: status for name, status in statuses_of(group).items() if status != "not checked"}
+        left = [name for name, status in previous.items() if status not in KILLED]
         if left:
             _mutmut_run(group, folder, left, max_children)
+        chosen = set(previous)
+    elif sample:
+        folder = workspace(group)
+        # generate the mutants and the test map only: no mutant is named so
+        _mutmut_run(group, folder, ["depthlab.no_such_function__mutmut_0"], max_children)
+        names = all_mutants(group)
+        chosen = set(random.Random(seed).sample(names, min(sample, len(names))))
+        _mutmut_run(group, folder, sorted(chosen), max_children)
     else:
         folder = workspace(group)
         _mutmut_run(group, folder, group.functions, max_children)
-    return statuses_of(group)
+    statuses = statuses_of(group)
+    return statuses if chosen is None else {name: statuses[name] for name in chosen}
 
 
 _SHOW = """
@@ -187,6 +212,8 @@ def main() -> int:
     parser.add_argument("--max-children", type=int, default=1)
     parser.add_argument("--target", type=float, default=0.90)
     parser.add_argument("--rerun", action="store_true", help="run again only the last run's survivors")
+    parser.add_argument("--sample", type=int, default=0, help="mutants drawn at random per group (0: all)")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     unknown = set(args.groups) - {g.name for g in GROUPS}
     if unknown:
@@ -199,7 +226,7 @@ def main() -> int:
     start = time.monotonic()
     for group in chosen:
         began = time.monotonic()
-        statuses = run_group(group, args.max_children, rerun=args.rerun)
+        statuses = run_group(group, args.max_children, rerun=args.rerun, sample=args.sample, seed=args.seed)
         killed = [k for k, v in statuses.items() if v in KILLED]
         listed = [k for k, v in statuses.items() if v not in KILLED and k in equivalent]
         survived = sorted(k for k, v in statuses.items() if v not in KILLED and k not in equivalent)

@@ -340,9 +340,12 @@ def test_audit_table_joins_every_piece(public_trials):
             assert row["pass_rate"] == pytest.approx(sum(r["status"] == "pass" for r in rows) / len(rows))
             turns = [r["n_turns"] for r in rows if r["n_turns"] is not None]
             assert row["n_turns"] == pytest.approx(statistics.median(turns))
+            assert row["hit_limit_share"] == pytest.approx(sum(r["hit_limit"] for r in rows) / len(rows))
         else:
             assert row["pass_rate"] is None
             assert row["n_turns"] is None
+            assert row["hit_limit_share"] is None
+    assert pass_rates(public_trials).equals(pass_rates(public_trials, by="task"))  # pooled over models by default
 
 
 def test_audit_table_custom_curation_and_errors(public_trials):
@@ -425,3 +428,36 @@ def test_second_model_effect_counts_only_solved_tasks_of_two_models():
     effect = second_model_effect(depth, by=None)
     assert effect.columns == ["first_model", "n_tasks", "n_lowered", "share_lowered"]
     assert effect.rows() == [("a", 1, 0, 0.0), ("b", 1, 1, 1.0)]
+
+
+def test_audit_table_passes_caps_models_and_pass_rule_to_the_estimator():
+    rows = [("t", "a", 1, s) for s in ("pass", "fail", "fail")] + [("t", "a", 2, "pass"), ("t", "a", 4, "pass")]
+    rows += [("t", "b", 1, "pass")]
+    trials = _trials(rows).with_columns(n_turns=pl.lit(None, pl.Int32), hit_limit=pl.lit(None, pl.Boolean))
+    tasks = _tasks([("d", "t")])
+    assert audit_table(tasks, trials)["depth"].to_list() == [1]  # b passes cap 1
+    for kwargs, depth in [
+        ({"models": ["a"]}, 1),  # a passes 1 of 3 at cap 1: enough under "any"
+        ({"models": ["a"], "pass_rule": "majority"}, 2),
+        ({"models": ["a"], "pass_rule": "majority", "caps": (1, 4)}, 4),  # cap 2 is off this ladder
+    ]:
+        expected = estimate_depth(trials, **kwargs)["depth"].to_list()
+        assert audit_table(tasks, trials, **kwargs)["depth"].to_list() == expected == [depth], kwargs
+
+
+def test_audit_table_joins_tasks_without_a_dataset_and_an_empty_curation():
+    # a task whose collection is unknown (null dataset) still gets its D and pass rate
+    tasks = _tasks([(None, "t")])
+    rows = [(None, "t", "a", 1, "fail"), (None, "t", "a", 2, "pass"), (None, "t", "a", None, "pass")]
+    frame = pl.DataFrame(rows, schema=["dataset", "task", "model", "cap", "status"], orient="row")
+    trials = schema.conform(frame.with_columns(n_turns=pl.lit(4), hit_limit=pl.lit(True)), "trials")
+    row = audit_table(tasks, trials, curation={}).row(0, named=True)
+    assert (row["depth"], row["depth_status"], row["pass_rate"], row["n_turns"], row["hit_limit_share"]) == (
+        2,
+        "solved",
+        1.0,
+        4.0,
+        1.0,
+    )
+    assert row["curation"] is None
+    assert audit_table(tasks, trials, curation={})["curation"].dtype == pl.String

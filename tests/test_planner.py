@@ -171,6 +171,8 @@ def test_majority_decides_a_cell_as_soon_as_the_missing_attempts_cannot_change_i
     [
         ({"models": None}, "The 'models' parameter of plan_missing must be a sequence"),
         ({"models": ["a"], "attempts": 0}, "The 'attempts' parameter of plan_missing must be an int >= 1"),
+        ({"models": ["a"], "attempts": 2.0}, r"The 'attempts' parameter of plan_missing must be an int >= 1, got 2\.0$"),
+        ({"models": ["a"], "attempts": True}, "The 'attempts' parameter of plan_missing must be an int >= 1, got True$"),
         ({"models": ["a"], "mode": "bisect"}, "The 'mode' parameter of plan_missing must be one of"),
         ({"models": ["a"], "caps": (5, 1)}, "The 'caps' parameter of plan_missing"),
     ],
