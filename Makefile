@@ -30,10 +30,11 @@ test: $(VENV)/.installed docker r
 bench: $(VENV)/.installed
 	for script in tests/bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
-# Mutation testing of the core modules (README, "Testing"): slow, not part of `make test` or CI.
+# Mutation testing of the core modules (README, "Tests and benchmarks"); slow, not part of `make test`
+# or CI. MUTATE_ARGS: e.g. "stats --max-children 2", "--rerun", "--sample 200".
 mutate: $(VENV)/.installed
 	$(BIN)/python -m pip install -q 'mutmut==3.*'
-	$(BIN)/python scripts/mutate.py
+	$(BIN)/python scripts/mutate.py $(MUTATE_ARGS)
 
 clean:
 	rm -rf $(VENV) build out .pytest_cache

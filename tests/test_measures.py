@@ -461,3 +461,82 @@ def test_audit_table_joins_tasks_without_a_dataset_and_an_empty_curation():
     )
     assert row["curation"] is None
     assert audit_table(tasks, trials, curation={})["curation"].dtype == pl.String
+
+
+def test_a_task_no_model_ran_capped_is_incomplete_with_every_cap_missing():
+    # dataset "e" has only uncapped runs: no model counts there, so its task is listed, unrun
+    trials = pl.concat(
+        [
+            _trials([("t", "a", 1, "fail"), ("t", "a", 2, "pass")]),
+            _trials([("u", "a", None, "pass")], dataset="e"),
+        ]
+    )
+    depth = estimate_depth(trials)
+    assert depth["task"].to_list() == ["t", "u"]
+    row = _row(depth, "u")
+    assert {k: row[k] for k in ("status", "depth", "n_models", "non_monotone", "depth_by_model")} == {
+        "status": "incomplete",
+        "depth": None,
+        "n_models": 0,
+        "non_monotone": False,
+        "depth_by_model": "{}",
+    }
+    assert (row["caps_tried"], row["caps_missing"]) == ([], list(CAPS))
+    assert estimate_depth(trials, caps=(1, 4))["caps_missing"].to_list()[1] == [1, 4]
+
+
+def test_null_dataset_and_task_names_are_keys_like_any_other():
+    frame = pl.DataFrame(
+        [(None, None, "a", 1, "fail"), (None, None, "a", 2, "pass"), (None, "t", "a", 1, "pass")],
+        schema=["dataset", "task", "model", "cap", "status"],
+        orient="row",
+    )
+    depth = estimate_depth(schema.conform(frame, "trials"))
+    assert depth.select("dataset", "task", "depth", "status", "n_models").rows() == [
+        (None, None, 2, "solved", 1),
+        (None, "t", 1, "solved", 1),
+    ]
+
+
+def test_caps_of_any_integer_dtype_are_read():
+    # a trials frame built by hand (not conformed): cap as Int64
+    frame = pl.DataFrame(
+        {"dataset": "d", "task": "t", "model": "a", "cap": [1, 2, 3], "status": ["fail", "fail", "pass"]}
+    )
+    assert frame["cap"].dtype == pl.Int64
+    row = _row(estimate_depth(frame))
+    assert (row["depth"], row["status"], row["caps_tried"]) == (3, "solved", [1, 2, 3])
+    assert estimate_depth(frame.with_columns(pl.col("cap").cast(pl.Int16)))["depth"].to_list() == [3]
+
+
+@pytest.mark.parametrize(
+    "caps",
+    [(1, 2.5), (True, 2), (1, 1, 2), (0, 1), (3, 2), (), "1,2"],
+)
+def test_caps_must_be_strictly_increasing_positive_ints(caps):
+    with pytest.raises((TypeError, ValueError), match=r"^The 'caps' parameter of estimate_depth must be a"):
+        estimate_depth(_trials([("t", "a", 1, "pass")]), caps=caps)
+
+
+@pytest.mark.parametrize("models", [["a", ""], ["a", 5], ["a", "a"], [], "a", 3])
+def test_models_must_be_distinct_names(models):
+    with pytest.raises((TypeError, ValueError), match=r"^The 'models' parameter of estimate_depth must be a"):
+        estimate_depth(_trials([("t", "a", 1, "pass")]), models=models)
+
+
+def test_pass_rule_and_mode_messages():
+    trials = _trials([("t", "a", 1, "pass")])
+    with pytest.raises(
+        ValueError,
+        match=r"^The 'pass_rule' parameter of estimate_depth must be one of \['any', 'majority'\], got 'all'$",
+    ):
+        estimate_depth(trials, pass_rule="all")
+    tasks = schema.conform(pl.DataFrame({"dataset": ["d"], "task": ["t"]}), "tasks")
+    with pytest.raises(
+        ValueError, match=r"^The 'pass_rule' parameter of plan_missing must be one of \['any', 'majority'\], got 'all'$"
+    ):
+        plan_missing(trials, tasks, models=["a"], pass_rule="all")
+    with pytest.raises(
+        ValueError, match=r"^The 'by' parameter of pass_rates must be one of \['task', 'model'\], got 'dataset'$"
+    ):
+        pass_rates(trials.with_columns(n_turns=pl.lit(1), hit_limit=pl.lit(False)), by="dataset")

@@ -166,13 +166,29 @@ def test_majority_decides_a_cell_as_soon_as_the_missing_attempts_cannot_change_i
     assert _cells(plan) == (set() if planned is None else {("t", "a", 1, planned)})
 
 
+def test_an_early_majority_failure_at_the_top_ends_the_task():
+    # 2 of 3 planned attempts failed at the top cap: no majority can pass there, so with nothing
+    # passing below the task is unsolved and nothing is planned
+    trials = _trials([("t", "a", 80, "fail")] * 2)
+    assert plan_missing(trials, _tasks(["t"]), models=["a"], attempts=3, pass_rule="majority").is_empty()
+    # one failure of 3 decides nothing: every cap is still to run (3 attempts each, 2 at the top)
+    plan = plan_missing(trials.head(1), _tasks(["t"]), models=["a"], attempts=3, pass_rule="majority")
+    assert _cells(plan) == {("t", "a", c, 3) for c in CAPS[:-1]} | {("t", "a", 80, 2)}
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ({"models": None}, "The 'models' parameter of plan_missing must be a sequence"),
         ({"models": ["a"], "attempts": 0}, "The 'attempts' parameter of plan_missing must be an int >= 1"),
-        ({"models": ["a"], "attempts": 2.0}, r"The 'attempts' parameter of plan_missing must be an int >= 1, got 2\.0$"),
-        ({"models": ["a"], "attempts": True}, "The 'attempts' parameter of plan_missing must be an int >= 1, got True$"),
+        (
+            {"models": ["a"], "attempts": 2.0},
+            r"The 'attempts' parameter of plan_missing must be an int >= 1, got 2\.0$",
+        ),
+        (
+            {"models": ["a"], "attempts": True},
+            "The 'attempts' parameter of plan_missing must be an int >= 1, got True$",
+        ),
         ({"models": ["a"], "mode": "bisect"}, "The 'mode' parameter of plan_missing must be one of"),
         ({"models": ["a"], "caps": (5, 1)}, "The 'caps' parameter of plan_missing"),
     ],
