@@ -540,3 +540,20 @@ def test_pass_rule_and_mode_messages():
         ValueError, match=r"^The 'by' parameter of pass_rates must be one of \['task', 'model'\], got 'dataset'$"
     ):
         pass_rates(trials.with_columns(n_turns=pl.lit(1), hit_limit=pl.lit(False)), by="dataset")
+
+
+def test_evidence_grid_cell_by_cell():
+    from depthlab.measures.depth import evidence_grid
+
+    trials = _trials([("t", "a", 1, "fail"), ("t", "a", 2, "pass"), ("t", "b", 1, "invalid"), ("t", "b", 3, "fail")])
+    grid = evidence_grid(trials, caps=(1, 2, 3), models=["a", "b"], pass_rule="any")
+    columns = ["model", "cap", "n_valid", "n_pass", "state", "model_depth", "upper", "top_state", "needed"]
+    assert grid.select(columns).rows() == [
+        ("a", 1, 1, 0, "fail", 2, 2, "missing", False),
+        ("a", 2, 1, 1, "pass", 2, 2, "missing", False),
+        ("a", 3, 0, 0, "missing", 2, 2, "missing", False),
+        ("b", 1, 0, 0, "missing", None, 2, "fail", True),  # an infrastructure error is not a failure
+        ("b", 2, 0, 0, "missing", None, 2, "fail", False),
+        ("b", 3, 1, 0, "fail", None, 2, "fail", False),
+    ]
+    assert grid.schema["cap"] == grid.schema["n_valid"] == grid.schema["n_pass"] == pl.Int32
