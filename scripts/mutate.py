@@ -48,7 +48,7 @@ GROUPS: tuple[Group, ...] = (
     Group("measures", ("depthlab/measures/*.py",), ("tests/test_measures.py", "tests/test_planner.py"), FAST),
     Group("stats", ("depthlab/stats/*.py",), ("tests/test_stats.py",), "not bca_coverage"),
     Group("io.status", ("depthlab/io/status.py",), ("tests/io/test_status_and_turns.py", "tests/io/test_harbor.py")),
-    Group("io.tasks", ("depthlab/io/tasks.py",), ("tests/io/test_tasks.py",)),
+    Group("io.tasks", ("depthlab/io/tasks.py",), ("tests/io/test_tasks.py", "tests/datasets/test_adapters.py")),
     Group(
         "io.turns",
         ("depthlab/io/atif.py", "depthlab/io/harbor.py"),

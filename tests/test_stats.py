@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -829,3 +830,83 @@ def test_semipartial_invalid_input(ppcor_data, kwargs, message):
     df, covar = args.pop("df"), args.pop("covar")
     with pytest.raises(ValueError, match=message):
         stats.semipartial_spearman(df, "x", "y", covar, **args)
+
+
+# ---------------------------------------------------------------------------------------------
+# results as text, HTML and rows (what a notebook shows)
+
+
+def test_partial_corr_text_html_and_row():
+    res = stats.PartialCorr(
+        r=0.5,
+        ci_low=0.1,
+        ci_high=0.8,
+        p=0.0123,
+        n=30,
+        k=1,
+        method="bca",
+        n_boot=1000,
+        n_degenerate=2,
+        n_dropped=3,
+        x="x",
+        y="y",
+        covar=("z", "w"),
+        statistic="semipartial_spearman",
+        cluster="task",
+    )
+    label = "semipartial_spearman r(x, y | z, w removed from y only)"
+    notes = "n = 30 clusters of 'task', 3 dropped for nulls, 2 degenerate resamples left out"
+    assert str(res) == f"{label} = +0.500, 95% CI [+0.100, +0.800] (bca, 1,000 resamples), p = 0.0123, {notes}"
+    assert res._repr_html_() == (
+        "<table><tr><th style='text-align:left'>"
+        + label
+        + "</th><th>r</th><th>CI</th><th>p</th><th>n</th></tr><tr><td style='text-align:left'>"
+        + "bca, 1,000 resamples; "
+        + notes.replace("'", "&#x27;")
+        + "</td><td>+0.500</td><td>[+0.100, +0.800] (95%)</td><td>0.0123</td><td>30</td></tr></table>"
+    )
+    assert res.to_row()["covar"] == "z, w"
+    plain = stats.PartialCorr(
+        r=-0.25,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        p=0.5,
+        n=10,
+        k=0,
+        method="bca",
+        n_boot=0,
+        n_degenerate=0,
+        n_dropped=0,
+        x="a",
+        y="b",
+    )
+    assert str(plain) == "spearman r(a, b) = -0.250, no CI (n_boot=0), p = 0.5, n = 10"
+    assert "<td>-0.250</td><td>—</td><td>0.5</td><td>10</td>" in plain._repr_html_()
+
+
+def test_sign_test_text_html_and_row():
+    res = stats.SignTest(n_pos=7, n_neg=2, n_zero=1, p=0.1796875, n_missing=2)
+    text = "sign test: 7 positive, 2 negative (1 zero dropped, 2 missing), exact two-sided p = 0.18"
+    assert str(res) == text
+    assert res._repr_html_() == f"<p>{text}</p>"
+    assert res.to_row() == {"n_pos": 7, "n_neg": 2, "n_zero": 1, "p": 0.1796875, "n_missing": 2}
+    assert (
+        str(stats.SignTest(1, 0, 0, 1.0)) == "sign test: 1 positive, 0 negative (0 zero dropped), exact two-sided p = 1"
+    )
+    assert (
+        stats.SignTest(1, 0, 0, 1.0)._repr_html_()
+        == "<p>sign test: 1 positive, 0 negative (0 zero dropped), exact two-sided p = 1</p>"
+    )
+
+
+def test_sign_test_reads_lists_with_none_and_names_bad_input():
+    res = stats.sign_test([1, None, -2, 3], [0, 0, 0, None])
+    assert (res.n_pos, res.n_neg, res.n_missing) == (1, 1, 2)
+    for args, message in [
+        ((["x", 1],), "The 'a' parameter of sign_test must be numbers, got ['x', 1]"),
+        (([1, 2], ["x", 1]), "The 'b' parameter of sign_test must be numbers, got ['x', 1]"),
+        (([[1, 2], [3, 4]],), "The 'a' parameter of sign_test must be one-dimensional, got shape (2, 2)"),
+        (([1, 2], [[1], [2]]), "The 'b' parameter of sign_test must be one-dimensional, got shape (2, 1)"),
+    ]:
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            stats.sign_test(*args)
