@@ -46,7 +46,9 @@ class Group:
 
 GROUPS: tuple[Group, ...] = (
     Group("measures", ("depthlab/measures/*.py",), ("tests/test_measures.py", "tests/test_planner.py"), FAST),
-    Group("stats", ("depthlab/stats/*.py",), ("tests/test_stats.py",), "not bca_coverage"),
+    # the R and real-TB2 tests spawn Rscript / read ../shared for every mutant; pingouin, scipy and
+    # statsmodels check the same quantities in-process
+    Group("stats", ("depthlab/stats/*.py",), ("tests/test_stats.py",), "not bca_coverage and not r_ppcor and not tb2"),
     Group("io.status", ("depthlab/io/status.py",), ("tests/io/test_status_and_turns.py", "tests/io/test_harbor.py")),
     Group("io.tasks", ("depthlab/io/tasks.py",), ("tests/io/test_tasks.py", "tests/datasets/test_adapters.py")),
     Group(

@@ -910,3 +910,16 @@ def test_sign_test_reads_lists_with_none_and_names_bad_input():
     ]:
         with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
             stats.sign_test(*args)
+
+
+def test_a_one_task_quadrant_gets_its_interval_without_warnings():
+    # BCa's jackknife of a one-task cell leaves no row: that replicate is NaN, silently
+    import warnings
+
+    df = pl.DataFrame({"dataset": "d", "depth": [1, 1, 1, 5], "work": [1, 9, 2, 9], "pass_rate": [0.9, 0.5, 0.7, 0.1]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = stats.quadrants(df, n_boot=50, seed=0, method="bca")
+    deep_large = table.filter((pl.col("depth_class") == "deep") & (pl.col("work_class") == "large")).row(0, named=True)
+    assert deep_large["n"] == 1
+    assert deep_large["mean_percentile"] == deep_large["ci_low"] == deep_large["ci_high"] == 0.25
