@@ -300,6 +300,12 @@ def test_pass_rates_against_plain_python(public_trials, by):
         assert got[key]["n_valid"] == len(rows)
 
 
+def test_pass_rates_pool_models_by_default(public_trials):
+    pooled = pass_rates(public_trials)
+    assert pooled.columns == ["dataset", "task", "pass_rate", "n_valid"]
+    assert pooled.equals(pass_rates(public_trials, by="task"))
+
+
 def test_pass_rates_rejects_unknown_grouping(public_trials):
     with pytest.raises(ValueError, match="The 'by' parameter of pass_rates must be one of"):
         pass_rates(public_trials, by="dataset")
@@ -345,7 +351,6 @@ def test_audit_table_joins_every_piece(public_trials):
             assert row["pass_rate"] is None
             assert row["n_turns"] is None
             assert row["hit_limit_share"] is None
-    assert pass_rates(public_trials).equals(pass_rates(public_trials, by="task"))  # pooled over models by default
 
 
 def test_audit_table_custom_curation_and_errors(public_trials):
@@ -557,3 +562,15 @@ def test_evidence_grid_cell_by_cell():
         ("b", 3, 1, 0, "fail", None, 2, "fail", False),
     ]
     assert grid.schema["cap"] == grid.schema["n_valid"] == grid.schema["n_pass"] == pl.Int32
+
+
+def test_evidence_grid_decides_a_majority_cell_before_its_last_attempts():
+    from depthlab.measures.depth import evidence_grid
+
+    trials = _trials([("t", "a", 1, "fail"), ("t", "a", 1, "fail"), ("t", "a", 2, "pass"), ("t", "a", 2, "fail")])
+    grid = evidence_grid(trials, caps=(1, 2), models=["a"], pass_rule="majority", attempts=3)
+    # cap 1: 2 failures of 3 planned leave no majority; cap 2: 1 of 2 so far, the third decides
+    assert grid.select("cap", "n_valid", "n_pass", "state", "needed").rows() == [
+        (1, 2, 0, "fail", False),
+        (2, 2, 1, "missing", True),
+    ]
