@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     "LoadError": "depthlab.io",
     "load_dataset": "depthlab.datasets",
     "load_datasets": "depthlab.datasets",
-    "datasets": "depthlab.datasets",
+    "list_datasets": "depthlab.datasets",
     "Audit": "depthlab.datasets",
     "estimate_depth": "depthlab.measures",
     "second_model_effect": "depthlab.measures",
@@ -37,7 +37,19 @@ _EXPORTS: dict[str, str] = {
     "audit_table": "depthlab.measures",
     "plan_missing": "depthlab.measures",
 }
-_SUBMODULES: tuple[str, ...] = ("schema", "stats", "simulate", "plots", "paper", "widgets", "runner", "io", "measures")
+_SUBMODULES: tuple[str, ...] = (
+    "collections",
+    "datasets",
+    "schema",
+    "stats",
+    "simulate",
+    "plots",
+    "paper",
+    "widgets",
+    "runner",
+    "io",
+    "measures",
+)
 
 # a literal list, so that linters and IDEs see the public API (tests check it matches the tables above)
 __all__ = [
@@ -48,9 +60,11 @@ __all__ = [
     "TrialLoad",
     "__version__",
     "audit_table",
+    "collections",
     "datasets",
     "estimate_depth",
     "io",
+    "list_datasets",
     "load_dataset",
     "load_datasets",
     "load_tasks",
@@ -71,8 +85,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from depthlab import io, measures, paper, plots, runner, schema, simulate, stats, widgets
-    from depthlab.datasets import Audit, datasets, load_dataset, load_datasets
+    from depthlab import collections, datasets, io, measures, paper, plots, runner, schema, simulate, stats, widgets
+    from depthlab.datasets import Audit, list_datasets, load_dataset, load_datasets
     from depthlab.io import LoadError, Rejected, TrialLoad, load_tasks, load_trials, read_trials
     from depthlab.measures import (
         audit_table,

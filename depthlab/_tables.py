@@ -2,9 +2,32 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
+from typing import Final
 
 import polars as pl
+
+#: The file suffixes a table can be written as.
+TABLE_SUFFIXES: Final[tuple[str, ...]] = (".csv", ".parquet")
+
+
+def output_table(text: str) -> Path:
+    """An argparse ``type`` for ``-o FILE``: the suffix is checked when the command line is read, before any work.
+
+    >>> output_table("out/depth.csv").name
+    'depth.csv'
+    >>> output_table("x.xlsx")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: the output file must end in .csv or .parquet, got 'x.xlsx'
+    """
+    path = Path(text)
+    if path.suffix.lower() not in TABLE_SUFFIXES:
+        raise argparse.ArgumentTypeError(f"the output file must end in .csv or .parquet, got {text!r}")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"the output file must be a file, got the folder {text!r}")
+    return path
 
 
 def write_table(df: pl.DataFrame, path: str | Path) -> Path:
@@ -14,7 +37,7 @@ def write_table(df: pl.DataFrame, path: str | Path) -> Path:
     """
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix not in {".csv", ".parquet"}:
+    if suffix not in TABLE_SUFFIXES:
         raise ValueError(f"The output file must end in .csv or .parquet, got {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")

@@ -3,6 +3,11 @@
 Each verb lives in its own module under :mod:`depthlab.commands`, which defines
 ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``. Verb modules
 are imported only when that verb runs, so ``depthlab --help`` is instant.
+
+A mistake on the command line (an unknown option, a bad value, an output file that cannot be
+written as a table) is one line on stderr, ``depthlab <verb>: <what is wrong>``, and exit code
+2, before any work starts; a mistake found in the data (a model not in the runs) is one line and
+exit code 1.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 # verb -> one-line help; the module is depthlab.commands.<verb>
 VERBS: dict[str, str] = {
@@ -23,7 +29,15 @@ VERBS: dict[str, str] = {
     "simulate": "Write simulated Harbor run logs of known depth (demo and validation data).",
     "reproduce": "Re-execute every audit notebook with papermill and regenerate the figures.",
     "fetch": "Download a public data source (needs network).",
+    "cache": "Show (info) or empty (clear) the trials cache.",
 }
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line naming the command (no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _command(verb: str):  # noqa: ANN202 - a module
@@ -32,19 +46,25 @@ def _command(verb: str):  # noqa: ANN202 - a module
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
-    if not args or args[0] in {"-h", "--help"} or args[0] not in VERBS:
-        # build only the top-level parser so help does not import every verb
-        parser = argparse.ArgumentParser(prog="depthlab", description="Measure how deep terminal-agent tasks are.")
-        sub = parser.add_subparsers(dest="verb", metavar="VERB")
-        for verb, help_text in VERBS.items():
-            sub.add_parser(verb, help=help_text)
-        parser.parse_args(args or ["--help"])
-        return 2
-    verb = args[0]
-    module = _command(verb)
-    verb_parser = argparse.ArgumentParser(prog=f"depthlab {verb}", description=VERBS[verb])
-    module.add_arguments(verb_parser)
-    parsed = verb_parser.parse_args(args[1:])
+    try:
+        if not args or args[0] not in VERBS:
+            # build only the top-level parser so help does not import every verb
+            from depthlab import __version__
+
+            parser = _Parser(prog="depthlab", description="Measure how deep terminal-agent tasks are.")
+            parser.add_argument("--version", action="version", version=f"depthlab {__version__}")
+            sub = parser.add_subparsers(dest="verb", metavar="VERB")
+            for verb, help_text in VERBS.items():
+                sub.add_parser(verb, help=help_text)
+            parser.parse_args(args or ["--help"])
+            return 2
+        verb = args[0]
+        module = _command(verb)
+        verb_parser = _Parser(prog=f"depthlab {verb}", description=VERBS[verb])
+        module.add_arguments(verb_parser)
+        parsed = verb_parser.parse_args(args[1:])
+    except SystemExit as exc:  # --help, --version and command-line mistakes end here, with their exit code
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         return int(module.run(parsed) or 0)
     except KeyboardInterrupt:

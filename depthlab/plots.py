@@ -1,12 +1,29 @@
-"""Figures of the audit: each function takes tidy tables and returns a matplotlib Figure.
+"""Figures of the audit, in the seaborn manner: tidy tables in, matplotlib figures out.
 
-Every figure shares one style (:data:`RC`), one colour per collection (:data:`PALETTE`,
-stable across figures) and one display name per collection (:data:`NAMES`). Figures are
-built on :class:`matplotlib.figure.Figure` directly, without pyplot's global state, so they
-render headless (Agg) and never accumulate. :func:`save` writes a figure as PNG and PDF.
+Two levels, as in seaborn:
 
-Plots take tables and return figures; they never read files and never compute statistics
-beyond counting and binning what they draw (the statistics come from :mod:`depthlab.stats`).
+* **axes-level** functions draw one panel into the :class:`~matplotlib.axes.Axes` given as
+  ``ax=`` (a new figure when omitted) and return that Axes, so a figure of your own can combine
+  them: :func:`depth_shares_plot`, :func:`strip_plot`, :func:`turns_depth_plot`,
+  :func:`turns_minus_depth_plot`, :func:`depth_given_turns_plot`, :func:`forest_plot`,
+  :func:`work_pass_plot`, :func:`turns_ecdf_plot`, :func:`label_plot`, :func:`quadrants_plot`,
+  :func:`segment_reliability_plot`, :func:`compounding_plot` and :func:`paired_depths_plot`;
+* **figure-level** functions lay out panels, legends and titles and return a
+  :class:`~matplotlib.figure.Figure`: :func:`collection_summary`, :func:`turns_vs_depth`,
+  :func:`turns_minus_depth`, :func:`depth_given_turns`, :func:`forest`,
+  :func:`work_vs_pass_rate`, :func:`turns_by_model`, :func:`label_pass_rates`,
+  :func:`label_depths`, :func:`quadrants`, :func:`segment_reliability` and :func:`paired_depths`.
+
+Functions that draw collections take ``order`` (which collections, in which order; default: the
+ones present, in :data:`depthlab.collections.ORDER`) and ``palette`` (a mapping collection ->
+colour; default :func:`depthlab.collections.color`, the same colour in every figure). Grey
+always means *pooled over collections* and black a *median*; neither ever stands for a
+collection. Every figure shares one style (:data:`RC`) and is built on
+:class:`matplotlib.figure.Figure` directly, without pyplot's global state, so it renders
+headless and never accumulates. :func:`save` writes PNG and PDF.
+
+Plots take tables and return figures; they never read files. The statistics they draw (Wilson
+intervals, Holm-adjusted p-values) come from :mod:`depthlab.stats`.
 
 >>> import polars as pl
 >>> from depthlab import plots, schema
@@ -16,13 +33,16 @@ beyond counting and binning what they draw (the statistics come from :mod:`depth
 >>> fig = plots.turns_vs_depth(audit)
 >>> len(fig.axes)
 1
+>>> ax = plots.turns_minus_depth_plot(audit, order=["tb2"])
+>>> ax.get_xlabel()
+'N − D (turns taken minus depth)'
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
@@ -32,7 +52,12 @@ import numpy as np
 import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
+from depthlab import collections
+from depthlab._checks import check_choice, check_frame, check_names, check_number
+from depthlab.collections import MEDIAN_COLOUR, NAMES, ORDER, PALETTE, POOLED_COLOUR, color, name
 from depthlab.schema import CAPS
 
 __all__ = [
@@ -42,48 +67,36 @@ __all__ = [
     "RC",
     "collection_summary",
     "color",
+    "compounding_plot",
     "depth_given_turns",
+    "depth_given_turns_plot",
+    "depth_shares_plot",
     "forest",
+    "forest_plot",
     "label_depths",
     "label_pass_rates",
+    "label_plot",
     "name",
     "paired_depths",
+    "paired_depths_plot",
     "quadrants",
+    "quadrants_plot",
     "save",
     "segment_reliability",
+    "segment_reliability_plot",
+    "strip_plot",
     "turns_by_model",
+    "turns_depth_plot",
+    "turns_ecdf_plot",
     "turns_minus_depth",
+    "turns_minus_depth_plot",
     "turns_vs_depth",
+    "work_pass_plot",
     "work_vs_pass_rate",
 ]
 
-#: Display order of the collections: human-curated first, then synthetic, then DEPTH.
-ORDER: Final[tuple[str, ...]] = ("tb2", "tw", "tmax", "facet", "seta", "rst", "depth")
-
-#: One colour per collection (Okabe-Ito, colour-blind safe), the same in every figure.
-PALETTE: Final[dict[str, str]] = {
-    "tb2": "#0072B2",
-    "tw": "#56B4E9",
-    "tmax": "#D55E00",
-    "facet": "#E69F00",
-    "seta": "#009E73",
-    "rst": "#CC79A7",
-    "depth": "#000000",
-}
-
-#: Display names of the collections.
-NAMES: Final[dict[str, str]] = {
-    "tb2": "TB2",
-    "tw": "TW-Verified",
-    "tmax": "TMax",
-    "facet": "FACET",
-    "seta": "SETA",
-    "rst": "RST",
-    "depth": "DEPTH",
-}
-
-# colours for collections outside PALETTE (a user's own Harbor tree), chosen by a stable hash
-_EXTRA_COLOURS: Final[tuple[str, ...]] = ("#F0E442", "#7F7F7F", "#8C564B", "#17BECF", "#BCBD22", "#9467BD")
+#: A palette: collection (or model) name -> colour, or None for the default.
+Palette = Mapping[str, str] | None
 
 #: The shared matplotlib style: readable sizes, no top/right spines, light grid.
 RC: Final[dict[str, object]] = {
@@ -104,16 +117,17 @@ RC: Final[dict[str, object]] = {
     "pdf.fonttype": 42,  # embed TrueType so PDF text stays selectable
 }
 
-# depth bins for shares of solved tasks, as in the paper: D = 1, 2-3, 5-10, 20+
+# depth bins for shares of solved tasks, as in the paper: D = 1, 2-3, 5-10, 20+ (a sequential
+# scale, light = shallow, so it cannot be read as collection colours)
 _DEPTH_BINS: Final[tuple[tuple[str, int, int], ...]] = (
     ("D = 1", 1, 1),
     ("D = 2–3", 2, 3),
     ("D = 5–10", 5, 10),
     ("D ≥ 20", 20, 10**9),
 )
-_DEPTH_BIN_COLOURS: Final[tuple[str, ...]] = ("#1B9E77", "#A6D854", "#FDB863", "#E66101")
+_DEPTH_BIN_COLOURS: Final[tuple[str, ...]] = ("#FEE8C8", "#FDBB84", "#E34A33", "#7F0000")
 _LABEL_ORDER: Final[tuple[str, ...]] = ("easy", "medium", "hard")
-# models are not collections: a separate dark, distinct set (tab10 without its collection-like hues)
+# models are not collections: a separate set of dark hues (no grey: grey means pooled)
 _MODEL_COLOURS: Final[tuple[str, ...]] = (
     "#1F77B4",
     "#D62728",
@@ -121,37 +135,13 @@ _MODEL_COLOURS: Final[tuple[str, ...]] = (
     "#9467BD",
     "#8C564B",
     "#E377C2",
-    "#7F7F7F",
     "#17BECF",
     "#BCBD22",
     "#FF7F0E",
 )
-_POOLED_COLOUR: Final[str] = "#7F7F7F"
+_NEUTRAL: Final[str] = "#444444"
 # the audit columns every turns-beside-depth figure reads
 _TURNS_AND_DEPTH: Final[tuple[str, ...]] = ("dataset", "depth", "depth_status", "n_turns")
-
-
-def name(dataset: str) -> str:
-    """Display name of a collection (its key when unknown).
-
-    >>> name("tb2")
-    'TB2'
-    """
-    return NAMES.get(dataset, dataset)
-
-
-def color(dataset: str) -> str:
-    """Colour of a collection: fixed for known collections, stable by name for others.
-
-    >>> color("tb2")
-    '#0072B2'
-    >>> color("my-tasks") == color("my-tasks")
-    True
-    """
-    if dataset in PALETTE:
-        return PALETTE[dataset]
-    digest = int(hashlib.sha1(dataset.encode()).hexdigest(), 16)
-    return _EXTRA_COLOURS[digest % len(_EXTRA_COLOURS)]
 
 
 def save(fig: Figure, name: str, figures_dir: str | Path) -> tuple[Path, Path]:
@@ -176,7 +166,7 @@ def save(fig: Figure, name: str, figures_dir: str | Path) -> tuple[Path, Path]:
     """
     if not isinstance(fig, Figure):
         raise TypeError(f"The 'fig' parameter of save must be a matplotlib Figure, got {type(fig).__name__}")
-    if not name or not all(ch.isalnum() or ch in "-_" for ch in name):
+    if not isinstance(name, str) or not name or not all(ch.isalnum() or ch in "-_" for ch in name):
         raise ValueError(f"The 'name' parameter of save must be a non-empty file stem of [A-Za-z0-9_-], got {name!r}")
     folder = Path(figures_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -187,16 +177,134 @@ def save(fig: Figure, name: str, figures_dir: str | Path) -> tuple[Path, Path]:
     return paths
 
 
-def collection_summary(audit: pl.DataFrame) -> Figure:
+# ---------------------------------------------------------------------------------------------
+# collection summary
+
+
+def depth_shares_plot(audit: pl.DataFrame, *, order: Sequence[str] | None = None, ax: Axes | None = None) -> Axes:
+    """Stacked bars, one row per collection: shares of *solved* tasks with D = 1, 2–3, 5–10, ≥ 20.
+
+    Each row is annotated with solved / all tasks. Rows follow ``order``, top to bottom.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> audit = schema.conform(pl.DataFrame({"dataset": ["tmax"] * 2, "task": ["a", "b"],
+    ...     "depth": [1, 5], "depth_status": ["solved"] * 2}), "audit")
+    >>> [float(p.get_width()) for p in depth_shares_plot(audit).patches]
+    [0.5, 0.0, 0.5, 0.0]
+    """
+    function = "depth_shares_plot"
+    check_frame(audit, "audit", function, ("dataset", "depth", "depth_status"))
+    keys = _order(audit, order, function)
+    with _style():
+        ax = _axes(ax, function, (5, 0.45 * len(keys) + 1.2))
+        for row, dataset in enumerate(keys):
+            rows = audit.filter(pl.col("dataset") == dataset)
+            solved = rows.filter(pl.col("depth_status") == "solved")["depth"].drop_nulls().to_numpy()
+            left = 0.0
+            for (label, low, high), colour in zip(_DEPTH_BINS, _DEPTH_BIN_COLOURS, strict=True):
+                share = float(np.mean((solved >= low) & (solved <= high))) if solved.size else 0.0
+                ax.barh(row, share, left=left, color=colour, label=label if row == 0 else None, height=0.7)
+                if share >= 0.08:
+                    ink = "white" if colour in _DEPTH_BIN_COLOURS[2:] else "black"
+                    ax.text(left + share / 2, row, f"{share:.0%}", ha="center", va="center", fontsize=7, color=ink)
+                left += share
+            note = f"{solved.size}/{rows.height}\nsolved"
+            ax.text(1.02, row, note, va="center", fontsize=7, transform=ax.get_yaxis_transform())
+        ax.set_yticks(np.arange(len(keys)), [name(d) for d in keys])
+        ax.set_ylim(len(keys) - 0.5, -0.5)
+        ax.set_xlim(0, 1)
+        ax.xaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+        ax.set_xlabel("share of solved tasks")
+        ax.grid(False)
+        if not audit.filter(pl.col("depth_status") == "solved").height:
+            ax.text(
+                0.5, 0.5, "no capped runs: D unknown", ha="center", va="center", color="#666666", transform=ax.transAxes
+            )
+    return ax
+
+
+def strip_plot(
+    audit: pl.DataFrame,
+    column: str,
+    *,
+    order: Sequence[str] | None = None,
+    palette: Palette = None,
+    log: bool = True,
+    ax: Axes | None = None,
+) -> Axes:
+    """Jittered points of ``column`` per collection (one row each) with a black median tick.
+
+    Drawn with :func:`seaborn.stripplot`; rows follow ``order``, top to bottom, so the panel can
+    share its y axis with :func:`depth_shares_plot`.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> audit = schema.conform(pl.DataFrame({"dataset": ["tb2", "tw"], "task": ["a", "b"],
+    ...     "work": [10, 50]}), "audit")
+    >>> [t.get_text() for t in strip_plot(audit, "work").get_yticklabels()]
+    ['TB2', 'TW-Verified']
+    """
+    import seaborn as sns
+
+    function = "strip_plot"
+    check_frame(audit, "audit", function, ("dataset", column))
+    keys = _order(audit, order, function)
+    colour = _palette(palette, function)
+    rows = audit.filter(pl.col("dataset").is_in(keys) & pl.col(column).is_not_null())
+    rows = rows.with_columns(pl.col(column).cast(pl.Float64))
+    if log:
+        rows = rows.filter(pl.col(column) > 0)
+    with _style():
+        ax = _axes(ax, function, (4, 0.45 * len(keys) + 1.2))
+        if rows.height:
+            frame = rows.select("dataset", column).to_pandas()
+            sns.stripplot(
+                data=frame,
+                x=column,
+                y="dataset",
+                order=keys,
+                hue="dataset",
+                hue_order=keys,
+                palette={k: colour(k) for k in keys},
+                jitter=0.25,
+                size=2.5,
+                alpha=0.45,
+                linewidth=0,
+                legend=False,
+                ax=ax,
+            )
+        for row, dataset in enumerate(keys):
+            values = rows.filter(pl.col("dataset") == dataset)[column].to_numpy()
+            if values.size:
+                ax.plot([np.median(values)] * 2, [row - 0.35, row + 0.35], color=MEDIAN_COLOUR, linewidth=1.6)
+        ax.set_yticks(np.arange(len(keys)), [name(d) for d in keys])
+        ax.set_ylim(len(keys) - 0.5, -0.5)
+        ax.set_ylabel("")
+        if log and rows.height:
+            _plain_log(ax, "x")
+        ax.grid(axis="y", visible=False)
+    return ax
+
+
+def collection_summary(audit: pl.DataFrame, *, order: Sequence[str] | None = None, palette: Palette = None) -> Figure:
     """Per collection: depth shares of solved tasks, work W and uncapped turns N.
 
-    Left: the share of *solved* tasks with D = 1, 2–3, 5–10 and ≥ 20, annotated with
-    solved / all tasks. Middle and right: W and N per task (log scale).
+    Left: :func:`depth_shares_plot`. Middle and right: :func:`strip_plot` of W and N per task
+    (log scale), each with its median.
 
     Parameters
     ----------
     audit : pl.DataFrame
         The audit table (columns dataset, depth, depth_status, work, n_turns).
+    order : sequence of str, optional
+        Collections to draw, top to bottom (default: those present, in display order).
+    palette : mapping of str to colour, optional
+        Colour per collection (default :func:`depthlab.collections.color`).
 
     Examples
     --------
@@ -208,63 +316,90 @@ def collection_summary(audit: pl.DataFrame) -> Figure:
     >>> [ax.get_xlabel() for ax in collection_summary(audit).axes]
     ['share of solved tasks', 'work W (solution lines, log scale)', 'turns N (median uncapped, log scale)']
     """
-    _require(audit, ("dataset", "depth", "depth_status", "work", "n_turns"), "audit", "collection_summary")
-    collections = _collections(audit)
+    function = "collection_summary"
+    check_frame(audit, "audit", function, ("dataset", "depth", "depth_status", "work", "n_turns"))
+    keys = _order(audit, order, function)
     with _style():
-        fig = Figure(figsize=(10, max(2.8, 0.45 * len(collections) + 1.6)), layout="constrained")
+        fig = Figure(figsize=(10, max(2.8, 0.45 * len(keys) + 1.6)), layout="constrained")
         ax_depth, ax_work, ax_turns = fig.subplots(1, 3, sharey=True, gridspec_kw={"width_ratios": [1.3, 1, 1]})
-        y = np.arange(len(collections))
-        for row, dataset in enumerate(collections):
-            rows = audit.filter(pl.col("dataset") == dataset)
-            solved = rows.filter(pl.col("depth_status") == "solved")["depth"].drop_nulls().to_numpy()
-            left = 0.0
-            for (label, low, high), colour in zip(_DEPTH_BINS, _DEPTH_BIN_COLOURS, strict=True):
-                share = float(np.mean((solved >= low) & (solved <= high))) if solved.size else 0.0
-                ax_depth.barh(row, share, left=left, color=colour, label=label if row == 0 else None, height=0.7)
-                if share >= 0.08:
-                    ax_depth.text(left + share / 2, row, f"{share:.0%}", ha="center", va="center", fontsize=7)
-                left += share
-            note = f"{solved.size}/{rows.height}\nsolved"
-            ax_depth.text(1.02, row, note, va="center", fontsize=7, transform=ax_depth.get_yaxis_transform())
-            for ax, column in ((ax_work, "work"), (ax_turns, "n_turns")):
-                values = rows[column].drop_nulls().cast(pl.Float64).to_numpy()
-                values = values[values > 0]
-                if values.size:
-                    _strip(ax, values, row, color(dataset))
-        ax_depth.set_yticks(y, [name(d) for d in collections])
-        ax_depth.invert_yaxis()
-        ax_depth.set_xlim(0, 1)
-        ax_depth.xaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
-        ax_depth.set_xlabel("share of solved tasks")
-        ax_depth.grid(False)
-        if audit.filter(pl.col("depth_status") == "solved").height:
-            fig.legend(loc="outside lower left", ncol=4, title="depth of solved tasks")
-        else:
-            ax_depth.text(
-                0.5,
-                0.5,
-                "no capped runs: D unknown",
-                ha="center",
-                va="center",
-                color="#666666",
-                transform=ax_depth.transAxes,
-            )
-        _plain_log(ax_work, "x")
+        depth_shares_plot(audit, order=keys, ax=ax_depth)
+        strip_plot(audit, "work", order=keys, palette=palette, ax=ax_work)
+        strip_plot(audit, "n_turns", order=keys, palette=palette, ax=ax_turns)
         ax_work.set_xlabel("work W (solution lines, log scale)")
-        _plain_log(ax_turns, "x")
         ax_turns.set_xlabel("turns N (median uncapped, log scale)")
         for ax in (ax_work, ax_turns):
-            ax.grid(axis="y", visible=False)
+            ax.tick_params(labelleft=False)
+        # one legend row: the depth bins (when a task is solved), then the median ticks of W and N
+        solved = audit.filter(pl.col("depth_status") == "solved").height > 0
+        handles = ax_depth.get_legend_handles_labels()[0] if solved else []
+        title = "depth of solved tasks; median of W and N" if solved else None
+        fig.legend(handles=[*handles, _median_handle()], loc="outside lower left", ncol=len(handles) + 1, title=title)
         fig.suptitle("Collections: how deep are the solved tasks, how much work, how many turns", fontsize=10)
     return fig
 
 
-def turns_vs_depth(audit: pl.DataFrame, *, caps: Sequence[int] = CAPS) -> Figure:
-    """Histograms of turns N beside depth D, one panel per collection, on the cap ladder.
+# ---------------------------------------------------------------------------------------------
+# turns N beside depth D
+
+
+def turns_depth_plot(
+    audit: pl.DataFrame, dataset: str, *, caps: Sequence[int] = CAPS, color: str | None = None, ax: Axes | None = None
+) -> Axes:
+    """One collection's histograms of N (outlined bars) beside D (filled bars) on the cap ladder.
 
     Each bar group is one rung of the ladder: D counts the solved tasks whose depth is that cap;
     N counts the tasks whose median uncapped turn count falls in the interval ending at that cap
-    (above the previous rung). Tasks with N above the top cap form a last group.
+    (above the previous rung). Tasks with N above the top cap form a last group. Both bars take
+    the collection's colour; the fill tells N from D.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> audit = schema.conform(pl.DataFrame({"dataset": ["tb2"] * 2, "task": ["a", "b"], "depth": [1, 3],
+    ...     "depth_status": ["solved"] * 2, "n_turns": [4.0, 9.0]}), "audit")
+    >>> turns_depth_plot(audit, "tb2").get_title()
+    'TB2 (2 tasks, 2 solved)'
+    """
+    function = "turns_depth_plot"
+    check_frame(audit, "audit", function, _TURNS_AND_DEPTH)
+    ladder = _ladder(caps, function)
+    labels = [*(_rung_label(ladder, i) for i in range(len(ladder))), f">{ladder[-1]}"]
+    hue = collections.color(dataset) if color is None else color
+    rows = audit.filter(pl.col("dataset") == dataset)
+    depth = rows.filter(pl.col("depth_status") == "solved")["depth"].drop_nulls().to_numpy()
+    turns = rows["n_turns"].drop_nulls().to_numpy()
+    with _style():
+        ax = _axes(ax, function, (4.0, 2.6))
+        x = np.arange(len(labels))
+        depth_counts = [int(np.sum(depth == cap)) for cap in ladder] + [0]
+        ax.bar(
+            x - 0.2,
+            _rung_counts(turns, ladder),
+            width=0.4,
+            facecolor="white",
+            edgecolor=hue,
+            linewidth=1.1,
+            label="turns N (uncapped)",
+        )
+        ax.bar(x + 0.2, depth_counts, width=0.4, color=hue, label="depth D (solved)")
+        ax.set_xticks(x, labels, fontsize=7)
+        ax.set_title(f"{name(dataset)} ({rows.height} tasks, {depth.size} solved)")
+        ax.set_xlabel("turns (ladder rung)")
+        ax.set_ylabel("tasks")
+        ax.grid(axis="x", visible=False)
+        ax.yaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
+    return ax
+
+
+def turns_vs_depth(
+    audit: pl.DataFrame,
+    *,
+    caps: Sequence[int] = CAPS,
+    order: Sequence[str] | None = None,
+    palette: Palette = None,
+) -> Figure:
+    """Histograms of turns N beside depth D, one panel per collection (:func:`turns_depth_plot`).
 
     Parameters
     ----------
@@ -272,6 +407,8 @@ def turns_vs_depth(audit: pl.DataFrame, *, caps: Sequence[int] = CAPS) -> Figure
         The audit table (dataset, depth, depth_status, n_turns).
     caps : sequence of int
         The ladder (default :data:`depthlab.CAPS`).
+    order, palette
+        Collections to draw and their colours (defaults: :mod:`depthlab.collections`).
 
     Examples
     --------
@@ -282,40 +419,142 @@ def turns_vs_depth(audit: pl.DataFrame, *, caps: Sequence[int] = CAPS) -> Figure
     >>> turns_vs_depth(audit).axes[0].get_title()
     'TB2 (2 tasks, 2 solved)'
     """
-    _require(audit, _TURNS_AND_DEPTH, "audit", "turns_vs_depth")
-    ladder = _ladder(caps, "turns_vs_depth")
-    labels = [*(_rung_label(ladder, i) for i in range(len(ladder))), f">{ladder[-1]}"]
-    collections = _collections(audit)
+    function = "turns_vs_depth"
+    check_frame(audit, "audit", function, _TURNS_AND_DEPTH)
+    _ladder(caps, function)
+    keys = _order(audit, order, function)
+    colour = _palette(palette, function)
     with _style():
-        fig, axes = _panels(len(collections), width=4.0, height=2.5)
-        x = np.arange(len(labels))
-        for ax, dataset in zip(axes, collections, strict=False):
-            rows = audit.filter(pl.col("dataset") == dataset)
-            depth = rows.filter(pl.col("depth_status") == "solved")["depth"].drop_nulls().to_numpy()
-            turns = rows["n_turns"].drop_nulls().to_numpy()
-            depth_counts = [int(np.sum(depth == cap)) for cap in ladder] + [0]
-            turn_counts = _rung_counts(turns, ladder)
-            ax.bar(x - 0.2, turn_counts, width=0.4, color="#BBBBBB", label="turns N (uncapped)")
-            ax.bar(x + 0.2, depth_counts, width=0.4, color=color(dataset), label="depth D (solved)")
-            ax.set_xticks(x, labels, fontsize=7)
-            ax.set_title(f"{name(dataset)} ({rows.height} tasks, {depth.size} solved)")
-            ax.set_xlabel("turns (ladder rung)")
-            ax.set_ylabel("tasks")
-            ax.grid(axis="x", visible=False)
-            ax.yaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
-        handles, names = axes[0].get_legend_handles_labels()
-        fig.legend(handles, names, loc="outside upper right", ncol=2)
-        fig.suptitle("Uncapped turn counts N beside depth D, per collection", fontsize=10, x=0.02, ha="left")
+        fig, axes = _panels(len(keys), width=4.0, height=2.5)
+        for ax, dataset in zip(axes, keys, strict=False):
+            turns_depth_plot(audit, dataset, caps=caps, color=colour(dataset), ax=ax)
+        # neutral legend swatches: the fill, not the colour, tells N from D in every panel
+        handles = [
+            Patch(facecolor="white", edgecolor=_NEUTRAL, label="turns N (uncapped, median per task)"),
+            Patch(facecolor=_NEUTRAL, label="depth D (solved tasks)"),
+        ]
+        fig.legend(handles=handles, loc="outside upper right", ncol=2)
+        fig.suptitle(
+            "Uncapped turn counts N beside depth D, per collection (bar colour = collection)",
+            fontsize=10,
+            x=0.02,
+            ha="left",
+        )
     return fig
 
 
-def turns_minus_depth(audit: pl.DataFrame) -> Figure:
-    """Histogram of N − D over solved tasks, one step line per collection.
+def turns_minus_depth_plot(
+    audit: pl.DataFrame,
+    *,
+    order: Sequence[str] | None = None,
+    palette: Palette = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """N − D over solved tasks, one row per collection: a box (quartiles, black median) and the tasks.
+
+    Drawn with :func:`seaborn.boxplot` and :func:`seaborn.stripplot` on a symmetric-log axis
+    (linear within ±10 turns). The shaded band left of zero holds the tasks with N < D: their
+    median uncapped run took fewer turns than the smallest cap under which a capped run passed.
+    That happens because N counts every valid uncapped run, failed ones included (a run that
+    gives up early takes few turns), and a capped attempt at a low cap can fail by chance.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> audit = schema.conform(pl.DataFrame({"dataset": ["tb2"] * 2, "task": ["a", "b"], "depth": [1, 3],
+    ...     "depth_status": ["solved"] * 2, "n_turns": [4.0, 9.0]}), "audit")
+    >>> turns_minus_depth_plot(audit).get_xlabel()
+    'N − D (turns taken minus depth)'
+    """
+    import seaborn as sns
+
+    function = "turns_minus_depth_plot"
+    check_frame(audit, "audit", function, _TURNS_AND_DEPTH)
+    solved = audit.filter(
+        (pl.col("depth_status") == "solved") & pl.col("depth").is_not_null() & pl.col("n_turns").is_not_null()
+    ).with_columns(gap=pl.col("n_turns") - pl.col("depth").cast(pl.Float64))
+    keys = _order(solved, order, function) if solved.height or order is not None else []
+    colour = _palette(palette, function)
+    rows = solved.filter(pl.col("dataset").is_in(keys))
+    with _style():
+        ax = _axes(ax, function, (6.4, 0.5 * max(len(keys), 1) + 1.4))
+        if rows.height:
+            frame = rows.select("dataset", "gap").to_pandas()
+            colours = {k: colour(k) for k in keys}
+            ax.axvspan(-1e6, 0, color="#F2F2F2", zorder=0, linewidth=0)
+            with warnings.catch_warnings():
+                # seaborn 0.13 still passes boxplot's `vert`, deprecated by matplotlib 3.11: not ours to fix
+                warnings.filterwarnings("ignore", message="vert: bool", category=DeprecationWarning)
+                sns.boxplot(
+                    data=frame,
+                    x="gap",
+                    y="dataset",
+                    order=keys,
+                    hue="dataset",
+                    hue_order=keys,
+                    palette=colours,
+                    fill=False,
+                    showfliers=False,
+                    width=0.6,
+                    linewidth=1.2,
+                    medianprops={"color": MEDIAN_COLOUR, "linewidth": 2.0},
+                    legend=False,
+                    ax=ax,
+                )
+            sns.stripplot(
+                data=frame,
+                x="gap",
+                y="dataset",
+                order=keys,
+                hue="dataset",
+                hue_order=keys,
+                palette=colours,
+                jitter=0.22,
+                size=2.2,
+                alpha=0.6,
+                linewidth=0,
+                legend=False,
+                ax=ax,
+            )
+            ax.set_xscale("symlog", linthresh=10)
+            low, high = float(rows["gap"].min()), float(rows["gap"].max())
+            ax.set_xlim(min(low, -1) - 1, max(high, 10) * 1.3)
+            ticks = [t for t in (-20, -10, -5, 0, 5, 10, 20, 50, 100, 200, 500) if low - 1 <= t <= max(high, 10) * 1.3]
+            ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+            ax.xaxis.set_minor_locator(mpl.ticker.NullLocator())
+            ax.axvline(0, color=_NEUTRAL, linewidth=0.8, linestyle="--")
+            for row, dataset in enumerate(keys):
+                gap = rows.filter(pl.col("dataset") == dataset)["gap"].to_numpy()
+                below = int(np.sum(gap < 0))
+                text = f"n={gap.size}, median {np.median(gap):+.0f}" + (f", N<D: {below}" if below else "")
+                ax.text(1.01, row, text, va="center", fontsize=7, transform=ax.get_yaxis_transform())
+            ax.set_yticks(np.arange(len(keys)), [name(d) for d in keys])
+            handles = [
+                _median_handle(),
+                Patch(facecolor="white", edgecolor=_NEUTRAL, label="box: middle half of the tasks"),
+                Patch(facecolor="#F2F2F2", label="N < D (see note)"),
+            ]
+            ax.legend(handles=handles, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=7)
+        else:
+            _empty_note(ax, "no solved tasks with turn counts")
+        ax.set_xlabel("N − D (turns taken minus depth)")
+        ax.set_ylabel("")
+        ax.grid(axis="y", visible=False)
+    return ax
+
+
+def turns_minus_depth(audit: pl.DataFrame, *, order: Sequence[str] | None = None, palette: Palette = None) -> Figure:
+    """How many more turns than its depth a solved task takes uncapped: :func:`turns_minus_depth_plot`.
+
+    The figure's note says why N − D can be negative.
 
     Parameters
     ----------
     audit : pl.DataFrame
         The audit table (dataset, depth, depth_status, n_turns).
+    order, palette
+        Collections to draw and their colours (defaults: :mod:`depthlab.collections`).
 
     Examples
     --------
@@ -324,39 +563,85 @@ def turns_minus_depth(audit: pl.DataFrame) -> Figure:
     >>> audit = schema.conform(pl.DataFrame({"dataset": ["tb2"] * 2, "task": ["a", "b"], "depth": [1, 3],
     ...     "depth_status": ["solved"] * 2, "n_turns": [4.0, 9.0]}), "audit")
     >>> turns_minus_depth(audit).axes[0].get_xlabel()
-    'N − D (turns taken minus depth, turns)'
+    'N − D (turns taken minus depth)'
     """
-    _require(audit, _TURNS_AND_DEPTH, "audit", "turns_minus_depth")
-    solved = audit.filter((pl.col("depth_status") == "solved") & pl.col("depth").is_not_null())
-    solved = solved.filter(pl.col("n_turns").is_not_null())
-    gap = (solved["n_turns"] - solved["depth"].cast(pl.Float64)).to_numpy()
+    check_frame(audit, "audit", "turns_minus_depth", _TURNS_AND_DEPTH)
+    n = len(_order(audit, order, "turns_minus_depth")) if audit.height else 1
     with _style():
-        fig = Figure(figsize=(6, 3.4), layout="constrained")
+        fig = Figure(figsize=(7.2, 0.42 * max(n, 1) + 2.0), layout="constrained")
         ax = fig.subplots()
-        if gap.size:
-            low, high = math.floor(min(gap.min(), 0)), math.ceil(max(gap.max(), 1))
-            bins = np.linspace(low, high, min(40, max(high - low, 1)) + 1)
-            for dataset in _collections(solved):
-                values = gap[(solved["dataset"] == dataset).to_numpy()]
-                ax.hist(
-                    values,
-                    bins=bins,
-                    histtype="step",
-                    linewidth=1.6,
-                    color=color(dataset),
-                    label=f"{name(dataset)} (n={values.size}, median {np.median(values):+.1f})",
-                )
-            ax.axvline(0, color="#444444", linewidth=0.8, linestyle="--")
-            ax.legend(loc="upper right")
-        else:
-            _empty_note(ax, "no solved tasks with turn counts")
-        ax.set_xlabel("N − D (turns taken minus depth, turns)")
-        ax.set_ylabel("solved tasks")
-        ax.set_title("Turns taken without a cap minus depth, per solved task")
+        turns_minus_depth_plot(audit, order=order, palette=palette, ax=ax)
+        ax.set_title("Turns taken without a cap minus depth, per solved task", pad=22)
+        fig.text(0.01, 0.0, NEGATIVE_GAP_NOTE, fontsize=7, color="#555555", ha="left", va="bottom", wrap=True)
+        fig.get_layout_engine().set(h_pad=0.25)
     return fig
 
 
-def depth_given_turns(audit: pl.DataFrame, *, turns: tuple[float, float] = (6, 10)) -> Figure:
+#: Why N − D can be negative (printed under :func:`turns_minus_depth`).
+NEGATIVE_GAP_NOTE: Final[str] = (
+    "N < D: the median uncapped run took fewer turns than the smallest stated cap under which a capped run "
+    "passed. N counts every valid uncapped run, failed ones included (a run that gives up early takes few "
+    "turns), and a capped attempt at a low cap can fail by chance."
+)
+
+
+def depth_given_turns_plot(
+    audit: pl.DataFrame,
+    *,
+    turns: tuple[float, float] = (6, 10),
+    order: Sequence[str] | None = None,
+    palette: Palette = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Stacked bars of D for the solved tasks whose N lies in ``turns`` (inclusive), per collection.
+
+    The legend lists the collections top to bottom in the order of the stacks.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> audit = schema.conform(pl.DataFrame({"dataset": ["tb2", "tw"], "task": ["a", "b"], "depth": [1, 1],
+    ...     "depth_status": ["solved"] * 2, "n_turns": [7.0, 9.0]}), "audit")
+    >>> [t.get_text() for t in depth_given_turns_plot(audit).get_legend().get_texts()]
+    ['TW-Verified', 'TB2']
+    """
+    function = "depth_given_turns_plot"
+    check_frame(audit, "audit", function, _TURNS_AND_DEPTH)
+    low, high = _window(turns, function)
+    rows = _turn_window(audit, low, high)
+    keys = _order(rows, order, function) if rows.height or order is not None else []
+    colour = _palette(palette, function)
+    caps = sorted(set(CAPS) | set(rows["depth"].to_list()))
+    with _style():
+        ax = _axes(ax, function, (6, 3.4))
+        x = np.arange(len(caps))
+        bottom = np.zeros(len(caps))
+        for dataset in keys:
+            depth = rows.filter(pl.col("dataset") == dataset)["depth"].to_numpy()
+            counts = np.array([np.sum(depth == cap) for cap in caps], dtype=float)
+            ax.bar(x, counts, bottom=bottom, color=colour(dataset), label=name(dataset), width=0.7)
+            bottom += counts
+        if rows.height == 0:
+            _empty_note(ax, f"no solved task has N in {low:g}–{high:g}")
+        else:
+            handles, labels = ax.get_legend_handles_labels()
+            # the last stack drawn is the top one: list it first, as the eye reads the bars
+            ax.legend(handles[::-1], labels[::-1], loc="upper right", title="collection")
+        ax.set_xticks(x, [str(cap) for cap in caps])
+        ax.set_xlabel("depth D (turns)")
+        ax.set_ylabel(f"solved tasks with N in {low:g}–{high:g}")
+        ax.grid(axis="x", visible=False)
+    return ax
+
+
+def depth_given_turns(
+    audit: pl.DataFrame,
+    *,
+    turns: tuple[float, float] = (6, 10),
+    order: Sequence[str] | None = None,
+    palette: Palette = None,
+) -> Figure:
     """Depth of the tasks whose uncapped turn count N lies in ``turns`` (inclusive), per collection.
 
     Parameters
@@ -365,6 +650,8 @@ def depth_given_turns(audit: pl.DataFrame, *, turns: tuple[float, float] = (6, 1
         The audit table (dataset, depth, depth_status, n_turns).
     turns : (low, high)
         The N interval, inclusive (the paper uses 6–10).
+    order, palette
+        Collections to draw (bottom stack first) and their colours.
 
     Examples
     --------
@@ -375,49 +662,108 @@ def depth_given_turns(audit: pl.DataFrame, *, turns: tuple[float, float] = (6, 1
     >>> depth_given_turns(audit).axes[0].get_ylabel()
     'solved tasks with N in 6–10'
     """
-    _require(audit, _TURNS_AND_DEPTH, "audit", "depth_given_turns")
-    low, high = turns
-    if not low <= high:
-        raise ValueError(
-            f"The 'turns' parameter of depth_given_turns must be (low, high) with low <= high, got {turns}"
-        )
-    rows = audit.filter(
-        (pl.col("depth_status") == "solved") & pl.col("n_turns").is_between(low, high) & pl.col("depth").is_not_null()
-    )
-    caps = sorted(set(CAPS) | set(rows["depth"].to_list()))
+    function = "depth_given_turns"
+    check_frame(audit, "audit", function, _TURNS_AND_DEPTH)
+    low, high = _window(turns, function)
     with _style():
         fig = Figure(figsize=(6, 3.4), layout="constrained")
         ax = fig.subplots()
-        x = np.arange(len(caps))
-        bottom = np.zeros(len(caps))
-        for dataset in _collections(rows):
-            depth = rows.filter(pl.col("dataset") == dataset)["depth"].to_numpy()
-            counts = np.array([np.sum(depth == cap) for cap in caps], dtype=float)
-            ax.bar(x, counts, bottom=bottom, color=color(dataset), label=name(dataset), width=0.7)
-            bottom += counts
-        if rows.height == 0:
-            _empty_note(ax, f"no solved task has N in {low:g}–{high:g}")
-        else:
-            ax.legend(loc="upper right")
+        depth_given_turns_plot(audit, turns=turns, order=order, palette=palette, ax=ax)
+        rows = _turn_window(audit, low, high)
+        if rows.height:
             share = float(np.mean(rows["depth"].to_numpy() == 1))
             ax.set_title(f"{rows.height} tasks take {low:g}–{high:g} turns; {share:.0%} of them have D = 1")
-        ax.set_xticks(x, [str(cap) for cap in caps])
-        ax.set_xlabel("depth D (turns)")
-        ax.set_ylabel(f"solved tasks with N in {low:g}–{high:g}")
-        ax.grid(axis="x", visible=False)
     return fig
 
 
-def forest(table: pl.DataFrame, *, title: str = "Rank partial correlations with 95% bootstrap CIs") -> Figure:
-    """Forest plot of correlations with confidence intervals, one row per line of ``table``.
+# ---------------------------------------------------------------------------------------------
+# correlations and pass rates
+
+
+def forest_plot(
+    table: pl.DataFrame,
+    *,
+    palette: Palette = None,
+    adjust: str | None = "holm",
+    ax: Axes | None = None,
+) -> Axes:
+    """Forest plot of correlations with their (unadjusted) confidence intervals, one row per line of ``table``.
+
+    Rows of a collection take its colour; rows without a ``dataset`` (pooled over collections)
+    are grey. When ``table`` has a ``p`` column, the p-value of each row is printed beside it,
+    with the p-value adjusted over every row shown (:func:`depthlab.stats.adjust_p`, ``adjust``
+    method), because a figure of many correlations invites reading the smallest ones.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> table = pl.DataFrame({"label": ["a", "b"], "r": [-0.3, 0.1], "ci_low": [-0.5, -0.1],
+    ...     "ci_high": [-0.1, 0.3], "n": [50, 40], "p": [0.01, 0.3]})
+    >>> [t.get_text() for t in forest_plot(table).texts][:2]
+    ['n = 50   p = 0.01   p_holm = 0.02', 'n = 40   p = 0.3   p_holm = 0.3']
+    """
+    from depthlab.stats import adjust_p
+
+    function = "forest_plot"
+    check_frame(table, "table", function, ("label", "r", "ci_low", "ci_high", "n"))
+    if adjust is not None:
+        check_choice(adjust, "adjust", function, ("holm", "bonferroni", "fdr_bh"))
+    colour = _palette(palette, function)
+    has_p = "p" in table.columns and table["p"].drop_nulls().len() > 0
+    adjusted = adjust_p(table["p"].to_list(), method=adjust) if has_p and adjust else None
+    has_paper = "paper" in table.columns and table["paper"].drop_nulls().len() > 0
+    with _style():
+        ax = _axes(ax, function, (7, 0.42 * max(table.height, 1) + 1.3))
+        for i, row in enumerate(table.iter_rows(named=True)):
+            hue = colour(row["dataset"]) if row.get("dataset") else POOLED_COLOUR
+            if row["ci_low"] is not None and row["ci_high"] is not None:
+                ax.plot([row["ci_low"], row["ci_high"]], [i, i], color=hue, linewidth=2, solid_capstyle="butt")
+            if row["r"] is not None:
+                ax.plot(row["r"], i, "o", color=hue, markersize=6)
+            if has_paper and row.get("paper") is not None:
+                ax.plot(row["paper"], i, "D", markerfacecolor="none", markeredgecolor=_NEUTRAL, markersize=6)
+            note = f"n = {row['n']}"
+            if has_p:
+                note += f"   p {_p_text(row['p'])}"
+                if adjusted is not None:
+                    note += f"   p_{adjust} {_p_text(adjusted[i])}"
+            ax.text(1.03, i, note, va="center", fontsize=7, transform=ax.get_yaxis_transform())
+        ax.axvline(0, color=_NEUTRAL, linewidth=0.8, linestyle="--")
+        # a rule between groups of rows that test different things ("...: pass ~ D | W" then "...: pass ~ N | D")
+        tests = [label.split(":", 1)[-1].strip() for label in table["label"].to_list()]
+        for i in range(1, len(tests)):
+            if tests[i] != tests[i - 1]:
+                ax.axhline(i - 0.5, color="#BBBBBB", linewidth=0.8)
+        ax.set_yticks(np.arange(table.height), table["label"].to_list())
+        ax.set_ylim(max(table.height, 1) - 0.5, -0.5)
+        ax.set_xlim(-1, 1)
+        ax.set_xlabel("rank partial correlation (Spearman)")
+        ax.grid(axis="y", visible=False)
+    return ax
+
+
+def forest(
+    table: pl.DataFrame,
+    *,
+    title: str = "Rank partial correlations with 95% bootstrap CIs",
+    palette: Palette = None,
+    adjust: str | None = "holm",
+) -> Figure:
+    """Forest plot of correlations with confidence intervals (:func:`forest_plot`) and its legend.
 
     Parameters
     ----------
     table : pl.DataFrame
         Columns ``label`` (row name), ``r``, ``ci_low``, ``ci_high``, ``n``; optional ``dataset``
-        (colours the point) and ``paper`` (the paper's value, drawn as an open diamond).
+        (colours the row; null = pooled, grey), ``p`` (printed raw and adjusted over all rows) and
+        ``paper`` (the paper's value, drawn as an open diamond).
     title : str
         Figure title.
+    palette : mapping of str to colour, optional
+        Colour per collection.
+    adjust : {"holm", "bonferroni", "fdr_bh"} or None
+        Multiple-comparison adjustment of the printed p-values (None: raw only). The intervals
+        drawn are the unadjusted ones.
 
     Examples
     --------
@@ -427,49 +773,115 @@ def forest(table: pl.DataFrame, *, title: str = "Rank partial correlations with 
     >>> forest(table).axes[0].get_xlabel()
     'rank partial correlation (Spearman)'
     """
-    _require(table, ("label", "r", "ci_low", "ci_high", "n"), "table", "forest")
+    check_frame(table, "table", "forest", ("label", "r", "ci_low", "ci_high", "n"))
     with _style():
-        fig = Figure(figsize=(7, 0.42 * max(table.height, 1) + 1.3), layout="constrained")
+        fig = Figure(figsize=(8.2, 0.42 * max(table.height, 1) + 1.6), layout="constrained")
         ax = fig.subplots()
-        y = np.arange(table.height)
-        has_paper = "paper" in table.columns and table["paper"].drop_nulls().len() > 0
-        for i, row in enumerate(table.iter_rows(named=True)):
-            colour = color(row["dataset"]) if row.get("dataset") else _POOLED_COLOUR
-            if row["ci_low"] is not None and row["ci_high"] is not None:
-                ax.plot([row["ci_low"], row["ci_high"]], [i, i], color=colour, linewidth=2, solid_capstyle="butt")
-            if row["r"] is not None:
-                ax.plot(row["r"], i, "o", color=colour, markersize=6)
-            if has_paper and row.get("paper") is not None:
-                ax.plot(row["paper"], i, "D", markerfacecolor="none", markeredgecolor="#444444", markersize=6)
-            ax.text(1.03, i, f"n = {row['n']}", va="center", fontsize=7, transform=ax.get_yaxis_transform())
-        if has_paper:
-            ax.plot([], [], "o", color=_POOLED_COLOUR, label="this data (95% CI); grey = pooled")
-            ax.plot([], [], "D", markerfacecolor="none", markeredgecolor="#444444", label="paper reports")
-            fig.legend(loc="outside lower center", ncol=2)
-        ax.axvline(0, color="#444444", linewidth=0.8, linestyle="--")
-        # a rule between groups of rows that test different things ("...: pass ~ D | W" then "...: pass ~ N | D")
-        tests = [label.split(":", 1)[-1].strip() for label in table["label"].to_list()]
-        for i in range(1, len(tests)):
-            if tests[i] != tests[i - 1]:
-                ax.axhline(i - 0.5, color="#BBBBBB", linewidth=0.8)
-        ax.set_yticks(y, table["label"].to_list())
-        ax.invert_yaxis()
-        ax.set_xlim(-1, 1)
-        ax.set_xlabel("rank partial correlation (Spearman)")
-        ax.grid(axis="y", visible=False)
+        forest_plot(table, palette=palette, adjust=adjust, ax=ax)
+        handles = [
+            Line2D([], [], marker="o", color=_NEUTRAL, linewidth=2, label="this data, unadjusted 95% CI"),
+            Line2D([], [], marker="o", color=POOLED_COLOUR, linewidth=2, label="grey: pooled over collections"),
+        ]
+        if "paper" in table.columns and table["paper"].drop_nulls().len() > 0:
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    marker="D",
+                    linestyle="none",
+                    markerfacecolor="none",
+                    markeredgecolor=_NEUTRAL,
+                    label="paper reports",
+                )
+            )
+        if "p" in table.columns and table["p"].drop_nulls().len() > 0 and adjust:
+            n_tests = table["p"].drop_nulls().len()
+            handles.append(
+                Patch(facecolor="none", edgecolor="none", label=f"p_{adjust}: adjusted over {n_tests} tests")
+            )
+        fig.legend(handles=handles, loc="outside lower center", ncol=len(handles))
         ax.set_title(title)
     return fig
 
 
-def work_vs_pass_rate(audit: pl.DataFrame) -> Figure:
-    """Public pass rate against work W (log scale), one colour per collection.
+def work_pass_plot(
+    audit: pl.DataFrame,
+    *,
+    order: Sequence[str] | None = None,
+    palette: Palette = None,
+    jitter: float = 0.025,
+    ci: float = 0.95,
+    ax: Axes | None = None,
+) -> Axes:
+    """Public pass rate of each task against its work W (log scale), with pooled rates per W quartile.
 
+    Points are jittered vertically by up to ``jitter`` (a pass rate over few runs takes few
+    values, which would stack points on a handful of lines). With an ``n_public_trials`` column,
+    each collection also gets the pooled pass rate (passes / runs) of its tasks in each quartile of
+    W, at the quartile's median W, with a Wilson interval (:func:`depthlab.stats.proportion_ci`).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> audit = schema.conform(pl.DataFrame({"dataset": ["tb2"] * 2, "task": ["a", "b"], "work": [3, 300],
+    ...     "pass_rate": [0.9, 0.1]}), "audit")
+    >>> work_pass_plot(audit).get_ylabel()
+    'public pass rate'
+    """
+    function = "work_pass_plot"
+    check_frame(audit, "audit", function, ("dataset", "work", "pass_rate"))
+    check_number(jitter, "jitter", function, low=0, high=0.1)
+    rows = _with_work_and_rate(audit)
+    keys = _order(rows, order, function) if rows.height or order is not None else []
+    colour = _palette(palette, function)
+    with _style():
+        ax = _axes(ax, function, (6, 3.6))
+        for dataset in keys:
+            part = rows.filter(pl.col("dataset") == dataset)
+            shift = np.random.default_rng(_seed(dataset)).uniform(-jitter, jitter, part.height)
+            ax.scatter(
+                part["work"].to_numpy(),
+                part["pass_rate"].to_numpy() + shift,
+                s=12,
+                alpha=0.55,
+                color=colour(dataset),
+                label=f"{name(dataset)} (n={part.height})",
+                edgecolors="none",
+            )
+            if "n_public_trials" in part.columns:
+                _pooled_by_quartile(ax, part, colour(dataset), ci)
+        if rows.height == 0:
+            _empty_note(ax, "no task has both W and a public pass rate")
+        else:
+            _plain_log(ax, "x")
+        ax.set_ylim(-0.05, 1.05)
+        ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+        ax.set_xlabel("work W (solution lines, log scale)")
+        ax.set_ylabel("public pass rate")
+    return ax
+
+
+def work_vs_pass_rate(
+    audit: pl.DataFrame,
+    *,
+    order: Sequence[str] | None = None,
+    palette: Palette = None,
+    jitter: float = 0.025,
+) -> Figure:
+    """Public pass rate against work W, one panel per collection (:func:`work_pass_plot`).
+
+    One panel per collection (shared axes), so no colours blend where collections overlap.
     Needs no capped runs, so it runs on public leaderboard data alone.
 
     Parameters
     ----------
     audit : pl.DataFrame
-        The audit table (dataset, work, pass_rate).
+        The audit table (dataset, work, pass_rate; optional n_public_trials for pooled rates).
+    order, palette
+        Collections to draw and their colours.
+    jitter : float
+        Vertical jitter of the points (pass-rate units).
 
     Examples
     --------
@@ -480,44 +892,118 @@ def work_vs_pass_rate(audit: pl.DataFrame) -> Figure:
     >>> work_vs_pass_rate(audit).axes[0].get_ylabel()
     'public pass rate'
     """
-    _require(audit, ("dataset", "work", "pass_rate"), "audit", "work_vs_pass_rate")
-    rows = audit.filter(pl.col("work").is_not_null() & (pl.col("work") > 0) & pl.col("pass_rate").is_not_null())
+    function = "work_vs_pass_rate"
+    check_frame(audit, "audit", function, ("dataset", "work", "pass_rate"))
+    rows = _with_work_and_rate(audit)
+    keys = _order(rows, order, function) if rows.height or order is not None else []
     with _style():
-        fig = Figure(figsize=(6, 3.6), layout="constrained")
-        ax = fig.subplots()
-        for dataset in _collections(rows):
-            part = rows.filter(pl.col("dataset") == dataset)
-            ax.scatter(
-                part["work"],
-                part["pass_rate"],
-                s=14,
-                alpha=0.7,
-                color=color(dataset),
-                label=f"{name(dataset)} (n={part.height})",
-                edgecolors="none",
-            )
-        if rows.height == 0:
-            _empty_note(ax, "no task has both W and a public pass rate")
-        else:
-            _plain_log(ax, "x")
-            fig.legend(loc="outside right upper")
-        ax.set_ylim(-0.03, 1.03)
-        ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
-        ax.set_xlabel("work W (solution lines, log scale)")
-        ax.set_ylabel("public pass rate")
-        ax.set_title("Public pass rate against work W")
+        fig, axes = _panels(len(keys), width=3.3, height=2.7, ncols=4, sharex=True, sharey=True)
+        if not keys:
+            work_pass_plot(rows, ax=axes[0])
+        for ax, dataset in zip(axes, keys, strict=False):
+            work_pass_plot(rows, order=[dataset], palette=palette, jitter=jitter, ax=ax)
+            ax.set_title(f"{name(dataset)} ({rows.filter(pl.col('dataset') == dataset).height} tasks)")
+        ncols = min(4, max(len(keys), 1))
+        for i, ax in enumerate(axes):
+            if i % ncols:
+                ax.set_ylabel("")
+            if i + ncols < len(keys):  # a panel below shows the shared x axis
+                ax.set_xlabel("")
+            else:
+                ax.xaxis.set_tick_params(labelbottom=True)
+        handles = [Line2D([], [], marker="o", linestyle="none", color=_NEUTRAL, alpha=0.55, label="task (jittered)")]
+        if "n_public_trials" in rows.columns:
+            handles.append(Line2D([], [], marker="s", color=_NEUTRAL, label="pooled per W quartile, 95% Wilson CI"))
+        fig.legend(handles=handles, loc="outside lower center", ncol=2)
+        fig.suptitle("Public pass rate against work W, per collection", fontsize=10)
     return fig
 
 
-def turns_by_model(turns: pl.DataFrame, *, turn_limit: int | None = None) -> Figure:
-    """Distribution of uncapped turn counts per model (ECDF), from :func:`depthlab.turn_counts`.
+def turns_ecdf_plot(
+    turns: pl.DataFrame,
+    *,
+    order: Sequence[str] | None = None,
+    palette: Palette = None,
+    turn_limit: int | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """ECDF of uncapped turn counts per model (:func:`seaborn.ecdfplot`), log scale.
+
+    ``order`` and ``palette`` name *models* here (default: sorted, a colour set distinct from
+    the collections').
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> turns = pl.DataFrame({"model": ["a", "a", "b"], "n_turns": [3.0, 8.0, 20.0]})
+    >>> [t.get_text() for t in turns_ecdf_plot(turns).get_legend().get_texts()]
+    ['a (median 6)', 'b (median 20)']
+    """
+    import seaborn as sns
+
+    function = "turns_ecdf_plot"
+    check_frame(turns, "turns", function, ("model", "n_turns"))
+    rows = turns.filter(pl.col("n_turns").is_not_null() & (pl.col("n_turns") > 0))
+    models = sorted(rows["model"].unique().to_list()) if order is None else check_names(order, "order", function)
+    colours = {m: _MODEL_COLOURS[i % len(_MODEL_COLOURS)] for i, m in enumerate(models)}
+    if palette is not None:
+        colours.update(_check_palette(palette, function))
+    rows = rows.filter(pl.col("model").is_in(models))
+    with _style():
+        ax = _axes(ax, function, (6, 3.6))
+        handles = []
+        if rows.height:
+            frame = rows.select("model", pl.col("n_turns").cast(pl.Float64)).to_pandas()
+            sns.ecdfplot(
+                data=frame,
+                x="n_turns",
+                hue="model",
+                hue_order=models,
+                palette=colours,
+                log_scale=True,
+                linewidth=1.4,
+                legend=False,
+                ax=ax,
+            )
+            for model in models:
+                values = rows.filter(pl.col("model") == model)["n_turns"].to_numpy()
+                if values.size:
+                    label = f"{model} (median {np.median(values):.0f})"
+                    handles.append(Line2D([], [], color=colours[model], linewidth=1.4, label=label))
+            _plain_log(ax, "x")
+        else:
+            _empty_note(ax, "no uncapped runs with turn counts")
+        if turn_limit is not None:
+            handles.append(
+                ax.axvline(turn_limit, color="#B22222", linestyle=":", linewidth=1, label=f"harness limit {turn_limit}")
+            )
+        if handles:
+            ax.legend(handles=handles, loc="lower right", fontsize=7)
+        ax.set_ylim(0, 1.02)
+        ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+        ax.set_xlabel("turns N per task (median over uncapped runs, log scale)")
+        ax.set_ylabel("share of tasks with at most N turns")
+    return ax
+
+
+def turns_by_model(
+    turns: pl.DataFrame,
+    *,
+    turn_limit: int | None = None,
+    order: Sequence[str] | None = None,
+    palette: Palette = None,
+) -> Figure:
+    """Distribution of uncapped turn counts per model (ECDF, :func:`turns_ecdf_plot`).
 
     Parameters
     ----------
     turns : pl.DataFrame
-        Columns ``model`` and ``n_turns`` (one row per task and model); optional ``dataset``.
+        Columns ``model`` and ``n_turns`` (one row per task and model, from
+        :func:`depthlab.turn_counts`); optional ``dataset``.
     turn_limit : int, optional
         The harness's safety limit, drawn as a vertical line when given.
+    order, palette
+        Models to draw and their colours.
 
     Examples
     --------
@@ -526,44 +1012,84 @@ def turns_by_model(turns: pl.DataFrame, *, turn_limit: int | None = None) -> Fig
     >>> turns_by_model(turns).axes[0].get_xlabel()
     'turns N per task (median over uncapped runs, log scale)'
     """
-    _require(turns, ("model", "n_turns"), "turns", "turns_by_model")
-    rows = turns.filter(pl.col("n_turns").is_not_null() & (pl.col("n_turns") > 0))
-    models = sorted(rows["model"].unique().to_list())
-    colours = [_MODEL_COLOURS[i % len(_MODEL_COLOURS)] for i in range(len(models))]
+    check_frame(turns, "turns", "turns_by_model", ("model", "n_turns"))
     with _style():
         fig = Figure(figsize=(6, 3.6), layout="constrained")
         ax = fig.subplots()
-        for model, colour in zip(models, colours, strict=False):
-            values = np.sort(rows.filter(pl.col("model") == model)["n_turns"].cast(pl.Float64).to_numpy())
-            share = np.arange(1, values.size + 1) / values.size
-            ax.step(
-                values,
-                share,
-                where="post",
-                color=colour,
-                linewidth=1.4,
-                label=f"{model} (median {np.median(values):.0f})",
-            )
-        if turn_limit is not None:
-            ax.axvline(turn_limit, color="#B22222", linestyle=":", linewidth=1, label=f"harness limit {turn_limit}")
-        if rows.height == 0:
-            _empty_note(ax, "no uncapped runs with turn counts")
-        else:
-            _plain_log(ax, "x")
-            fig.legend(loc="outside right upper", fontsize=7)
-        ax.set_ylim(0, 1.02)
-        ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
-        ax.set_xlabel("turns N per task (median over uncapped runs, log scale)")
-        ax.set_ylabel("share of tasks with at most N turns")
+        turns_ecdf_plot(turns, order=order, palette=palette, turn_limit=turn_limit, ax=ax)
         ax.set_title("Uncapped turn counts per model")
     return fig
 
 
-def label_pass_rates(audit: pl.DataFrame, *, label: str = "difficulty") -> Figure:
-    """Public pass rate by an ordinal label, one panel per collection that has the label.
+# ---------------------------------------------------------------------------------------------
+# labels
 
-    Panel titles say whether the label is a human rating or a generated one
+
+def label_plot(
+    audit: pl.DataFrame,
+    dataset: str,
+    *,
+    label: str = "difficulty",
+    value: str = "pass_rate",
+    color: str | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """One collection's ``value`` by its ordinal ``label`` (easy < medium < hard first): points and medians.
+
+    The x label says whether the label is a human rating or a generated one
     (``difficulty_source``), so the two are never confused.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> audit = schema.conform(pl.DataFrame({"dataset": ["tb2"] * 2, "task": ["a", "b"],
+    ...     "difficulty": ["hard", "easy"], "difficulty_source": ["human"] * 2, "pass_rate": [0.1, 0.9]}), "audit")
+    >>> [t.get_text() for t in label_plot(audit, "tb2").get_xticklabels()]
+    ['easy', 'hard']
+    """
+    function = "label_plot"
+    check_frame(audit, "audit", function, ("dataset", label, value, "difficulty_source"))
+    hue = collections.color(dataset) if color is None else color
+    part = audit.filter((pl.col("dataset") == dataset) & pl.col(label).is_not_null() & pl.col(value).is_not_null())
+    levels = _label_order(part[label].cast(pl.String).unique().to_list())
+    sources = part["difficulty_source"].drop_nulls().unique().to_list()
+    source = sources[0] if len(sources) == 1 else "mixed"
+    log = value == "depth"
+    with _style():
+        ax = _axes(ax, function, (3.2, 2.8))
+        for i, level in enumerate(levels):
+            values = part.filter(pl.col(label).cast(pl.String) == level)[value].cast(pl.Float64).to_numpy()
+            jitter = np.random.default_rng(i).uniform(-0.2, 0.2, values.size)
+            ax.scatter(i + jitter, values, s=10, alpha=0.45, color=hue, edgecolors="none")
+            ax.plot([i - 0.3, i + 0.3], [np.median(values)] * 2, color=MEDIAN_COLOUR, linewidth=1.6)
+            ax.text(
+                i, 1.0, f"n={values.size}", ha="center", va="bottom", fontsize=7, transform=ax.get_xaxis_transform()
+            )
+        ax.set_xticks(range(len(levels)), levels)
+        ax.set_xlim(-0.6, len(levels) - 0.4)
+        ax.set_xlabel(f"{label} ({source} label)")
+        if log:
+            ax.set_yscale("log")
+            ticks = [cap for cap in CAPS if cap <= max(part[value].max() or 1, 1)]
+            ax.set_yticks(ticks, [str(c) for c in ticks])
+            ax.minorticks_off()
+            ax.set_ylabel("depth D (turns, log scale)")
+        elif value == "pass_rate":
+            ax.set_ylim(-0.03, 1.03)
+            ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+            ax.set_ylabel("public pass rate")
+        else:
+            ax.set_ylabel(value)
+        ax.set_title(name(dataset), pad=14)
+        ax.grid(axis="x", visible=False)
+    return ax
+
+
+def label_pass_rates(
+    audit: pl.DataFrame, *, label: str = "difficulty", order: Sequence[str] | None = None, palette: Palette = None
+) -> Figure:
+    """Public pass rate by an ordinal label, one panel per collection that has the label (:func:`label_plot`).
 
     Parameters
     ----------
@@ -571,6 +1097,8 @@ def label_pass_rates(audit: pl.DataFrame, *, label: str = "difficulty") -> Figur
         The audit table (dataset, pass_rate, difficulty_source and the ``label`` column).
     label : str
         The label column (default ``difficulty``; easy < medium < hard are ordered first).
+    order, palette
+        Collections to draw and their colours.
 
     Examples
     --------
@@ -582,11 +1110,13 @@ def label_pass_rates(audit: pl.DataFrame, *, label: str = "difficulty") -> Figur
     >>> label_pass_rates(audit).axes[0].get_ylabel()
     'public pass rate'
     """
-    return _by_label(audit, label, "pass_rate", "public pass rate", "label_pass_rates")
+    return _by_label(audit, label, "pass_rate", "label_pass_rates", order, palette)
 
 
-def label_depths(audit: pl.DataFrame, *, label: str = "difficulty") -> Figure:
-    """Depth D of solved tasks by an ordinal label, one panel per collection that has both.
+def label_depths(
+    audit: pl.DataFrame, *, label: str = "difficulty", order: Sequence[str] | None = None, palette: Palette = None
+) -> Figure:
+    """Depth D of solved tasks by an ordinal label, one panel per collection that has both (:func:`label_plot`).
 
     Parameters
     ----------
@@ -594,6 +1124,8 @@ def label_depths(audit: pl.DataFrame, *, label: str = "difficulty") -> Figure:
         The audit table (dataset, depth, depth_status, difficulty_source and ``label``).
     label : str
         The label column (default ``difficulty``).
+    order, palette
+        Collections to draw and their colours.
 
     Examples
     --------
@@ -605,9 +1137,56 @@ def label_depths(audit: pl.DataFrame, *, label: str = "difficulty") -> Figure:
     >>> label_depths(audit).axes[0].get_ylabel()
     'depth D (turns, log scale)'
     """
-    _require(audit, ("depth_status",), "audit", "label_depths")
+    check_frame(audit, "audit", "label_depths", ("depth_status",))
     solved = audit.filter(pl.col("depth_status") == "solved")
-    return _by_label(solved, label, "depth", "depth D (turns, log scale)", "label_depths", log=True)
+    return _by_label(solved, label, "depth", "label_depths", order, palette)
+
+
+# ---------------------------------------------------------------------------------------------
+# quadrants, segments, pairs
+
+
+def quadrants_plot(table: pl.DataFrame, *, ax: Axes | None = None) -> Axes:
+    """The 2×2 depth/work split as a heat map of mean within-collection pass-rate percentiles, with CIs.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> cells = pl.DataFrame({"depth_class": ["deep", "shallow"], "work_class": ["large", "small"],
+    ...     "n": [4, 5], "mean_percentile": [0.3, 0.6], "ci_low": [0.2, 0.5], "ci_high": [0.4, 0.7],
+    ...     "depth_split": 2.0, "work_split": 30.0})
+    >>> quadrants_plot(cells).get_ylabel()
+    'depth D (turns)'
+    """
+    function = "quadrants_plot"
+    columns = ("depth_class", "work_class", "n", "mean_percentile", "ci_low", "ci_high", "depth_split", "work_split")
+    check_frame(table, "table", function, columns)
+    grid = np.full((2, 2), np.nan)
+    depth_split = table["depth_split"].drop_nulls().first() if table.height else 2.0
+    work_split = table["work_split"].drop_nulls().first() if table.height else float("nan")
+    with _style():
+        ax = _axes(ax, function, (5.6, 4.2))
+        cells = [
+            (int(row["depth_class"] == "deep"), int(row["work_class"] == "large"), row)
+            for row in table.iter_rows(named=True)
+        ]
+        for i, j, row in cells:
+            grid[i, j] = np.nan if row["mean_percentile"] is None else row["mean_percentile"]
+        image = ax.imshow(grid, cmap="RdYlBu", vmin=0, vmax=1)
+        for i, j, row in cells:
+            if row["mean_percentile"] is None:
+                text = "no tasks"
+            else:
+                ci = "" if row["ci_low"] is None else f"\n[{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
+                text = f"{row['mean_percentile']:.2f}{ci}\nn = {row['n']}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=9)
+        ax.set_xticks([0, 1], [f"small W (< {work_split:g})", f"large W (≥ {work_split:g})"])
+        ax.set_yticks([0, 1], [f"shallow (D < {depth_split:g})", f"deep (D ≥ {depth_split:g})"])
+        ax.set_xlabel("work W (solution lines, split at the median)")
+        ax.set_ylabel("depth D (turns)")
+        ax.grid(False)
+        ax.figure.colorbar(image, ax=ax, shrink=0.8, label="pass-rate percentile within collection")
+    return ax
 
 
 def quadrants(table: pl.DataFrame) -> Figure:
@@ -630,40 +1209,106 @@ def quadrants(table: pl.DataFrame) -> Figure:
     >>> quadrants(cells).axes[0].get_title()
     'Mean within-collection pass-rate percentile (lower = harder)'
     """
-    columns = ("depth_class", "work_class", "n", "mean_percentile", "ci_low", "ci_high", "depth_split", "work_split")
-    _require(table, columns, "table", "quadrants")
-    grid = np.full((2, 2), np.nan)
-    depth_split = table["depth_split"].drop_nulls().first() if table.height else 2.0
-    work_split = table["work_split"].drop_nulls().first() if table.height else float("nan")
     with _style():
         fig = Figure(figsize=(5.6, 4.2), layout="constrained")
         ax = fig.subplots()
-        cells = [
-            (int(row["depth_class"] == "deep"), int(row["work_class"] == "large"), row)
-            for row in table.iter_rows(named=True)
-        ]
-        for i, j, row in cells:
-            grid[i, j] = np.nan if row["mean_percentile"] is None else row["mean_percentile"]
-        image = ax.imshow(grid, cmap="RdYlBu", vmin=0, vmax=1)
-        for i, j, row in cells:
-            if row["mean_percentile"] is None:
-                text = "no tasks"
-            else:
-                ci = "" if row["ci_low"] is None else f"\n[{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
-                text = f"{row['mean_percentile']:.2f}{ci}\nn = {row['n']}"
-            ax.text(j, i, text, ha="center", va="center", fontsize=9)
-        ax.set_xticks([0, 1], [f"small W (< {work_split:g})", f"large W (≥ {work_split:g})"])
-        ax.set_yticks([0, 1], [f"shallow (D < {depth_split:g})", f"deep (D ≥ {depth_split:g})"])
-        ax.set_xlabel("work W (solution lines, split at the median)")
-        ax.set_ylabel("depth D (turns)")
-        ax.grid(False)
-        fig.colorbar(image, ax=ax, shrink=0.8, label="pass-rate percentile within collection")
+        quadrants_plot(table, ax=ax)
         ax.set_title("Mean within-collection pass-rate percentile (lower = harder)")
     return fig
 
 
-def segment_reliability(table: pl.DataFrame) -> Figure:
-    """Per-segment reliability of multi-segment tasks and how it compounds.
+_SEGMENT_COLUMNS: Final[tuple[str, ...]] = ("segment", "reliability", "reached", "observed", "compounded")
+
+
+def segment_reliability_plot(
+    table: pl.DataFrame, *, color: str | None = None, ci: float = 0.95, ax: Axes | None = None
+) -> Axes:
+    """Per segment position: the pass rate of the runs that reached it, with a Wilson interval.
+
+    ``table`` needs ``segment``, ``reliability`` and ``reached`` (``passed`` too, else it is
+    ``reliability × reached`` rounded). Intervals from :func:`depthlab.stats.proportion_ci`.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> table = pl.DataFrame({"segment": [1, 2], "reliability": [0.9, 0.8], "reached": [100, 90]})
+    >>> segment_reliability_plot(table).get_xlabel()
+    'segment position'
+    """
+    from depthlab.stats import proportion_ci
+
+    function = "segment_reliability_plot"
+    check_frame(table, "table", function, ("segment", "reliability", "reached"))
+    hue = collections.color("depth") if color is None else color
+    segments = table["segment"].to_numpy()
+    reached = table["reached"].to_numpy()
+    rate = table["reliability"].to_numpy()
+    passed = table["passed"].to_numpy() if "passed" in table.columns else np.rint(rate * reached)
+    low, high = proportion_ci(passed, reached, ci=ci)
+    with _style():
+        ax = _axes(ax, function, (4, 3.4))
+        ax.bar(segments, rate, color=hue, width=0.6, alpha=0.85)
+        ax.errorbar(segments, rate, yerr=[rate - low, high - rate], fmt="none", ecolor=_NEUTRAL, capsize=3, linewidth=1)
+        for seg, value, top, n in zip(segments, rate, high, reached, strict=True):
+            ax.text(seg, top + 0.02, f"{value:.2f}\n(n={n})", ha="center", va="bottom", fontsize=7)
+        ax.set_ylim(0, 1.25)
+        ax.set_xticks(segments)
+        ax.set_xlabel("segment position")
+        ax.set_ylabel("pass rate of runs reaching it")
+        ax.grid(axis="x", visible=False)
+        ax.yaxis.set_major_locator(mpl.ticker.FixedLocator([0, 0.25, 0.5, 0.75, 1.0]))
+        ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+    return ax
+
+
+def compounding_plot(table: pl.DataFrame, *, color: str | None = None, ax: Axes | None = None) -> Axes:
+    """Share of runs passing every segment so far: observed, against the product of the reliabilities.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> table = pl.DataFrame({"segment": [1, 2], "observed": [0.9, 0.7], "compounded": [0.9, 0.72]})
+    >>> [t.get_text() for t in compounding_plot(table).get_legend().get_texts()]
+    ['observed', 'product of reliabilities']
+    """
+    function = "compounding_plot"
+    check_frame(table, "table", function, ("segment", "observed", "compounded"))
+    hue = collections.color("depth") if color is None else color
+    segments = table["segment"].to_numpy()
+    with _style():
+        ax = _axes(ax, function, (4, 3.4))
+        ax.plot(segments, table["observed"].to_numpy(), "o-", color=hue, label="observed")
+        ax.plot(
+            segments,
+            table["compounded"].to_numpy(),
+            "s--",
+            color=hue,
+            alpha=0.55,
+            markerfacecolor="white",
+            label="product of reliabilities",
+        )
+        ax.set_ylim(0, 1.02)
+        ax.set_xticks(segments)
+        ax.set_xlabel("segments completed")
+        ax.set_ylabel("share of runs passing all so far")
+        ax.legend(loc="lower left")
+        ax.grid(axis="x", visible=False)
+        ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+    return ax
+
+
+def segment_reliability(
+    table: pl.DataFrame,
+    *,
+    collection: str | None = None,
+    palette: Palette = None,
+    ci: float = 0.95,
+) -> Figure:
+    """Per-segment reliability of multi-segment tasks and how it compounds, for one collection.
+
+    Left: :func:`segment_reliability_plot` (with Wilson intervals); right:
+    :func:`compounding_plot`. The title names the collection: ``collection``, or the single
+    value of a ``dataset`` column of ``table``; otherwise it says the tasks are pooled.
 
     Parameters
     ----------
@@ -671,49 +1316,100 @@ def segment_reliability(table: pl.DataFrame) -> Figure:
         One row per segment position: ``segment`` (1-based), ``reliability`` (share of runs that
         reached the segment and passed it), ``reached`` (runs that reached it), ``observed`` (share
         of all runs passing every segment up to it) and ``compounded`` (product of the
-        reliabilities up to it).
+        reliabilities up to it); optional ``passed`` and ``dataset``.
+    collection : str, optional
+        The collection the multi-segment tasks come from (the paper's: ``"depth"``).
+    palette : mapping of str to colour, optional
+        Colour per collection.
+    ci : float
+        Coverage of the Wilson intervals.
 
     Examples
     --------
     >>> import polars as pl
     >>> table = pl.DataFrame({"segment": [1, 2], "reliability": [0.9, 0.8], "reached": [100, 90],
     ...     "observed": [0.9, 0.72], "compounded": [0.9, 0.72]})
-    >>> [ax.get_xlabel() for ax in segment_reliability(table).axes]
-    ['segment position', 'segments completed']
+    >>> fig = segment_reliability(table, collection="depth")
+    >>> [ax.get_xlabel() for ax in fig.axes], fig.get_suptitle()
+    (['segment position', 'segments completed'], 'Multi-segment tasks of DEPTH: 2 segment positions')
     """
-    _require(table, ("segment", "reliability", "reached", "observed", "compounded"), "table", "segment_reliability")
+    function = "segment_reliability"
+    check_frame(table, "table", function, _SEGMENT_COLUMNS)
+    if collection is None and "dataset" in table.columns and table["dataset"].drop_nulls().n_unique() == 1:
+        collection = table["dataset"].drop_nulls()[0]
+    if collection is not None and (not isinstance(collection, str) or not collection):
+        raise ValueError(f"The 'collection' parameter of {function} must be a collection name, got {collection!r}")
+    hue = POOLED_COLOUR if collection is None else _palette(palette, function)(collection)
+    where = f"of {name(collection)}" if collection else "pooled over collections"
     with _style():
-        fig = Figure(figsize=(8, 3.4), layout="constrained")
+        fig = Figure(figsize=(8, 3.6), layout="constrained")
         ax_each, ax_all = fig.subplots(1, 2)
-        segments = table["segment"].to_numpy()
-        ax_each.bar(segments, table["reliability"].to_numpy(), color=PALETTE["depth"], width=0.6, alpha=0.8)
-        for seg, rel, reached in table.select("segment", "reliability", "reached").iter_rows():
-            ax_each.text(seg, rel + 0.02, f"{rel:.2f}\n(n={reached})", ha="center", va="bottom", fontsize=7)
-        ax_each.set_ylim(0, 1.18)
-        ax_each.set_xlabel("segment position")
-        ax_each.set_ylabel("pass rate of runs reaching it")
-        ax_each.set_title("Per-segment reliability")
-        ax_all.plot(segments, table["observed"].to_numpy(), "o-", color=PALETTE["depth"], label="observed")
-        ax_all.plot(segments, table["compounded"].to_numpy(), "s--", color="#999999", label="product of reliabilities")
-        ax_all.set_ylim(0, 1.02)
-        ax_all.set_xlabel("segments completed")
-        ax_all.set_ylabel("share of runs passing all so far")
-        ax_all.set_title("Passing every segment so far: observed vs product")
-        ax_all.legend(loc="lower left")
-        for ax in (ax_each, ax_all):
-            ax.set_xticks(segments)
-            ax.grid(axis="x", visible=False)
-            ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+        segment_reliability_plot(table, color=hue, ci=ci, ax=ax_each)
+        ax_each.set_title(f"Per-segment reliability ({ci:.0%} Wilson CI)")
+        compounding_plot(table, color=hue, ax=ax_all)
+        ax_all.set_title("Passing every segment so far")
+        fig.suptitle(f"Multi-segment tasks {where}: {table.height} segment positions", fontsize=10)
     return fig
 
 
-def paired_depths(pairs: pl.DataFrame) -> Figure:
+def paired_depths_plot(pairs: pl.DataFrame, *, color: str | None = None, ax: Axes | None = None) -> Axes:
+    """Depth of each derived task against its original's (log-log, ladder ticks); marker area = pairs.
+
+    A size legend gives the number of pairs a marker area stands for.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> ax = paired_depths_plot(pl.DataFrame({"original": [1, 1, 2], "derived": [3, 3, 5]}))
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['same depth', '1 pair', '2 pairs']
+    """
+    function = "paired_depths_plot"
+    check_frame(pairs, "pairs", function, ("original", "derived"))
+    rows = pairs.drop_nulls(["original", "derived"])
+    hue = collections.color("depth") if color is None else color
+    with _style():
+        ax = _axes(ax, function, (4.6, 4.2))
+        if rows.height:
+            counts = rows.group_by("original", "derived").len()
+            ax.scatter(
+                counts["original"],
+                counts["derived"],
+                s=_pair_area(counts["len"].to_numpy()),
+                color=hue,
+                alpha=0.6,
+                edgecolors="none",
+            )
+            top = max(rows["original"].max(), rows["derived"].max()) * 1.5
+            ax.plot([0.7, top], [0.7, top], color="#888888", linestyle="--", linewidth=0.8, label="same depth")
+            most = int(counts["len"].max())
+            for size in sorted({1, max(1, most // 2), most}):
+                label = f"{size} pair" + ("s" if size > 1 else "")
+                ax.scatter([], [], s=_pair_area(np.array([size])), color=hue, alpha=0.6, edgecolors="none", label=label)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ladder = [cap for cap in CAPS if cap <= top]
+            ax.set_xticks(ladder, [str(c) for c in ladder])
+            ax.set_yticks(ladder, [str(c) for c in ladder])
+            ax.minorticks_off()
+            ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), labelspacing=1.2, borderpad=0.8)
+        else:
+            _empty_note(ax, "no environment hosts two solved tasks")
+        ax.set_xlabel("depth D of the original task (turns)")
+        ax.set_ylabel("depth D of the derived task (turns)")
+    return ax
+
+
+def paired_depths(pairs: pl.DataFrame, *, palette: Palette = None) -> Figure:
     """Depth of the derived task against the original, for environments hosting both.
 
     Parameters
     ----------
     pairs : pl.DataFrame
-        Columns ``original`` and ``derived`` (depths of the two tasks sharing an environment).
+        Columns ``original`` and ``derived`` (depths of the two tasks sharing an environment);
+        optional ``dataset`` (the derived task's collection: names the figure and colours it).
+    palette : mapping of str to colour, optional
+        Colour per collection.
 
     Examples
     --------
@@ -721,37 +1417,20 @@ def paired_depths(pairs: pl.DataFrame) -> Figure:
     >>> paired_depths(pl.DataFrame({"original": [1, 2], "derived": [3, 5]})).axes[0].get_xlabel()
     'depth D of the original task (turns)'
     """
-    _require(pairs, ("original", "derived"), "pairs", "paired_depths")
+    function = "paired_depths"
+    check_frame(pairs, "pairs", function, ("original", "derived"))
     rows = pairs.drop_nulls(["original", "derived"])
+    derived = collections.ordered(rows["dataset"].to_list()) if "dataset" in rows.columns else []
+    hue = _palette(palette, function)(derived[0]) if len(derived) == 1 else POOLED_COLOUR
     with _style():
-        fig = Figure(figsize=(4.6, 4.2), layout="constrained")
+        fig = Figure(figsize=(5.8, 4.4), layout="constrained")
         ax = fig.subplots()
+        paired_depths_plot(rows, color=hue, ax=ax)
         if rows.height:
-            counts = rows.group_by("original", "derived").len()
-            ax.scatter(
-                counts["original"],
-                counts["derived"],
-                s=20 + 25 * counts["len"].to_numpy(),
-                color=PALETTE["depth"],
-                alpha=0.6,
-                edgecolors="none",
-            )
-            top = max(rows["original"].max(), rows["derived"].max()) * 1.5
-            ax.plot([0.7, top], [0.7, top], color="#888888", linestyle="--", linewidth=0.8, label="same depth")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ladder = [cap for cap in CAPS if cap <= top]
-            ax.set_xticks(ladder, [str(c) for c in ladder])
-            ax.set_yticks(ladder, [str(c) for c in ladder])
-            ax.minorticks_off()
             deeper = int((rows["derived"] > rows["original"]).sum())
             shallower = int((rows["derived"] < rows["original"]).sum())
-            ax.set_title(f"{rows.height} pairs: derived deeper {deeper}, shallower {shallower}")
-            ax.legend(loc="upper left")
-        else:
-            _empty_note(ax, "no environment hosts two solved tasks")
-        ax.set_xlabel("depth D of the original task (turns)")
-        ax.set_ylabel("depth D of the derived task (turns)")
+            which = f"{', '.join(name(d) for d in derived)} tasks" if derived else "derived tasks"
+            ax.set_title(f"{rows.height} {which} vs their originals:\nderived deeper {deeper}, shallower {shallower}")
     return fig
 
 
@@ -772,23 +1451,50 @@ def _metadata(suffix: str) -> dict[str, str | None]:
     return {"Software": "depthlab"}
 
 
-def _require(df: pl.DataFrame, columns: Sequence[str], param: str, func: str) -> None:
-    if not isinstance(df, pl.DataFrame):
-        raise TypeError(f"The '{param}' parameter of {func} must be a polars DataFrame, got {type(df).__name__}")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"The '{param}' parameter of {func} must have columns {list(columns)}; missing {missing}")
+def _axes(ax: Axes | None, function: str, figsize: tuple[float, float]) -> Axes:
+    # axes-level functions draw into the caller's Axes, or into a new pyplot-free figure
+    if ax is None:
+        return Figure(figsize=figsize, layout="constrained").subplots()
+    if not isinstance(ax, Axes):
+        raise TypeError(f"The 'ax' parameter of {function} must be a matplotlib Axes or None, got {type(ax).__name__}")
+    return ax
 
 
-def _collections(df: pl.DataFrame) -> list[str]:
-    present = set(df["dataset"].drop_nulls().unique().to_list())
-    return [d for d in ORDER if d in present] + sorted(present - set(ORDER))
+def _order(df: pl.DataFrame, order: Sequence[str] | None, function: str) -> list[str]:
+    if order is None:
+        return collections.ordered(df["dataset"].to_list())
+    return check_names(order, "order", function)
 
 
-def _ladder(caps: Sequence[int], func: str) -> list[int]:
+def _check_palette(palette: object, function: str) -> dict[str, str]:
+    if not isinstance(palette, Mapping) or not all(isinstance(k, str) for k in palette):
+        raise TypeError(f"The 'palette' parameter of {function} must be a mapping name -> colour, got {palette!r}")
+    bad = {key: value for key, value in palette.items() if not mpl.colors.is_color_like(value)}
+    if bad:
+        raise ValueError(f"The 'palette' parameter of {function} must map names to matplotlib colours, got {bad!r}")
+    return dict(palette)
+
+
+def _palette(palette: Palette, function: str) -> Callable[[str], str]:
+    if palette is None:
+        return collections.color
+    given = _check_palette(palette, function)
+    return lambda dataset: given.get(dataset) or collections.color(dataset)
+
+
+def _window(turns: object, function: str) -> tuple[float, float]:
+    if not isinstance(turns, Sequence) or isinstance(turns, str) or len(turns) != 2:
+        raise ValueError(f"The 'turns' parameter of {function} must be (low, high) with low <= high, got {turns!r}")
+    low, high = (check_number(v, "turns", function) for v in turns)
+    if not low <= high:
+        raise ValueError(f"The 'turns' parameter of {function} must be (low, high) with low <= high, got {turns!r}")
+    return low, high
+
+
+def _ladder(caps: Sequence[int], function: str) -> list[int]:
     ladder = sorted({int(c) for c in caps})
     if not ladder or ladder[0] < 1:
-        raise ValueError(f"The 'caps' parameter of {func} must be positive integers, got {list(caps)}")
+        raise ValueError(f"The 'caps' parameter of {function} must be positive integers, got {list(caps)}")
     return ladder
 
 
@@ -804,21 +1510,20 @@ def _rung_counts(values: np.ndarray, ladder: Sequence[int]) -> list[int]:
     return [*counts, int(np.sum(values > ladder[-1]))]
 
 
-def _panels(n: int, *, width: float, height: float, ncols: int = 3) -> tuple[Figure, list[Axes]]:
+def _panels(
+    n: int, *, width: float, height: float, ncols: int = 3, sharex: bool = False, sharey: bool = False
+) -> tuple[Figure, list[Axes]]:
     ncols = max(1, min(ncols, n))
     nrows = max(1, math.ceil(n / ncols))
     fig = Figure(figsize=(width * ncols, height * nrows + 0.4), layout="constrained")
-    grid = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel().tolist()
+    grid = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False, sharex=sharex, sharey=sharey)).ravel().tolist()
     for ax in grid[n:]:
         ax.set_visible(False)
     return fig, grid[: max(n, 1)]
 
 
-def _strip(ax: Axes, values: np.ndarray, row: int, colour: str) -> None:
-    # jittered points plus a median tick: shows the spread without hiding small collections
-    jitter = np.random.default_rng(row).uniform(-0.25, 0.25, values.size)
-    ax.scatter(values, row + jitter, s=6, alpha=0.35, color=colour, edgecolors="none")
-    ax.plot([np.median(values)] * 2, [row - 0.35, row + 0.35], color="#222222", linewidth=1.5)
+def _median_handle() -> Line2D:
+    return Line2D([], [], color=MEDIAN_COLOUR, linewidth=1.6, label="median")
 
 
 def _plain_log(ax: Axes, axis: str) -> None:
@@ -844,39 +1549,78 @@ def _label_order(values: Sequence[str]) -> list[str]:
     return known + sorted(set(values) - set(_LABEL_ORDER))
 
 
-def _by_label(audit: pl.DataFrame, label: str, value: str, ylabel: str, func: str, *, log: bool = False) -> Figure:
-    _require(audit, ("dataset", label, value, "difficulty_source"), "audit", func)
+def _with_work_and_rate(audit: pl.DataFrame) -> pl.DataFrame:
+    return audit.filter(pl.col("work").is_not_null() & (pl.col("work") > 0) & pl.col("pass_rate").is_not_null())
+
+
+def _turn_window(audit: pl.DataFrame, low: float, high: float) -> pl.DataFrame:
+    # the solved tasks whose uncapped turn count N lies in [low, high]
+    return audit.filter(
+        (pl.col("depth_status") == "solved") & pl.col("n_turns").is_between(low, high) & pl.col("depth").is_not_null()
+    )
+
+
+def _seed(dataset: str) -> int:
+    # a jitter that depends on the collection only, so a figure redraws identically
+    return sum(dataset.encode())
+
+
+def _p_text(p: float | None) -> str:
+    # "= 0.043" or "< 0.001", so the printed relation is exact
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "= –"
+    return "< 0.001" if p < 0.001 else f"= {p:.2g}"
+
+
+def _pair_area(counts: np.ndarray) -> np.ndarray:
+    return 20 + 25 * counts
+
+
+def _pooled_by_quartile(ax: Axes, part: pl.DataFrame, colour: str, ci: float) -> None:
+    # pooled pass rate (passes / runs over the tasks of a W quartile), at the quartile's median W
+    from depthlab.stats import proportion_ci
+
+    runs = part.filter(pl.col("n_public_trials") > 0)
+    if runs.height < 8:
+        return
+    binned = (
+        runs.with_columns(
+            quartile=pl.col("work").rank("ordinal").sub(1).mul(4).floordiv(runs.height),
+            passes=(pl.col("pass_rate") * pl.col("n_public_trials")).round(0),
+        )
+        .group_by("quartile")
+        .agg(work=pl.col("work").median(), passes=pl.col("passes").sum(), runs=pl.col("n_public_trials").sum())
+        .sort("quartile")
+    )
+    rate = (binned["passes"] / binned["runs"]).to_numpy()
+    low, high = proportion_ci(binned["passes"].to_numpy(), binned["runs"].to_numpy(), ci=ci)
+    ax.errorbar(
+        binned["work"].to_numpy(),
+        rate,
+        yerr=[rate - low, high - rate],
+        fmt="s-",
+        color=colour,
+        markeredgecolor="white",
+        markersize=5,
+        linewidth=1.2,
+        capsize=2,
+        zorder=3,
+    )
+
+
+def _by_label(
+    audit: pl.DataFrame, label: str, value: str, function: str, order: Sequence[str] | None, palette: Palette
+) -> Figure:
+    check_frame(audit, "audit", function, ("dataset", label, value, "difficulty_source"))
     rows = audit.filter(pl.col(label).is_not_null() & pl.col(value).is_not_null())
-    collections = _collections(rows)
+    keys = _order(rows, order, function) if rows.height or order is not None else []
+    colour = _palette(palette, function)
     with _style():
-        fig, axes = _panels(len(collections), width=3.0, height=2.8)
-        for ax, dataset in zip(axes, collections, strict=False):
-            part = rows.filter(pl.col("dataset") == dataset)
-            levels = _label_order(part[label].cast(pl.String).unique().to_list())
-            sources = part["difficulty_source"].drop_nulls().unique().to_list()
-            source = sources[0] if len(sources) == 1 else "mixed"
-            for i, level in enumerate(levels):
-                values = part.filter(pl.col(label).cast(pl.String) == level)[value].cast(pl.Float64).to_numpy()
-                jitter = np.random.default_rng(i).uniform(-0.2, 0.2, values.size)
-                ax.scatter(i + jitter, values, s=10, alpha=0.45, color=color(dataset), edgecolors="none")
-                ax.plot([i - 0.3, i + 0.3], [np.median(values)] * 2, color="#222222", linewidth=1.6)
-                ax.text(
-                    i, 1.0, f"n={values.size}", ha="center", va="bottom", fontsize=7, transform=ax.get_xaxis_transform()
-                )
-            ax.set_xticks(range(len(levels)), levels)
-            ax.set_xlim(-0.6, len(levels) - 0.4)
-            ax.set_xlabel(f"{label} ({source} label)")
-            ax.set_ylabel(ylabel)
-            if log:
-                ax.set_yscale("log")
-                ticks = [cap for cap in CAPS if cap <= max(part[value].max(), 1)]
-                ax.set_yticks(ticks, [str(c) for c in ticks])
-                ax.minorticks_off()
-            elif value == "pass_rate":
-                ax.set_ylim(-0.03, 1.03)
-                ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
-            ax.set_title(name(dataset), pad=14)
-            ax.grid(axis="x", visible=False)
-        if not collections:
+        fig, axes = _panels(len(keys), width=3.0, height=2.8)
+        for ax, dataset in zip(axes, keys, strict=False):
+            label_plot(rows, dataset, label=label, value=value, color=colour(dataset), ax=ax)
+        if keys:
+            fig.legend(handles=[_median_handle()], loc="outside lower right")
+        else:
             _empty_note(axes[0], f"no task has both a {label} label and {value}")
     return fig

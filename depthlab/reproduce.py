@@ -35,6 +35,7 @@ from typing import Any, Final
 import polars as pl
 
 from depthlab import schema
+from depthlab._checks import check_names, check_nonnegative_int, check_number
 from depthlab.schema import CAPS
 
 __all__ = [
@@ -127,10 +128,9 @@ class AuditData:
     @property
     def datasets(self) -> list[str]:
         """The collections present, in the figures' order."""
-        from depthlab.plots import ORDER
+        from depthlab.collections import ordered
 
-        present = set(self.audit["dataset"].unique().to_list()) | set(self.trials["dataset"].unique().to_list())
-        return [d for d in ORDER if d in present] + sorted(present - set(ORDER))
+        return ordered([*self.audit["dataset"].unique().to_list(), *self.trials["dataset"].unique().to_list()])
 
     def summary(self) -> str:
         """One paragraph: what was loaded and what is missing."""
@@ -204,8 +204,8 @@ def demo_data(root: str | Path, *, scale: float = DEMO_SCALE, seed: int = 0) -> 
     >>> sorted(p.name for p in folder.iterdir())  # doctest: +SKIP
     ['jobs', 'tasks']
     """
-    scale = _check_scale(scale, "demo_data")
-    seed = _check_seed(seed, "demo_data")
+    scale = check_number(scale, "scale", "demo_data", low=0, high=10, low_open=True)
+    seed = check_nonnegative_int(seed, "seed", "demo_data")
     from depthlab import simulate
 
     folder = Path(root) / f"scale{scale:g}-seed{seed}-model{simulate.MODEL_VERSION}"
@@ -269,13 +269,13 @@ def audit_data(
     folder = Path(data_dir).expanduser().resolve()
     if not folder.is_dir():
         raise ValueError(f"The 'data_dir' parameter of {function} must be an existing folder, got {str(data_dir)!r}")
-    names = _discover(folder) if datasets is None else _check_names(datasets, "datasets", function)
+    names = _discover(folder) if datasets is None else check_names(datasets, "datasets", function)
     if not names:
         raise ValueError(
             f"The 'data_dir' parameter of {function} must hold at least one collection "
             f"(tasks/<name>/, jobs/<name>/ or <name>_tasks.csv), found none in {str(folder)!r}"
         )
-    model_list = None if models is None else _check_names(models, "models", function)
+    model_list = None if models is None else check_names(models, "models", function)
     cap_list = tuple(sorted({int(c) for c in caps}))
     key = _cache_key(folder, names, model_list, cap_list)
     if cache_dir is not None:
@@ -426,8 +426,8 @@ def reproduce(
     """
     function = "reproduce"
     names = _select(only, function)
-    scale = _check_scale(scale, function)
-    seed = _check_seed(seed, function)
+    scale = check_number(scale, "scale", function, low=0, high=10, low_open=True)
+    seed = check_nonnegative_int(seed, "seed", function)
     if not isinstance(n_boot, int) or isinstance(n_boot, bool) or n_boot < 100:
         raise ValueError(f"The 'n_boot' parameter of {function} must be an integer >= 100, got {n_boot!r}")
     if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
@@ -476,9 +476,9 @@ def _discover(folder: Path) -> list[str]:
         if sub.is_dir():
             found |= {child.name for child in sub.iterdir() if child.is_dir() and not child.name.startswith(".")}
     found |= {name for name in ADAPTERS if any(folder.glob(f"{name}_*.csv"))}
-    from depthlab.plots import ORDER
+    from depthlab.collections import ordered
 
-    return [d for d in ORDER if d in found] + sorted(found - set(ORDER))
+    return ordered(found)
 
 
 def _load(folder: Path, names: Sequence[str], models: Sequence[str] | None, caps: tuple[int, ...]) -> AuditData:
@@ -719,26 +719,6 @@ def _copy_readme_figures(figures_dir: Path, docs_dir: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # validation and small utilities
-
-
-def _check_scale(scale: object, function: str) -> float:
-    if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0 < float(scale) <= 10:
-        raise ValueError(f"The 'scale' parameter of {function} must be a number in (0, 10], got {scale!r}")
-    return float(scale)
-
-
-def _check_seed(seed: object, function: str) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"The 'seed' parameter of {function} must be a non-negative integer, got {seed!r}")
-    return seed
-
-
-def _check_names(values: object, param: str, function: str) -> list[str]:
-    if isinstance(values, str) or not isinstance(values, Sequence) or not values:
-        raise ValueError(f"The '{param}' parameter of {function} must be a non-empty list of names, got {values!r}")
-    if not all(isinstance(v, str) and v for v in values):
-        raise ValueError(f"The '{param}' parameter of {function} must hold non-empty strings, got {values!r}")
-    return list(values)
 
 
 def _json_value(value: Any) -> float | int | list[float | int | None] | None:

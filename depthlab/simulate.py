@@ -73,6 +73,7 @@ import numpy as np
 import polars as pl
 
 from depthlab import schema
+from depthlab._checks import check_nonnegative_int, check_number
 from depthlab.schema import CAPS
 
 #: The simulated models (Harbor ``config.agent.model_name``).
@@ -82,8 +83,6 @@ MODELS: Final[tuple[str, ...]] = ("sim/model-a", "sim/model-b")
 MODEL_VERSION: Final[int] = 2
 #: Harness limit of the uncapped public runs (TB2's official runs used 200 episodes too).
 PUBLIC_TURN_LIMIT: Final[int] = 200
-#: The seven simulated collections, in writing order.
-COLLECTIONS: Final[tuple[str, ...]] = ("tmax", "facet", "seta", "rst", "tb2", "tw", "depth")
 
 _AGENT = "terminus-2"
 _AGENT_VERSION = "2.0.0"
@@ -130,6 +129,9 @@ _SPECS: Final[dict[str, _CollectionSpec]] = {
         _CollectionSpec("depth", 60, 0.0, 0.0, 0.0, 0.0),  # derived from the others
     )
 }
+#: The seven simulated collections, in writing order (the seed stream follows it; their display
+#: order, names, colours and curation are in :mod:`depthlab.collections`).
+COLLECTIONS: Final[tuple[str, ...]] = tuple(_SPECS)
 
 _VERBS = ("fix", "build", "recover", "configure", "migrate", "debug", "optimize", "extract", "patch", "audit")
 _NOUNS = ("parser", "server", "archive", "pipeline", "cache", "schema", "cluster", "kernel", "index", "report")
@@ -239,15 +241,11 @@ def write_runs(
     """
     started = time.perf_counter()
     function = "write_runs"
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"The 'seed' parameter of {function} must be an int >= 0, got {seed!r}")
-    if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0 < scale <= 20:
-        raise ValueError(f"The 'scale' parameter of {function} must be a number in (0, 20], got {scale!r}")
+    check_nonnegative_int(seed, "seed", function)
+    check_number(scale, "scale", function, low=0, high=20, low_open=True)
     for name, rate in (("flip_rate", flip_rate), ("invalid_rate", invalid_rate)):
-        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < 1:
-            raise ValueError(f"The '{name}' parameter of {function} must be a number in [0, 1), got {rate!r}")
-    if isinstance(public_attempts, bool) or not isinstance(public_attempts, int) or public_attempts < 0:
-        raise ValueError(f"The 'public_attempts' parameter of {function} must be an int >= 0, got {public_attempts!r}")
+        check_number(rate, name, function, low=0, high=1, high_open=True)
+    check_nonnegative_int(public_attempts, "public_attempts", function)
 
     out = Path(out_dir)
     tasks_dir, jobs_dir = out / "tasks", out / "jobs"

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 import polars as pl
 
+from depthlab._checks import check_frame
 from depthlab.io import LoadError, read_steps
 from depthlab.schema import CAPS
 
@@ -74,17 +75,8 @@ def explore(audit: pl.DataFrame, trials: pl.DataFrame) -> Explorer:
     >>> explore(audit, schema.empty("trials")).collection.value
     'd'
     """
-    for table, param, needed in (
-        (audit, "audit", ("dataset", "task", "depth", "depth_status")),
-        (trials, "trials", ("dataset", "task", "model", "cap", "status", "n_turns")),
-    ):
-        if not isinstance(table, pl.DataFrame):
-            raise TypeError(
-                f"The '{param}' parameter of explore must be a polars DataFrame, got {type(table).__name__}"
-            )
-        missing = [c for c in needed if c not in table.columns]
-        if missing:
-            raise ValueError(f"The '{param}' parameter of explore must have columns {list(needed)}; missing {missing}")
+    check_frame(audit, "audit", "explore", ("dataset", "task", "depth", "depth_status"))
+    check_frame(trials, "trials", "explore", ("dataset", "task", "model", "cap", "status", "n_turns"))
     if audit.is_empty():
         raise ValueError("The 'audit' parameter of explore must have at least one task, got an empty table")
     return Explorer(audit, trials)

@@ -45,7 +45,12 @@ class Group:
 
 
 GROUPS: tuple[Group, ...] = (
-    Group("measures", ("depthlab/measures/*.py",), ("tests/test_measures.py", "tests/test_planner.py"), FAST),
+    Group(
+        "measures",
+        ("depthlab/measures/*.py", "depthlab/_checks.py"),  # _checks: the measures' parameter checks
+        ("tests/test_measures.py", "tests/test_planner.py"),
+        FAST,
+    ),
     # the R and real-TB2 tests spawn Rscript / read ../shared for every mutant; pingouin, scipy and
     # statsmodels check the same quantities in-process
     Group("stats", ("depthlab/stats/*.py",), ("tests/test_stats.py",), "not bca_coverage and not r_ppcor and not tb2"),

@@ -387,7 +387,7 @@ def test_every_measure_names_the_frame_parameter_it_rejects(function, parameter,
     ):
         call([])
     start = f"The '{parameter}' parameter of {function} must have the columns \\['"
-    with pytest.raises(ValueError, match=f"^{start}.*\\], got \\['unrelated'\\]$"):
+    with pytest.raises(ValueError, match=f"^{start}.*\\], got columns \\['unrelated'\\]$"):
         call(pl.DataFrame({"unrelated": [1]}))
 
 

@@ -66,3 +66,48 @@ def test_readme_names_the_command_ci_runs():
     assert "make test" in ci
     assert "make test" in readme
     assert "make reproduce" in readme
+
+
+# import name of a requirement, where it differs from the distribution name
+_IMPORT_NAMES = {"pyyaml": "yaml"}
+# requirements the package uses without an import statement, and how
+_USED_WITHOUT_IMPORT = {
+    "pyarrow": "polars' DataFrame.to_pandas (the figures hand pandas frames to seaborn)",
+    "ipykernel": "run as `python -m ipykernel install` by depthlab.reproduce",
+}
+
+
+def test_every_declared_dependency_is_used_by_the_package():
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    declared = [_requirement_name(line) for line in cfg["options"]["install_requires"].splitlines() if line.strip()]
+    source = "\n".join(path.read_text() for path in (ROOT / "depthlab").rglob("*.py"))
+    unused = []
+    for name in declared:
+        module = _IMPORT_NAMES.get(name, name)
+        imported = re.search(rf"^\s*(import|from) {re.escape(module)}(\.|\s|$)", source, re.MULTILINE)
+        if not imported and name not in _USED_WITHOUT_IMPORT:
+            unused.append(name)
+    assert unused == [], "declared in install_requires but never imported by depthlab (a test-only dependency?)"
+    for name in _USED_WITHOUT_IMPORT:
+        assert name in declared
+    assert "ipykernel" in source
+
+
+def test_collection_facts_sit_below_the_data_layer_and_the_figures():
+    # the data layer and the measures read the collection facts without importing the figures
+    code = (
+        "import sys, depthlab.datasets, depthlab.measures, depthlab.simulate, depthlab.reproduce\n"
+        "import depthlab.collections as c\n"
+        "assert 'depthlab.plots' not in sys.modules, 'the data layer imports the figures'\n"
+        "assert 'matplotlib' not in sys.modules, 'the data layer imports matplotlib'\n"
+        "from depthlab.measures import CURATION\n"
+        "assert CURATION is c.CURATION\n"
+        "assert depthlab.datasets.list_datasets()['curation'].to_list() == [c.CURATION[n] for n in "
+        "depthlab.datasets.list_datasets()['name']]\n"
+        "assert list(depthlab.datasets.list_datasets()['name']) == c.ordered(depthlab.datasets.ADAPTERS)\n"
+        "assert set(depthlab.simulate.COLLECTIONS) == set(c.ORDER)\n"
+        "assert not callable(depthlab.datasets)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
+    assert done.returncode == 0, done.stderr

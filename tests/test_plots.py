@@ -10,11 +10,12 @@ import numpy as np
 import polars as pl
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import LineCollection, PathCollection
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from PIL import Image
 
-from depthlab import plots, schema, stats
+from depthlab import collections, plots, schema, stats
 from depthlab.schema import CAPS
 
 DATASETS = ("tb2", "tw", "tmax", "facet", "depth")
@@ -123,7 +124,9 @@ def test_collection_colours_are_the_same_in_every_figure(audit):
     tb2_depth_bars = fig.axes[0].patches[len(CAPS) + 1 :]
     assert {to_hex(b.get_facecolor()) for b in tb2_depth_bars} == {plots.PALETTE["tb2"].lower()}
     scatter = plots.work_vs_pass_rate(audit)
-    colours = {to_hex(c.get_facecolor()[0][:3]) for c in scatter.axes[0].collections}
+    colours = {
+        to_hex(c.get_facecolor()[0][:3]) for ax in scatter.axes for c in ax.collections if isinstance(c, PathCollection)
+    }
     assert colours == {plots.PALETTE[d].lower() for d in DATASETS}
     # an unknown collection's colour is a fixed function of its name: the same in a fresh interpreter
     # with another string-hash seed (Python's hash() would differ), and never a known collection's
@@ -148,6 +151,144 @@ def test_collection_colours_are_the_same_in_every_figure(audit):
     assert fresh == [here, here]
     assert all(is_color_like(colour) and colour not in plots.PALETTE.values() for colour in here)
     assert len(set(here)) == 3  # the name picks the colour: these three names get three
+
+
+def test_grey_means_pooled_and_black_means_median_never_a_collection():
+    reserved = {collections.POOLED_COLOUR.lower(), collections.MEDIAN_COLOUR.lower()}
+    for key in [*collections.ORDER, *(f"user-{i}" for i in range(40))]:
+        assert collections.color(key).lower() not in reserved, key
+    assert len(set(collections.PALETTE.values())) == len(collections.PALETTE)
+
+
+def test_turns_vs_depth_legend_does_not_borrow_a_collection_colour(audit):
+    fig = plots.turns_vs_depth(audit)
+    (legend,) = fig.legends
+    swatches = {to_hex(patch.get_facecolor()) for patch in legend.get_patches()}
+    assert not swatches & {colour.lower() for colour in collections.PALETTE.values()}
+    # each panel's D bars take its own collection's colour
+    for ax, dataset in zip(fig.axes, [d for d in collections.ORDER if d in DATASETS], strict=False):
+        depth_bars = ax.patches[len(CAPS) + 1 :]
+        assert {to_hex(b.get_facecolor()) for b in depth_bars} == {collections.color(dataset).lower()}
+
+
+def test_palette_and_order_override_the_collection_facts(audit):
+    fig = plots.turns_vs_depth(audit, order=["facet", "tb2"], palette={"facet": "#123456"})
+    assert [ax.get_title().split(" ")[0] for ax in fig.axes] == ["FACET", "TB2"]
+    assert {to_hex(b.get_facecolor()) for b in fig.axes[0].patches[len(CAPS) + 1 :]} == {"#123456"}
+    assert {to_hex(b.get_facecolor()) for b in fig.axes[1].patches[len(CAPS) + 1 :]} == {plots.PALETTE["tb2"].lower()}
+    with pytest.raises(ValueError, match="'palette' parameter of turns_vs_depth must map names to matplotlib colours"):
+        plots.turns_vs_depth(audit, palette={"tb2": "not-a-colour"})
+    with pytest.raises(ValueError, match="'order' parameter of work_vs_pass_rate must be a non-empty list of names"):
+        plots.work_vs_pass_rate(audit, order="tb2")
+
+
+def test_axes_level_functions_draw_into_the_given_axes(audit):
+    segments = pl.DataFrame(
+        {
+            "segment": [1, 2],
+            "reliability": [0.9, 0.5],
+            "reached": [10, 9],
+            "observed": [0.9, 0.5],
+            "compounded": [0.9, 0.45],
+        }
+    )
+    draws = {
+        "depth_shares_plot": lambda ax: plots.depth_shares_plot(audit, ax=ax),
+        "strip_plot": lambda ax: plots.strip_plot(audit, "work", ax=ax),
+        "turns_depth_plot": lambda ax: plots.turns_depth_plot(audit, "tb2", ax=ax),
+        "turns_minus_depth_plot": lambda ax: plots.turns_minus_depth_plot(audit, ax=ax),
+        "depth_given_turns_plot": lambda ax: plots.depth_given_turns_plot(audit, ax=ax),
+        "work_pass_plot": lambda ax: plots.work_pass_plot(audit, ax=ax),
+        "label_plot": lambda ax: plots.label_plot(audit, "tb2", ax=ax),
+        "segment_reliability_plot": lambda ax: plots.segment_reliability_plot(segments, ax=ax),
+        "compounding_plot": lambda ax: plots.compounding_plot(segments, ax=ax),
+        "paired_depths_plot": lambda ax: plots.paired_depths_plot(
+            pl.DataFrame({"original": [1], "derived": [2]}), ax=ax
+        ),
+    }
+    fig = Figure()
+    axes = fig.subplots(2, 5).ravel()
+    for ax, (name, draw) in zip(axes, draws.items(), strict=True):
+        assert draw(ax) is ax, name
+        assert ax.has_data(), name
+    with pytest.raises(TypeError, match="'ax' parameter of strip_plot must be a matplotlib Axes"):
+        plots.strip_plot(audit, "work", ax=fig)
+
+
+def test_depth_given_turns_legend_lists_the_top_stack_first(audit):
+    ax = plots.depth_given_turns(audit).axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    window = audit.filter(
+        (pl.col("depth_status") == "solved") & pl.col("n_turns").is_between(6, 10) & pl.col("depth").is_not_null()
+    )
+    drawn = [plots.name(d) for d in collections.ordered(window["dataset"].to_list())]  # bottom stack first
+    assert legend == drawn[::-1]
+
+
+def test_work_vs_pass_rate_jitters_within_bounds_one_panel_per_collection(audit):
+    fig = plots.work_vs_pass_rate(audit, jitter=0.02)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title().split(" ")[0] for ax in visible] == [plots.name(d) for d in collections.ordered(DATASETS)]
+    tb2 = audit.filter((pl.col("dataset") == "tb2") & pl.col("work").is_not_null()).sort("work")
+    points = next(c for c in visible[0].collections if isinstance(c, PathCollection)).get_offsets()
+    order = np.argsort(points[:, 0], kind="stable")
+    shift = points[order, 1] - tb2["pass_rate"].to_numpy()
+    assert np.all(np.abs(shift) <= 0.02 + 1e-12)
+    assert np.std(shift) > 0.005  # the points really moved
+
+
+def test_forest_prints_raw_and_holm_adjusted_p_beside_each_row():
+    table = pl.DataFrame(
+        {"label": ["a", "b", "c"], "r": [-0.5, 0.1, 0.3], "ci_low": [-0.8, -0.2, 0.0], "ci_high": [-0.1, 0.4, 0.6],
+         "n": [10, 20, 30], "p": [0.01, 0.04, 0.03]}
+    )  # fmt: skip
+    texts = [t.get_text() for t in plots.forest(table).axes[0].texts]
+    # Holm by hand: sorted 0.01, 0.03, 0.04 -> 3*0.01, max(0.03, 2*0.03), max(0.06, 1*0.04)
+    assert texts == ["n = 10   p = 0.01   p_holm = 0.03", "n = 20   p = 0.04   p_holm = 0.06",
+                     "n = 30   p = 0.03   p_holm = 0.06"]  # fmt: skip
+    raw_only = [t.get_text() for t in plots.forest(table, adjust=None).axes[0].texts]
+    assert raw_only[0] == "n = 10   p = 0.01"
+
+
+def test_segment_reliability_names_its_collection_and_draws_wilson_intervals():
+    table = pl.DataFrame(
+        {"segment": [1, 2], "reliability": [0.8, 0.5], "reached": [50, 40], "passed": [40, 20],
+         "observed": [0.8, 0.4], "compounded": [0.8, 0.4]}
+    )  # fmt: skip
+    fig = plots.segment_reliability(table, collection="depth")
+    assert "DEPTH" in fig.get_suptitle()
+    assert "pooled" in plots.segment_reliability(table).get_suptitle()
+    assert "TB2" in plots.segment_reliability(table.with_columns(dataset=pl.lit("tb2"))).get_suptitle()
+    (bars,) = [c for c in fig.axes[0].collections if isinstance(c, LineCollection)]
+    tops = sorted(seg[:, 1].max() for seg in bars.get_segments())
+    # Wilson score upper bound, closed form
+    z = 1.959963984540054
+    expected = []
+    for k, n in ((40, 50), (20, 40)):
+        phat = k / n
+        centre = (phat + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * np.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        expected.append(centre + half)
+    assert tops == pytest.approx(sorted(expected), abs=1e-9)
+
+
+def test_paired_depths_has_a_size_legend():
+    pairs = pl.DataFrame({"dataset": "depth", "original": [1, 1, 1, 2], "derived": [3, 3, 3, 5]})
+    fig = plots.paired_depths(pairs)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["same depth", "1 pair", "3 pairs"]
+    assert "DEPTH" in ax.get_title()
+
+
+def test_turns_minus_depth_explains_negative_gaps(audit):
+    shallow = audit.with_columns(n_turns=pl.when(pl.col("task") == "tb2-1").then(0.5).otherwise(pl.col("n_turns")))
+    fig = plots.turns_minus_depth(shallow)
+    assert plots.NEGATIVE_GAP_NOTE in [t.get_text() for t in fig.texts]
+    below = shallow.filter(
+        (pl.col("dataset") == "tb2") & (pl.col("depth_status") == "solved") & (pl.col("n_turns") < pl.col("depth"))
+    ).height
+    assert below >= 1
+    assert any(t.get_text().endswith(f"N<D: {below}") and t.get_text().startswith("n=") for t in fig.axes[0].texts)
 
 
 def test_depth_given_turns_counts_only_tasks_in_the_turn_window(audit):
@@ -192,7 +333,8 @@ def test_figures_without_depth_still_build_and_say_so(audit):
     assert any("no solved tasks" in t.get_text() for t in fig.axes[0].texts)
     summary = plots.collection_summary(no_depth)
     assert any("no capped runs: D unknown" in t.get_text() for t in summary.axes[0].texts)
-    assert not summary.legends  # no legend of depth bins when there is no depth
+    labels = [t.get_text() for legend in summary.legends for t in legend.get_texts()]
+    assert labels == ["median"]  # no legend of depth bins when there is no depth
 
 
 def _overlaps(boxes: list) -> list[tuple[int, int]]:
@@ -227,7 +369,7 @@ def test_save_and_figures_reject_bad_input(audit, tmp_path):
         plots.save(plots.turns_minus_depth(audit), "bad name/../x", tmp_path)
     with pytest.raises(TypeError, match="'fig' parameter of save"):
         plots.save("not a figure", "x", tmp_path)
-    with pytest.raises(ValueError, match=r"'audit' parameter of turns_vs_depth .* missing \['n_turns'\]"):
+    with pytest.raises(ValueError, match=r"'audit' parameter of turns_vs_depth must have the columns \['n_turns'\]"):
         plots.turns_vs_depth(audit.drop("n_turns"))
     with pytest.raises(TypeError, match="'audit' parameter of collection_summary must be a polars DataFrame"):
         plots.collection_summary(audit.to_pandas())

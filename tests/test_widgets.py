@@ -105,7 +105,7 @@ def test_a_selected_task_shows_its_runs_by_cap_and_one_run(tables):
 
 def test_explore_rejects_bad_input(tables):
     audit, trials = tables
-    with pytest.raises(ValueError, match=r"'trials' parameter of explore .* missing \['n_turns'\]"):
+    with pytest.raises(ValueError, match=r"'trials' parameter of explore must have the columns \['n_turns'\]"):
         widgets.explore(audit, trials.drop("n_turns"))
     with pytest.raises(ValueError, match="'audit' parameter of explore must have at least one task"):
         widgets.explore(audit.clear(), trials)

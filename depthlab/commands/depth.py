@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from depthlab._tables import output_table
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
 
 HELP = "Estimate each task's depth D from capped runs (-o FILE)."
 
@@ -15,7 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "invalid trials (infrastructure errors) leave their cap missing, never failed."
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="Harbor jobs/job/trial dirs, TB1 runs, or files")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="output table (.csv or .parquet)")
+    parser.add_argument(
+        "-o", "--output", required=True, type=output_table, metavar="FILE", help="output table (.csv or .parquet)"
+    )
     add_ladder_arguments(parser)
     parser.add_argument("--dataset", default=None, help="tag every trial with this dataset name")
     parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
@@ -56,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
     trials = load_trials_for(args, "depth")
     if trials is None:
         return 1
+    mistake = unknown_models(args.models, trials.filter(trials["cap"].is_not_null()), "with capped runs in these logs")
+    if mistake:
+        print(f"depthlab depth: {mistake}", file=sys.stderr)
+        return 1
     try:
         depth = estimate_depth(trials, caps=args.caps, models=args.models, pass_rule=args.pass_rule)
     except (TypeError, ValueError) as exc:
@@ -87,6 +100,18 @@ def load_trials_for(args: argparse.Namespace, verb: str):  # noqa: ANN201 - a tr
         print(f"depthlab {verb}: no trials found", file=sys.stderr)
         return None
     return load.trials
+
+
+def unknown_models(models: Sequence[str] | None, trials: pl.DataFrame, where: str) -> str | None:
+    """One line naming the ``models`` absent from ``trials`` and listing the known ones; None when all are known."""
+    if not models:
+        return None
+    known = sorted(trials["model"].drop_nulls().unique().to_list())
+    missing = [model for model in models if model not in known]
+    if not missing:
+        return None
+    listed = ", ".join(known) if known else "none"
+    return f"unknown model(s) {', '.join(missing)}; the models {where} are: {listed}"
 
 
 def _int_list(text: str) -> tuple[int, ...]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from depthlab.commands.run import (
     add_agent_arguments,
+    check_agent_arguments,
     execution_options,
     report_summary,
     reported_errors,
@@ -44,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
         caps = None if not args.caps else [int(cap) for cap in args.caps.split(",")]
     except ValueError:
         print(f"depthlab fill: --caps must be comma-separated integers, got {args.caps!r}", file=sys.stderr)
+        return 2
+    if (problem := check_agent_arguments(args, "fill")) is not None:
+        print(problem, file=sys.stderr)
         return 2
     plan_files = [Path(path) for path in args.paths if Path(path).suffix.lower() in {".csv", ".parquet"}]
     if plan_files and len(plan_files) != len(args.paths):

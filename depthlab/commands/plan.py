@@ -11,6 +11,8 @@ from typing import Any
 
 import polars as pl
 
+from depthlab._tables import output_table
+
 HELP = "List the (task, model, cap) runs still missing to pin D (-o FILE)."
 
 _EPILOG = """\
@@ -38,8 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("paths", nargs="*", metavar="PATH", help="run logs already made (none: plan from scratch)")
     parser.add_argument("--tasks", required=True, nargs="+", metavar="DIR", help="task dirs or folders of them")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="output plan (.csv or .parquet)")
+    parser.add_argument(
+        "-o", "--output", required=True, type=output_table, metavar="FILE", help="output plan (.csv or .parquet)"
+    )
     add_ladder_arguments(parser, models_required=True)
+    parser.add_argument(
+        "--new-models",
+        action="store_true",
+        help="allow --models with no runs among the PATHs (plan their runs from scratch)",
+    )
     parser.add_argument("--attempts", type=int, default=1, metavar="K", help="valid attempts per cell (default 1)")
     parser.add_argument("--mode", choices=["sweep", "adaptive"], default="sweep", help="default: sweep")
     parser.add_argument("--harbor-configs", default=None, metavar="DIR", help="also write Harbor job configs here")
@@ -51,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from depthlab import schema
     from depthlab._tables import write_table
-    from depthlab.commands.depth import load_trials_for
+    from depthlab.commands.depth import load_trials_for, unknown_models
     from depthlab.io import load_tasks
     from depthlab.measures import plan_missing, sweep_runs
 
@@ -65,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     trials = load_trials_for(args, "plan") if args.paths else schema.empty("trials")
     if trials is None:
+        return 1
+    mistake = unknown_models(args.models, trials, "in these logs") if args.paths and not args.new_models else None
+    if mistake:
+        print(f"depthlab plan: {mistake} (a model with no runs yet: add --new-models)", file=sys.stderr)
         return 1
     try:
         plan = plan_missing(

@@ -33,6 +33,16 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         "--api-key-env", default="DEPTHLAB_API_KEY", help="environment variable holding the API key (never stored)"
     )
     parser.add_argument("--temperature", type=float, default=0.7)
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=600.0,
+        help="hard limit in seconds on each model request (default 600); an endpoint that does not answer in "
+        "time, through every retry, makes the trial invalid",
+    )
+    parser.add_argument(
+        "--max-retries", type=int, default=4, help="retries of a failed model request (default 4; backoff doubles)"
+    )
     parser.add_argument("--strip-provider", action="store_true", help="send the model name without its provider/")
     parser.add_argument("--price-in", type=float, help="USD per million prompt tokens (cost accounting)")
     parser.add_argument("--price-out", type=float, help="USD per million completion tokens")
@@ -43,6 +53,16 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         "--cap-add", default="", help="comma-separated capabilities to give back (all are dropped), e.g. CHOWN,SETUID"
     )
     parser.add_argument("--pids-limit", type=int, default=1024)
+    parser.add_argument(
+        "--agent-user",
+        help="run the agent's shell (and the oracle) as this user, e.g. 1000:1000, where the task's files allow "
+        "it; default: the image's user (root in Harbor's images, as in Harbor)",
+    )
+    parser.add_argument(
+        "--build-network",
+        action="store_true",
+        help="give image builds a network (off unless a task's task.toml says allow_internet = true)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -57,7 +77,25 @@ def limits_factory(args: argparse.Namespace):  # noqa: ANN201 - a callable task 
         pids_limit=args.pids_limit,
         network=args.allow_network,
         cap_add=cap_add,
+        user=args.agent_user or None,
+        build_network=args.build_network,
     )
+
+
+def check_agent_arguments(args: argparse.Namespace, verb: str) -> str | None:
+    """The first invalid option of :func:`add_agent_arguments` as a message, or None."""
+    import math
+
+    for option in ("request_timeout", "agent_timeout"):
+        value = getattr(args, option)
+        if value is not None and (not math.isfinite(value) or value <= 0):
+            return f"depthlab {verb}: --{option.replace('_', '-')} must be a positive number of seconds, got {value:g}"
+    for option, least in (("concurrency", 1), ("pids_limit", 1), ("max_retries", 0)):
+        if getattr(args, option) < least:
+            return (
+                f"depthlab {verb}: --{option.replace('_', '-')} must be at least {least}, got {getattr(args, option)}"
+            )
+    return None
 
 
 def execution_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -71,9 +109,14 @@ def execution_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def report_summary(summary: FillSummary) -> int:
-    """Print a runner summary; the exit code is 1 when any trial or job had an error."""
+    """Print a runner summary and return the exit code.
+
+    1 when a trial or job had an error, when every trial run was invalid (no endpoint, no
+    image...), or when nothing ran because no task could run here; else 0.
+    """
     print(summary.render())
-    return 1 if summary.errors else 0
+    nothing_could_run = bool(summary.skipped) and not summary.outcomes
+    return 1 if summary.errors or summary.all_invalid or nothing_could_run else 0
 
 
 def terminus_factory(args: argparse.Namespace):  # noqa: ANN201 - a callable (model, cap) -> agent
@@ -86,6 +129,8 @@ def terminus_factory(args: argparse.Namespace):  # noqa: ANN201 - a callable (mo
             model,
             api_key_env=args.api_key_env or None,
             temperature=args.temperature,
+            timeout=args.request_timeout,
+            max_retries=args.max_retries,
             input_price_per_mtok=args.price_in,
             output_price_per_mtok=args.price_out,
             strip_provider=args.strip_provider,
@@ -133,6 +178,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.cap is not None and args.cap < 1:
         print(f"depthlab run: --cap must be a positive integer, got {args.cap}", file=sys.stderr)
+        return 2
+    if (problem := check_agent_arguments(args, "run")) is not None:
+        print(problem, file=sys.stderr)
         return 2
     with sigterm_as_interrupt(), reported_errors("run") as failed:
         agent = OracleAgent() if args.agent == "oracle" else terminus_factory(args)(args.model, args.cap)

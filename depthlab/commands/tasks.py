@@ -6,12 +6,16 @@ import argparse
 import sys
 import warnings
 
+from depthlab._tables import output_table
+
 HELP = "Load task directories into the tasks table (-o FILE.csv|.parquet)."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="task dirs (task.toml / task.yaml) or folders of them")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="output table (.csv or .parquet)")
+    parser.add_argument(
+        "-o", "--output", required=True, type=output_table, metavar="FILE", help="output table (.csv or .parquet)"
+    )
     parser.add_argument("--dataset", default=None, help="tag every row with this dataset name")
     parser.add_argument(
         "--difficulty-source",

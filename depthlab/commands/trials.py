@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
+from depthlab._tables import output_table
+
 HELP = "Load run logs into the trials table (-o FILE.csv|.parquet)."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="Harbor jobs/job/trial dirs, TB1 runs, or files")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="output table (.csv or .parquet)")
+    parser.add_argument(
+        "-o", "--output", required=True, type=output_table, metavar="FILE", help="output table (.csv or .parquet)"
+    )
     parser.add_argument("--dataset", default=None, help="tag every row with this dataset name")
     parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
     parser.add_argument("--cap-rule", choices=["stated_cap", "turn_limit"], default="stated_cap")

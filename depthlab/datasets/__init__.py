@@ -2,7 +2,7 @@
 
 ``load_dataset(name, root)`` returns an :class:`Audit` bundle: the tasks table (W and labels), the
 trials with a stated turn cap (``capped``, for D) and the uncapped / leaderboard trials (``public``,
-for N and pass rates), each row tagged with ``dataset = name``. ``datasets()`` lists the collections
+for N and pass rates), each row tagged with ``dataset = name``. ``list_datasets()`` lists the collections
 with what their labels mean: a ``difficulty`` column is an author's rating only for TB2; SETA and
 FACET difficulties are generation-time LLM labels (FACET's default to "medium"); TMax, TW and RST
 have no difficulty label at all (``difficulty_source`` ``"none"``). ``expert_time_min`` and
@@ -15,24 +15,25 @@ generic loaders, without guessing where a difficulty label came from.
 Examples
 --------
 >>> import depthlab as dl
->>> dl.datasets().filter(name="tb2")["difficulty_source"].item()
+>>> dl.list_datasets().filter(name="tb2")["difficulty_source"].item()
 'human'
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from collections.abc import Mapping
 from pathlib import Path
 
 import polars as pl
 
-from depthlab.datasets._base import Audit, DatasetInfo, check_path, check_status_rule, make_audit
+from depthlab._checks import check_choice, check_path
+from depthlab.collections import ordered
+from depthlab.datasets._base import Audit, DatasetInfo, make_audit
 from depthlab.datasets._harbor_tree import load_root
+from depthlab.io import STATUS_RULES
 
-__all__ = ["ADAPTERS", "Audit", "DatasetInfo", "datasets", "load_dataset", "load_datasets"]
+__all__ = ["ADAPTERS", "Audit", "DatasetInfo", "list_datasets", "load_dataset", "load_datasets"]
 
 #: registry name -> adapter module (imported on first use)
 ADAPTERS: dict[str, str] = {
@@ -45,7 +46,7 @@ ADAPTERS: dict[str, str] = {
 }
 
 
-def datasets() -> pl.DataFrame:
+def list_datasets() -> pl.DataFrame:
     """List the registered collections and what their labels mean.
 
     Returns
@@ -59,10 +60,10 @@ def datasets() -> pl.DataFrame:
     Examples
     --------
     >>> import depthlab as dl
-    >>> sorted(dl.datasets()["name"])
+    >>> sorted(dl.list_datasets()["name"])
     ['facet', 'rst', 'seta', 'tb2', 'tmax', 'tw']
     """
-    return pl.DataFrame([_adapter(name).INFO.row() for name in ADAPTERS])
+    return pl.DataFrame([_adapter(name).INFO.row() for name in ordered(ADAPTERS)])
 
 
 def load_dataset(name: str, root: str | Path, *, status_rule: str = "leaderboard") -> Audit:
@@ -71,7 +72,7 @@ def load_dataset(name: str, root: str | Path, *, status_rule: str = "leaderboard
     Parameters
     ----------
     name : str
-        A registered collection (``datasets()["name"]``: tmax, facet, seta, rst, tb2, tw), or any
+        A registered collection (``list_datasets()["name"]``: tmax, facet, seta, rst, tb2, tw), or any
         other name for a user's own Harbor tree (``<root>/tasks/``, ``<root>/jobs/``), loaded with
         the generic loaders and ``difficulty_source`` left null (never guessed).
     root : str or Path
@@ -87,14 +88,14 @@ def load_dataset(name: str, root: str | Path, *, status_rule: str = "leaderboard
     Examples
     --------
     >>> import depthlab as dl
-    >>> tb2 = dl.load_dataset("tb2", "../shared/data")  # doctest: +SKIP
+    >>> tb2 = dl.load_dataset("tb2", "data/public/tb2")  # doctest: +SKIP
     >>> tb2.notes[-1]  # doctest: +SKIP
     'no capped runs: D cannot be estimated'
     """
     if not isinstance(name, str) or not name.strip() or "+" in name:
         raise ValueError(f"The 'name' parameter of load_dataset must be a non-empty name without '+', got {name!r}")
     root = check_path(root, "root", "load_dataset")
-    check_status_rule(status_rule, "load_dataset")
+    check_choice(status_rule, "status_rule", "load_dataset", STATUS_RULES)
     if name in ADAPTERS:
         return _adapter(name).load(root, name=name, status_rule=status_rule)
     return _load_generic(root, name=name, status_rule=status_rule)
@@ -106,7 +107,7 @@ def load_datasets(roots: Mapping[str, str | Path], *, status_rule: str = "leader
     Examples
     --------
     >>> from depthlab.datasets import load_datasets
-    >>> pooled = load_datasets({"tb2": "../shared/data", "tw": "data/tw"})  # doctest: +SKIP
+    >>> pooled = load_datasets({"tb2": "data/public/tb2", "tw": "data/public/tw-tasks"})  # doctest: +SKIP
     """
     if not isinstance(roots, Mapping) or not roots:
         raise ValueError(
@@ -126,18 +127,3 @@ def _load_generic(root: Path, *, name: str, status_rule: str) -> Audit:
         f"'{name}' is not a registered collection: loaded as a generic Harbor tree; difficulty_source not stated",
     ]
     return make_audit(name, tree.tasks, tree.trials, rejected=tree.rejected, notes=notes)
-
-
-class _CallableModule(types.ModuleType):
-    """``depthlab.datasets`` is both this package and the :func:`datasets` listing.
-
-    ``dl.datasets`` resolves to the function through the package's lazy exports, but once
-    ``depthlab.datasets`` (or one of its adapters) has been imported the import system binds the
-    package itself to that name; making the package callable keeps ``dl.datasets()`` working either way.
-    """
-
-    def __call__(self) -> pl.DataFrame:
-        return datasets()
-
-
-sys.modules[__name__].__class__ = _CallableModule

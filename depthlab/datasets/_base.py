@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from depthlab import schema
-from depthlab.io import STATUS_RULES
+from depthlab.collections import CURATION
 
 if TYPE_CHECKING:  # pragma: no cover
     from depthlab.io import Rejected
@@ -26,8 +25,6 @@ class DatasetInfo:
         Registry name (``load_dataset(name, root)``).
     description : str
         One line.
-    curation : str
-        ``"human"`` (tasks written and reviewed by people) or ``"synthetic"`` (LLM-generated).
     difficulty_source : str
         What the ``difficulty`` column of this collection's tasks table is: ``"human"`` (author rating),
         ``"generated"`` (written at generation time by an LLM or a default) or ``"none"`` (no label).
@@ -41,7 +38,6 @@ class DatasetInfo:
 
     name: str
     description: str
-    curation: str
     difficulty_source: str
     human_labels: str
     generated_labels: str
@@ -49,8 +45,21 @@ class DatasetInfo:
     missing: str
     layout: str
 
-    def row(self) -> dict[str, str]:
-        return {key: getattr(self, key) for key in self.__dataclass_fields__}
+    @property
+    def curation(self) -> str | None:
+        """``"human"`` (tasks written and reviewed by people) or ``"synthetic"`` (LLM-generated).
+
+        Read from :data:`depthlab.collections.CURATION`, where the fact is written once.
+        """
+        return CURATION.get(self.name)
+
+    def row(self) -> dict[str, str | None]:
+        fields = {key: getattr(self, key) for key in self.__dataclass_fields__}
+        return {
+            "name": fields.pop("name"),
+            "description": fields.pop("description"),
+            "curation": self.curation,
+        } | fields
 
 
 @dataclass(frozen=True)
@@ -168,25 +177,6 @@ def _standard_notes(tasks: pl.DataFrame, capped: pl.DataFrame, public: pl.DataFr
     if public.is_empty():
         notes.append("no uncapped (public) runs: N and public pass rates cannot be computed")
     return notes
-
-
-def check_path(value: str | Path, parameter: str, function: str, *, kind: str = "directory") -> Path:
-    """Validate a path parameter of a public loader: an existing ``kind`` ("directory" or "file")."""
-    if not isinstance(value, str | Path):
-        raise TypeError(f"The '{parameter}' parameter of {function} must be a str or Path, got {type(value).__name__}")
-    path = Path(value).expanduser()
-    if not (path.is_dir() if kind == "directory" else path.is_file()):
-        raise ValueError(f"The '{parameter}' parameter of {function} must be an existing {kind}, got {str(path)!r}")
-    return path
-
-
-def check_status_rule(status_rule: str, function: str) -> str:
-    """Validate the ``status_rule`` parameter of a public loader."""
-    if status_rule not in STATUS_RULES:
-        raise ValueError(
-            f"The 'status_rule' parameter of {function} must be one of {STATUS_RULES}, got {status_rule!r}"
-        )
-    return status_rule
 
 
 def json_object(values: dict[str, Any]) -> str | None:

@@ -35,7 +35,6 @@ from depthlab.datasets._harbor_tree import load_root
 INFO = DatasetInfo(
     name="facet",
     description="FACET-Terminal-Tasks-6k: 6,020 LLM-synthesized tasks from pairs of agent skills (Harbor format).",
-    curation="synthetic",
     difficulty_source="generated",
     human_labels="none",
     generated_labels=(

@@ -49,6 +49,8 @@ from urllib.parse import quote
 import msgspec
 import polars as pl
 
+from depthlab._checks import check_choice
+
 __all__ = ["SOURCES", "FetchError", "Source", "fetch", "sources"]
 
 MANIFEST = ".depthlab-fetch.json"
@@ -223,8 +225,7 @@ def fetch(
     >>> fetch("tb2-tasks")  # doctest: +SKIP
     PosixPath('data/public/tb2/tasks')
     """
-    if name not in SOURCES:
-        raise ValueError(f"The 'name' parameter of fetch must be one of {sorted(SOURCES)}, got {name!r}")
+    check_choice(name, "name", "fetch", sorted(SOURCES))
     source = SOURCES[name]
     if revision is not None:
         if not isinstance(revision, str) or not revision.strip():

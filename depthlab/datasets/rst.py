@@ -42,7 +42,6 @@ from depthlab.datasets._harbor_tree import load_root
 INFO = DatasetInfo(
     name="rst",
     description="RST, read as Recursive Task Synthesis: 37,484 validated synthetic tasks (parquet index + Harbor).",
-    curation="synthetic",
     difficulty_source="none",
     human_labels="none",
     generated_labels="task_toml [metadata] as written by the generator (difficulty marked generated if present)",

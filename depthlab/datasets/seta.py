@@ -46,7 +46,6 @@ from depthlab.datasets._harbor_tree import load_root
 INFO = DatasetInfo(
     name="seta",
     description="SETA: CAMEL-AI's synthetic terminal environments (seta-env v1 TB1-style, SETA release Harbor).",
-    curation="synthetic",
     difficulty_source="generated",
     human_labels="none",
     generated_labels="difficulty easy/medium/hard (written by the synthesis agent)",

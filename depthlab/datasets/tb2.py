@@ -32,14 +32,14 @@ from pathlib import Path
 import polars as pl
 
 from depthlab import schema
-from depthlab.datasets._base import Audit, DatasetInfo, check_path, check_status_rule, json_object, make_audit
+from depthlab._checks import check_choice, check_path
+from depthlab.datasets._base import Audit, DatasetInfo, json_object, make_audit
 from depthlab.datasets._harbor_tree import load_root
-from depthlab.io import trial_status
+from depthlab.io import STATUS_RULES, trial_status
 
 INFO = DatasetInfo(
     name="tb2",
     description="Terminal-Bench 2.0: 89 human-written, expert-validated terminal tasks (Harbor format).",
-    curation="human",
     difficulty_source="human",
     human_labels=(
         "metadata.difficulty (author rating easy/medium/hard), category, tags, "
@@ -160,7 +160,7 @@ def public_trials_from_csv(path: str | Path, *, status_rule: str = "leaderboard"
     3560
     """
     path = check_path(path, "path", "public_trials_from_csv", kind="file")
-    check_status_rule(status_rule, "public_trials_from_csv")
+    check_choice(status_rule, "status_rule", "public_trials_from_csv", STATUS_RULES)
     raw = pl.read_csv(path, infer_schema_length=0)
     missing = {"submission", "model", "task_id", "trial", "reward", "exception_type", "n_turns"} - set(raw.columns)
     if missing:

@@ -47,7 +47,6 @@ from depthlab.datasets._harbor_tree import load_tree, tree_dirs
 INFO = DatasetInfo(
     name="tmax",
     description="TMax-15K: 14,601 synthetic tasks generated with Gemini from sampled axes (native or Harbor).",
-    curation="synthetic",
     difficulty_source="none",
     human_labels="none",
     generated_labels="no difficulty key; task_complexity, command_complexity and other sampled axes in labels",

@@ -34,7 +34,6 @@ from depthlab.datasets._harbor_tree import load_root
 INFO = DatasetInfo(
     name="tw",
     description="TerminalWorld(-Verified): tasks an LLM reverse-engineered from real terminal recordings (Harbor).",
-    curation="human",
     difficulty_source="none",
     human_labels="none (the Verified 200 were human-reviewed, without a rating)",
     generated_labels=(

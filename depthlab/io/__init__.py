@@ -12,14 +12,17 @@ Nothing here computes statistics.
 
 from __future__ import annotations
 
-from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning
+from depthlab.io._errors import DuplicateTrialsWarning, LoadError, Rejected, RejectedFilesWarning
+from depthlab.io._files import MAX_FILE_BYTES
 from depthlab.io.atif import read_steps
 from depthlab.io.status import STATUS_RULES, trial_status
 from depthlab.io.tasks import load_tasks
 from depthlab.io.trials import TrialLoad, load_trials, read_trials
 
 __all__ = [
+    "MAX_FILE_BYTES",
     "STATUS_RULES",
+    "DuplicateTrialsWarning",
     "LoadError",
     "Rejected",
     "RejectedFilesWarning",

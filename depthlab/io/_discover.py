@@ -14,7 +14,10 @@ Rules (by the files present, never by parsing, so the walk stays cheap):
   (it is classified again when parsed, so an oddly named trial is still read once);
 * hidden directories (``.git``, ...) are skipped; symbolic links are followed, each
   directory is visited once (so a link loop ends), and a directory that cannot be listed
-  is reported as rejected.
+  is reported as rejected;
+* each path argument is walked on its own, so overlapping paths (a job and one of its trials,
+  a folder and its parent) reach some trials twice: the loader keeps one and counts the rest
+  as duplicates.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 
 from depthlab.io._errors import Rejected
-from depthlab.io._files import DIR_SIZE, Dep
+from depthlab.io._files import Dep, changed_ns
 from depthlab.io.tb1 import RUN_FILE_SUFFIXES, is_trial_dir_name
 
 
@@ -43,12 +46,16 @@ class Found:
 def discover(roots: list[str]) -> Found:
     """Walk ``roots`` (existing files or directories) and classify what they hold."""
     found = Found()
+    walked: set[tuple[int, int]] = set()
     for root in roots:
         fallback = _dataset_name(root)
         if os.path.isdir(root):
+            found.visited = set()  # links are followed once per path argument
             _walk(root, fallback, found)
+            walked |= found.visited
         else:
             _add_file(root, fallback, found)
+    found.visited = walked
     return found
 
 
@@ -101,9 +108,10 @@ def _walk(root: str, fallback: str, found: Found) -> None:
         except OSError as exc:
             found.rejected.append(Rejected(folder, f"cannot list directory: {exc.strerror or exc}"))
             continue
-        found.deps.append((folder, DIR_SIZE, info.st_mtime_ns))
+        found.deps.append((folder, info.st_size, changed_ns(info)))
         if "result.json" in files:
-            if not any(os.path.isfile(os.path.join(sub, "result.json")) for sub, _ in subdirs):
+            # lexists: a trial whose result.json is a dangling link is still a trial, to reject
+            if not any(os.path.lexists(os.path.join(sub, "result.json")) for sub, _ in subdirs):
                 found.harbor_trials.append((folder, fallback))
                 continue
             # a job: every sub-directory is sent to be parsed as a trial; the few without a
@@ -128,6 +136,9 @@ def _walk(root: str, fallback: str, found: Found) -> None:
         stack.extend(sub for sub, _ in reversed(subdirs))
 
 
+_RUN_LOG_NAMES = frozenset({"result.json", "results.json"})
+
+
 def _list(folder: str) -> tuple[set[str], list[tuple[str, bool]]]:
     """File names, and (path, is_symlink) of sub-directories (sorted; hidden ones left out)."""
     files: set[str] = set()
@@ -135,7 +146,9 @@ def _list(folder: str) -> tuple[set[str], list[tuple[str, bool]]]:
     with os.scandir(folder) as entries:
         for entry in entries:
             try:
-                if entry.is_dir():
+                if entry.name in _RUN_LOG_NAMES:
+                    files.add(entry.name)  # even a directory by that name: reading it gives the reason
+                elif entry.is_dir():
                     if not entry.name.startswith("."):
                         subdirs.append((entry.path, entry.is_symlink()))
                 else:

@@ -37,6 +37,10 @@ class RejectedFilesWarning(UserWarning):
     """Some trials or task directories were rejected; the message gives the count and the first paths."""
 
 
+class DuplicateTrialsWarning(UserWarning):
+    """Some trials were reached twice and loaded once; the message gives the count and the first paths left out."""
+
+
 class _Reject(Exception):
     """Raised inside a parser; turned into a :class:`Rejected` by the caller."""
 

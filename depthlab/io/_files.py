@@ -1,76 +1,139 @@
-"""Safe reading of small files: regular files only, decode errors turned into reasons.
+"""Safe reading of run-log files: regular files only, bounded size, every failure a reason.
 
-Every read records the file's ``(size, mtime_ns)`` in a dependency list so that the
-parquet cache can tell later whether anything it was built from has changed.
+Every file a reader looks at is recorded in a dependency list with ``(size, change time)``,
+*before* it is read, so that the parquet cache notices when a file it rejected (a FIFO, a
+directory, a broken link, a file too large or unreadable) is later repaired.
+
+The change time is ``st_ctime_ns`` on POSIX systems: the kernel moves it on every write,
+``chmod``, rename onto the path or ``utime`` (so a rewrite that restores the old
+modification time is still seen); elsewhere it is ``st_mtime_ns``.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
 from depthlab.io._errors import _Reject
 
-#: A file that was read (size, mtime_ns >= 0), a directory that was listed (size -1),
-#: or a path that was probed and found absent (size -2, mtime 0).
+#: A file that was read or a directory that was listed (size and change time, both >= 0),
+#: a path that was probed and found absent (size -2, time 0), or a dangling symbolic link
+#: (size -3, the link's own change time).
 Dep = tuple[str, int, int]
-DIR_SIZE = -1
-ABSENT = -2
+ABSENT: Final[int] = -2
+BROKEN_LINK: Final[int] = -3
 
-# A run log larger than this is not something a loader should hold in memory.
-_MAX_BYTES = 512 * 1024 * 1024
+#: Largest run-log file (result, trajectory, run file, reward) a loader reads, in bytes. Larger
+#: files are refused from their size alone, before a byte is read.
+MAX_FILE_BYTES: Final[int] = 256 * 1024 * 1024
+
+#: Whether the change time compared is the status-change time (POSIX) or the modification time.
+POSIX: Final[bool] = os.name == "posix"
 
 
-def read_bytes(path: str, deps: list[Dep]) -> bytes:
-    """Read a regular file, refusing FIFOs, devices and directories (which could hang or fail late)."""
-    data = read_bytes_if_exists(path, deps)
+def changed_ns(info: os.stat_result) -> int:
+    """The time the cache compares: status change on POSIX, modification elsewhere."""
+    return info.st_ctime_ns if POSIX else info.st_mtime_ns
+
+
+def read_bytes(path: str, deps: list[Dep], limit: int = MAX_FILE_BYTES) -> bytearray:
+    """Read a regular file, refusing FIFOs, devices, directories, broken links and files over ``limit``."""
+    data = read_bytes_if_exists(path, deps, limit)
     if data is None:
         raise _Reject(path, "file not found")
     return data
 
 
-def read_bytes_if_exists(path: str, deps: list[Dep]) -> bytes | None:
-    """Like :func:`read_bytes`, but None (remembered as absent) when there is no such file."""
+def read_bytes_if_exists(path: str, deps: list[Dep], limit: int = MAX_FILE_BYTES) -> bytearray | None:
+    """Like :func:`read_bytes`, but None (remembered as absent) when nothing at all is at ``path``."""
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        deps.append((path, ABSENT, 0))
+        _remember_missing(path, deps)
         return None
     except OSError as exc:
+        _remember_path(path, deps)
         raise _Reject(path, f"cannot open: {exc.strerror or exc}") from None
     try:
         info = os.fstat(descriptor)
+        deps.append((path, info.st_size, changed_ns(info)))
         if not stat.S_ISREG(info.st_mode):
-            raise _Reject(path, "not a regular file")
-        if info.st_size > _MAX_BYTES:
-            raise _Reject(path, f"file too large ({info.st_size} bytes)")
-        parts = [os.read(descriptor, info.st_size + 1)]
-        while len(parts[-1]) and sum(map(len, parts)) <= info.st_size:
-            parts.append(os.read(descriptor, 1 << 20))
+            raise _Reject(path, "a directory, not a file" if stat.S_ISDIR(info.st_mode) else "not a regular file")
+        if info.st_size > limit:
+            raise _Reject(path, f"file too large ({info.st_size} bytes; the limit is {limit})")
+        return _read_all(descriptor, info.st_size, path)
     except OSError as exc:
         raise _Reject(path, f"cannot read: {exc.strerror or exc}") from None
     finally:
         os.close(descriptor)
-    deps.append((path, info.st_size, info.st_mtime_ns))
-    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def exists(path: str, deps: list[Dep]) -> bool:
-    """True when ``path`` is a regular file; an absent path is remembered so that its later creation is noticed."""
+def _read_all(descriptor: int, size: int, path: str) -> bytearray:
+    """Read into one buffer of the stated size: no second copy (a file that grows meanwhile is refused)."""
+    buffer = bytearray(size + 1)
+    with memoryview(buffer) as view:
+        filled = 0
+        while filled <= size:
+            count = os.readv(descriptor, [view[filled:]])
+            if count == 0:
+                break
+            filled += count
+    if filled > size:
+        raise _Reject(path, "file grew while it was read (still being written?)")
+    del buffer[filled:]
+    return buffer  # msgspec decodes a bytearray in place: no copy
+
+
+def _remember_missing(path: str, deps: list[Dep]) -> None:
+    """An absent path is remembered, so its later creation is seen; a dangling link is a reason."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        deps.append((path, ABSENT, 0))
+        return
+    if not stat.S_ISLNK(info.st_mode):  # it vanished between the open and the lstat
+        deps.append((path, ABSENT, 0))
+        return
+    deps.append((path, BROKEN_LINK, changed_ns(info)))
+    raise _Reject(path, f"broken symbolic link (to {_link_target(path)!r})")
+
+
+def _link_target(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
+
+
+def _remember_path(path: str, deps: list[Dep]) -> None:
     try:
         info = os.stat(path)
     except OSError:
         deps.append((path, ABSENT, 0))
+        return
+    deps.append((path, info.st_size, changed_ns(info)))
+
+
+def probe(path: str, deps: list[Dep]) -> bool:
+    """True when anything is at ``path`` (a file, or something to reject when read); absence is remembered.
+
+    A FIFO, a directory or a dangling link in place of an optional file is *there*: reading it
+    gives the reason, rather than taking it for a missing file.
+    """
+    try:
+        os.lstat(path)
+    except OSError:
+        deps.append((path, ABSENT, 0))
         return False
-    return stat.S_ISREG(info.st_mode)
+    return True
 
 
-def decode_json(data: bytes, path: str, type_: Any = Any) -> Any:
-    """Decode JSON bytes into ``type_``; empty, truncated, non-UTF-8 or mis-shaped input becomes a reason."""
+def decode_json(data: bytes | bytearray, path: str, type_: Any = Any) -> Any:
+    """Decode JSON bytes into ``type_``; empty, truncated, too deep, non-UTF-8 or mis-shaped input becomes a reason."""
     if not data.strip():
         raise _Reject(path, "empty file")
     try:
@@ -79,6 +142,9 @@ def decode_json(data: bytes, path: str, type_: Any = Any) -> Any:
         raise _Reject(path, f"unexpected shape: {exc}") from None
     except msgspec.DecodeError as exc:
         raise _Reject(path, f"not valid JSON: {exc}") from None
+    except RecursionError:
+        # msgspec counts its depth against Python's recursion limit and unwinds cleanly
+        raise _Reject(path, "JSON nested too deeply to read") from None
 
 
 def read_json(path: str, deps: list[Dep], type_: Any = Any) -> Any:

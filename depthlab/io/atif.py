@@ -32,6 +32,7 @@ from typing import Any, Final
 import msgspec
 import polars as pl
 
+from depthlab._checks import check_positive_int
 from depthlab.io._errors import LoadError, _Reject
 from depthlab.io._files import Dep, decode_json, read_bytes, read_bytes_if_exists
 
@@ -220,8 +221,7 @@ def read_steps(trial_dir: str | os.PathLike[str], *, max_chars: int = OBSERVATIO
     >>> read_steps(agent.parent).select("turn", "message", "commands").row(0)
     (1, 'Plan: write it', 'echo hi > hello.txt')
     """
-    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-        raise ValueError(f"The 'max_chars' parameter of read_steps must be an int >= 1, got {max_chars!r}")
+    check_positive_int(max_chars, "max_chars", "read_steps")
     folder = os.fspath(trial_dir)
     try:
         rows = _trial_steps(folder, max_chars)
@@ -243,7 +243,7 @@ def _count_file(path: str, deps: list[Dep]) -> int:
     return _count_bytes(read_bytes(path, deps), path, deps)
 
 
-def _count_bytes(data: bytes, path: str, deps: list[Dep]) -> int:
+def _count_bytes(data: bytes | bytearray, path: str, deps: list[Dep]) -> int:
     parsed = decode_json(data, path, _FILE_TYPE)
     if isinstance(parsed, list):
         return sum(1 for message in parsed if message.role == "assistant")
@@ -298,7 +298,7 @@ def _trial_steps(folder: str, max_chars: int) -> list[dict[str, Any]]:
     raise _Reject(folder, "no agent/trajectory.json and no agent/episode-* or agent-logs/episode-* directories")
 
 
-def _trajectory_steps(data: bytes, path: str, max_chars: int) -> list[dict[str, Any]]:
+def _trajectory_steps(data: bytes | bytearray, path: str, max_chars: int) -> list[dict[str, Any]]:
     parsed = decode_json(data, path, _FULL_FILE_TYPE)
     if isinstance(parsed, list):
         return _chat_steps(parsed, max_chars)

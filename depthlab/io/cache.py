@@ -1,18 +1,34 @@
 """Parquet cache of loaded trials tables, reused trial by trial.
 
 An entry is keyed by the load's inputs (absolute paths, dataset, status rule, cap rule).
-It remembers every file the load read with ``(size, mtime_ns)``, every directory it listed
-with its ``mtime_ns`` (adding or removing an entry changes it) and every path it probed and
-found absent, each tagged with the trial (the *unit*: a Harbor trial directory or a TB1
-trial file) it belongs to. A reload checks those with one ``stat`` each:
+It remembers every file the load looked at, with its size and change time, *including the
+files it rejected before reading* (a FIFO, a directory, a broken link, a file too large or
+unreadable), every directory it listed with its change time (adding or removing an entry
+changes it) and every path it probed and found absent, each tagged with the trial (the
+*unit*: a Harbor trial directory or a TB1 trial file) it belongs to. The change time is the
+status-change time ``st_ctime_ns`` on POSIX, which the kernel moves on every write, ``chmod``,
+rename onto the path and ``utime``, so even a rewrite that keeps the size and restores the
+modification time is seen. A reload checks those with one ``stat`` each:
 
 * nothing changed: the cached table is returned as is (no walk, no parsing);
 * something changed: the tree is walked again, trials whose own files are unchanged are
   taken from the cache, and only new or changed trials (and run-level files) are parsed.
 
-The cache directory is ``$DEPTHLAB_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/depthlab``
-(``~/.cache/depthlab``). A cap rule given as a function cannot be keyed, so such loads are
-never cached.
+What is not seen: a change inside a directory the load never looked at (say, a new file in
+a trial's ``verifier/`` when its result.json already holds the reward), and a change made
+within the file system's timestamp granularity that also keeps the size.
+
+An entry is two files, ``trials-<key>.meta`` (msgpack) and ``trials-<key>.parquet``. The
+parquet is used only when it is a regular file whose rows and columns are those the meta
+records; anything else (missing, truncated, replaced, a FIFO) is a miss and the load is
+rebuilt.
+
+**Location**: ``$DEPTHLAB_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/depthlab``, else
+``~/.cache/depthlab``. **Eviction**: after each save, entries not used for
+:data:`MAX_AGE_DAYS` days are removed, then the least recently used ones until the folder
+holds at most ``$DEPTHLAB_CACHE_MAX_MB`` megabytes (default :data:`MAX_MEGABYTES`).
+``depthlab cache info`` shows the location and size; ``depthlab cache clear`` empties it.
+A cap rule given as a function cannot be keyed, so such loads are never cached.
 """
 
 from __future__ import annotations
@@ -20,35 +36,54 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
+import warnings
+from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
+from typing import Final
 
 import msgspec
 import polars as pl
 
 from depthlab.io._errors import Rejected
-from depthlab.io._files import ABSENT, DIR_SIZE, Dep
+from depthlab.io._files import ABSENT, BROKEN_LINK, POSIX, Dep
 
 # Bump when the loaders change what they produce, so old entries are not reused.
-FORMAT_VERSION = 2
+FORMAT_VERSION: Final[int] = 4
 
 #: Column of the cached table naming the unit each row came from ("" = a run-level file).
-UNIT = "_unit"
+UNIT: Final[str] = "_unit"
+#: Column of the cached table marking rows left out as a copy of a trial loaded from another file.
+DUPLICATE: Final[str] = "_duplicate"
 #: Unit of dependencies and rejections that belong to the walk or to run-level files.
-GLOBAL = ""
+GLOBAL: Final[str] = ""
+
+#: Entries unused for this many days are evicted.
+MAX_AGE_DAYS: Final[int] = 30
+#: Default size limit of the cache folder, in megabytes (``$DEPTHLAB_CACHE_MAX_MB`` overrides it).
+MAX_MEGABYTES: Final[int] = 2048
+
+_PREFIX = "trials-"
+_META, _TABLE = ".meta", ".parquet"
 
 
 class _Meta(msgspec.Struct):
     version: int
+    n_present: int  # the first n_present paths are files and directories that were there
     paths: list[str]
     sizes: list[int]
-    mtimes: list[int]
+    times: list[int]
     owners: list[str]
     rejected: list[tuple[str, str, str]]  # path, reason, unit
     n_seen: int
+    duplicates: list[str]
+    rows: int
+    columns: list[tuple[str, str]]  # name, dtype of the parquet table
 
 
 class Entry:
-    """A cache entry: ``table`` has the extra :data:`UNIT` column and the pre-attempt hint.
+    """A cache entry: ``table`` has the extra :data:`UNIT` and :data:`DUPLICATE` columns and the hints.
 
     What only a partial reload needs (the units, the remembered files) is built on first use,
     so that the common case, nothing changed, stays a stat per file and a parquet read.
@@ -57,6 +92,7 @@ class Entry:
     def __init__(self, table: pl.DataFrame, meta: _Meta, changed: frozenset[str]) -> None:
         self.table = table
         self.n_seen = meta.n_seen
+        self.duplicates = list(meta.duplicates)
         self.changed = changed  # units (and GLOBAL) with a changed, added or removed file
         self.rejected = [(Rejected(path, reason), unit) for path, reason, unit in meta.rejected]
         self._meta = meta
@@ -66,6 +102,10 @@ class Entry:
     def unchanged(self) -> bool:
         """True when the load can be returned without looking at the tree again."""
         return not self.changed
+
+    def kept(self) -> pl.DataFrame:
+        """The rows of the load (copies of a trial already loaded left out)."""
+        return self.table.filter(~pl.col(DUPLICATE))
 
     def reusable(self, unit: str) -> bool:
         """True when ``unit`` was cached (it gave a row or a rejection) and none of its files changed."""
@@ -77,8 +117,8 @@ class Entry:
         """The remembered files of ``units``, with their unit."""
         meta = self._meta
         return [
-            ((path, size, mtime), owner)
-            for path, size, mtime, owner in zip(meta.paths, meta.sizes, meta.mtimes, meta.owners, strict=True)
+            ((path, size, when), owner)
+            for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, meta.owners, strict=True)
             if owner in units
         ]
 
@@ -104,59 +144,263 @@ def cache_key(roots: list[str], settings: dict[str, str | None]) -> str:
 
 
 def load(key: str) -> Entry | None:
-    """The cache entry for ``key`` with what changed since, or None when there is none."""
+    """The cache entry for ``key`` with what changed since, or None when there is none (or it is unusable)."""
     folder = cache_dir()
+    meta_path = folder / f"{_PREFIX}{key}{_META}"
     try:
-        meta = msgspec.msgpack.decode((folder / f"trials-{key}.meta").read_bytes(), type=_Meta)
+        meta = msgspec.msgpack.decode(_read_regular(meta_path), type=_Meta)
         if meta.version != FORMAT_VERSION:
             return None
-        table = pl.read_parquet(folder / f"trials-{key}.parquet")
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError, pl.exceptions.PolarsError):
+        table = pl.read_parquet(_read_regular(folder / f"{_PREFIX}{key}{_TABLE}"))
+    except (OSError, ValueError, msgspec.DecodeError, pl.exceptions.PolarsError):
         return None
+    if table.height != meta.rows or [(name, str(dtype)) for name, dtype in table.schema.items()] != [
+        tuple(column) for column in meta.columns
+    ]:
+        return None  # the parquet is not the one the meta describes
+    _touch(meta_path)
     return Entry(table, meta, frozenset(_changed_owners(meta)))
 
 
 def save(
-    key: str, table: pl.DataFrame, rejected: list[tuple[Rejected, str]], n_seen: int, deps: list[tuple[Dep, str]]
+    key: str,
+    table: pl.DataFrame,
+    rejected: list[tuple[Rejected, str]],
+    n_seen: int,
+    deps: list[tuple[Dep, str]],
+    duplicates: list[str],
 ) -> None:
     """Store a load (``table`` with its :data:`UNIT` column); failing to write only costs the cache."""
     # one file can matter to several units (a TB1 run's metadata to each of its trials)
-    unique = {(path, owner): (size, mtime) for (path, size, mtime), owner in deps}
+    unique = {(path, owner): (size, when) for (path, size, when), owner in deps}
+    # files and directories first: a reload stats them in one pass, the few probes after
+    order = sorted(unique, key=lambda item: unique[item][0] < 0)
+    unique = {item: unique[item] for item in order}
     meta = _Meta(
         version=FORMAT_VERSION,
+        n_present=sum(1 for size, _ in unique.values() if size >= 0),
         paths=[path for path, _ in unique],
         sizes=[size for size, _ in unique.values()],
-        mtimes=[mtime for _, mtime in unique.values()],
+        times=[when for _, when in unique.values()],
         owners=[owner for _, owner in unique],
         rejected=[(item.path, item.reason, unit) for item, unit in rejected],
         n_seen=n_seen,
+        duplicates=duplicates,
+        rows=table.height,
+        columns=[(name, str(dtype)) for name, dtype in table.schema.items()],
     )
     folder = cache_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        table_tmp = folder / f".trials-{key}.parquet.{os.getpid()}"
-        meta_tmp = folder / f".trials-{key}.meta.{os.getpid()}"
-        table.write_parquet(table_tmp)
+        table_tmp = folder / f".{_PREFIX}{key}{_TABLE}.{os.getpid()}"
+        meta_tmp = folder / f".{_PREFIX}{key}{_META}.{os.getpid()}"
+        table.write_parquet(table_tmp, compression="uncompressed")  # decoded 4x faster; the size hardly matters
         meta_tmp.write_bytes(msgspec.msgpack.encode(meta))
-        table_tmp.replace(folder / f"trials-{key}.parquet")
-        meta_tmp.replace(folder / f"trials-{key}.meta")
+        table_tmp.replace(folder / f"{_PREFIX}{key}{_TABLE}")
+        meta_tmp.replace(folder / f"{_PREFIX}{key}{_META}")
+    except OSError:
+        return
+    try:
+        evict(keep=key)
+    except ValueError as exc:  # a bad DEPTHLAB_CACHE_MAX_MB costs the eviction, not the load
+        warnings.warn(f"the trials cache was not evicted: {exc}", UserWarning, stacklevel=3)
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """What :func:`info` reports."""
+
+    location: Path
+    entries: int
+    bytes: int
+    max_bytes: int
+    max_age_days: int
+    oldest_use: float | None  # seconds since the epoch; None when empty
+
+    def __str__(self) -> str:
+        used = f"{self.bytes / 1e6:.1f} MB in {self.entries} entries"
+        limits = f"limits: {self.max_bytes / 1e6:.0f} MB, entries unused for {self.max_age_days} days are removed"
+        return f"trials cache at {self.location}\n{used}\n{limits}"
+
+
+def info() -> CacheInfo:
+    """Where the cache is, how many entries it holds and how large it is.
+
+    Examples
+    --------
+    >>> info().entries >= 0
+    True
+    """
+    entries = _entries(cache_dir())
+    return CacheInfo(
+        location=cache_dir(),
+        entries=len(entries),
+        bytes=sum(size for _, size, _ in entries),
+        max_bytes=max_bytes(),
+        max_age_days=MAX_AGE_DAYS,
+        oldest_use=min((used for _, _, used in entries), default=None),
+    )
+
+
+def clear() -> int:
+    """Remove every cache entry (and left-over temporary files); return how many entries were removed."""
+    folder = cache_dir()
+    entries = _entries(folder)
+    for key, _, _ in entries:
+        _remove(folder, key)
+    try:
+        leftovers = [path for path in folder.iterdir() if path.name.startswith(f".{_PREFIX}")]
+    except OSError:
+        leftovers = []
+    for path in leftovers:
+        path.unlink(missing_ok=True)
+    return len(entries)
+
+
+def max_bytes() -> int:
+    """The size limit: ``$DEPTHLAB_CACHE_MAX_MB`` megabytes when set (a positive number), else :data:`MAX_MEGABYTES`."""
+    text = os.environ.get("DEPTHLAB_CACHE_MAX_MB")
+    if text:
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if value > 0 and value != float("inf"):
+            return int(value * 1e6)
+        raise ValueError(f"DEPTHLAB_CACHE_MAX_MB must be a positive number of megabytes, got {text!r}")
+    return MAX_MEGABYTES * 1_000_000
+
+
+def evict(keep: str | None = None, now: float | None = None) -> list[str]:
+    """Remove entries unused for :data:`MAX_AGE_DAYS`, then the least recently used beyond the size limit.
+
+    ``keep`` (the entry just written) is never removed. Returns the keys removed.
+    """
+    folder = cache_dir()
+    now = time.time() if now is None else now
+    limit = max_bytes()
+    entries = sorted(_entries(folder), key=lambda item: item[2])  # least recently used first
+    total = sum(size for _, size, _ in entries)
+    removed = []
+    for key, size, used in entries:
+        if key == keep:
+            continue
+        if now - used > MAX_AGE_DAYS * 86400 or total > limit:
+            _remove(folder, key)
+            removed.append(key)
+            total -= size
+    return removed
+
+
+def _entries(folder: Path) -> list[tuple[str, int, float]]:
+    """(key, bytes, last use) of each entry; the last use is the meta file's modification time."""
+    entries = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    for name in names:
+        if not (name.startswith(_PREFIX) and name.endswith(_META)):
+            continue
+        key = name[len(_PREFIX) : -len(_META)]
+        try:
+            meta_info = os.stat(folder / name)
+        except OSError:
+            continue
+        try:
+            table_size = os.stat(folder / f"{_PREFIX}{key}{_TABLE}").st_size
+        except OSError:
+            table_size = 0
+        entries.append((key, meta_info.st_size + table_size, meta_info.st_mtime))
+    return entries
+
+
+def _remove(folder: Path, key: str) -> None:
+    for suffix in (_META, _TABLE):
+        try:
+            (folder / f"{_PREFIX}{key}{suffix}").unlink(missing_ok=True)
+        except OSError:
+            continue
+
+
+def _touch(path: Path) -> None:
+    """Mark an entry as used now (eviction removes the least recently used first)."""
+    try:
+        os.utime(path)
     except OSError:
         return
 
 
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a regular file; anything else (a FIFO must not hang the load) is an OSError."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(descriptor)
+
+
+_CHANGE_TIME = attrgetter("st_ctime_ns" if POSIX else "st_mtime_ns")
+_SIZE = attrgetter("st_size")
+
+
 def _changed_owners(meta: _Meta) -> set[str]:
+    """The units with a changed, added or removed file: one stat per remembered path.
+
+    The common case, nothing changed, is one tight pass over the files and directories that were
+    there (each stat result compared and dropped at once); only when it finds a change is each
+    path looked at again to name the units it belongs to.
+    """
+    if _all_present_unchanged(meta) and not _probes_changed(meta):
+        return set()
     changed: set[str] = set()
-    stat_path = os.stat
-    for path, size, mtime, owner in zip(meta.paths, meta.sizes, meta.mtimes, meta.owners, strict=True):
-        try:
-            info = stat_path(path)
-        except OSError:
-            if size != ABSENT:
-                changed.add(owner)
-            continue
-        if size == ABSENT:
-            if stat.S_ISREG(info.st_mode):
-                changed.add(owner)  # a file that was absent has appeared
-        elif info.st_mtime_ns != mtime or (size != DIR_SIZE and info.st_size != size):
+    for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, meta.owners, strict=True):
+        if _dep_changed(path, size, when):
             changed.add(owner)
     return changed
+
+
+def _all_present_unchanged(meta: _Meta) -> bool:
+    present = meta.n_present
+    stat, change_time = os.stat, _CHANGE_TIME
+    try:
+        for path, size, when in zip(meta.paths[:present], meta.sizes[:present], meta.times[:present], strict=True):
+            info = stat(path)
+            if change_time(info) != when or info.st_size != size:
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def _probes_changed(meta: _Meta) -> bool:
+    present = meta.n_present
+    return any(
+        _dep_changed(path, size, when)
+        for path, size, when in zip(meta.paths[present:], meta.sizes[present:], meta.times[present:], strict=True)
+    )
+
+
+def _dep_changed(path: str, size: int, when: int) -> bool:
+    if size == ABSENT:
+        try:
+            os.lstat(path)
+        except OSError:
+            return False
+        return True  # something (even a dangling link) has appeared where nothing was
+    try:
+        info = os.stat(path)
+    except OSError:
+        return size != BROKEN_LINK or _link_time(path) != when
+    # (a dangling link that now resolves has been repaired)
+    return size == BROKEN_LINK or _CHANGE_TIME(info) != when or info.st_size != size
+
+
+def _link_time(path: str) -> int | None:
+    try:
+        return _CHANGE_TIME(os.lstat(path))
+    except OSError:
+        return None

@@ -29,19 +29,27 @@ Field by field (see ``depthlab.schema.TRIALS``):
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 from depthlab.io import atif
-from depthlab.io._errors import _Reject
-from depthlab.io._files import Dep, decode_json, exists, read_bytes_if_exists, read_json, read_text
+from depthlab.io._errors import Rejected, _Reject
+from depthlab.io._files import Dep, changed_ns, decode_json, probe, read_bytes_if_exists, read_json, read_text
+from depthlab.io._rows import check_row
 from depthlab.io.status import _as_int, harness_turn_limit, stated_cap, trial_status
 
 CapRule = Callable[[dict], "int | None"]
+
+#: A count that fits the trials table's Int64 columns (tokens); larger or negative is a rejection.
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+#: A number of turns or steps that fits its Int32 column.
+Turns = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
 
 
 class _ModelInfo(msgspec.Struct):
@@ -56,13 +64,13 @@ class _AgentInfo(msgspec.Struct):
 
 
 class _Terminus2Metadata(msgspec.Struct):
-    n_episodes: int | None = None
+    n_episodes: Turns | None = None
 
 
 class _AgentResult(msgspec.Struct):
-    n_input_tokens: int | None = None
-    n_cache_tokens: int | None = None
-    n_output_tokens: int | None = None
+    n_input_tokens: Count | None = None
+    n_cache_tokens: Count | None = None
+    n_output_tokens: Count | None = None
     cost_usd: float | None = None
     metadata: _Terminus2Metadata | None = None
 
@@ -100,6 +108,7 @@ class _TaskId(msgspec.Struct):
 class TrialResult(msgspec.Struct):
     """The part of Harbor's ``TrialResult`` the trials table uses (unknown keys are skipped)."""
 
+    id: str | None = None
     task_name: str | None = None
     trial_name: str | None = None
     task_id: _TaskId | None = None
@@ -117,7 +126,7 @@ class TrialResult(msgspec.Struct):
 
 
 class _JobResult(msgspec.Struct):
-    trial_results: list[TrialResult] | None = None
+    trial_results: list[msgspec.Raw] | None = None
 
 
 class _ConfigOnly(msgspec.Struct):
@@ -125,7 +134,7 @@ class _ConfigOnly(msgspec.Struct):
 
 
 class _Usage(msgspec.Struct):
-    max_steps: int | None = None
+    max_steps: Turns | None = None
 
 
 class Options(msgspec.Struct, frozen=True):
@@ -136,48 +145,59 @@ class Options(msgspec.Struct, frozen=True):
     cap_rule: str | CapRule
 
 
-#: Returned by :func:`trial_dir_row` for a directory without result.json (to be walked instead).
-NOT_A_TRIAL_DIR: dict = {}
+def trial_dir_rows(
+    trial_dir: str, options: Options, fallback_dataset: str, deps: list[Dep]
+) -> tuple[list[dict], list[Rejected]] | None:
+    """Rows (and rejections) of one trial directory; None when it has no result.json (walk it instead).
 
-
-def trial_dir_row(trial_dir: str, options: Options, fallback_dataset: str, deps: list[Dep]) -> dict | None:
-    """Parse one trial directory into a trials-table row.
-
-    Returns None when it holds a job-level result without trials, and :data:`NOT_A_TRIAL_DIR`
-    when it has no result.json at all.
+    A directory whose result.json is a job-level result (no trial folders beside it) gives the
+    trials embedded in its ``trial_results`` list; with none, it is rejected (its trials are gone).
     """
     path = os.path.join(trial_dir, "result.json")
     raw = read_bytes_if_exists(path, deps)
     if raw is None:
-        return NOT_A_TRIAL_DIR
+        return None
     result = decode_json(raw, path, TrialResult)
-    if result.n_total_trials is not None and result.task_name is None and result.trial_name is None:
-        return None  # a job directory whose trials are gone: nothing to load
+    if result.task_name is None and result.trial_name is None and result.task_id is None:
+        job = decode_json(raw, path, _JobResult)
+        if job.trial_results:
+            return job_embedded_rows(path, set(), options, fallback_dataset, deps, job)
+        if job.trial_results is not None or result.n_total_trials is not None:
+            raise _Reject(path, "a job's result.json without trials (no trial folders beside it, no trial_results)")
     config = _raw_config(raw, path) if callable(options.cap_rule) else None
-    return result_row(result, path, trial_dir, options, fallback_dataset, deps, config)
+    return [result_row(result, path, trial_dir, options, fallback_dataset, deps, config)], []
 
 
 def job_embedded_rows(
-    path: str, skip: set[str], options: Options, fallback_dataset: str, deps: list[Dep]
-) -> tuple[list[dict], int]:
-    """Rows of the ``trial_results`` list kept in an older job-level result.json.
+    path: str,
+    skip: set[str],
+    options: Options,
+    fallback_dataset: str,
+    deps: list[Dep],
+    job: _JobResult | None = None,
+) -> tuple[list[dict], list[Rejected]]:
+    """Rows of the ``trial_results`` list kept in an older job-level result.json, and its bad entries.
 
     Trials whose directory was also found (``skip``, by trial name) are left to that directory,
-    so no trial is counted twice. Returns the rows and how many entries were seen.
+    so no trial is counted twice. Each entry is its own trial: a bad one is rejected alone, as
+    ``<path>#trial_results[<index>]``.
     """
-    job = read_json(path, deps, _JobResult)
-    rows = []
-    seen = 0
-    for index, entry in enumerate(job.trial_results or []):
-        if entry.trial_name in skip:
-            continue
-        seen += 1
+    if job is None:
+        job = read_json(path, deps, _JobResult)
+    rows, rejected = [], []
+    for index, raw in enumerate(job.trial_results or []):
         where = f"{path}#trial_results[{index}]"
-        config = None
-        if callable(options.cap_rule):
-            config = msgspec.to_builtins(entry.config) if entry.config is not None else {}
-        rows.append(result_row(entry, where, None, options, fallback_dataset, deps, config))
-    return rows, seen
+        try:
+            entry = decode_json(bytes(raw), where, TrialResult)
+            if entry.trial_name in skip:
+                continue
+            config = None
+            if callable(options.cap_rule):
+                config = _raw_config(bytes(raw), where)
+            rows.append(result_row(entry, where, None, options, fallback_dataset, deps, config))
+        except _Reject as exc:
+            rejected.append(Rejected(exc.path, exc.reason))
+    return rows, rejected
 
 
 def result_row(
@@ -216,15 +236,18 @@ def result_row(
 
     agent_info = result.agent_info or _AgentInfo()
     execution = result.agent_execution
-    return {
+    trial = result.trial_name or (os.path.basename(trial_dir) if trial_dir else None)
+    job = _job_name(result, trial_dir)
+    started_at = time_us(result.started_at, path, "started_at")
+    row = {
         "dataset": options.dataset or result.source or fallback_dataset,
         "task": task,
         "agent": agent_info.name or agent_config.name or agent_config.import_path,
         "model": agent_config.model_name or _model_from_info(agent_info.model_info),
         "cap": cap,
         "turn_limit": turn_limit,
-        "job": _job_name(result, trial_dir),
-        "trial": result.trial_name or (os.path.basename(trial_dir) if trial_dir else None),
+        "job": job,
+        "trial": trial,
         "attempt_hint": None,
         "reward": reward,
         "rewards": msgspec.json.encode(rewards).decode() if rewards is not None else None,
@@ -237,21 +260,32 @@ def result_row(
         "n_output_tokens": agent_result.n_output_tokens,
         "n_cache_tokens": agent_result.n_cache_tokens,
         "cost_usd": agent_result.cost_usd,
-        "started_at": epoch_us(result.started_at),
-        "finished_at": epoch_us(result.finished_at),
-        "agent_seconds": _seconds(execution.started_at, execution.finished_at) if execution else None,
+        "started_at": started_at,
+        "finished_at": time_us(result.finished_at, path, "finished_at"),
+        "agent_seconds": _seconds(execution, path),
         "task_checksum": result.task_checksum,
         "source": path,
+        "identity": identity(job, trial, task, started_at, result.id),
     }
+    return check_row(row)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
-def epoch_us(value: datetime | None) -> int | None:
-    """Microseconds since the Unix epoch (UTC): integers cross processes and into polars cheaply."""
-    return None if value is None else (utc(value) - _EPOCH) // _MICROSECOND
+def time_us(value: datetime | None, path: str, what: str) -> int | None:
+    """Microseconds since the Unix epoch (UTC): integers cross processes and into polars cheaply.
+
+    A time that cannot be expressed in UTC (``9999-12-31T23:59:59-05:00`` is past year 9999
+    there) is a rejection naming the field.
+    """
+    if value is None:
+        return None
+    try:
+        return (utc(value) - _EPOCH) // _MICROSECOND
+    except OverflowError:
+        raise _Reject(path, f"{what} {value.isoformat()} is out of range in UTC") from None
 
 
 def utc(value: datetime | None) -> datetime | None:
@@ -259,6 +293,19 @@ def utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def identity(
+    job: str | None, trial: str | None, task: str | None, started_at: int | None, trial_id: str | None = None
+) -> str | None:
+    """What makes two rows the same trial: the log's trial id (when it has one), job, trial name, task and start.
+
+    A copy of a trial agrees on all of them; two trials given the same id by a seeded generator
+    still differ in name or start. Without a trial name there is nothing to match on (None).
+    """
+    if trial is None:
+        return None
+    return "\x1f".join(str(part) for part in (trial_id, job, trial, task, started_at))
 
 
 def _apply_cap_rule(rule: str | CapRule, config: dict, turn_limit: int | None) -> int | None:
@@ -277,7 +324,10 @@ def _task_name(result: TrialResult, path: str) -> str:
         )
     if not name:
         raise _Reject(path, "no task_name and no task_id to name the task")
-    return name.rsplit("/", 1)[-1]
+    task = name.rsplit("/", 1)[-1]
+    if not task.strip():
+        raise _Reject(path, f"task name {name!r} names no task")
+    return task
 
 
 def _rewards(result: TrialResult, trial_dir: str | None, deps: list[Dep]) -> dict[str, float] | None:
@@ -287,16 +337,32 @@ def _rewards(result: TrialResult, trial_dir: str | None, deps: list[Dep]) -> dic
         return None
     verifier = os.path.join(trial_dir, "verifier")
     text_path = os.path.join(verifier, "reward.txt")
-    if exists(text_path, deps):
-        text = read_text(text_path, deps).strip()
-        try:
-            return {"reward": float(text)}
-        except ValueError:
-            raise _Reject(text_path, f"reward is not a number: {text[:40]!r}") from None
+    if probe(text_path, deps):
+        return {"reward": parse_reward(read_text(text_path, deps), text_path)}
     json_path = os.path.join(verifier, "reward.json")
-    if exists(json_path, deps):
+    if probe(json_path, deps):
         return read_json(json_path, deps, dict[str, float])
     return None
+
+
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+
+
+def parse_reward(text: str, path: str) -> float:
+    """A reward file's number: a plain decimal and finite (not ``nan``, ``inf``, ``1e999``, ``1_0``).
+
+    Examples
+    --------
+    >>> parse_reward(" 1.0\\n", "reward.txt")
+    1.0
+    """
+    stripped = text.strip()
+    if not _DECIMAL.fullmatch(stripped):
+        raise _Reject(path, f"reward is not a number: {stripped[:40]!r}")
+    value = float(stripped)
+    if not math.isfinite(value):
+        raise _Reject(path, f"reward is not finite: {stripped[:40]!r}")
+    return value
 
 
 def _main_reward(rewards: dict[str, float] | None) -> float | None:
@@ -314,7 +380,8 @@ def _agent_dir_turns(agent_dir: str, deps: list[Dep]) -> int | None:
     try:
         with os.scandir(agent_dir) as entries:
             episodes = sum(1 for entry in entries if entry.name.startswith("episode-") and entry.is_dir())
-        deps.append((agent_dir, -1, os.stat(agent_dir).st_mtime_ns))
+        info = os.stat(agent_dir)
+        deps.append((agent_dir, info.st_size, changed_ns(info)))
     except OSError:
         return None
     return episodes or None
@@ -341,11 +408,13 @@ def _job_name(result: TrialResult, trial_dir: str | None) -> str | None:
     return os.path.basename(os.path.dirname(trial_dir)) if trial_dir else None
 
 
-def _seconds(start: datetime | None, end: datetime | None) -> float | None:
-    if start is None or end is None:
+def _seconds(phase: _Phase | None, path: str) -> float | None:
+    if phase is None or phase.started_at is None or phase.finished_at is None:
         return None
-    return (utc(end) - utc(start)).total_seconds()
+    start = time_us(phase.started_at, path, "agent_execution.started_at")
+    end = time_us(phase.finished_at, path, "agent_execution.finished_at")
+    return (end - start) / 1e6
 
 
-def _raw_config(raw: bytes, path: str) -> dict:
+def _raw_config(raw: bytes | bytearray, path: str) -> dict:
     return decode_json(raw, path, _ConfigOnly).config or {}

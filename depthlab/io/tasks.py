@@ -21,6 +21,7 @@ task directory, as the ``dirhash`` package computes it (checked against dirhash 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import tomllib
 import warnings
@@ -32,6 +33,7 @@ import polars as pl
 import yaml
 
 from depthlab import schema
+from depthlab._checks import check_choice
 from depthlab.io._errors import Rejected, RejectedFilesWarning, _warning_text
 
 _KNOWN_TOML_VERSIONS: Final[frozenset[str]] = frozenset({"1.0", "1.1", "1.2"})
@@ -95,20 +97,23 @@ def load_tasks(
     from depthlab.io.trials import _roots
 
     roots = _roots(paths)
-    if difficulty_source not in _SOURCES:
-        raise ValueError(
-            "The 'difficulty_source' parameter of load_tasks must be one of "
-            f"{list(_SOURCES)}, got {difficulty_source!r}"
-        )
+    if difficulty_source is not None:  # None: not stated
+        check_choice(difficulty_source, "difficulty_source", "load_tasks", [s for s in _SOURCES if s is not None])
     if dataset is not None and (not isinstance(dataset, str) or not dataset):
         raise ValueError(f"The 'dataset' parameter of load_tasks must be a non-empty str or None, got {dataset!r}")
     rows: list[dict] = []
     rejected: list[Rejected] = []
     for task_dir in _task_dirs(roots, rejected):
         try:
-            row = _task_row(task_dir)
+            row = _finite(_task_row(task_dir))
         except TaskFormatError as exc:
             rejected.append(Rejected(exc.path, exc.reason))
+            continue
+        except RecursionError:
+            rejected.append(Rejected(task_dir, "a task file nested too deeply to read"))
+            continue
+        except Exception as exc:  # one task's unforeseen failure is its rejection, never the load's
+            rejected.append(Rejected(task_dir, f"could not be read: {type(exc).__name__}: {exc}"))
             continue
         row["dataset"] = dataset or os.path.basename(os.path.dirname(task_dir)) or "unknown"
         if difficulty_source is not None:
@@ -119,6 +124,14 @@ def load_tasks(
     if not rows:
         return schema.empty("tasks")
     return schema.conform(pl.from_dicts(rows, schema=schema.TASKS), "tasks")
+
+
+def _finite(row: dict[str, Any]) -> dict[str, Any]:
+    """The row, when every number in it is finite (an estimate of ``inf`` minutes is a mistake)."""
+    for name, value in row.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise TaskFormatError(row.get("source") or "?", f"{name} must be a finite number, got {value!r}")
+    return row
 
 
 def count_work(text: str) -> tuple[int, int]:

@@ -32,9 +32,10 @@ from datetime import datetime
 
 import msgspec
 
-from depthlab.io._errors import _Reject
-from depthlab.io._files import Dep, exists, read_json
-from depthlab.io.harbor import Options, _apply_cap_rule, epoch_us, utc
+from depthlab.io._errors import Rejected, _Reject
+from depthlab.io._files import Dep, probe, read_json
+from depthlab.io._rows import check_row
+from depthlab.io.harbor import Count, Options, _apply_cap_rule, identity, time_us
 from depthlab.io.status import harness_turn_limit
 
 _ATTEMPT = re.compile(r"\.(\d+)-of-(\d+)(?:\.|$)")
@@ -53,8 +54,8 @@ class TrialResults(msgspec.Struct):
     task_id: str | None = None
     is_resolved: bool | None = None
     failure_mode: str | None = None
-    total_input_tokens: int | None = None
-    total_output_tokens: int | None = None
+    total_input_tokens: Count | None = None
+    total_output_tokens: Count | None = None
     trial_started_at: datetime | None = None
     trial_ended_at: datetime | None = None
     agent_started_at: datetime | None = None
@@ -119,9 +120,10 @@ def trial_file_row(
 
 def run_file_rows(
     path: str, discovered: set[str], options: Options, fallback_dataset: str, deps: list[Dep]
-) -> tuple[list[dict], int] | None:
+) -> tuple[list[dict], list[Rejected]] | None:
     """Rows of a run-level results file, leaving out trials whose own file was ``discovered``.
 
+    Each entry is its own trial: a bad one is rejected alone, as ``<path>#results[<index>]``.
     Returns None when the file is a trial-level file after all.
     """
     parsed = read_json(path, deps, TrialResults)
@@ -134,15 +136,18 @@ def run_file_rows(
         if name.endswith(suffix) and name != "results.json":
             run = msgspec.structs.replace(run, job=name[: -len(suffix)])
             break
-    rows = []
+    rows, rejected = [], []
     for index, entry in enumerate(parsed.results):
         where = f"{path}#results[{index}]"
         if entry.task_id is not None and entry.trial_name is not None:
             own_file = os.path.join(run_dir, entry.task_id, entry.trial_name, "results.json")
             if own_file in discovered:
                 continue
-        rows.append(_row(entry, where, run, options, fallback_dataset, None))
-    return rows, len(rows)
+        try:
+            rows.append(_row(entry, where, run, options, fallback_dataset, None))
+        except _Reject as exc:
+            rejected.append(Rejected(exc.path, exc.reason))
+    return rows, rejected
 
 
 def _row(
@@ -162,8 +167,10 @@ def _row(
     n_turns = _episode_count(trial_dir) if trial_dir is not None else None
     agent_seconds = None
     if entry.agent_started_at is not None and entry.agent_ended_at is not None:
-        agent_seconds = (utc(entry.agent_ended_at) - utc(entry.agent_started_at)).total_seconds()
-    return {
+        agent_start = time_us(entry.agent_started_at, path, "agent_started_at")
+        agent_seconds = (time_us(entry.agent_ended_at, path, "agent_ended_at") - agent_start) / 1e6
+    started_at = time_us(entry.trial_started_at, path, "trial_started_at")
+    row = {
         "dataset": options.dataset or run.dataset or fallback_dataset,
         "task": entry.task_id,
         "agent": run.agent,
@@ -184,18 +191,20 @@ def _row(
         "n_output_tokens": entry.total_output_tokens if tokens_reported else None,
         "n_cache_tokens": None,
         "cost_usd": None,
-        "started_at": epoch_us(entry.trial_started_at),
-        "finished_at": epoch_us(entry.trial_ended_at),
+        "started_at": started_at,
+        "finished_at": time_us(entry.trial_ended_at, path, "trial_ended_at"),
         "agent_seconds": agent_seconds,
         "task_checksum": None,
         "source": path,
+        "identity": identity(run.job, entry.trial_name, entry.task_id, started_at),
     }
+    return check_row(row)
 
 
 def _find_run_dir(start: str, deps: list[Dep]) -> str:
     """The nearest of ``start`` and its parent holding run_metadata.json (else ``start``)."""
     for candidate in (start, os.path.dirname(start)):
-        if exists(os.path.join(candidate, "run_metadata.json"), deps):
+        if probe(os.path.join(candidate, "run_metadata.json"), deps):
             return candidate
     return start
 
@@ -209,12 +218,12 @@ def _run_context(run_dir: str, deps: list[Dep], runs: dict[str, tuple[_Run, list
     run_deps: list[Dep] = []
     meta = _RunMetadata()
     meta_path = os.path.join(run_dir, "run_metadata.json")
-    if exists(meta_path, run_deps):
+    if probe(meta_path, run_deps):
         meta = read_json(meta_path, run_deps, _RunMetadata)
     agent, model = meta.agent_name, meta.model_name
     if agent is None or model is None:
         lock_path = os.path.join(run_dir, "tb.lock")
-        if exists(lock_path, run_deps):
+        if probe(lock_path, run_deps):
             try:
                 lock_agent = read_json(lock_path, run_deps, _Lock).agent or _LockAgent()
             except _Reject:

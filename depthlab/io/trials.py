@@ -17,11 +17,20 @@ from multiprocessing.context import BaseContext
 import polars as pl
 
 from depthlab import schema
+from depthlab._checks import check_choice
 from depthlab.io import cache as _cache
 from depthlab.io import harbor, tb1
 from depthlab.io._discover import Found, discover, discover_more
-from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning, _Reject, _warning_text
+from depthlab.io._errors import (
+    DuplicateTrialsWarning,
+    LoadError,
+    Rejected,
+    RejectedFilesWarning,
+    _Reject,
+    _warning_text,
+)
 from depthlab.io._files import Dep
+from depthlab.io._rows import ROW_SCHEMA, TIMES
 from depthlab.io.status import STATUS_RULES, stated_cap
 
 PathLike = str | os.PathLike[str]
@@ -31,13 +40,6 @@ Progress = Callable[[int, int], None]
 # Below this many trials a process pool costs more than it saves.
 _PARALLEL_MIN_UNITS = 400
 _HARBOR, _TB1 = 0, 1
-
-# Rows as the parsers make them: times are microseconds since the epoch until the frame is built.
-_TIMES = ("started_at", "finished_at")
-_ROW_SCHEMA: dict[str, pl.DataType] = {
-    **{name: (pl.Int64() if name in _TIMES else dtype) for name, dtype in schema.TRIALS.items() if name != "attempt"},
-    "attempt_hint": pl.Int32(),
-}
 _GROUP = ["dataset", "task", "agent", "model", "cap"]
 
 
@@ -52,25 +54,38 @@ class TrialLoad:
     rejected : list of Rejected
         Every trial (or run file) that could not be read, with the reason.
     n_seen : int
-        Trial directories and run-file entries seen; ``n_seen == trials.height + len(rejected)``.
+        Trials seen: trial directories, trial files, entries of run-level and job-level files
+        (and such files that could not be read at all), each time it was reached.
+    duplicates : list of str
+        Where a trial was reached again and left out: a trial directory or file reached twice
+        (overlapping paths), or a row whose trial (same trial id; without one, same job,
+        trial name, task and start) was already loaded from a file whose path sorts first.
+
+    Notes
+    -----
+    The counts reconcile: ``n_seen == trials.height + len(rejected) + len(duplicates)``.
     """
 
     trials: pl.DataFrame
     rejected: list[Rejected]
     n_seen: int
+    duplicates: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        """One line: trials loaded by status, rejected, seen.
+        """One line: trials loaded by status, rejected, duplicates collapsed, seen.
 
         Examples
         --------
         >>> from depthlab import schema
         >>> TrialLoad(schema.empty("trials"), [], 0).summary()
-        'loaded 0 trials (pass 0, fail 0, invalid 0); rejected 0; seen 0'
+        'loaded 0 trials (pass 0, fail 0, invalid 0); rejected 0; duplicates collapsed 0; seen 0'
         """
         counts = dict(self.trials.group_by("status").len().iter_rows()) if self.trials.height else {}
         by_status = ", ".join(f"{status} {counts.get(status, 0)}" for status in schema.STATUSES)
-        return f"loaded {self.trials.height} trials ({by_status}); rejected {len(self.rejected)}; seen {self.n_seen}"
+        return (
+            f"loaded {self.trials.height} trials ({by_status}); rejected {len(self.rejected)}; "
+            f"duplicates collapsed {len(self.duplicates)}; seen {self.n_seen}"
+        )
 
 
 def read_trials(
@@ -126,7 +141,13 @@ def read_trials(
     TrialLoad
         ``trials`` (schema.TRIALS; ``attempt`` rebuilt from start-time order within
         (dataset, task, agent, model, cap): runs/jobs by their first start, then TB1's
-        ``N`` of ``N-of-M``, then the trial's own start), ``rejected`` and ``n_seen``.
+        ``N`` of ``N-of-M``, then the trial's own start), ``rejected``, ``duplicates`` and
+        ``n_seen``. Any failure to read one trial (unreadable, not a regular file, larger than
+        :data:`depthlab.io.MAX_FILE_BYTES`, not JSON or nested too deeply, a value its
+        column cannot hold: an integer out of range, a negative count, a reward that is not
+        finite, a time past year 9999 in UTC, a task name that names nothing) is a rejection of
+        that trial with its path and reason. A trial reached twice is loaded once: the copy
+        whose file path sorts first is kept, the others are listed in ``duplicates``.
 
     Examples
     --------
@@ -142,15 +163,12 @@ def read_trials(
     >>> load = read_trials(trial.parent, cache=False)
     >>> load.trials.select("task", "cap", "turn_limit", "n_turns", "status").row(0)
     ('hello', 5, 5, 3, 'pass')
-    >>> load.n_seen == load.trials.height + len(load.rejected)
+    >>> load.n_seen == load.trials.height + len(load.rejected) + len(load.duplicates)
     True
     """
     roots = _roots(paths)
     rule = _cap_rule(cap_rule)
-    if status_rule not in STATUS_RULES:
-        raise ValueError(
-            f"The 'status_rule' parameter of read_trials must be one of {list(STATUS_RULES)}, got {status_rule!r}"
-        )
+    check_choice(status_rule, "status_rule", "read_trials", STATUS_RULES)
     if dataset is not None and (not isinstance(dataset, str) or not dataset):
         raise ValueError(f"The 'dataset' parameter of read_trials must be a non-empty str or None, got {dataset!r}")
     options = harbor.Options(dataset=dataset, status_rule=status_rule, cap_rule=rule)
@@ -163,16 +181,19 @@ def read_trials(
             rejected = [item for item, _ in entry.rejected]
             if strict and rejected:
                 raise LoadError(str(rejected[0]))
-            return TrialLoad(schema.conform(entry.table, "trials"), rejected, entry.n_seen)
+            return TrialLoad(schema.conform(entry.kept(), "trials"), rejected, entry.n_seen, entry.duplicates)
 
     assembly = _Assembly(strict)
     _parse(discover(roots), options, entry, assembly, progress)
     frame = _frame(assembly, entry)
-    trials = _table(frame)
+    trials, dropped = _collapse(frame)
+    trials = _table(trials)
+    duplicates = assembly.duplicates + dropped["source"].to_list()
     rejected = [item for item, _ in assembly.rejected]
     if key is not None:
-        _cache.save(key, trials, assembly.rejected, assembly.n_seen, assembly.deps)
-    return TrialLoad(schema.conform(trials, "trials"), rejected, assembly.n_seen)
+        stored = pl.concat([trials, dropped], how="diagonal_relaxed")
+        _cache.save(key, stored, assembly.rejected, assembly.n_seen, assembly.deps, duplicates)
+    return TrialLoad(schema.conform(trials, "trials"), rejected, assembly.n_seen, duplicates)
 
 
 def load_trials(
@@ -187,8 +208,9 @@ def load_trials(
     """The trials table of :func:`read_trials`, warning when anything was rejected.
 
     Parameters are those of :func:`read_trials`. A :class:`RejectedFilesWarning` gives the
-    number of rejected trials and the first few paths with reasons; use
-    :func:`read_trials` for the full list.
+    number of rejected trials and the first few paths with reasons, a
+    :class:`DuplicateTrialsWarning` the number of trials reached twice and loaded once; use
+    :func:`read_trials` for the full lists.
 
     Examples
     --------
@@ -199,6 +221,12 @@ def load_trials(
     load = read_trials(paths, dataset=dataset, status_rule=status_rule, strict=strict, cache=cache, cap_rule=cap_rule)
     if load.rejected:
         warnings.warn(_warning_text(load.rejected, "trials"), RejectedFilesWarning, stacklevel=2)
+    if load.duplicates:
+        shown = "; ".join(load.duplicates[:3]) + (
+            f" (and {len(load.duplicates) - 3} more)" if len(load.duplicates) > 3 else ""
+        )
+        text = f"{len(load.duplicates)} trials reached twice were loaded once; left out: {shown}"
+        warnings.warn(text, DuplicateTrialsWarning, stacklevel=2)
     return load.trials
 
 
@@ -227,9 +255,10 @@ def _cap_rule(cap_rule: str | CapRule | None) -> str | CapRule:
     )
 
 
-# One parsed unit: its row (None when it held no trial), its rejection, whether it has to be
-# walked instead (a job's sub-directory without result.json), and the files it depends on.
-_UnitResult = tuple["dict | None", "Rejected | None", bool, list[Dep]]
+# One parsed unit: its rows (several for a job-level file with embedded trials), its rejections,
+# whether it has to be walked instead (a job's sub-directory without result.json), and the
+# files it depends on.
+_UnitResult = tuple[list[dict], list[Rejected], bool, list[Dep]]
 
 
 @dataclass
@@ -237,10 +266,11 @@ class _Assembly:
     """Everything a load collects, with the unit (cache.GLOBAL for the walk) each part belongs to."""
 
     strict: bool
-    columns: dict[str, list] = field(default_factory=lambda: {name: [] for name in [*_ROW_SCHEMA, _cache.UNIT]})
+    columns: dict[str, list] = field(default_factory=lambda: {name: [] for name in [*ROW_SCHEMA, _cache.UNIT]})
     reused: set[str] = field(default_factory=set)
     rejected: list[tuple[Rejected, str]] = field(default_factory=list)
     deps: list[tuple[Dep, str]] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
     n_seen: int = 0
 
     def add_row(self, row: dict, unit: str) -> None:
@@ -252,6 +282,10 @@ class _Assembly:
         if self.strict:
             raise LoadError(str(item))
         self.rejected.append((item, unit))
+        self.n_seen += 1
+
+    def add_duplicate(self, path: str) -> None:
+        self.duplicates.append(path)
         self.n_seen += 1
 
     def add_deps(self, deps: list[Dep], unit: str) -> None:
@@ -266,6 +300,7 @@ def _parse(
     progress: Progress | None,
 ) -> None:
     visited = found.visited
+    reached: set[str] = set()
     while True:
         for item in found.rejected:
             assembly.add_rejected(item, _cache.GLOBAL)
@@ -274,23 +309,27 @@ def _parse(
         units += [(_TB1, path, fallback) for path, fallback in found.tb1_trials]
         todo = []
         for unit in units:
-            if entry is not None and entry.reusable(unit[1]):
+            if unit[1] in reached:  # overlapping paths: the same trial directory or file again
+                assembly.add_duplicate(unit[1])
+            elif entry is not None and entry.reusable(unit[1]):
+                reached.add(unit[1])
                 assembly.reused.add(unit[1])
             else:
+                reached.add(unit[1])
                 todo.append(unit)
         walk = []
-        for (_, path, fallback), (row, rejection, walk_instead, deps) in zip(
+        for (_, path, fallback), (rows, rejections, walk_instead, deps) in zip(
             todo, _run_units(todo, options, assembly.strict, progress), strict=True
         ):
             if walk_instead:
                 walk.append((path, fallback))
                 assembly.add_deps(deps, _cache.GLOBAL)
                 continue
-            owner = path if row is not None or rejection is not None else _cache.GLOBAL
+            owner = path if rows or rejections else _cache.GLOBAL
             assembly.add_deps(deps, owner)
-            if rejection is not None:
+            for rejection in rejections:
                 assembly.add_rejected(rejection, path)
-            elif row is not None:
+            for row in rows:
                 assembly.add_row(row, path)
         _parse_run_files(found, options, assembly)
         if not walk:
@@ -299,7 +338,7 @@ def _parse(
 
 
 def _parse_run_files(found: Found, options: harbor.Options, assembly: _Assembly) -> None:
-    """Run-level files are few: read them here, knowing which trials have their own file."""
+    """Run-level and job-level files are few: read them here, knowing which trials have their own file."""
     deps: list[Dep] = []
     tb1_files = {path for path, _ in found.tb1_trials}
     for path, fallback in found.tb1_runs:
@@ -307,20 +346,33 @@ def _parse_run_files(found: Found, options: harbor.Options, assembly: _Assembly)
             parsed = tb1.run_file_rows(path, tb1_files, options, fallback, deps)
             if parsed is None:  # a trial file with an unusual directory name
                 row = tb1.trial_file_row(path, options, fallback, deps, {})
-                parsed = ([row], 1) if row is not None else ([], 0)
-        except _Reject as exc:
-            assembly.add_rejected(Rejected(exc.path, exc.reason), _cache.GLOBAL)
+                parsed = ([row] if row is not None else [], [])
+        except Exception as exc:  # one file's failure is its rejection, never the load's
+            assembly.add_rejected(_rejection(exc, path), _cache.GLOBAL)
             continue
-        for row in parsed[0]:
-            assembly.add_row(row, _cache.GLOBAL)
+        _add_parsed(assembly, *parsed)
     for path, names, fallback in found.harbor_jobs:
         try:
-            job_rows, _ = harbor.job_embedded_rows(path, set(names), options, fallback, deps)
-        except _Reject:
-            continue  # a job file is bookkeeping: its trials are loaded from their own directories
-        for row in job_rows:
-            assembly.add_row(row, _cache.GLOBAL)
+            parsed = harbor.job_embedded_rows(path, set(names), options, fallback, deps)
+        except Exception as exc:  # the same: a rejection
+            assembly.add_rejected(_rejection(exc, path), _cache.GLOBAL)
+            continue
+        _add_parsed(assembly, *parsed)
     assembly.add_deps(deps, _cache.GLOBAL)
+
+
+def _add_parsed(assembly: _Assembly, rows: list[dict], rejected: list[Rejected]) -> None:
+    for item in rejected:
+        assembly.add_rejected(item, _cache.GLOBAL)
+    for row in rows:
+        assembly.add_row(row, _cache.GLOBAL)
+
+
+def _rejection(exc: Exception, path: str) -> Rejected:
+    """A parser's reason, or, for a failure no parser foresaw, its type and message (never a crash of the load)."""
+    if isinstance(exc, _Reject):
+        return Rejected(exc.path, exc.reason)
+    return Rejected(path, f"could not be read: {type(exc).__name__}: {exc}")
 
 
 def _run_units(units: list[tuple[int, str, str]], options: harbor.Options, strict: bool, progress: Progress | None):  # noqa: ANN202 - a generator of unit results
@@ -383,16 +435,22 @@ def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> 
         deps: list[Dep] = []
         try:
             if kind == _HARBOR:
-                row = harbor.trial_dir_row(path, options, fallback, deps)
-                if row is harbor.NOT_A_TRIAL_DIR:
-                    results.append((None, None, True, deps))
+                parsed = harbor.trial_dir_rows(path, options, fallback, deps)
+                if parsed is None:
+                    results.append(([], [], True, deps))
                     continue
+                rows, rejected = parsed
             else:
                 row = tb1.trial_file_row(path, options, fallback, deps, runs)
-        except _Reject as exc:
-            results.append((None, Rejected(exc.path, exc.reason), False, deps))
+                if row is not None:
+                    rows, rejected = [row], []
+                else:  # named like a trial's file, but a run-level list: its entries are the trials
+                    rows, rejected = tb1.run_file_rows(path, set(), options, fallback, deps) or ([], [])
+        except Exception as exc:  # one trial's failure is its rejection, never the load's
+            where = os.path.join(path, "result.json") if kind == _HARBOR else path
+            results.append(([], [_rejection(exc, where)], False, deps))
             continue
-        results.append((row, None, False, deps))
+        results.append((rows, rejected, False, deps))
     return results
 
 
@@ -406,8 +464,8 @@ def _picklable(options: harbor.Options) -> bool:
 
 def _frame(assembly: _Assembly, entry: _cache.Entry | None) -> pl.DataFrame:
     """New rows, plus the rows of reused units taken from the cache entry."""
-    fresh = pl.DataFrame(assembly.columns, schema={**_ROW_SCHEMA, _cache.UNIT: pl.String()})
-    fresh = fresh.with_columns(pl.col(name).cast(schema.TRIALS[name]) for name in _TIMES)
+    fresh = pl.DataFrame(assembly.columns, schema={**ROW_SCHEMA, _cache.UNIT: pl.String()})
+    fresh = fresh.with_columns(pl.col(name).cast(schema.TRIALS[name]) for name in TIMES)
     if entry is None or not assembly.reused:
         return fresh
     old = entry.table.filter(pl.col(_cache.UNIT).is_in(list(assembly.reused))).select(fresh.columns)
@@ -419,6 +477,14 @@ def _frame(assembly: _Assembly, entry: _cache.Entry | None) -> pl.DataFrame:
         raise LoadError(str(reused_rejected[0][0]))
     assembly.deps.extend(entry.deps_of(assembly.reused))
     return pl.concat([fresh, old.cast(fresh.schema)])
+
+
+def _collapse(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split rows into the first of each trial (by source path) and the later copies of it."""
+    ordered = frame.sort("source", maintain_order=True)
+    first = pl.col("identity").is_null() | pl.col("identity").is_first_distinct()
+    flagged = ordered.with_columns(first.not_().alias(_cache.DUPLICATE))
+    return flagged.filter(~pl.col(_cache.DUPLICATE)), flagged.filter(pl.col(_cache.DUPLICATE))
 
 
 def _table(frame: pl.DataFrame) -> pl.DataFrame:

@@ -3,32 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
-from typing import Final
 
 import polars as pl
 
 from depthlab import schema
-from depthlab.measures._checks import check_frame
+from depthlab._checks import check_frame
+from depthlab.collections import CURATION
 from depthlab.measures.depth import TASK_KEYS, estimate_depth
 from depthlab.measures.public import public_trials
 from depthlab.schema import CAPS
-
-#: Default curation of each collection: "human" when people wrote or reviewed the tasks
-#: (Terminal-Bench 2.0; TerminalWorld-Verified, reviewed by its authors), "synthetic" when an
-#: LLM pipeline generated them (TMax, FACET, SETA, RST/RTS, and the paper's own DEPTH set).
-#: Dataset names not listed get a null curation.
-CURATION: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "tb2": "human",
-        "tw": "human",
-        "tmax": "synthetic",
-        "facet": "synthetic",
-        "seta": "synthetic",
-        "rst": "synthetic",
-        "depth": "synthetic",
-    }
-)
 
 _TASK_COLUMNS = ("dataset", "task", "work", "difficulty", "difficulty_source", "category", "expert_time_min")
 
@@ -51,7 +34,7 @@ def audit_table(
       the harness limit, over the valid uncapped trials pooled over models;
     * ``pass_rate`` is the mean pass over those trials and ``n_public_trials`` their number
       (0 when there are none; the rate is then null);
-    * ``curation`` maps the dataset name through ``curation`` (default :data:`CURATION`).
+    * ``curation`` maps the dataset name through ``curation`` (default :data:`depthlab.collections.CURATION`).
 
     Parameters
     ----------
@@ -62,7 +45,7 @@ def audit_table(
     caps, models, pass_rule
         Passed to :func:`estimate_depth`.
     curation : mapping of str to {"human", "synthetic"}, optional
-        Dataset name -> curation. Default :data:`CURATION`.
+        Dataset name -> curation. Default :data:`depthlab.collections.CURATION`.
 
     Returns
     -------

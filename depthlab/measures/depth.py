@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from depthlab import schema
-from depthlab.measures._checks import PASS_RULES, check_caps, check_choice, check_frame, check_models
+from depthlab._checks import PASS_RULES, check_caps, check_choice, check_frame, check_models
 from depthlab.schema import CAPS
 
 TASK_KEYS: tuple[str, str] = ("dataset", "task")

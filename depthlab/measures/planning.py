@@ -35,12 +35,13 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from depthlab.measures._checks import (
+from depthlab._checks import (
     PASS_RULES,
     check_caps,
     check_choice,
     check_frame,
     check_models,
+    check_nonnegative_int,
     check_positive_int,
 )
 from depthlab.measures.depth import CELL_KEYS, TASK_KEYS, evidence_grid
@@ -153,8 +154,7 @@ def sweep_runs(n_tasks: int, *, n_models: int, caps: Sequence[int] = CAPS, attem
     11744
     """
     function = "sweep_runs"
-    if isinstance(n_tasks, bool) or not isinstance(n_tasks, int) or n_tasks < 0:
-        raise ValueError(f"The 'n_tasks' parameter of {function} must be an int >= 0, got {n_tasks!r}")
+    check_nonnegative_int(n_tasks, "n_tasks", function)
     n_models = check_positive_int(n_models, "n_models", function)
     attempts = check_positive_int(attempts, "attempts", function)
     return n_tasks * n_models * len(check_caps(caps, function)) * attempts

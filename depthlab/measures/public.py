@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from depthlab.measures._checks import check_choice, check_frame
+from depthlab._checks import check_choice, check_frame
 
 _VALID_UNCAPPED = pl.col("cap").is_null() & pl.col("status").is_in(("pass", "fail"))
 

@@ -19,8 +19,19 @@ Protocol (prompt version ``depthlab-terminus-1``)
   cancels the request. The confirming reply is a turn too, so a model that stops early uses
   (turns of work) + 1. The loop also ends after ``max_turns`` turns (the cap): the harness
   enforces exactly the cap it states; the verifier then grades the container as it is.
-* The whole loop, model calls included, runs under the task's agent timeout; past it the trial
-  records ``AgentTimeoutError`` and is still verified (as Harbor does).
+* The whole loop, model calls included, runs under the agent timeout (the task's, or the
+  override); past it the trial records ``AgentTimeoutError`` and is still verified (as Harbor
+  does). A model request that started in time gets its whole request timeout: a reply that
+  comes after the agent's deadline is an ``AgentTimeoutError`` (the model was slow), while an
+  endpoint that does not answer within the request timeout, or fails through every retry,
+  records ``LLMEndpointError``, an *invalid* trial (an outage is not the model's failure).
+  So a trial can outlast its agent timeout by at most one request timeout.
+* An instruction longer than ``instruction_limit_bytes`` (default 64 KiB) is not repeated in
+  every request: it is written once into the container as ``/logs/agent/instruction.md``, and
+  the prompt holds its beginning and tells the agent to read the file.
+* A command's output is held in a bounded buffer (its head and tail; see
+  :class:`depthlab.runner.container.Shell`), then cut to ``output_limit_bytes``; the
+  observation says how many bytes were left out.
 
 Every trial records these parameters in ``config.agent.kwargs`` (``max_turns`` = ``stated_cap``
 = the cap) and in the trajectory's ``agent.extra``, since a depth measured under another
@@ -30,14 +41,15 @@ harness is not the same number.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from depthlab import __version__
-from depthlab.runner.container import TaskContainer
-from depthlab.runner.errors import AgentTimeoutError, LLMEndpointError
+from depthlab.runner.container import SHELL_BUFFER_BYTES, TaskContainer
+from depthlab.runner.errors import AgentTimeoutError
 from depthlab.runner.llm import ChatClient
 from depthlab.runner.output import Trajectory, write_text
 from depthlab.runner.task import TaskSpec
@@ -72,6 +84,11 @@ Task:
 {instruction}
 
 The shell starts in {cwd}."""
+
+#: Where a long instruction is written in the container.
+INSTRUCTION_FILE = "/logs/agent/instruction.md"
+#: Characters of a long instruction quoted in the prompt.
+_INSTRUCTION_EXCERPT_CHARS = 2000
 
 _CONFIRM = (
     "You marked the task as complete. Your work will then be graded as it is and you cannot change it "
@@ -117,6 +134,9 @@ class HarnessConfig:
         Ask the model to confirm ``task_complete`` (terminus-2's behaviour).
     safety_turns : int, default 200
         Turn limit of uncapped runs (what TB2's official runs used).
+    instruction_limit_bytes : int, default 65536
+        Longest instruction put in the prompt; a longer one is written once into the container
+        (``/logs/agent/instruction.md``) and the prompt quotes its beginning.
 
     Examples
     --------
@@ -130,6 +150,7 @@ class HarnessConfig:
     default_duration_sec: float = 1.0
     confirm_completion: bool = True
     safety_turns: int = 200
+    instruction_limit_bytes: int = 64 * 1024
 
     def __post_init__(self) -> None:
         if self.cap is not None and (not isinstance(self.cap, int) or self.cap < 1):
@@ -138,6 +159,17 @@ class HarnessConfig:
             raise ValueError(
                 f"The 'output_limit_bytes' parameter of HarnessConfig must be >= 100, got {self.output_limit_bytes!r}"
             )
+        if self.instruction_limit_bytes < _INSTRUCTION_EXCERPT_CHARS * 4:
+            raise ValueError(
+                "The 'instruction_limit_bytes' parameter of HarnessConfig must be >= "
+                f"{_INSTRUCTION_EXCERPT_CHARS * 4}, got {self.instruction_limit_bytes!r}"
+            )
+        for name in ("max_command_sec", "default_duration_sec"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise ValueError(
+                    f"The {name!r} parameter of HarnessConfig must be a positive finite number, got {value!r}"
+                )
 
     @property
     def max_turns(self) -> int:
@@ -210,16 +242,29 @@ class TerminusAgent:
         """Everything recorded in ``config.agent.kwargs`` (never the API key)."""
         return {**self.harness.as_kwargs(), **self.client.describe()}
 
-    def run(self, box: TaskContainer, task: TaskSpec, agent_dir: Path, deadline: float, context: AgentContext) -> None:
-        """Run the loop in ``box`` until the cap, a confirmed completion or ``deadline`` (time.monotonic)."""
+    def run(
+        self,
+        box: TaskContainer,
+        task: TaskSpec,
+        agent_dir: Path,
+        deadline: float,
+        context: AgentContext,
+        *,
+        timeout_sec: float | None = None,
+    ) -> None:
+        """Run the loop in ``box`` until the cap, a confirmed completion or ``deadline`` (time.monotonic).
+
+        ``timeout_sec`` is the agent timeout ``deadline`` came from, named in the error messages.
+        """
         harness = self.harness
-        shell = box.open_shell()
+        timeout_text = f"{timeout_sec if timeout_sec is not None else task.agent_timeout_sec:g}"
+        shell = box.open_shell(buffer_bytes=max(harness.output_limit_bytes * 2, SHELL_BUFFER_BYTES))
         cwd = shell.run("pwd\n", 10.0).strip() or "/"
         prompt = _PROMPT.format(
             cap=cap_sentence(harness.cap),
             max_command=f"{harness.max_command_sec:g}",
             limit=harness.output_limit_bytes,
-            instruction=task.instruction.strip(),
+            instruction=self._instruction(box, task),
             cwd=cwd,
         )
         trajectory = Trajectory(
@@ -241,19 +286,17 @@ class TerminusAgent:
                 metadata["n_episodes"] = episode + 1
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise AgentTimeoutError(f"Agent execution timed out after {task.agent_timeout_sec:g} seconds")
+                    raise AgentTimeoutError(f"Agent execution timed out after {timeout_text} seconds")
                 episode_dir = agent_dir / f"episode-{episode}"
                 write_text(episode_dir / "prompt.txt", messages[-1]["content"])
-                try:
-                    reply = self.client.complete(messages, timeout=remaining)
-                except LLMEndpointError:
-                    if time.monotonic() >= deadline:
-                        raise AgentTimeoutError(
-                            f"Agent execution timed out after {task.agent_timeout_sec:g} seconds "
-                            "(waiting for the model)"
-                        ) from None
-                    raise
+                # an endpoint that fails or hangs raises LLMEndpointError: an invalid trial, not a timeout
+                reply = self.client.complete(messages, timeout=remaining)
                 write_text(episode_dir / "response.txt", reply.content)
+                if time.monotonic() >= deadline:
+                    raise AgentTimeoutError(
+                        f"Agent execution timed out after {timeout_text} seconds (the model's reply to turn "
+                        f"{episode + 1} came after the deadline)"
+                    )
                 metadata["api_request_times_msec"].append(round(reply.seconds * 1000, 1))
                 context.add_usage(reply.prompt_tokens, reply.cached_tokens, reply.completion_tokens, reply.cost_usd)
                 metrics = {
@@ -318,7 +361,7 @@ class TerminusAgent:
                     metrics=metrics,
                 )
                 if timed_out:
-                    raise AgentTimeoutError(f"Agent execution timed out after {task.agent_timeout_sec:g} seconds")
+                    raise AgentTimeoutError(f"Agent execution timed out after {timeout_text} seconds")
                 if done:
                     metadata["task_complete"] = True
                     return
@@ -327,11 +370,26 @@ class TerminusAgent:
         finally:
             shell.close()
 
+    def _instruction(self, box: TaskContainer, task: TaskSpec) -> str:
+        """The instruction as put in the prompt; a long one is written once into the container."""
+        text = task.instruction.strip()
+        size = len(text.encode("utf-8"))
+        if size <= self.harness.instruction_limit_bytes:
+            return text
+        box.exec(["mkdir", "-p", INSTRUCTION_FILE.rsplit("/", 1)[0]], timeout=60, user="0")
+        box.put_file(INSTRUCTION_FILE, text.encode("utf-8"))
+        return (
+            f"The instruction is {size} bytes long, too long to repeat in every message. It is in the file "
+            f"{INSTRUCTION_FILE}; read it with the shell (it is long: read it in parts). It begins:\n\n"
+            f"{text[:_INSTRUCTION_EXCERPT_CHARS]}\n[...]"
+        )
+
     def _execute(self, shell: Any, commands: list[dict[str, Any]], deadline: float) -> tuple[str, bool]:
         """Type each command and collect the output; return (observation text, whether time ran out)."""
         harness = self.harness
         parts: list[str] = []
         timed_out = False
+        dropped_before = shell.dropped_bytes
         for command in commands:
             remaining = deadline - time.monotonic()
             wait = min(float(command["duration"]), harness.max_command_sec, max(remaining, 0.0))
@@ -341,7 +399,8 @@ class TerminusAgent:
             if time.monotonic() >= deadline:
                 timed_out = True
                 break
-        return limit_output("".join(parts), harness.output_limit_bytes), timed_out
+        dropped = shell.dropped_bytes - dropped_before
+        return limit_output("".join(parts), harness.output_limit_bytes, already_dropped=dropped), timed_out
 
 
 def parse_reply(text: str, *, default_duration: float = 1.0) -> tuple[dict[str, Any] | None, str]:
@@ -388,26 +447,31 @@ def parse_reply(text: str, *, default_duration: float = 1.0) -> tuple[dict[str, 
     }, ""
 
 
-def limit_output(text: str, limit: int) -> str:
+def limit_output(text: str, limit: int, *, already_dropped: int = 0) -> str:
     """Cut ``text`` to ``limit`` UTF-8 bytes, keeping the first and last halves.
+
+    ``already_dropped`` counts bytes the shell's buffer dropped before (its own note, in the
+    middle of ``text``, is then cut out): the note gives the total left out.
 
     Examples
     --------
     >>> len(limit_output("x" * 50_000, 10_000).encode()) <= 10_000
     True
+    >>> limit_output("a" * 300, 200, already_dropped=10**9).count("1000000")
+    1
     """
     data = text.encode("utf-8")
     if len(data) <= limit:
         return text
     note = f"\n[... output cut to {limit} bytes; {{}} bytes omitted ...]\n"
-    room = limit - len(note.format(len(data)).encode())
+    room = limit - len(note.format(len(data) + already_dropped).encode())
     head_end, tail_start = room // 2, len(data) - (room - room // 2)
     while head_end > 0 and data[head_end] & 0xC0 == 0x80:  # do not split a UTF-8 character
         head_end -= 1
     while tail_start < len(data) and data[tail_start] & 0xC0 == 0x80:
         tail_start += 1
     head, tail = data[:head_end].decode("utf-8", errors="replace"), data[tail_start:].decode("utf-8", errors="replace")
-    return head + note.format(tail_start - head_end) + tail
+    return head + note.format(tail_start - head_end + already_dropped) + tail
 
 
 def _add(total: Any, value: Any) -> Any:

@@ -8,6 +8,32 @@ owner label ``<host>:<pid>``; :func:`remove_leftovers` removes those whose owner
 (after a ``kill -9``), and :func:`remove_live_containers` removes this process's own (on Ctrl-C
 or SIGTERM).
 
+Containers stop themselves when their runner is gone. PID 1 is a keep-alive that reads its
+stdin, which the runner holds open over an attach socket (Docker's ``StdinOnce``): when the
+runner dies, even by ``kill -9``, the socket closes, PID 1 reads end-of-file and exits, and the
+container stops within seconds. PID 1 also exits at a deadline (the trial's longest possible
+duration, ``lifetime_sec``), in case the runner hangs. The next fill removes the stopped
+container (:func:`remove_leftovers`).
+
+Who the agent is
+----------------
+As in Harbor's own containers, the agent runs as the image's user (root in Harbor's task
+images) on a writable root filesystem: tasks install packages and edit system files. It is a
+root without capabilities (all dropped, ``no-new-privileges``), so it cannot mount, chown,
+bypass file permissions or leave the container's namespaces. Where a task allows it (its files
+are writable by another user), ``ContainerLimits(user="1000:1000")`` (``--agent-user``) runs
+the agent's shell and the oracle as that user instead. Giving capabilities back with
+``cap_add`` (``DAC_OVERRIDE``, ``FOWNER``, ``CHOWN``, ``SETGID``) also gives the agent the means
+to reach the verifier's folder (see :mod:`depthlab.runner.verifier`).
+
+Bounded memory
+--------------
+Output is held in :class:`depthlab.runner.buffers.HeadTailBuffer`: the shell keeps at most
+``buffer_bytes`` of what arrived between two observations (head and tail, the bytes dropped in
+between counted and reported), :meth:`TaskContainer.exec` at most ``output_limit_bytes``, and
+:meth:`TaskContainer.exec_to_file` streams to disk. Folders copied out of the container are
+streamed file by file, each cut at ``file_limit_bytes``.
+
 The persistent shell
 --------------------
 The image may lack tmux (FROM-scratch test images certainly do), so the agent's terminal is a
@@ -28,7 +54,9 @@ from __future__ import annotations
 import atexit
 import contextlib
 import io
+import math
 import os
+import re
 import secrets
 import select
 import socket
@@ -40,6 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from depthlab.runner.buffers import CappedFile, HeadTailBuffer
 from depthlab.runner.errors import ContainerExitedError, EnvironmentStartError
 from depthlab.runner.image import RUNNER_LABEL
 
@@ -49,8 +78,30 @@ TRIAL_LABEL = "depthlab.trial"
 _LIVE: dict[str, Any] = {}  # container id -> docker Container, for removal on interrupt
 _LIVE_LOCK = threading.Lock()
 
-# keeps PID 1 alive and idle; the agent's shell and the verifier are separate execs
-_KEEPALIVE = ["sh", "-c", "while :; do sleep 86400; done"]
+#: Longest life of a container whose runner no longer holds it (see the module docstring).
+DEFAULT_LIFETIME_SEC = 6 * 3600.0
+#: Bytes of a command's output :meth:`TaskContainer.exec` keeps (head and tail halves).
+EXEC_OUTPUT_LIMIT_BYTES = 1 << 20
+#: Bytes of what arrived between two shell observations kept (head and tail halves).
+SHELL_BUFFER_BYTES = 256 * 1024
+#: Largest file copied out of a container whole; longer files are cut (head and tail kept).
+FILE_LIMIT_BYTES = 16 << 20
+#: Most files copied out of one container folder.
+MAX_FILES = 10_000
+#: Most bytes copied out of one container folder.
+TOTAL_LIMIT_BYTES = 256 << 20
+
+
+def _keepalive(lifetime_sec: float) -> list[str]:
+    """PID 1: idle until stdin ends (the runner is gone) or ``lifetime_sec`` passes.
+
+    ``read`` is a shell builtin, so PID 1 has no child an agent's ``pkill`` could stop, except
+    the deadline's ``sleep`` (stopping it only removes the deadline). PID 1 traps TERM, which is
+    how the deadline ends it: PID 1 of a namespace ignores signals it has no handler for.
+    """
+    seconds = max(1, math.ceil(lifetime_sec))
+    script = f'trap "exit 0" TERM INT HUP; (sleep {seconds} && kill -TERM 1) & while read -r _; do :; done; exit 0'
+    return ["sh", "-c", script]
 
 
 @dataclass(frozen=True)
@@ -70,6 +121,19 @@ class ContainerLimits:
     cap_add : tuple of str, default ()
         Capabilities to put back after dropping them all (e.g. ``("CHOWN", "DAC_OVERRIDE",
         "FOWNER", "SETUID", "SETGID")`` for tasks whose agent installs packages with apt).
+    user : str or None, default None
+        The user the agent's shell and the oracle run as (``"1000:1000"``, a name); None: the
+        image's user, root in Harbor's images (see the module docstring).
+    build_network : bool, default False
+        Whether the image build gets a network; off unless this or the task's explicit
+        ``allow_internet = true`` asks for it.
+
+    Examples
+    --------
+    >>> ContainerLimits(cpus=0, memory_mb=256)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'cpus' parameter of ContainerLimits must be a positive finite number, got 0
     """
 
     cpus: float
@@ -77,6 +141,22 @@ class ContainerLimits:
     pids_limit: int = 1024
     network: bool = False
     cap_add: tuple[str, ...] = field(default_factory=tuple)
+    user: str | None = None
+    build_network: bool = False
+
+    def __post_init__(self) -> None:
+        if not _positive_finite(self.cpus):
+            raise ValueError(
+                f"The 'cpus' parameter of ContainerLimits must be a positive finite number, got {self.cpus!r}"
+            )
+        for name in ("memory_mb", "pids_limit"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"The {name!r} parameter of ContainerLimits must be a positive int, got {value!r}")
+        if self.user is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?", self.user):
+            raise ValueError(
+                f"The 'user' parameter of ContainerLimits must be 'user' or 'user:group', got {self.user!r}"
+            )
 
     def as_record(self) -> dict[str, Any]:
         """The limits as recorded in a trial's config (``environment.kwargs``)."""
@@ -89,7 +169,13 @@ class ContainerLimits:
             "cap_add": list(self.cap_add),
             "security_opt": ["no-new-privileges"],
             "privileged": False,
+            "user": self.user,
+            "build_network": self.build_network,
         }
+
+
+def _positive_finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 class TaskContainer:
@@ -103,23 +189,34 @@ class TaskContainer:
     (0, b'hi\\n')
     """
 
-    def __init__(self, client: Any, image: str, limits: ContainerLimits, *, name_hint: str = "trial") -> None:
+    def __init__(
+        self,
+        client: Any,
+        image: str,
+        limits: ContainerLimits,
+        *,
+        name_hint: str = "trial",
+        lifetime_sec: float = DEFAULT_LIFETIME_SEC,
+    ) -> None:
+        if not _positive_finite(lifetime_sec):
+            raise ValueError(f"The 'lifetime_sec' parameter of TaskContainer must be positive, got {lifetime_sec!r}")
         self.client = client
         self.image = image
         self.limits = limits
         self.name_hint = name_hint
+        self.lifetime_sec = lifetime_sec
         self.container: Any = None
+        self.image_user = "0"  # the image's user (uid or name, without group), read at start
+        self._lifeline: _ExecStream | None = None
 
     # lifecycle -------------------------------------------------------------------------
     def start(self) -> TaskContainer:
         import docker.errors
 
         limits = self.limits
+        api = self.client.api
         try:
-            self.container = self.client.containers.run(
-                self.image,
-                _KEEPALIVE,
-                detach=True,
+            host_config = api.create_host_config(
                 network_mode="bridge" if limits.network else "none",
                 privileged=False,
                 cap_drop=["ALL"],
@@ -129,24 +226,47 @@ class TaskContainer:
                 mem_limit=f"{limits.memory_mb}m",
                 memswap_limit=f"{limits.memory_mb}m",
                 nano_cpus=int(limits.cpus * 1e9),
+            )
+            config = api.create_container_config(
+                self.image,
+                _keepalive(self.lifetime_sec),
+                stdin_open=True,
                 environment={},
                 hostname="task",
                 labels={RUNNER_LABEL: "1", OWNER_LABEL: _owner(), TRIAL_LABEL: self.name_hint},
+                host_config=host_config,
             )
+            config["StdinOnce"] = True  # stdin closes when the runner's attach socket closes
+            created = api.create_container_from_config(config)
+            self.container = self.client.containers.get(created["Id"])
+            with _LIVE_LOCK:
+                _LIVE[self.container.id] = self.container
+            self._lifeline = _ExecStream(api.attach_socket(created["Id"], params={"stdin": 1, "stream": 1}), "")
+            api.start(created["Id"])
+            self.container.reload()
         except docker.errors.DockerException as error:
+            self.remove()
             raise EnvironmentStartError(f"Starting a container from {self.image!r} failed: {error}") from None
-        with _LIVE_LOCK:
-            _LIVE[self.container.id] = self.container
+        user = (self.container.attrs.get("Config") or {}).get("User") or "0"
+        self.image_user = user.split(":", 1)[0] or "0"
         return self
 
     def remove(self) -> None:
         """Remove the container (killing it); safe to call twice."""
+        if self._lifeline is not None:
+            self._lifeline.close()
+            self._lifeline = None
         if self.container is None:
             return
         with _LIVE_LOCK:
             _LIVE.pop(self.container.id, None)
         _force_remove(self.container)
         self.container = None
+
+    @property
+    def agent_user(self) -> str | None:
+        """The user the agent's commands run as (None: the image's user)."""
+        return self.limits.user
 
     def __enter__(self) -> TaskContainer:
         return self.start()
@@ -178,14 +298,45 @@ class TaskContainer:
             )
 
     # commands -------------------------------------------------------------------------
-    def exec(self, command: list[str], *, timeout: float) -> tuple[int | None, bytes]:
+    def exec(
+        self,
+        command: list[str],
+        *,
+        timeout: float,
+        user: str | None = None,
+        output_limit_bytes: int = EXEC_OUTPUT_LIMIT_BYTES,
+    ) -> tuple[int | None, bytes]:
         """Run ``command`` to completion; return (exit code, stdout+stderr).
 
-        Raises TimeoutError after ``timeout`` seconds (the process is left to die with the container).
+        The output keeps its first and last ``output_limit_bytes / 2`` bytes, with a line giving
+        the bytes dropped between. ``user`` defaults to the image's user. Raises TimeoutError
+        after ``timeout`` seconds (the process is left to die with the container).
         """
-        stream = self._open_exec(command, stdin=False)
+        buffer = HeadTailBuffer(output_limit_bytes // 2, output_limit_bytes - output_limit_bytes // 2)
+        exit_code = self._run_into(command, buffer.write, timeout=timeout, user=user)
+        return exit_code, buffer.render()
+
+    def exec_to_file(
+        self,
+        command: list[str],
+        path: Path,
+        *,
+        timeout: float,
+        user: str | None = None,
+        limit_bytes: int = FILE_LIMIT_BYTES,
+    ) -> tuple[int | None, int]:
+        """Run ``command``, streaming its output to ``path`` (cut to about ``limit_bytes``).
+
+        Returns (exit code, bytes the command printed). The file is complete also when the
+        command times out (TimeoutError) or the container dies.
+        """
+        with CappedFile(path, limit_bytes=limit_bytes) as sink:
+            exit_code = self._run_into(command, sink.write, timeout=timeout, user=user)
+        return exit_code, sink.total
+
+    def _run_into(self, command: list[str], write: Any, *, timeout: float, user: str | None) -> int | None:
+        stream = self._open_exec(command, stdin=False, user=user)
         deadline = time.monotonic() + timeout
-        output = bytearray()
         try:
             while True:
                 remaining = deadline - time.monotonic()
@@ -194,18 +345,17 @@ class TaskContainer:
                 chunk = stream.read(min(remaining, 1.0))
                 if chunk is None:
                     break
-                output += chunk
+                write(chunk)
         finally:
             stream.close()
-        exit_code = self.client.api.exec_inspect(stream.exec_id).get("ExitCode")
-        return exit_code, bytes(output)
+        return self.client.api.exec_inspect(stream.exec_id).get("ExitCode")
 
-    def _open_exec(self, command: list[str], *, stdin: bool) -> _ExecStream:
+    def _open_exec(self, command: list[str], *, stdin: bool, user: str | None = None) -> _ExecStream:
         import docker.errors
 
         try:
             created = self.client.api.exec_create(
-                self._running().id, command, stdin=stdin, stdout=True, stderr=True, tty=False
+                self._running().id, command, stdin=stdin, stdout=True, stderr=True, tty=False, user=user or ""
             )
             sock = self.client.api.exec_start(created["Id"], socket=True)
         except docker.errors.APIError as error:
@@ -223,39 +373,149 @@ class TaskContainer:
         if not self._running().put_archive(parent, buffer.getvalue()):
             raise OSError(f"Copying {str(source)!r} into the container at {destination!r} failed")
 
-    def get_directory(self, source: str, destination: Path) -> bool:
+    def put_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
+        """Write ``data`` to the container file ``path`` (its folder must exist)."""
+        self.put_entry(path, data=data, mode=mode)
+
+    def put_entry(self, path: str, *, data: bytes | None = None, mode: int, uid: int = 0, gid: int = 0) -> None:
+        """Create the file (``data``) or folder (``data=None``) ``path`` with this owner and mode.
+
+        The Docker daemon extracts the entry, so the owner can be one no process in the
+        container (root without capabilities included) could have set.
+        """
+        parent, _, name = path.rstrip("/").rpartition("/")
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            info = tarfile.TarInfo(name)
+            info.uid, info.gid, info.mode, info.mtime = uid, gid, mode, int(time.time())
+            if data is None:
+                info.type = tarfile.DIRTYPE
+                archive.addfile(info)
+            else:
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+        if not self._running().put_archive(parent or "/", buffer.getvalue()):
+            raise OSError(f"Creating {path!r} in the container failed")
+
+    def get_directory(
+        self,
+        source: str,
+        destination: Path,
+        *,
+        file_limit_bytes: int = FILE_LIMIT_BYTES,
+        max_files: int = MAX_FILES,
+        total_limit_bytes: int = TOTAL_LIMIT_BYTES,
+        only_gid: int | None = None,
+    ) -> CopyReport | None:
         """Copy the container directory ``source`` into the host directory ``destination``.
 
-        Returns False when ``source`` does not exist. Only regular files and folders are
-        extracted (no links or devices), so a task cannot write outside ``destination``.
+        Returns None when ``source`` does not exist, else a :class:`CopyReport`. The archive is
+        streamed: memory stays bounded whatever the folder holds. Only regular files and folders
+        are extracted (no links or devices), so a task cannot write outside ``destination``;
+        files longer than ``file_limit_bytes`` are cut (head and tail kept), files beyond
+        ``max_files`` or ``total_limit_bytes`` are left out, and with ``only_gid`` files of
+        another group are left out (the report lists them).
         """
         import docker.errors
 
         try:
-            stream, _ = self._running().get_archive(source)
+            stream, _ = self._running().get_archive(source, chunk_size=1 << 16)
         except docker.errors.NotFound:
-            return False
-        data = b"".join(stream)
+            return None
         destination.mkdir(parents=True, exist_ok=True)
-        prefix = source.rstrip("/").rsplit("/", 1)[-1] + "/"
-        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-            for member in archive.getmembers():
-                if not member.name.startswith(prefix) or not member.isfile():
-                    continue
-                relative = Path(member.name[len(prefix) :])
-                if relative.is_absolute() or ".." in relative.parts:
-                    continue
-                extracted = archive.extractfile(member)
-                if extracted is None:
-                    continue
-                target = destination / relative
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(extracted.read())
+        top = source.rstrip("/").rsplit("/", 1)[-1]
+        report = CopyReport()
+        reader = _ChunkReader(stream)
+        try:
+            with tarfile.open(fileobj=reader, mode="r|") as archive:
+                while (member := archive.next()) is not None:
+                    archive.members.clear()  # stream mode would keep every header
+                    if member.name.rstrip("/") == top:
+                        report.owner = (member.uid, member.gid)
+                        continue
+                    if not member.name.startswith(top + "/") or not member.isfile():
+                        continue
+                    relative = Path(member.name[len(top) + 1 :])
+                    if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+                        continue
+                    if only_gid is not None and member.gid != only_gid:
+                        if len(report.ignored) < 100:
+                            report.ignored.append(str(relative))
+                        continue
+                    if report.n_files >= max_files or report.n_bytes >= total_limit_bytes:
+                        report.left_out += 1
+                        continue
+                    extracted = archive.extractfile(member)
+                    if extracted is None:
+                        continue
+                    report.n_files += 1
+                    with CappedFile(destination / relative, limit_bytes=file_limit_bytes) as sink:
+                        while chunk := extracted.read(1 << 16):
+                            sink.write(chunk)
+                    report.n_bytes += sink.total - sink.dropped
+                    if sink.dropped:
+                        report.cut[str(relative)] = sink.dropped
+        finally:
+            reader.close()
+        return report
+
+    def open_shell(self, *, buffer_bytes: int = SHELL_BUFFER_BYTES) -> Shell:
+        """Start the persistent shell the agent types into (as the agent's user)."""
+        return Shell(self, user=self.agent_user, buffer_bytes=buffer_bytes)
+
+
+@dataclass
+class CopyReport:
+    """What :meth:`TaskContainer.get_directory` copied.
+
+    ``owner`` is the (uid, gid) of the copied folder itself; ``ignored`` the files left out for
+    their group (the first 100); ``cut`` the bytes dropped per cut file; ``left_out`` the number
+    of files beyond the limits.
+    """
+
+    def notes(self) -> str:
+        """What was not copied as it was, one line each ('' when everything was)."""
+        lines = [f"left out, not written by the verifier: {name}" for name in self.ignored]
+        lines += [f"cut: {name} ({dropped} bytes dropped)" for name, dropped in self.cut.items()]
+        if self.left_out:
+            lines.append(f"left out: {self.left_out} file(s) beyond {MAX_FILES} files or {TOTAL_LIMIT_BYTES} bytes")
+        return "".join(line + "\n" for line in lines)
+
+    owner: tuple[int, int] | None = None
+    n_files: int = 0
+    n_bytes: int = 0
+    ignored: list[str] = field(default_factory=list)
+    cut: dict[str, int] = field(default_factory=dict)
+    left_out: int = 0
+
+
+class _ChunkReader(io.RawIOBase):
+    """A read-only file over an iterator of byte chunks (Docker's archive stream)."""
+
+    def __init__(self, chunks: Any) -> None:
+        self._chunks = iter(chunks)
+        self._pending = b""
+
+    def readable(self) -> bool:
         return True
 
-    def open_shell(self) -> Shell:
-        """Start the persistent shell the agent types into."""
-        return Shell(self)
+    def readinto(self, target: Any) -> int:
+        while not self._pending:
+            try:
+                self._pending = next(self._chunks)
+            except StopIteration:
+                return 0
+        size = min(len(target), len(self._pending))
+        target[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def close(self) -> None:
+        closer = getattr(self._chunks, "close", None)
+        if closer is not None:
+            with contextlib.suppress(Exception):
+                closer()
+        super().close()
 
 
 class _ExecStream:
@@ -265,7 +525,7 @@ class _ExecStream:
         self.exec_id = exec_id
         self._holder = sock  # keep the SocketIO wrapper alive: it owns the socket
         self.sock: socket.socket = getattr(sock, "_sock", sock)
-        self._pending = b""
+        self._pending = bytearray()  # at most one partial frame (a pipe write, <= 64 KiB)
         self.closed = False
 
     def write(self, data: bytes) -> None:
@@ -279,20 +539,23 @@ class _ExecStream:
         if not ready:
             return b""
         try:
-            chunk = self.sock.recv(1 << 16)
+            chunk = self.sock.recv(1 << 20)
         except OSError:
             chunk = b""
         if not chunk:
             self.closed = True
             return None
-        self._pending += chunk
+        pending = self._pending
+        pending += chunk
         payload = bytearray()
-        while len(self._pending) >= 8:
-            size = struct.unpack(">I", self._pending[4:8])[0]
-            if len(self._pending) < 8 + size:
+        position = 0
+        while len(pending) - position >= 8:
+            size = struct.unpack_from(">I", pending, position + 4)[0]
+            if len(pending) - position < 8 + size:
                 break
-            payload += self._pending[8 : 8 + size]
-            self._pending = self._pending[8 + size :]
+            payload += pending[position + 8 : position + 8 + size]
+            position += 8 + size
+        del pending[:position]
         return bytes(payload)
 
     def close(self) -> None:
@@ -302,21 +565,35 @@ class _ExecStream:
 
 
 class Shell:
-    """A long-lived ``sh`` in the container, fed over the exec socket (see the module docstring)."""
+    """A long-lived ``sh`` in the container, fed over the exec socket (see the module docstring).
 
-    def __init__(self, box: TaskContainer) -> None:
+    Parameters
+    ----------
+    box : TaskContainer
+    user : str, optional
+        Who the shell runs as (default: the image's user).
+    buffer_bytes : int, default SHELL_BUFFER_BYTES
+        Output kept between two observations (head and tail halves); the rest is counted in
+        :attr:`dropped_bytes` and reported in the observation.
+    """
+
+    def __init__(self, box: TaskContainer, *, user: str | None = None, buffer_bytes: int = SHELL_BUFFER_BYTES) -> None:
         self.box = box
+        self.user = user
+        self.buffer_bytes = buffer_bytes
+        self.dropped_bytes = 0  # over the shell's whole life
         self._nonce = secrets.token_hex(6)
+        self._marker_prefix = b"\n__depthlab_" + self._nonce.encode() + b"_"
         self._sequence = 0
         self._typed_ahead = ""  # keystrokes without a newline, typed before the next ones
         self._start()
 
     def _start(self) -> None:
         # one pipe for stdout and stderr keeps their order, as a terminal shows it
-        self._stream = self.box._open_exec(["sh", "-c", "exec sh 2>&1"], stdin=True)
-        self._buffer = bytearray()
-        self._cursor = 0
-        self._seen: set[int] = set()
+        self._stream = self.box._open_exec(["sh", "-c", "exec sh 2>&1"], stdin=True, user=self.user)
+        half = self.buffer_bytes // 2
+        self._buffer = HeadTailBuffer(half, self.buffer_bytes - half)
+        self._carry = b""  # received bytes that may be the start of a marker
         self._outstanding: set[int] = set()
         self._eof = False
         self._cond = threading.Condition()
@@ -332,12 +609,44 @@ class Shell:
             chunk = stream.read(1.0)
             with self._cond:
                 if chunk is None:
+                    self._buffer.write(self._carry)
+                    self._carry = b""
                     self._eof = True
                     self._cond.notify_all()
                     return
                 if chunk:
-                    self._buffer += chunk
+                    self._absorb(chunk)
                     self._cond.notify_all()
+
+    def _absorb(self, chunk: bytes) -> None:
+        """Move ``chunk`` into the bounded buffer, taking the markers out as they pass.
+
+        Markers are found in the stream itself, so a flood that overflows the buffer cannot
+        hide them; only the bytes that may begin a marker are held back (a few dozen).
+        """
+        data = self._carry + chunk
+        prefix = self._marker_prefix
+        while (start := data.find(prefix)) != -1:
+            end = data.find(b"__\n", start + len(prefix))
+            digits = data[start + len(prefix) : end] if end != -1 else data[start + len(prefix) :]
+            if end == -1:
+                if re.fullmatch(rb"\d{0,20}_{0,2}", digits):  # a marker still arriving
+                    self._buffer.write(data[:start])
+                    self._carry = data[start:]
+                    return
+                self._buffer.write(data[: start + 1])
+                data = data[start + 1 :]
+                continue
+            if not digits.isdigit():
+                self._buffer.write(data[: start + 1])
+                data = data[start + 1 :]
+                continue
+            self._buffer.write(data[:start])
+            self._outstanding.discard(int(digits))
+            data = data[end + 3 :]
+        keep = next((size for size in range(min(len(prefix) - 1, len(data)), 0, -1) if data.endswith(prefix[:size])), 0)
+        self._buffer.write(data[: len(data) - keep])
+        self._carry = data[len(data) - keep :]
 
     def _marker(self, sequence: int) -> bytes:
         return f"__depthlab_{self._nonce}_{sequence}__".encode()
@@ -377,45 +686,21 @@ class Shell:
     def _collect(self, deadline: float) -> str:
         """Wait until every sent marker came back or ``deadline``; return and consume the new output."""
         with self._cond:
-            while True:
-                self._scan_markers()
-                if not self._outstanding or self._eof:
-                    break
+            while self._outstanding and not self._eof:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
-            output = self._consume()
+            data, dropped = self._buffer.take()
+            self.dropped_bytes += dropped
             still_running = bool(self._outstanding) and not self._eof
             eof = self._eof
+        output = data.decode("utf-8", errors="replace")
         if eof:
             return output + self._after_exit()
         if still_running:
             output += "\n[the command is still running]\n"
         return output
-
-    def _scan_markers(self) -> None:
-        for sequence in sorted(self._outstanding):
-            if self._marker(sequence) in self._buffer:
-                self._outstanding.discard(sequence)
-                self._seen.add(sequence)
-
-    def _consume(self) -> str:
-        """The output since the last observation, without markers (only up to complete markers)."""
-        data = bytes(self._buffer)
-        end = len(data)
-        # keep back a possibly half-received marker line
-        tail = data.rfind(b"\n__depthlab_")
-        if tail != -1 and data.find(b"__\n", tail + 12) == -1:
-            end = tail
-        text = data[:end]
-        for sequence in list(self._seen):
-            marker = b"\n" + self._marker(sequence) + b"\n"
-            if marker in text:
-                text = text.replace(marker, b"")
-                self._seen.discard(sequence)
-        del self._buffer[:end]
-        return text.decode("utf-8", errors="replace")
 
     def _interrupt(self, duration: float) -> str:
         """SIGINT to every descendant of the shell, as a terminal's Ctrl-C reaches the foreground job.
@@ -426,8 +711,8 @@ class Shell:
             with contextlib.suppress(TimeoutError, ContainerExitedError):
                 _, stats = self.box.exec(["sh", "-c", "cat /proc/[0-9]*/stat 2>/dev/null"], timeout=10)
                 targets = _descendants(stats.decode(errors="replace"), self.pid)
-                if targets:
-                    self.box.exec(["kill", "-INT", *map(str, targets)], timeout=10)
+                if targets:  # as the shell's user: a root without CAP_KILL cannot signal another user
+                    self.box.exec(["kill", "-INT", *map(str, targets)], timeout=10, user=self.user)
         return "^C\n" + self._collect(time.monotonic() + duration)
 
     def _after_exit(self) -> str:

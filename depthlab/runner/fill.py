@@ -5,7 +5,8 @@ How a fill resumes
 Each (model, cap) gets one Harbor job folder, ``<jobs_dir>/fill__<model>__cap<K>``, reused by
 every later fill. On start, a fill
 
-1. removes runner containers whose owner process is gone (left by a ``kill -9``),
+1. removes runner containers whose owner process is gone (left by a ``kill -9``; they stopped
+   themselves seconds after it, see :mod:`depthlab.runner.container`),
 2. deletes trial folders without ``result.json`` (interrupted trials, as Harbor does),
 3. counts the *valid* complete trials per cell already in ``jobs_dir`` (read back with
    :func:`depthlab.load_trials`, whose status rule decides what is valid), and
@@ -85,6 +86,11 @@ class FillSummary:
     def exceptions(self) -> Counter[str]:
         return Counter(outcome.exception for outcome in self.outcomes if outcome.exception)
 
+    @property
+    def all_invalid(self) -> bool:
+        """Whether trials ran and every one of them is invalid (no endpoint, no Docker build, ...)."""
+        return bool(self.outcomes) and all(outcome.status == "invalid" for outcome in self.outcomes)
+
     def render(self) -> str:
         """A short human-readable summary."""
         passed = sum(1 for outcome in self.outcomes if (outcome.reward or 0) > 0)
@@ -101,6 +107,8 @@ class FillSummary:
             )
         lines += [f"skipped: {message}" for message in self.skipped]
         lines += [f"error: {message}" for message in self.errors]
+        if self.all_invalid:
+            lines.append(f"every trial was invalid; the first one: {self.outcomes[0].message}")
         return "\n".join(lines)
 
 
@@ -350,6 +358,10 @@ def execute(
     """
     from tqdm.auto import tqdm
 
+    from depthlab.runner.task import positive_number
+
+    if agent_timeout_sec is not None:  # checked once here rather than failing every trial
+        positive_number(agent_timeout_sec, "The 'agent_timeout_sec' parameter")
     pending: queue.Queue[WorkItem] = queue.Queue()
     for item in items:
         pending.put(item)

@@ -1,4 +1,11 @@
-"""Build a task's image from ``environment/`` with the Docker SDK, cached by checksum."""
+"""Build a task's image from ``environment/`` with the Docker SDK, cached by checksum.
+
+Builds run without a network (``network_mode="none"``) unless task.toml says
+``[environment].allow_internet = true`` or the caller passes ``network=True``
+(``--build-network``): a Dockerfile that downloads packages then fails with a message saying so.
+Docker's build API sets no capability or storage limit on build steps; the Dockerfile is the
+task author's, not the agent's.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +46,7 @@ def image_tag(task: TaskSpec) -> str:
     return f"depthlab-task/{slug[:100]}:{dirhash_sha256(task.environment_dir)[:20]}"
 
 
-def ensure_image(client: Any, task: TaskSpec, *, force_build: bool = False) -> str:
+def ensure_image(client: Any, task: TaskSpec, *, force_build: bool = False, network: bool = False) -> str:
     """Return a local image for ``task``, building ``environment/`` when no cached build exists.
 
     Parameters
@@ -48,6 +55,8 @@ def ensure_image(client: Any, task: TaskSpec, *, force_build: bool = False) -> s
     task : TaskSpec
     force_build : bool, default False
         Rebuild even when the tag exists.
+    network : bool, default False
+        Give the build a network even when the task does not ask for one.
 
     Returns
     -------
@@ -88,6 +97,7 @@ def ensure_image(client: Any, task: TaskSpec, *, force_build: bool = False) -> s
                 return tag
             except docker.errors.ImageNotFound:
                 pass
+        networked = network or task.allow_internet is True
         try:
             client.images.build(
                 path=str(task.environment_dir),
@@ -96,10 +106,14 @@ def ensure_image(client: Any, task: TaskSpec, *, force_build: bool = False) -> s
                 forcerm=True,
                 labels={RUNNER_LABEL: "1", "depthlab.task": task.name},
                 timeout=int(task.build_timeout_sec),
+                network_mode="default" if networked else "none",
             )
         except docker.errors.BuildError as error:
             tail = "".join(str(line.get("stream") or line.get("error") or "") for line in list(error.build_log)[-8:])
-            raise EnvironmentBuildError(f"Building the image of {task.name!r} failed: {error.msg}\n{tail}") from None
+            hint = "" if networked else "\n(the build had no network: see --build-network)"
+            raise EnvironmentBuildError(
+                f"Building the image of {task.name!r} failed: {error.msg}\n{tail}{hint}"
+            ) from None
         except docker.errors.APIError as error:
             raise EnvironmentBuildError(f"Building the image of {task.name!r} failed: {error}") from None
     return tag

@@ -3,16 +3,27 @@
 The API key is read from an environment variable when the client is made and kept in memory
 only: it is sent in the ``Authorization`` header and never stored in a trial's config, result,
 trajectory or log (the config records the variable's *name*), nor passed to a container.
+
+Every request has a hard deadline, ``timeout`` (``--request-timeout``): a watchdog closes the
+connection when it passes, so an endpoint that accepts and never answers, or trickles its
+answer byte by byte, fails the attempt; it is retried like a 5xx. A reply larger than
+:data:`MAX_REPLY_BYTES` is refused. When every attempt failed, :class:`LLMEndpointError` names
+the request timeout and the attempts: the trial is then invalid (an outage, not the model's
+failure).
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
+import http.client
 import json
+import math
 import os
 import random
+import socket
+import threading
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
@@ -22,6 +33,8 @@ from depthlab.runner.errors import LLMEndpointError
 
 #: HTTP statuses that are retried (rate limit, server errors).
 RETRY_STATUSES: frozenset[int] = frozenset({408, 409, 429, 500, 502, 503, 504})
+#: Largest reply body read (a lying endpoint cannot fill the runner's memory).
+MAX_REPLY_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -55,7 +68,7 @@ class ChatClient:
         Name of the environment variable holding the key; None or an unset variable sends no key.
     temperature : float or None, default 0.7
     timeout : float, default 600.0
-        Seconds per HTTP request.
+        Hard limit in seconds on each HTTP request, connection to last byte.
     max_retries : int, default 4
         Retries after the first attempt on 429, 5xx, connection errors and timeouts.
     backoff_sec : float, default 2.0
@@ -70,7 +83,7 @@ class ChatClient:
     >>> client.complete([{"role": "user", "content": "hi"}])
     Traceback (most recent call last):
     ...
-    depthlab.runner.errors.LLMEndpointError: The endpoint http://127.0.0.1:9/v1 failed after 1 attempt(s): ...
+    depthlab.runner.errors.LLMEndpointError: The endpoint http://127.0.0.1:9/v1 failed after 1 attempt(s) ...
     """
 
     def __init__(
@@ -90,8 +103,12 @@ class ChatClient:
         parsed = urllib.parse.urlparse(base_url)
         if parsed.scheme not in {"http", "https"} or not parsed.netloc:
             raise ValueError(f"The 'base_url' parameter of ChatClient must be an http(s) URL, got {base_url!r}")
-        if max_retries < 0:
-            raise ValueError(f"The 'max_retries' parameter of ChatClient must be >= 0, got {max_retries!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"The 'max_retries' parameter of ChatClient must be an int >= 0, got {max_retries!r}")
+        for name, value, least in (("timeout", timeout, 0.0), ("backoff_sec", backoff_sec, -1.0)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not least < value < math.inf:
+                relation = "positive" if least == 0 else ">= 0 and"
+                raise ValueError(f"The {name!r} parameter of ChatClient must be {relation} finite, got {value!r}")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env
@@ -136,12 +153,14 @@ class ChatClient:
         messages : list of dict
             Chat messages (``role``, ``content``).
         timeout : float, optional
-            Overall time budget for this call, retries included (the agent's remaining time).
+            Time within which attempts may start, retry waits included (the agent's remaining
+            time). An attempt that started gets the whole request timeout, so that a model still
+            answering is told apart from an endpoint that does not answer at all.
 
         Raises
         ------
         LLMEndpointError
-            When every attempt failed or the reply has no text.
+            When every attempt failed, the time for retries ran out, or the reply has no text.
         """
         model = self.model.split("/", 1)[-1] if self.strip_provider else self.model
         body: dict[str, Any] = {"model": model, "messages": messages}
@@ -150,15 +169,14 @@ class ChatClient:
         payload = json.dumps(body).encode("utf-8")
         budget_end = None if timeout is None else time.monotonic() + timeout
         started = time.monotonic()
-        last_error = "no attempt made"
+        last_error = "no attempt made: no time was left"
+        attempt = 0
         for attempt in range(1, self.max_retries + 2):
-            request_timeout = self.timeout
-            if budget_end is not None:
-                request_timeout = min(request_timeout, budget_end - time.monotonic())
-                if request_timeout <= 0:
-                    break
+            if budget_end is not None and time.monotonic() >= budget_end:
+                attempt -= 1
+                break
             try:
-                data = self._post(payload, request_timeout)
+                data = self._post(payload)
                 return self._reply(data, time.monotonic() - started, attempt)
             except _Retryable as error:
                 last_error = str(error)
@@ -167,32 +185,57 @@ class ChatClient:
                 wait = min(self.backoff_sec * 2 ** (attempt - 1), 60.0) * (0.5 + random.random() / 2)
                 wait = max(wait, error.retry_after or 0.0)
                 if budget_end is not None and time.monotonic() + wait >= budget_end:
+                    last_error += " (no time left for another attempt)"
                     break
                 time.sleep(wait)
         raise LLMEndpointError(
-            f"The endpoint {self.public_base_url} failed after {attempt} attempt(s): {last_error}"
+            f"The endpoint {self.public_base_url} failed after {attempt} attempt(s) "
+            f"(request timeout {self.timeout:g} s): {last_error}"
         ) from None
 
-    def _post(self, payload: bytes, timeout: float) -> dict[str, Any]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    def _post(self, payload: bytes) -> dict[str, Any]:
+        """One request under the hard deadline ``self.timeout``; errors worth a retry raise _Retryable."""
+        url = urllib.parse.urlparse(f"{self.base_url}/chat/completions")
+        host = url.netloc.rpartition("@")[2]  # never user info in a header
+        headers = {"Content-Type": "application/json", "Accept": "application/json", "Host": host}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        request = urllib.request.Request(f"{self.base_url}/chat/completions", data=payload, headers=headers)
+        connection, target = _connection(url, self.timeout)
+        expired = threading.Event()
+
+        def expire() -> None:  # closing the socket ends any blocked read at once
+            expired.set()
+            sock = connection.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        watchdog = threading.Timer(self.timeout, expire)
+        watchdog.daemon = True
+        watchdog.start()
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as error:
-            detail = error.read()[:300].decode("utf-8", errors="replace")
-            message = f"HTTP {error.code}: {detail}"
-            if error.code in RETRY_STATUSES:
-                raise _Retryable(message, _retry_after(error.headers.get("Retry-After"))) from None
-            raise LLMEndpointError(f"The endpoint {self.public_base_url} refused the request: {message}") from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
-            reason = getattr(error, "reason", error)
-            raise _Retryable(f"{type(reason).__name__}: {reason}") from None
+            connection.request("POST", target, body=payload, headers=headers)
+            response = connection.getresponse()
+            raw = response.read(MAX_REPLY_BYTES + 1)
+            status, retry_after = response.status, response.getheader("Retry-After")
+        except (OSError, http.client.HTTPException) as error:
+            if not expired.is_set():
+                raise _Retryable(f"{type(error).__name__}: {error}") from None
+        finally:
+            watchdog.cancel()
+            connection.close()
+        if expired.is_set():  # a read cut by the watchdog may return part of the body without an error
+            raise _Retryable(f"no complete answer within the request timeout of {self.timeout:g} s")
+        if len(raw) > MAX_REPLY_BYTES:
+            raise _Retryable(f"the reply is larger than {MAX_REPLY_BYTES} bytes")
+        if status != 200:
+            message = f"HTTP {status}: {raw[:300].decode('utf-8', errors='replace')}"
+            if status in RETRY_STATUSES or status >= 500:
+                raise _Retryable(message, _retry_after(retry_after))
+            raise LLMEndpointError(f"The endpoint {self.public_base_url} refused the request: {message}")
         try:
             data = json.loads(raw)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             raise _Retryable(f"the reply is not JSON: {raw[:200]!r}") from None
         if not isinstance(data, dict):
             raise _Retryable(f"the reply is not a JSON object: {raw[:200]!r}")
@@ -227,14 +270,39 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
+def _connection(url: urllib.parse.ParseResult, timeout: float) -> tuple[http.client.HTTPConnection, str]:
+    """A connection for ``url`` (through the environment's proxy, as urllib would) and the request target."""
+    secure = url.scheme == "https"
+    port = url.port or (443 if secure else 80)
+    host = url.hostname or ""
+    target = url.path + (f"?{url.query}" if url.query else "")
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if proxy and not urllib.request.proxy_bypass(host):
+        proxy_url = urllib.parse.urlparse(proxy if "://" in proxy else f"http://{proxy}")
+        proxy_host, proxy_port = proxy_url.hostname or "", proxy_url.port or 80
+        if secure:
+            connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+                proxy_host, proxy_port, timeout=timeout
+            )
+            connection.set_tunnel(host, port)
+            return connection, target
+        return http.client.HTTPConnection(proxy_host, proxy_port, timeout=timeout), url.geturl()
+    cls = http.client.HTTPSConnection if secure else http.client.HTTPConnection
+    return cls(host, port, timeout=timeout), target
+
+
 def _retry_after(value: str | None) -> float | None:
     if not value:
         return None
     try:
-        return float(value)
+        seconds = float(value)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = parsed.timestamp() - time.time()
+    return min(max(0.0, seconds), 600.0) if math.isfinite(seconds) else None
 
 
 def _int_or_none(value: object) -> int | None:

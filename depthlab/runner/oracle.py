@@ -14,7 +14,6 @@ from depthlab import __version__
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import TaskContainer, script_command
 from depthlab.runner.errors import AgentTimeoutError, NonZeroAgentExitCodeError
-from depthlab.runner.output import write_text
 from depthlab.runner.task import TaskSpec
 
 
@@ -34,16 +33,30 @@ class OracleAgent:
     def config_kwargs(self) -> dict[str, Any]:
         return {"max_turns": None, "stated_cap": None}
 
-    def run(self, box: TaskContainer, task: TaskSpec, agent_dir: Path, deadline: float, context: AgentContext) -> None:
+    def run(
+        self,
+        box: TaskContainer,
+        task: TaskSpec,
+        agent_dir: Path,
+        deadline: float,
+        context: AgentContext,
+        *,
+        timeout_sec: float | None = None,
+    ) -> None:
         solution = task.path / "solution"
         if not (solution / "solve.sh").is_file():
             raise FileNotFoundError(f"The task {task.name!r} has no solution/solve.sh for the oracle")
         box.put_directory(solution, "/solution")
-        try:
-            exit_code, output = box.exec(script_command("/solution/solve.sh"), timeout=deadline - time.monotonic())
+        try:  # the output streams to disk, cut to FILE_LIMIT_BYTES
+            exit_code, _ = box.exec_to_file(
+                script_command("/solution/solve.sh"),
+                agent_dir / "oracle.txt",
+                timeout=deadline - time.monotonic(),
+                user=box.agent_user,
+            )
         except TimeoutError:
-            raise AgentTimeoutError(f"Agent execution timed out after {task.agent_timeout_sec:g} seconds") from None
-        write_text(agent_dir / "oracle.txt", output.decode("utf-8", errors="replace"))
+            timeout = timeout_sec if timeout_sec is not None else task.agent_timeout_sec
+            raise AgentTimeoutError(f"Agent execution timed out after {timeout:g} seconds") from None
         context.metadata["exit_code"] = exit_code
         if exit_code != 0:
             raise NonZeroAgentExitCodeError(f"solution/solve.sh exited with code {exit_code}")

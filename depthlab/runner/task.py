@@ -10,6 +10,7 @@ Only the ``task.toml`` fields that change how a trial runs are read here; labels
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass
@@ -48,8 +49,10 @@ class TaskSpec:
         ``[environment].cpus``.
     memory_mb : int
         ``[environment].memory_mb``, or the older ``memory = "2G"`` string converted to MB.
-    allow_internet : bool
-        ``[environment].allow_internet``; the runner still keeps the network off unless the user allows it.
+    allow_internet : bool or None
+        ``[environment].allow_internet``, None when task.toml does not say (Harbor then assumes
+        true). The container's network stays off unless the user allows it; the image build gets
+        a network only when task.toml says ``allow_internet = true`` (or the user allows it).
     docker_image : str or None
         ``[environment].docker_image``: a prebuilt image, used when it is present locally.
     """
@@ -62,7 +65,7 @@ class TaskSpec:
     build_timeout_sec: float
     cpus: float
     memory_mb: int
-    allow_internet: bool
+    allow_internet: bool | None
     docker_image: str | None
 
     @property
@@ -93,6 +96,9 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
         When the directory or one of the required files is missing.
     UnsupportedTaskError
         When ``environment/`` holds a compose file: several containers need Harbor.
+    ValueError
+        When task.toml is not valid TOML, or a limit or timeout is not a positive finite number
+        (the message names the task.toml key): ``memory_mb = 0`` would mean no limit at all.
 
     Examples
     --------
@@ -129,18 +135,43 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
     if not dockerfile.is_file() and not environment.get("docker_image"):
         raise FileNotFoundError(f"The task {str(root)!r} has no environment/Dockerfile and no docker_image")
     task_table = _table(config, "task")
+    where = f"The task {str(root)!r}: task.toml"
+
+    def number(table: str, key: str, default: float) -> float:
+        return positive_number(_table(config, table).get(key, default), f"{where} [{table}].{key}")
+
+    allow_internet = environment.get("allow_internet")
+    if allow_internet is not None and not isinstance(allow_internet, bool):
+        raise ValueError(f"{where} [environment].allow_internet must be true or false, got {allow_internet!r}")
     return TaskSpec(
         path=root,
         name=str(task_table.get("name") or root.name),
         instruction=instruction_file.read_text(encoding="utf-8"),
-        agent_timeout_sec=float(_table(config, "agent").get("timeout_sec", _DEFAULT_AGENT_TIMEOUT_SEC)),
-        verifier_timeout_sec=float(_table(config, "verifier").get("timeout_sec", _DEFAULT_VERIFIER_TIMEOUT_SEC)),
-        build_timeout_sec=float(environment.get("build_timeout_sec", _DEFAULT_BUILD_TIMEOUT_SEC)),
-        cpus=float(environment.get("cpus", _DEFAULT_CPUS)),
-        memory_mb=_memory_mb(environment),
-        allow_internet=bool(environment.get("allow_internet", True)),
+        agent_timeout_sec=number("agent", "timeout_sec", _DEFAULT_AGENT_TIMEOUT_SEC),
+        verifier_timeout_sec=number("verifier", "timeout_sec", _DEFAULT_VERIFIER_TIMEOUT_SEC),
+        build_timeout_sec=number("environment", "build_timeout_sec", _DEFAULT_BUILD_TIMEOUT_SEC),
+        cpus=number("environment", "cpus", _DEFAULT_CPUS),
+        memory_mb=_memory_mb(environment, where),
+        allow_internet=allow_internet,
         docker_image=environment.get("docker_image") or None,
     )
+
+
+def positive_number(value: object, what: str) -> float:
+    """``value`` as a float when it is a positive finite number, else ValueError naming ``what``.
+
+    Examples
+    --------
+    >>> positive_number(2, "[agent].timeout_sec")
+    2.0
+    >>> positive_number(-1, "The task 't': task.toml [agent].timeout_sec")
+    Traceback (most recent call last):
+    ...
+    ValueError: The task 't': task.toml [agent].timeout_sec must be a positive finite number, got -1
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{what} must be a positive finite number, got {value!r}")
+    return float(value)
 
 
 def _table(config: dict[str, Any], key: str) -> dict[str, Any]:
@@ -148,12 +179,26 @@ def _table(config: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _memory_mb(environment: dict[str, Any]) -> int:
+def _memory_mb(environment: dict[str, Any], where: str) -> int:
     if "memory_mb" in environment:
-        return int(environment["memory_mb"])
-    text = str(environment.get("memory", "")).strip().upper().rstrip("IB")  # "2G", "2Gi", "2GB"
-    if not text:
+        megabytes = positive_number(environment["memory_mb"], f"{where} [environment].memory_mb")
+    elif "memory" in environment:
+        text = str(environment["memory"]).strip().upper().removesuffix("B").removesuffix("I")  # "2G", "2Gi", "2GB"
+        units = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+        digits, unit = (text[:-1], text[-1]) if text[-1:] in units else (text, "M")
+        try:
+            value = float(digits)
+        except ValueError:
+            value = None
+        megabytes = positive_number(value, f"{where} [environment].memory") * units[unit] if value else 0
+        if not megabytes:
+            raise ValueError(
+                f'{where} [environment].memory must be a positive size such as "2G", got {environment["memory"]!r}'
+            )
+    else:
         return _DEFAULT_MEMORY_MB
-    units = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
-    number, unit = (text[:-1], text[-1]) if text[-1] in units else (text, "M")
-    return int(float(number) * units[unit])
+    if megabytes < 6:  # Docker refuses memory limits below 6 MB
+        raise ValueError(
+            f"{where} [environment] memory must be at least 6 MB (Docker's smallest limit), got {megabytes:g} MB"
+        )
+    return math.ceil(megabytes)

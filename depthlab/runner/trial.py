@@ -22,8 +22,11 @@ from depthlab.runner.container import ContainerLimits, TaskContainer
 from depthlab.runner.errors import AgentTimeoutError, CancelledError, ContainerExitedError
 from depthlab.runner.image import ensure_image
 from depthlab.runner.output import JobDir, utc_now, write_json, write_text
-from depthlab.runner.task import TaskSpec
+from depthlab.runner.task import TaskSpec, positive_number
 from depthlab.runner.verifier import verify
+
+# a container's deadline beyond its trial's longest run: copying files, starting the shell
+_LIFETIME_MARGIN_SEC = 600.0
 
 
 class Agent(Protocol):
@@ -38,7 +41,14 @@ class Agent(Protocol):
     def config_kwargs(self) -> dict[str, Any]: ...
 
     def run(
-        self, box: TaskContainer, task: TaskSpec, agent_dir: Path, deadline: float, context: AgentContext
+        self,
+        box: TaskContainer,
+        task: TaskSpec,
+        agent_dir: Path,
+        deadline: float,
+        context: AgentContext,
+        *,
+        timeout_sec: float | None = None,
     ) -> None: ...
 
 
@@ -56,6 +66,13 @@ class TrialOutcome:
     @property
     def reward(self) -> float | None:
         return None if not self.rewards else self.rewards.get("reward", next(iter(self.rewards.values())))
+
+    @property
+    def status(self) -> str:
+        """``pass``, ``fail`` or ``invalid`` by the loaders' leaderboard rule."""
+        from depthlab.io.status import trial_status
+
+        return trial_status(self.reward, self.exception, "leaderboard")
 
 
 def run_trial(
@@ -85,7 +102,7 @@ def run_trial(
     source : str, optional
         Dataset name recorded as the trial's ``source`` (default: the task folder's parent name).
     agent_timeout_sec, verifier_timeout_sec : float, optional
-        Override the task's timeouts.
+        Override the task's timeouts (positive, finite).
     cancel : threading.Event, optional
         When set, the trial stops at the next step, its folder is deleted and CancelledError is raised.
 
@@ -101,8 +118,8 @@ def run_trial(
     >>> run_trial(task, runner.OracleAgent(), job, docker_client=docker.from_env())  # doctest: +SKIP
     """
     limits = limits or ContainerLimits(cpus=task.cpus, memory_mb=task.memory_mb)
-    agent_timeout = agent_timeout_sec if agent_timeout_sec is not None else task.agent_timeout_sec
-    verifier_timeout = verifier_timeout_sec if verifier_timeout_sec is not None else task.verifier_timeout_sec
+    agent_timeout = _timeout(agent_timeout_sec, "agent_timeout_sec", task.agent_timeout_sec)
+    verifier_timeout = _timeout(verifier_timeout_sec, "verifier_timeout_sec", task.verifier_timeout_sec)
     source = source or task.path.parent.name
     trial_dir = job.new_trial_dir(task.name)
     config = _trial_config(task, agent, job, trial_dir.name, limits, source, agent_timeout_sec, verifier_timeout_sec)
@@ -125,14 +142,16 @@ def run_trial(
     try:
         check_cancel()
         begin = utc_now()
-        image = ensure_image(docker_client, task)
-        box = TaskContainer(docker_client, image, limits, name_hint=trial_dir.name).start()
+        image = ensure_image(docker_client, task, network=limits.build_network or limits.network)
+        lifetime = agent_timeout + verifier_timeout + _request_timeout(agent) + _LIFETIME_MARGIN_SEC
+        box = TaskContainer(docker_client, image, limits, name_hint=trial_dir.name, lifetime_sec=lifetime).start()
         phases["environment_setup"] = {"started_at": begin, "finished_at": utc_now()}
         check_cancel()
         phases["agent_setup"] = {"started_at": utc_now(), "finished_at": utc_now()}
         begin = utc_now()
         try:
-            agent.run(box, task, trial_dir / "agent", time.monotonic() + agent_timeout, context)
+            deadline = time.monotonic() + agent_timeout
+            agent.run(box, task, trial_dir / "agent", deadline, context, timeout_sec=agent_timeout)
         except AgentTimeoutError as timeout:  # Harbor verifies a timed-out agent's work all the same
             error, occurred_at = timeout, datetime.now().isoformat()
         finally:
@@ -295,3 +314,15 @@ def _container_fault(box: TaskContainer, error: BaseException) -> BaseException:
     except Exception:
         return error
     return error
+
+
+def _timeout(override: float | None, name: str, task_value: float) -> float:
+    if override is None:
+        return task_value
+    return positive_number(override, f"The {name!r} parameter of run_trial")
+
+
+def _request_timeout(agent: Agent) -> float:
+    """How long one model request may outlast the agent's deadline (0 for agents without a model)."""
+    value = agent.config_kwargs().get("request_timeout_sec")
+    return float(value) if isinstance(value, int | float) else 0.0

@@ -36,14 +36,17 @@ from depthlab.stats._correlation import (
     spearman,
 )
 from depthlab.stats._groups import quadrants, sign_test, within_percentile
+from depthlab.stats._proportions import adjust_p, proportion_ci
 from depthlab.stats._results import PartialCorr, SignTest, to_frame
 
 __all__ = [
     "PartialCorr",
     "SignTest",
+    "adjust_p",
     "kendall_tau_b",
     "label_correlations",
     "partial_spearman",
+    "proportion_ci",
     "quadrants",
     "semipartial_spearman",
     "sign_test",

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 from scipy import stats as _scipy_stats
 
+from depthlab._checks import check_number
 from depthlab.stats._engine import _interval, _mean_statistic, _row_bootstrap
 from depthlab.stats._inputs import (
     Method,
@@ -162,8 +163,7 @@ def quadrants(
     )
     for column, name in ((depth, "depth"), (work, "work")):
         _require_numeric(frame, column, name, "quadrants")
-    if not isinstance(depth_split, int | float) or isinstance(depth_split, bool):
-        raise ValueError(f"The 'depth_split' parameter of quadrants must be a number, got {depth_split!r}")
+    check_number(depth_split, "depth_split", "quadrants")
     percentile_name = f"{value}_percentile"
     frame = frame.with_columns(within_percentile(frame, value, by=groups or None)).filter(
         pl.col(percentile_name).is_not_null() & pl.col(depth).is_not_null() & pl.col(work).is_not_null()

@@ -9,6 +9,8 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from depthlab._checks import check_choice, check_nonnegative_int, check_number
+
 Method = Literal["bca", "percentile"]
 Seed = int | np.random.Generator | None
 Order = Sequence[Any] | Mapping[str, Sequence[Any]] | None
@@ -19,12 +21,9 @@ _METHODS: tuple[str, ...] = ("bca", "percentile")
 def _check_common(
     function: str, *, columns: list[str], names: Sequence[str], n_boot: Any, ci: Any, method: Any
 ) -> None:
-    if method not in _METHODS:
-        raise ValueError(f"The 'method' parameter of {function} must be one of {list(_METHODS)}, got {method!r}")
-    if not isinstance(ci, int | float) or isinstance(ci, bool) or not 0 < ci < 1:
-        raise ValueError(f"The 'ci' parameter of {function} must be a float in the open interval (0, 1), got {ci!r}")
-    if not isinstance(n_boot, int | np.integer) or isinstance(n_boot, bool) or n_boot < 0:
-        raise ValueError(f"The 'n_boot' parameter of {function} must be an int >= 0, got {n_boot!r}")
+    check_choice(method, "method", function, _METHODS)
+    check_number(ci, "ci", function, low=0, high=1, low_open=True, high_open=True, kind="a float")
+    check_nonnegative_int(n_boot, "n_boot", function)
     for i, column in enumerate(columns):
         if not isinstance(column, str):
             raise ValueError(f"The '{names[i]}' parameter of {function} must be a column name, got {column!r}")

@@ -47,7 +47,7 @@ def _labels(row: dict) -> dict:
 
 
 def test_datasets_states_label_semantics_for_every_collection():
-    table = dl.datasets()
+    table = dl.list_datasets()
     assert sorted(table["name"]) == sorted(ADAPTERS)
     by_name = {row["name"]: row for row in table.iter_rows(named=True)}
     assert by_name["tb2"]["difficulty_source"] == "human"
@@ -71,7 +71,7 @@ def test_each_adapter_docstring_says_what_is_human_generated_and_missing(name):
 def test_datasets_is_callable_however_the_package_was_imported():
     import depthlab.datasets.tb2  # noqa: F401 - binds depthlab.datasets to the package
 
-    assert dl.datasets().height == len(ADAPTERS)
+    assert dl.list_datasets().height == len(ADAPTERS)
 
 
 # --- trials from Harbor job dirs (the simulator's real Harbor output) ----------------------------
@@ -462,5 +462,5 @@ def test_registry_curation_agrees_with_the_audit_tables_default():
     # the audit table's default curation (measures.CURATION) must say what the registry says
     from depthlab.measures import CURATION
 
-    listed = dict(dl.datasets().select("name", "curation").iter_rows())
+    listed = dict(dl.list_datasets().select("name", "curation").iter_rows())
     assert listed == {name: CURATION[name] for name in listed}

@@ -88,6 +88,7 @@ def test_symlink_loop_fifo_and_directory_in_place_of_a_file(tmp_path):
     assert load.trials["trial"].to_list() == ["good__1"]
     reasons = {Path(item.path).parent.name: item.reason for item in load.rejected}
     assert reasons["fifo__1"] == "not a regular file"
+    assert reasons["dir__1"] == "a directory, not a file"
     assert load.n_seen == load.trials.height + len(load.rejected)
 
 

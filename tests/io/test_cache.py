@@ -6,28 +6,55 @@ import json
 import os
 import shutil
 
+import polars as pl
+import pytest
 from io_helpers import TMAX_TRIALS, write_trial
 
-from depthlab.io import read_trials
+from depthlab.cli import main
+from depthlab.io import cache, harbor, read_trials
+from depthlab.io._files import MAX_FILE_BYTES
 from depthlab.io.cache import cache_dir
 
 
 def _rewrite_keep_stat(path, text):
-    """Change a file's bytes but keep its size and mtime: only a cache hit can still see the old value."""
+    """Change a file's bytes but keep its size and modification time (a copy tool restoring times does this)."""
     info = os.stat(path)
     path.write_text(text)
     os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
 
 
-def test_unchanged_tree_is_served_from_the_cache(tmax_job):
+@pytest.fixture
+def parsed(monkeypatch):
+    """The trial directories the loader parses (small loads stay in this process)."""
+    seen: list[str] = []
+    original = harbor.trial_dir_rows
+
+    def spy(trial_dir, *args, **kwargs):
+        seen.append(os.path.basename(trial_dir))
+        return original(trial_dir, *args, **kwargs)
+
+    monkeypatch.setattr(harbor, "trial_dir_rows", spy)
+    return seen
+
+
+def test_unchanged_tree_is_served_from_the_cache(tmax_job, parsed):
     first = read_trials(tmax_job)
     assert any(cache_dir().glob("trials-*.parquet"))
-    result = tmax_job / TMAX_TRIALS[2] / "result.json"
-    text = result.read_text()
-    _rewrite_keep_stat(result, text.replace('"reward": 1.0', '"reward": 0.0'))
+    assert sorted(parsed) == sorted(TMAX_TRIALS)
+    parsed.clear()
     second = read_trials(tmax_job)
-    assert second.trials.equals(first.trials)  # served from the cache: the edit is invisible
-    assert not read_trials(tmax_job, cache=False).trials.equals(first.trials)
+    assert parsed == []  # nothing parsed, nothing walked
+    assert second.trials.equals(first.trials)
+
+
+def test_a_rewrite_that_restores_size_and_mtime_is_still_seen(tmax_job):
+    """The key is the status-change time, which no user-level tool can set back."""
+    first = read_trials(tmax_job)
+    result = tmax_job / TMAX_TRIALS[2] / "result.json"
+    _rewrite_keep_stat(result, result.read_text().replace('"reward": 1.0', '"reward": 0.0'))
+    second = read_trials(tmax_job)
+    assert first.trials.filter(first.trials["trial"] == TMAX_TRIALS[2])["reward"][0] == 1.0
+    assert second.trials.filter(second.trials["trial"] == TMAX_TRIALS[2])["reward"][0] == 0.0
 
 
 def test_changed_file_is_noticed(tmax_job):
@@ -65,25 +92,23 @@ def test_rejections_are_cached_too(tmax_job):
     assert second.n_seen == first.n_seen == 3
 
 
-def test_only_changed_trials_are_parsed_again(tmax_job):
-    """An invisible edit (same size and mtime) to one trial survives a reload caused by another trial."""
+def test_only_changed_trials_are_parsed_again(tmax_job, parsed):
     first = read_trials(tmax_job)
-    hidden = tmax_job / TMAX_TRIALS[2] / "result.json"
-    _rewrite_keep_stat(hidden, hidden.read_text().replace('"reward": 1.0', '"reward": 0.0'))
     changed = tmax_job / TMAX_TRIALS[1] / "result.json"
     data = json.loads(changed.read_text())
     data["verifier_result"]["rewards"]["reward"] = 1.0
     changed.write_text(json.dumps(data))
     write_trial(tmax_job / "extra__1")
+    parsed.clear()
 
     second = read_trials(tmax_job)
+    assert sorted(parsed) == sorted([TMAX_TRIALS[1], "extra__1"])  # the others come from the cache
     rewards = dict(second.trials.select("trial", "reward").iter_rows())
-    assert rewards[TMAX_TRIALS[2]] == 1.0  # reused from the cache: not parsed again
-    assert rewards[TMAX_TRIALS[1]] == 1.0  # changed: parsed again
+    assert rewards[TMAX_TRIALS[1]] == 1.0
     assert "extra__1" in rewards
     assert second.n_seen == 4
     fresh = read_trials(tmax_job, cache=False)
-    assert dict(fresh.trials.select("trial", "reward").iter_rows())[TMAX_TRIALS[2]] == 0.0
+    assert second.trials.equals(fresh.trials)
     assert second.trials.drop("source").columns == first.trials.drop("source").columns
 
 
@@ -113,3 +138,152 @@ def test_tb1_run_metadata_change_reaches_every_trial(samples, tmp_path):
     metadata["model_name"] = "anthropic/claude-sonnet-4"
     metadata_path.write_text(json.dumps(metadata))
     assert read_trials(run).trials["model"].unique().to_list() == ["anthropic/claude-sonnet-4"]
+
+
+# issue 12: files rejected before reading are keyed; the parquet is checked; eviction ------------
+
+
+def _bad_reward(trial, kind):
+    path = trial / "verifier" / "reward.txt"
+    path.parent.mkdir(exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "dangling link":
+        path.symlink_to(trial / "target.txt")
+    elif kind == "too large":
+        with open(path, "wb") as handle:
+            handle.truncate(MAX_FILE_BYTES + 1)
+    return path
+
+
+def _repair(path, kind):
+    if kind == "dangling link":
+        (path.parent.parent / "target.txt").write_text("1\n")  # the link now resolves
+        return
+    if kind == "directory":
+        path.rmdir()
+    else:
+        path.unlink()
+    path.write_text("1\n")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "dangling link", "too large"])
+def test_a_file_rejected_before_reading_is_read_again_once_repaired(tmp_path, kind):
+    trial = write_trial(tmp_path / "job" / "t__1", verifier_result=...)
+    path = _bad_reward(trial, kind)
+    first = read_trials(tmp_path / "job")
+    assert [item.path for item in first.rejected] == [str(path)]
+    assert read_trials(tmp_path / "job").rejected == first.rejected  # cached while unchanged
+    _repair(path, kind)
+    second = read_trials(tmp_path / "job")
+    assert second.rejected == []
+    assert second.trials["reward"].to_list() == [1.0]
+
+
+def test_a_dangling_result_link_repaired_is_seen(tmp_path):
+    write_trial(tmp_path / "job" / "good__1")
+    (tmp_path / "job" / "t__1").mkdir()
+    (tmp_path / "job" / "t__1" / "result.json").symlink_to(tmp_path / "real.json")
+    assert len(read_trials(tmp_path / "job").rejected) == 1
+    write_trial(tmp_path / "scratch")
+    shutil.copy(tmp_path / "scratch" / "result.json", tmp_path / "real.json")
+    load = read_trials(tmp_path / "job")
+    assert load.rejected == []
+    assert load.trials.height == 2
+
+
+def _entry_files():
+    metas = list(cache_dir().glob("trials-*.meta"))
+    assert len(metas) == 1
+    return metas[0], metas[0].with_suffix(".parquet")
+
+
+def test_a_parquet_that_lost_rows_is_a_miss(tmax_job):
+    first = read_trials(tmax_job)
+    _, table = _entry_files()
+    pl.read_parquet(table).head(1).write_parquet(table)  # valid parquet, not the one the meta describes
+    second = read_trials(tmax_job)
+    assert second.trials.equals(first.trials)
+    assert second.n_seen == second.trials.height == 3
+
+
+def test_a_parquet_with_another_schema_is_a_miss(tmax_job):
+    first = read_trials(tmax_job)
+    _, table = _entry_files()
+    pl.read_parquet(table).with_columns(pl.col("n_turns").cast(pl.Float64)).write_parquet(table)
+    assert read_trials(tmax_job).trials.equals(first.trials)
+
+
+@pytest.mark.parametrize("which", ["parquet", "meta"])
+def test_a_fifo_in_place_of_a_cache_file_does_not_hang(tmax_job, which):
+    first = read_trials(tmax_job)
+    meta, table = _entry_files()
+    path = table if which == "parquet" else meta
+    path.unlink()
+    os.mkfifo(path)
+    second = read_trials(tmax_job)  # would block forever on a plain open()
+    assert second.trials.equals(first.trials)
+
+
+def test_a_garbage_parquet_is_a_miss(tmax_job):
+    first = read_trials(tmax_job)
+    _, table = _entry_files()
+    table.write_bytes(b"PAR1 not really")
+    assert read_trials(tmax_job).trials.equals(first.trials)
+
+
+def _entry(key, size, used):
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"trials-{key}.meta").write_bytes(b"m")
+    (folder / f"trials-{key}.parquet").write_bytes(b"p" * size)
+    os.utime(folder / f"trials-{key}.meta", (used, used))
+
+
+def test_eviction_by_age_then_least_recently_used_beyond_the_size_limit(monkeypatch):
+    now = 2_000_000_000.0
+    _entry("old", 10, now - (cache.MAX_AGE_DAYS + 1) * 86400)
+    _entry("a", 400_000, now - 300)
+    _entry("b", 400_000, now - 200)
+    _entry("c", 400_000, now - 100)
+    monkeypatch.setenv("DEPTHLAB_CACHE_MAX_MB", "1")
+    removed = cache.evict(keep="a", now=now)
+    assert removed == ["old", "b"]  # "a" is the entry just written, whatever its age
+    assert sorted(key for key, _, _ in cache._entries(cache_dir())) == ["a", "c"]
+
+
+def test_bad_size_limit_names_the_variable_and_costs_only_the_eviction(monkeypatch, tmax_job):
+    monkeypatch.setenv("DEPTHLAB_CACHE_MAX_MB", "lots")
+    with pytest.raises(ValueError, match="DEPTHLAB_CACHE_MAX_MB must be a positive number"):
+        cache.max_bytes()
+    with pytest.warns(UserWarning, match="not evicted: DEPTHLAB_CACHE_MAX_MB"):
+        assert read_trials(tmax_job).trials.height == 3
+    assert main(["cache", "info"]) == 1
+
+
+def test_a_load_touches_its_entry_and_saving_evicts(tmax_job, tmp_path, monkeypatch):
+    read_trials(tmax_job)
+    meta, _ = _entry_files()
+    os.utime(meta, (1, 1))
+    read_trials(tmax_job)
+    assert os.stat(meta).st_mtime > 1  # used now: evicted last
+    _entry("stale", 10, 1)
+    write_trial(tmp_path / "other" / "t__1")
+    read_trials(tmp_path / "other")  # a save evicts what is older than MAX_AGE_DAYS
+    assert not (cache_dir() / "trials-stale.meta").exists()
+    assert meta.exists()
+
+
+def test_cache_command_info_and_clear(tmax_job, capsys):
+    read_trials(tmax_job)
+    (cache_dir() / ".trials-x.parquet.123").write_bytes(b"left over")
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert str(cache_dir()) in out
+    assert "in 1 entries" in out
+    assert main(["cache", "clear"]) == 0
+    assert "removed 1 entries" in capsys.readouterr().out
+    assert list(cache_dir().iterdir()) == []
+    assert cache.info().entries == 0

@@ -14,7 +14,10 @@ def test_trials_csv_and_parquet_have_exactly_the_schema(samples, tmp_path, capsy
     table = pl.read_parquet(tmp_path / "t.parquet")
     schema.check(table, "trials")
     assert table.height == 3
-    assert "loaded 3 trials (pass 2, fail 1, invalid 0); rejected 0; seen 3" in capsys.readouterr().err
+    assert (
+        "loaded 3 trials (pass 2, fail 1, invalid 0); rejected 0; duplicates collapsed 0; seen 3"
+        in capsys.readouterr().err
+    )
     assert main(["trials", str(samples / TMAX_JOB), "-o", str(tmp_path / "t.csv"), "--no-cache"]) == 0
     assert pl.read_csv(tmp_path / "t.csv").columns == list(schema.TRIALS)
 

@@ -111,3 +111,21 @@ def test_checksum_equals_the_dirhash_package(tmp_path):
     (task / "environment" / "sub" / "f.bin").write_bytes(b"data")
     (task / "instruction.md").write_text("Do it.\n")
     assert dirhash_sha256(task) == "79543c9f166c804461670640ba3a55b6350566440c4e11b2d3aa523112db6c34"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "reason"),
+    [
+        ("task.yaml", "instruction: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+        ("task.toml", 'version = "1.0"\na = ' + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+        ("task.toml", 'version = "1.0"\n[metadata]\nexpert_time_estimate_min = inf\n', "must be a finite number"),
+    ],
+)
+def test_a_task_file_that_would_crash_the_parser_rejects_only_its_task(samples, tmp_path, name, text, reason):
+    shutil.copytree(samples / PMARS, tmp_path / "tasks" / "build-pmars")
+    bad = tmp_path / "tasks" / "bad"
+    bad.mkdir()
+    (bad / name).write_text(text)
+    with pytest.warns(RejectedFilesWarning, match=reason):
+        tasks = load_tasks(tmp_path / "tasks")
+    assert tasks["task"].to_list() == ["build-pmars"]

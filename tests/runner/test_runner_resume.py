@@ -96,6 +96,8 @@ def test_fill_survives_sigterm_and_kill_9_and_resumes_exactly(
     process.wait(timeout=30)
     survivors = complete_trials(jobs)
     assert runner_labelled(process.pid) != []
+    # they stop themselves: their keep-alive reads end-of-file once the killed runner's socket closes
+    wait_for(lambda: all(box.status != "running" for box in runner_labelled(process.pid)), timeout=15)
     assert incomplete_trials(jobs) != []
 
     # resume in-process: leftovers cleaned, only the missing trials run

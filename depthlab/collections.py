@@ -1,0 +1,129 @@
+"""Facts about the collections, written once: display order, display names, colours and curation.
+
+This module sits at the bottom of the house (it imports nothing from depthlab), so the data layer
+(:mod:`depthlab.datasets`), the measures (:mod:`depthlab.measures.audit`), the simulator
+(:mod:`depthlab.simulate`) and the figures (:mod:`depthlab.plots`) all read the same facts.
+
+* :data:`ORDER`: human-curated collections first, then the synthetic ones, then the paper's own
+  DEPTH set; :func:`ordered` sorts any set of collection names that way (unknown names last,
+  alphabetically).
+* :data:`NAMES` and :func:`name`: display names (``"tw"`` is shown as ``"TW-Verified"``).
+* :data:`PALETTE` and :func:`color`: one colour per collection, the same in every figure
+  (Okabe-Ito hues, colour-blind safe; DEPTH a dark violet). Grey is reserved for *pooled* rows
+  and black for *medians*, so neither ever stands for a collection; a collection outside the
+  palette (a user's own Harbor tree) gets a stable colour chosen by a hash of its name.
+* :data:`CURATION`: ``"human"`` when people wrote or reviewed the tasks (Terminal-Bench 2.0;
+  TerminalWorld-Verified, reviewed by its authors), ``"synthetic"`` when an LLM pipeline generated
+  them (TMax, FACET, SETA, RST, and the paper's own DEPTH set).
+
+Examples
+--------
+>>> from depthlab import collections
+>>> collections.ordered({"depth", "my-tasks", "tb2"})
+['tb2', 'depth', 'my-tasks']
+>>> collections.name("tw"), collections.CURATION["tw"]
+('TW-Verified', 'human')
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Final
+
+__all__ = [
+    "CURATION",
+    "MEDIAN_COLOUR",
+    "NAMES",
+    "ORDER",
+    "PALETTE",
+    "POOLED_COLOUR",
+    "color",
+    "name",
+    "ordered",
+]
+
+#: Display order of the collections: human-curated first, then synthetic, then DEPTH.
+ORDER: Final[tuple[str, ...]] = ("tb2", "tw", "tmax", "facet", "seta", "rst", "depth")
+
+#: Display names of the collections.
+NAMES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "tb2": "TB2",
+        "tw": "TW-Verified",
+        "tmax": "TMax",
+        "facet": "FACET",
+        "seta": "SETA",
+        "rst": "RST",
+        "depth": "DEPTH",
+    }
+)
+
+#: One colour per collection, the same in every figure.
+PALETTE: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "tb2": "#0072B2",
+        "tw": "#56B4E9",
+        "tmax": "#D55E00",
+        "facet": "#E69F00",
+        "seta": "#009E73",
+        "rst": "#CC79A7",
+        "depth": "#5E3C99",
+    }
+)
+
+#: Curation of each collection (names not listed have none).
+CURATION: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "tb2": "human",
+        "tw": "human",
+        "tmax": "synthetic",
+        "facet": "synthetic",
+        "seta": "synthetic",
+        "rst": "synthetic",
+        "depth": "synthetic",
+    }
+)
+
+#: Colour of rows pooled over collections (never a collection's colour).
+POOLED_COLOUR: Final[str] = "#7F7F7F"
+
+#: Colour of median marks (never a collection's colour).
+MEDIAN_COLOUR: Final[str] = "#000000"
+
+# colours for collections outside PALETTE, chosen by a stable hash: no grey (pooled), no black (medians)
+_EXTRA_COLOURS: Final[tuple[str, ...]] = ("#F0E442", "#8C564B", "#17BECF", "#BCBD22", "#E7298A", "#66A61E")
+
+
+def ordered(names: Iterable[str | None]) -> list[str]:
+    """The distinct collection names of ``names`` in display order; unknown names last, sorted.
+
+    >>> ordered(["tw", "tb2", "zeta", "alpha", "tw", None])
+    ['tb2', 'tw', 'alpha', 'zeta']
+    """
+    present = {value for value in names if value is not None}
+    return [key for key in ORDER if key in present] + sorted(present - set(ORDER))
+
+
+def name(dataset: str) -> str:
+    """Display name of a collection (its key when unknown).
+
+    >>> name("tb2"), name("my-tasks")
+    ('TB2', 'my-tasks')
+    """
+    return NAMES.get(dataset, dataset)
+
+
+def color(dataset: str) -> str:
+    """Colour of a collection: fixed for known collections, stable by name for others.
+
+    >>> color("tb2")
+    '#0072B2'
+    >>> color("my-tasks") == color("my-tasks") and color("my-tasks") != POOLED_COLOUR
+    True
+    """
+    if dataset in PALETTE:
+        return PALETTE[dataset]
+    digest = int(hashlib.sha1(dataset.encode()).hexdigest(), 16)
+    return _EXTRA_COLOURS[digest % len(_EXTRA_COLOURS)]
