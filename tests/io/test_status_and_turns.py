@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from io_helpers import write_trial
 
 from depthlab.io import read_trials
+from depthlab.io.atif import count_turns
 from depthlab.io.status import harness_turn_limit, stated_cap, trial_status, turn_limit_cap
 
 # The Terminal-Bench 2 leaderboard keeps a trial that ended in one of these (its reward, or 0).
@@ -113,3 +115,63 @@ def test_harness_turn_limit_precedence_and_the_turn_limit_rule():
     assert stated_cap(config) is None  # a harness limit is not a stated cap
     with pytest.raises(ValueError, match=r"^config\.agent\.kwargs\.max_episodes must be an integer, got 'lots'$"):
         harness_turn_limit(_config(max_episodes="lots"))
+
+
+# ---------------------------------------------------------------- trajectory continuations
+
+
+def _segment(path, n_agent_steps: int, ref: str | None = None, version: str = "ATIF-v1.7") -> None:
+    steps = [{"step_id": i + 1, "source": "agent", "message": "m"} for i in range(n_agent_steps)]
+    body = {"schema_version": version, "steps": steps}
+    if ref is not None:
+        body["continued_trajectory_ref"] = ref
+    path.write_text(json.dumps(body))
+
+
+def test_a_chain_of_continuations_counts_every_segment(tmp_path):
+    _segment(tmp_path / "trajectory.json", 2, "trajectory.cont-1.json")
+    _segment(tmp_path / "trajectory.cont-1.json", 3, "trajectory.cont-2.json")
+    _segment(tmp_path / "trajectory.cont-2.json", 4, "trajectory.cont-3.json")
+    _segment(tmp_path / "trajectory.cont-3.json", 1)
+    assert count_turns(tmp_path / "trajectory.json") == 10
+
+
+def test_a_loop_further_down_the_chain_is_refused_naming_the_file_that_loops(tmp_path):
+    _segment(tmp_path / "trajectory.json", 1, "trajectory.cont-1.json")
+    _segment(tmp_path / "trajectory.cont-1.json", 1, "trajectory.cont-2.json")
+    _segment(tmp_path / "trajectory.cont-2.json", 1, "trajectory.cont-1.json")
+    with pytest.raises(ValueError, match=r"trajectory\.cont-2\.json.*loops back to 'trajectory\.cont-1\.json'"):
+        count_turns(tmp_path / "trajectory.json")
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [("{not json", "not valid JSON|invalid JSON|JSON"), (None, "unknown trajectory schema_version 'ATIF-v9.9'")],
+)
+def test_a_bad_continuation_is_reported_with_its_own_path(tmp_path, content, reason):
+    _segment(tmp_path / "trajectory.json", 1, "trajectory.cont-1.json")
+    _segment(tmp_path / "trajectory.cont-1.json", 1, "trajectory.cont-2.json")
+    if content is None:
+        _segment(tmp_path / "trajectory.cont-2.json", 1, version="ATIF-v9.9")
+    else:
+        (tmp_path / "trajectory.cont-2.json").write_text(content)
+    with pytest.raises(ValueError, match=reason) as error:
+        count_turns(tmp_path / "trajectory.json")
+    assert str(tmp_path / "trajectory.cont-2.json") in str(error.value)
+
+
+def test_a_bad_trajectory_rejects_its_trial_naming_the_file(tmp_path):
+    trial = write_trial(tmp_path / "job" / "t__1", agent_result={"metadata": None})
+    (trial / "agent").mkdir()
+    (trial / "agent" / "trajectory.json").write_text("{not json")
+    load = read_trials(tmp_path / "job", cache=False)
+    assert [item.path for item in load.rejected] == [str(trial / "agent" / "trajectory.json")]
+
+
+def test_a_new_episode_directory_reaches_a_cached_load(tmp_path):
+    trial = write_trial(tmp_path / "job" / "t__1", agent_result={"metadata": None})
+    for index in range(2):
+        (trial / "agent" / f"episode-{index}").mkdir(parents=True)
+    assert read_trials(tmp_path / "job").trials["n_turns"].to_list() == [2]
+    (trial / "agent" / "episode-2").mkdir()
+    assert read_trials(tmp_path / "job").trials["n_turns"].to_list() == [3]
