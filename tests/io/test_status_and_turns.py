@@ -175,3 +175,17 @@ def test_a_new_episode_directory_reaches_a_cached_load(tmp_path):
     assert read_trials(tmp_path / "job").trials["n_turns"].to_list() == [2]
     (trial / "agent" / "episode-2").mkdir()
     assert read_trials(tmp_path / "job").trials["n_turns"].to_list() == [3]
+
+
+def test_the_continuation_limit_is_exact(tmp_path, monkeypatch):
+    from depthlab.io import atif
+
+    monkeypatch.setattr(atif, "_MAX_CONTINUATIONS", 3)
+    names = ["trajectory.json", *(f"trajectory.cont-{i}.json" for i in range(1, 5))]
+    for name, ref in zip(names, [*names[1:4], None], strict=False):
+        _segment(tmp_path / name, 1, ref)
+    assert count_turns(tmp_path / "trajectory.json") == 4  # 3 continuations: at the limit
+    _segment(tmp_path / names[3], 1, names[4])
+    _segment(tmp_path / names[4], 1)
+    with pytest.raises(ValueError, match="loops back"):  # a 4th is one too many
+        count_turns(tmp_path / "trajectory.json")
