@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import re
@@ -213,6 +214,14 @@ def diffs(group: Group, names: list[str]) -> str:
     return done.stdout + done.stderr
 
 
+def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval of a proportion (the kill rate of a sample of mutants)."""
+    share = successes / n
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("groups", nargs="*", help=f"any of {[g.name for g in GROUPS]} (default: all)")
@@ -239,9 +248,13 @@ def main() -> int:
         survived = sorted(k for k, v in statuses.items() if v not in KILLED and k not in equivalent)
         counted = len(statuses) - len(listed)
         rate = len(killed) / counted if counted else float("nan")
+        interval = ""
+        if args.sample and counted:
+            low, high = wilson(len(killed), counted)
+            interval = f" (95% interval {low:.1%} to {high:.1%}, a random sample of {len(statuses)})"
         print(
             f"{group.name:10s} {len(statuses):5d} mutants  {len(killed):5d} killed  {len(listed):3d} equivalent  "
-            f"{len(survived):4d} survived  kill rate {rate:.1%}  ({time.monotonic() - began:.0f} s)",
+            f"{len(survived):4d} survived  kill rate {rate:.1%}{interval}  ({time.monotonic() - began:.0f} s)",
             flush=True,
         )
         for name in survived:
