@@ -199,3 +199,33 @@ def test_dirhash_of_an_empty_directory_is_an_error_naming_it(tmp_path):
         ValueError, match=f"^{re.escape(str(tmp_path / 'empty'))}: nothing to hash \\(empty directory\\)$"
     ):
         dirhash_sha256(tmp_path / "empty")
+
+
+def _harbor_task(root, name: str, toml_text: str):
+    folder = root / "set" / name
+    folder.mkdir(parents=True)
+    (folder / "task.toml").write_text(toml_text)
+    return folder
+
+
+def test_the_task_table_name_wins_over_the_directory_name(tmp_path):
+    _harbor_task(tmp_path, "dir-name", 'schema_version = "1.1"\n[task]\nname = "org/real-name"\n')
+    rows, warned = _load_tb1(tmp_path / "set")
+    assert [row["task"] for row in rows] == ["real-name"]
+    assert not warned
+
+
+@pytest.mark.parametrize(
+    ("toml_text", "reason"),
+    [
+        ('[metadata]\nexpert_time_estimate_min = "soon"\n', "expert_time_estimate_min must be a number, got 'soon'"),
+        ("[metadata]\nexpert_time_estimate_min = inf\n", "expert_time_min must be a finite number, got inf"),
+        ('[metadata]\ntags = "web"\n', "tags must be a list, got 'web'"),
+        ('metadata = "x"\n', "[metadata] must be a table, got str"),
+    ],
+)
+def test_bad_metadata_rejects_the_task_naming_file_and_field(tmp_path, toml_text, reason):
+    folder = _harbor_task(tmp_path, "bad", toml_text)
+    rows, warned = _load_tb1(tmp_path / "set")
+    assert rows == []
+    assert warned == [f"1 task directories rejected: {folder / 'task.toml'}: {reason}"]
