@@ -54,7 +54,12 @@ GROUPS: tuple[Group, ...] = (
     ),
     # the R and real-TB2 tests spawn Rscript / read ../shared for every mutant; pingouin, scipy and
     # statsmodels check the same quantities in-process
-    Group("stats", ("depthlab/stats/*.py",), ("tests/test_stats.py",), "not bca_coverage and not r_ppcor and not tb2"),
+    Group(
+        "stats",
+        ("depthlab/stats/*.py",),
+        ("tests/test_stats.py", "tests/test_proportions.py"),
+        "not bca_coverage and not r_ppcor and not tb2",
+    ),
     Group("io.status", ("depthlab/io/status.py",), ("tests/io/test_status_and_turns.py", "tests/io/test_harbor.py")),
     Group("io.tasks", ("depthlab/io/tasks.py",), ("tests/io/test_tasks.py", "tests/datasets/test_adapters.py")),
     Group(

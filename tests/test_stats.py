@@ -923,3 +923,21 @@ def test_a_one_task_quadrant_gets_its_interval_without_warnings():
     deep_large = table.filter((pl.col("depth_class") == "deep") & (pl.col("work_class") == "large")).row(0, named=True)
     assert deep_large["n"] == 1
     assert deep_large["mean_percentile"] == deep_large["ci_low"] == deep_large["ci_high"] == 0.25
+
+
+def test_a_label_value_outside_its_order_is_named_with_the_parameter():
+    df = pl.DataFrame({"difficulty": ["easy", "hard", "epic", "easy"] * 3, "pass_rate": [0.9, 0.2, 0.1, 0.8] * 3})
+    message = (
+        "The 'x' parameter of spearman names column 'difficulty', whose values ['epic'] are not in its order "
+        "['easy', 'medium', 'hard']"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        stats.spearman(df, "difficulty", "pass_rate", order=["easy", "medium", "hard"], n_boot=0)
+
+
+def test_cluster_bootstrap_with_one_resample():
+    trials = clustered_trials(6, tasks=12, trials=3, noise=0.5)
+    res = stats.spearman(trials, "work", "score", n_boot=1, seed=0, cluster="task", method="percentile")
+    assert res.n_boot == 1
+    assert math.isfinite(res.ci_low)
+    assert res.ci_low == res.ci_high  # one replicate: the interval is that value
