@@ -941,3 +941,38 @@ def test_cluster_bootstrap_with_one_resample():
     assert res.n_boot == 1
     assert math.isfinite(res.ci_low)
     assert res.ci_low == res.ci_high  # one replicate: the interval is that value
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda df: stats.partial_spearman(df, "x", "y", 5, n_boot=0),
+            "The 'covar' parameter must be a column name, a list of them or None, got 5",
+        ),
+        (
+            lambda df: stats.kendall_tau_b(df, "nope", "y", n_boot=0),
+            "The 'x' parameter of kendall_tau_b names column 'nope', which is not in the frame "
+            "(columns: ['x', 'y', 'a', 'b'])",
+        ),
+        (
+            lambda df: stats.within_percentile(df, "x", by="nope"),
+            "The 'by' parameter of within_percentile names column 'nope', which is not in the frame "
+            "(columns: ['x', 'y', 'a', 'b'])",
+        ),
+        (
+            lambda df: stats.kendall_tau_b(df, "a", "b", order=["p", "q"], n_boot=0),
+            "The 'order' parameter of kendall_tau_b is a list, which applies to the one non-numeric column, but 2 "
+            "are non-numeric (['a', 'b']); pass a mapping {column: categories}",
+        ),
+    ],
+)
+def test_messages_name_the_function_and_parameter(call, message):
+    df = pl.DataFrame({"x": [1, 2, 3, 4, 5, 6], "y": [2, 1, 4, 3, 6, 5], "a": ["p", "q"] * 3, "b": ["r", "s"] * 3})
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        call(df)
+
+
+def test_kendall_has_no_covariates():
+    res = stats.kendall_tau_b(tied_frame(3, n=40), "x", "y", n_boot=0)
+    assert (res.k, res.covar, res.statistic) == (0, (), "kendall_tau_b")
