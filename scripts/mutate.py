@@ -48,7 +48,7 @@ class Group:
 GROUPS: tuple[Group, ...] = (
     Group(
         "measures",
-        ("depthlab/measures/*.py", "depthlab/_checks.py"),  # _checks: the measures' parameter checks
+        ("depthlab/measures/*.py",),
         ("tests/test_measures.py", "tests/test_planner.py"),
         FAST,
     ),
