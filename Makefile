@@ -5,12 +5,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= out/reproduce
 
-.PHONY: reproduce test lint bench docker r mutate clean
+.PHONY: reproduce test lint bench docker harbor browser r mutate clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,fetch]'
+	$(BIN)/python -m pip install -q -e '.[dev,fetch,browser]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name depthlab --display-name "depthlab (Python 3)" >/dev/null
 	touch $@
 
@@ -20,11 +20,20 @@ reproduce: $(VENV)/.installed
 docker:
 	bash scripts/docker-up.sh
 
+# Harbor (Python >= 3.12) in its own cached venv, and headless Chromium, for the `harbor` tests
+harbor:
+	bash scripts/harbor-up.sh
+
+# Debian's chromium + chromium-driver for tests/browser (the explorer in JupyterLab)
+browser:
+	bash scripts/browser-up.sh
+
+# Debian's r-base-core for the statistics tests' R reference (tests/r)
 r:
 	bash scripts/r-up.sh
 
-test: $(VENV)/.installed docker r
-	$(BIN)/ruff check depthlab tests
+test: $(VENV)/.installed docker harbor browser r
+	$(BIN)/ruff check depthlab tests notebooks
 	$(BIN)/python -m pytest -n 2 --benchmark-disable -p no:cacheprovider tests
 
 bench: $(VENV)/.installed

@@ -49,6 +49,8 @@ _SUBMODULES: tuple[str, ...] = (
     "runner",
     "io",
     "measures",
+    "findings",
+    "auditdata",
 )
 
 # a literal list, so that linters and IDEs see the public API (tests check it matches the tables above)
@@ -60,9 +62,11 @@ __all__ = [
     "TrialLoad",
     "__version__",
     "audit_table",
+    "auditdata",
     "collections",
     "datasets",
     "estimate_depth",
+    "findings",
     "io",
     "list_datasets",
     "load_dataset",
@@ -85,7 +89,21 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from depthlab import collections, datasets, io, measures, paper, plots, runner, schema, simulate, stats, widgets
+    from depthlab import (
+        auditdata,
+        collections,
+        datasets,
+        findings,
+        io,
+        measures,
+        paper,
+        plots,
+        runner,
+        schema,
+        simulate,
+        stats,
+        widgets,
+    )
     from depthlab.datasets import Audit, list_datasets, load_dataset, load_datasets
     from depthlab.io import LoadError, Rejected, TrialLoad, load_tasks, load_trials, read_trials
     from depthlab.measures import (

@@ -1,28 +1,31 @@
-"""The numbers the paper reports, so notebooks can show "paper reports" beside "this data gives".
+"""The numbers the paper reports, each tied to the finding that computes the same quantity here.
 
-Every number comes from the paper's summary as quoted in issue 5 (item 5); each has a key, a
-description, the sample it refers to, and a 95% interval or a range where the paper gives one.
-Where the summary leaves something open (which quadrant, which sample), the description says so
-rather than guessing.
+Every number comes from the paper's summary as quoted in the project's issues; each has a key, a
+description, the sample it refers to, a 95% confidence interval (``interval="ci95"``) or a range
+of values (``interval="range"``) where the paper gives one, and the :mod:`depthlab.findings`
+function, statistic and group that compute the same quantity on the same kind of sample.
+A confidence interval prints in brackets, ``-0.29 [-0.53, -0.02] (95% CI)``; a range prints as a
+span, ``0.53 to 0.59 (range)``, so the two are never mistaken for one another.
 
 Examples
 --------
 >>> from depthlab import paper
 >>> paper.get("sign_test_p").value
 5.8e-11
->>> paper.compare({"tb2_pcorr_pass_depth_given_work": -0.41})[["key", "paper", "this_data"]].row(0)
-('tb2_pcorr_pass_depth_given_work', '-0.49', '-0.41')
+>>> paper.get("quadrant_other_mean_percentile").text()
+'0.53 to 0.59 (range)'
+>>> paper.get("own_pcorr_pass_depth_given_work").text()
+'-0.29 [-0.53, -0.02] (95% CI)'
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import polars as pl
 
-__all__ = ["REPORTED", "Reported", "compare", "get", "table"]
+__all__ = ["REPORTED", "Reported", "compare", "get", "reported_for", "table"]
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,7 @@ class Reported:
     Attributes
     ----------
     key : str
-        Stable identifier used by notebooks and :func:`compare`.
+        Stable identifier.
     description : str
         What the number is, in one sentence.
     sample : str
@@ -43,6 +46,10 @@ class Reported:
         The interval's ends, when the paper gives one.
     interval : str or None
         ``"ci95"`` (a 95% confidence interval around ``value``) or ``"range"`` (a span of values).
+    function : str
+        The :mod:`depthlab.findings` function computing the same quantity.
+    statistic, group : str
+        The row of that function's table (``key`` and ``group`` columns) holding it.
     """
 
     key: str
@@ -52,135 +59,441 @@ class Reported:
     low: float | None = None
     high: float | None = None
     interval: str | None = None
+    function: str = ""
+    statistic: str = ""
+    group: str = ""
 
     def text(self) -> str:
-        """The number as the paper would print it, e.g. ``-0.29 [-0.53, -0.02]`` or ``1–2``."""
+        """The number as printed beside this data's: ``-0.29 [-0.53, -0.02] (95% CI)``, ``1 to 2 (range)``."""
         return _format(self.value, self.low, self.high, self.interval)
 
 
+def _r(
+    key: str,
+    description: str,
+    sample: str,
+    value: float | None,
+    function: str,
+    statistic: str,
+    group: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    interval: str | None = None,
+) -> Reported:
+    return Reported(key, description, sample, value, low, high, interval, function, statistic, group)
+
+
+_SYN = "solved tasks of TMax, FACET, SETA, RST"
+_HUM = "solved tasks of TB2 and TW"
+_OWN = "the paper's own DEPTH-style set (90 tasks)"
+
 REPORTED: tuple[Reported, ...] = (
-    Reported("audited_tasks", "Tasks audited across all collections.", "TMax, FACET, SETA, RST, TB2, TW", 734),
-    Reported(
+    _r(
+        "audited_tasks",
+        "Tasks audited.",
+        "TMax, FACET, SETA, RST, TB2, TW",
+        734,
+        "collection_counts",
+        "audited_tasks",
+        "audited",
+    ),
+    _r(
         "synthetic_solved_tasks",
         "Synthetic tasks whose depth D was pinned (solved).",
-        "synthetic collections (TMax, FACET, SETA, RST)",
+        _SYN,
         296,
+        "depth_shares",
+        "solved_tasks",
+        "synthetic",
     ),
-    Reported(
+    _r(
         "synthetic_solved_depth_le_3",
-        "Solved synthetic tasks with D <= 3 (of the 296 solved).",
-        "synthetic collections, solved tasks",
+        "Solved synthetic tasks with D <= 3 (of the 296).",
+        _SYN,
         278,
+        "depth_shares",
+        "solved_depth_le_3",
+        "synthetic",
     ),
-    Reported("tmax_mean_turns", "Mean turns N a model takes without a cap on TMax tasks.", "TMax", 16.3),
-    Reported("facet_mean_turns", "Mean turns N a model takes without a cap on FACET tasks.", "FACET", 11.86),
-    Reported(
-        "tmax_facet_solved_median_depth",
-        "Median D of solved tasks, TMax and FACET (the summary gives 1-2).",
-        "TMax and FACET, solved tasks",
+    _r(
+        "rst_solved_share_depth_le_3",
+        "Share of solved RST tasks with D <= 3.",
+        "solved RST tasks",
+        0.79,
+        "depth_shares",
+        "solved_share_depth_le_3",
+        "rst",
+    ),
+    _r(
+        "synthetic_solved_median_work",
+        "Median W of solved synthetic tasks.",
+        _SYN,
+        68,
+        "synthetic_vs_human",
+        "solved_median_work",
+        "synthetic",
+    ),
+    _r(
+        "synthetic_solved_share_depth_ge_5",
+        "Share of solved synthetic tasks with D >= 5.",
+        _SYN,
+        0.06,
+        "synthetic_vs_human",
+        "solved_share_depth_ge_5",
+        "synthetic",
+    ),
+    _r(
+        "human_solved_tasks",
+        "Human-curated tasks whose D was pinned (solved).",
+        _HUM,
+        105,
+        "synthetic_vs_human",
+        "solved_tasks",
+        "human",
+    ),
+    _r(
+        "human_solved_median_work",
+        "Median W of solved human-curated tasks.",
+        _HUM,
+        17,
+        "synthetic_vs_human",
+        "solved_median_work",
+        "human",
+    ),
+    _r(
+        "human_solved_depth_ge_5",
+        "Solved human-curated tasks with D >= 5 (of the 105).",
+        _HUM,
+        11,
+        "synthetic_vs_human",
+        "solved_depth_ge_5",
+        "human",
+    ),
+    _r(
+        "human_solved_share_depth_ge_5",
+        "Share of solved human-curated tasks with D >= 5.",
+        _HUM,
+        0.10,
+        "synthetic_vs_human",
+        "solved_share_depth_ge_5",
+        "human",
+    ),
+    _r(
+        "tmax_mean_turns",
+        "Mean turns N a model takes without a cap.",
+        "TMax, valid uncapped runs",
+        16.3,
+        "turns_beside_depth",
+        "mean_turns",
+        "tmax",
+    ),
+    _r(
+        "facet_mean_turns",
+        "Mean turns N a model takes without a cap.",
+        "FACET, valid uncapped runs",
+        11.86,
+        "turns_beside_depth",
+        "mean_turns",
+        "facet",
+    ),
+    _r(
+        "tmax_solved_median_depth",
+        "Median D of solved TMax tasks (the paper gives 1-2 for TMax and FACET).",
+        "solved TMax tasks",
         None,
-        1,
-        2,
-        "range",
+        "turns_beside_depth",
+        "solved_median_depth",
+        "tmax",
+        low=1,
+        high=2,
+        interval="range",
     ),
-    Reported("n_6_10_tasks", "Tasks whose uncapped turn count N is 6-10.", "audited tasks with N and D", 170),
-    Reported("n_6_10_depth_1", "Of the tasks with N in 6-10, those with D = 1.", "audited tasks with N in 6-10", 96),
-    Reported(
+    _r(
+        "facet_solved_median_depth",
+        "Median D of solved FACET tasks (the paper gives 1-2 for TMax and FACET).",
+        "solved FACET tasks",
+        None,
+        "turns_beside_depth",
+        "solved_median_depth",
+        "facet",
+        low=1,
+        high=2,
+        interval="range",
+    ),
+    _r(
+        "n_6_10_tasks",
+        "Tasks whose uncapped turn count N is 6-10.",
+        "solved tasks of the six audited collections",
+        170,
+        "depth_given_turns",
+        "tasks_n_in_window",
+        "audited",
+    ),
+    _r(
+        "n_6_10_depth_1",
+        "Of the tasks with N in 6-10, those with D = 1.",
+        "solved audited tasks with N in 6-10",
+        96,
+        "depth_given_turns",
+        "tasks_n_in_window_depth_1",
+        "audited",
+    ),
+    _r(
+        "second_model_lowered_depth_existing",
+        "Share of tasks whose D a second model lowered.",
+        "solved tasks of the existing (audited) collections",
+        0.25,
+        "second_model",
+        "second_model_share_lowered",
+        "existing",
+    ),
+    _r(
+        "second_model_lowered_depth_own",
+        "Share of tasks whose D a second model lowered.",
+        "the authors' solved DEPTH-style tasks",
+        0.07,
+        "second_model",
+        "second_model_share_lowered",
+        "own",
+    ),
+    _r(
+        "tb2_pcorr_pass_depth_given_work",
+        "Rank partial correlation of public pass rate with D given W.",
+        "solved TB2 tasks",
+        -0.49,
+        "pass_depth_given_work",
+        "pcorr_pass_depth_given_work",
+        "tb2",
+    ),
+    _r(
         "tb2_tw_pcorr_pass_depth_given_work",
         "Rank partial correlation of public pass rate with D given W.",
-        "TB2 + TW (105 tasks)",
+        "solved TB2 + TW tasks (105)",
         -0.31,
+        "pass_depth_given_work",
+        "pcorr_pass_depth_given_work",
+        "tb2+tw",
     ),
-    Reported(
-        "tb2_pcorr_pass_depth_given_work", "Rank partial correlation of public pass rate with D given W.", "TB2", -0.49
-    ),
-    Reported(
+    _r(
         "own_pcorr_pass_depth_given_work",
         "Rank partial correlation of pass rate with D given W.",
-        "the paper's own DEPTH tasks (52)",
+        "the authors' own solved tasks (52)",
         -0.29,
-        -0.53,
-        -0.02,
-        "ci95",
+        "pass_depth_given_work",
+        "pcorr_pass_depth_given_work",
+        "depth",
+        low=-0.53,
+        high=-0.02,
+        interval="ci95",
     ),
-    Reported(
-        "pcorr_pass_turns_given_depth",
+    _r(
+        "pooled_pcorr_pass_depth_given_work",
+        "Rank partial correlation of pass rate with D given W, pooled.",
+        "solved tasks of every collection pooled",
+        -0.31,
+        "pass_depth_given_work",
+        "pcorr_pass_depth_given_work",
+        "all",
+    ),
+    _r(
+        "tb2_tw_pcorr_pass_turns_given_depth",
         "Rank partial correlation of pass rate with N given D.",
-        "listed beside the own-task figure (sample not restated in the summary)",
+        "solved TB2 + TW tasks",
         0.06,
-        -0.18,
-        0.26,
-        "ci95",
+        "pass_turns_given_depth",
+        "pcorr_pass_turns_given_depth",
+        "tb2+tw",
+        low=-0.18,
+        high=0.26,
+        interval="ci95",
     ),
-    Reported(
+    _r(
         "generated_label_corr_pass",
-        "Correlation of generated difficulty labels with pass rate (span).",
-        "synthetic collections' generated labels",
+        "Correlation of generation-time difficulty labels with pass rate (span).",
+        "collections with generation-time labels",
         None,
-        -0.11,
-        -0.07,
-        "range",
+        "label_pass_correlations",
+        "label_corr_pass",
+        "generated",
+        low=-0.11,
+        high=-0.07,
+        interval="range",
     ),
-    Reported(
-        "tb2_author_label_corr_pass", "Correlation of TB2 author difficulty ratings with pass rate.", "TB2", -0.46
+    _r(
+        "tb2_author_label_corr_pass",
+        "Correlation of TB2 authors' difficulty ratings with pass rate.",
+        "TB2 tasks with a rating and a pass rate",
+        -0.46,
+        "label_pass_correlations",
+        "label_corr_pass",
+        "tb2",
     ),
-    Reported(
+    _r(
         "tb2_pcorr_depth_author_difficulty",
-        "Rank partial correlation of D with TB2 author difficulty ratings.",
-        "TB2",
+        "Correlation of D with the TB2 authors' rating (the paper's covariate is not restated; here W).",
+        "solved TB2 tasks",
         0.55,
+        "depth_vs_author_rating",
+        "pcorr_depth_rating_given_work",
+        "tb2",
     ),
-    Reported(
-        "quadrant_hardest_mean_percentile",
-        "Mean within-dataset pass-rate percentile of the hardest depth/work quadrant (lower = harder).",
-        "audited tasks, split at D >= 2 and median W",
+    _r(
+        "tb2_rated_hard_depth_ge_2",
+        "TB2 tasks rated hard with D >= 2 (of 11 solved).",
+        "solved TB2 tasks rated hard",
+        9,
+        "depth_vs_author_rating",
+        "rated_hard_depth_ge_2",
+        "tb2",
+    ),
+    _r(
+        "tb2_rated_easy_medium_depth_ge_2",
+        "TB2 tasks rated easy or medium with D >= 2 (of 28 solved).",
+        "solved TB2 tasks rated easy or medium",
+        8,
+        "depth_vs_author_rating",
+        "rated_easy_medium_depth_ge_2",
+        "tb2",
+    ),
+    _r(
+        "quadrant_deep_large_mean_percentile",
+        "Mean within-collection pass-rate percentile of tasks deep and large (lower = harder).",
+        "solved TB2 + TW tasks, split at D = 2 and median W",
         0.29,
+        "quadrant_percentiles",
+        "quadrant_mean_percentile",
+        "deep/large",
     ),
-    Reported(
+    _r(
         "quadrant_other_mean_percentile",
-        "Mean within-dataset pass-rate percentile of the other quadrants.",
-        "audited tasks, split at D >= 2 and median W",
+        "Mean within-collection pass-rate percentile of the other three cells.",
+        "solved TB2 + TW tasks, split at D = 2 and median W",
         None,
-        0.53,
-        0.59,
-        "range",
+        "quadrant_percentiles",
+        "quadrant_other_mean_percentile",
+        "not deep/large",
+        low=0.53,
+        high=0.59,
+        interval="range",
     ),
-    Reported(
-        "second_model_lowered_depth_existing",
-        "Share of tasks whose D the second model lowered.",
-        "existing collections",
-        0.25,
+    _r("own_tasks", "Tasks of the DEPTH-style set.", _OWN, 90, "own_set_summary", "own_tasks", "depth"),
+    _r("own_median_work", "Median W of the DEPTH-style set.", _OWN, 315, "own_set_summary", "own_median_work", "depth"),
+    _r(
+        "own_median_turns",
+        "Median uncapped turns N of the DEPTH-style set.",
+        _OWN,
+        45,
+        "own_set_summary",
+        "own_median_turns",
+        "depth",
     ),
-    Reported(
-        "second_model_lowered_depth_own",
-        "Share of tasks whose D the second model lowered.",
-        "the paper's own DEPTH tasks",
-        0.07,
+    _r(
+        "own_solved_by_best",
+        "DEPTH-style tasks the best model solves.",
+        _OWN,
+        54,
+        "own_set_summary",
+        "own_solved_by_best",
+        "depth",
     ),
-    Reported(
+    _r(
+        "own_solved_by_best_depth_ge_40",
+        "Of those, tasks with D >= 40.",
+        _OWN,
+        44,
+        "own_set_summary",
+        "own_solved_by_best_depth_ge_40",
+        "depth",
+    ),
+    _r(
+        "own_passed_by_no_model",
+        "DEPTH-style tasks no model passes (of 90).",
+        _OWN,
+        29,
+        "own_set_summary",
+        "own_passed_by_no_model",
+        "depth",
+    ),
+    _r(
+        "own_pass_at_1",
+        "Per-model pass@1, averaged within tasks then over tasks (span over models).",
+        _OWN,
+        None,
+        "pass_at_1",
+        "pass_at_1",
+        "models",
+        low=0.17,
+        high=0.47,
+        interval="range",
+    ),
+    _r(
+        "segment_reliability_best",
+        "Segment reliability r of the best model.",
+        "multi-segment DEPTH-style tasks",
+        0.88,
+        "segment_reliability",
+        "segment_reliability",
+        "best model",
+    ),
+    _r(
+        "segment_reliability_worst",
+        "Segment reliability r of the worst model.",
+        "multi-segment DEPTH-style tasks",
+        0.74,
+        "segment_reliability",
+        "segment_reliability",
+        "worst model",
+    ),
+    _r(
+        "segment_pass_all_best",
+        "Runs passing all six segments, r^6 compounded, best model.",
+        "multi-segment DEPTH-style tasks",
+        0.47,
+        "segment_reliability",
+        "segment_pass_all_compounded",
+        "best model",
+    ),
+    _r(
+        "segment_pass_all_worst",
+        "Runs passing all six segments, r^6 compounded, worst model.",
+        "multi-segment DEPTH-style tasks",
+        0.16,
+        "segment_reliability",
+        "segment_pass_all_compounded",
+        "worst model",
+    ),
+    _r(
         "sign_test_pairs",
-        "Environments hosting an original and a derived deeper task (pairs).",
+        "Environments hosting an original and a derived task (pairs).",
         "paired environments",
         35,
+        "sign_test_depth",
+        "sign_test_pairs",
+        "paired environments",
     ),
-    Reported(
+    _r(
+        "sign_test_deeper",
+        "Pairs whose derived task is deeper (of 35).",
+        "paired environments",
+        35,
+        "sign_test_depth",
+        "sign_test_deeper",
+        "paired environments",
+    ),
+    _r(
         "sign_test_p",
-        "Sign test p-value, derived deeper task versus its original (35 of 35 pairs one way gives it).",
+        "Exact two-sided sign test on D, derived versus original (unsolved above every cap).",
         "paired environments (35 pairs)",
         5.8e-11,
-    ),
-    Reported(
-        "segment_reliability",
-        "Per-segment reliability of multi-segment tasks, from first to last (span).",
-        "the paper's own multi-segment DEPTH tasks",
-        None,
-        0.74,
-        0.88,
-        "range",
+        "sign_test_depth",
+        "sign_test_p",
+        "paired environments",
     ),
 )
 
 _BY_KEY: dict[str, Reported] = {r.key: r for r in REPORTED}
+_BY_ROW: dict[tuple[str, str], Reported] = {(r.statistic, r.group): r for r in REPORTED}
 
 
 def get(key: str) -> Reported:
@@ -198,8 +511,22 @@ def get(key: str) -> Reported:
         raise ValueError(f"The 'key' parameter of get must be one of {sorted(_BY_KEY)}, got {key!r}") from None
 
 
+def reported_for(statistic: str, group: str) -> Reported | None:
+    """The reported number a findings row (``key``, ``group``) is compared with, or None.
+
+    Examples
+    --------
+    >>> from depthlab import paper
+    >>> paper.reported_for("pcorr_pass_depth_given_work", "tb2").key
+    'tb2_pcorr_pass_depth_given_work'
+    >>> paper.reported_for("pcorr_pass_depth_given_work", "seta") is None
+    True
+    """
+    return _BY_ROW.get((statistic, group))
+
+
 def table() -> pl.DataFrame:
-    """All reported numbers: key, description, sample, paper (as printed), value, low, high, interval.
+    """All reported numbers: key, description, sample, paper (as printed), value, low, high, interval, function.
 
     Examples
     --------
@@ -218,6 +545,7 @@ def table() -> pl.DataFrame:
                 "low": _float(r.low),
                 "high": _float(r.high),
                 "interval": r.interval,
+                "function": r.function,
             }
             for r in REPORTED
         ],
@@ -225,53 +553,86 @@ def table() -> pl.DataFrame:
     )
 
 
-def compare(measured: Mapping[str, float | Sequence[float | None] | None]) -> pl.DataFrame:
-    """Put this data's numbers beside the paper's, one row per measured key (in the order given).
+def compare(findings: pl.DataFrame) -> pl.DataFrame:
+    """Put this data's findings beside the paper's numbers: one row per finding the paper also reports.
 
     Parameters
     ----------
-    measured : mapping
-        key -> this data's value: a number, a ``(value, ci_low, ci_high)`` triple, or None when it
-        cannot be computed on this data (e.g. no capped runs).
+    findings : pl.DataFrame
+        A table of :mod:`depthlab.findings` (columns of :data:`depthlab.findings.FINDING`).
 
     Returns
     -------
     pl.DataFrame
-        ``key, description, sample, paper, this_data`` (both as printed), ``paper_value``,
-        ``this_value``, ``this_low``, ``this_high``.
+        ``key, description, paper, paper_sample, this_data, this_sample, function`` (as printed),
+        ``paper_value``, ``this_value``, ``this_low``, ``this_high``, ``data`` (simulated or real).
+        A finding this data cannot compute prints as "not computable here".
 
     Examples
     --------
+    >>> import polars as pl
     >>> from depthlab import paper
-    >>> measured = {"own_pcorr_pass_depth_given_work": (-0.3, -0.5, -0.1), "sign_test_p": None}
-    >>> paper.compare(measured)["this_data"].to_list()
-    ['-0.3 [-0.5, -0.1]', 'not computable here']
+    >>> from depthlab.findings import FINDING
+    >>> row = {"key": "pcorr_pass_depth_given_work", "group": "tb2", "value": -0.41, "ci_low": -0.6,
+    ...        "ci_high": -0.2, "interval": "ci95", "n": 40, "unit": "solved tasks", "collections": "tb2",
+    ...        "models": "a, b", "data": "simulated"}
+    >>> out = paper.compare(pl.DataFrame([row], schema=FINDING))
+    >>> out.select("key", "paper", "this_data").row(0)
+    ('tb2_pcorr_pass_depth_given_work', '-0.49', '-0.41 [-0.6, -0.2] (95% CI)')
+    >>> out["this_sample"].item()
+    'SIMULATED: tb2; 40 solved tasks; models a, b'
     """
-    if not isinstance(measured, Mapping):
+    if not isinstance(findings, pl.DataFrame):
         raise TypeError(
-            f"The 'measured' parameter of compare must be a mapping key -> value, got {type(measured).__name__}"
+            f"The 'findings' parameter of compare must be a findings table (polars DataFrame), "
+            f"got {type(findings).__name__}"
         )
-    unknown = [key for key in measured if key not in _BY_KEY]
-    if unknown:
-        raise ValueError(
-            f"The 'measured' parameter of compare has unknown keys {unknown}; known keys: {sorted(_BY_KEY)}"
+    missing = [
+        c
+        for c in (
+            "key",
+            "group",
+            "value",
+            "ci_low",
+            "ci_high",
+            "interval",
+            "n",
+            "unit",
+            "collections",
+            "models",
+            "data",
         )
+        if c not in findings.columns
+    ]
+    if missing:
+        raise ValueError(f"The 'findings' parameter of compare lacks the columns {missing}")
     rows = []
-    for key, given in measured.items():
-        reported = _BY_KEY[key]
-        value, low, high = _triple(key, given)
-        this = "not computable here" if value is None else _format(value, low, high, None, digits=".3g")
+    # a finding two functions both report (e.g. solved synthetic tasks) is listed once
+    for row in findings.unique(["key", "group"], keep="first", maintain_order=True).iter_rows(named=True):
+        reported = _BY_ROW.get((row["key"], row["group"]))
+        if reported is None:
+            continue
+        value, low, high = (_finite(row[c]) for c in ("value", "ci_low", "ci_high"))
+        computable = value is not None or (row["interval"] == "range" and low is not None)
+        this = _format(value, low, high, row["interval"], digits=".3g") if computable else "not computable here"
+        kind = "SIMULATED" if row["data"] == "simulated" else "real"
+        sample = f"{kind}: {row['collections'] or 'none'}; {row['n']} {row['unit']}"
+        if row["models"]:
+            sample += f"; models {row['models']}"
         rows.append(
             {
-                "key": key,
+                "key": reported.key,
                 "description": reported.description,
-                "sample": reported.sample,
                 "paper": reported.text(),
+                "paper_sample": reported.sample,
                 "this_data": this,
+                "this_sample": sample,
+                "function": f"findings.{reported.function}",
                 "paper_value": _float(reported.value),
                 "this_value": value,
                 "this_low": low,
                 "this_high": high,
+                "data": row["data"],
             }
         )
     return pl.DataFrame(rows, schema=_COMPARE_SCHEMA)
@@ -286,36 +647,26 @@ _TABLE_SCHEMA = {
     "low": pl.Float64,
     "high": pl.Float64,
     "interval": pl.String,
+    "function": pl.String,
 }
 _COMPARE_SCHEMA = {
     "key": pl.String,
     "description": pl.String,
-    "sample": pl.String,
     "paper": pl.String,
+    "paper_sample": pl.String,
     "this_data": pl.String,
+    "this_sample": pl.String,
+    "function": pl.String,
     "paper_value": pl.Float64,
     "this_value": pl.Float64,
     "this_low": pl.Float64,
     "this_high": pl.Float64,
+    "data": pl.String,
 }
 
 
-def _triple(key: str, given: object) -> tuple[float | None, float | None, float | None]:
-    if given is None:
-        return None, None, None
-    if isinstance(given, int | float) and not isinstance(given, bool):
-        return _finite(float(given)), None, None
-    if isinstance(given, Sequence) and not isinstance(given, str) and len(given) == 3:
-        value, low, high = (None if v is None else _finite(float(v)) for v in given)
-        return value, low, high
-    raise ValueError(
-        f"The value of {key!r} in compare's 'measured' must be a number, a (value, low, high) "
-        f"triple or None, got {given!r}"
-    )
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
 
 
 def _float(value: float | None) -> float | None:
@@ -325,11 +676,13 @@ def _float(value: float | None) -> float | None:
 def _format(
     value: float | None, low: float | None, high: float | None, interval: str | None, *, digits: str = "g"
 ) -> str:
-    if interval == "range" and value is None:
-        return f"{_number(low, digits)}–{_number(high, digits)}"
+    # a range of values prints as a span, a confidence interval in brackets: never the same look
+    if interval == "range":
+        span = f"{_number(low, digits)} to {_number(high, digits)} (range)"
+        return span if value is None else f"{_number(value, digits)}, {span}"
     text = _number(value, digits)
     if low is not None and high is not None:
-        text += f" [{_number(low, digits)}, {_number(high, digits)}]"
+        text += f" [{_number(low, digits)}, {_number(high, digits)}] (95% CI)"
     return text
 
 

@@ -83,6 +83,8 @@ __all__ = [
     "quadrants_plot",
     "save",
     "segment_reliability",
+    "segment_reliability_by_model",
+    "segment_reliability_by_model_plot",
     "segment_reliability_plot",
     "strip_plot",
     "turns_by_model",
@@ -1213,7 +1215,14 @@ def quadrants(table: pl.DataFrame) -> Figure:
         fig = Figure(figsize=(5.6, 4.2), layout="constrained")
         ax = fig.subplots()
         quadrants_plot(table, ax=ax)
-        ax.set_title("Mean within-collection pass-rate percentile (lower = harder)")
+        title = "Mean within-collection pass-rate percentile (lower = harder)"
+        if "collections" in table.columns and table.height:
+            # the table says which collections were split (depthlab.findings.quadrant_cells): name them
+            where = collections.ordered(part.strip() for part in str(table["collections"][0]).split(",") if part)
+            title = (
+                f"{' + '.join(name(d) for d in where)}: mean within-collection\npass-rate percentile (lower = harder)"
+            )
+        ax.set_title(title)
     return fig
 
 
@@ -1431,6 +1440,91 @@ def paired_depths(pairs: pl.DataFrame, *, palette: Palette = None) -> Figure:
             shallower = int((rows["derived"] < rows["original"]).sum())
             which = f"{', '.join(name(d) for d in derived)} tasks" if derived else "derived tasks"
             ax.set_title(f"{rows.height} {which} vs their originals:\nderived deeper {deeper}, shallower {shallower}")
+    return fig
+
+
+#: The rows of :func:`depthlab.findings.segment_reliability` drawn per model, and their legend labels.
+_MODEL_SEGMENT_KEYS: Final[dict[str, str]] = {
+    "segment_reliability": "segment reliability r",
+    "segment_pass_all_observed": "runs passing all: observed",
+    "segment_pass_all_compounded": "runs passing all: r\u1d4f",
+}
+
+
+def segment_reliability_by_model_plot(
+    findings: pl.DataFrame, *, color: str | None = None, ax: Axes | None = None
+) -> Axes:
+    """Per model: segment reliability r, and the share of runs passing every segment, observed and rᵏ.
+
+    ``findings`` is the table of :func:`depthlab.findings.segment_reliability` (columns key, group,
+    value, ci_low, ci_high); its ``best model`` / ``worst model`` rows repeat a model's and are not
+    drawn. Bars of one model share its hue (r solid, the two pass-all shares lighter), with the
+    task-bootstrap intervals as black lines.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> rows = [{"key": k, "group": "m", "value": v, "ci_low": v - 0.1, "ci_high": v + 0.1}
+    ...         for k, v in (("segment_reliability", 0.8), ("segment_pass_all_observed", 0.5),
+    ...                      ("segment_pass_all_compounded", 0.51))]
+    >>> segment_reliability_by_model_plot(pl.DataFrame(rows)).get_ylabel()
+    'share'
+    """
+    function = "segment_reliability_by_model_plot"
+    check_frame(findings, "findings", function, ("key", "group", "value", "ci_low", "ci_high"))
+    hue = collections.color("depth") if color is None else color
+    rows = findings.filter(
+        pl.col("key").is_in(list(_MODEL_SEGMENT_KEYS))
+        & ~pl.col("group").is_in(["best model", "worst model"])
+        & pl.col("value").is_not_null()
+    )
+    models = sorted(rows["group"].unique().to_list())
+    width = 0.26
+    with _style():
+        ax = _axes(ax, function, (1.8 + 1.9 * max(len(models), 1), 3.6))
+        for j, (key, label) in enumerate(_MODEL_SEGMENT_KEYS.items()):
+            part = {row["group"]: row for row in rows.filter(pl.col("key") == key).iter_rows(named=True)}
+            x = np.arange(len(models)) + (j - 1) * width
+            values = [part[m]["value"] if m in part else np.nan for m in models]
+            ax.bar(x, values, width=width * 0.95, color=hue, alpha=(1.0, 0.55, 0.3)[j], label=label)
+            for xi, model in zip(x, models, strict=True):
+                row = part.get(model)
+                if row is not None and row["ci_low"] is not None:
+                    ax.plot([xi, xi], [row["ci_low"], row["ci_high"]], color=MEDIAN_COLOUR, linewidth=1)
+        ax.set_xticks(np.arange(len(models)), models)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("share")
+        ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
+        ax.grid(axis="x", visible=False)
+        ax.legend(loc="upper right")
+        if not models:
+            _empty_note(ax, "no multi-segment runs")
+    return ax
+
+
+def segment_reliability_by_model(findings: pl.DataFrame, *, palette: Palette = None) -> Figure:
+    """Figure of :func:`segment_reliability_by_model_plot`, titled with the collection(s) of the tasks.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> rows = [{"key": "segment_reliability", "group": "m", "value": 0.8, "ci_low": 0.7, "ci_high": 0.9,
+    ...          "collections": "depth"}]
+    >>> segment_reliability_by_model(pl.DataFrame(rows)).axes[0].get_title()
+    'Multi-segment tasks of DEPTH: per-model reliability (95% task-bootstrap CIs)'
+    """
+    function = "segment_reliability_by_model"
+    check_frame(findings, "findings", function, ("key", "group", "value", "ci_low", "ci_high", "collections"))
+    where = collections.ordered(
+        part.strip() for text in findings["collections"].drop_nulls().to_list() for part in text.split(",") if part
+    )
+    hue = _palette(palette, function)(where[0]) if len(where) == 1 else POOLED_COLOUR
+    with _style():
+        fig = Figure(figsize=(1.8 + 1.9 * max(findings["group"].n_unique() - 2, 1), 3.8), layout="constrained")
+        ax = fig.subplots()
+        segment_reliability_by_model_plot(findings, color=hue, ax=ax)
+        which = ", ".join(name(d) for d in where) or "no collection"
+        ax.set_title(f"Multi-segment tasks of {which}: per-model reliability (95% task-bootstrap CIs)")
     return fig
 
 

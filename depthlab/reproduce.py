@@ -1,71 +1,64 @@
-"""Re-execute the audit notebooks headless with papermill and collect their figures and numbers.
+"""Re-execute the audit notebooks headless with papermill and write an index of their figures and numbers.
 
-:func:`reproduce` is the project's main job (``depthlab reproduce``, ``make reproduce``). Without a
-data folder it builds the simulated demo data once (:func:`demo_data`, cached) and reuses it. It loads
-the data once into a cache of tables (:func:`audit_data`), runs every notebook of ``notebooks/`` with
-its parameters injected, and writes, under the output folder::
+:func:`reproduce` is the project's main job (``depthlab reproduce``, ``make reproduce``). It loads
+the data once (:func:`depthlab.auditdata.audit_data`: a data folder, the bundled TB2 facts, or the
+simulated demo built once per generative-model version in the user cache), runs every notebook of
+``notebooks/`` with its parameters injected, and writes, under the output folder::
 
-    notebooks/<name>.ipynb   executed copies
+    notebooks/<name>.ipynb   executed copies (the first output says simulated or real data)
     figures/<figure>.png|pdf every figure, saved by the notebooks with depthlab.plots.save
-    results/<name>.json      each notebook's numbers and its paper-versus-data table
-    index.md                 every figure and every paper-versus-data table
+    results/<name>.json      each notebook's findings and its paper-versus-data table
+    runs.json                when each notebook last ran, on which data, in how many seconds
+    index.md                 every notebook's figures and paper-versus-data table
 
-A notebook that fails raises :class:`NotebookFailed`, which names the notebook and the cell.
-
-The helpers the notebooks share live here too: :func:`audit_data` (load a data folder, or the demo,
-into the tables every analysis runs on) and :func:`record_results` (write a notebook's numbers and
-return its "paper reports / this data gives" table).
+``only=`` runs some notebooks and updates their part of the index; the others keep theirs. A
+notebook that fails raises :class:`NotebookFailed`, which names the notebook and the cell. The data
+library the notebooks use lives in :mod:`depthlab.auditdata`; the findings in :mod:`depthlab.findings`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import polars as pl
-
-from depthlab import schema
-from depthlab._checks import check_names, check_nonnegative_int, check_number
-from depthlab.schema import CAPS
+from depthlab.auditdata import DEMO_SCALE, audit_data, check_scale, check_seed
 
 __all__ = [
-    "DEMO_SCALE",
+    "DEFAULT_N_BOOT",
     "NOTEBOOKS",
     "README_FIGURES",
-    "AuditData",
     "NotebookFailed",
     "Reproduction",
-    "audit_data",
-    "demo_data",
     "ensure_kernel",
+    "notebook_names",
     "notebooks_dir",
-    "record_results",
     "reproduce",
 ]
 
-#: The audit notebooks, in the order they run (one question each).
-NOTEBOOKS: Final[tuple[str, ...]] = (
-    "00_explore",
-    "01_collections",
-    "02_turns_vs_depth",
-    "03_depth_predicts_difficulty",
-    "04_labels",
-    "05_quadrants",
-    "06_segments",
-)
 
-#: Size of the default demo data (1.0 is about the paper's size: 734 audited tasks).
-DEMO_SCALE: Final[float] = 0.5
+def notebooks_dir() -> Path:
+    """The folder holding the audit notebooks (``notebooks/`` beside the package)."""
+    return Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def notebook_names(folder: str | Path | None = None) -> tuple[str, ...]:
+    """The audit notebooks in ``folder`` (default :func:`notebooks_dir`), in the order they run.
+
+    A notebook is any ``NN_<name>.ipynb``: adding one to the folder adds it to the audit.
+    """
+    folder = notebooks_dir() if folder is None else Path(folder)
+    return tuple(sorted(p.stem for p in folder.glob("[0-9][0-9]_*.ipynb")))
+
+
+#: The audit notebooks, in the order they run (one question each).
+NOTEBOOKS: Final[tuple[str, ...]] = notebook_names()
 
 #: Default bootstrap resamples in a reproduce run.
 DEFAULT_N_BOOT: Final[int] = 2000
@@ -74,8 +67,8 @@ DEFAULT_N_BOOT: Final[int] = 2000
 README_FIGURES: Final[tuple[str, ...]] = ("turns_vs_depth", "forest_partial_correlations", "quadrants")
 
 _KERNEL: Final[str] = "depthlab"
-_COMPLETE: Final[str] = ".complete"
 _README_WIDTH: Final[int] = 1100
+_RUNS: Final[str] = "runs.json"
 
 
 class NotebookFailed(RuntimeError):
@@ -100,51 +93,6 @@ class NotebookFailed(RuntimeError):
 
 
 @dataclass(frozen=True)
-class AuditData:
-    """The tables of one data folder that every notebook analyses.
-
-    Attributes
-    ----------
-    data_dir : Path
-        Where the data came from (the demo folder when none was given).
-    tasks, trials, depth, audit : pl.DataFrame
-        ``schema.TASKS``, ``schema.TRIALS`` (capped and public), ``schema.DEPTH`` and ``schema.AUDIT``.
-    notes : list of str
-        What the loaders said is missing (e.g. ``tb2: no capped runs: D cannot be estimated``).
-    """
-
-    data_dir: Path
-    tasks: pl.DataFrame
-    trials: pl.DataFrame
-    depth: pl.DataFrame
-    audit: pl.DataFrame
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def has_depth(self) -> bool:
-        """True when at least one task has a pinned depth D (some capped runs exist)."""
-        return self.audit.filter(pl.col("depth_status") == "solved").height > 0
-
-    @property
-    def datasets(self) -> list[str]:
-        """The collections present, in the figures' order."""
-        from depthlab.collections import ordered
-
-        return ordered([*self.audit["dataset"].unique().to_list(), *self.trials["dataset"].unique().to_list()])
-
-    def summary(self) -> str:
-        """One paragraph: what was loaded and what is missing."""
-        lines = [
-            f"{self.data_dir}: {self.audit.height} tasks in {len(self.datasets)} collections "
-            f"({', '.join(self.datasets)}), {self.trials.height} trials "
-            f"({self.trials.filter(pl.col('cap').is_not_null()).height} at stated caps), "
-            f"{self.audit.filter(pl.col('depth_status') == 'solved').height} tasks with a pinned depth",
-            *self.notes,
-        ]
-        return "\n".join(lines)
-
-
-@dataclass(frozen=True)
 class Reproduction:
     """What :func:`reproduce` wrote.
 
@@ -152,187 +100,28 @@ class Reproduction:
     ----------
     out : Path
         The output folder.
-    data_dir : Path
-        The data the notebooks ran on.
+    data : str
+        The data the notebooks ran on, in words (and whether simulated or real).
     notebooks : list of Path
-        Executed notebooks.
+        Notebooks executed by this call.
     figures : list of Path
-        PNG figures (each has a PDF beside it).
+        PNG figures those notebooks saved (each has a PDF beside it).
     results : dict
-        Notebook name -> its results JSON (``values`` and ``comparison``).
+        Notebook name -> its results JSON (``data``, ``findings``, ``figures``, ``comparison``), for
+        every notebook in the index (run now or earlier).
     index : Path
         The Markdown index.
     seconds : dict
-        Notebook name -> wall time in seconds.
+        Notebook name -> wall time in seconds, for the notebooks run by this call.
     """
 
     out: Path
-    data_dir: Path
+    data: str
     notebooks: list[Path]
     figures: list[Path]
     results: dict[str, dict[str, Any]]
     index: Path
     seconds: dict[str, float]
-
-
-def notebooks_dir() -> Path:
-    """The folder holding the audit notebooks (``notebooks/`` beside the package)."""
-    return Path(__file__).resolve().parents[1] / "notebooks"
-
-
-def demo_data(root: str | Path, *, scale: float = DEMO_SCALE, seed: int = 0) -> Path:
-    """Build the simulated demo data under ``root`` once, and return its folder.
-
-    The folder is ``<root>/scale<scale>-seed<seed>-model<v>`` (``v`` is
-    :data:`depthlab.simulate.MODEL_VERSION`, so a changed generative model builds afresh); a
-    marker file written last makes an interrupted build start over rather than be reused
-    half-written.
-
-    Parameters
-    ----------
-    root : str or Path
-        Parent folder of the cached demo data.
-    scale : float
-        Size passed to :func:`depthlab.simulate.write_runs` (1.0 is the paper's size).
-    seed : int
-        Seed of the simulation.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> folder = demo_data(tempfile.mkdtemp(), scale=0.05)  # doctest: +SKIP
-    >>> sorted(p.name for p in folder.iterdir())  # doctest: +SKIP
-    ['jobs', 'tasks']
-    """
-    scale = check_number(scale, "scale", "demo_data", low=0, high=10, low_open=True)
-    seed = check_nonnegative_int(seed, "seed", "demo_data")
-    from depthlab import simulate
-
-    folder = Path(root) / f"scale{scale:g}-seed{seed}-model{simulate.MODEL_VERSION}"
-    if (folder / _COMPLETE).is_file():
-        return folder
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    simulate.write_runs(folder, seed=seed, scale=scale)
-    (folder / _COMPLETE).write_text(json.dumps({"scale": scale, "seed": seed}) + "\n")
-    return folder
-
-
-def audit_data(
-    data_dir: str | Path | None = None,
-    *,
-    datasets: Sequence[str] | None = None,
-    models: Sequence[str] | None = None,
-    caps: Sequence[int] = CAPS,
-    scale: float = DEMO_SCALE,
-    seed: int = 0,
-    cache_dir: str | Path | None = None,
-) -> AuditData:
-    """Load a data folder (or the demo data) into the tables the notebooks analyse.
-
-    Each collection is read with :func:`depthlab.load_dataset`; the depth table comes from
-    :func:`depthlab.estimate_depth` on the capped trials and the audit table from
-    :func:`depthlab.audit_table`.
-
-    Parameters
-    ----------
-    data_dir : str, Path or None
-        A folder holding one or more collections (``tasks/<name>/``, ``jobs/<name>/``, or a
-        collection's own layout such as ``../shared/data`` for TB2). None builds (once) and uses the
-        simulated demo data under ``data/demo``.
-    datasets : sequence of str, optional
-        Collections to load; default every one found under ``data_dir``.
-    models : sequence of str, optional
-        Models whose capped runs count for D; default all.
-    caps : sequence of int
-        The cap ladder.
-    scale, seed : float, int
-        Size and seed of the demo data (only when ``data_dir`` is None).
-    cache_dir : str, Path or None
-        When given, the loaded tables are kept there as Parquet, keyed by the arguments, and
-        reused by later calls (``reproduce`` loads once for all notebooks).
-
-    Returns
-    -------
-    AuditData
-
-    Examples
-    --------
-    >>> data = audit_data("../shared/data", datasets=["tb2"])  # doctest: +SKIP
-    >>> data.has_depth  # doctest: +SKIP
-    False
-    """
-    function = "audit_data"
-    if data_dir is None:
-        data_dir = demo_data(notebooks_dir().parent / "data" / "demo", scale=scale, seed=seed)
-    folder = Path(data_dir).expanduser().resolve()
-    if not folder.is_dir():
-        raise ValueError(f"The 'data_dir' parameter of {function} must be an existing folder, got {str(data_dir)!r}")
-    names = _discover(folder) if datasets is None else check_names(datasets, "datasets", function)
-    if not names:
-        raise ValueError(
-            f"The 'data_dir' parameter of {function} must hold at least one collection "
-            f"(tasks/<name>/, jobs/<name>/ or <name>_tasks.csv), found none in {str(folder)!r}"
-        )
-    model_list = None if models is None else check_names(models, "models", function)
-    cap_list = tuple(sorted({int(c) for c in caps}))
-    key = _cache_key(folder, names, model_list, cap_list)
-    if cache_dir is not None:
-        cached = _read_cache(Path(cache_dir) / key, folder)
-        if cached is not None:
-            return cached
-    data = _load(folder, names, model_list, cap_list)
-    if cache_dir is not None:
-        _write_cache(Path(cache_dir) / key, data)
-    return data
-
-
-def record_results(
-    notebook: str,
-    values: Mapping[str, float | Sequence[float | None] | None],
-    *,
-    results_dir: str | Path,
-    figures: Iterable[str | Path] = (),
-) -> pl.DataFrame:
-    """Write a notebook's numbers to ``<results_dir>/<notebook>.json`` and return the paper-versus-data table.
-
-    Parameters
-    ----------
-    notebook : str
-        Notebook name, e.g. ``"03_depth_predicts_difficulty"``.
-    values : mapping
-        Result name -> a number, a ``(value, low, high)`` triple, or None when it cannot be computed on
-        this data. Names that are keys of :data:`depthlab.paper.REPORTED` appear in the comparison table
-        beside the paper's value; NaN is written as null.
-    results_dir : str or Path
-        Folder of the results JSON files.
-    figures : iterable of str or Path
-        The figures the notebook saved (paths from :func:`depthlab.plots.save`, or names), listed in
-        the index.
-
-    Returns
-    -------
-    pl.DataFrame
-        :func:`depthlab.paper.compare` of the values the paper also reports.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> table = record_results("demo", {"x": 1.0}, results_dir=tempfile.mkdtemp())  # doctest: +SKIP
-    """
-    from depthlab import paper
-
-    clean = {str(k): _json_value(v) for k, v in values.items()}
-    known = {r.key for r in paper.REPORTED}
-    reported = {k: v for k, v in clean.items() if k in known}
-    comparison = paper.compare(reported)
-    folder = Path(results_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    names = list(dict.fromkeys(Path(f).stem for f in figures))
-    payload = {"notebook": notebook, "values": clean, "figures": names, "comparison": comparison.to_dicts()}
-    _atomic_write(folder / f"{notebook}.json", json.dumps(payload, indent=1, default=str) + "\n")
-    return comparison
 
 
 def ensure_kernel(name: str = _KERNEL) -> str:
@@ -384,22 +173,26 @@ def reproduce(
     progress: bool = True,
     source_dir: str | Path | None = None,
 ) -> Reproduction:
-    """Run every audit notebook with papermill and write notebooks, figures, results and an index.
+    """Run the audit notebooks with papermill and write notebooks, figures, results and an index.
 
     Parameters
     ----------
     data : str, Path or None
-        Data folder; None builds the simulated demo data once under ``<out>/demo-data`` and reuses it.
+        A data folder; ``"tb2"`` for the TB2 facts bundled with depthlab (real data, no D); or None
+        for the simulated demo, built once per generative-model version in the user cache
+        (:func:`depthlab.auditdata.demo_data`) and shared by every ``out``.
     out : str or Path
         Output folder.
     only : sequence of str, optional
-        Notebooks to run (full names or their number/name parts, e.g. ``"03"`` or ``"quadrants"``).
+        Notebooks to run (full names or their number/name parts, e.g. ``"03"`` or ``"quadrants"``);
+        the index keeps the other notebooks' earlier results.
     scale, seed : float, int
         Size and seed of the demo data; the seed also seeds every bootstrap.
     n_boot : int
         Bootstrap resamples for the confidence intervals.
     datasets, models : sequence of str, optional
-        Restrict the collections / the models counted for D.
+        Restrict the collections / the models counted for D; a name not in the data is an error
+        listing the known ones.
     docs_dir : str, Path or None
         When given, the figures named in :data:`README_FIGURES` are copied there as small PNGs.
     jobs : int
@@ -417,6 +210,8 @@ def reproduce(
     ------
     NotebookFailed
         Naming the notebook and cell that failed.
+    ValueError
+        A parameter is wrong (one line naming it and the known values).
 
     Examples
     --------
@@ -425,9 +220,11 @@ def reproduce(
     'index.md'
     """
     function = "reproduce"
-    names = _select(only, function)
-    scale = check_number(scale, "scale", function, low=0, high=10, low_open=True)
-    seed = check_nonnegative_int(seed, "seed", function)
+    source = notebooks_dir() if source_dir is None else Path(source_dir)
+    known = notebook_names(source)
+    names = _select(only, known, function)
+    scale = check_scale(scale, function)
+    seed = check_seed(seed, function)
     if not isinstance(n_boot, int) or isinstance(n_boot, bool) or n_boot < 100:
         raise ValueError(f"The 'n_boot' parameter of {function} must be an integer >= 100, got {n_boot!r}")
     if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
@@ -435,14 +232,19 @@ def reproduce(
     out = Path(out).expanduser().resolve()
     docs_dir = None if docs_dir is None else Path(docs_dir).expanduser().resolve()
     folders = {part: out / part for part in ("notebooks", "figures", "results", "cache")}
+    # load once here: a wrong name or a loading error surfaces before any notebook starts, and every
+    # notebook reuses the cached tables
+    where = data if isinstance(data, str) and not Path(data).is_dir() else None
+    if where is None and data is not None:
+        where = str(Path(data).expanduser().resolve())
+    loaded = audit_data(where, datasets=datasets, models=models, scale=scale, seed=seed, cache_dir=folders["cache"])
+    if where is None and loaded.data_dir is not None:
+        where = str(loaded.data_dir)  # the demo folder, so the notebooks do not rebuild or look it up again
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
-    data_dir = demo_data(out / "demo-data", scale=scale, seed=seed) if data is None else Path(data).resolve()
     kernel = ensure_kernel()
-    # load once here: a loading error surfaces before any notebook starts, and every notebook reuses the cache
-    audit_data(data_dir, datasets=datasets, models=models, cache_dir=folders["cache"])
     parameters = {
-        "data_dir": str(data_dir),
+        "data": where,
         "datasets": None if datasets is None else list(datasets),
         "models": None if models is None else list(models),
         "n_boot": n_boot,
@@ -452,108 +254,44 @@ def reproduce(
         "results_dir": str(folders["results"]),
         "cache_dir": str(folders["cache"]),
     }
-    source = notebooks_dir() if source_dir is None else Path(source_dir)
+    for notebook in names:  # a notebook that fails leaves no stale results behind
+        (folders["results"] / f"{notebook}.json").unlink(missing_ok=True)
     seconds = _run_all(names, source, folders["notebooks"], parameters, kernel, jobs=jobs, progress=progress)
-    executed = [folders["notebooks"] / f"{notebook}.ipynb" for notebook in names]
-    results = {path.stem: json.loads(path.read_text()) for path in sorted(folders["results"].glob("*.json"))}
-    figures = sorted(folders["figures"].glob("*.png"))
-    index = _write_index(out, data_dir, names, results, figures, seconds)
+    runs = _update_runs(out / _RUNS, seconds, loaded.banner())
+    listed = [nb for nb in known if (folders["results"] / f"{nb}.json").is_file()]
+    results = {nb: json.loads((folders["results"] / f"{nb}.json").read_text()) for nb in listed}
+    index = _write_index(out, loaded.banner(), listed, results, runs)
     if docs_dir is not None:
         _copy_readme_figures(folders["figures"], docs_dir)
-    return Reproduction(out, data_dir, executed, figures, results, index, seconds)
-
-
-# ---------------------------------------------------------------------------------------------
-# loading
-
-
-def _discover(folder: Path) -> list[str]:
-    from depthlab.datasets import ADAPTERS
-
-    found: set[str] = set()
-    for part in ("tasks", "jobs"):
-        sub = folder / part
-        if sub.is_dir():
-            found |= {child.name for child in sub.iterdir() if child.is_dir() and not child.name.startswith(".")}
-    found |= {name for name in ADAPTERS if any(folder.glob(f"{name}_*.csv"))}
-    from depthlab.collections import ordered
-
-    return ordered(found)
-
-
-def _load(folder: Path, names: Sequence[str], models: Sequence[str] | None, caps: tuple[int, ...]) -> AuditData:
-    import depthlab as dl
-    from depthlab.datasets import Audit
-
-    bundle = Audit.concat([dl.load_dataset(name, folder) for name in names])
-    trials = bundle.trials
-    depth = dl.estimate_depth(bundle.capped, caps=caps, models=models)
-    audit = dl.audit_table(bundle.tasks, trials, caps=caps, models=models)
-    for table, kind in ((bundle.tasks, "tasks"), (trials, "trials"), (depth, "depth"), (audit, "audit")):
-        schema.check(table, kind)
-    return AuditData(folder, bundle.tasks, trials, depth, audit, list(bundle.notes))
-
-
-def _cache_key(folder: Path, names: Sequence[str], models: Sequence[str] | None, caps: Sequence[int]) -> str:
-    text = json.dumps([str(folder), _tree_stamp(folder), list(names), models and list(models), list(caps)])
-    return hashlib.sha1(text.encode()).hexdigest()[:16]
-
-
-def _tree_stamp(folder: Path, depth: int = 3) -> tuple[int, int]:
-    # newest modification time and number of entries in the top levels of the data folder (root, tasks|jobs,
-    # <dataset>, <job>|<task>): a trial or job added anywhere in a Harbor tree changes a directory up there,
-    # so the tables reload; walking every trial file would cost seconds per notebook
-    newest, count = folder.stat().st_mtime_ns, 0
-    level = [str(folder)]
-    for _ in range(depth):
-        below = []
-        for path in level:
-            with os.scandir(path) as entries:
-                for entry in entries:
-                    info = entry.stat(follow_symlinks=False)
-                    newest, count = max(newest, info.st_mtime_ns), count + 1
-                    if entry.is_dir(follow_symlinks=False):
-                        below.append(entry.path)
-        level = below
-    return newest, count
-
-
-def _read_cache(folder: Path, data_dir: Path) -> AuditData | None:
-    if not (folder / _COMPLETE).is_file():
-        return None
-    tables = {kind: pl.read_parquet(folder / f"{kind}.parquet") for kind in ("tasks", "trials", "depth", "audit")}
-    notes = json.loads((folder / "notes.json").read_text())
-    return AuditData(data_dir, tables["tasks"], tables["trials"], tables["depth"], tables["audit"], notes)
-
-
-def _write_cache(folder: Path, data: AuditData) -> None:
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    for kind in ("tasks", "trials", "depth", "audit"):
-        getattr(data, kind).write_parquet(folder / f"{kind}.parquet")
-    (folder / "notes.json").write_text(json.dumps(data.notes))
-    (folder / _COMPLETE).write_text("")
+    executed = [folders["notebooks"] / f"{notebook}.ipynb" for notebook in names]
+    figures = [
+        folders["figures"] / f"{figure}.png"
+        for notebook in names
+        for figure in results.get(notebook, {}).get("figures", [])
+        if (folders["figures"] / f"{figure}.png").is_file()
+    ]
+    return Reproduction(out, loaded.banner(), executed, figures, results, index, seconds)
 
 
 # ---------------------------------------------------------------------------------------------
 # running
 
 
-def _select(only: Sequence[str] | str | None, function: str) -> list[str]:
+def _select(only: Sequence[str] | str | None, known: Sequence[str], function: str) -> list[str]:
     if only is None:
-        return list(NOTEBOOKS)
+        return list(known)
     wanted = [only] if isinstance(only, str) else list(only)
     chosen: list[str] = []
-    for item in wanted:
-        matches = [nb for nb in NOTEBOOKS if item == nb or nb.startswith(f"{item}_") or nb.endswith(f"_{item}")]
-        matches = matches or [nb for nb in NOTEBOOKS if item and item in nb]
+    for item in wanted or [""]:
+        text = item.strip() if isinstance(item, str) else ""
+        matches = [nb for nb in known if text == nb or nb.startswith(f"{text}_") or nb.endswith(f"_{text}")]
+        matches = matches or [nb for nb in known if text and text in nb]
         if len(matches) != 1:
             raise ValueError(
-                f"The 'only' parameter of {function} must name notebooks among {list(NOTEBOOKS)}, got {item!r}"
+                f"The 'only' parameter of {function} names {item!r}, not one notebook; known: {', '.join(known)}"
             )
         chosen.append(matches[0])
-    return [nb for nb in NOTEBOOKS if nb in chosen]
+    return [nb for nb in known if nb in chosen]
 
 
 def _run_all(
@@ -645,44 +383,47 @@ def _progress(total: int, enabled: bool) -> Any:
 # index and README figures
 
 
+def _update_runs(path: Path, seconds: Mapping[str, float], banner: str) -> dict[str, dict[str, Any]]:
+    runs = json.loads(path.read_text()) if path.is_file() else {}
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
+    for notebook, taken in seconds.items():
+        runs[notebook] = {"seconds": round(taken, 2), "data": banner, "finished": stamp}
+    _atomic_write(path, json.dumps(runs, indent=1) + "\n")
+    return runs
+
+
 def _write_index(
     out: Path,
-    data_dir: Path,
+    banner: str,
     names: Sequence[str],
     results: Mapping[str, Mapping[str, Any]],
-    figures: Sequence[Path],
-    seconds: Mapping[str, float],
+    runs: Mapping[str, Mapping[str, Any]],
 ) -> Path:
-    lines = [
-        "# depthlab audit: figures and numbers",
-        "",
-        f"Data: `{data_dir}`.",
-        "",
-    ]
+    lines = ["# depthlab audit: figures and numbers", "", f"**{banner}**", ""]
+    if any(results[nb].get("data", {}).get("banner") != banner for nb in names):
+        lines += ["Some notebooks below ran earlier on other data: each section says which.", ""]
     for notebook in names:
+        result = results[notebook]
+        run = runs.get(notebook, {})
         lines += [
             f"## {notebook}",
             "",
             f"Executed notebook: [notebooks/{notebook}.ipynb](notebooks/{notebook}.ipynb) "
-            f"({seconds.get(notebook, math.nan):.1f} s).",
+            f"({run.get('seconds', math.nan):.1f} s, {run.get('finished', 'earlier')}).",
             "",
         ]
-        for figure in results.get(notebook, {}).get("figures", []):
-            png = out / "figures" / f"{figure}.png"
-            if png in figures:
+        data = result.get("data", {}).get("banner")
+        if data and data != banner:
+            lines += [f"Data of this notebook: {data}", ""]
+        for figure in result.get("figures", []):
+            if (out / "figures" / f"{figure}.png").is_file():
                 lines += [f"### {figure}", "", f"![{figure}](figures/{figure}.png) ([PDF](figures/{figure}.pdf))", ""]
         comparison = [
-            {column: row.get(column) for column in ("key", "sample", "paper", "this_data")}
-            for row in results.get(notebook, {}).get("comparison", [])
+            {column: row.get(column) for column in ("key", "paper", "paper_sample", "this_data", "this_sample")}
+            for row in result.get("comparison", [])
         ]
         if comparison:
             lines += ["Paper reports / this data gives:", "", *_markdown_table(comparison), ""]
-        # the comparison already says which reported numbers are not computable; name the others
-        compared = {row["key"] for row in comparison}
-        values = results.get(notebook, {}).get("values", {})
-        skipped = [key for key, value in values.items() if value is None and key not in compared]
-        if skipped:
-            lines += [f"Also not computable on this data: {', '.join(skipped)}.", ""]
     path = out / "index.md"
     _atomic_write(path, "\n".join(lines))
     return path
@@ -715,27 +456,6 @@ def _copy_readme_figures(figures_dir: Path, docs_dir: Path) -> None:
         with Image.open(source) as image:
             image.thumbnail((_README_WIDTH, _README_WIDTH * 2))
             image.save(docs_dir / f"{figure}.png", optimize=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# validation and small utilities
-
-
-def _json_value(value: Any) -> float | int | list[float | int | None] | None:
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        return [_json_number(v) for v in value]
-    return _json_number(value)
-
-
-def _json_number(value: Any) -> float | int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    number = float(value)
-    return None if math.isnan(number) or math.isinf(number) else number
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -74,6 +74,7 @@ import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_nonnegative_int, check_number
+from depthlab.io import harbor_writer
 from depthlab.schema import CAPS
 
 #: The simulated models (Harbor ``config.agent.model_name``).
@@ -356,7 +357,7 @@ def run_cells(plan: pl.DataFrame, summary: SimulationSummary, *, seed: int = 0) 
                     "cap": cap,
                     "turn_limit": cap,
                     "job": "replay",
-                    "trial": f"{task[:32]}__{_short_id(rng)}",
+                    "trial": harbor_writer.trial_name(task, _short_id(rng)),
                     "attempt": attempt + 1,
                     "reward": 1.0 if passed else 0.0,
                     "passed": passed,
@@ -834,20 +835,16 @@ def _slug(model: str) -> str:
     return model.replace("/", "-")
 
 
-_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-
-
 def _short_id(rng: np.random.Generator) -> str:
-    return "".join(_ALPHABET[int(i)] for i in rng.integers(len(_ALPHABET), size=7))
+    return harbor_writer.trial_suffix(rng.integers(len(harbor_writer.TRIAL_SUFFIX_ALPHABET), size=7))
 
 
 def _iso(moment: datetime) -> str:
-    # isoformat is several times faster than strftime, and thousands of trials need times
-    return moment.isoformat(timespec="microseconds")[:-6] + "Z"
+    return harbor_writer.iso_time(moment)
 
 
 class _JobWriter:
-    """Writes Harbor job dirs (JobConfig, JobResult, one trial dir per trial) fast."""
+    """Writes Harbor job dirs (JobConfig, JobResult, one trial dir per trial) with :mod:`depthlab.io.harbor_writer`."""
 
     def __init__(self, jobs_dir: Path, rng: np.random.Generator) -> None:
         self.jobs_dir = jobs_dir
@@ -859,70 +856,31 @@ class _JobWriter:
         job_dir = self.jobs_dir / dataset / job_name
         job_dir.mkdir(parents=True, exist_ok=False)
         job_id = str(uuid.UUID(bytes=self.rng.bytes(16), version=4))
-        kwargs: dict[str, Any] = (
-            {"max_turns": cap, "stated_cap": cap} if cap is not None else {"max_turns": PUBLIC_TURN_LIMIT}
-        )
-        agent = {
-            "name": _AGENT,
-            "import_path": None,
-            "model_name": model,
-            "override_timeout_sec": None,
-            "override_setup_timeout_sec": None,
-            "max_timeout_sec": None,
-            "kwargs": kwargs,
-            "env": {},
-        }
+        agent = harbor_writer.agent_config(_AGENT, model, harbor_writer.cap_kwargs(cap, turn_limit=PUBLIC_TURN_LIMIT))
         job_start = _BASE_TIME + timedelta(hours=len(self.job_dirs))
         task_names = sorted({trial.task.name for trial in trials})
-        config = {
-            "job_name": job_name,
-            "jobs_dir": f"jobs/{dataset}",
-            "n_attempts": 1,
-            "timeout_multiplier": 1.0,
-            "debug": False,
-            "n_concurrent_trials": 4,
-            "quiet": False,
-            "retry": {"max_retries": 0, "include_exceptions": None, "exclude_exceptions": []},
-            "environment": _ENVIRONMENT,
-            "verifier": _VERIFIER,
-            "metrics": [],
-            "agents": [agent],
-            "datasets": [{"path": f"tasks/{dataset}", "name": dataset, "task_names": task_names}],
-            "tasks": [],
-            "artifacts": [],
-        }
+        config = harbor_writer.job_config(
+            job_name,
+            f"jobs/{dataset}",
+            [agent],
+            datasets=[harbor_writer.dataset_config(f"tasks/{dataset}", task_names)],
+            n_concurrent_trials=4,
+            quiet=False,
+        )
         _write_json(job_dir / "config.json", config)
-        evals: dict[str, Any] = {"n_trials": 0, "n_errors": 0, "reward_stats": {"reward": {}}, "exception_stats": {}}
+        results = []
         moment = job_start
         for trial in trials:
-            name, finished = self._write_trial(job_dir, job_name, job_id, dataset, agent, trial, moment)
+            result, finished = self._write_trial(job_dir, job_name, job_id, dataset, agent, trial, moment)
             moment = finished + timedelta(seconds=5)
-            if trial.exception:
-                evals["n_errors"] += 1
-                evals["exception_stats"].setdefault(trial.exception, []).append(name)
-            if trial.rewards is not None:
-                evals["n_trials"] += 1
-                key = repr(float(trial.rewards["reward"]))
-                evals["reward_stats"]["reward"].setdefault(key, []).append(name)
-        rewards = [trial.rewards["reward"] for trial in trials if trial.rewards is not None]
-        evals["metrics"] = [{"mean": sum(rewards) / len(trials) if trials else 0.0}]
-        n_errors = evals["n_errors"]
-        result = {
-            "id": job_id,
-            "started_at": _iso(job_start).rstrip("Z"),
-            "updated_at": _iso(moment).rstrip("Z"),
-            "finished_at": _iso(moment).rstrip("Z"),
-            "n_total_trials": len(trials),
-            "stats": {
-                "n_completed_trials": len(trials),
-                "n_errored_trials": n_errors,
-                "n_running_trials": 0,
-                "n_pending_trials": 0,
-                "n_cancelled_trials": 0,
-                "n_retries": 0,
-                "evals": {f"{_AGENT}__{model}__{dataset}": evals},
-            },
-        }
+            results.append(result)
+        result = harbor_writer.job_result(
+            job_id,
+            results,
+            started_at=harbor_writer.job_time(job_start),
+            updated_at=harbor_writer.job_time(moment),
+            finished_at=harbor_writer.job_time(moment),
+        )
         _write_json(job_dir / "result.json", result)
         self.job_dirs.append(job_dir)
         self.n_files += 2
@@ -936,82 +894,28 @@ class _JobWriter:
         agent: dict[str, Any],
         trial: _Trial,
         started: datetime,
-    ) -> tuple[str, datetime]:
+    ) -> tuple[dict[str, Any], datetime]:
         task = trial.task
-        name = f"{task.name[:32].rstrip('_-')}__{_short_id(self.rng)}"
+        name = harbor_writer.trial_name(task.name, _short_id(self.rng))
         trial_dir = os.path.join(job_dir, name)
         turns = trial.n_turns or 0
         setup_end = started + timedelta(seconds=20)
         agent_end = setup_end + timedelta(seconds=11 * turns + 3)
         finished = agent_end + timedelta(seconds=15)
-        task_config = {
-            "path": f"tasks/{dataset}/{task.name}",
-            "git_url": None,
-            "git_commit_id": None,
-            "name": None,
-            "ref": None,
-            "overwrite": False,
-            "download_dir": None,
-            "source": dataset,
-        }
-        config = {
-            "task": task_config,
-            "trial_name": name,
-            "trials_dir": f"jobs/{dataset}/{job_name}",
-            "timeout_multiplier": 1.0,
-            "agent": agent,
-            "environment": _ENVIRONMENT,
-            "verifier": _VERIFIER,
-            "artifacts": [],
-            "job_id": job_id,
-        }
-        provider, _, short = trial.model.partition("/")
+        task_path = f"tasks/{dataset}/{task.name}"
+        config = harbor_writer.trial_config(
+            harbor_writer.task_config(task_path, dataset), name, f"jobs/{dataset}/{job_name}", agent, job_id=job_id
+        )
         invalid = trial.exception is not None
-        result: dict[str, Any] = {
-            "id": str(uuid.UUID(bytes=self.rng.bytes(16), version=4)),
-            "task_name": task.name,
-            "trial_name": name,
-            "trial_uri": f"file://{os.path.abspath(trial_dir)}",
-            "task_id": {"path": f"tasks/{dataset}/{task.name}"},
-            "source": dataset,
-            "task_checksum": task.checksum,
-            "config": config,
-            "agent_info": {
-                "name": _AGENT,
-                "version": _AGENT_VERSION,
-                "model_info": {"name": short or provider, "provider": provider if short else None},
-            },
-            "agent_result": None
-            if invalid
-            else {
-                "n_input_tokens": 2500 * turns + 1800,
-                "n_cache_tokens": 1200 * turns,
-                "n_output_tokens": 310 * turns,
-                "cost_usd": round(0.0000025 * 2500 * turns + 0.00001 * 310 * turns, 6),
-                "rollout_details": None,
-                "metadata": {"n_episodes": turns, "summarization_count": 0},
-            },
-            "verifier_result": None if trial.rewards is None else {"rewards": trial.rewards},
-            "exception_info": None,
-            "started_at": _iso(started),
-            "finished_at": _iso(setup_end if invalid else finished),
-            "environment_setup": {"started_at": _iso(started), "finished_at": _iso(setup_end)},
-            "agent_setup": None if invalid else {"started_at": _iso(setup_end), "finished_at": _iso(setup_end)},
-            "agent_execution": None if invalid else {"started_at": _iso(setup_end), "finished_at": _iso(agent_end)},
-            "verifier": None if invalid else {"started_at": _iso(agent_end), "finished_at": _iso(finished)},
-            "step_results": None,
-        }
         dirs = [trial_dir]
         files: list[tuple[str, bytes]] = []
+        exception = None
         if invalid:
             message = "Environment did not start within 600.0 seconds"
             traceback = f"Traceback (most recent call last):\n{trial.exception}: {message}\n"
-            result["exception_info"] = {
-                "exception_type": trial.exception,
-                "exception_message": message,
-                "exception_traceback": traceback,
-                "occurred_at": _iso(setup_end).rstrip("Z"),
-            }
+            exception = harbor_writer.exception_info(
+                trial.exception or "", message, traceback, harbor_writer.job_time(setup_end)
+            )
             files.append((os.path.join(trial_dir, "exception.txt"), traceback.encode()))
             self.n_invalid += 1
         else:
@@ -1019,36 +923,46 @@ class _JobWriter:
             dirs += [agent_dir, verifier_dir]
             trajectory = _ENCODER.encode(_trajectory(trial, name, setup_end))
             files.append((os.path.join(agent_dir, "trajectory.json"), trajectory))
-            if task.segments:
-                files.append((os.path.join(verifier_dir, "reward.json"), _ENCODER.encode(trial.rewards)))
-            else:
-                reward = trial.rewards["reward"] if trial.rewards else 0.0
-                files.append((os.path.join(verifier_dir, "reward.txt"), f"{int(reward)}\n".encode()))
+            reward_name, reward_text = harbor_writer.reward_file(trial.rewards or {"reward": 0.0})
+            files.append((os.path.join(verifier_dir, reward_name), reward_text.encode()))
+        usage = harbor_writer.agent_result(
+            n_input_tokens=2500 * turns + 1800,
+            n_cache_tokens=1200 * turns,
+            n_output_tokens=310 * turns,
+            cost_usd=round(0.0000025 * 2500 * turns + 0.00001 * 310 * turns, 6),
+            metadata={"n_episodes": turns, "summarization_count": 0},
+        )
+        phases = {"environment_setup": harbor_writer.phase(_iso(started), _iso(setup_end))}
+        if not invalid:
+            phases["agent_setup"] = harbor_writer.phase(_iso(setup_end), _iso(setup_end))
+            phases["agent_execution"] = harbor_writer.phase(_iso(setup_end), _iso(agent_end))
+            phases["verifier"] = harbor_writer.phase(_iso(agent_end), _iso(finished))
+        result = harbor_writer.trial_result(
+            config,
+            result_id=str(uuid.UUID(bytes=self.rng.bytes(16), version=4)),
+            task_name=task.name,
+            task_path=task_path,
+            trial_dir=trial_dir,
+            source=dataset,
+            task_checksum=task.checksum,
+            agent=harbor_writer.agent_info(_AGENT, _AGENT_VERSION, trial.model),
+            agent_result=None if invalid else usage,
+            rewards=trial.rewards,
+            exception=exception,
+            started_at=_iso(started),
+            finished_at=_iso(setup_end if invalid else finished),
+            phases=phases,
+        )
         files.append((os.path.join(trial_dir, "config.json"), _ENCODER.encode(config)))
         files.append((os.path.join(trial_dir, "result.json"), _ENCODER.encode(result)))
         _write_files(dirs, files)
         self.n_trials += 1
         self.n_files += len(files)
-        return name, finished
-
-
-_ENVIRONMENT: Final[dict[str, Any]] = {
-    "type": "docker",
-    "import_path": None,
-    "force_build": False,
-    "delete": True,
-    "override_cpus": None,
-    "override_memory_mb": None,
-    "override_storage_mb": None,
-    "override_gpus": None,
-    "env": {},
-    "kwargs": {},
-}
-_VERIFIER: Final[dict[str, Any]] = {"override_timeout_sec": None, "max_timeout_sec": None, "env": {}, "disable": False}
+        return result, finished
 
 
 def _trajectory(trial: _Trial, session: str, started: datetime) -> dict[str, Any]:
-    """An ATIF-v1.6 trajectory: the prompt as a user step, then one agent step per turn."""
+    """An ATIF trajectory: the prompt as a user step, then one agent step per turn."""
     cap_line = f"\n\nYou have at most {trial.cap} turns." if trial.cap is not None else ""
     steps: list[dict[str, Any]] = [
         {"step_id": 1, "timestamp": _iso(started), "source": "user", "message": trial.task.instruction + cap_line}
@@ -1074,18 +988,14 @@ def _trajectory(trial: _Trial, session: str, started: datetime) -> dict[str, Any
                 "metrics": {"prompt_tokens": 2500, "completion_tokens": 310, "cached_tokens": 1200},
             }
         )
-    return {
-        "schema_version": "ATIF-v1.6",
-        "session_id": session,
-        "agent": {"name": _AGENT, "version": _AGENT_VERSION, "model_name": trial.model, "extra": {"parser": "json"}},
-        "steps": steps,
-        "final_metrics": {
-            "total_prompt_tokens": 2500 * turns,
-            "total_completion_tokens": 310 * turns,
-            "total_cached_tokens": 1200 * turns,
-            "total_steps": len(steps),
-        },
-    }
+    return harbor_writer.trajectory(
+        session,
+        steps,
+        agent_name=_AGENT,
+        agent_version=_AGENT_VERSION,
+        model_name=trial.model,
+        extra={"parser": "json"},
+    )
 
 
 def _write_files(dirs: list[str], files: list[tuple[str, bytes]]) -> None:

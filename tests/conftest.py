@@ -35,3 +35,152 @@ def samples(shared: Path) -> Path:
 @pytest.fixture(scope="session")
 def shared_data(shared: Path) -> Path:
     return shared / "data"
+
+
+# ---------------------------------------------------------------- Harbor -------------------
+HARBOR_CHECK = ROOT / "tests" / "harbor" / "harbor_check.py"
+#: Harbor without its phone-home: no telemetry, LiteLLM's bundled model table instead of a download.
+HARBOR_OFFLINE = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+@pytest.fixture(scope="session")
+def harbor_python() -> Path:
+    """The Python of the Harbor side venv (scripts/harbor-venv.sh builds it once, cached).
+
+    Harbor needs Python >= 3.12: without one the Harbor tests skip with the reason, or fail when
+    ``DEPTHLAB_REQUIRE_HARBOR=1`` (CI).
+    """
+    import subprocess
+
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "harbor-venv.sh")], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        message = f"Harbor tests need the Harbor side venv (make harbor): {reason}"
+        if os.environ.get("DEPTHLAB_REQUIRE_HARBOR") == "1":
+            pytest.fail(message + "; DEPTHLAB_REQUIRE_HARBOR=1 makes this an error")
+        pytest.skip(message)
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def harbor_env() -> dict[str, str]:
+    """The environment to run Harbor's commands in (this one, offline: :data:`HARBOR_OFFLINE`)."""
+    return {**os.environ, **HARBOR_OFFLINE}
+
+
+@pytest.fixture(scope="session")
+def harbor_check(harbor_python: Path):
+    """``check(items) -> {path: error or None}``, judged by Harbor's own models in one run.
+
+    Each item is a job folder (every Harbor file in it, :func:`harbor_files`) or a ``(kind, path)``
+    pair, kind one of job_config, job_result, trial_config, trial_result, trajectory.
+    """
+
+    def check(items: list[Path | tuple[str, Path]]) -> dict[str, str | None]:
+        files = [pair for item in items for pair in (harbor_files(item) if isinstance(item, Path) else [item])]
+        return {entry["path"]: entry["error"] for entry in run_harbor_check(harbor_python, files)}
+
+    return check
+
+
+def run_harbor_check(harbor_python: Path, files: list[tuple[str, Path]]) -> list[dict]:
+    """Run tests/harbor/harbor_check.py in the Harbor side venv on ``(kind, path)`` pairs."""
+    import json
+    import subprocess
+
+    done = subprocess.run(
+        [str(harbor_python), str(HARBOR_CHECK)],
+        input=json.dumps([[kind, str(path)] for kind, path in files]),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+        env={**os.environ, **HARBOR_OFFLINE},
+    )
+    return json.loads(done.stdout)["files"]
+
+
+@pytest.fixture(scope="session")
+def harbor_plan(harbor_python: Path):
+    """``plan(job_config_path) -> [trial config, ...]``: the trials Harbor would run for a job config."""
+
+    def plan(path: Path) -> list[dict]:
+        (entry,) = run_harbor_check(harbor_python, [("job_plan", path)])
+        if entry["error"]:
+            raise AssertionError(f"Harbor rejects {path}: {entry['error']}")
+        return entry["trial_configs"]
+
+    return plan
+
+
+def harbor_files(job_dir: Path) -> list[tuple[str, Path]]:
+    """Every Harbor file of a job folder, with the kind of Harbor model that must load it."""
+    files = [("job_config", job_dir / "config.json"), ("job_result", job_dir / "result.json")]
+    for result in sorted(job_dir.glob("*/result.json")):
+        files += [("trial_config", result.parent / "config.json"), ("trial_result", result)]
+        trajectory = result.parent / "agent" / "trajectory.json"
+        if trajectory.is_file():
+            files.append(("trajectory", trajectory))
+    return files
+
+
+@pytest.fixture(scope="session")
+def harbor_viewer(harbor_python: Path):
+    """``with harbor_viewer(jobs_dir) as view``: Harbor's own viewer (``harbor view``) serving
+    ``jobs_dir`` on a free 127.0.0.1 port (``view.url``; ``view.api(path)`` GETs its JSON API),
+    stopped on exit."""
+    import contextlib
+    import socket
+    import subprocess
+    import time
+
+    @contextlib.contextmanager
+    def serve(jobs_dir: Path):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        harbor = harbor_python.parent / "harbor"
+        command = [str(harbor), "view", str(jobs_dir), "--host", "127.0.0.1", "--port", str(port), "--jobs"]
+        env = {**os.environ, **HARBOR_OFFLINE, "NO_COLOR": "1"}
+        server = subprocess.Popen(
+            [*command, "--no-build"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        view = HarborView(f"http://127.0.0.1:{port}")
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                try:
+                    view.api("/api/jobs")
+                    break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        server.kill()
+                        pytest.fail(f"harbor view did not serve {view.url}: {server.communicate()[0][-2000:]}")
+                    time.sleep(0.5)
+            yield view
+        finally:
+            server.terminate()
+            try:
+                server.wait(10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+    return serve
+
+
+class HarborView:
+    """A running ``harbor view`` on loopback."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def api(self, path: str) -> dict:
+        """GET ``path`` of the viewer's JSON API."""
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(self.url + path, timeout=30) as response:
+            return json.loads(response.read())

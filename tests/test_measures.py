@@ -20,6 +20,7 @@ from depthlab.measures import (
     pass_rates,
     plan_missing,
     second_model_effect,
+    second_model_runs,
     turn_counts,
 )
 
@@ -86,7 +87,7 @@ def test_ties_between_models():
     rows = [(("t", m, c, "fail")) for m in "ab" for c in (1, 2)] + [("t", "a", 3, "pass"), ("t", "b", 3, "pass")]
     depth = estimate_depth(_trials(rows))
     assert (_row(depth)["depth"], _row(depth)["status"]) == (3, "solved")
-    effect = second_model_effect(depth)
+    effect = second_model_effect(_trials(rows))
     assert effect["n_lowered"].to_list() == [0, 0]
     assert effect["n_tasks"].to_list() == [1, 1]
 
@@ -98,14 +99,35 @@ def test_second_model_lowering_depth_is_reported_per_first_model():
     rows += [("v", "a", 1, "fail"), ("v", "b", 1, "pass"), ("v", "a", 80, "fail")]  # a never passes v
     depth = estimate_depth(_trials(rows))
     assert _row(depth, "t")["depth"] == 2
-    effect = second_model_effect(depth, by=None)
+    effect = second_model_effect(_trials(rows), by=None)
     by_model = {row["first_model"]: row for row in effect.iter_rows(named=True)}
     assert (by_model["a"]["n_tasks"], by_model["a"]["n_lowered"]) == (3, 2)
     assert by_model["a"]["share_lowered"] == pytest.approx(2 / 3)
     assert by_model["b"]["n_lowered"] == 0
-    only_a = second_model_effect(depth, first_model="a")
+    only_a = second_model_effect(_trials(rows), first_model="a")
     assert only_a["first_model"].to_list() == ["a"]
     assert only_a["dataset"].to_list() == ["d"]
+
+
+def test_a_model_without_evidence_at_d_is_undetermined_not_lowered():
+    # a fails cap 1 and is never run at cap 2; b fails cap 1 and passes cap 2: D = 2, a alone may give 2 too
+    rows = [("t", "a", 1, "fail"), ("t", "b", 1, "fail"), ("t", "b", 2, "pass")]
+    assert _row(estimate_depth(_trials(rows)))["depth"] == 2
+    effect = second_model_effect(_trials(rows), first_model="a").row(0, named=True)
+    assert (effect["n_tasks"], effect["n_determined"], effect["n_lowered"], effect["n_undetermined"]) == (1, 0, 0, 1)
+    assert effect["share_lowered"] is None
+    # a passing only at a larger cap without a run at D is undetermined too; a failure at D decides it
+    rows += [("u", "a", 1, "fail"), ("u", "a", 5, "pass"), ("u", "b", 1, "fail"), ("u", "b", 2, "pass")]
+    rows += [("v", "a", 1, "fail"), ("v", "a", 2, "fail"), ("v", "b", 1, "fail"), ("v", "b", 2, "pass")]
+    effect = second_model_effect(_trials(rows), first_model="a").row(0, named=True)
+    assert (effect["n_tasks"], effect["n_determined"], effect["n_lowered"], effect["n_undetermined"]) == (3, 1, 1, 2)
+    assert effect["share_lowered"] == 1.0
+    # the runs that would determine them: a at cap D = 2 on t and u
+    runs = second_model_runs(_trials(rows), first_model="a")
+    assert runs.rows() == [("d", "t", "a", 2), ("d", "u", "a", 2)]
+    # once a runs there and fails, the task is determined and lowered
+    done = second_model_effect(_trials([*rows, ("t", "a", 2, "fail")]), first_model="a").row(0, named=True)
+    assert (done["n_determined"], done["n_lowered"]) == (2, 2)
 
 
 def test_unsolved_needs_the_top_cap_from_every_model():

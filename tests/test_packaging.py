@@ -111,3 +111,13 @@ def test_collection_facts_sit_below_the_data_layer_and_the_figures():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_bundled_tb2_tables_are_package_data():
+    # `dl.load_dataset("tb2")` must work from an installed package, with no ../shared beside it
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    patterns = [part.strip() for part in cfg["options.package_data"]["depthlab"].split(",")]
+    shipped = {path.relative_to(ROOT / "depthlab").as_posix() for p in patterns for path in (ROOT / "depthlab").glob(p)}
+    for name in ("tasks.parquet", "trials.parquet", "PROVENANCE.md"):
+        assert f"datasets/data/tb2/{name}" in shipped, name

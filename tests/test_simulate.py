@@ -57,7 +57,7 @@ def test_capped_and_public_runs_record_the_cap_as_harbor_would(sim):
             assert result["trial_name"] == trial.name
             assert result["task_name"] in trial.name
             if job.name.endswith("__public"):
-                assert kwargs == {"max_turns": PUBLIC_TURN_LIMIT}
+                assert kwargs == {"max_turns": PUBLIC_TURN_LIMIT, "stated_cap": None}
                 seen_public = True
             else:
                 assert kwargs["stated_cap"] == kwargs["max_turns"] == int(job.name.rsplit("-", 1)[1])

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
 from depthlab._tables import output_table
+from depthlab.io import harbor_writer
 
 HELP = "List the (task, model, cap) runs still missing to pin D (-o FILE)."
 
@@ -20,12 +19,13 @@ The plan has one row per cell: dataset, task, model, cap, attempts (further vali
 Run it with `depthlab fill` (Docker, one machine), or hand it to Harbor:
 
   --harbor-configs DIR writes one Harbor JobConfig JSON per model and cap (and attempt count),
-  named <model>__cap-<K>.json, listing the task names per task folder under "datasets" and the
-  agent terminus-2 with kwargs max_turns = stated_cap = K. Run each with
+  named <model>__cap-<K>.json, listing the task names per task folder under "datasets", the
+  agent terminus-2 with kwargs max_turns = K (the limit it enforces), and "extra_instructions"
+  holding the sentence that states the cap, which Harbor appends to every task instruction.
+  Run each with
       harbor run --config DIR/<model>__cap-<K>.json
-  then load the jobs back with `depthlab depth` / `depthlab plan`: the loaders read stated_cap as the
-  stated cap. Harbor's stock terminus-2 enforces max_turns but does not state the cap in its prompt;
-  use an agent that states it (as depthlab's runner does), or the cap measures a limit, not a stated cap.
+  then load the jobs back with `depthlab depth` / `depthlab plan`: the loaders read a trial whose
+  config carries that sentence for its max_turns as run at stated cap K.
 
 With --mode adaptive the plan is one round of a bottom-up search: run it, then plan again with the new
 jobs among the PATHs, until the plan is empty. It needs far fewer runs than the sweep.
@@ -106,9 +106,14 @@ def run(args: argparse.Namespace) -> int:
 def harbor_job_configs(plan: pl.DataFrame, tasks: pl.DataFrame, *, agent: str = "terminus-2") -> dict[str, dict]:
     """One Harbor JobConfig per (model, cap, attempts) of ``plan``: file name -> config.
 
+    Built with :func:`depthlab.io.harbor_writer.job_config`, so Harbor's own ``JobConfig`` model
+    accepts it.
+
     Each lists, per task folder, the task names to run (``datasets[].path`` + ``task_names``,
-    from the tasks table's ``source`` paths), with ``agents[0].kwargs`` ``max_turns`` =
-    ``stated_cap`` = the cap and ``n_attempts`` = the cell's further attempts.
+    from the tasks table's ``source`` paths), with ``agents[0].kwargs.max_turns`` = the cap (the
+    only cap key Harbor's terminus-2 accepts: it rejects unknown kwargs), the sentence stating the
+    cap appended to every instruction (``extra_instructions``; the loaders read a trial whose
+    config has both as run at that stated cap) and ``n_attempts`` = the cell's further attempts.
     """
     located = plan.join(
         tasks.select("dataset", "task", "source"), on=["dataset", "task"], how="left", nulls_equal=True
@@ -123,18 +128,18 @@ def harbor_job_configs(plan: pl.DataFrame, tasks: pl.DataFrame, *, agent: str = 
             else (f"__attempts-{attempts}")
         )
         name = f"{slug}__cap-{cap:02d}{suffix}"
-        datasets: list[dict[str, Any]] = [
-            {"path": folder, "task_names": sorted(group["task"].to_list())}
+        datasets = [
+            harbor_writer.dataset_config(folder, sorted(group["task"].to_list()))
             for (folder,), group in cells.group_by(["folder"], maintain_order=True)
         ]
-        configs[f"{name}.json"] = {
-            "job_name": f"depthlab-plan__{name}",
-            "jobs_dir": "jobs",
-            "n_attempts": int(attempts),
-            "timeout_multiplier": 1.0,
-            "agents": [{"name": agent, "model_name": model, "kwargs": {"max_turns": int(cap), "stated_cap": int(cap)}}],
-            "datasets": sorted(datasets, key=lambda entry: str(entry["path"])),
-        }
+        configs[f"{name}.json"] = harbor_writer.job_config(
+            f"depthlab-plan__{name}",
+            "jobs",
+            [harbor_writer.agent_config(agent, model, {harbor_writer.TURN_LIMIT_KEY: int(cap)})],
+            datasets=sorted(datasets, key=lambda entry: str(entry["path"])),
+            n_attempts=int(attempts),
+            extra_instructions=harbor_writer.stated_cap_instructions(int(cap)),
+        )
     return dict(sorted(configs.items()))
 
 
@@ -146,11 +151,8 @@ def write_harbor_configs(
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, config in harbor_job_configs(plan, tasks, agent=agent).items():
-        path = folder / name
-        tmp = path.with_name(f".{name}.tmp")
-        tmp.write_text(json.dumps(config, indent=2) + "\n")
-        tmp.replace(path)
-        paths.append(path)
+        harbor_writer.write_json(folder / name, config)
+        paths.append(folder / name)
     return paths
 
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from depthlab.reproduce import DEFAULT_N_BOOT, DEMO_SCALE, NOTEBOOKS
+from depthlab.auditdata import BUNDLED_DATA, DEMO_SCALE
+from depthlab.reproduce import DEFAULT_N_BOOT, NOTEBOOKS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--data", metavar="DIR", help="data folder (default: the simulated demo data, built once and reused)"
+        "--data",
+        metavar="DIR",
+        help=f"a data folder, or {' or '.join(BUNDLED_DATA)} for the real facts bundled with depthlab "
+        "(default: the simulated demo data, built once in the user cache and reused)",
     )
     parser.add_argument("--out", metavar="DIR", default="out/reproduce", help="output folder (default: %(default)s)")
     parser.add_argument(
@@ -52,11 +56,16 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as error:
         print(f"depthlab reproduce: {error}", file=sys.stderr)
         return 2
-    print(f"{len(result.notebooks)} notebooks, {len(result.figures)} figures; index: {result.index}")
+    print(result.data)
+    print(
+        f"ran {len(result.notebooks)} notebooks ({len(result.figures)} figures); the index lists "
+        f"{len(result.results)} notebooks: {result.index}"
+    )
     return 0
 
 
 def _split(value: str | None) -> list[str] | None:
+    # an empty name stays in the list: the library rejects it with the known names
     if value is None:
         return None
-    return [part.strip() for part in value.split(",") if part.strip()]
+    return [part.strip() for part in value.split(",")]

@@ -33,7 +33,7 @@ from depthlab.datasets._base import Audit, DatasetInfo, make_audit
 from depthlab.datasets._harbor_tree import load_root
 from depthlab.io import STATUS_RULES
 
-__all__ = ["ADAPTERS", "Audit", "DatasetInfo", "list_datasets", "load_dataset", "load_datasets"]
+__all__ = ["ADAPTERS", "BUNDLED", "Audit", "DatasetInfo", "list_datasets", "load_dataset", "load_datasets"]
 
 #: registry name -> adapter module (imported on first use)
 ADAPTERS: dict[str, str] = {
@@ -66,7 +66,11 @@ def list_datasets() -> pl.DataFrame:
     return pl.DataFrame([_adapter(name).INFO.row() for name in ordered(ADAPTERS)])
 
 
-def load_dataset(name: str, root: str | Path, *, status_rule: str = "leaderboard") -> Audit:
+#: Collections whose published facts ship inside the package (``load_dataset(name)`` with no root).
+BUNDLED: tuple[str, ...] = ("tb2",)
+
+
+def load_dataset(name: str, root: str | Path | None = None, *, status_rule: str = "leaderboard") -> Audit:
     """Load one collection from ``root`` into an :class:`Audit` bundle.
 
     Parameters
@@ -75,8 +79,10 @@ def load_dataset(name: str, root: str | Path, *, status_rule: str = "leaderboard
         A registered collection (``list_datasets()["name"]``: tmax, facet, seta, rst, tb2, tw), or any
         other name for a user's own Harbor tree (``<root>/tasks/``, ``<root>/jobs/``), loaded with
         the generic loaders and ``difficulty_source`` left null (never guessed).
-    root : str or Path
-        The collection's directory; each adapter's docstring documents its layout.
+    root : str, Path or None
+        The collection's directory; each adapter's docstring documents its layout. None loads the
+        tables bundled with depthlab (only for the names in :data:`BUNDLED`: ``tb2``, the published
+        TB2.0 task facts and 3,560 public trials; see ``depthlab/datasets/data/tb2/PROVENANCE.md``).
     status_rule : {"leaderboard", "all"}
         How a trial's status is decided (see :func:`depthlab.load_trials`).
 
@@ -94,8 +100,15 @@ def load_dataset(name: str, root: str | Path, *, status_rule: str = "leaderboard
     """
     if not isinstance(name, str) or not name.strip() or "+" in name:
         raise ValueError(f"The 'name' parameter of load_dataset must be a non-empty name without '+', got {name!r}")
-    root = check_path(root, "root", "load_dataset")
     check_choice(status_rule, "status_rule", "load_dataset", STATUS_RULES)
+    if root is None:
+        if name not in BUNDLED:
+            raise ValueError(
+                f"The 'root' parameter of load_dataset is required for {name!r}: only {list(BUNDLED)} ship "
+                "with depthlab (load_dataset(name) with no root)"
+            )
+        return _adapter(name).load_bundled(name=name, status_rule=status_rule)
+    root = check_path(root, "root", "load_dataset")
     if name in ADAPTERS:
         return _adapter(name).load(root, name=name, status_rule=status_rule)
     return _load_generic(root, name=name, status_rule=status_rule)

@@ -72,6 +72,44 @@ def load(root: str | Path, *, name: str = "tb2", status_rule: str = "leaderboard
     return make_audit(name, tasks, trials, rejected=rejected, notes=notes)
 
 
+#: Folder of the bundled TB2 tables (see its PROVENANCE.md).
+BUNDLED_DIR = Path(__file__).resolve().parent / "data" / "tb2"
+
+
+def load_bundled(*, name: str = "tb2", status_rule: str = "leaderboard") -> Audit:
+    """The TB2 facts that ship with depthlab: 89 tasks and 3,560 public trials (``dl.load_dataset("tb2")``).
+
+    The tables were converted from the published task metadata and the TMax authors' released TB2.0
+    Harbor jobs (``data/tb2/PROVENANCE.md`` beside this module). A trial's ``status`` is decided here
+    from its reward and exception under ``status_rule``, with the same rule as every loader
+    (:func:`depthlab.io.trial_status`); under ``"all"`` the per-model pass rates are the published ones
+    (tmax-27b 42.70, Qwen3.6-27B 39.55, tmax-9b 27.19, ...).
+
+    Examples
+    --------
+    >>> from depthlab.datasets import tb2
+    >>> bundle = tb2.load_bundled()
+    >>> bundle.tasks.height, bundle.public.height, bundle.capped.height
+    (89, 3560, 0)
+    """
+    check_choice(status_rule, "status_rule", "load_bundled", STATUS_RULES)
+    tasks = pl.read_parquet(BUNDLED_DIR / "tasks.parquet")
+    trials = pl.read_parquet(BUNDLED_DIR / "trials.parquet")
+    status = pl.Series(
+        [trial_status(r, e, status_rule) for r, e in zip(trials["reward"], trials["exception"], strict=True)],
+        dtype=pl.String,
+    )
+    trials = trials.with_columns(status=status).with_columns(
+        passed=pl.when(pl.col("status") != "invalid").then(pl.col("status") == "pass")
+    )
+    notes = [
+        "the published TB2.0 facts bundled with depthlab (task metadata; the TMax release's public trials, "
+        "max_steps=64)",
+        "difficulty, category, tags and time estimates are the task authors' own (human) ratings",
+    ]
+    return make_audit(name, tasks, trials, notes=notes)
+
+
 def tasks_from_csv(path: str | Path, *, dataset: str = "tb2") -> pl.DataFrame:
     """Read ``tb2_tasks.csv`` (one row per TB2 task, tabulated from the task dirs) into the tasks table.
 

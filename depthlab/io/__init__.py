@@ -6,6 +6,9 @@
   tasks table (``depthlab.schema.TASKS``).
 * :func:`read_steps`: the turns of one trial (ATIF, chat list or terminus episode dirs) as a
   table: message, commands, observation, tokens per turn.
+* :mod:`depthlab.io.harbor_writer`: the one writer of the Harbor format (job and trial configs
+  and results, ATIF trajectories, reward files, trial names, the stated-cap key), used by the
+  runner, the simulator and ``depthlab plan --harbor-configs``.
 
 Nothing here computes statistics.
 """

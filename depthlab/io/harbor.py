@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
@@ -42,9 +41,7 @@ from depthlab.io import atif
 from depthlab.io._errors import Rejected, _Reject
 from depthlab.io._files import Dep, changed_ns, decode_json, probe, read_bytes_if_exists, read_json, read_text
 from depthlab.io._rows import check_row
-from depthlab.io.status import _as_int, harness_turn_limit, stated_cap, trial_status
-
-CapRule = Callable[[dict], "int | None"]
+from depthlab.io.status import CapRule, _as_int, harness_turn_limit, stated_cap, trial_status
 
 #: A count that fits the trials table's Int64 columns (tokens); larger or negative is a rejection.
 Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
@@ -98,6 +95,7 @@ class _AgentConfig(msgspec.Struct):
 class _TrialConfig(msgspec.Struct):
     agent: _AgentConfig | None = None
     trials_dir: str | None = None
+    extra_instructions: list[str] | None = None  # may state the cap (io.status.stated_cap)
 
 
 class _TaskId(msgspec.Struct):
@@ -212,7 +210,8 @@ def result_row(
     """Turn a decoded TrialResult into a row (see the module docstring for the rules)."""
     task = _task_name(result, path)
     agent_config = (result.config.agent if result.config else None) or _AgentConfig()
-    kwargs_config = {"agent": {"kwargs": agent_config.kwargs or {}}}
+    extra = result.config.extra_instructions if result.config else None
+    kwargs_config = {"agent": {"kwargs": agent_config.kwargs or {}}, "extra_instructions": extra}
     try:
         turn_limit = harness_turn_limit(kwargs_config)
         cap = _apply_cap_rule(options.cap_rule, config if config is not None else kwargs_config, turn_limit)

@@ -14,7 +14,10 @@ multi-key reward is not a pass). ``invalid`` is never merged into ``fail``: its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
+
+from depthlab.io.harbor_writer import STATED_CAP_KEY, TURN_LIMIT_KEY, stated_cap_instructions
 
 #: Exceptions after which the leaderboard still counts the trial (its reward, or 0).
 VALID_EXCEPTIONS: Final[frozenset[str]] = frozenset(
@@ -52,15 +55,21 @@ def trial_status(reward: float | None, exception: str | None, rule: str) -> str:
 
 #: Keys of ``config.agent.kwargs`` that hold the limit the harness enforced, by precedence
 #: (Terminus-2: ``max_turns`` > ``max_episodes`` > ``episodes``; other agents: ``max_steps``).
-TURN_LIMIT_KEYS: Final[tuple[str, ...]] = ("max_turns", "max_episodes", "episodes", "max_steps")
+TURN_LIMIT_KEYS: Final[tuple[str, ...]] = (TURN_LIMIT_KEY, "max_episodes", "episodes", "max_steps")
+
+#: A cap rule: a trial's ``config`` -> its stated cap (None: uncapped).
+CapRule = Callable[[dict], "int | None"]
 
 
 def stated_cap(trial_config: dict) -> int | None:
-    """Default cap rule: ``config.agent.kwargs["stated_cap"]``, else None (uncapped).
+    """Default cap rule: the turn cap stated to the agent, else None (uncapped).
 
-    depthlab's runner and simulator write ``stated_cap`` (and ``max_turns`` = the cap)
-    when the cap was stated to the agent. A harness safety limit such as the 200
-    episodes of the official TB2 runs is a ``turn_limit``, not a stated cap.
+    Two records of a stated cap are read: ``config.agent.kwargs["stated_cap"]`` (depthlab's runner
+    and simulator write it, with ``max_turns`` = the cap), and a Harbor trial whose
+    ``config.extra_instructions`` holds the sentence stating its ``max_turns``
+    (:func:`depthlab.io.harbor_writer.stated_cap_instructions`; the job configs of ``depthlab plan
+    --harbor-configs`` ask Harbor for that). A harness safety limit such as the 200 episodes of the
+    official TB2 runs is a ``turn_limit``, not a stated cap.
 
     Examples
     --------
@@ -69,7 +78,15 @@ def stated_cap(trial_config: dict) -> int | None:
     >>> stated_cap({"agent": {"kwargs": {"max_episodes": 200}}}) is None
     True
     """
-    return _as_int(_kwargs(trial_config).get("stated_cap"), "config.agent.kwargs.stated_cap")
+    kwargs = _kwargs(trial_config)
+    cap = _as_int(kwargs.get(STATED_CAP_KEY), f"config.agent.kwargs.{STATED_CAP_KEY}")
+    if cap is not None or kwargs.get(TURN_LIMIT_KEY) is None:
+        return cap
+    limit = _as_int(kwargs[TURN_LIMIT_KEY], f"config.agent.kwargs.{TURN_LIMIT_KEY}")
+    extra = trial_config.get("extra_instructions") if isinstance(trial_config, dict) else None
+    if limit and isinstance(extra, list) and stated_cap_instructions(limit)[0] in extra:
+        return limit
+    return None
 
 
 def turn_limit_cap(trial_config: dict) -> int | None:

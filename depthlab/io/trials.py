@@ -31,10 +31,9 @@ from depthlab.io._errors import (
 )
 from depthlab.io._files import Dep
 from depthlab.io._rows import ROW_SCHEMA, TIMES
-from depthlab.io.status import STATUS_RULES, stated_cap
+from depthlab.io.status import STATUS_RULES, CapRule, stated_cap
 
 PathLike = str | os.PathLike[str]
-CapRule = Callable[[dict], "int | None"]
 Progress = Callable[[int, int], None]
 
 # Below this many trials a process pool costs more than it saves.

@@ -270,59 +270,144 @@ def depth_summary(depth: pl.DataFrame, *, by: str | None = "dataset") -> pl.Data
 
 
 def second_model_effect(
-    depth: pl.DataFrame, *, first_model: str | None = None, by: str | None = "dataset"
+    trials: pl.DataFrame,
+    *,
+    first_model: str | None = None,
+    by: str | None = "dataset",
+    caps: Sequence[int] = CAPS,
+    models: Sequence[str] | None = None,
+    pass_rule: str = "any",
 ) -> pl.DataFrame:
     """How often adding the other models lowered D below what one model alone gives.
 
-    Over solved tasks with two or more models: D is lowered for ``first_model`` when that
-    model alone has no passing cap or a larger one than D. (The paper reports this for 25%
-    of the existing tasks and 7% of its own.) Every cap below D was observed failing for
-    every model on a solved task, so the comparison is pinned.
+    Over tasks solved with two or more models, D (the minimum over models) is set against
+    ``first_model``'s own evidence at the caps from D up:
+
+    * **not lowered**: the model passes at cap D (it alone gives the same D);
+    * **lowered**: the model's own runs show it needs more than D: it fails at D, or at a larger
+      cap (a model that fails at cap c needs more than c turns);
+    * **undetermined**: neither, e.g. the model was never run at D or above, or only passed at a
+      larger cap without being run at D. Alone it might give D too, so the task is not counted as
+      lowered; ``n_undetermined`` counts these and ``share_lowered`` is taken over the determined
+      tasks. :func:`second_model_runs` lists the runs (the model at cap D) that would determine them.
+
+    The paper reports this for 25% of the existing tasks and 7% of its own.
 
     Parameters
     ----------
-    depth : pl.DataFrame
-        A depth table from :func:`estimate_depth`.
+    trials : pl.DataFrame
+        The trials table (its capped trials are used; columns dataset, task, model, cap, status).
     first_model : str, optional
         The model taken alone. Default: every model in turn (one row each).
     by : {"dataset", None}, default "dataset"
         Group per dataset, or one overall row per model.
+    caps, models, pass_rule
+        As in :func:`estimate_depth`.
 
     Returns
     -------
     pl.DataFrame
-        Columns [dataset,] first_model, n_tasks, n_lowered, share_lowered.
+        Columns [dataset,] first_model, n_tasks (solved with two or more models), n_determined,
+        n_lowered, n_undetermined, share_lowered (n_lowered / n_determined; null when none is
+        determined).
+
+    Examples
+    --------
+    Model a fails cap 1 and is never run at cap 2; model b fails cap 1 and passes cap 2: D = 2, and
+    whether a alone would also give 2 is unknown.
+
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> from depthlab.measures import second_model_effect
+    >>> trials = schema.conform(pl.DataFrame({"dataset": "d", "task": "t", "model": ["a", "b", "b"],
+    ...     "cap": [1, 1, 2], "status": ["fail", "fail", "pass"]}), "trials")
+    >>> second_model_effect(trials, first_model="a").row(0)
+    ('d', 'a', 1, 0, 0, 1, None)
+    """
+    function = "second_model_effect"
+    check_frame(trials, "trials", function, _TRIAL_COLUMNS)
+    if by not in ("dataset", None):
+        raise ValueError(f"The 'by' parameter of {function} must be 'dataset' or None, got {by!r}")
+    if first_model is not None and (not isinstance(first_model, str) or not first_model):
+        raise ValueError(f"The 'first_model' parameter of {function} must be a model name, got {first_model!r}")
+    caps = check_caps(caps, function)
+    models = check_models(models, function)
+    pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
+    grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule)
+    depth = depth_from_grid(grid, trials.select(TASK_KEYS).unique(), caps=caps)
+    solved = depth.filter((pl.col("status") == "solved") & (pl.col("n_models") >= 2)).select(*TASK_KEYS, "depth")
+    cells = grid.join(solved, on=list(TASK_KEYS), how="inner", nulls_equal=True)
+    if first_model is not None:
+        cells = cells.filter(pl.col("model") == first_model)
+    per_model = cells.group_by([*TASK_KEYS, "model"]).agg(
+        passes_at_depth=((pl.col("cap") == pl.col("depth")) & (pl.col("state") == "pass")).any(),
+        fails_from_depth=((pl.col("cap") >= pl.col("depth")) & (pl.col("state") == "fail")).any(),
+    )
+    lowered = ~pl.col("passes_at_depth") & pl.col("fails_from_depth")
+    determined = pl.col("passes_at_depth") | pl.col("fails_from_depth")
+    keys = ["dataset", "first_model"] if by == "dataset" else ["first_model"]
+    return (
+        per_model.rename({"model": "first_model"})
+        .group_by(keys)
+        .agg(
+            n_tasks=pl.len().cast(pl.Int32),
+            n_determined=determined.sum().cast(pl.Int32),
+            n_lowered=lowered.sum().cast(pl.Int32),
+            n_undetermined=(~determined).sum().cast(pl.Int32),
+        )
+        .with_columns(
+            share_lowered=pl.when(pl.col("n_determined") > 0).then(pl.col("n_lowered") / pl.col("n_determined"))
+        )
+        .sort(keys)
+    )
+
+
+def second_model_runs(
+    trials: pl.DataFrame,
+    *,
+    first_model: str,
+    caps: Sequence[int] = CAPS,
+    pass_rule: str = "any",
+) -> pl.DataFrame:
+    """The runs that would decide :func:`second_model_effect` where it is undetermined: ``first_model`` at cap D.
+
+    One row per task solved with two or more models on which ``first_model`` has neither passed at
+    D nor failed at D or above; a valid run of it at cap D (the task's depth) decides whether the
+    other models lowered D. Feed the rows to ``depthlab fill`` like a plan.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns dataset, task, model, cap (Int32), sorted.
 
     Examples
     --------
     >>> import polars as pl
     >>> from depthlab import schema
-    >>> from depthlab.measures import second_model_effect
-    >>> depth = schema.conform(pl.DataFrame({"dataset": "d", "task": ["a", "b"], "depth": [2, 3],
-    ...     "status": "solved", "n_models": 2,
-    ...     "depth_by_model": ['{"x": 5, "y": 2}', '{"x": 3, "y": 3}']}), "depth")
-    >>> second_model_effect(depth, first_model="x").row(0)
-    ('d', 'x', 2, 1, 0.5)
+    >>> trials = schema.conform(pl.DataFrame({"dataset": "d", "task": "t", "model": ["a", "b", "b"],
+    ...     "cap": [1, 1, 2], "status": ["fail", "fail", "pass"]}), "trials")
+    >>> second_model_runs(trials, first_model="a").row(0)
+    ('d', 't', 'a', 2)
     """
-    function = "second_model_effect"
-    check_frame(depth, "depth", function, ("dataset", "task", "depth", "status", "depth_by_model", "n_models"))
-    if by not in ("dataset", None):
-        raise ValueError(f"The 'by' parameter of {function} must be 'dataset' or None, got {by!r}")
-    if first_model is not None and (not isinstance(first_model, str) or not first_model):
+    function = "second_model_runs"
+    check_frame(trials, "trials", function, _TRIAL_COLUMNS)
+    if not isinstance(first_model, str) or not first_model:
         raise ValueError(f"The 'first_model' parameter of {function} must be a model name, got {first_model!r}")
-    solved = depth.filter((pl.col("status") == "solved") & (pl.col("n_models") >= 2))
-    rows: list[tuple[str | None, str, bool]] = []
-    for dataset, depth_value, by_model in solved.select("dataset", "depth", "depth_by_model").iter_rows():
-        for model, model_depth in json.loads(by_model).items():
-            if first_model is None or model == first_model:
-                rows.append((dataset, model, model_depth is None or model_depth > depth_value))
-    long = pl.DataFrame(
-        rows, schema={"dataset": pl.String, "first_model": pl.String, "lowered": pl.Boolean}, orient="row"
+    caps = check_caps(caps, function)
+    pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
+    grid = evidence_grid(trials, caps=caps, models=None, pass_rule=pass_rule)
+    depth = depth_from_grid(grid, trials.select(TASK_KEYS).unique(), caps=caps)
+    solved = depth.filter((pl.col("status") == "solved") & (pl.col("n_models") >= 2)).select(*TASK_KEYS, "depth")
+    cells = grid.filter(pl.col("model") == first_model).join(solved, on=list(TASK_KEYS), how="inner", nulls_equal=True)
+    undetermined = (
+        cells.group_by([*TASK_KEYS, "model"])
+        .agg(
+            decided=(
+                ((pl.col("cap") == pl.col("depth")) & (pl.col("state") == "pass"))
+                | ((pl.col("cap") >= pl.col("depth")) & (pl.col("state") == "fail"))
+            ).any(),
+            cap=pl.col("depth").first().cast(pl.Int32),
+        )
+        .filter(~pl.col("decided"))
     )
-    keys = ["dataset", "first_model"] if by == "dataset" else ["first_model"]
-    return (
-        long.group_by(keys)
-        .agg(n_tasks=pl.len().cast(pl.Int32), n_lowered=pl.col("lowered").sum().cast(pl.Int32))
-        .with_columns(share_lowered=pl.col("n_lowered") / pl.col("n_tasks"))
-        .sort(keys)
-    )
+    return undetermined.select(*TASK_KEYS, "model", "cap").sort([*TASK_KEYS, "model"])

@@ -11,8 +11,10 @@ Pieces: :func:`load_task` (task.toml, checksum), :func:`ensure_image` (build, ca
 :class:`TaskContainer` (locked-down container, persistent shell), :class:`ChatClient` (any
 OpenAI-compatible endpoint), :class:`TerminusAgent` (the capped loop; its docstring documents
 the prompt and limits), :class:`OracleAgent` (runs solution/solve.sh), :func:`verify`,
-:func:`run_trial` (one trial, every fault recorded), :func:`run_tasks` (``depthlab run``) and
-:func:`fill` (``depthlab fill``: bounded concurrency, resumable).
+:func:`run_trial` (one trial, every fault recorded), and in :mod:`~depthlab.runner.scheduler`
+:func:`run_tasks` (``depthlab run``) and :func:`fill` (``depthlab fill``: bounded concurrency,
+resumable); :mod:`~depthlab.runner.plan_io` reads plan files. The Harbor files themselves are
+built by :mod:`depthlab.io.harbor_writer`.
 """
 
 from __future__ import annotations
@@ -36,20 +38,12 @@ from depthlab.runner.errors import (
     UnsupportedTaskError,
     VerifierTimeoutError,
 )
-from depthlab.runner.fill import (
-    FillSummary,
-    check_plan,
-    count_valid_trials,
-    fill,
-    job_name,
-    plan_from_logs,
-    read_plan,
-    run_tasks,
-)
 from depthlab.runner.image import RUNNER_LABEL, ensure_image, image_tag
 from depthlab.runner.llm import ChatClient, ChatReply
 from depthlab.runner.oracle import OracleAgent
 from depthlab.runner.output import JobDir, Trajectory, remove_incomplete_trials
+from depthlab.runner.plan_io import check_plan, plan_from_logs, read_plan
+from depthlab.runner.scheduler import FillSummary, count_valid_trials, fill, job_name, run_tasks
 from depthlab.runner.task import TaskSpec, load_task
 from depthlab.runner.trial import TrialOutcome, run_trial
 from depthlab.runner.verifier import read_rewards, verify

@@ -48,6 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from depthlab import __version__
+from depthlab.io import harbor_writer
+from depthlab.io.harbor_writer import cap_sentence
 from depthlab.runner.container import SHELL_BUFFER_BYTES, TaskContainer
 from depthlab.runner.errors import AgentTimeoutError
 from depthlab.runner.llm import ChatClient
@@ -94,26 +96,6 @@ _CONFIRM = (
     "You marked the task as complete. Your work will then be graded as it is and you cannot change it "
     'afterwards. If that is what you want, answer again with "task_complete": true; otherwise continue.'
 )
-
-
-def cap_sentence(cap: int | None) -> str:
-    """The sentence that states the cap to the agent (empty when uncapped).
-
-    Examples
-    --------
-    >>> cap_sentence(3)[:31]
-    'You have at most 3 turns: every'
-    >>> cap_sentence(None)
-    ''
-    """
-    if cap is None:
-        return ""
-    unit = "turn" if cap == 1 else "turns"
-    return (
-        f"You have at most {cap} {unit}: every reply you send is one turn, and after your reply number "
-        f"{cap} the session ends and your work is graded as it is. Plan so that the task is done within "
-        f"{cap} {unit}.\n\n"
-    )
 
 
 @dataclass(frozen=True)
@@ -179,7 +161,7 @@ class HarnessConfig:
         """The record in ``config.agent.kwargs``: Harbor's ``max_turns`` plus ``stated_cap`` and the rest."""
         record = asdict(self)
         cap = record.pop("cap")
-        return {"max_turns": self.max_turns, "stated_cap": cap, "prompt_version": PROMPT_VERSION, **record}
+        return harbor_writer.cap_kwargs(cap, turn_limit=self.max_turns, prompt_version=PROMPT_VERSION, **record)
 
 
 @dataclass

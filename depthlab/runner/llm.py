@@ -219,6 +219,8 @@ class ChatClient:
             raw = response.read(MAX_REPLY_BYTES + 1)
             status, retry_after = response.status, response.getheader("Retry-After")
         except (OSError, http.client.HTTPException) as error:
+            if isinstance(error, TimeoutError):  # the socket's own timeout (the same limit) beat the watchdog
+                expired.set()
             if not expired.is_set():
                 raise _Retryable(f"{type(error).__name__}: {error}") from None
         finally:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from depthlab import __version__
+from depthlab.io import harbor_writer
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import TaskContainer, script_command
 from depthlab.runner.errors import AgentTimeoutError, NonZeroAgentExitCodeError
@@ -31,7 +32,7 @@ class OracleAgent:
     model_name = None
 
     def config_kwargs(self) -> dict[str, Any]:
-        return {"max_turns": None, "stated_cap": None}
+        return harbor_writer.cap_kwargs(None)
 
     def run(
         self,

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from depthlab.io import harbor_writer
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import ContainerLimits, TaskContainer
 from depthlab.runner.errors import AgentTimeoutError, CancelledError, ContainerExitedError
@@ -125,9 +126,7 @@ def run_trial(
     config = _trial_config(task, agent, job, trial_dir.name, limits, source, agent_timeout_sec, verifier_timeout_sec)
     write_json(trial_dir / "config.json", config)
     started_at = utc_now()
-    phases: dict[str, dict[str, str] | None] = dict.fromkeys(
-        ("environment_setup", "agent_setup", "agent_execution", "verifier")
-    )
+    phases: dict[str, dict[str, str] | None] = dict.fromkeys(harbor_writer.PHASES)
     context = AgentContext()
     rewards: dict[str, float] | None = None
     error: BaseException | None = None
@@ -179,38 +178,27 @@ def run_trial(
     if cancel is not None and cancel.is_set():
         _discard(None, trial_dir)
         raise CancelledError("The run was interrupted")
-    exception_info = None
+    exception = None
     if error is not None:
         text = "".join(traceback.format_exception(error))
         write_text(trial_dir / "exception.txt", text)
-        exception_info = {
-            "exception_type": type(error).__name__,
-            "exception_message": str(error),
-            "exception_traceback": text,
-            "occurred_at": occurred_at,
-        }
-    result = {
-        "id": str(uuid.uuid4()),
-        "task_name": task.name,
-        "trial_name": trial_dir.name,
-        "trial_uri": trial_dir.resolve().as_uri(),
-        "task_id": {"path": str(task.path)},
-        "source": source,
-        "task_checksum": checksum,
-        "config": config,
-        "agent_info": {
-            "name": agent.name,
-            "version": agent.version,
-            "model_info": None if not agent.model_name else _model_info(agent.model_name),
-        },
-        "agent_result": context.as_record(),
-        "verifier_result": None if rewards is None else {"rewards": rewards},
-        "exception_info": exception_info,
-        "started_at": started_at,
-        "finished_at": utc_now(),
-        **phases,
-        "step_results": None,
-    }
+        exception = harbor_writer.exception_info(type(error).__name__, str(error), text, occurred_at or "")
+    result = harbor_writer.trial_result(
+        config,
+        result_id=str(uuid.uuid4()),
+        task_name=task.name,
+        task_path=task.path,
+        trial_dir=trial_dir,
+        source=source,
+        task_checksum=checksum,
+        agent=harbor_writer.agent_info(agent.name, agent.version, agent.model_name),
+        agent_result=context.as_record(),
+        rewards=rewards,
+        exception=exception,
+        started_at=started_at,
+        finished_at=utc_now(),
+        phases=phases,
+    )
     write_json(trial_dir / "result.json", result)  # last: its presence marks the trial complete
     return TrialOutcome(
         trial_dir=trial_dir,
@@ -232,63 +220,17 @@ def _trial_config(
     agent_timeout_sec: float | None,
     verifier_timeout_sec: float | None,
 ) -> dict[str, Any]:
-    return {
-        "task": {
-            "path": str(task.path),
-            "git_url": None,
-            "git_commit_id": None,
-            "name": None,
-            "ref": None,
-            "overwrite": False,
-            "download_dir": None,
-            "source": source,
-        },
-        "trial_name": name,
-        "trials_dir": str(job.path),
-        "timeout_multiplier": 1.0,
-        "agent_timeout_multiplier": None,
-        "verifier_timeout_multiplier": None,
-        "agent_setup_timeout_multiplier": None,
-        "environment_build_timeout_multiplier": None,
-        "agent": {
-            "name": agent.name,
-            "import_path": None,
-            "model_name": agent.model_name,
-            "override_timeout_sec": agent_timeout_sec,
-            "override_setup_timeout_sec": None,
-            "max_timeout_sec": None,
-            "kwargs": agent.config_kwargs(),
-            "env": {},
-        },
-        "environment": {
-            "type": "docker",
-            "import_path": None,
-            "force_build": False,
-            "delete": True,
-            "override_cpus": None,
-            "override_memory_mb": None,
-            "override_storage_mb": None,
-            "override_gpus": None,
-            "suppress_override_warnings": False,
-            "mounts_json": None,
-            "env": {},
-            "kwargs": {**limits.as_record(), "shell": "exec-socket"},
-        },
-        "verifier": {
-            "override_timeout_sec": verifier_timeout_sec,
-            "max_timeout_sec": None,
-            "env": {},
-            "disable": False,
-        },
-        "artifacts": [],
-        "job_id": job.id,
-    }
-
-
-def _model_info(model_name: str) -> dict[str, str | None]:
-    """Harbor's split of ``provider/name`` on the first slash (provider None without one)."""
-    provider, slash, name = model_name.partition("/")
-    return {"name": name, "provider": provider} if slash else {"name": model_name, "provider": None}
+    return harbor_writer.trial_config(
+        harbor_writer.task_config(task.path, source),
+        name,
+        job.path,
+        harbor_writer.agent_config(
+            agent.name, agent.model_name, agent.config_kwargs(), override_timeout_sec=agent_timeout_sec
+        ),
+        job_id=job.id,
+        environment=harbor_writer.environment_config("docker", {**limits.as_record(), "shell": "exec-socket"}),
+        verifier=harbor_writer.verifier_config(verifier_timeout_sec),
+    )
 
 
 def _discard(box: TaskContainer | None, trial_dir: Path) -> None:

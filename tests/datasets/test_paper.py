@@ -10,7 +10,7 @@ import pytest
 from depthlab import paper
 
 CORRELATIONS = [r for r in paper.REPORTED if "corr" in r.key]
-SHARES = [r for r in paper.REPORTED if r.key.startswith(("second_model", "quadrant", "segment"))]
+SHARES = [r for r in paper.REPORTED if r.key.startswith(("second_model", "quadrant", "segment")) or "share" in r.key]
 
 
 def test_every_number_has_a_unique_key_a_description_and_a_sample():
@@ -49,6 +49,10 @@ def test_counts_are_consistent_with_each_other():
     assert paper.get("synthetic_solved_depth_le_3").value <= paper.get("synthetic_solved_tasks").value
     assert paper.get("synthetic_solved_tasks").value <= paper.get("audited_tasks").value
     assert paper.get("n_6_10_depth_1").value <= paper.get("n_6_10_tasks").value
+    assert paper.get("human_solved_depth_ge_5").value <= paper.get("human_solved_tasks").value
+    assert paper.get("own_solved_by_best_depth_ge_40").value <= paper.get("own_solved_by_best").value
+    assert paper.get("own_solved_by_best").value <= paper.get("own_tasks").value
+    assert paper.get("sign_test_deeper").value <= paper.get("sign_test_pairs").value
     # the reported p is, to its two digits, the exact two-sided sign test with all pairs in one direction
     from scipy.stats import binomtest
 
@@ -62,37 +66,82 @@ def test_table_has_one_row_per_number():
     assert table["key"].to_list() == [r.key for r in paper.REPORTED]
     ci = table.filter(pl.col("interval") == "ci95")
     assert all("[" in text for text in ci["paper"])
+    assert all("(95% CI)" in text for text in ci["paper"])
     ranges = table.filter(pl.col("interval") == "range")
     assert ranges["value"].null_count() == ranges.height
-    assert all("–" in text for text in ranges["paper"])
+    assert all(" to " in text for text in ranges["paper"])
+    assert all("(range)" in text for text in ranges["paper"])
+    assert all("[" not in text for text in ranges["paper"])
+
+
+def test_every_number_names_one_findings_row():
+    rows = [(r.statistic, r.group) for r in paper.REPORTED]
+    assert len(rows) == len(set(rows))
+    for r in paper.REPORTED:
+        assert r.function
+        assert paper.reported_for(r.statistic, r.group) is r
+
+
+def _finding(key: str, group: str, value: float | None, low=None, high=None, interval=None, data="real"):
+    from depthlab.findings import FINDING
+
+    row = {
+        "key": key,
+        "group": group,
+        "value": value,
+        "ci_low": low,
+        "ci_high": high,
+        "interval": interval,
+        "n": 40,
+        "unit": "solved tasks",
+        "collections": "tb2",
+        "models": "a, b",
+        "data": data,
+    }
+    return pl.DataFrame([row], schema=FINDING)
 
 
 def test_compare_puts_this_data_beside_the_paper():
-    measured = {"tb2_pcorr_pass_depth_given_work": -0.4123, "own_pcorr_pass_depth_given_work": (-0.2, -0.45, 0.05)}
-    measured["sign_test_p"] = None
-    out = paper.compare(measured)
-    assert out["key"].to_list() == list(measured)
+    findings = pl.concat(
+        [
+            _finding("pcorr_pass_depth_given_work", "tb2", -0.4123),
+            _finding("pcorr_pass_depth_given_work", "depth", -0.2, -0.45, 0.05, "ci95", data="simulated"),
+            _finding("pcorr_pass_depth_given_work", "seta", -0.3),  # not a number the paper reports
+            _finding("sign_test_p", "paired environments", None),
+            _finding("quadrant_other_mean_percentile", "not deep/large", None, 0.4, 0.7, "range"),
+        ]
+    )
+    out = paper.compare(findings)
+    assert out["key"].to_list() == [
+        "tb2_pcorr_pass_depth_given_work",
+        "own_pcorr_pass_depth_given_work",
+        "sign_test_p",
+        "quadrant_other_mean_percentile",
+    ]
     first = out.row(0, named=True)
     assert first["paper_value"] == paper.get("tb2_pcorr_pass_depth_given_work").value
     assert first["this_value"] == pytest.approx(-0.4123)
     assert first["this_data"] == "-0.412"
+    assert first["this_sample"] == "real: tb2; 40 solved tasks; models a, b"
     second = out.row(1, named=True)
     assert (second["this_low"], second["this_high"]) == (-0.45, 0.05)
+    assert second["this_data"] == "-0.2 [-0.45, 0.05] (95% CI)"
+    assert second["this_sample"].startswith("SIMULATED: ")
     assert second["paper"] == paper.get("own_pcorr_pass_depth_given_work").text()
     assert out.row(2, named=True)["this_data"] == "not computable here"
+    assert out.row(3, named=True)["this_data"] == "0.4 to 0.7 (range)"
 
 
 def test_compare_treats_nan_as_not_computable():
-    out = paper.compare({"tmax_mean_turns": math.nan})
+    out = paper.compare(_finding("mean_turns", "tmax", math.nan))
     assert out["this_value"].to_list() == [None]
+    assert out["this_data"].to_list() == ["not computable here"]
 
 
-def test_compare_rejects_unknown_keys_and_bad_values():
-    with pytest.raises(ValueError, match="unknown keys"):
-        paper.compare({"no_such_number": 1.0})
-    with pytest.raises(ValueError, match="must be a number"):
-        paper.compare({"tmax_mean_turns": "16"})
-    with pytest.raises(TypeError, match="'measured' parameter of compare"):
-        paper.compare([("tmax_mean_turns", 1.0)])
+def test_compare_rejects_what_is_not_a_findings_table():
+    with pytest.raises(TypeError, match="'findings' parameter of compare must be a findings table"):
+        paper.compare({"tmax_mean_turns": 1.0})
+    with pytest.raises(ValueError, match="'findings' parameter of compare lacks the columns"):
+        paper.compare(pl.DataFrame({"key": ["x"]}))
     with pytest.raises(ValueError, match="'key' parameter of get"):
         paper.get("nope")

@@ -180,3 +180,20 @@ def test_csv_readers_name_the_bad_path(tmp_path):
         tb2.tasks_from_csv(other)
     with pytest.raises(ValueError, match="'status_rule' parameter"):
         tb2.public_trials_from_csv(other, status_rule="strictest")
+
+
+@pytest.mark.parametrize("status_rule", ["leaderboard", "all"])
+def test_the_bundled_tables_equal_the_published_csvs(shared_data, csv_tasks, status_rule):
+    # the package's own Parquet tables carry the same facts as the CSVs they were converted from
+    bundled = dl.load_dataset("tb2", status_rule=status_rule)
+    expected = tb2.public_trials_from_csv(shared_data / "tb2_public_results.csv", status_rule=status_rule)
+    assert bundled.public.drop("source").equals(expected.drop("source"))
+    assert bundled.public["source"].str.starts_with("github:hamishivi/tmax@").all()
+    assert bundled.tasks.drop("source").equals(csv_tasks.drop("source"))
+    assert not bundled.tasks["source"].str.contains("shared").any()  # no local path ships
+    assert bundled.capped.is_empty()
+
+
+def test_load_dataset_without_a_root_is_only_for_bundled_collections():
+    with pytest.raises(ValueError, match=r"'root' parameter of load_dataset is required for 'tw'.*\['tb2'\]"):
+        dl.load_dataset("tw")

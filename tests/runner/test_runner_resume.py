@@ -114,7 +114,10 @@ def test_fill_survives_sigterm_and_kill_9_and_resumes_exactly(
         docker_client=docker_client,
         progress=False,
     )
-    assert summary.n_leftover_containers >= 1
+    # the killed fill's containers are gone: this fill removed them, unless a fill of another test
+    # worker (same host, same Docker daemon; it removes every dead owner's leftovers) was first
+    assert runner_labelled(process.pid) == []
+    assert summary.n_leftover_containers >= 1 or os.environ.get("PYTEST_XDIST_WORKER")
     assert summary.n_incomplete_removed >= 1
     assert summary.n_trials_already_done == len(survivors)
     assert len(summary.outcomes) == 8 - len(survivors)

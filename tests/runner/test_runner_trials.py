@@ -131,7 +131,7 @@ def test_trial_folders_are_harbor_format(depth_fill):
         reward = float((trial / "verifier" / "reward.txt").read_text())
         assert result["verifier_result"]["rewards"] == {"reward": reward}
         trajectory = json.loads((trial / "agent" / "trajectory.json").read_text())
-        assert trajectory["schema_version"] == "ATIF-v1.5"
+        assert trajectory["schema_version"] == "ATIF-v1.6"
         assert [step["step_id"] for step in trajectory["steps"]] == list(range(1, len(trajectory["steps"]) + 1))
         agent_steps = [step for step in trajectory["steps"] if step["source"] == "agent"]
         assert len(agent_steps) == result["agent_result"]["metadata"]["n_episodes"]

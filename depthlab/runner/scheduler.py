@@ -1,4 +1,7 @@
-"""Fill a plan's missing (task, model, cap) cells: bounded concurrency, resumable, never crashes.
+"""The scheduler: run a plan's missing (task, model, cap) cells with bounded concurrency; resumable.
+
+Plan files are read by :mod:`depthlab.runner.plan_io`; each trial is run by
+:func:`depthlab.runner.run_trial` and written with :mod:`depthlab.io.harbor_writer`.
 
 How a fill resumes
 ------------------
@@ -22,9 +25,10 @@ Two ways to run a plan
 ----------------------
 * here, on one machine with Docker: ``depthlab fill PLAN.csv --tasks DIR --models A,B``;
 * on Harbor's cloud sandboxes, for large plans: ``depthlab plan ... --harbor-configs DIR`` writes
-  one Harbor job config per (model, cap) to run with ``harbor run --config <file>``; the resulting
-  job folders load with :func:`depthlab.load_trials` (see ``depthlab plan --help`` for the caveat:
-  Harbor's stock terminus-2 enforces ``max_turns`` but does not state the cap in its prompt).
+  one Harbor job config per (model, cap) to run with ``harbor run --config <file>`` (configs
+  Harbor's own ``JobConfig`` accepts: the test suite checks them with Harbor); the resulting
+  job folders load with :func:`depthlab.load_trials` at the stated cap (Harbor's stock terminus-2
+  enforces ``max_turns``; the config's ``extra_instructions`` state the cap, see ``depthlab plan --help``).
 """
 
 from __future__ import annotations
@@ -44,14 +48,15 @@ from typing import Any
 
 import polars as pl
 
+from depthlab.io import harbor_writer, load_trials
+from depthlab.io.harbor_writer import STATED_CAP_KEY
 from depthlab.runner.container import ContainerLimits, remove_leftovers, remove_live_containers
 from depthlab.runner.errors import CancelledError, UnsupportedTaskError
 from depthlab.runner.output import JobDir, remove_incomplete_trials
+from depthlab.runner.plan_io import check_plan
 from depthlab.runner.task import TaskSpec, load_task
 from depthlab.runner.trial import Agent, TrialOutcome, run_trial
 
-#: Columns a plan must have (``depthlab plan`` / :func:`depthlab.plan_missing` write them).
-PLAN_COLUMNS: tuple[str, ...] = ("dataset", "task", "model", "cap", "attempts")
 # what load_task raises for a task that cannot run here: the task is skipped with a message
 _UNRUNNABLE_TASK: tuple[type[Exception], ...] = (UnsupportedTaskError, FileNotFoundError, ValueError)
 
@@ -110,82 +115,6 @@ class FillSummary:
         if self.all_invalid:
             lines.append(f"every trial was invalid; the first one: {self.outcomes[0].message}")
         return "\n".join(lines)
-
-
-def read_plan(path: str | os.PathLike[str]) -> pl.DataFrame:
-    """Read a plan written by ``depthlab plan`` (CSV or Parquet).
-
-    Raises
-    ------
-    ValueError
-        When a required column is missing or the file type is unknown.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib, polars as pl
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "plan.csv"
-    >>> pl.DataFrame({"dataset": ["d"], "task": ["t"], "model": ["m"], "cap": [2], "attempts": [1]}).write_csv(path)
-    >>> read_plan(path).row(0)
-    ('d', 't', 'm', 2, 1)
-    """
-    path = Path(path)
-    if path.suffix.lower() == ".parquet":
-        plan = pl.read_parquet(path)
-    elif path.suffix.lower() == ".csv":
-        plan = pl.read_csv(path, infer_schema_length=10_000)
-    else:
-        raise ValueError(f"The plan file must end in .csv or .parquet, got {str(path)!r}")
-    return check_plan(plan, what=f"The plan {str(path)!r}")
-
-
-def check_plan(plan: pl.DataFrame, *, what: str = "The 'plan' parameter of fill") -> pl.DataFrame:
-    """Validate a plan's columns and return it with ``cap`` / ``attempts`` as integers.
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> check_plan(pl.DataFrame({"task": ["t"]}))
-    Traceback (most recent call last):
-    ...
-    ValueError: The 'plan' parameter of fill must have the columns [...]; missing ['dataset', 'model', ...]
-    """
-    missing = [column for column in PLAN_COLUMNS if column not in plan.columns]
-    if missing:
-        raise ValueError(f"{what} must have the columns {list(PLAN_COLUMNS)}; missing {missing}")
-    return plan.with_columns(
-        pl.col("cap").cast(pl.Int64, strict=False),
-        pl.col("attempts").cast(pl.Int64, strict=False).fill_null(1),
-        pl.col("task").cast(pl.String),
-        pl.col("model").cast(pl.String),
-    )
-
-
-def plan_from_logs(
-    paths: Sequence[str | os.PathLike[str]],
-    tasks_dir: str | os.PathLike[str],
-    *,
-    models: Sequence[str],
-    caps: Sequence[int] | None = None,
-    attempts: int = 1,
-    exclude: str | os.PathLike[str] | None = None,
-) -> pl.DataFrame:
-    """Compute the plan from existing run logs with :func:`depthlab.plan_missing`.
-
-    ``exclude`` (the fill's jobs folder) is left out of the logs, because a fill counts its own
-    trials separately.
-    """
-    import depthlab
-
-    kept = [Path(path) for path in paths]
-    if exclude is not None:
-        root = Path(exclude).resolve()
-        kept = [path for path in kept if not path.resolve().is_relative_to(root)]
-    trials = depthlab.load_trials(kept) if kept else depthlab.schema.empty("trials")
-    tasks = depthlab.load_tasks([tasks_dir])
-    options: dict[str, Any] = {"models": list(models), "attempts": attempts}
-    if caps is not None:
-        options["caps"] = tuple(caps)
-    return check_plan(depthlab.plan_missing(trials, tasks, **options))
 
 
 def fill(
@@ -322,9 +251,10 @@ def run_tasks(
         except _UNRUNNABLE_TASK as error:
             summary.skipped.append(str(error))
     name = job_name or time.strftime("%Y-%m-%d__%H-%M-%S")
-    job = JobDir(Path(jobs_dir), name, job_config(agent, n_attempts=attempts, n_concurrent_trials=concurrency))
+    config = job_config(agent, n_attempts=attempts, n_concurrent_trials=concurrency, tasks=tasks)
+    job = JobDir(Path(jobs_dir), name, config)
     job.n_planned = len(tasks) * attempts
-    cap = agent.config_kwargs().get("stated_cap")
+    cap = agent.config_kwargs().get(STATED_CAP_KEY)
     items = [WorkItem(task, agent, cap, job, task.path.parent.name) for _ in range(attempts) for task in tasks]
     execute(
         items,
@@ -440,12 +370,10 @@ def count_valid_trials(jobs_dir: str | os.PathLike[str]) -> dict[tuple[str, str,
     >>> count_valid_trials(tempfile.mkdtemp())
     {}
     """
-    import depthlab
-
     root = Path(jobs_dir)
     if not any(root.glob("*/*/result.json")):
         return {}
-    trials = depthlab.load_trials([root], cache=False)  # a cache would miss the newest trials
+    trials = load_trials([root], cache=False)  # a cache would miss the newest trials
     valid = trials.filter(pl.col("status") != "invalid")
     counts: dict[tuple[str, str, int | None], int] = {}
     for row in valid.group_by(["task", "model", "cap"]).len().iter_rows(named=True):
@@ -466,35 +394,33 @@ def job_name(model: str, cap: int | None) -> str:
     return f"fill__{slug}__cap{'none' if cap is None else cap}"
 
 
-def job_config(agent: Agent, *, n_attempts: int = 1, n_concurrent_trials: int = 1) -> dict[str, Any]:
-    """A Harbor JobConfig (minus ``job_name``/``jobs_dir``) for one agent."""
-    return {
-        "n_attempts": n_attempts,
-        "timeout_multiplier": 1.0,
-        "agent_timeout_multiplier": None,
-        "verifier_timeout_multiplier": None,
-        "agent_setup_timeout_multiplier": None,
-        "environment_build_timeout_multiplier": None,
-        "debug": False,
-        "n_concurrent_trials": n_concurrent_trials,
-        "quiet": True,
-        "retry": {"max_retries": 0, "include_exceptions": None, "exclude_exceptions": []},
-        "environment": {"type": "docker", "force_build": False, "delete": True, "env": {}, "kwargs": {}},
-        "verifier": {"override_timeout_sec": None, "max_timeout_sec": None, "env": {}, "disable": False},
-        "metrics": [],
-        "agents": [
-            {
-                "name": agent.name,
-                "import_path": None,
-                "model_name": agent.model_name,
-                "kwargs": agent.config_kwargs(),
-                "env": {},
-            }
+def job_config(
+    agent: Agent, *, n_attempts: int = 1, n_concurrent_trials: int = 1, tasks: Sequence[TaskSpec] = ()
+) -> dict[str, Any]:
+    """The Harbor JobConfig of a job of one agent (``job_name``/``jobs_dir`` are set by :class:`JobDir`).
+
+    ``tasks`` are listed under ``datasets`` (one entry per task folder), so that ``harbor run
+    --config`` could run the same job and ``harbor view`` shows where its tasks came from.
+
+    Examples
+    --------
+    >>> from depthlab.runner import OracleAgent
+    >>> job_config(OracleAgent())["agents"][0]["name"]
+    'oracle'
+    """
+    return harbor_writer.job_config(
+        "",
+        "",
+        [harbor_writer.agent_config(agent.name, agent.model_name, agent.config_kwargs())],
+        datasets=[
+            harbor_writer.dataset_config(
+                str(folder), sorted(task.path.name for task in tasks if task.path.parent == folder)
+            )
+            for folder in sorted({task.path.parent for task in tasks})
         ],
-        "datasets": [],
-        "tasks": [],
-        "artifacts": [],
-    }
+        n_attempts=n_attempts,
+        n_concurrent_trials=n_concurrent_trials,
+    )
 
 
 def _finish(job: JobDir, summary: FillSummary) -> None:

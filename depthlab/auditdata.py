@@ -1,0 +1,536 @@
+"""The notebooks' data library: load one data source into the tables every audit notebook analyses.
+
+:func:`audit_data` loads a data folder, the TB2 facts bundled with depthlab (``"tb2"``) or the
+simulated demo (``None``, built once per generative-model version by :func:`demo_data` in the
+user cache) into an :class:`AuditData`: the tasks, trials, depth and audit tables, and where they
+came from (simulated or real). :func:`record_results` writes a notebook's findings and its
+"paper reports / this data gives" table. ``depthlab reproduce`` (:mod:`depthlab.reproduce`) only
+runs the notebooks and writes the index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import polars as pl
+
+from depthlab import schema
+from depthlab._checks import check_nonnegative_int, check_number
+from depthlab.collections import ordered
+from depthlab.schema import CAPS
+
+__all__ = [
+    "BUNDLED_DATA",
+    "DEMO_SCALE",
+    "AuditData",
+    "audit_data",
+    "demo_cache_dir",
+    "demo_data",
+    "record_results",
+]
+
+#: Size of the default demo data (1.0 is about the paper's size: 734 audited tasks).
+DEMO_SCALE: Final[float] = 0.5
+
+#: Data sources that ship with depthlab: ``audit_data("tb2")`` loads the bundled TB2.0 facts.
+BUNDLED_DATA: Final[tuple[str, ...]] = ("tb2",)
+
+_COMPLETE: Final[str] = ".complete"
+_CACHE_VERSION: Final[int] = 2
+
+
+@dataclass(frozen=True)
+class AuditData:
+    """The tables of one data source that every notebook and every finding analyses.
+
+    Attributes
+    ----------
+    source : str
+        Where the data came from, in words (a folder, the bundled TB2 facts, the simulated demo).
+    simulated : bool
+        True for data written by :mod:`depthlab.simulate` (the demo): its numbers are made up by
+        the generative model and are never a claim about the real collections.
+    tasks, trials, depth, audit : pl.DataFrame
+        ``schema.TASKS``, ``schema.TRIALS`` (capped and public), ``schema.DEPTH`` and ``schema.AUDIT``.
+    notes : list of str
+        What the loaders said is missing (e.g. ``tb2: no capped runs: D cannot be estimated``).
+    data_dir : Path or None
+        The folder read (None for bundled or hand-made tables).
+    """
+
+    source: str
+    simulated: bool
+    tasks: pl.DataFrame
+    trials: pl.DataFrame
+    depth: pl.DataFrame
+    audit: pl.DataFrame
+    notes: list[str] = field(default_factory=list)
+    data_dir: Path | None = None
+
+    @classmethod
+    def from_tables(
+        cls,
+        tasks: pl.DataFrame,
+        trials: pl.DataFrame,
+        *,
+        source: str = "tables given by the caller",
+        simulated: bool = False,
+        models: Sequence[str] | None = None,
+        caps: Sequence[int] = CAPS,
+    ) -> AuditData:
+        """Build the depth and audit tables from a tasks and a trials table (e.g. a hand-made case).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> from depthlab import schema
+        >>> tasks = schema.conform(pl.DataFrame({"dataset": "tb2", "task": ["t"], "work": [3]}), "tasks")
+        >>> trials = schema.conform(pl.DataFrame({"dataset": "tb2", "task": "t", "model": "m",
+        ...     "cap": [1, 2], "status": ["fail", "pass"]}), "trials")
+        >>> AuditData.from_tables(tasks, trials).audit["depth"].to_list()
+        [2]
+        """
+        import depthlab as dl
+
+        tasks = schema.conform(tasks, "tasks")
+        trials = schema.conform(trials, "trials")
+        depth = dl.estimate_depth(trials.filter(pl.col("cap").is_not_null()), caps=caps, models=models)
+        audit = dl.audit_table(tasks, trials, caps=caps, models=models)
+        return cls(source, simulated, tasks, trials, depth, audit)
+
+    def subset(self, collections: Sequence[str]) -> AuditData:
+        """The same data restricted to ``collections`` (names not present are ignored).
+
+        Examples
+        --------
+        >>> audit_data("tb2").subset(["tw"]).audit.height
+        0
+        """
+        keep = pl.col("dataset").is_in(list(collections))
+        tables = [table.filter(keep) for table in (self.tasks, self.trials, self.depth, self.audit)]
+        return AuditData(self.source, self.simulated, *tables, list(self.notes), self.data_dir)
+
+    @property
+    def kind(self) -> str:
+        """``"simulated"`` or ``"real"``: written beside every number this data gives."""
+        return "simulated" if self.simulated else "real"
+
+    @property
+    def has_depth(self) -> bool:
+        """True when at least one task has a pinned depth D (some capped runs exist)."""
+        return self.audit.filter(pl.col("depth_status") == "solved").height > 0
+
+    @property
+    def datasets(self) -> list[str]:
+        """The collections present, in the figures' order."""
+        return ordered([*self.audit["dataset"].unique().to_list(), *self.trials["dataset"].unique().to_list()])
+
+    @property
+    def models(self) -> list[str]:
+        """Every model with a trial, sorted."""
+        return sorted(self.trials["model"].drop_nulls().unique().to_list())
+
+    @property
+    def turn_limit(self) -> int | None:
+        """The largest harness turn limit of the uncapped runs (None when no run records one)."""
+        limits = self.trials.filter(pl.col("cap").is_null())["turn_limit"].drop_nulls()
+        return int(limits.max()) if limits.len() else None
+
+    def needs_depth(self, what: str) -> bool:
+        """True when some task has a pinned D; otherwise print one line saying ``what`` is skipped and why.
+
+        Examples
+        --------
+        >>> audit_data("tb2").needs_depth("the quadrants")
+        No task has a pinned depth D (no capped runs in this data): the quadrants skipped.
+        False
+        """
+        if not self.has_depth:
+            print(f"No task has a pinned depth D (no capped runs in this data): {what} skipped.")
+        return self.has_depth
+
+    def banner(self) -> str:
+        """One line for the top of a notebook or an index: simulated or real, and which data."""
+        if self.simulated:
+            return f"SIMULATED data: {self.source}. Its numbers are made up by depthlab's generative model."
+        return f"REAL data: {self.source}."
+
+    def summary(self) -> str:
+        """One paragraph: what was loaded and what is missing."""
+        lines = [
+            self.banner(),
+            f"{self.audit.height} tasks in {len(self.datasets)} collections "
+            f"({', '.join(self.datasets)}), {self.trials.height} trials "
+            f"({self.trials.filter(pl.col('cap').is_not_null()).height} at stated caps), "
+            f"{self.audit.filter(pl.col('depth_status') == 'solved').height} tasks with a pinned depth",
+            *self.notes,
+        ]
+        return "\n".join(lines)
+
+
+def demo_cache_dir() -> Path:
+    """Where the demo data is built once and shared by every ``reproduce --out`` (``<user cache>/demo``).
+
+    The user cache is ``$DEPTHLAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/depthlab`` (``~/.cache/depthlab``).
+    """
+    from depthlab.io.cache import cache_dir
+
+    return cache_dir() / "demo"
+
+
+def demo_data(root: str | Path | None = None, *, scale: float = DEMO_SCALE, seed: int = 0) -> Path:
+    """Build the simulated demo data under ``root`` once, and return its folder.
+
+    The folder is ``<root>/scale<scale>-seed<seed>-model<v>`` (``v`` is
+    :data:`depthlab.simulate.MODEL_VERSION`, so a changed generative model builds afresh); a
+    marker file written last makes an interrupted build start over rather than be reused
+    half-written.
+
+    Parameters
+    ----------
+    root : str, Path or None
+        Parent folder of the cached demo data; default :func:`demo_cache_dir`.
+    scale : float
+        Size passed to :func:`depthlab.simulate.write_runs` (1.0 is the paper's size).
+    seed : int
+        Seed of the simulation.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = demo_data(tempfile.mkdtemp(), scale=0.05)  # doctest: +SKIP
+    >>> sorted(p.name for p in folder.iterdir())  # doctest: +SKIP
+    ['jobs', 'tasks']
+    """
+    scale = check_scale(scale, "demo_data")
+    seed = check_seed(seed, "demo_data")
+    from depthlab import simulate
+
+    root = demo_cache_dir() if root is None else Path(root)
+    folder = root / f"scale{scale:g}-seed{seed}-model{simulate.MODEL_VERSION}"
+    if (folder / _COMPLETE).is_file():
+        return folder
+    # another process may be building the same folder: build beside it and move into place
+    building = root / f".{folder.name}.{os.getpid()}"
+    if building.exists():
+        shutil.rmtree(building)
+    building.mkdir(parents=True)
+    simulate.write_runs(building, seed=seed, scale=scale)
+    marker = {"simulated": True, "model_version": simulate.MODEL_VERSION, "scale": scale, "seed": seed}
+    (building / _COMPLETE).write_text(json.dumps(marker) + "\n")
+    if folder.exists() and not (folder / _COMPLETE).is_file():
+        shutil.rmtree(folder)  # left half-written by an interrupted build
+    try:
+        building.rename(folder)
+    except OSError:  # a concurrent build finished first: use it
+        shutil.rmtree(building, ignore_errors=True)
+    return folder
+
+
+def audit_data(
+    data: str | Path | None = None,
+    *,
+    datasets: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    caps: Sequence[int] = CAPS,
+    scale: float = DEMO_SCALE,
+    seed: int = 0,
+    cache_dir: str | Path | None = None,
+) -> AuditData:
+    """Load a data folder, the bundled TB2 facts or the simulated demo into the tables the notebooks analyse.
+
+    Each collection is read with :func:`depthlab.load_dataset`; the depth table comes from
+    :func:`depthlab.estimate_depth` on the capped trials and the audit table from
+    :func:`depthlab.audit_table`.
+
+    Parameters
+    ----------
+    data : str, Path or None
+        A folder holding one or more collections (``tasks/<name>/``, ``jobs/<name>/``, or a
+        collection's own layout); a name in :data:`BUNDLED_DATA` (``"tb2"``: the published TB2.0
+        facts that ship with depthlab); or None for the simulated demo data (built once, see
+        :func:`demo_data`).
+    datasets : sequence of str, optional
+        Collections to load; default every one found. An unknown name is an error listing the known ones.
+    models : sequence of str, optional
+        Models whose capped runs count for D; default all. A model with no trial in the data is an
+        error listing the known ones.
+    caps : sequence of int
+        The cap ladder.
+    scale, seed : float, int
+        Size and seed of the demo data (only when ``data`` is None).
+    cache_dir : str, Path or None
+        When given, the loaded tables are kept there as Parquet, keyed by the arguments, and
+        reused by later calls (``reproduce`` loads once for all notebooks).
+
+    Returns
+    -------
+    AuditData
+
+    Examples
+    --------
+    >>> data = audit_data("tb2")
+    >>> data.kind, data.audit.height, data.has_depth
+    ('real', 89, False)
+    """
+    function = "audit_data"
+    model_list = None if models is None else check_names(models, "models", function)
+    cap_list = tuple(sorted({int(c) for c in caps}))
+    if isinstance(data, str) and data in BUNDLED_DATA and not Path(data).is_dir():
+        names = [data] if datasets is None else check_names(datasets, "datasets", function)
+        _check_known(names, [data], "datasets", function)
+        loaded = _load_bundled(data, model_list, cap_list)
+        _check_known(model_list, loaded.models, "models", function)
+        return loaded
+    if data is None:
+        data = demo_data(scale=scale, seed=seed)
+    folder = Path(data).expanduser().resolve()
+    if not folder.is_dir():
+        raise ValueError(
+            f"The 'data' parameter of {function} must be an existing folder, one of {list(BUNDLED_DATA)} "
+            f"(bundled) or None (the simulated demo), got {str(data)!r}"
+        )
+    found = _discover(folder)
+    if not found:
+        raise ValueError(
+            f"The 'data' parameter of {function} must hold at least one collection "
+            f"(tasks/<name>/, jobs/<name>/ or <name>_tasks.csv), found none in {str(folder)!r}"
+        )
+    names = found if datasets is None else check_names(datasets, "datasets", function)
+    _check_known(names, found, "datasets", function)
+    key = _cache_key(folder, names, model_list, cap_list)
+    loaded = _read_cache(Path(cache_dir) / key) if cache_dir is not None else None
+    if loaded is None:
+        loaded = _load(folder, names, model_list, cap_list)
+        if cache_dir is not None:
+            _write_cache(Path(cache_dir) / key, loaded)
+    _check_known(model_list, loaded.models, "models", function)
+    return loaded
+
+
+def record_results(
+    notebook: str,
+    findings: pl.DataFrame | Sequence[pl.DataFrame],
+    *,
+    results_dir: str | Path,
+    data: AuditData,
+    figures: Iterable[str | Path] = (),
+) -> pl.DataFrame:
+    """Write a notebook's findings to ``<results_dir>/<notebook>.json`` and return the paper-versus-data table.
+
+    Parameters
+    ----------
+    notebook : str
+        Notebook name, e.g. ``"03_depth_predicts_difficulty"``.
+    findings : pl.DataFrame or sequence of them
+        Tables from :mod:`depthlab.findings` (the columns of :data:`depthlab.findings.FINDING`).
+    results_dir : str or Path
+        Folder of the results JSON files.
+    data : AuditData
+        The data the findings were computed on: its source and whether it is simulated are written
+        at the top of the JSON.
+    figures : iterable of str or Path
+        The figures the notebook saved (paths from :func:`depthlab.plots.save`, or names).
+
+    Returns
+    -------
+    pl.DataFrame
+        :func:`depthlab.paper.compare` of the findings the paper also reports.
+    """
+    from depthlab import findings as fd
+    from depthlab import paper
+
+    table = fd.stack(findings)
+    comparison = paper.compare(table)
+    folder = Path(results_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    names = list(dict.fromkeys(Path(f).stem for f in figures))
+    payload = {
+        "notebook": notebook,
+        "data": {"kind": data.kind, "source": data.source, "banner": data.banner()},
+        "findings": [{k: _json_value(v) for k, v in row.items()} for row in table.to_dicts()],
+        "figures": names,
+        "comparison": [{k: _json_value(v) for k, v in row.items()} for row in comparison.to_dicts()],
+    }
+    _atomic_write(folder / f"{notebook}.json", json.dumps(payload, indent=1, default=str) + "\n")
+    return comparison
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+
+
+def _discover(folder: Path) -> list[str]:
+    from depthlab.datasets import ADAPTERS
+
+    found: set[str] = set()
+    for part in ("tasks", "jobs"):
+        sub = folder / part
+        if sub.is_dir():
+            found |= {child.name for child in sub.iterdir() if child.is_dir() and not child.name.startswith(".")}
+    found |= {name for name in ADAPTERS if any(folder.glob(f"{name}_*.csv"))}
+    return ordered(found)
+
+
+def _is_simulated(folder: Path, models: Sequence[str]) -> bool:
+    from depthlab import simulate
+
+    marker = folder / _COMPLETE
+    if marker.is_file():
+        try:
+            return bool(json.loads(marker.read_text() or "{}").get("simulated", True))
+        except ValueError:
+            return True
+    # data written by `depthlab simulate` without the demo marker: every model is a simulated one
+    return bool(models) and set(models) <= set(simulate.MODELS)
+
+
+def _describe(folder: Path, simulated: bool) -> str:
+    if not simulated:
+        return f"the folder {folder}"
+    marker = folder / _COMPLETE
+    facts = json.loads(marker.read_text() or "{}") if marker.is_file() else {}
+    if facts:
+        return (
+            f"the depthlab demo (generative model v{facts.get('model_version')}, scale {facts.get('scale')}, "
+            f"seed {facts.get('seed')}), in {folder}"
+        )
+    return f"depthlab simulate output in {folder}"
+
+
+def _load(folder: Path, names: Sequence[str], models: Sequence[str] | None, caps: tuple[int, ...]) -> AuditData:
+    import depthlab as dl
+    from depthlab.datasets import Audit
+
+    bundle = Audit.concat([dl.load_dataset(name, folder) for name in names])
+    simulated = _is_simulated(folder, bundle.trials["model"].drop_nulls().unique().to_list())
+    return _tables(bundle, _describe(folder, simulated), simulated, models, caps, folder)
+
+
+def _load_bundled(name: str, models: Sequence[str] | None, caps: tuple[int, ...]) -> AuditData:
+    import depthlab as dl
+
+    bundle = dl.load_dataset(name)
+    source = f"the published {name.upper()} facts bundled with depthlab (depthlab/datasets/data/{name}/PROVENANCE.md)"
+    return _tables(bundle, source, False, models, caps, None)
+
+
+def _tables(
+    bundle: Any, source: str, simulated: bool, models: Sequence[str] | None, caps: tuple[int, ...], folder: Path | None
+) -> AuditData:
+    import depthlab as dl
+
+    trials = bundle.trials
+    depth = dl.estimate_depth(bundle.capped, caps=caps, models=models)
+    audit = dl.audit_table(bundle.tasks, trials, caps=caps, models=models)
+    for table, kind in ((bundle.tasks, "tasks"), (trials, "trials"), (depth, "depth"), (audit, "audit")):
+        schema.check(table, kind)
+    return AuditData(source, simulated, bundle.tasks, trials, depth, audit, list(bundle.notes), folder)
+
+
+def _cache_key(folder: Path, names: Sequence[str], models: Sequence[str] | None, caps: Sequence[int]) -> str:
+    text = json.dumps(
+        [_CACHE_VERSION, str(folder), _tree_stamp(folder), list(names), models and list(models), list(caps)]
+    )
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def _tree_stamp(folder: Path, depth: int = 3) -> tuple[int, int]:
+    # newest modification time and number of entries in the top levels of the data folder (root, tasks|jobs,
+    # <dataset>, <job>|<task>): a trial or job added anywhere in a Harbor tree changes a directory up there,
+    # so the tables reload; walking every trial file would cost seconds per notebook
+    newest, count = folder.stat().st_mtime_ns, 0
+    level = [str(folder)]
+    for _ in range(depth):
+        below = []
+        for path in level:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    info = entry.stat(follow_symlinks=False)
+                    newest, count = max(newest, info.st_mtime_ns), count + 1
+                    if entry.is_dir(follow_symlinks=False):
+                        below.append(entry.path)
+        level = below
+    return newest, count
+
+
+_KINDS: Final[tuple[str, ...]] = ("tasks", "trials", "depth", "audit")
+
+
+def _read_cache(folder: Path) -> AuditData | None:
+    if not (folder / _COMPLETE).is_file():
+        return None
+    tables = {kind: pl.read_parquet(folder / f"{kind}.parquet") for kind in _KINDS}
+    meta = json.loads((folder / "meta.json").read_text())
+    data_dir = Path(meta["data_dir"]) if meta["data_dir"] else None
+    return AuditData(meta["source"], meta["simulated"], *(tables[k] for k in _KINDS), meta["notes"], data_dir)
+
+
+def _write_cache(folder: Path, data: AuditData) -> None:
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for kind in _KINDS:
+        getattr(data, kind).write_parquet(folder / f"{kind}.parquet")
+    meta = {
+        "source": data.source,
+        "simulated": data.simulated,
+        "notes": data.notes,
+        "data_dir": None if data.data_dir is None else str(data.data_dir),
+    }
+    (folder / "meta.json").write_text(json.dumps(meta))
+    (folder / _COMPLETE).write_text("")
+
+
+# ---------------------------------------------------------------------------------------------
+# validation and small utilities
+
+
+def check_scale(scale: object, function: str) -> float:
+    """Validate the demo ``scale`` parameter: a number in (0, 10]."""
+    return check_number(scale, "scale", function, low=0, high=10, low_open=True)
+
+
+def check_seed(seed: object, function: str) -> int:
+    """Validate a ``seed`` parameter: a non-negative integer."""
+    return check_nonnegative_int(seed, "seed", function)
+
+
+def check_names(values: object, param: str, function: str) -> list[str]:
+    """Validate a list-of-names parameter: a non-empty sequence of strings (whether each is known is checked later)."""
+    if isinstance(values, str) or not isinstance(values, Sequence) or not values:
+        raise ValueError(f"The '{param}' parameter of {function} must be a non-empty list of names, got {values!r}")
+    if not all(isinstance(v, str) for v in values):
+        raise ValueError(f"The '{param}' parameter of {function} must hold strings, got {values!r}")
+    return list(values)
+
+
+def _check_known(given: Sequence[str] | None, known: Sequence[str], param: str, function: str) -> None:
+    if given is None:
+        return
+    unknown = [name for name in given if name not in known]
+    if unknown:
+        raise ValueError(
+            f"The '{param}' parameter of {function} names {', '.join(map(repr, unknown))}, not in this data; "
+            f"known: {', '.join(known) if known else 'none'}"
+        )
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    return value
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)

@@ -1,0 +1,69 @@
+"""Validate Harbor files with Harbor's own pydantic models; run inside the Harbor side venv.
+
+Input (stdin): a JSON list of ``[kind, path]`` pairs, kind one of ``job_config``,
+``job_result``, ``trial_config``, ``trial_result``, ``trajectory``, or ``job_plan`` (a job
+config that Harbor also expands into the trial configs it would run, as ``harbor run`` does).
+Output (stdout): ``{"harbor": VERSION, "files": [{"kind", "path", "error"}, ...]}`` (``error``
+null when the file loads; a ``job_plan`` entry also has ``trial_configs``).
+
+This file is depthlab's own; it only imports Harbor (which needs Python >= 3.12), so it is
+not imported by the test suite, only run by it with the side venv's interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+
+def _models() -> dict:
+    import asyncio
+
+    from harbor.job_plan import JobPlan
+    from harbor.models.job.config import JobConfig
+    from harbor.models.job.result import JobResult
+    from harbor.models.trajectories import Trajectory
+    from harbor.models.trial.config import TrialConfig
+    from harbor.models.trial.result import TrialResult
+    from harbor.utils.trajectory_validator import TrajectoryValidator
+
+    def trajectory(text: str) -> None:
+        Trajectory.model_validate_json(text)
+        validator = TrajectoryValidator()
+        if not validator.validate(json.loads(text)):
+            raise ValueError("; ".join(validator.get_errors()))
+
+    def job_plan(text: str) -> dict:
+        plan = asyncio.run(JobPlan.from_config(JobConfig.model_validate_json(text)))
+        return {"trial_configs": [config.model_dump(mode="json") for config in plan.trial_configs]}
+
+    return {
+        "job_plan": job_plan,
+        "job_config": lambda text: JobConfig.model_validate_json(text),
+        "job_result": lambda text: JobResult.model_validate_json(text),
+        "trial_config": lambda text: TrialConfig.model_validate_json(text),
+        "trial_result": lambda text: TrialResult.model_validate_json(text),
+        "trajectory": trajectory,
+    }
+
+
+def main() -> int:
+    models = _models()
+    report = []
+    for kind, path in json.load(sys.stdin):
+        entry = {"kind": kind, "path": path, "error": None}
+        try:
+            extra = models[kind](Path(path).read_text(encoding="utf-8"))
+            if isinstance(extra, dict):
+                entry.update(extra)
+        except Exception as failure:  # every failure is reported with its file, none stops the run
+            entry["error"] = f"{type(failure).__name__}: {failure}"
+        report.append(entry)
+    json.dump({"harbor": version("harbor"), "files": report}, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

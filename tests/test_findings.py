@@ -1,0 +1,549 @@
+"""depthlab.findings: each finding on a hand-made input whose answer is known, and every paper key walked.
+
+The eight defects of issue 10 each have a case here: a model with incomplete evidence is not "lowered";
+the sign test runs on D over paired environments with unsolved ranked above every cap; pass ~ N | D is on
+TB2 + TW; segment reliability is per model on a fixed task set; synthetic vs human uses solved tasks and
+leaves the DEPTH-style set out; ranges never print like CIs; quadrants default to TB2 + TW and name the
+hardest cell from the data; every number says whether the data is simulated.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+
+import polars as pl
+import pytest
+from scipy.stats import binomtest
+
+from depthlab import findings, paper, schema, stats
+from depthlab.auditdata import AuditData, audit_data, demo_data
+
+CAPS = (1, 2, 3, 5, 10, 20, 40, 80)
+
+
+def _data(tasks: list[dict], trials: list[dict], *, simulated: bool = False) -> AuditData:
+    return AuditData.from_tables(
+        schema.conform(pl.DataFrame(tasks), "tasks"),
+        schema.conform(pl.DataFrame(trials), "trials"),
+        source="a hand-made case",
+        simulated=simulated,
+    )
+
+
+def _capped(dataset: str, task: str, model: str, depth: int | None, *, top: int = 80) -> list[dict]:
+    """Runs of one model at every cap up to ``top``: fail below ``depth``, pass from it (None: never)."""
+    return [
+        {
+            "dataset": dataset,
+            "task": task,
+            "model": model,
+            "cap": cap,
+            "status": "pass" if depth is not None and cap >= depth else "fail",
+        }
+        for cap in CAPS
+        if cap <= top
+    ]
+
+
+def _public(dataset: str, task: str, model: str, passes: list[bool], *, turns: int = 5) -> list[dict]:
+    return [
+        {
+            "dataset": dataset,
+            "task": task,
+            "model": model,
+            "cap": None,
+            "status": "pass" if ok else "fail",
+            "n_turns": turns,
+        }
+        for ok in passes
+    ]
+
+
+def _row(table: pl.DataFrame, key: str, group: str) -> dict:
+    rows = table.filter((pl.col("key") == key) & (pl.col("group") == group))
+    assert rows.height == 1, (key, group, table)
+    return rows.row(0, named=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# defect 1: second-model effect
+
+
+def test_a_model_never_run_at_d_is_undetermined_not_lowered():
+    tasks = [{"dataset": "tb2", "task": t, "work": 3} for t in ("t", "u")]
+    trials = [
+        {"dataset": "tb2", "task": "t", "model": "a", "cap": 1, "status": "fail"},  # a never run at cap 2
+        {"dataset": "tb2", "task": "t", "model": "b", "cap": 1, "status": "fail"},
+        {"dataset": "tb2", "task": "t", "model": "b", "cap": 2, "status": "pass"},
+        *_capped("tb2", "u", "a", 5),  # a fails at D = 2: lowered
+        *_capped("tb2", "u", "b", 2),
+    ]
+    row = _row(findings.second_model(_data(tasks, trials), first_model="a"), "second_model_share_lowered", "existing")
+    assert (row["value"], row["n"]) == (1.0, 1)  # one determined task, lowered; the undetermined one left out
+    assert "1 undetermined of 2" in row["detail"]
+
+
+# ---------------------------------------------------------------------------------------------
+# defect 2: the sign test on D over paired environments
+
+
+def _pair(original: int | None, derived: int | None, name: str, *, incomplete: bool = False) -> tuple[list, list]:
+    tasks = [
+        {"dataset": "tb2", "task": f"o-{name}", "work": 3},
+        {"dataset": "depth", "task": f"d-{name}", "work": 9, "labels": json.dumps({"derived_from": f"tb2/o-{name}"})},
+    ]
+    trials = []
+    for model in ("a", "b"):
+        trials += _capped("tb2", f"o-{name}", model, original)
+        trials += _capped("depth", f"d-{name}", model, derived, top=10 if incomplete else 80)
+    return tasks, trials
+
+
+def test_sign_test_ranks_unsolved_above_every_cap_and_reports_ties_and_n():
+    cases = [
+        (1, 5, "deeper"),
+        (80, None, "unsolved-derived"),
+        (2, 2, "tie"),
+        (None, None, "both-unsolved"),
+        (3, 1, "shallower"),
+    ]
+    tasks, trials = [], []
+    for original, derived, name in cases:
+        t, r = _pair(original, derived, name)
+        tasks, trials = tasks + t, trials + r
+    t, r = _pair(1, None, "incomplete", incomplete=True)  # derived never run above cap 10: D incomplete
+    table = findings.sign_test_depth(_data(tasks + t, trials + r))
+    value = {
+        key: _row(table, key, "paired environments")["value"]
+        for key in ("sign_test_pairs", "sign_test_ties", "sign_test_n", "sign_test_deeper", "sign_test_p")
+    }
+    assert value == {
+        "sign_test_pairs": 5,
+        "sign_test_ties": 2,
+        "sign_test_n": 3,
+        "sign_test_deeper": 2,
+        "sign_test_p": pytest.approx(binomtest(2, 3).pvalue),
+    }
+    assert "1 with an incomplete D dropped; 2 ties dropped; 3 tested" in table["detail"][0]
+
+
+def test_thirty_five_of_thirty_five_deeper_gives_the_papers_p():
+    tasks, trials = [], []
+    for i in range(35):
+        t, r = _pair(1 + i % 3, None if i % 5 == 0 else 40, str(i))
+        tasks, trials = tasks + t, trials + r
+    table = findings.sign_test_depth(_data(tasks, trials))
+    p = _row(table, "sign_test_p", "paired environments")
+    assert p["value"] == pytest.approx(2 * 0.5**35)
+    assert f"{p['value']:.2g}" == f"{paper.get('sign_test_p').value:.2g}"
+
+
+# ---------------------------------------------------------------------------------------------
+# defect 3: pass ~ N | D on TB2 + TW, and the paper's diamond on that row only
+
+
+def _correlation_case() -> AuditData:
+    tasks, trials = [], []
+    for dataset in ("tb2", "tw", "depth"):
+        for i in range(8):
+            task = f"{dataset}-{i}"
+            depth = CAPS[i % 5]
+            tasks.append({"dataset": dataset, "task": task, "work": 3 + (i * 7) % 11})
+            for model in ("a", "b"):
+                trials += _capped(dataset, task, model, depth)
+            passes = [j < 8 - (i * 3) % 7 for j in range(8)]
+            trials += _public(dataset, task, "a", passes, turns=4 + (i * 5) % 9)
+    return _data(tasks, trials)
+
+
+def test_pass_turns_given_depth_is_computed_on_tb2_and_tw():
+    data = _correlation_case()
+    table = findings.pass_turns_given_depth(data, n_boot=200, seed=1)
+    row = _row(table, "pcorr_pass_turns_given_depth", "tb2+tw")
+    used = data.audit.filter(pl.col("dataset").is_in(["tb2", "tw"]) & (pl.col("depth_status") == "solved"))
+    expected = stats.partial_spearman(used, "n_turns", "pass_rate", "depth", n_boot=200, seed=1)
+    assert (row["value"], row["ci_low"], row["ci_high"], row["n"]) == pytest.approx(
+        (expected.r, expected.ci_low, expected.ci_high, 16)
+    )
+    assert row["collections"] == "tb2, tw"
+    forest = findings.forest_table(table)
+    with_paper = forest.filter(pl.col("paper").is_not_null())
+    assert with_paper["label"].to_list() == ["TB2 + TW: pass ~ N | D"]
+    assert with_paper["paper"].item() == paper.get("tb2_tw_pcorr_pass_turns_given_depth").value
+
+
+# ---------------------------------------------------------------------------------------------
+# defect 4: per-model segment reliability on a fixed task set
+
+
+def _segment_run(task: str, model: str, passed: int, k: int = 3) -> dict:
+    rewards = {f"segment_{i}": 1.0 for i in range(1, passed + 1)}
+    if passed < k:
+        rewards[f"segment_{passed + 1}"] = 0.0
+    rewards["reward"] = float(passed == k)
+    return {
+        "dataset": "depth",
+        "task": task,
+        "model": model,
+        "cap": None,
+        "status": "pass" if passed == k else "fail",
+        "rewards": json.dumps(rewards),
+    }
+
+
+def test_segment_reliability_is_per_model_on_a_fixed_task_set():
+    tasks = [{"dataset": "depth", "task": t, "work": 9} for t in ("t1", "t2", "t3")]
+    trials = [
+        _segment_run("t1", "a", 3),
+        _segment_run("t2", "a", 1),  # a: 4 of 5 attempted segments pass
+        _segment_run("t1", "b", 0),
+        _segment_run("t2", "b", 3),  # b: 3 of 4
+        _segment_run("t3", "a", 3),  # b has no run on t3: t3 is not in the fixed task set
+    ]
+    table = findings.segment_reliability(_data(tasks, trials), n_boot=500, seed=0)
+    a = {
+        key: _row(table, key, "a")
+        for key in ("segment_reliability", "segment_pass_all_observed", "segment_pass_all_compounded")
+    }
+    assert a["segment_reliability"]["value"] == pytest.approx(4 / 5)
+    assert a["segment_pass_all_observed"]["value"] == pytest.approx(1 / 2)
+    assert a["segment_pass_all_compounded"]["value"] == pytest.approx((4 / 5) ** 3)
+    assert a["segment_reliability"]["n"] == 2  # tasks
+    low, high = a["segment_reliability"]["ci_low"], a["segment_reliability"]["ci_high"]
+    assert low <= 4 / 5 <= high
+    assert a["segment_reliability"]["interval"] == "ci95"
+    assert _row(table, "segment_reliability", "b")["value"] == pytest.approx(3 / 4)
+    assert _row(table, "segment_reliability", "best model")["detail"].startswith("a:")
+    assert _row(table, "segment_reliability", "worst model")["detail"].startswith("b:")
+
+
+# ---------------------------------------------------------------------------------------------
+# defect 5: synthetic vs human on solved tasks, the DEPTH-style set in neither group
+
+
+def test_synthetic_vs_human_uses_solved_tasks_and_leaves_the_own_set_out():
+    tasks = [
+        {"dataset": "tmax", "task": "s1", "work": 10},
+        {"dataset": "tmax", "task": "s2", "work": 20},
+        {"dataset": "seta", "task": "s3", "work": 1000},  # unsolved: not in the median
+        {"dataset": "depth", "task": "d1", "work": 500},  # the paper's own set: not synthetic here
+        {"dataset": "tb2", "task": "h1", "work": 4},
+        {"dataset": "tw", "task": "h2", "work": 6},
+    ]
+    depths = {"s1": 1, "s2": 5, "s3": None, "d1": 40, "h1": 10, "h2": 2}
+    dataset = {t["task"]: t["dataset"] for t in tasks}
+    trials = [row for task, d in depths.items() for m in ("a", "b") for row in _capped(dataset[task], task, m, d)]
+    table = findings.synthetic_vs_human(_data(tasks, trials))
+    assert _row(table, "solved_tasks", "synthetic")["value"] == 2
+    assert _row(table, "solved_median_work", "synthetic")["value"] == 15
+    assert _row(table, "solved_share_depth_ge_5", "synthetic")["value"] == 0.5
+    assert _row(table, "solved_median_work", "human")["value"] == 5
+    assert _row(table, "solved_depth_ge_5", "human")["value"] == 1
+    assert _row(table, "solved_tasks", "synthetic")["collections"] == "tmax, seta"
+
+
+# ---------------------------------------------------------------------------------------------
+# defect 6: a range is never printed like a confidence interval
+
+
+def test_ranges_and_confidence_intervals_print_differently():
+    for reported in paper.REPORTED:
+        text = reported.text()
+        if reported.interval == "range":
+            assert "[" not in text, reported.key
+            assert "(range)" in text, reported.key
+        elif reported.interval == "ci95":
+            assert "[" in text, reported.key
+            assert "(95% CI)" in text, reported.key
+        else:
+            assert "[" not in text, reported.key
+            assert "range" not in text, reported.key
+
+
+# ---------------------------------------------------------------------------------------------
+# defect 7: quadrants on TB2 + TW by default, percentile base a parameter, hardest cell from the data
+
+
+def test_quadrants_default_to_tb2_and_tw_and_name_the_hardest_cell_from_the_data():
+    tasks, trials = [], []
+    # (dataset, task, depth, work, public passes of 4); deep/small is the hardest cell here
+    spec = [
+        ("tb2", "a", 5, 100, 2),
+        ("tb2", "b", 5, 1, 0),
+        ("tb2", "c", 1, 100, 3),
+        ("tb2", "d", 1, 1, 4),
+        ("tw", "e", 5, 100, 2),
+        ("tw", "f", 5, 1, 0),
+        ("tw", "g", 1, 100, 3),
+        ("tw", "h", 1, 1, 4),
+        ("tb2", "x", None, 50, 1),  # unsolved: ranked with the "all" base, not in a cell
+        ("tmax", "y", 5, 100, 4),
+    ]  # not in TB2 + TW
+    for dataset, task, depth, work, passes in spec:
+        tasks.append({"dataset": dataset, "task": task, "work": work})
+        trials += [r for m in ("m1", "m2") for r in _capped(dataset, task, m, depth)]
+        trials += _public(dataset, task, "m1", [i < passes for i in range(4)])
+    data = _data(tasks, trials)
+    table = findings.quadrant_percentiles(data, n_boot=0)
+    cells = table.filter(pl.col("key") == "quadrant_mean_percentile")
+    assert cells["n"].sum() == 8
+    assert cells["collections"].unique().to_list() == ["tb2, tw"]
+    # within TB2 with the "all" base: pass rates b 0 < x .25 < a .5 < c .75 < d 1 -> percentiles 1/5 .. 5/5
+    assert _row(table, "quadrant_mean_percentile", "deep/small")["value"] == pytest.approx((1 / 5 + 1 / 4) / 2)
+    hardest = table.filter(pl.col("key") == "quadrant_hardest")
+    assert hardest["group"].to_list() == ["deep/small"]
+    solved_base = findings.quadrant_percentiles(data, percentile_base="solved", n_boot=0)
+    assert _row(solved_base, "quadrant_mean_percentile", "deep/small")["value"] == pytest.approx(1 / 4)
+    others = _row(table, "quadrant_other_mean_percentile", "not deep/large")
+    assert others["interval"] == "range"
+    assert others["value"] is None
+    with pytest.raises(ValueError, match="'percentile_base' parameter of quadrant_percentiles"):
+        findings.quadrant_percentiles(data, percentile_base="median")
+    from depthlab import plots
+
+    title = plots.quadrants(findings.quadrant_cells(data, n_boot=0)).axes[0].get_title()
+    assert title.startswith("TB2 + TW-Verified: ")  # the figure names the collections split
+
+
+# ---------------------------------------------------------------------------------------------
+# defect 8: every number says whether the data is simulated
+
+
+def test_every_finding_and_comparison_row_says_simulated_or_real():
+    data = _correlation_case()
+    simulated = AuditData(data.source, True, data.tasks, data.trials, data.depth, data.audit)
+    for source, kind, mark in ((data, "real", "real:"), (simulated, "simulated", "SIMULATED:")):
+        table = findings.pass_depth_given_work(source, n_boot=100)
+        assert table["data"].unique().to_list() == [kind]
+        assert all(text.startswith(mark) for text in paper.compare(table)["this_sample"])
+    assert simulated.banner().startswith("SIMULATED data")
+
+
+# ---------------------------------------------------------------------------------------------
+# every paper key names a finding that computes the same statistic
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> AuditData:
+    return audit_data(demo_data(tmp_path_factory.mktemp("demo"), scale=0.1, seed=2))
+
+
+@pytest.mark.parametrize("reported", paper.REPORTED, ids=lambda r: r.key)
+def test_every_paper_key_names_a_finding_that_computes_it(reported, demo):
+    function = getattr(findings, reported.function)
+    assert reported.function in findings.__all__
+    assert f"``{reported.statistic}``" in function.__doc__, "the docstring names the row"
+    table = function(demo, **({"n_boot": 100} if "n_boot" in inspect.signature(function).parameters else {}))
+    assert table.columns == list(findings.FINDING)
+    row = _row(table, reported.statistic, reported.group)
+    assert row["data"] == "simulated"
+    assert paper.reported_for(reported.statistic, reported.group) is reported
+    compared = paper.compare(table).filter(pl.col("key") == reported.key)
+    assert compared.height == 1
+    assert compared["this_sample"].item().startswith("SIMULATED")
+
+
+def test_demo_findings_recover_what_the_generative_model_builds_in(demo):
+    # the simulated DEPTH-style tasks are derived deeper from their originals, and pass less when deeper
+    table = findings.sign_test_depth(demo)
+    tested = _row(table, "sign_test_n", "paired environments")["value"]
+    assert _row(table, "sign_test_deeper", "paired environments")["value"] >= tested - 1
+    assert _row(findings.pass_depth_given_work(demo, n_boot=100), "pcorr_pass_depth_given_work", "all")["value"] < 0
+
+
+# ---------------------------------------------------------------------------------------------
+# real TB2 facts bundled with the package
+
+
+def test_bundled_tb2_gives_the_published_pass_rates_and_the_rating_correlation():
+    import depthlab as dl
+
+    bundle = dl.load_dataset("tb2", status_rule="all")
+    data = AuditData.from_tables(bundle.tasks, bundle.trials, source="bundled TB2, status rule all")
+    rates = findings.model_pass_rates(data)
+    # the same rates from the default (leaderboard) load, re-judged under the rule "all"
+    rejudged = findings.model_pass_rates(audit_data("tb2"), status_rule="all")
+    assert rejudged["value"].to_list() == rates["value"].to_list()
+    assert rejudged["key"].unique().to_list() == ["pass_rate_rule_all"]
+    published = {"tmax-27b": 42.70, "Qwen3.6-27B": 39.55, "tmax-9b": 27.19, "tmax-4b": 18.88, "Qwen3.5-9B": 21.12}
+    for model, rate in published.items():
+        row = _row(rates, "pass_rate", model)
+        assert round(100 * row["value"], 2) == rate, model
+        assert row["n"] == 445
+        assert row["data"] == "real"
+    real = audit_data("tb2")
+    assert real.kind == "real"
+    assert not real.has_depth
+    assert real.audit.height == 89
+    label = _row(findings.label_pass_correlations(real, n_boot=200), "label_corr_pass", "tb2")
+    assert label["n"] == 89
+    assert label["value"] == pytest.approx(-0.48, abs=0.01)
+    assert label["ci_low"] < label["value"] < label["ci_high"] < 0
+    # what needs D says so: not computable, never a made-up number
+    cells = findings.quadrant_percentiles(real, n_boot=0)
+    assert cells["value"].to_list() == [None, None]  # the deep/large cell and the range of the others
+    assert math.isclose(_row(findings.collection_counts(real), "tasks", "tb2")["value"], 89)
+
+
+def test_on_real_data_without_d_every_paper_number_is_listed_and_none_is_made_up():
+    real = audit_data("tb2")
+    computable = set()
+    for reported in paper.REPORTED:
+        function = getattr(findings, reported.function)
+        kwargs = {"n_boot": 100} if "n_boot" in inspect.signature(function).parameters else {}
+        rows = paper.compare(function(real, **kwargs)).filter(pl.col("key") == reported.key)
+        assert rows.height == 1, reported.key
+        if rows["this_data"].item() != "not computable here":
+            computable.add(reported.key)
+        assert rows["this_sample"].item().startswith("real:"), reported.key
+    # only what needs neither D nor another collection: the tasks audited here, the authors' ratings
+    assert computable == {"audited_tasks", "tb2_author_label_corr_pass"}
+
+
+def test_findings_on_simulated_data_equal_what_the_generative_model_knows(tmp_path):
+    from depthlab import simulate
+
+    summary = simulate.write_runs(tmp_path, seed=4, scale=0.1)
+    data = audit_data(tmp_path)
+    assert data.kind == "simulated"  # `depthlab simulate` output without the demo marker is still simulated
+    truth = summary.truth
+    solved = truth.filter(pl.col("d_star").is_not_null())
+    table = findings.synthetic_vs_human(data)
+    for group, members in (("synthetic", findings.SYNTHETIC), ("human", findings.HUMAN)):
+        part = solved.filter(pl.col("dataset").is_in(list(members)))
+        assert _row(table, "solved_tasks", group)["value"] == part.height
+        assert _row(table, "solved_depth_ge_5", group)["value"] == part.filter(pl.col("d_star") >= 5).height
+        assert _row(table, "solved_median_work", group)["value"] == part["w_star"].median()
+    # second-model effect: the first model's own smallest passing cap against D, every cap run (all determined)
+    first = summary.model_truth.filter(pl.col("model") == simulate.MODELS[0]).select("dataset", "task", "model_depth")
+    audited = solved.filter(pl.col("dataset").is_in(list(findings.AUDITED))).join(first, on=["dataset", "task"])
+    lowered = audited.filter(pl.col("model_depth").is_null() | (pl.col("model_depth") > pl.col("d_star"))).height
+    row = _row(findings.second_model(data), "second_model_share_lowered", "existing")
+    assert (row["value"], row["n"]) == (pytest.approx(lowered / audited.height), audited.height)
+    # the sign test: the derived tasks' true depths against their originals', unsolved above every cap
+    rank = {
+        f"{d}/{t}": findings.UNSOLVED_RANK if s is None else s
+        for d, t, s in truth.select("dataset", "task", "d_star").iter_rows()
+    }
+    pairs = [
+        (rank[f"depth/{t}"], rank[o])
+        for t, o in truth.drop_nulls("derived_from").select("task", "derived_from").iter_rows()
+    ]
+    deeper = sum(a > b for a, b in pairs)
+    ties = sum(a == b for a, b in pairs)
+    table = findings.sign_test_depth(data)
+    assert _row(table, "sign_test_pairs", "paired environments")["value"] == len(pairs)
+    assert _row(table, "sign_test_deeper", "paired environments")["value"] == deeper
+    assert _row(table, "sign_test_ties", "paired environments")["value"] == ties
+
+
+# ---------------------------------------------------------------------------------------------
+# the other findings, each on a hand-made case
+
+
+def _solved_case(spec: list[tuple[str, str, int | None, int, float | None]]) -> AuditData:
+    """(dataset, task, depth, work, median uncapped turns): two models, every cap run; one public run."""
+    tasks, trials = [], []
+    for dataset, task, depth, work, turns in spec:
+        tasks.append({"dataset": dataset, "task": task, "work": work})
+        trials += [r for m in ("a", "b") for r in _capped(dataset, task, m, depth)]
+        if turns is not None:
+            trials += _public(dataset, task, "a", [True], turns=int(turns))
+    return _data(tasks, trials)
+
+
+def test_depth_shares_and_counts_per_collection_and_pooled_synthetic():
+    spec = [("rst", f"r{i}", d, 5, None) for i, d in enumerate([1, 1, 2, 3, 5, 10, None])]
+    spec += [("tmax", "t1", 1, 5, None), ("depth", "d1", 40, 5, None)]
+    table = findings.depth_shares(_solved_case(spec))
+    assert _row(table, "solved_tasks", "rst")["value"] == 6  # the unsolved one is not counted
+    assert _row(table, "solved_share_depth_le_3", "rst")["value"] == pytest.approx(4 / 6)
+    assert _row(table, "solved_share_depth_1", "rst")["value"] == pytest.approx(2 / 6)
+    assert _row(table, "solved_depth_ge_5", "rst")["value"] == 2
+    share = _row(table, "solved_share_depth_le_3", "rst")
+    low, high = stats.proportion_ci([4], [6])
+    assert (share["ci_low"], share["ci_high"]) == pytest.approx((low[0], high[0]))
+    assert _row(table, "solved_tasks", "synthetic")["value"] == 7  # RST and TMax, never the DEPTH-style set
+    assert _row(table, "solved_depth_le_3", "synthetic")["value"] == 5
+
+
+def test_turns_beside_depth_and_the_six_to_ten_window():
+    spec = [
+        ("tmax", "a", 1, 5, 8),
+        ("tmax", "b", 1, 5, 6),
+        ("tmax", "c", 2, 5, 10),
+        ("tmax", "d", 1, 5, 11),
+        ("facet", "e", 3, 5, 7),
+        ("depth", "f", 1, 5, 7),
+    ]
+    data = _solved_case(spec)
+    table = findings.turns_beside_depth(data)
+    assert _row(table, "mean_turns", "tmax")["value"] == pytest.approx((8 + 6 + 10 + 11) / 4)
+    assert _row(table, "solved_median_depth", "tmax")["value"] == 1
+    window = findings.depth_given_turns(data)
+    # a, b, c (tmax) and e (facet) take 6-10 turns; f is in the DEPTH-style set, not audited
+    assert _row(window, "tasks_n_in_window", "audited")["value"] == 4
+    assert _row(window, "tasks_n_in_window_depth_1", "audited")["value"] == 2
+
+
+def test_own_set_summary_and_pass_at_1():
+    tasks = [{"dataset": "depth", "task": t, "work": w} for t, w in (("x", 100), ("y", 300), ("z", 500))]
+    trials = [*_capped("depth", "x", "a", 40), *_capped("depth", "x", "b", None)]
+    trials += [*_capped("depth", "y", "a", 5), *_capped("depth", "y", "b", 10)]
+    trials += [*_capped("depth", "z", "a", None), *_capped("depth", "z", "b", None)]
+    trials += _public("depth", "x", "a", [True, False, False, False], turns=40)
+    trials += _public("depth", "y", "a", [True, True], turns=20) + _public("depth", "y", "b", [False], turns=60)
+    trials += _public("depth", "z", "b", [False, False], turns=80)
+    table = findings.own_set_summary(_data(tasks, trials))
+    assert _row(table, "own_median_work", "depth")["value"] == 300
+    # per task, the median over its uncapped runs pooled over models: x 40, y (20, 20, 60) 20, z 80
+    assert _row(table, "own_median_turns", "depth")["value"] == 40
+    assert _row(table, "own_solved_by_best", "depth")["value"] == 2  # a solves x and y, b only y
+    assert _row(table, "own_solved_by_best", "depth")["detail"] == "best model: a"
+    assert _row(table, "own_solved_by_best_depth_ge_40", "depth")["value"] == 1
+    assert _row(table, "own_passed_by_no_model", "depth")["value"] == 1  # z
+    rates = findings.pass_at_1(_data(tasks, trials))
+    assert _row(rates, "pass_at_1", "a")["value"] == pytest.approx((1 / 4 + 1) / 2)  # within tasks, then over them
+    assert _row(rates, "pass_at_1", "b")["value"] == 0
+    spread = _row(rates, "pass_at_1", "models")
+    assert (spread["ci_low"], spread["ci_high"], spread["interval"]) == (0, pytest.approx(0.625), "range")
+
+
+def test_labels_against_pass_rate_and_depth_against_the_rating():
+    ratings = ["easy", "easy", "medium", "medium", "medium", "hard", "hard", "hard"]
+    depths = [1, 1, 1, 2, 3, 2, 5, 10]
+    tasks, trials = [], []
+    for i, (rating, depth) in enumerate(zip(ratings, depths, strict=True)):
+        tasks.append(
+            {
+                "dataset": "tb2",
+                "task": f"t{i}",
+                "work": 3 + (5 * i) % 7,
+                "difficulty": rating,
+                "difficulty_source": "human",
+            }
+        )
+        trials += [r for m in ("a", "b") for r in _capped("tb2", f"t{i}", m, depth)]
+        trials += _public("tb2", f"t{i}", "a", [j < 8 - i for j in range(8)])
+    data = _data(tasks, trials)
+    row = _row(findings.label_pass_correlations(data, n_boot=200, seed=3), "label_corr_pass", "tb2")
+    expected = stats.spearman(
+        data.audit, "difficulty", "pass_rate", order={"difficulty": list(findings.LABELS)}, n_boot=200, seed=3
+    )
+    assert (row["value"], row["ci_low"], row["ci_high"]) == pytest.approx(
+        (expected.r, expected.ci_low, expected.ci_high)
+    )
+    assert row["detail"] == "difficulty (human)"
+    table = findings.depth_vs_author_rating(data, n_boot=0)
+    assert (_row(table, "rated_hard_depth_ge_2", "tb2")["value"], _row(table, "rated_hard_depth_ge_2", "tb2")["n"]) == (
+        3,
+        3,
+    )
+    easy = _row(table, "rated_easy_medium_depth_ge_2", "tb2")
+    assert (easy["value"], easy["n"]) == (2, 5)
+    partial = stats.partial_spearman(
+        data.audit, "depth", "difficulty", "work", order={"difficulty": list(findings.LABELS)}, n_boot=0
+    )
+    assert _row(table, "pcorr_depth_rating_given_work", "tb2")["value"] == pytest.approx(partial.r)
