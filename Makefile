@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= out/reproduce
 
-.PHONY: reproduce test lint bench docker harbor browser clean
+.PHONY: reproduce test lint bench docker harbor browser r mutate clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,12 +28,22 @@ harbor:
 browser:
 	bash scripts/browser-up.sh
 
-test: $(VENV)/.installed docker harbor browser
+# Debian's r-base-core for the statistics tests' R reference (tests/r)
+r:
+	bash scripts/r-up.sh
+
+test: $(VENV)/.installed docker harbor browser r
 	$(BIN)/ruff check depthlab tests notebooks
 	$(BIN)/python -m pytest -n 2 --benchmark-disable -p no:cacheprovider tests
 
 bench: $(VENV)/.installed
 	for script in tests/bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+# Mutation testing of the core modules (README, "Tests and benchmarks"); slow, not part of `make test`
+# or CI. MUTATE_ARGS: e.g. "stats --max-children 2", "--rerun", "--sample 200".
+mutate: $(VENV)/.installed
+	$(BIN)/python -m pip install -q 'mutmut==3.*'
+	$(BIN)/python scripts/mutate.py $(MUTATE_ARGS)
 
 clean:
 	rm -rf $(VENV) build out .pytest_cache

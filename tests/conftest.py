@@ -1,4 +1,4 @@
-"""Shared fixtures: the real reference material in ../shared (read in place, never copied)."""
+"""Shared fixtures: the real reference material in ../shared (read in place, never copied); hypothesis profiles."""
 
 from __future__ import annotations
 
@@ -6,6 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests: derandomized in CI (the same examples on every run, so a pass or a failure is
+# reproducible), randomized locally (new examples each run, to keep finding cases). CI=true is
+# what .ci/run and the usual CI services set; HYPOTHESIS_PROFILE overrides either way.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev"))
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DEPTHLAB_SHARED", ROOT.parent / "shared")).resolve()

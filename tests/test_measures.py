@@ -18,6 +18,7 @@ from depthlab.measures import (
     depth_summary,
     estimate_depth,
     pass_rates,
+    plan_missing,
     second_model_effect,
     second_model_runs,
     turn_counts,
@@ -161,6 +162,26 @@ def test_pass_rule_majority_against_any():
     assert _row(estimate_depth(_trials(rows), pass_rule="majority"))["depth"] == 2
 
 
+@pytest.mark.parametrize(
+    ("n_pass", "n_fail", "passes"),
+    [(1, 0, True), (0, 1, False), (1, 1, True), (1, 2, False), (2, 1, True), (2, 2, True), (2, 3, False), (3, 2, True)],
+)
+def test_majority_is_at_least_half_of_the_valid_attempts(n_pass, n_fail, passes):
+    # cap 1 holds the attempts; cap 2 passes, so D is 1 when cap 1 passes under the rule, else 2;
+    # invalid attempts never count, whichever way they would have gone
+    rows = [("t", "a", 1, "pass")] * n_pass + [("t", "a", 1, "fail")] * n_fail + [("t", "a", 1, "invalid")] * 3
+    rows += [("t", "a", 2, "pass")]
+    assert _row(estimate_depth(_trials(rows), pass_rule="majority"))["depth"] == (1 if passes else 2)
+    assert _row(estimate_depth(_trials(rows), pass_rule="any"))["depth"] == (1 if n_pass else 2)
+
+
+def test_majority_over_two_models_takes_the_smallest_majority_cap():
+    rows = [("t", "a", 1, s) for s in ("pass", "fail", "fail")] + [("t", "a", 2, s) for s in ("pass", "pass", "fail")]
+    rows += [("t", "b", 1, s) for s in ("fail", "fail")] + [("t", "b", 2, s) for s in ("fail", "fail", "pass")]
+    row = _row(estimate_depth(_trials(rows), pass_rule="majority"))
+    assert (row["status"], row["depth"], json.loads(row["depth_by_model"])) == ("solved", 2, {"a": 2, "b": None})
+
+
 def test_trials_without_a_model_are_left_out():
     depth = estimate_depth(_trials([("t", None, 1, "pass"), ("t", "a", 1, "fail"), ("t", "a", 2, "pass")]))
     row = _row(depth)
@@ -301,6 +322,12 @@ def test_pass_rates_against_plain_python(public_trials, by):
         assert got[key]["n_valid"] == len(rows)
 
 
+def test_pass_rates_pool_models_by_default(public_trials):
+    pooled = pass_rates(public_trials)
+    assert pooled.columns == ["dataset", "task", "pass_rate", "n_valid"]
+    assert pooled.equals(pass_rates(public_trials, by="task"))
+
+
 def test_pass_rates_rejects_unknown_grouping(public_trials):
     with pytest.raises(ValueError, match="The 'by' parameter of pass_rates must be one of"):
         pass_rates(public_trials, by="dataset")
@@ -341,9 +368,11 @@ def test_audit_table_joins_every_piece(public_trials):
             assert row["pass_rate"] == pytest.approx(sum(r["status"] == "pass" for r in rows) / len(rows))
             turns = [r["n_turns"] for r in rows if r["n_turns"] is not None]
             assert row["n_turns"] == pytest.approx(statistics.median(turns))
+            assert row["hit_limit_share"] == pytest.approx(sum(r["hit_limit"] for r in rows) / len(rows))
         else:
             assert row["pass_rate"] is None
             assert row["n_turns"] is None
+            assert row["hit_limit_share"] is None
 
 
 def test_audit_table_custom_curation_and_errors(public_trials):
@@ -355,3 +384,206 @@ def test_audit_table_custom_curation_and_errors(public_trials):
         audit_table(tasks, public_trials, curation={"tb2": "crowd"})
     with pytest.raises(ValueError, match="The 'tasks' parameter of audit_table must have the columns"):
         audit_table(tasks.drop("work"), public_trials)
+
+
+# ---------------------------------------------------------------- the public boundary, message by message
+
+_EMPTY_TRIALS, _EMPTY_TASKS = schema.empty("trials"), schema.empty("tasks")
+_FRAME_PARAMETERS = [
+    ("estimate_depth", "trials", lambda bad: estimate_depth(bad)),
+    ("depth_summary", "depth", lambda bad: depth_summary(bad)),
+    ("second_model_effect", "trials", lambda bad: second_model_effect(bad)),
+    ("turn_counts", "trials", lambda bad: turn_counts(bad)),
+    ("pass_rates", "trials", lambda bad: pass_rates(bad)),
+    ("audit_table", "tasks", lambda bad: audit_table(bad, _EMPTY_TRIALS)),
+    ("audit_table", "trials", lambda bad: audit_table(_EMPTY_TASKS, bad)),
+    ("plan_missing", "trials", lambda bad: plan_missing(bad, _EMPTY_TASKS, models=["a"])),
+    ("plan_missing", "tasks", lambda bad: plan_missing(_EMPTY_TRIALS, bad, models=["a"])),
+]
+
+
+@pytest.mark.parametrize(("function", "parameter", "call"), _FRAME_PARAMETERS)
+def test_every_measure_names_the_frame_parameter_it_rejects(function, parameter, call):
+    with pytest.raises(
+        TypeError, match=f"^The '{parameter}' parameter of {function} must be a polars DataFrame, got list$"
+    ):
+        call([])
+    start = f"The '{parameter}' parameter of {function} must have the columns \\['"
+    with pytest.raises(ValueError, match=f"^{start}.*\\], got columns \\['unrelated'\\]$"):
+        call(pl.DataFrame({"unrelated": [1]}))
+
+
+@pytest.mark.parametrize("function", [depth_summary, second_model_effect])
+def test_grouping_is_dataset_or_none(function):
+    trials = _trials([("t", "a", 1, "pass")])
+    frame = estimate_depth(trials) if function is depth_summary else trials
+    name = function.__name__
+    with pytest.raises(ValueError, match=f"^The 'by' parameter of {name} must be 'dataset' or None, got 'task'$"):
+        function(frame, by="task")
+
+
+@pytest.mark.parametrize("first_model", ["", 5])
+def test_second_model_effect_first_model_must_be_a_name(first_model):
+    trials = _trials([("t", "a", 1, "pass")])
+    message = f"^The 'first_model' parameter of second_model_effect must be a model name, got {first_model!r}$"
+    with pytest.raises(ValueError, match=message):
+        second_model_effect(trials, first_model=first_model)
+
+
+def test_depth_summary_overall_and_a_missing_non_monotone_flag():
+    depth = schema.conform(
+        pl.DataFrame(
+            {
+                "dataset": ["d", "d", "e"],
+                "task": ["a", "b", "c"],
+                "status": ["solved", "unsolved", "incomplete"],
+                "non_monotone": [None, True, False],
+            }
+        ),
+        "depth",
+    )
+    assert depth_summary(depth, by=None).rows(named=True) == [
+        {"n_tasks": 3, "n_solved": 1, "n_unsolved": 1, "n_incomplete": 1, "n_non_monotone": 1}
+    ]
+    assert depth_summary(depth).rows() == [("d", 2, 1, 1, 0, 1), ("e", 1, 0, 0, 1, 0)]
+
+
+def test_audit_table_passes_caps_models_and_pass_rule_to_the_estimator():
+    rows = [("t", "a", 1, s) for s in ("pass", "fail", "fail")] + [("t", "a", 2, "pass"), ("t", "a", 4, "pass")]
+    rows += [("t", "b", 1, "pass")]
+    trials = _trials(rows).with_columns(n_turns=pl.lit(None, pl.Int32), hit_limit=pl.lit(None, pl.Boolean))
+    tasks = _tasks([("d", "t")])
+    assert audit_table(tasks, trials)["depth"].to_list() == [1]  # b passes cap 1
+    for kwargs, depth in [
+        ({"models": ["a"]}, 1),  # a passes 1 of 3 at cap 1: enough under "any"
+        ({"models": ["a"], "pass_rule": "majority"}, 2),
+        ({"models": ["a"], "pass_rule": "majority", "caps": (1, 4)}, 4),  # cap 2 is off this ladder
+    ]:
+        expected = estimate_depth(trials, **kwargs)["depth"].to_list()
+        assert audit_table(tasks, trials, **kwargs)["depth"].to_list() == expected == [depth], kwargs
+
+
+def test_audit_table_joins_tasks_without_a_dataset_and_an_empty_curation():
+    # a task whose collection is unknown (null dataset) still gets its D and pass rate
+    tasks = _tasks([(None, "t")])
+    rows = [(None, "t", "a", 1, "fail"), (None, "t", "a", 2, "pass"), (None, "t", "a", None, "pass")]
+    frame = pl.DataFrame(rows, schema=["dataset", "task", "model", "cap", "status"], orient="row")
+    trials = schema.conform(frame.with_columns(n_turns=pl.lit(4), hit_limit=pl.lit(True)), "trials")
+    row = audit_table(tasks, trials, curation={}).row(0, named=True)
+    assert (row["depth"], row["depth_status"], row["pass_rate"], row["n_turns"], row["hit_limit_share"]) == (
+        2,
+        "solved",
+        1.0,
+        4.0,
+        1.0,
+    )
+    assert row["curation"] is None
+    assert audit_table(tasks, trials, curation={})["curation"].dtype == pl.String
+
+
+def test_a_task_no_model_ran_capped_is_incomplete_with_every_cap_missing():
+    # dataset "e" has only uncapped runs: no model counts there, so its task is listed, unrun
+    trials = pl.concat(
+        [
+            _trials([("t", "a", 1, "fail"), ("t", "a", 2, "pass")]),
+            _trials([("u", "a", None, "pass")], dataset="e"),
+        ]
+    )
+    depth = estimate_depth(trials)
+    assert depth["task"].to_list() == ["t", "u"]
+    row = _row(depth, "u")
+    assert {k: row[k] for k in ("status", "depth", "n_models", "non_monotone", "depth_by_model")} == {
+        "status": "incomplete",
+        "depth": None,
+        "n_models": 0,
+        "non_monotone": False,
+        "depth_by_model": "{}",
+    }
+    assert (row["caps_tried"], row["caps_missing"]) == ([], list(CAPS))
+    assert estimate_depth(trials, caps=(1, 4))["caps_missing"].to_list()[1] == [1, 4]
+
+
+def test_null_dataset_and_task_names_are_keys_like_any_other():
+    frame = pl.DataFrame(
+        [(None, None, "a", 1, "fail"), (None, None, "a", 2, "pass"), (None, "t", "a", 1, "pass")],
+        schema=["dataset", "task", "model", "cap", "status"],
+        orient="row",
+    )
+    depth = estimate_depth(schema.conform(frame, "trials"))
+    assert depth.select("dataset", "task", "depth", "status", "n_models").rows() == [
+        (None, None, 2, "solved", 1),
+        (None, "t", 1, "solved", 1),
+    ]
+
+
+def test_caps_of_any_integer_dtype_are_read():
+    # a trials frame built by hand (not conformed): cap as Int64
+    frame = pl.DataFrame(
+        {"dataset": "d", "task": "t", "model": "a", "cap": [1, 2, 3], "status": ["fail", "fail", "pass"]}
+    )
+    assert frame["cap"].dtype == pl.Int64
+    row = _row(estimate_depth(frame))
+    assert (row["depth"], row["status"], row["caps_tried"]) == (3, "solved", [1, 2, 3])
+    assert estimate_depth(frame.with_columns(pl.col("cap").cast(pl.Int16)))["depth"].to_list() == [3]
+
+
+@pytest.mark.parametrize(
+    "caps",
+    [(1, 2.5), (True, 2), (1, 1, 2), (0, 1), (3, 2), (), "1,2"],
+)
+def test_caps_must_be_strictly_increasing_positive_ints(caps):
+    with pytest.raises((TypeError, ValueError), match=r"^The 'caps' parameter of estimate_depth must be a"):
+        estimate_depth(_trials([("t", "a", 1, "pass")]), caps=caps)
+
+
+@pytest.mark.parametrize("models", [["a", ""], ["a", 5], ["a", "a"], [], "a", 3])
+def test_models_must_be_distinct_names(models):
+    with pytest.raises((TypeError, ValueError), match=r"^The 'models' parameter of estimate_depth must be a"):
+        estimate_depth(_trials([("t", "a", 1, "pass")]), models=models)
+
+
+def test_pass_rule_and_mode_messages():
+    trials = _trials([("t", "a", 1, "pass")])
+    with pytest.raises(
+        ValueError,
+        match=r"^The 'pass_rule' parameter of estimate_depth must be one of \['any', 'majority'\], got 'all'$",
+    ):
+        estimate_depth(trials, pass_rule="all")
+    tasks = schema.conform(pl.DataFrame({"dataset": ["d"], "task": ["t"]}), "tasks")
+    with pytest.raises(
+        ValueError, match=r"^The 'pass_rule' parameter of plan_missing must be one of \['any', 'majority'\], got 'all'$"
+    ):
+        plan_missing(trials, tasks, models=["a"], pass_rule="all")
+    with pytest.raises(
+        ValueError, match=r"^The 'by' parameter of pass_rates must be one of \['task', 'model'\], got 'dataset'$"
+    ):
+        pass_rates(trials.with_columns(n_turns=pl.lit(1), hit_limit=pl.lit(False)), by="dataset")
+
+
+def test_evidence_grid_cell_by_cell():
+    from depthlab.measures.depth import evidence_grid
+
+    trials = _trials([("t", "a", 1, "fail"), ("t", "a", 2, "pass"), ("t", "b", 1, "invalid"), ("t", "b", 3, "fail")])
+    grid = evidence_grid(trials, caps=(1, 2, 3), models=["a", "b"], pass_rule="any")
+    columns = ["model", "cap", "n_valid", "n_pass", "state", "model_depth", "upper", "top_state", "needed"]
+    assert grid.select(columns).rows() == [
+        ("a", 1, 1, 0, "fail", 2, 2, "missing", False),
+        ("a", 2, 1, 1, "pass", 2, 2, "missing", False),
+        ("a", 3, 0, 0, "missing", 2, 2, "missing", False),
+        ("b", 1, 0, 0, "missing", None, 2, "fail", True),  # an infrastructure error is not a failure
+        ("b", 2, 0, 0, "missing", None, 2, "fail", False),
+        ("b", 3, 1, 0, "fail", None, 2, "fail", False),
+    ]
+    assert grid.schema["cap"] == grid.schema["n_valid"] == grid.schema["n_pass"] == pl.Int32
+
+
+def test_evidence_grid_decides_a_majority_cell_before_its_last_attempts():
+    from depthlab.measures.depth import evidence_grid
+
+    trials = _trials([("t", "a", 1, "fail"), ("t", "a", 1, "fail"), ("t", "a", 2, "pass"), ("t", "a", 2, "fail")])
+    grid = evidence_grid(trials, caps=(1, 2), models=["a"], pass_rule="majority", attempts=3)
+    # cap 1: 2 failures of 3 planned leave no majority; cap 2: 1 of 2 so far, the third decides
+    assert grid.select("cap", "n_valid", "n_pass", "state", "needed").rows() == [
+        (1, 2, 0, "fail", False),
+        (2, 2, 1, "missing", True),
+    ]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from depthlab import cli, schema
@@ -42,16 +43,85 @@ def test_from_scratch_the_sweep_plans_everything_and_adaptive_the_bottom():
     assert _cells(adaptive) == {("t", "a", 1, 1), ("t", "b", 1, 1)}
 
 
-def test_adaptive_climbs_the_ladder_and_probes_the_top_after_its_lower_half():
-    failed = [("t", m, c, "fail") for m in "ab" for c in (1, 2)]
-    plan = plan_missing(_trials(failed), _tasks(["t"]), models=["a", "b"], mode="adaptive")
-    assert _cells(plan) == {("t", "a", 3, 1), ("t", "b", 3, 1)}
-    failed += [("t", m, c, "fail") for m in "ab" for c in (3, 5)]
-    plan = plan_missing(_trials(failed), _tasks(["t"]), models=["a", "b"], mode="adaptive")
-    assert _cells(plan) == {("t", m, c, 1) for m in "ab" for c in (10, 80)}
-    # the top cap failed for both: unsolved, nothing more to run
-    failed += [("t", m, 80, "fail") for m in "ab"]
-    assert plan_missing(_trials(failed), _tasks(["t"]), models=["a", "b"], mode="adaptive").is_empty()
+def _adaptive(rows: list[tuple], models: str = "ab", **kwargs) -> set[tuple]:
+    return _cells(plan_missing(_trials(rows), _tasks(["t"]), models=list(models), mode="adaptive", **kwargs))
+
+
+def _failed(caps: tuple[int, ...], models: str = "ab") -> list[tuple]:
+    return [("t", m, c, "fail") for m in models for c in caps]
+
+
+@pytest.mark.parametrize(
+    ("failed_caps", "next_caps"),
+    [
+        ((), (1,)),
+        ((1,), (2,)),
+        ((1, 2), (3,)),
+        ((1, 2, 3), (5,)),  # the top is not probed yet: the lower half has not failed
+        ((1, 2, 3, 5), (10, 80)),  # caps[len(caps) // 2] = 10 is reached: probe the top too
+        ((1, 2, 3, 5, 10), (20,)),  # the top was already probed (it failed below): climb on
+        ((1, 2, 3, 5, 10, 20), (40,)),
+    ],
+)
+def test_adaptive_steps_are_pinned_on_the_default_ladder(failed_caps, next_caps):
+    # from cap 10 on the top probe has run: a failed there, b passed (D <= 80), so both climb below 80
+    top = [("t", "a", 80, "fail"), ("t", "b", 80, "pass")] if 10 in failed_caps else []
+    assert _adaptive(_failed(failed_caps) + top) == {("t", m, c, 1) for m in "ab" for c in next_caps}
+
+
+def test_adaptive_ends_after_the_top_fails_for_every_model():
+    assert _adaptive(_failed((1, 2, 3, 5, 10, 80))) == set()
+
+
+def test_adaptive_top_probe_follows_the_ladder_given():
+    caps = (1, 2, 4, 8)  # caps[len(caps) // 2] = 4: the top is probed with cap 4
+    assert _adaptive(_failed((1,)), caps=caps) == {("t", m, 2, 1) for m in "ab"}
+    assert _adaptive(_failed((1, 2)), caps=caps) == {("t", m, c, 1) for m in "ab" for c in (4, 8)}
+
+
+def _rounds(truth: dict[str, int | None], known: list[tuple], models: str = "ab") -> list[set[tuple]]:
+    """Replay the adaptive planner on one task whose models pass iff cap >= their depth."""
+    rounds: list[set[tuple]] = []
+    rows = list(known)
+    for _ in range(2 * len(CAPS)):
+        plan = _adaptive(rows, models)
+        if not plan:
+            return rounds
+        rounds.append({(m, c) for _, m, c, _ in plan})
+        rows += [("t", m, c, "pass" if truth[m] is not None and c >= truth[m] else "fail") for _, m, c, _ in plan]
+    raise AssertionError(f"no convergence: {rounds}")
+
+
+def test_adaptive_climbs_both_models_in_step_from_scratch():
+    assert _rounds({"a": 20, "b": None}, []) == [
+        {("a", 1), ("b", 1)},
+        {("a", 2), ("b", 2)},
+        {("a", 3), ("b", 3)},
+        {("a", 5), ("b", 5)},
+        {("a", 10), ("b", 10), ("a", 80), ("b", 80)},
+        {("a", 20), ("b", 20)},
+    ]
+
+
+def test_a_known_top_failure_does_not_hold_a_model_back():
+    # The case a random seed found (issue 15): a's depth is 20, b never passes, and b's failure at
+    # the top cap is known before planning. Climbing only the needed cells left b behind while a
+    # climbed, then sent b from cap 1 to 20 after a's pass at 80: 11 rounds. In step it takes 6.
+    rounds = _rounds({"a": 20, "b": None}, [("t", "b", 80, "fail")])
+    assert rounds == [
+        {("a", 1), ("b", 1)},
+        {("a", 2), ("b", 2)},
+        {("a", 3), ("b", 3)},
+        {("a", 5), ("b", 5)},
+        {("a", 10), ("b", 10), ("a", 80)},
+        {("a", 20), ("b", 20)},
+    ]
+    assert len(rounds) <= len(CAPS)
+
+
+def test_adaptive_runs_nothing_for_a_task_every_model_failed_at_the_top():
+    # unsolved already: the pending cells of models with a failed top are not run
+    assert _adaptive([("t", m, 80, "fail") for m in "ab"]) == set()
 
 
 def test_a_known_pass_limits_the_plan_to_smaller_caps():
@@ -78,10 +148,48 @@ def test_invalid_trials_leave_the_cell_to_run_and_attempts_count_valid_ones():
 
 
 @pytest.mark.parametrize(
+    ("statuses", "attempts", "planned"),
+    [
+        (["pass", "pass"], 3, None),  # 2 of 3 pass whatever the third does: decided
+        (["fail", "fail"], 3, None),  # 2 of 3 fail: no majority can follow
+        (["pass", "fail"], 3, 1),  # the third attempt decides
+        (["pass", "pass"], 4, None),  # 2 of 4 is already half
+        (["fail", "fail"], 4, 2),  # 2 passes of the remaining 2 would still make half
+        (["fail", "fail", "fail"], 4, None),
+        (["pass"], 2, None),
+        (["fail"], 2, 1),
+    ],
+)
+def test_majority_decides_a_cell_as_soon_as_the_missing_attempts_cannot_change_it(statuses, attempts, planned):
+    # model a passes cap 2, so only cap 1 can matter; its outcome so far is `statuses`
+    trials = _trials([("t", "a", 1, s) for s in statuses] + [("t", "a", 2, "pass")] * attempts)
+    plan = plan_missing(trials, _tasks(["t"]), models=["a"], attempts=attempts, pass_rule="majority")
+    assert _cells(plan) == (set() if planned is None else {("t", "a", 1, planned)})
+
+
+def test_an_early_majority_failure_at_the_top_ends_the_task():
+    # 2 of 3 planned attempts failed at the top cap: no majority can pass there, so with nothing
+    # passing below the task is unsolved and nothing is planned
+    trials = _trials([("t", "a", 80, "fail")] * 2)
+    assert plan_missing(trials, _tasks(["t"]), models=["a"], attempts=3, pass_rule="majority").is_empty()
+    # one failure of 3 decides nothing: every cap is still to run (3 attempts each, 2 at the top)
+    plan = plan_missing(trials.head(1), _tasks(["t"]), models=["a"], attempts=3, pass_rule="majority")
+    assert _cells(plan) == {("t", "a", c, 3) for c in CAPS[:-1]} | {("t", "a", 80, 2)}
+
+
+@pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ({"models": None}, "The 'models' parameter of plan_missing must be a sequence"),
         ({"models": ["a"], "attempts": 0}, "The 'attempts' parameter of plan_missing must be an int >= 1"),
+        (
+            {"models": ["a"], "attempts": 2.0},
+            r"The 'attempts' parameter of plan_missing must be an int >= 1, got 2\.0$",
+        ),
+        (
+            {"models": ["a"], "attempts": True},
+            "The 'attempts' parameter of plan_missing must be an int >= 1, got True$",
+        ),
         ({"models": ["a"], "mode": "bisect"}, "The 'mode' parameter of plan_missing must be one of"),
         ({"models": ["a"], "caps": (5, 1)}, "The 'caps' parameter of plan_missing"),
     ],
@@ -93,8 +201,25 @@ def test_plan_missing_rejects_bad_parameters(kwargs, message):
 
 def test_sweep_runs_counts_the_grid():
     assert sweep_runs(10, n_models=2, attempts=3) == 10 * 2 * len(CAPS) * 3
-    with pytest.raises(ValueError, match="The 'n_tasks' parameter of sweep_runs"):
-        sweep_runs(-1, n_models=2)
+    assert sweep_runs(10, n_models=2) == 10 * 2 * 8  # one attempt by default
+    assert sweep_runs(7, n_models=3, caps=(1, 5)) == 7 * 3 * 2
+    assert sweep_runs(0, n_models=1) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ((-1,), {"n_models": 2}, "The 'n_tasks' parameter of sweep_runs must be an int >= 0, got -1"),
+        ((True,), {"n_models": 2}, "The 'n_tasks' parameter of sweep_runs must be an int >= 0, got True"),
+        ((2.0,), {"n_models": 2}, "The 'n_tasks' parameter of sweep_runs must be an int >= 0, got 2.0"),
+        ((1,), {"n_models": 0}, "The 'n_models' parameter of sweep_runs must be an int >= 1, got 0"),
+        ((1,), {"n_models": 1, "attempts": 0}, "The 'attempts' parameter of sweep_runs must be an int >= 1, got 0"),
+        ((1,), {"n_models": 1, "caps": ()}, "The 'caps' parameter of sweep_runs must be a non-empty"),
+    ],
+)
+def test_sweep_runs_rejects_bad_parameters(args, kwargs, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        sweep_runs(*args, **kwargs)
 
 
 # ---------------------------------------------------------------- convergence on a known truth
@@ -120,6 +245,8 @@ def _run(plan: pl.DataFrame, truth: dict[tuple[str, str], int | None]) -> pl.Dat
     st.integers(1, 3),
     st.sampled_from(["any", "majority"]),
 )
+# issue 15: a's depth 20, b never passes, b's top-cap failure known: 11 adaptive rounds before the fix
+@example(model_depths=[(20, None)], mode="adaptive", known_cells=[(0, "b", 80)], attempts=1, pass_rule="any")
 def test_replanning_pins_every_depth(model_depths, mode, known_cells, attempts, pass_rule):
     names = [f"t{i}" for i in range(len(model_depths))]
     truth = {
@@ -141,12 +268,14 @@ def test_replanning_pins_every_depth(model_depths, mode, known_cells, attempts, 
         truth,
     )
     known = pl.concat([known, _trials([(t, m, c, "invalid") for t, m, c in start[:2]])])
-    for _ in range(len(CAPS) + 2):
-        plan = plan_missing(known, _tasks(names), models=["a", "b"], mode=mode, attempts=attempts, pass_rule=pass_rule)
+    options = {"models": ["a", "b"], "mode": mode, "attempts": attempts, "pass_rule": pass_rule}
+    # every run is valid: at most len(CAPS) rounds with a plan (planning.py's documented bound)
+    for _ in range(len(CAPS)):
+        plan = plan_missing(known, _tasks(names), **options)
         if plan.is_empty():
             break
         known = pl.concat([known, _run(plan, truth)])
-    assert plan.is_empty()
+    assert plan_missing(known, _tasks(names), **options).is_empty()
     depth = estimate_depth(known, models=["a", "b"], pass_rule=pass_rule)
     for name, pair in zip(names, model_depths, strict=True):
         reachable = [d for d in pair if d is not None]

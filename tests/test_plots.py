@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 
 import matplotlib as mpl
 import numpy as np
@@ -127,8 +128,29 @@ def test_collection_colours_are_the_same_in_every_figure(audit):
         to_hex(c.get_facecolor()[0][:3]) for ax in scatter.axes for c in ax.collections if isinstance(c, PathCollection)
     }
     assert colours == {plots.PALETTE[d].lower() for d in DATASETS}
-    assert plots.color("my-own-tasks") == plots.color("my-own-tasks")
-    assert plots.color("my-own-tasks") not in plots.PALETTE.values()
+    # an unknown collection's colour is a fixed function of its name: the same in a fresh interpreter
+    # with another string-hash seed (Python's hash() would differ), and never a known collection's
+    import subprocess
+    import sys
+
+    from matplotlib.colors import is_color_like
+
+    names = ["my-own-tasks", "another-set", "x"]
+    script = "import sys; from depthlab import plots; print(*[plots.color(n) for n in sys.argv[1:]])"
+    fresh = [
+        subprocess.run(
+            [sys.executable, "-c", script, *names],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout.split()
+        for seed in ("1", "2")
+    ]
+    here = [plots.color(name) for name in names]
+    assert fresh == [here, here]
+    assert all(is_color_like(colour) and colour not in plots.PALETTE.values() for colour in here)
+    assert len(set(here)) == 3  # the name picks the colour: these three names get three
 
 
 def test_grey_means_pooled_and_black_means_median_never_a_collection():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 
@@ -257,7 +256,15 @@ def test_notebooks_are_committed_without_outputs_thin_and_linted():
     done = subprocess.run([str(ruff), "check", "--no-cache", str(folder)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
     assert not (folder / "generate.py").exists()
-    assert math.isfinite(auditdata.DEMO_SCALE)
+
+
+def test_demo_scale_is_the_default_of_every_demo_entry_point():
+    import inspect
+
+    functions = {"demo_data": auditdata.demo_data, "audit_data": auditdata.audit_data, "reproduce": reproduce.reproduce}
+    defaults = {name: inspect.signature(f).parameters["scale"].default for name, f in functions.items()}
+    assert defaults == dict.fromkeys(functions, auditdata.DEMO_SCALE)
+    assert 0 < auditdata.DEMO_SCALE <= 1  # a demo at most the paper's size
 
 
 def test_the_demo_is_built_once_in_the_user_cache_and_shared(tmp_path, monkeypatch):

@@ -1,8 +1,13 @@
-"""depthlab.stats against independent references: R ppcor, pingouin, scipy, statsmodels, simulation."""
+"""depthlab.stats against independent references: R (run afresh), pingouin, scipy, statsmodels, simulation."""
 
 from __future__ import annotations
 
 import math
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,8 +26,62 @@ from depthlab.stats._engine import _spearman_statistic
 
 @pytest.fixture(scope="module")
 def ppcor_data() -> pd.DataFrame:
-    """pingouin's example data for partial_corr (n = 30), the data of tests/r/ppcor_reference.R."""
+    """pingouin's example data for partial_corr (n = 30), one data set given to tests/r/ppcor_reference.R."""
     return pg.read_dataset("partial_corr")
+
+
+R_SCRIPT = Path(__file__).parent / "r" / "ppcor_reference.R"
+R_COVARS = (("cv1",), ("cv1", "cv2"), ("cv1", "cv2", "cv3"))
+TIED_COVARS = (("z",), ("z", "w"), ("z", "w", "v"))
+
+
+@pytest.fixture(scope="module")
+def r_reference(ppcor_data, tmp_path_factory) -> dict[tuple, tuple[float, float, int, int]]:
+    """Fresh output of tests/r/ppcor_reference.R (base R): case -> (r, p, n, k).
+
+    Cases: (data, kind, covar) with data "ppcor" (pingouin's partial_corr data set) or
+    "tied<seed>" (:func:`tied_frame`), kind "partial" or "semipartial", Spearman throughout.
+    Skipped without Rscript, unless DEPTHLAB_REQUIRE_R=1 (CI), where that is a failure.
+    """
+    rscript = shutil.which("Rscript")
+    if rscript is None:
+        if os.environ.get("DEPTHLAB_REQUIRE_R") == "1":
+            pytest.fail("DEPTHLAB_REQUIRE_R=1 but Rscript is not on PATH (make r installs r-base-core)")
+        pytest.skip("Rscript not found: the R reference is not run (make r installs r-base-core)")
+    folder = tmp_path_factory.mktemp("r")
+    frames = {"ppcor": (ppcor_data, R_COVARS)} | {f"tied{seed}": (tied_frame(seed), TIED_COVARS) for seed in range(3)}
+    cases = []
+    for name, (frame, covars) in frames.items():
+        frame.to_csv(folder / f"{name}.csv", index=False)
+        for kind in ("partial", "semipartial"):
+            for covar in covars:
+                cases.append(
+                    {
+                        "id": "|".join([name, kind, *covar]),
+                        "data": str(folder / f"{name}.csv"),
+                        "x": "x",
+                        "y": "y",
+                        "covar": ";".join(covar),
+                        "method": "spearman",
+                        "kind": kind,
+                    }
+                )
+    pd.DataFrame(cases).to_csv(folder / "cases.csv", index=False)
+    done = subprocess.run(
+        [rscript, str(R_SCRIPT), str(folder / "cases.csv"), str(folder / "out.csv")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = pd.read_csv(folder / "out.csv", dtype={"id": str})
+    assert len(out) == len(cases)
+    return {
+        (name, kind, tuple(covar)): (float(row.r), float(row.p), int(row.n), int(row.k))
+        for row in out.itertuples()
+        for name, kind, *covar in [row.id.split("|")]
+    }
 
 
 def tied_frame(seed: int, n: int = 50) -> pd.DataFrame:
@@ -46,12 +105,26 @@ def naive_partial_spearman(data: np.ndarray) -> float:
 # point estimates and p-values
 
 
-def test_ppcor_spearman_three_covariates(ppcor_data):
-    # R ppcor 1.1 pcor.test(x, y, cv1..cv3, method="spearman") (tests/r/ppcor_reference.R; DESIGN.md)
-    res = stats.partial_spearman(ppcor_data, "x", "y", ["cv1", "cv2", "cv3"], n_boot=0)
-    assert res.r == pytest.approx(0.5209208, abs=5e-8)
-    assert res.p == pytest.approx(0.005336187, abs=5e-10)
-    assert (res.n, res.k, res.n_dropped) == (30, 3, 0)
+@pytest.mark.parametrize("covar", R_COVARS)
+@pytest.mark.parametrize("kind", ["partial", "semipartial"])
+def test_equals_r_ppcor_formulas(ppcor_data, r_reference, kind, covar):
+    # tests/r/ppcor_reference.R run now: ppcor's pcor.test / spcor.test(method = "spearman") in base R
+    r, p, n, k = r_reference[("ppcor", kind, covar)]
+    function = stats.partial_spearman if kind == "partial" else stats.semipartial_spearman
+    res = function(ppcor_data, "x", "y", list(covar), n_boot=0)
+    assert (res.r, res.p) == pytest.approx((r, p), rel=1e-10, abs=1e-13)
+    assert (res.n, res.k, res.n_dropped) == (n, k, 0) == (30, len(covar), 0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("covar", TIED_COVARS)
+@pytest.mark.parametrize("kind", ["partial", "semipartial"])
+def test_equals_r_ppcor_formulas_on_tied_data(r_reference, seed, covar, kind):
+    # ties: R's rank() averages them, as ppcor's cor(method = "spearman") does
+    r, p, n, _ = r_reference[(f"tied{seed}", kind, covar)]
+    function = stats.partial_spearman if kind == "partial" else stats.semipartial_spearman
+    res = function(pl.from_pandas(tied_frame(seed)), "x", "y", list(covar), n_boot=0)
+    assert (res.r, res.p, res.n) == pytest.approx((r, p, n), rel=1e-10, abs=1e-13)
 
 
 def test_pingouin_documented_value_one_covariate(ppcor_data):
@@ -318,6 +391,33 @@ def test_cluster_with_one_trial_per_task_is_the_row_bootstrap():
         )
 
 
+def test_cluster_bootstrap_with_unequal_task_sizes_equals_a_plain_loop():
+    # Tasks of 1 to 6 trials. Reference: the same generator calls (tasks drawn, then for each drawn
+    # task as many trial draws as its largest task has, of which the first `size` are that task's
+    # resample), the arithmetic by hand: per-task means in a loop, scipy's spearmanr, np.percentile.
+    rng = np.random.default_rng(12)
+    sizes = rng.integers(1, 7, 24)
+    latent = rng.normal(size=len(sizes))
+    task = np.repeat(np.arange(len(sizes)), sizes)
+    score = latent[task] + rng.normal(size=len(task))
+    trials = pl.DataFrame({"task": task, "work": (latent + rng.normal(size=len(sizes)))[task], "score": score})
+    n_boot = 300
+    res = stats.spearman(trials, "work", "score", n_boot=n_boot, seed=4, cluster="task", method="percentile")
+
+    groups = [score[task == t] for t in range(len(sizes))]
+    work = trials.group_by("task").agg(pl.col("work").first()).sort("task")["work"].to_numpy()
+    assert res.r == pytest.approx(scipy_stats.spearmanr(work, [g.mean() for g in groups]).statistic, abs=1e-12)
+    draws_rng = np.random.default_rng(4)
+    draws = draws_rng.integers(0, len(sizes), (n_boot, len(sizes)))
+    picks = draws_rng.integers(0, sizes[draws][:, :, None], (n_boot, len(sizes), int(sizes.max())))
+    boot = []
+    for b in range(n_boot):
+        means = [groups[t][picks[b, j, : sizes[t]]].mean() for j, t in enumerate(draws[b])]
+        boot.append(scipy_stats.spearmanr(work[draws[b]], means).statistic)
+    low, high = np.percentile(boot, [2.5, 97.5])
+    assert (res.ci_low, res.ci_high) == pytest.approx((low, high), abs=1e-12)
+
+
 def test_cluster_point_estimate_uses_task_means():
     trials = clustered_trials(4, tasks=20, trials=5, noise=1.0).with_columns(passed=pl.col("score") > 0)
     means = trials.group_by("task").agg(pl.col("work", "passed").mean())
@@ -435,6 +535,14 @@ def test_sign_test_matches_scipy_and_statsmodels(seed):
     assert res.p == pytest.approx(statsmodels_sign_test(diff)[1], rel=1e-12)
 
 
+@pytest.mark.parametrize(("diff", "n"), [([1, -1], 2), ([2, 1, -1, -3, 0], 4), ([1, -1, 1, -1, 1, -1, 2, -2], 8)])
+def test_sign_test_equal_counts_give_p_one(diff, n):
+    # 2 P(X <= n/2) exceeds 1 when the counts are equal: the two-sided p is 1 (scipy binomtest)
+    res = stats.sign_test(diff)
+    assert res.n_pos == res.n_neg == n // 2
+    assert res.p == 1.0 == scipy_stats.binomtest(n // 2, n, 0.5).pvalue
+
+
 def test_sign_test_missing_and_empty():
     res = stats.sign_test(pl.Series([1.0, None, 2.0, float("nan")]), [0, 0, 0, 0])
     assert (res.n_pos, res.n_missing) == (2, 2)
@@ -483,10 +591,42 @@ def audit_like(seed: int, n: int = 120) -> pl.DataFrame:
     )
 
 
+def rankdata_percentile(df: pl.DataFrame, value: str, by: str = "dataset") -> pl.Series:
+    """Independent reference: scipy's average ranks / count within each group, over non-null values."""
+    out = np.full(df.height, np.nan)
+    values = df[value].to_numpy().astype(np.float64)
+    groups = df[by].to_numpy()
+    for name in np.unique(groups):
+        rows = np.flatnonzero((groups == name) & ~np.isnan(values))
+        out[rows] = scipy_stats.rankdata(values[rows]) / len(rows)
+    return pl.Series(f"{value}_percentile", out).fill_nan(None)
+
+
+def test_quadrant_percentiles_rank_rows_with_a_null_depth_too():
+    # An unsolved task has a null depth: it is left out of the cells but still ranked, so the other
+    # tasks' percentiles do not depend on whether it was solved (quadrants' docstring).
+    df = audit_like(5, n=60).with_columns(
+        depth=pl.when(pl.int_range(pl.len()) % 4 == 0).then(None).otherwise(pl.col("depth"))
+    )
+    table = stats.quadrants(df, n_boot=0)
+    percentile = rankdata_percentile(df, "pass_rate")  # over all 60 rows, null depths included
+    known = df["depth"].is_not_null()
+    median = float(np.median(df.filter(known)["work"].to_numpy()))
+    assert table["n"].sum() == int(known.sum()) == 45
+    for row in table.iter_rows(named=True):
+        mask = (
+            known
+            & ((df["depth"] >= 2) == (row["depth_class"] == "deep"))
+            & ((df["work"] >= median) == (row["work_class"] == "large"))
+        )
+        assert row["n"] == int(mask.sum())
+        assert row["mean_percentile"] == pytest.approx(float(percentile.filter(mask).mean()), abs=1e-12)
+
+
 def test_quadrants_counts_means_and_intervals():
     df = audit_like(0)
     table = stats.quadrants(df, n_boot=800, seed=2)
-    percentile = stats.within_percentile(df, "pass_rate")
+    percentile = rankdata_percentile(df, "pass_rate")
     median = float(np.median(df["work"].to_numpy()))
     assert table["work_split"].to_list() == [median] * 4
     for row in table.iter_rows(named=True):
@@ -617,15 +757,6 @@ def residual_semipartial_spearman(data: np.ndarray) -> float:
     return float(np.corrcoef(ranks[:, 0], residual)[0, 1])
 
 
-def test_semipartial_ppcor_spearman_three_covariates(ppcor_data):
-    # R ppcor 1.1 spcor.test(x, y, cv1..cv3, method="spearman") (tests/r/ppcor_reference.R; DESIGN.md):
-    # ppcor removes z from y only; p from t = r sqrt((n - 2 - k) / (1 - r^2)), df = n - 2 - k
-    res = stats.semipartial_spearman(ppcor_data, "x", "y", ["cv1", "cv2", "cv3"], n_boot=0)
-    assert res.r == pytest.approx(0.4597143, abs=5e-8)
-    assert res.p == pytest.approx(0.01584262, abs=5e-9)
-    assert (res.n, res.k, res.statistic) == (30, 3, "semipartial_spearman")
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("covar", [["z"], ["z", "w"], ["z", "w", "v"]])
 def test_semipartial_equals_pingouin_on_tied_data(seed, covar):
@@ -699,3 +830,149 @@ def test_semipartial_invalid_input(ppcor_data, kwargs, message):
     df, covar = args.pop("df"), args.pop("covar")
     with pytest.raises(ValueError, match=message):
         stats.semipartial_spearman(df, "x", "y", covar, **args)
+
+
+# ---------------------------------------------------------------------------------------------
+# results as text, HTML and rows (what a notebook shows)
+
+
+def test_partial_corr_text_html_and_row():
+    res = stats.PartialCorr(
+        r=0.5,
+        ci_low=0.1,
+        ci_high=0.8,
+        p=0.0123,
+        n=30,
+        k=1,
+        method="bca",
+        n_boot=1000,
+        n_degenerate=2,
+        n_dropped=3,
+        x="x",
+        y="y",
+        covar=("z", "w"),
+        statistic="semipartial_spearman",
+        cluster="task",
+    )
+    label = "semipartial_spearman r(x, y | z, w removed from y only)"
+    notes = "n = 30 clusters of 'task', 3 dropped for nulls, 2 degenerate resamples left out"
+    assert str(res) == f"{label} = +0.500, 95% CI [+0.100, +0.800] (bca, 1,000 resamples), p = 0.0123, {notes}"
+    assert res._repr_html_() == (
+        "<table><tr><th style='text-align:left'>"
+        + label
+        + "</th><th>r</th><th>CI</th><th>p</th><th>n</th></tr><tr><td style='text-align:left'>"
+        + "bca, 1,000 resamples; "
+        + notes.replace("'", "&#x27;")
+        + "</td><td>+0.500</td><td>[+0.100, +0.800] (95%)</td><td>0.0123</td><td>30</td></tr></table>"
+    )
+    assert res.to_row()["covar"] == "z, w"
+    plain = stats.PartialCorr(
+        r=-0.25,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        p=0.5,
+        n=10,
+        k=0,
+        method="bca",
+        n_boot=0,
+        n_degenerate=0,
+        n_dropped=0,
+        x="a",
+        y="b",
+    )
+    assert str(plain) == "spearman r(a, b) = -0.250, no CI (n_boot=0), p = 0.5, n = 10"
+    assert "<td>-0.250</td><td>—</td><td>0.5</td><td>10</td>" in plain._repr_html_()
+
+
+def test_sign_test_text_html_and_row():
+    res = stats.SignTest(n_pos=7, n_neg=2, n_zero=1, p=0.1796875, n_missing=2)
+    text = "sign test: 7 positive, 2 negative (1 zero dropped, 2 missing), exact two-sided p = 0.18"
+    assert str(res) == text
+    assert res._repr_html_() == f"<p>{text}</p>"
+    assert res.to_row() == {"n_pos": 7, "n_neg": 2, "n_zero": 1, "p": 0.1796875, "n_missing": 2}
+    assert (
+        str(stats.SignTest(1, 0, 0, 1.0)) == "sign test: 1 positive, 0 negative (0 zero dropped), exact two-sided p = 1"
+    )
+    assert (
+        stats.SignTest(1, 0, 0, 1.0)._repr_html_()
+        == "<p>sign test: 1 positive, 0 negative (0 zero dropped), exact two-sided p = 1</p>"
+    )
+
+
+def test_sign_test_reads_lists_with_none_and_names_bad_input():
+    res = stats.sign_test([1, None, -2, 3], [0, 0, 0, None])
+    assert (res.n_pos, res.n_neg, res.n_missing) == (1, 1, 2)
+    for args, message in [
+        ((["x", 1],), "The 'a' parameter of sign_test must be numbers, got ['x', 1]"),
+        (([1, 2], ["x", 1]), "The 'b' parameter of sign_test must be numbers, got ['x', 1]"),
+        (([[1, 2], [3, 4]],), "The 'a' parameter of sign_test must be one-dimensional, got shape (2, 2)"),
+        (([1, 2], [[1], [2]]), "The 'b' parameter of sign_test must be one-dimensional, got shape (2, 1)"),
+    ]:
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            stats.sign_test(*args)
+
+
+def test_a_one_task_quadrant_gets_its_interval_without_warnings():
+    # BCa's jackknife of a one-task cell leaves no row: that replicate is NaN, silently
+    import warnings
+
+    df = pl.DataFrame({"dataset": "d", "depth": [1, 1, 1, 5], "work": [1, 9, 2, 9], "pass_rate": [0.9, 0.5, 0.7, 0.1]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = stats.quadrants(df, n_boot=50, seed=0, method="bca")
+    deep_large = table.filter((pl.col("depth_class") == "deep") & (pl.col("work_class") == "large")).row(0, named=True)
+    assert deep_large["n"] == 1
+    assert deep_large["mean_percentile"] == deep_large["ci_low"] == deep_large["ci_high"] == 0.25
+
+
+def test_a_label_value_outside_its_order_is_named_with_the_parameter():
+    df = pl.DataFrame({"difficulty": ["easy", "hard", "epic", "easy"] * 3, "pass_rate": [0.9, 0.2, 0.1, 0.8] * 3})
+    message = (
+        "The 'x' parameter of spearman names column 'difficulty', whose values ['epic'] are not in its order "
+        "['easy', 'medium', 'hard']"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        stats.spearman(df, "difficulty", "pass_rate", order=["easy", "medium", "hard"], n_boot=0)
+
+
+def test_cluster_bootstrap_with_one_resample():
+    trials = clustered_trials(6, tasks=12, trials=3, noise=0.5)
+    res = stats.spearman(trials, "work", "score", n_boot=1, seed=0, cluster="task", method="percentile")
+    assert res.n_boot == 1
+    assert math.isfinite(res.ci_low)
+    assert res.ci_low == res.ci_high  # one replicate: the interval is that value
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda df: stats.partial_spearman(df, "x", "y", 5, n_boot=0),
+            "The 'covar' parameter must be a column name, a list of them or None, got 5",
+        ),
+        (
+            lambda df: stats.kendall_tau_b(df, "nope", "y", n_boot=0),
+            "The 'x' parameter of kendall_tau_b names column 'nope', which is not in the frame "
+            "(columns: ['x', 'y', 'a', 'b'])",
+        ),
+        (
+            lambda df: stats.within_percentile(df, "x", by="nope"),
+            "The 'by' parameter of within_percentile names column 'nope', which is not in the frame "
+            "(columns: ['x', 'y', 'a', 'b'])",
+        ),
+        (
+            lambda df: stats.kendall_tau_b(df, "a", "b", order=["p", "q"], n_boot=0),
+            "The 'order' parameter of kendall_tau_b is a list, which applies to the one non-numeric column, but 2 "
+            "are non-numeric (['a', 'b']); pass a mapping {column: categories}",
+        ),
+    ],
+)
+def test_messages_name_the_function_and_parameter(call, message):
+    df = pl.DataFrame({"x": [1, 2, 3, 4, 5, 6], "y": [2, 1, 4, 3, 6, 5], "a": ["p", "q"] * 3, "b": ["r", "s"] * 3})
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        call(df)
+
+
+def test_kendall_has_no_covariates():
+    res = stats.kendall_tau_b(tied_frame(3, n=40), "x", "y", n_boot=0)
+    assert (res.k, res.covar, res.statistic) == (0, (), "kendall_tau_b")

@@ -7,14 +7,26 @@ prunes everything above. So the cheapest order is bottom-up:
 
 * ``"sweep"`` plans every needed cell at once (one round, or two when a pass appears where a
   model had only run the top cap).
-* ``"adaptive"`` plans one round of a search over the ladder: per task, the lowest needed cap
-  for the models that still need it; and once the lower half of the ladder has failed while
-  nothing passes (the lowest needed cap is at least ``caps[len(caps) // 2]``, 10 on the default
-  ladder), also the top cap, since one failure there per model ends the task as ``unsolved``.
+* ``"adaptive"`` plans one round of a search over the ladder that climbs every model in step.
+  A cell is *pending* for the climb while its task is unfinished (some cell is needed) and the
+  cell is missing below ``upper`` (the smallest passing cap; the whole ladder while nothing
+  passes). Pending cells include those of a model whose top cap already failed: they are not
+  needed yet, but any later pass makes them needed, and running them in step keeps the bound
+  below. Per task the round holds the pending cells at the lowest pending cap; and once the
+  lower half of the ladder has failed while nothing passes (that cap is at least
+  ``caps[len(caps) // 2]``, 10 on the default ladder), also the needed top-cap cells, since
+  one failure there per model ends the task as ``unsolved``. On the default ladder, after
+  failures at caps 1, 2 and 3 the next round is cap 5; after 1 to 5 it is caps 10 and 80.
   Run the round, load the new trials, call again; it stops planning when every task is solved
-  or unsolved, after at most ``len(caps)`` rounds when every run is valid. (Bisecting between
-  the largest failure and the smallest pass saves rounds but not runs: a failure in the middle
-  still leaves every cap below it to be observed.)
+  or unsolved, after at most ``len(caps)`` rounds with a plan when every run is valid: a round
+  decides every cell at its cap, cells below it are already decided, and a pass only makes
+  cells below it needed, so the lowest pending cap rises by at least one rung per round.
+  (Climbing only the *needed* cells breaks this: a model whose top-cap failure is known
+  waits while another climbs, and a pass high up then sends it back to cap 1, up to
+  ``2 * len(caps) - 1`` rounds. The price of the bound is a few runs of such a model that are
+  wasted when the task ends unsolved.) Bisecting between the largest failure and the
+  smallest pass saves rounds but not runs: a failure in the middle still leaves every cap
+  below it to be observed.
 """
 
 from __future__ import annotations
@@ -108,19 +120,26 @@ def plan_missing(
     mode = check_choice(mode, "mode", function, PLAN_MODES)
     pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
     grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule, attempts=attempts, tasks=tasks)
-    needed = pl.col("needed")
-    if mode == "adaptive":
-        lowest = pl.col("cap").filter(needed).min().over(TASK_KEYS)
-        # once the lower half of the ladder failed and nothing passes, one top-cap run per model
-        # can end the task as unsolved; probing earlier costs more on the many shallow tasks
-        top_probe = (pl.col("cap") == caps[-1]) & pl.col("upper").is_null() & (lowest >= caps[len(caps) // 2])
-        needed = needed & ((pl.col("cap") == lowest) | top_probe)
+    planned = _adaptive_round(caps) if mode == "adaptive" else pl.col("needed")
     return (
-        grid.filter(needed)
+        grid.filter(planned)
         .select(*CELL_KEYS, attempts=(attempts - pl.col("n_valid")).cast(pl.Int32))
         .sort(CELL_KEYS)
         .cast(PLAN_SCHEMA)  # type: ignore[arg-type]
     )
+
+
+def _adaptive_round(caps: Sequence[int]) -> pl.Expr:
+    """Over :func:`evidence_grid`'s columns: the cells of one round of the adaptive climb (module docstring)."""
+    needed = pl.col("needed")
+    task_unfinished = needed.any().over(TASK_KEYS)
+    below_upper = pl.col("upper").is_null() | (pl.col("cap") < pl.col("upper"))
+    pending = (pl.col("state") == "missing") & below_upper & task_unfinished
+    lowest = pl.col("cap").filter(pending).min().over(TASK_KEYS)
+    # once the lower half of the ladder failed and nothing passes, one top-cap run per model
+    # can end the task as unsolved; probing earlier costs more on the many shallow tasks
+    top_probe = (pl.col("cap") == caps[-1]) & pl.col("upper").is_null() & (lowest >= caps[len(caps) // 2])
+    return (pending & (pl.col("cap") == lowest)) | (needed & top_probe)
 
 
 def sweep_runs(n_tasks: int, *, n_models: int, caps: Sequence[int] = CAPS, attempts: int = 1) -> int:

@@ -201,8 +201,9 @@ def spearman(
     >>> round(res.r * 165, 9)
     -29.0
     """
-    return partial_spearman(
-        df, x, y, None, n_boot=n_boot, ci=ci, method=method, seed=seed, cluster=cluster, order=order
+    # its own name in error messages (the user called spearman, not partial_spearman)
+    return _rank_partial(
+        "spearman", df, x, y, None, n_boot=n_boot, ci=ci, method=method, seed=seed, cluster=cluster, order=order
     )
 
 

@@ -1,8 +1,9 @@
 """W and author ratings of the real TB2 task dirs equal ../shared/data/tb2_tasks.csv.
 
-The task dirs are public data and are not committed: this test runs when
-``DEPTHLAB_TB2_TASKS`` names a folder of them (e.g. after ``depthlab fetch tb2-tasks``) and
-skips otherwise. The shared samples carry no solve.sh, so W can only be checked this way.
+The task dirs are public data and are not committed. The test runs on the first folder of them
+(task dirs with ``solution/solve.sh``) found at: ``DEPTHLAB_TB2_TASKS``; ``data/public/tb2/tasks``
+(where ``depthlab fetch tb2-tasks`` writes); ``../shared/tb2-tasks`` or ``../shared/data/tb2-tasks``.
+Without one it skips naming every place it looked, or fails when ``DEPTHLAB_REQUIRE_TB2_TASKS=1``.
 """
 
 from __future__ import annotations
@@ -16,12 +17,23 @@ import pytest
 import depthlab as dl
 
 
+def _candidates(shared: Path) -> list[Path]:
+    named = os.environ.get("DEPTHLAB_TB2_TASKS")
+    root = Path(__file__).resolve().parents[2]
+    places = [root / "data" / "public" / "tb2" / "tasks", shared / "tb2-tasks", shared / "data" / "tb2-tasks"]
+    return [Path(named), *places] if named else places
+
+
 @pytest.fixture(scope="module")
-def tb2_task_dirs() -> Path:
-    folder = os.environ.get("DEPTHLAB_TB2_TASKS")
-    if not folder or not Path(folder).is_dir():
-        pytest.skip("set DEPTHLAB_TB2_TASKS to a folder of the real TB2 task dirs (depthlab fetch tb2-tasks)")
-    return Path(folder)
+def tb2_task_dirs(shared: Path) -> Path:
+    candidates = _candidates(shared)
+    for folder in candidates:
+        if folder.is_dir() and any(folder.glob("*/solution/solve.sh")):
+            return folder
+    reason = "no folder of real TB2 task dirs with solution/solve.sh at " + ", ".join(map(str, candidates))
+    if os.environ.get("DEPTHLAB_REQUIRE_TB2_TASKS") == "1":
+        pytest.fail(reason + " (DEPTHLAB_REQUIRE_TB2_TASKS=1)")
+    pytest.skip(reason + "; depthlab fetch tb2-tasks puts them in data/public/tb2/tasks")
 
 
 def test_work_and_author_ratings_match_the_published_task_table(tb2_task_dirs, shared_data):

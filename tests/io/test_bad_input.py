@@ -92,18 +92,39 @@ def test_symlink_loop_fifo_and_directory_in_place_of_a_file(tmp_path):
     assert load.n_seen == load.trials.height + len(load.rejected)
 
 
+# Root reads a chmod-000 directory through the capabilities that override file permissions; the
+# load then runs in a child without them (setpriv drops them from its bounding set).
+_UNPRIVILEGED = ("setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--")
+_LOAD_AND_LIST_REJECTED = (
+    "import json, sys; from depthlab.io import read_trials; "
+    "print(json.dumps([item.path for item in read_trials(sys.argv[1], cache=False).rejected]))"
+)
+
+
 def test_unreadable_directory_is_reported(tmp_path):
+    import subprocess
+    import sys
+
+    prefix: tuple[str, ...] = ()
     if os.geteuid() == 0:
-        pytest.skip("runs as root: chmod 000 does not stop root from listing a directory")
+        if shutil.which("setpriv") is None:
+            pytest.skip("runs as root without setpriv (util-linux): cannot drop CAP_DAC_OVERRIDE")
+        prefix = _UNPRIVILEGED
     locked = tmp_path / "runs" / "locked"
     write_trial(tmp_path / "runs" / "job" / "ok__1")
     locked.mkdir()
     locked.chmod(0)
     try:
-        load = read_trials(tmp_path / "runs", cache=False)
+        done = subprocess.run(
+            [*prefix, sys.executable, "-c", _LOAD_AND_LIST_REJECTED, str(tmp_path / "runs")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     finally:
         locked.chmod(0o755)
-    assert [item.path for item in load.rejected] == [str(locked)]
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == [str(locked)]
 
 
 def test_bad_parameters_name_the_parameter(tmp_path):

@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import tomllib
+import warnings
 
 import pytest
 import yaml
@@ -129,3 +130,102 @@ def test_a_task_file_that_would_crash_the_parser_rejects_only_its_task(samples, 
     with pytest.warns(RejectedFilesWarning, match=reason):
         tasks = load_tasks(tmp_path / "tasks")
     assert tasks["task"].to_list() == ["build-pmars"]
+
+
+# ---------------------------------------------------------------- Terminal-Bench 1 task dirs, what is read and refused
+
+
+def _load_tb1(folder) -> tuple[list[dict], list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tasks = load_tasks(folder)
+    return list(tasks.iter_rows(named=True)), [str(w.message) for w in caught]
+
+
+def _tb1_task(root, name: str, yaml_text: str, **files: str):
+    folder = root / "tb1" / name
+    folder.mkdir(parents=True)
+    (folder / "task.yaml").write_text(yaml_text)
+    for file_name, text in files.items():
+        (folder / file_name.replace("_", ".", 1)).write_text(text)
+    return folder
+
+
+def test_instruction_from_the_first_description(tmp_path):
+    _tb1_task(tmp_path, "t", "descriptions:\n  - key: base\n    description: fix the four broken links\n  - key: x\n")
+    (row,), warned = _load_tb1(tmp_path / "tb1")
+    assert row["instruction_words"] == 5
+    assert not warned
+
+
+def test_solution_yaml_commands_are_the_work(tmp_path):
+    steps = "- command: apt-get install -y gcc\n- command: |\n    # build it\n    make\n- note: not a command\n"
+    _tb1_task(tmp_path, "t", "instruction: go\n", solution_yaml=steps)
+    (row,), _ = _load_tb1(tmp_path / "tb1")
+    # the commands joined line by line: apt-get, '# build it' (a comment), make, and '' for the step
+    # without a command
+    assert (row["work"], row["has_solution"], row["work_note"]) == (2, True, None)
+    assert row["solution_lines_total"] == 4
+
+
+def test_without_any_solution_the_note_says_what_is_missing(tmp_path):
+    _tb1_task(tmp_path, "t", "instruction: go\n")
+    (row,), _ = _load_tb1(tmp_path / "tb1")
+    assert (row["work"], row["has_solution"], row["work_note"]) == (None, False, "no solution.sh or solution.yaml")
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "files", "file", "reason"),
+    [
+        ("- a\n- b\n", {}, "task.yaml", "expected a mapping at the top level, got list"),
+        (
+            "instruction: go\n",
+            {"solution_yaml": "command: make\n"},
+            "solution.yaml",
+            "expected a list of {command: ...} steps",
+        ),
+    ],
+)
+def test_bad_files_reject_their_task_with_path_and_reason(tmp_path, yaml_text, files, file, reason):
+    folder = _tb1_task(tmp_path, "bad", yaml_text, **files)
+    rows, warned = _load_tb1(tmp_path / "tb1")
+    assert rows == []
+    assert warned == [f"1 task directories rejected: {folder / file}: {reason}"]
+
+
+def test_dirhash_of_an_empty_directory_is_an_error_naming_it(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(
+        ValueError, match=f"^{re.escape(str(tmp_path / 'empty'))}: nothing to hash \\(empty directory\\)$"
+    ):
+        dirhash_sha256(tmp_path / "empty")
+
+
+def _harbor_task(root, name: str, toml_text: str):
+    folder = root / "set" / name
+    folder.mkdir(parents=True)
+    (folder / "task.toml").write_text(toml_text)
+    return folder
+
+
+def test_the_task_table_name_wins_over_the_directory_name(tmp_path):
+    _harbor_task(tmp_path, "dir-name", 'schema_version = "1.1"\n[task]\nname = "org/real-name"\n')
+    rows, warned = _load_tb1(tmp_path / "set")
+    assert [row["task"] for row in rows] == ["real-name"]
+    assert not warned
+
+
+@pytest.mark.parametrize(
+    ("toml_text", "reason"),
+    [
+        ('[metadata]\nexpert_time_estimate_min = "soon"\n', "expert_time_estimate_min must be a number, got 'soon'"),
+        ("[metadata]\nexpert_time_estimate_min = inf\n", "expert_time_min must be a finite number, got inf"),
+        ('[metadata]\ntags = "web"\n', "tags must be a list, got 'web'"),
+        ('metadata = "x"\n', "[metadata] must be a table, got str"),
+    ],
+)
+def test_bad_metadata_rejects_the_task_naming_file_and_field(tmp_path, toml_text, reason):
+    folder = _harbor_task(tmp_path, "bad", toml_text)
+    rows, warned = _load_tb1(tmp_path / "set")
+    assert rows == []
+    assert warned == [f"1 task directories rejected: {folder / 'task.toml'}: {reason}"]

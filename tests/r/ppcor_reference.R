@@ -1,35 +1,59 @@
-# Reference values for tests/test_stats.py: R ppcor 1.1 on pingouin's example data set.
+# Reference values for tests/test_stats.py: ppcor's partial and semi-partial correlations, written
+# with base R only (no package to install: Debian's r-base-core is enough).
 #
-# R is not installed on the build machine; this script documents where the numbers that the tests
-# compare against come from (the values are also listed in DESIGN.md, "Statistics").
+# The test suite runs this script afresh (tests/test_stats.py, fixture `r_reference`) and compares
+# depthlab.stats against what it writes; no number from it is stored in the repository.
 #
-# The data: pingouin's bundled `partial_corr` data set (n = 30; columns x, y, cv1, cv2, cv3), the
-# file pingouin/datasets/partial_corr.csv of the installed package, the same data as
-# `pingouin.read_dataset("partial_corr")`. Point PARTIAL_CORR_CSV at it, e.g.
-#   PARTIAL_CORR_CSV=$(python -c "import pingouin, os; print(os.path.join(os.path.dirname(pingouin.__file__), 'datasets', 'partial_corr.csv'))") \
-#     Rscript tests/r/ppcor_reference.R
+# Usage: Rscript tests/r/ppcor_reference.R CASES.csv OUT.csv
+#   CASES.csv  one row per case: id, data (path of a CSV with a header), x, y, covar (column
+#              names joined by ";"), method ("pearson" | "spearman"), kind ("partial" | "semipartial")
+#   OUT.csv    one row per case: id, r, p, n, k (numbers printed with 17 significant digits)
 #
-# Output (R 4.x, ppcor 1.1), digits = 10:
-#   pearson  x,y | cv1            r = 0.5681692  p = 0.001303059
-#   pearson  x,y | cv1,cv2        r = 0.5344372  p = 0.003392904
-#   pearson  x,y | cv1,cv2,cv3    r = 0.4926007  p = 0.009044164
-#   spearman x,y | cv1,cv2,cv3    r = 0.5209208  p = 0.005336187
-#   semi-partial pearson  x,y | cv1 (removed from y)          r = 0.5670793  p = 0.001337718
-#   semi-partial spearman x,y | cv1,cv2,cv3 (removed from y)  r = 0.4597143  p = 0.01584262
+# The formulas are ppcor 1.1's (Kim 2015, "ppcor: An R Package for a Fast Calculation to
+# Semi-partial Correlation Coefficients", Commun Stat Appl Methods 22(6)):
+#   * Spearman ranks every column first (average ranks for ties) and then proceeds as Pearson.
+#   * partial (pcor.test): from the inverse P of the correlation matrix of (x, y, z),
+#       r = -P[x, y] / sqrt(P[x, x] P[y, y]).
+#   * semi-partial (spcor.test(x, y, z)): z is removed from y only, i.e. the correlation of x with
+#     the residual of the least-squares regression of y on z (with an intercept).
+#   * both: t = r sqrt((n - 2 - k) / (1 - r^2)), p = 2 P(T > |t|) with n - 2 - k degrees of freedom
+#     (k = number of covariates).
 
-library(ppcor)  # install.packages("ppcor")
+args <- commandArgs(trailingOnly = TRUE)
+if (length(args) != 2) stop("usage: Rscript ppcor_reference.R CASES.csv OUT.csv")
+cases <- read.csv(args[1], stringsAsFactors = FALSE, colClasses = "character")
 
-path <- Sys.getenv("PARTIAL_CORR_CSV", "partial_corr.csv")
-df <- read.csv(path)
-
-show <- function(label, res) {
-  cat(sprintf("%-45s r = %.7f  p = %.10g\n", label, res$estimate, res$p.value))
+partial_r <- function(m) {
+  precision <- solve(cor(m))
+  -precision[1, 2] / sqrt(precision[1, 1] * precision[2, 2])
 }
 
-show("pearson  x,y | cv1", pcor.test(df$x, df$y, df$cv1))
-show("pearson  x,y | cv1,cv2", pcor.test(df$x, df$y, df[, c("cv1", "cv2")]))
-show("pearson  x,y | cv1,cv2,cv3", pcor.test(df$x, df$y, df[, c("cv1", "cv2", "cv3")]))
-show("spearman x,y | cv1,cv2,cv3", pcor.test(df$x, df$y, df[, c("cv1", "cv2", "cv3")], method = "spearman"))
-show("semi-partial pearson  x,y | cv1", spcor.test(df$x, df$y, df$cv1))
-show("semi-partial spearman x,y | cv1,cv2,cv3",
-     spcor.test(df$x, df$y, df[, c("cv1", "cv2", "cv3")], method = "spearman"))
+semipartial_r <- function(m) {
+  if (ncol(m) == 2) return(cor(m[, 1], m[, 2]))
+  z <- m[, -(1:2), drop = FALSE]
+  residual <- residuals(lm(m[, 2] ~ z))
+  cor(m[, 1], residual)
+}
+
+t_test_p <- function(r, n, k) {
+  dof <- n - 2 - k
+  statistic <- r * sqrt(dof / (1 - r^2))
+  2 * pt(-abs(statistic), dof)
+}
+
+out <- data.frame(id = character(), r = character(), p = character(), n = integer(), k = integer())
+for (i in seq_len(nrow(cases))) {
+  case <- cases[i, ]
+  data <- read.csv(case$data)
+  covar <- if (nchar(case$covar) == 0) character() else strsplit(case$covar, ";", fixed = TRUE)[[1]]
+  m <- as.matrix(data[, c(case$x, case$y, covar), drop = FALSE])
+  m <- m[stats::complete.cases(m), , drop = FALSE]
+  if (case$method == "spearman") m <- apply(m, 2, rank)
+  else if (case$method != "pearson") stop("unknown method: ", case$method)
+  r <- switch(case$kind, partial = partial_r(m), semipartial = semipartial_r(m), stop("unknown kind: ", case$kind))
+  n <- nrow(m)
+  k <- length(covar)
+  out[i, ] <- list(case$id, sprintf("%.17g", r), sprintf("%.17g", t_test_p(r, n, k)), n, k)
+}
+write.csv(out, args[2], row.names = FALSE)
+cat(sprintf("ppcor_reference.R: %d cases, %s\n", nrow(out), R.version.string))
