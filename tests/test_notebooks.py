@@ -138,6 +138,9 @@ def test_notebooks_on_the_simulated_demo(tmp_path, monkeypatch):
             reported = dl.paper.get(row["key"])
             assert row["function"] == f"findings.{reported.function}"
             assert f"| {row['key']} |" in index
+    # ... and no reported number is left without a row on the demo (every collection is simulated there)
+    compared = {row["key"] for result in run.results.values() for row in result["comparison"]}
+    assert {r.key for r in dl.paper.REPORTED} - compared == set()
 
     # --only reruns one notebook (here on other data) and keeps the rest of the index; no stale figure
     again = reproduce.reproduce("tb2", run.out, only=["05"], n_boot=N_BOOT, progress=False)
