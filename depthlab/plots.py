@@ -780,10 +780,11 @@ def forest(
         fig = Figure(figsize=(8.2, 0.42 * max(table.height, 1) + 1.6), layout="constrained")
         ax = fig.subplots()
         forest_plot(table, palette=palette, adjust=adjust, ax=ax)
-        handles = [
-            Line2D([], [], marker="o", color=_NEUTRAL, linewidth=2, label="this data, unadjusted 95% CI"),
-            Line2D([], [], marker="o", color=POOLED_COLOUR, linewidth=2, label="grey: pooled over collections"),
-        ]
+        handles = [Line2D([], [], marker="o", color=_NEUTRAL, linewidth=2, label="this data, unadjusted 95% CI")]
+        if "dataset" not in table.columns or table["dataset"].null_count() > 0:  # some row is pooled (grey)
+            handles.append(
+                Line2D([], [], marker="o", color=POOLED_COLOUR, linewidth=2, label="grey: pooled over collections")
+            )
         if "paper" in table.columns and table["paper"].drop_nulls().len() > 0:
             handles.append(
                 Line2D(

@@ -385,3 +385,15 @@ def test_figures_do_not_touch_pyplot_state(audit):
     plots.collection_summary(audit)
     assert plt.get_fignums() == before
     assert mpl.rcParams["axes.spines.top"] == mpl.rcParamsDefault["axes.spines.top"]
+
+
+def test_forest_legend_names_grey_only_when_a_row_is_pooled():
+    row = {"label": ["tb2: pass ~ D | W"], "r": [-0.3], "ci_low": [-0.5], "ci_high": [-0.1], "n": [50]}
+    one_collection = pl.DataFrame({**row, "dataset": ["tb2"]})
+    pooled = pl.DataFrame({**row, "dataset": [None]}, schema_overrides={"dataset": pl.Utf8})
+
+    def legend(table: pl.DataFrame) -> list[str]:
+        return [t.get_text() for t in plots.forest(table).legends[0].get_texts()]
+
+    assert "grey: pooled over collections" not in legend(one_collection)
+    assert "grey: pooled over collections" in legend(pooled)
