@@ -610,3 +610,17 @@ def test_cache_clear_removes_the_proxy_results(tmp_path):
     assert len(stored) == 1
     cache.clear()
     assert not list(cache.cache_dir().glob(f"{cache.PROXY_PREFIX}*"))
+
+
+def test_proxy_correlations_one_collinear_collection_leaves_the_others_standing():
+    good = _audit_rows()
+    collinear = _audit_rows(8).with_columns(  # W ranks exactly as the proxy: pass ~ proxy | W is undefined
+        dataset=pl.lit("c"),
+        work=pl.Series(range(8), dtype=pl.Int32),
+        proxy_depth=pl.Series(range(1, 9), dtype=pl.Int32),
+    )
+    table = proxy_correlations(pl.concat([good, schema.conform(collinear, "audit")]), n_boot=0, by_dataset=True)
+    assert table.filter(pl.col("dataset") == "d")["note"].null_count() == len(proxy.PROXY_QUESTIONS)
+    undefined = table.filter((pl.col("dataset") == "c") & (pl.col("question") == "pass ~ proxy | W")).row(0, named=True)
+    assert "collinear" in undefined["note"]
+    assert undefined["r"] is None

@@ -831,9 +831,13 @@ def proxy_correlations(
             }
             if note is None:
                 order = {"difficulty": list(DIFFICULTY_ORDER)} if y == "difficulty" else None
-                result = stats.partial_spearman(used, x, y, covar, n_boot=n_boot, ci=ci, seed=rng, order=order)
-                row.update(result.to_row())
-            else:
+                try:
+                    result = stats.partial_spearman(used, x, y, covar, n_boot=n_boot, ci=ci, seed=rng, order=order)
+                except ValueError as exc:  # e.g. collinear once ranked: this row is undefined, the others stand
+                    note = str(exc)
+                else:
+                    row.update(result.to_row())
+            if note is not None:
                 row.update({"x": x, "y": y, "covar": covar, "n": used.height})
             row["note"] = note
             rows.append(row)

@@ -1,7 +1,7 @@
 """Rank statistics of the audit: (semi-)partial Spearman with bootstrap CIs, sign test, quadrants, percentiles.
 
 Everything here takes plain numbers in a polars (or pandas) frame and knows nothing of agents or
-run logs. The formulas and their references are in the "Statistics" section of DESIGN.md.
+run logs. Each function states its formula in its Notes and its sources in its References.
 
 Bootstrap
 ---------
