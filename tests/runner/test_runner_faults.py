@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -321,10 +322,17 @@ def test_a_container_stops_itself_at_its_deadline_and_an_agents_pkill_does_not_s
 
 # ---------------------------------------------------------------- builds and users ---------
 def test_builds_have_no_network_unless_the_task_asks(docker_client, tmp_path):
-    probe = 'RUN ["/bin/busybox", "sh", "-c", "ls /sys/class/net > /netifs"]\n'
-    offline = with_dockerfile_lines(write_task(tmp_path, "offline-build", instruction="x", test_sh="true\n"), probe)
+    def probe(nonce: str) -> str:
+        # Docker's layer cache keys a RUN on its text, not on the build's network: a probe seen before (this
+        # test's other build, or an earlier run) would replay that build's answer, so each build gets its own
+        return f'RUN ["/bin/busybox", "sh", "-c", "ls /sys/class/net > /netifs # {nonce}"]\n'
+
+    offline = with_dockerfile_lines(
+        write_task(tmp_path, "offline-build", instruction="x", test_sh="true\n"), probe(uuid.uuid4().hex)
+    )
     online = with_dockerfile_lines(
-        write_task(tmp_path, "online-build", instruction="x", test_sh="true\n", toml="allow_internet = true\n"), probe
+        write_task(tmp_path, "online-build", instruction="x", test_sh="true\n", toml="allow_internet = true\n"),
+        probe(uuid.uuid4().hex),
     )
     found = {}
     for task in (offline, online):
