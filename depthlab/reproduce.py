@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from depthlab._checks import check_positive_int
 from depthlab.auditdata import DEMO_SCALE, audit_data, check_scale, check_seed
 
 __all__ = [
@@ -227,8 +228,7 @@ def reproduce(
     seed = check_seed(seed, function)
     if not isinstance(n_boot, int) or isinstance(n_boot, bool) or n_boot < 100:
         raise ValueError(f"The 'n_boot' parameter of {function} must be an integer >= 100, got {n_boot!r}")
-    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
-        raise ValueError(f"The 'jobs' parameter of {function} must be a positive integer, got {jobs!r}")
+    check_positive_int(jobs, "jobs", function)
     out = Path(out).expanduser().resolve()
     docs_dir = None if docs_dir is None else Path(docs_dir).expanduser().resolve()
     folders = {part: out / part for part in ("notebooks", "figures", "results", "cache")}

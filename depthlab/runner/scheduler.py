@@ -48,6 +48,7 @@ from typing import Any
 
 import polars as pl
 
+from depthlab._checks import check_positive_int
 from depthlab.io import harbor_writer, load_trials
 from depthlab.io.harbor_writer import STATED_CAP_KEY
 from depthlab.runner.container import ContainerLimits, remove_leftovers, remove_live_containers
@@ -162,8 +163,7 @@ def fill(
     >>> plan = pl.DataFrame({"dataset": ["d"], "task": ["t"], "model": ["m"], "cap": [1], "attempts": [1]})
     >>> fill(plan, tasks_dir="tasks", jobs_dir="jobs", agent_factory=my_factory)  # doctest: +SKIP
     """
-    if concurrency < 1:
-        raise ValueError(f"The 'concurrency' parameter of fill must be >= 1, got {concurrency!r}")
+    check_positive_int(concurrency, "concurrency", "fill")
     # one row per cell; two plans asking for the same cell want the larger number of attempts
     cell = ["dataset", "task", "model", "cap"]
     plan = check_plan(plan).group_by(cell, maintain_order=True).agg(pl.col("attempts").max())
@@ -237,10 +237,8 @@ def run_tasks(
     >>> from depthlab.runner import OracleAgent
     >>> run_tasks(["tasks/hello"], OracleAgent(), jobs_dir="jobs")  # doctest: +SKIP
     """
-    if attempts < 1:
-        raise ValueError(f"The 'attempts' parameter of run_tasks must be >= 1, got {attempts!r}")
-    if concurrency < 1:
-        raise ValueError(f"The 'concurrency' parameter of run_tasks must be >= 1, got {concurrency!r}")
+    check_positive_int(attempts, "attempts", "run_tasks")
+    check_positive_int(concurrency, "concurrency", "run_tasks")
     client = docker_client if docker_client is not None else _docker_client()
     summary = FillSummary(n_cells=len(task_dirs), n_trials_planned=len(task_dirs) * attempts)
     summary.n_leftover_containers = remove_leftovers(client)
