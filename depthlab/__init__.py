@@ -42,7 +42,7 @@ _EXPORTS: dict[str, str] = {
     "rung_agreement": "depthlab.measures",
 }
 _SUBMODULES: tuple[str, ...] = (
-    "collections",
+    "catalog",
     "datasets",
     "schema",
     "stats",
@@ -67,7 +67,7 @@ __all__ = [
     "__version__",
     "audit_table",
     "auditdata",
-    "collections",
+    "catalog",
     "datasets",
     "depth_proxy",
     "estimate_depth",
@@ -99,7 +99,7 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover
     from depthlab import (
         auditdata,
-        collections,
+        catalog,
         datasets,
         findings,
         io,

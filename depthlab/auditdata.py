@@ -24,7 +24,7 @@ import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_nonnegative_int, check_number
-from depthlab.collections import ordered
+from depthlab.catalog import ordered
 from depthlab.schema import CAPS
 
 __all__ = [

@@ -614,7 +614,7 @@ def forest_table(findings: pl.DataFrame) -> pl.DataFrame:
     (:func:`depthlab.paper.reported_for`), and only there.
     """
     from depthlab import paper
-    from depthlab.collections import name
+    from depthlab.catalog import name
 
     labels = {
         "pcorr_pass_depth_given_work": "pass ~ D | W",

@@ -15,8 +15,8 @@ Two levels, as in seaborn:
   :func:`label_depths`, :func:`quadrants`, :func:`segment_reliability` and :func:`paired_depths`.
 
 Functions that draw collections take ``order`` (which collections, in which order; default: the
-ones present, in :data:`depthlab.collections.ORDER`) and ``palette`` (a mapping collection ->
-colour; default :func:`depthlab.collections.color`, the same colour in every figure). Grey
+ones present, in :data:`depthlab.catalog.ORDER`) and ``palette`` (a mapping collection ->
+colour; default :func:`depthlab.catalog.color`, the same colour in every figure). Grey
 always means *pooled over collections* and black a *median*; neither ever stands for a
 collection. Every figure shares one style (:data:`RC`) and is built on
 :class:`matplotlib.figure.Figure` directly, without pyplot's global state, so it renders
@@ -55,9 +55,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from depthlab import collections
+from depthlab import catalog
 from depthlab._checks import check_choice, check_frame, check_names, check_number
-from depthlab.collections import MEDIAN_COLOUR, NAMES, ORDER, PALETTE, POOLED_COLOUR, color, name
+from depthlab.catalog import MEDIAN_COLOUR, NAMES, ORDER, PALETTE, POOLED_COLOUR, color, name
 from depthlab.schema import CAPS
 
 __all__ = [
@@ -306,7 +306,7 @@ def collection_summary(audit: pl.DataFrame, *, order: Sequence[str] | None = Non
     order : sequence of str, optional
         Collections to draw, top to bottom (default: those present, in display order).
     palette : mapping of str to colour, optional
-        Colour per collection (default :func:`depthlab.collections.color`).
+        Colour per collection (default :func:`depthlab.catalog.color`).
 
     Examples
     --------
@@ -367,7 +367,7 @@ def turns_depth_plot(
     check_frame(audit, "audit", function, _TURNS_AND_DEPTH)
     ladder = _ladder(caps, function)
     labels = [*(_rung_label(ladder, i) for i in range(len(ladder))), f">{ladder[-1]}"]
-    hue = collections.color(dataset) if color is None else color
+    hue = catalog.color(dataset) if color is None else color
     rows = audit.filter(pl.col("dataset") == dataset)
     depth = rows.filter(pl.col("depth_status") == "solved")["depth"].drop_nulls().to_numpy()
     turns = rows["n_turns"].drop_nulls().to_numpy()
@@ -410,7 +410,7 @@ def turns_vs_depth(
     caps : sequence of int
         The ladder (default :data:`depthlab.CAPS`).
     order, palette
-        Collections to draw and their colours (defaults: :mod:`depthlab.collections`).
+        Collections to draw and their colours (defaults: :mod:`depthlab.catalog`).
 
     Examples
     --------
@@ -556,7 +556,7 @@ def turns_minus_depth(audit: pl.DataFrame, *, order: Sequence[str] | None = None
     audit : pl.DataFrame
         The audit table (dataset, depth, depth_status, n_turns).
     order, palette
-        Collections to draw and their colours (defaults: :mod:`depthlab.collections`).
+        Collections to draw and their colours (defaults: :mod:`depthlab.catalog`).
 
     Examples
     --------
@@ -1053,7 +1053,7 @@ def label_plot(
     """
     function = "label_plot"
     check_frame(audit, "audit", function, ("dataset", label, value, "difficulty_source"))
-    hue = collections.color(dataset) if color is None else color
+    hue = catalog.color(dataset) if color is None else color
     part = audit.filter((pl.col("dataset") == dataset) & pl.col(label).is_not_null() & pl.col(value).is_not_null())
     levels = _label_order(part[label].cast(pl.String).unique().to_list())
     sources = part["difficulty_source"].drop_nulls().unique().to_list()
@@ -1219,7 +1219,7 @@ def quadrants(table: pl.DataFrame) -> Figure:
         title = "Mean within-collection pass-rate percentile (lower = harder)"
         if "collections" in table.columns and table.height:
             # the table says which collections were split (depthlab.findings.quadrant_cells): name them
-            where = collections.ordered(part.strip() for part in str(table["collections"][0]).split(",") if part)
+            where = catalog.ordered(part.strip() for part in str(table["collections"][0]).split(",") if part)
             title = (
                 f"{' + '.join(name(d) for d in where)}: mean within-collection\npass-rate percentile (lower = harder)"
             )
@@ -1249,7 +1249,7 @@ def segment_reliability_plot(
 
     function = "segment_reliability_plot"
     check_frame(table, "table", function, ("segment", "reliability", "reached"))
-    hue = collections.color("depth") if color is None else color
+    hue = catalog.color("depth") if color is None else color
     segments = table["segment"].to_numpy()
     reached = table["reached"].to_numpy()
     rate = table["reliability"].to_numpy()
@@ -1283,7 +1283,7 @@ def compounding_plot(table: pl.DataFrame, *, color: str | None = None, ax: Axes 
     """
     function = "compounding_plot"
     check_frame(table, "table", function, ("segment", "observed", "compounded"))
-    hue = collections.color("depth") if color is None else color
+    hue = catalog.color("depth") if color is None else color
     segments = table["segment"].to_numpy()
     with _style():
         ax = _axes(ax, function, (4, 3.4))
@@ -1377,7 +1377,7 @@ def paired_depths_plot(pairs: pl.DataFrame, *, color: str | None = None, ax: Axe
     function = "paired_depths_plot"
     check_frame(pairs, "pairs", function, ("original", "derived"))
     rows = pairs.drop_nulls(["original", "derived"])
-    hue = collections.color("depth") if color is None else color
+    hue = catalog.color("depth") if color is None else color
     with _style():
         ax = _axes(ax, function, (4.6, 4.2))
         if rows.height:
@@ -1430,7 +1430,7 @@ def paired_depths(pairs: pl.DataFrame, *, palette: Palette = None) -> Figure:
     function = "paired_depths"
     check_frame(pairs, "pairs", function, ("original", "derived"))
     rows = pairs.drop_nulls(["original", "derived"])
-    derived = collections.ordered(rows["dataset"].to_list()) if "dataset" in rows.columns else []
+    derived = catalog.ordered(rows["dataset"].to_list()) if "dataset" in rows.columns else []
     hue = _palette(palette, function)(derived[0]) if len(derived) == 1 else POOLED_COLOUR
     with _style():
         fig = Figure(figsize=(5.8, 4.4), layout="constrained")
@@ -1473,7 +1473,7 @@ def segment_reliability_by_model_plot(
     """
     function = "segment_reliability_by_model_plot"
     check_frame(findings, "findings", function, ("key", "group", "value", "ci_low", "ci_high"))
-    hue = collections.color("depth") if color is None else color
+    hue = catalog.color("depth") if color is None else color
     rows = findings.filter(
         pl.col("key").is_in(list(_MODEL_SEGMENT_KEYS))
         & ~pl.col("group").is_in(["best model", "worst model"])
@@ -1516,7 +1516,7 @@ def segment_reliability_by_model(findings: pl.DataFrame, *, palette: Palette = N
     """
     function = "segment_reliability_by_model"
     check_frame(findings, "findings", function, ("key", "group", "value", "ci_low", "ci_high", "collections"))
-    where = collections.ordered(
+    where = catalog.ordered(
         part.strip() for text in findings["collections"].drop_nulls().to_list() for part in text.split(",") if part
     )
     hue = _palette(palette, function)(where[0]) if len(where) == 1 else POOLED_COLOUR
@@ -1557,7 +1557,7 @@ def _axes(ax: Axes | None, function: str, figsize: tuple[float, float]) -> Axes:
 
 def _order(df: pl.DataFrame, order: Sequence[str] | None, function: str) -> list[str]:
     if order is None:
-        return collections.ordered(df["dataset"].to_list())
+        return catalog.ordered(df["dataset"].to_list())
     return check_names(order, "order", function)
 
 
@@ -1572,9 +1572,9 @@ def _check_palette(palette: object, function: str) -> dict[str, str]:
 
 def _palette(palette: Palette, function: str) -> Callable[[str], str]:
     if palette is None:
-        return collections.color
+        return catalog.color
     given = _check_palette(palette, function)
-    return lambda dataset: given.get(dataset) or collections.color(dataset)
+    return lambda dataset: given.get(dataset) or catalog.color(dataset)
 
 
 def _window(turns: object, function: str) -> tuple[float, float]:

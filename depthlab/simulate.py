@@ -138,7 +138,7 @@ _SPECS: Final[dict[str, _CollectionSpec]] = {
     )
 }
 #: The seven simulated collections, in writing order (the seed stream follows it; their display
-#: order, names, colours and curation are in :mod:`depthlab.collections`).
+#: order, names, colours and curation are in :mod:`depthlab.catalog`).
 COLLECTIONS: Final[tuple[str, ...]] = tuple(_SPECS)
 
 _VERBS = ("fix", "build", "recover", "configure", "migrate", "debug", "optimize", "extract", "patch", "audit")

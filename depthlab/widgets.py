@@ -48,7 +48,7 @@ from typing import Any, Final
 import polars as pl
 
 from depthlab._checks import check_frame
-from depthlab.collections import ordered
+from depthlab.catalog import ordered
 from depthlab.io import LoadError, read_steps
 from depthlab.schema import CAPS, STATUSES
 

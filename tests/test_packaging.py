@@ -98,7 +98,7 @@ def test_collection_facts_sit_below_the_data_layer_and_the_figures():
     # the data layer and the measures read the collection facts without importing the figures
     code = (
         "import sys, depthlab.datasets, depthlab.measures, depthlab.simulate, depthlab.reproduce\n"
-        "import depthlab.collections as c\n"
+        "import depthlab.catalog as c\n"
         "assert 'depthlab.plots' not in sys.modules, 'the data layer imports the figures'\n"
         "assert 'matplotlib' not in sys.modules, 'the data layer imports matplotlib'\n"
         "from depthlab.measures import CURATION\n"

@@ -15,7 +15,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from PIL import Image
 
-from depthlab import collections, plots, schema, stats
+from depthlab import catalog, plots, schema, stats
 from depthlab.schema import CAPS
 
 DATASETS = ("tb2", "tw", "tmax", "facet", "depth")
@@ -154,21 +154,21 @@ def test_collection_colours_are_the_same_in_every_figure(audit):
 
 
 def test_grey_means_pooled_and_black_means_median_never_a_collection():
-    reserved = {collections.POOLED_COLOUR.lower(), collections.MEDIAN_COLOUR.lower()}
-    for key in [*collections.ORDER, *(f"user-{i}" for i in range(40))]:
-        assert collections.color(key).lower() not in reserved, key
-    assert len(set(collections.PALETTE.values())) == len(collections.PALETTE)
+    reserved = {catalog.POOLED_COLOUR.lower(), catalog.MEDIAN_COLOUR.lower()}
+    for key in [*catalog.ORDER, *(f"user-{i}" for i in range(40))]:
+        assert catalog.color(key).lower() not in reserved, key
+    assert len(set(catalog.PALETTE.values())) == len(catalog.PALETTE)
 
 
 def test_turns_vs_depth_legend_does_not_borrow_a_collection_colour(audit):
     fig = plots.turns_vs_depth(audit)
     (legend,) = fig.legends
     swatches = {to_hex(patch.get_facecolor()) for patch in legend.get_patches()}
-    assert not swatches & {colour.lower() for colour in collections.PALETTE.values()}
+    assert not swatches & {colour.lower() for colour in catalog.PALETTE.values()}
     # each panel's D bars take its own collection's colour
-    for ax, dataset in zip(fig.axes, [d for d in collections.ORDER if d in DATASETS], strict=False):
+    for ax, dataset in zip(fig.axes, [d for d in catalog.ORDER if d in DATASETS], strict=False):
         depth_bars = ax.patches[len(CAPS) + 1 :]
-        assert {to_hex(b.get_facecolor()) for b in depth_bars} == {collections.color(dataset).lower()}
+        assert {to_hex(b.get_facecolor()) for b in depth_bars} == {catalog.color(dataset).lower()}
 
 
 def test_palette_and_order_override_the_collection_facts(audit):
@@ -221,14 +221,14 @@ def test_depth_given_turns_legend_lists_the_top_stack_first(audit):
     window = audit.filter(
         (pl.col("depth_status") == "solved") & pl.col("n_turns").is_between(6, 10) & pl.col("depth").is_not_null()
     )
-    drawn = [plots.name(d) for d in collections.ordered(window["dataset"].to_list())]  # bottom stack first
+    drawn = [plots.name(d) for d in catalog.ordered(window["dataset"].to_list())]  # bottom stack first
     assert legend == drawn[::-1]
 
 
 def test_work_vs_pass_rate_jitters_within_bounds_one_panel_per_collection(audit):
     fig = plots.work_vs_pass_rate(audit, jitter=0.02)
     visible = [ax for ax in fig.axes if ax.get_visible()]
-    assert [ax.get_title().split(" ")[0] for ax in visible] == [plots.name(d) for d in collections.ordered(DATASETS)]
+    assert [ax.get_title().split(" ")[0] for ax in visible] == [plots.name(d) for d in catalog.ordered(DATASETS)]
     tb2 = audit.filter((pl.col("dataset") == "tb2") & pl.col("work").is_not_null()).sort("work")
     points = next(c for c in visible[0].collections if isinstance(c, PathCollection)).get_offsets()
     order = np.argsort(points[:, 0], kind="stable")

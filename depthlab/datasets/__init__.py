@@ -28,7 +28,7 @@ from pathlib import Path
 import polars as pl
 
 from depthlab._checks import check_choice, check_path
-from depthlab.collections import ordered
+from depthlab.catalog import ordered
 from depthlab.datasets._base import Audit, DatasetInfo, make_audit
 from depthlab.datasets._harbor_tree import load_root
 from depthlab.io import STATUS_RULES

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from depthlab import schema
-from depthlab.collections import CURATION
+from depthlab.catalog import CURATION
 
 if TYPE_CHECKING:  # pragma: no cover
     from depthlab.io import Rejected
@@ -49,7 +49,7 @@ class DatasetInfo:
     def curation(self) -> str | None:
         """``"human"`` (tasks written and reviewed by people) or ``"synthetic"`` (LLM-generated).
 
-        Read from :data:`depthlab.collections.CURATION`, where the fact is written once.
+        Read from :data:`depthlab.catalog.CURATION`, where the fact is written once.
         """
         return CURATION.get(self.name)
 

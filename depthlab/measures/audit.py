@@ -8,7 +8,7 @@ import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_frame
-from depthlab.collections import CURATION
+from depthlab.catalog import CURATION
 from depthlab.measures.depth import TASK_KEYS, estimate_depth
 from depthlab.measures.public import public_trials
 from depthlab.schema import CAPS
@@ -35,7 +35,7 @@ def audit_table(
       the harness limit, over the valid uncapped trials pooled over models;
     * ``pass_rate`` is the mean pass over those trials and ``n_public_trials`` their number
       (0 when there are none; the rate is then null);
-    * ``curation`` maps the dataset name through ``curation`` (default :data:`depthlab.collections.CURATION`);
+    * ``curation`` maps the dataset name through ``curation`` (default :data:`depthlab.catalog.CURATION`);
     * ``proxy_depth`` and ``proxy_n_passing`` come from ``proxy`` (null when it is not given).
 
     Parameters
@@ -47,7 +47,7 @@ def audit_table(
     caps, models, pass_rule
         Passed to :func:`estimate_depth`.
     curation : mapping of str to {"human", "synthetic"}, optional
-        Dataset name -> curation. Default :data:`depthlab.collections.CURATION`.
+        Dataset name -> curation. Default :data:`depthlab.catalog.CURATION`.
     proxy : pl.DataFrame, optional
         The trajectory depth proxy per task, ``depthlab.depth_proxy(trials)`` (columns dataset,
         task, proxy_depth, n_passing). It reads the trajectories the trials table points to, so

@@ -1,4 +1,4 @@
-"""Facts about the collections, written once: display order, display names, colours and curation.
+"""Facts about the collections, written once: display order, display names, colours, curation and label order.
 
 This module sits at the bottom of the house (it imports nothing from depthlab), so the data layer
 (:mod:`depthlab.datasets`), the measures (:mod:`depthlab.measures.audit`), the simulator
@@ -18,10 +18,10 @@ This module sits at the bottom of the house (it imports nothing from depthlab), 
 
 Examples
 --------
->>> from depthlab import collections
->>> collections.ordered({"depth", "my-tasks", "tb2"})
+>>> from depthlab import catalog
+>>> catalog.ordered({"depth", "my-tasks", "tb2"})
 ['tb2', 'depth', 'my-tasks']
->>> collections.name("tw"), collections.CURATION["tw"]
+>>> catalog.name("tw"), catalog.CURATION["tw"]
 ('TW-Verified', 'human')
 """
 
@@ -85,6 +85,9 @@ CURATION: Final[Mapping[str, str]] = MappingProxyType(
         "depth": "synthetic",
     }
 )
+
+#: The difficulty labels' order, easiest first (TB2's author ratings and the generated labels use these words).
+DIFFICULTY_ORDER: Final[tuple[str, ...]] = ("easy", "medium", "hard")
 
 #: Colour of rows pooled over collections (never a collection's colour).
 POOLED_COLOUR: Final[str] = "#7F7F7F"
