@@ -301,7 +301,7 @@ def test_architecture_md_lists_every_layers_packages():
         # the layer map is a table whose rows start "| <layer> |"
         rows = [line for line in text.splitlines() if re.match(rf"^\|\s*{layer}\s*\|", line)]
         assert len(rows) == 1, f"ARCHITECTURE.md needs exactly one layer-map row for layer {layer}"
-        named = set(re.findall(r"`(depthlab[\w.]*)`", rows[0]))
+        named = set(re.findall(r"`(depthlab\.[\w.]+)`", rows[0]))
         assert named == set(entries), f"layer {layer}: ARCHITECTURE.md lists {sorted(named)}, LAYERS {entries}"
     stray = {int(m) for m in re.findall(r"^\|\s*(\d+)\s*\|", text, re.MULTILINE)} - set(LAYERS)
     assert not stray, f"ARCHITECTURE.md has layer rows {sorted(stray)} that LAYERS does not"
