@@ -1,8 +1,11 @@
 """The ``depthlab`` command.
 
 Each verb lives in its own module under :mod:`depthlab.commands`, which defines
-``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``. Verb modules
-are imported only when that verb runs, so ``depthlab --help`` is instant.
+``HELP`` (one line, shown in ``depthlab --help`` and as the verb's description),
+``add_arguments(parser)`` and ``run(args) -> int``. Adding a verb is writing that module and
+adding its name to :data:`VERBS`. ``depthlab --help`` imports every verb module to read its
+``HELP``, so verb modules stay light at import: whatever a verb needs beyond the standard
+library and depthlab's foundation is imported inside ``add_arguments`` or ``run``.
 
 A mistake on the command line (an unknown option, a bad value, an output file that cannot be
 written as a table) is one line on stderr, ``depthlab <verb>: <what is wrong>``, and exit code
@@ -16,22 +19,23 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 from typing import NoReturn
 
-# verb -> one-line help; the module is depthlab.commands.<verb>
-VERBS: dict[str, str] = {
-    "trials": "Load run logs into the trials table (-o FILE.csv|.parquet).",
-    "tasks": "Load task directories into the tasks table (-o FILE.csv|.parquet).",
-    "depth": "Estimate each task's depth D from capped runs (-o FILE).",
-    "plan": "List the (task, model, cap) runs still missing to pin D (-o FILE).",
-    "run": "Run task(s) at a stated turn cap with an LLM agent in Docker.",
-    "fill": "Run the missing cells of a plan, resumably, with bounded concurrency.",
-    "simulate": "Write simulated Harbor run logs of known depth (demo and validation data).",
-    "reproduce": "Re-execute every audit notebook with papermill and regenerate the figures.",
-    "fetch": "Download a public data source (needs network).",
-    "proxy": "Read the trajectory depth proxy from uncapped runs' trajectories (-o FILE).",
-    "cache": "Show (info) or empty (clear) the trials cache.",
-}
+#: The verbs, in the order ``depthlab --help`` lists them; each is the module depthlab.commands.<verb>.
+VERBS: tuple[str, ...] = (
+    "trials",
+    "tasks",
+    "depth",
+    "plan",
+    "run",
+    "fill",
+    "simulate",
+    "reproduce",
+    "fetch",
+    "proxy",
+    "cache",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,7 +45,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def _command(verb: str):  # noqa: ANN202 - a module
+def _command(verb: str) -> ModuleType:
     return importlib.import_module(f"depthlab.commands.{verb}")
 
 
@@ -55,13 +59,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser = _Parser(prog="depthlab", description="Measure how deep terminal-agent tasks are.")
             parser.add_argument("--version", action="version", version=f"depthlab {__version__}")
             sub = parser.add_subparsers(dest="verb", metavar="VERB")
-            for verb, help_text in VERBS.items():
-                sub.add_parser(verb, help=help_text)
+            for verb in VERBS:
+                sub.add_parser(verb, help=_command(verb).HELP)
             parser.parse_args(args or ["--help"])
             return 2
         verb = args[0]
         module = _command(verb)
-        verb_parser = _Parser(prog=f"depthlab {verb}", description=VERBS[verb])
+        verb_parser = _Parser(prog=f"depthlab {verb}", description=module.HELP)
         module.add_arguments(verb_parser)
         parsed = verb_parser.parse_args(args[1:])
     except SystemExit as exc:  # --help, --version and command-line mistakes end here, with their exit code

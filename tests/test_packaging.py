@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import configparser
+import importlib
+import os
 import re
 import subprocess
 import sys
@@ -52,12 +54,56 @@ def test_design_card_top_level_layout_exists():
         assert (ROOT / name).exists(), name
 
 
+def _verb_modules() -> set[str]:
+    # every module under depthlab/commands is a verb (a private helper module would start with _)
+    return {path.stem for path in (ROOT / "depthlab" / "commands").glob("*.py") if not path.stem.startswith("_")}
+
+
 def test_cli_lists_every_verb():
+    from depthlab import cli
+
+    assert len(cli.VERBS) == len(set(cli.VERBS)), "a verb listed twice"
+    assert set(cli.VERBS) == _verb_modules(), "cli.VERBS and the modules under depthlab/commands differ"
+    helps = {verb: importlib.import_module(f"depthlab.commands.{verb}").HELP for verb in _verb_modules()}
+    for verb, text in helps.items():
+        assert isinstance(text, str), verb
+        assert text.strip(), f"{verb}.HELP is empty"
+        assert "\n" not in text, f"{verb}.HELP must be one line"
+    # wide enough that argparse wraps no help line
+    env = {**os.environ, "COLUMNS": "1000"}
     out = subprocess.run(
-        [sys.executable, "-m", "depthlab.cli", "--help"], capture_output=True, text=True, check=False, cwd=ROOT
+        [sys.executable, "-m", "depthlab.cli", "--help"], capture_output=True, text=True, check=False, cwd=ROOT, env=env
+    ).stdout
+    # the sub-command list: each verb indented four spaces, its help after it (on the same line or the next)
+    listed = re.findall(r"^ {4}([a-z][\w-]*)\s+(.+)$", out, re.MULTILINE)
+    assert dict(listed) == helps
+    assert [verb for verb, _ in listed] == list(cli.VERBS)
+
+
+def test_cli_help_imports_only_the_verb_modules_and_the_foundation():
+    # `depthlab --help` imports every verb module for its HELP: they must stay light at import
+    from test_architecture import LAYERS
+
+    code = (
+        "import contextlib, io, sys\n"
+        "from depthlab import cli\n"
+        "before = set(sys.modules)\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    cli.main(['--help'])\n"
+        "print('\\n'.join(sorted(set(sys.modules) - before)))\n"
     )
-    for verb in ["trials", "tasks", "depth", "plan", "run", "fill", "simulate", "reproduce", "fetch"]:
-        assert verb in out.stdout
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    loaded = done.stdout.split()
+    assert any(name.startswith("depthlab.commands.") for name in loaded), "--help read no verb module"
+    heavy = [
+        name
+        for name in loaded
+        if name.split(".")[0] not in sys.stdlib_module_names
+        and not name.startswith("depthlab.commands")
+        and name not in LAYERS[0]
+    ]
+    assert heavy == [], "a verb module imports these at module level: import them inside add_arguments or run"
 
 
 def test_readme_names_the_command_ci_runs():

@@ -10,7 +10,6 @@ from pathlib import Path
 import polars as pl
 
 from depthlab._tables import output_table
-from depthlab.io import harbor_writer
 
 HELP = "List the (task, model, cap) runs still missing to pin D (-o FILE)."
 
@@ -115,6 +114,9 @@ def harbor_job_configs(plan: pl.DataFrame, tasks: pl.DataFrame, *, agent: str = 
     cap appended to every instruction (``extra_instructions``; the loaders read a trial whose
     config has both as run at that stated cap) and ``n_attempts`` = the cell's further attempts.
     """
+    # imported here, not at the top: `depthlab --help` imports every verb module for its HELP
+    from depthlab.io import harbor_writer
+
     located = plan.join(
         tasks.select("dataset", "task", "source"), on=["dataset", "task"], how="left", nulls_equal=True
     ).with_columns(folder=pl.col("source").map_elements(_parent, return_dtype=pl.String))
@@ -147,6 +149,8 @@ def write_harbor_configs(
     plan: pl.DataFrame, tasks: pl.DataFrame, out_dir: str | Path, *, agent: str = "terminus-2"
 ) -> list[Path]:
     """Write :func:`harbor_job_configs` as JSON files in ``out_dir``; return their paths."""
+    from depthlab.io import harbor_writer
+
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []

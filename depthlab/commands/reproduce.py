@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from depthlab.auditdata import BUNDLED_DATA, DEMO_SCALE
-from depthlab.reproduce import DEFAULT_N_BOOT, NOTEBOOKS
+HELP = "Re-execute every audit notebook with papermill and regenerate the figures."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # imported here, not at the top: `depthlab --help` imports every verb module for its HELP
+    from depthlab.auditdata import BUNDLED_DATA, DEMO_SCALE
+    from depthlab.reproduce import DEFAULT_N_BOOT, NOTEBOOKS
+
     parser.add_argument(
         "--data",
         metavar="DIR",
