@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 from test_atif import SCENARIOS, _golden_trial
 
-from depthlab.io import read_steps
+from depthlab.io import read_steps, read_trials
 from depthlab.measures.proxy import turn_dependencies
 
 
@@ -27,7 +27,11 @@ def test_summarized_and_linear_history_runs_give_the_same_chain(samples, tmp_pat
 
 def test_every_golden_scenario_reads(samples, tmp_path):
     for name, prefix in SCENARIOS.items():
-        deps = _dependencies(_golden_trial(samples, tmp_path / name, prefix))
+        trial = _golden_trial(samples, tmp_path / name, prefix)
+        deps = _dependencies(trial)
+        # one row per turn the trials reader counts (an empty read would pass every check below)
+        n_turns = read_trials(trial, cache=False).trials["n_turns"][0]
+        assert deps.height == n_turns > 0, name
         assert deps["turn"].to_list() == list(range(1, deps.height + 1)), name
         levels = deps["level"].to_list()
         for row in deps.iter_rows(named=True):
