@@ -34,6 +34,8 @@ r:
 
 test: $(VENV)/.installed docker harbor browser r
 	$(BIN)/ruff check depthlab tests notebooks
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -p no:cacheprovider --doctest-modules depthlab
 	$(BIN)/python -m pytest -n 2 --benchmark-disable -p no:cacheprovider tests
 
 bench: $(VENV)/.installed

@@ -15,9 +15,12 @@ import itertools
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal, TypeGuard, overload
 
 import polars as pl
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 __all__ = [
     "PASS_RULES",
@@ -78,6 +81,10 @@ def check_caps(caps: object, function: str) -> tuple[int, ...]:
     return values
 
 
+@overload
+def check_models(models: object, function: str, *, required: Literal[True]) -> tuple[str, ...]: ...
+@overload
+def check_models(models: object, function: str, *, required: bool = False) -> tuple[str, ...] | None: ...
 def check_models(models: object, function: str, *, required: bool = False) -> tuple[str, ...] | None:
     """Return ``models`` as a tuple of distinct non-empty strings (or None when allowed)."""
     if models is None and not required:
@@ -131,9 +138,9 @@ def check_positive_int(value: object, name: str, function: str) -> int:
 
 def check_nonnegative_int(value: object, name: str, function: str) -> int:
     """Return ``value`` when it is an int >= 0 (numpy ints too); raise otherwise."""
-    if isinstance(value, bool) or not _is_int(value) or value < 0:  # type: ignore[operator]
+    if isinstance(value, bool) or not _is_int(value) or value < 0:
         raise _fail(name, function, "an int >= 0", value)
-    return int(value)  # type: ignore[call-overload]
+    return int(value)
 
 
 def check_number(
@@ -154,18 +161,17 @@ def check_number(
     ...
     ValueError: The 'ci' parameter of f must be a float in the open interval (0, 1), got 1.5
     """
-    inside = (
+    if (
         not isinstance(value, bool)
         and isinstance(value, int | float)
         and not math.isnan(value)
         and (low < value if low_open else low <= value)
         and (value < high if high_open else value <= high)
-    )
-    if not inside:
-        left, right = "(" if low_open else "[", ")" if high_open else "]"
-        which = "open " if low_open and high_open else ""
-        raise _fail(name, function, f"{kind} in the {which}interval {left}{low:g}, {high:g}{right}", value)
-    return float(value)  # type: ignore[arg-type]
+    ):
+        return float(value)
+    left, right = "(" if low_open else "[", ")" if high_open else "]"
+    which = "open " if low_open and high_open else ""
+    raise _fail(name, function, f"{kind} in the {which}interval {left}{low:g}, {high:g}{right}", value)
 
 
 def check_path(value: object, name: str, function: str, *, kind: str = "directory") -> Path:
@@ -178,7 +184,7 @@ def check_path(value: object, name: str, function: str, *, kind: str = "director
     return path
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> TypeGuard[int | np.integer]:
     import numpy as np
 
     return isinstance(value, int | np.integer)

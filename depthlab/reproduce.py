@@ -320,11 +320,12 @@ def _run_all(
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                if future.exception() is not None:
+                error = future.exception()
+                if error is not None:
                     for other in pending:
                         other.cancel()
                     bar.close()
-                    raise future.exception()
+                    raise error
                 seconds[futures[future]] = future.result()
                 bar.set_postfix_str(futures[future])
                 bar.update(1)

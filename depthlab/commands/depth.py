@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_trials_for(args: argparse.Namespace, verb: str):  # noqa: ANN201 - a trials frame or None
+def load_trials_for(args: argparse.Namespace, verb: str) -> pl.DataFrame | None:
     """Load ``args.paths`` as trials, printing rejects and a summary; None (after a message) on failure."""
     from depthlab.io import LoadError, read_trials
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 
 import polars as pl
 
@@ -129,7 +130,7 @@ def load_datasets(roots: Mapping[str, str | Path], *, status_rule: str = "leader
     return Audit.concat([load_dataset(name, root, status_rule=status_rule) for name, root in roots.items()])
 
 
-def _adapter(name: str):  # noqa: ANN202 - an adapter module
+def _adapter(name: str) -> ModuleType:
     return importlib.import_module(ADAPTERS[name])
 
 

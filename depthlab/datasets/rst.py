@@ -95,7 +95,9 @@ def read_index(path: str | Path, *, dataset: str = "rst") -> tuple[pl.DataFrame,
         except tomllib.TOMLDecodeError as error:
             skipped.append(f"row {i}: {error}")
             continue
-        metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+        metadata = config.get("metadata")
+        if not isinstance(metadata, dict):
+            metadata = {}
         try:  # the same reading of [metadata] and of the solution as depthlab.io.load_tasks
             row = label_columns(metadata, NOT_LABELS, f"{path}#row{i}")
         except TaskFormatError as error:

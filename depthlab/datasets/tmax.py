@@ -71,7 +71,7 @@ def load(root: str | Path, *, name: str = "tmax", status_rule: str = "leaderboar
     )
     tasks, trials, rejected = tree.tasks, tree.trials, tree.rejected
     notes = [*tree.notes, "no difficulty label; task_complexity / command_complexity are sampled generation axes"]
-    if native:
+    if native and tasks_dir is not None:
         tasks, solve_trials = read_native(tasks_dir, dataset=name)
         trials = pl.concat([trials, solve_trials], how="vertical")
         notes.append("public trials are the Gemini solve runs summarised in solutions/*_summary.json")

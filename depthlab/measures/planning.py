@@ -125,7 +125,7 @@ def plan_missing(
         grid.filter(planned)
         .select(*CELL_KEYS, attempts=(attempts - pl.col("n_valid")).cast(pl.Int32))
         .sort(CELL_KEYS)
-        .cast(PLAN_SCHEMA)  # type: ignore[arg-type]
+        .cast(PLAN_SCHEMA)
     )
 
 

@@ -306,8 +306,12 @@ def label_correlations(
     """
     rng = np.random.default_rng(seed)
     orders = None if order is None else {label: order}
-    common = {"n_boot": n_boot, "ci": ci, "method": method, "seed": rng, "order": orders}
-    return to_frame([spearman(df, label, value, **common), kendall_tau_b(df, label, value, **common)])
+    return to_frame(
+        [
+            spearman(df, label, value, n_boot=n_boot, ci=ci, method=method, seed=rng, order=orders),
+            kendall_tau_b(df, label, value, n_boot=n_boot, ci=ci, method=method, seed=rng, order=orders),
+        ]
+    )
 
 
 def _rank_partial(

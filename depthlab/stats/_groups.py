@@ -182,9 +182,9 @@ def quadrants(
             percentiles = cell.get_column(percentile_name).to_numpy().astype(np.float64)
             mean = float(percentiles.mean()) if len(percentiles) else None
             low = high = None
-            if len(percentiles) and n_boot:
+            if mean is not None and n_boot:
                 boot, jack = _row_bootstrap(_mean_statistic(percentiles), len(percentiles), n_boot, method, rng)
-                low, high, _ = _interval(float(mean), boot, jack, ci, method)
+                low, high, _ = _interval(mean, boot, jack, ci, method)
             rows.append(
                 {
                     "depth_class": depth_class,
