@@ -106,14 +106,20 @@ def test_every_guide_page_is_in_the_nav():
     assert nav - pages == set()
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The docs site built in strict mode into a temporary folder."""
+def _require_docs_extra() -> None:
+    # a missing docs extra is a broken set-up, not a reason to skip: make test installs it
     try:
+        import griffe_sphinx  # noqa: F401
         import mkdocs  # noqa: F401
         import mkdocstrings  # noqa: F401
     except ImportError as error:
         pytest.fail(f"{error}: the docs build needs the docs extra (pip install -e '.[docs]'; make test installs it)")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The docs site built in strict mode into a temporary folder."""
+    _require_docs_extra()
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     build = subprocess.run(
@@ -165,3 +171,84 @@ def test_api_page_lists_every_public_name(site: Path, page: str):
     assert missing == [], f"docs/api/{page}.md does not render {module}'s {missing}"
     # a docstring filled in at import time shows its fragments, not the placeholder
     assert not re.search(r"<p>\{\w+\}</p>", html)
+
+
+_TOY = {
+    "toy/__init__.py": '''
+"""A package whose docstrings are completed at import time, with an export shadowed by its submodule."""
+
+from toy._fragments import docstring
+from toy.shadow import shadow
+
+__all__ = ["filled", "shadow"]
+
+
+@docstring
+def filled(data: int) -> int:
+    """Return ``data``.
+
+    Parameters
+    ----------
+    {data}
+
+    Returns
+    -------
+    int
+        The same.
+    """
+    return data
+''',
+    "toy/_fragments.py": """
+import re
+
+
+def docstring(function):
+    text = r"\\1data : int\\n\\1    The toy fragment text."
+    function.__doc__ = re.sub(r"(?m)^( *)\\{data\\}$", text, function.__doc__)
+    return function
+""",
+    "toy/shadow.py": '''
+def shadow() -> None:
+    """The function the submodule of the same name holds."""
+''',
+}
+
+
+def _toy_site(tmp_path: Path, *, extension: bool) -> subprocess.CompletedProcess[str]:
+    for name, text in _TOY.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text.lstrip())
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# toy\n\n::: toy\n")
+    ext = (
+        f"\n            extensions: ['{DOCS / '_ext' / 'runtime_docstrings.py'}:RuntimeDocstrings']"
+        if extension
+        else ""
+    )
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: toy\nplugins:\n  - mkdocstrings:\n      handlers:\n        python:\n          paths: [.]\n"
+        f"          options:\n            docstring_style: numpy\n            show_submodules: false\n"
+        f"            show_source: false{ext}\n"
+    )
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(tmp_path)}
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")]
+    return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=300)
+
+
+def test_runtime_docstrings_extension_fills_fragments_and_unshadows_exports(tmp_path: Path):
+    _require_docs_extra()
+    build = _toy_site(tmp_path, extension=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert "The toy fragment text." in html
+    assert "{data}" not in html
+    assert 'id="toy.shadow"' in html
+    assert "The function the submodule of the same name holds." in html
+
+
+def test_without_the_extension_the_toy_site_fails_strict(tmp_path: Path):
+    # the extension's reason to exist: griffe reads the source, placeholder and all
+    _require_docs_extra()
+    build = _toy_site(tmp_path, extension=False)
+    assert build.returncode != 0
+    assert "{data}" in build.stderr

@@ -31,6 +31,22 @@ class RuntimeDocstrings(griffe.Extension):
     def on_class(self, *, cls: griffe.Class, **kwargs: Any) -> None:
         _refresh(cls)
 
+    def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
+        _unshadow(pkg)
+
+
+def _unshadow(module: griffe.Module) -> None:
+    # ``from pkg.name import name`` in a package's __init__: at run time ``pkg.name`` is the
+    # function, but griffe gives the submodule precedence, so the exported function would be missing
+    # from the package's page. Point the exported name at the function, as Python does.
+    for sub in list(module.modules.values()):
+        if sub.is_alias:
+            continue
+        _unshadow(sub)
+        name = sub.name
+        if name in (module.exports or ()) and name in sub.members and not sub.members[name].is_module:
+            module.set_member(name, griffe.Alias(name, sub.members[name], parent=module))
+
 
 def _refresh(obj: griffe.Object) -> None:
     if obj.name.startswith("_"):
