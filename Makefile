@@ -5,12 +5,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= out/reproduce
 
-.PHONY: reproduce test lint bench docker harbor browser r mutate clean
+.PHONY: reproduce test lint bench docs docker harbor browser r mutate clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,fetch,browser]'
+	$(BIN)/python -m pip install -q -e '.[dev,fetch,browser,docs]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name depthlab --display-name "depthlab (Python 3)" >/dev/null
 	touch $@
 
@@ -37,6 +37,11 @@ test: $(VENV)/.installed docker harbor browser r
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -p no:cacheprovider --doctest-modules depthlab
 	$(BIN)/python -m pytest -n 2 --benchmark-disable -p no:cacheprovider tests
+
+# The docs site (mkdocs.yml: the guide pages in docs/ and the API reference) into out/site/; strict, so a
+# broken link or API reference fails. `make test` builds it too, into a temporary folder (tests/test_docs.py).
+docs: $(VENV)/.installed
+	$(BIN)/mkdocs build --strict --site-dir out/site
 
 bench: $(VENV)/.installed
 	for script in tests/bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

@@ -1,0 +1,254 @@
+"""The front page and the docs site: README's size, links that resolve, the site built in strict mode.
+
+The site (mkdocs.yml) is built once per session into a temporary folder; strict mode turns every
+warning (a page missing from the nav, a link to no page, an API reference that does not resolve, a
+docstring griffe cannot parse) into a failure. The API pages are then checked to list every public
+name of the module they document, so a package split into modules keeps its flat exports on its page.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+#: The README is a front page; the guide lives in docs/ (seaborn's is 3.5 kB, pingouin's 18 kB).
+README_MAX_BYTES = 15_000
+
+#: API page (docs/api/<page>.md) -> the module it documents.
+API_PAGES = {
+    "depthlab": "depthlab",
+    **{
+        name: f"depthlab.{name}"
+        for name in (
+            "io",
+            "datasets",
+            "measures",
+            "stats",
+            "auditdata",
+            "findings",
+            "plots",
+            "simulate",
+            "runner",
+            "paper",
+            "catalog",
+            "schema",
+        )
+    },
+}
+
+_FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+_CODE = re.compile(r"`[^`\n]*`")
+_LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+
+
+def _markdown_files() -> list[Path]:
+    names = ("README.md", "ARCHITECTURE.md", "CONTRIBUTING.md", "CHANGELOG.md")
+    own = [ROOT / name for name in names if (ROOT / name).exists()]
+    pages = [p for p in sorted(DOCS.rglob("*.md")) if "_ext" not in p.relative_to(DOCS).parts]
+    return own + pages
+
+
+def _links(text: str) -> list[str]:
+    # links inside code are examples, not links
+    prose = _CODE.sub("", _FENCE.sub("", text))
+    return _LINK.findall(prose)
+
+
+def test_readme_is_a_front_page():
+    size = len((ROOT / "README.md").read_bytes())
+    assert size <= README_MAX_BYTES, f"README.md is {size:,} bytes; the front page keeps under {README_MAX_BYTES:,}"
+
+
+def test_markdown_link_finder_sees_links_and_skips_code():
+    text = 'See [a](docs/a.md#x), ![img](img/b.png "title"), `[c](no.md)`\n```\n[d](no2.md)\n```\n'
+    assert _links(text) == ["docs/a.md#x", "img/b.png"]
+
+
+@pytest.mark.parametrize("path", _markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_resolve_inside_the_repository(path: Path):
+    broken = []
+    for target in _links(path.read_text(encoding="utf-8")):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            continue  # a URL (http:, mailto:) or an anchor on the same page
+        file = (path.parent / target.split("#", 1)[0]).resolve()
+        # a docs page is served by the site, which holds only docs/
+        home = DOCS if path.is_relative_to(DOCS) else ROOT
+        if not file.exists():
+            broken.append(f"{target}: no such file")
+        elif not file.is_relative_to(home):
+            broken.append(f"{target}: outside {home.relative_to(ROOT.parent)}")
+    assert broken == [], f"{path.relative_to(ROOT)}: {broken}"
+
+
+def test_docs_point_at_nothing_outside_the_repository():
+    # the real test material is named by DEPTHLAB_SHARED, never by where it sits on one machine
+    for path in _markdown_files():
+        text = path.read_text(encoding="utf-8")
+        for pattern in ("/work/", "../shared", "/home/", "/root/"):
+            assert pattern not in text, f"{path.relative_to(ROOT)} mentions {pattern!r}"
+
+
+def test_every_guide_page_is_in_the_nav():
+    config = (ROOT / "mkdocs.yml").read_text()
+    nav = set(re.findall(r":\s*(\S+\.md)\s*$", config, re.MULTILINE))
+    pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if "_ext" not in p.relative_to(DOCS).parts}
+    assert pages - nav == set()
+    assert nav - pages == set()
+
+
+def _require_docs_extra() -> None:
+    # a missing docs extra is a broken set-up, not a reason to skip: make test installs it
+    try:
+        import griffe_sphinx  # noqa: F401
+        import mkdocs  # noqa: F401
+        import mkdocstrings  # noqa: F401
+    except ImportError as error:
+        pytest.fail(f"{error}: the docs build needs the docs extra (pip install -e '.[docs]'; make test installs it)")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The docs site built in strict mode into a temporary folder."""
+    _require_docs_extra()
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    warnings = [line for line in build.stderr.splitlines() if "WARNING" in line or "ERROR" in line]
+    assert build.returncode == 0, "mkdocs build --strict failed:\n" + "\n".join(warnings or [build.stderr[-3000:]])
+    return out
+
+
+def test_docs_build_in_strict_mode(site: Path):
+    assert (site / "index.html").is_file()
+    for page in ("library", "loading", "collections", "audit", "proxy", "planning", "runner", "measure", "testing"):
+        assert (site / page / "index.html").is_file(), page
+    # the README's figures are in the site
+    for figure in ("turns_vs_depth", "forest_partial_correlations", "quadrants"):
+        assert (site / "img" / f"{figure}.png").is_file(), figure
+
+
+def _public_names(module_name: str) -> list[str]:
+    module = importlib.import_module(module_name)
+    names = getattr(module, "__all__", None)
+    if names is None:  # no __all__: what the module itself defines
+        names = [
+            name
+            for name, value in vars(module).items()
+            if not name.startswith("_")
+            and (inspect.isfunction(value) or inspect.isclass(value))
+            and getattr(value, "__module__", "").startswith(module_name)
+        ]
+    # a subpackage listed in depthlab.__all__ has its own page
+    return [n for n in names if not n.startswith("__") and not inspect.ismodule(getattr(module, n))]
+
+
+@pytest.mark.parametrize("page", sorted(API_PAGES))
+def test_api_page_lists_every_public_name(site: Path, page: str):
+    module = API_PAGES[page]
+    html = (site / "api" / page / "index.html").read_text(encoding="utf-8")
+    anchors = set(re.findall(r'id="([\w.]+)"', html))
+    names = _public_names(module)
+    assert names, f"{module} exports nothing the test can check"
+    missing = [name for name in names if f"{module}.{name}" not in anchors]
+    assert missing == [], f"docs/api/{page}.md does not render {module}'s {missing}"
+    # a docstring filled in at import time shows its fragments, not the placeholder
+    assert not re.search(r"<p>\{\w+\}</p>", html)
+
+
+_TOY = {
+    "toy/__init__.py": '''
+"""A package whose docstrings are completed at import time, with an export shadowed by its submodule."""
+
+from toy._fragments import docstring
+from toy.shadow import shadow
+
+__all__ = ["filled", "shadow"]
+
+
+@docstring
+def filled(data: int) -> int:
+    """Return ``data``.
+
+    Parameters
+    ----------
+    {data}
+
+    Returns
+    -------
+    int
+        The same.
+    """
+    return data
+''',
+    "toy/_fragments.py": """
+import re
+
+
+def docstring(function):
+    text = r"\\1data : int\\n\\1    The toy fragment text."
+    function.__doc__ = re.sub(r"(?m)^( *)\\{data\\}$", text, function.__doc__)
+    return function
+""",
+    "toy/shadow.py": '''
+def shadow() -> None:
+    """The function the submodule of the same name holds."""
+''',
+}
+
+
+def _toy_site(tmp_path: Path, *, extension: bool) -> subprocess.CompletedProcess[str]:
+    for name, text in _TOY.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text.lstrip())
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# toy\n\n::: toy\n")
+    ext = (
+        f"\n            extensions: ['{DOCS / '_ext' / 'runtime_docstrings.py'}:RuntimeDocstrings']"
+        if extension
+        else ""
+    )
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: toy\nplugins:\n  - mkdocstrings:\n      handlers:\n        python:\n          paths: [.]\n"
+        f"          options:\n            docstring_style: numpy\n            show_submodules: false\n"
+        f"            show_source: false{ext}\n"
+    )
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(tmp_path)}
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")]
+    return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=300)
+
+
+def test_runtime_docstrings_extension_fills_fragments_and_unshadows_exports(tmp_path: Path):
+    _require_docs_extra()
+    build = _toy_site(tmp_path, extension=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert "The toy fragment text." in html
+    assert "{data}" not in html
+    assert 'id="toy.shadow"' in html
+    assert "The function the submodule of the same name holds." in html
+
+
+def test_without_the_extension_the_toy_site_fails_strict(tmp_path: Path):
+    # the extension's reason to exist: griffe reads the source, placeholder and all
+    _require_docs_extra()
+    build = _toy_site(tmp_path, extension=False)
+    assert build.returncode != 0
+    assert "{data}" in build.stderr
