@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeGuard, overload
 
@@ -27,12 +27,17 @@ __all__ = [
     "check_caps",
     "check_choice",
     "check_frame",
+    "check_interval",
+    "check_mapping",
     "check_models",
     "check_names",
     "check_nonnegative_int",
     "check_number",
     "check_path",
     "check_positive_int",
+    "check_rows",
+    "check_string",
+    "check_type",
 ]
 
 #: How the passes of several attempts at one cap make the cap pass.
@@ -188,3 +193,90 @@ def _is_int(value: object) -> TypeGuard[int | np.integer]:
     import numpy as np
 
     return isinstance(value, int | np.integer)
+
+
+# ---------------------------------------------------------------------------------------------
+# added for the plots, evidence, widgets and simulate split (issue 18)
+
+
+def check_rows(df: pl.DataFrame, name: str, function: str, *, noun: str = "row") -> pl.DataFrame:
+    """Return ``df`` when it has at least one row; raise otherwise (``noun`` names what a row is).
+
+    >>> check_rows(pl.DataFrame({"a": []}), "audit", "f", noun="task")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'audit' parameter of f must have at least one task, got an empty table
+    """
+    if df.is_empty():
+        raise ValueError(f"The '{name}' parameter of {function} must have at least one {noun}, got an empty table")
+    return df
+
+
+def check_string(
+    value: object,
+    name: str,
+    function: str,
+    *,
+    expected: str = "a non-empty string",
+    valid: Callable[[str], bool] | None = None,
+) -> str:
+    """Return ``value`` when it is a non-empty string that ``valid`` accepts; raise otherwise.
+
+    >>> check_string("a/b", "job_name", "f", expected="a plain name", valid=lambda s: "/" not in s)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'job_name' parameter of f must be a plain name, got 'a/b'
+    """
+    if not isinstance(value, str) or not value or (valid is not None and not valid(value)):
+        raise _fail(name, function, expected, value)
+    return value
+
+
+def check_type(value: object, name: str, function: str, types: type | tuple[type, ...], expected: str) -> Any:
+    """Return ``value`` when it is an instance of ``types``; raise a TypeError naming its type otherwise.
+
+    >>> check_type(1, "fig", "save", str, "a matplotlib Figure")
+    Traceback (most recent call last):
+    ...
+    TypeError: The 'fig' parameter of save must be a matplotlib Figure, got int
+    """
+    if not isinstance(value, types):
+        raise TypeError(f"The '{name}' parameter of {function} must be {expected}, got {type(value).__name__}")
+    return value
+
+
+def check_mapping(
+    value: object, name: str, function: str, *, valid: Callable[[object], bool], expected: str
+) -> dict[str, Any]:
+    """Return ``value`` as a dict when it maps strings to values ``valid`` accepts; raise otherwise.
+
+    ``expected`` names one value (``"colour"``); a wrong kind is a TypeError, wrong values a ValueError
+    that lists them.
+
+    >>> check_mapping({"a": -1}, "palette", "f", valid=lambda v: v > 0, expected="positive number")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'palette' parameter of f must map names to positive numbers, got {'a': -1}
+    """
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise _fail(name, function, f"a mapping name -> {expected}", value, TypeError)
+    bad = {key: item for key, item in value.items() if not valid(item)}
+    if bad:
+        raise ValueError(f"The '{name}' parameter of {function} must map names to {expected}s, got {bad!r}")
+    return dict(value)
+
+
+def check_interval(value: object, name: str, function: str) -> tuple[float, float]:
+    """Return ``value`` as ``(low, high)`` floats when it is a pair of numbers with low <= high; raise otherwise.
+
+    >>> check_interval((10, 6), "turns", "f")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'turns' parameter of f must be (low, high) with low <= high, got (10, 6)
+    """
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 2:
+        raise _fail(name, function, "(low, high) with low <= high", value)
+    low, high = (check_number(item, name, function) for item in value)
+    if not low <= high:
+        raise _fail(name, function, "(low, high) with low <= high", value)
+    return low, high

@@ -37,7 +37,15 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-from depthlab._checks import PASS_RULES, check_caps, check_choice, check_frame, check_models, check_positive_int
+from depthlab._checks import (
+    PASS_RULES,
+    check_caps,
+    check_choice,
+    check_frame,
+    check_models,
+    check_positive_int,
+    check_string,
+)
 from depthlab.measures.depth import TASK_KEYS, depth_from_grid, evidence_grid
 from depthlab.measures.planning import plan_missing
 from depthlab.plots import RC
@@ -135,8 +143,7 @@ def task_evidence(
     function = "task_evidence"
     check_frame(trials, "trials", function, ("dataset", "task", "model", "cap", "status", "n_turns"))
     for value, param in ((dataset, "dataset"), (task, "task")):
-        if not isinstance(value, str) or not value:
-            raise ValueError(f"The '{param}' parameter of {function} must be a non-empty string, got {value!r}")
+        check_string(value, param, function)
     models = check_models(models, function)
     caps = check_caps(caps, function)
     pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)

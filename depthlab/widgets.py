@@ -10,8 +10,8 @@ Four controls (collection, models, stated cap, run status) drive every pane:
 * the run chooser: the selected task's runs matching the filters, each named by cap, model,
   attempt, status and turns;
 * the selected run: its turns against the stated cap and the harness limit, its rewards, and
-  its turns one by one (with each turn's level and the earlier outputs it uses when the depth
-  proxy, :mod:`depthlab.measures.proxy`, is installed).
+  its turns one by one, with each turn's level and the earlier outputs it uses (the depth
+  proxy's rule, :func:`depthlab.measures.turn_dependencies`).
 
 A caption above each pane says what it shows and, when it is empty, which filter emptied it.
 
@@ -42,12 +42,12 @@ import io
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 import polars as pl
 
-from depthlab._checks import check_frame
+from depthlab._checks import check_frame, check_rows
 from depthlab.catalog import ordered
 from depthlab.io import LoadError, read_steps
 from depthlab.schema import CAPS, STATUSES
@@ -118,8 +118,7 @@ def explore(audit: pl.DataFrame, trials: pl.DataFrame) -> Explorer:
     """
     check_frame(audit, "audit", "explore", ("dataset", "task", "depth", "depth_status"))
     check_frame(trials, "trials", "explore", ("dataset", "task", "model", "cap", "status", "n_turns"))
-    if audit.is_empty():
-        raise ValueError("The 'audit' parameter of explore must have at least one task, got an empty table")
+    check_rows(audit, "audit", "explore", noun="task")
     return Explorer(audit, trials)
 
 
@@ -283,8 +282,8 @@ class Explorer:
     def run_turns(self) -> pl.DataFrame | None:
         """The selected run's turns (:func:`depthlab.io.read_steps`), or None when it has no readable trajectory.
 
-        With the depth proxy installed (:mod:`depthlab.measures.proxy`), two more columns give its
-        reading of the run (``turn_dependencies``): each turn's ``level`` and the earlier outputs it ``uses``.
+        Two more columns give the depth proxy's reading of the run
+        (:func:`depthlab.measures.turn_dependencies`): each turn's ``level`` and the earlier outputs it ``uses``.
         """
         return _read_turns(self.run_details())[0]
 
@@ -501,15 +500,6 @@ class Explorer:
         )
 
 
-def _dependency_rule() -> Callable[[pl.DataFrame], pl.DataFrame] | None:
-    # the depth proxy's rule is optional: shown when the module that defines it is installed
-    try:
-        from depthlab.measures.proxy import turn_dependencies
-    except ImportError:
-        return None
-    return turn_dependencies
-
-
 def _grid_png(cells: pl.DataFrame, *, cap: int | None, selected: tuple[str, int] | None) -> bytes:
     import matplotlib as mpl
     from matplotlib.figure import Figure
@@ -575,17 +565,17 @@ def _read_turns(run: dict[str, Any]) -> tuple[pl.DataFrame | None, str]:
     source = run.get("source")
     if not source:
         return None, "no turns: the run has no source file"
+    # the depth proxy is part of depthlab: imported from its public home, never skipped when it fails to import
+    from depthlab.measures import turn_dependencies
+
     folder = os.path.dirname(source)
-    rule = _dependency_rule()
     try:
         steps = read_steps(folder)
-        if rule is None:
-            return steps, ""
         # the proxy reads the same run whole (prompt included, outputs uncut), as its rule says
         whole = read_steps(folder, prompt=True, max_chars=sys.maxsize)  # type: ignore[call-arg, unused-ignore]
     except LoadError as exc:
         return None, f"no turns: no readable trajectory ({exc})"
-    return steps.join(rule(whole).select("turn", "level", "uses"), on="turn", how="left"), ""
+    return steps.join(turn_dependencies(whole).select("turn", "level", "uses"), on="turn", how="left"), ""
 
 
 def _steps_html(steps: pl.DataFrame, trial: str) -> str:

@@ -193,13 +193,15 @@ def test_axes_level_functions_draw_into_the_given_axes(audit):
         }
     )
     draws = {
-        "depth_shares_plot": lambda ax: plots.depth_shares_plot(audit, ax=ax),
+        "collection_summary_plot": lambda ax: plots.collection_summary_plot(audit, ax=ax),
         "strip_plot": lambda ax: plots.strip_plot(audit, "work", ax=ax),
-        "turns_depth_plot": lambda ax: plots.turns_depth_plot(audit, "tb2", ax=ax),
+        "turns_vs_depth_plot": lambda ax: plots.turns_vs_depth_plot(audit, "tb2", ax=ax),
         "turns_minus_depth_plot": lambda ax: plots.turns_minus_depth_plot(audit, ax=ax),
         "depth_given_turns_plot": lambda ax: plots.depth_given_turns_plot(audit, ax=ax),
-        "work_pass_plot": lambda ax: plots.work_pass_plot(audit, ax=ax),
+        "work_vs_pass_rate_plot": lambda ax: plots.work_vs_pass_rate_plot(audit, ax=ax),
         "label_plot": lambda ax: plots.label_plot(audit, "tb2", ax=ax),
+        "label_pass_rates_plot": lambda ax: plots.label_pass_rates_plot(audit, "tb2", ax=ax),
+        "label_depths_plot": lambda ax: plots.label_depths_plot(audit, "tb2", ax=ax),
         "segment_reliability_plot": lambda ax: plots.segment_reliability_plot(segments, ax=ax),
         "compounding_plot": lambda ax: plots.compounding_plot(segments, ax=ax),
         "paired_depths_plot": lambda ax: plots.paired_depths_plot(
@@ -207,7 +209,7 @@ def test_axes_level_functions_draw_into_the_given_axes(audit):
         ),
     }
     fig = Figure()
-    axes = fig.subplots(2, 5).ravel()
+    axes = fig.subplots(3, 4).ravel()[: len(draws)]
     for ax, (name, draw) in zip(axes, draws.items(), strict=True):
         assert draw(ax) is ax, name
         assert ax.has_data(), name
@@ -397,3 +399,103 @@ def test_forest_legend_names_grey_only_when_a_row_is_pooled():
 
     assert "grey: pooled over collections" not in legend(one_collection)
     assert "grey: pooled over collections" in legend(pooled)
+
+
+def _figure_level_functions() -> dict[str, object]:
+    import typing
+
+    public = {name: getattr(plots, name) for name in plots.__all__}
+    return {
+        name: value
+        for name, value in public.items()
+        if callable(value) and not isinstance(value, type) and typing.get_type_hints(value).get("return") is Figure
+    }
+
+
+def test_every_figure_level_function_draws_with_its_axes_level_partner():
+    """The naming rule: figure-level ``X(...) -> Figure`` draws with axes-level ``X_plot(..., ax=None) -> Axes``."""
+    import ast
+    import inspect
+    import textwrap
+    import typing
+
+    from matplotlib.axes import Axes
+
+    figure_level = _figure_level_functions()
+    assert len(figure_level) >= 12, sorted(figure_level)  # the rule is checked on every figure, not on none
+    for name, function in figure_level.items():
+        assert not name.endswith("_plot"), f"{name} returns a Figure, so its name must not end in _plot"
+        partner = f"{name}_plot"
+        assert partner in plots.__all__, f"{name} has no axes-level partner {partner} in depthlab.plots"
+        drawer = getattr(plots, partner)
+        assert typing.get_type_hints(drawer)["return"] is Axes, f"{partner} must return an Axes"
+        ax = inspect.signature(drawer).parameters.get("ax")
+        assert ax is not None, f"{partner} takes no ax="
+        assert ax.kind is inspect.Parameter.KEYWORD_ONLY, f"{partner}'s ax must be keyword-only"
+        assert ax.default is None, f"{partner}'s ax= must default to None"
+        # "draws with": the figure function's own body names its partner (a call, or a panel it hands on)
+        body = ast.parse(textwrap.dedent(inspect.getsource(function)))
+        named = {node.id for node in ast.walk(body) if isinstance(node, ast.Name)}
+        assert partner in named, f"{name} does not draw with {partner}"
+    for name in plots.__all__:
+        value = getattr(plots, name)
+        if name.endswith("_plot"):
+            assert typing.get_type_hints(value)["return"] is Axes, f"{name} ends in _plot but returns no Axes"
+            assert "ax" in inspect.signature(value).parameters, f"{name} ends in _plot but takes no ax="
+
+
+def test_the_naming_rule_test_fails_on_a_figure_without_its_partner(monkeypatch):
+    """The rule's test catches a figure-level function whose partner is missing or misnamed."""
+    monkeypatch.setattr(plots, "__all__", [n for n in plots.__all__ if n != "turns_by_model_plot"])
+    with pytest.raises(AssertionError, match="turns_by_model has no axes-level partner turns_by_model_plot"):
+        test_every_figure_level_function_draws_with_its_axes_level_partner()
+
+
+def test_renamed_functions_stay_importable_under_their_old_names():
+    from depthlab.plots import depth_shares_plot, turns_depth_plot, turns_ecdf_plot, work_pass_plot
+
+    old = {
+        "depth_shares_plot": depth_shares_plot,
+        "turns_depth_plot": turns_depth_plot,
+        "turns_ecdf_plot": turns_ecdf_plot,
+        "work_pass_plot": work_pass_plot,
+    }
+    for name, function in old.items():
+        new = plots.DEPRECATED_ALIASES[name]
+        assert function is getattr(plots, new), name
+        assert name not in plots.__all__
+        assert new in plots.__all__
+        assert f"``{name}``" in plots.__doc__, f"the module docstring does not list the alias {name}"
+
+
+def test_label_order_is_the_catalog_s():
+    audit = schema.conform(
+        pl.DataFrame(
+            {
+                "dataset": "tb2",
+                "task": list("abcd"),
+                "difficulty": ["zz-custom", "hard", "easy", "medium"],
+                "difficulty_source": "human",
+                "pass_rate": [0.1, 0.2, 0.9, 0.5],
+            }
+        ),
+        "audit",
+    )
+    ticks = [t.get_text() for t in plots.label_pass_rates_plot(audit, "tb2").get_xticklabels()]
+    assert ticks == [*catalog.DIFFICULTY_ORDER, "zz-custom"]
+
+
+def test_docstring_fragments_are_filled_and_a_missing_one_fails():
+    from depthlab.plots._docstrings import FRAGMENTS, fill
+
+    assert "{order}" not in plots.collection_summary.__doc__
+    assert FRAGMENTS["order"].splitlines()[0] in plots.collection_summary.__doc__
+
+    def broken() -> None:
+        """Draw.
+
+        {no_such_fragment}
+        """
+
+    with pytest.raises(KeyError, match="no_such_fragment"):
+        fill(broken)

@@ -238,8 +238,10 @@ def test_a_run_without_a_source_file_gets_a_note(tables):
     assert "no turns: the run has no source file" in explorer._run_view.value
 
 
-def test_a_run_shows_each_turns_dependencies_when_the_depth_proxy_is_installed(tmp_path):
-    proxy = pytest.importorskip("depthlab.measures.proxy", reason="the depth proxy (turn_dependencies) is not merged")
+def test_a_run_shows_each_turns_dependencies(tmp_path):
+    # a plain import, not importorskip: the depth proxy is part of depthlab, so a broken import must fail here
+    from depthlab.measures import turn_dependencies
+
     write_runs(tmp_path, seed=2, scale=0.01)
     trials = load_trials(tmp_path / "jobs", cache=False)
     audit = schema.conform(trials.select("dataset", "task").unique(), "audit")
@@ -250,7 +252,7 @@ def test_a_run_shows_each_turns_dependencies_when_the_depth_proxy_is_installed(t
     explorer.task.value = run["task"]
     explorer.run.value = run["trial"]
     folder = Path(run["source"]).parent
-    expected = proxy.turn_dependencies(read_steps(folder, prompt=True, max_chars=sys.maxsize))
+    expected = turn_dependencies(read_steps(folder, prompt=True, max_chars=sys.maxsize))
     turns = explorer.run_turns()
     assert turns["level"].to_list() == expected["level"].to_list()
     shown = explorer._run_view.value
