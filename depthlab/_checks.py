@@ -38,6 +38,7 @@ __all__ = [
     "check_rows",
     "check_string",
     "check_type",
+    "parameter_error",
 ]
 
 #: How the passes of several attempts at one cap make the cap pass.
@@ -106,16 +107,32 @@ def check_models(models: object, function: str, *, required: bool = False) -> tu
     return values
 
 
-def check_names(values: object, name: str, function: str) -> list[str]:
+def check_names(
+    values: object, name: str, function: str, *, known: Sequence[str] | None = None, where: str = "this data"
+) -> list[str]:
     """Return ``values`` as a list when it is a non-empty sequence of non-empty strings; raise otherwise.
+
+    With ``known``, every name must be one of them; an unknown one (the empty name included) is an
+    error listing the known names, so a mistyped ``--datasets ""`` says what could have been meant.
 
     >>> check_names("tb2", "datasets", "f")
     Traceback (most recent call last):
     ...
     ValueError: The 'datasets' parameter of f must be a non-empty list of names, got 'tb2'
+    >>> check_names([""], "datasets", "f", known=["tb2", "tw"])
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'datasets' parameter of f names '', not in this data; known: tb2, tw
     """
     if isinstance(values, str) or not isinstance(values, Sequence) or not values:
         raise _fail(name, function, "a non-empty list of names", values)
+    if known is not None and all(isinstance(v, str) for v in values):
+        unknown = [v for v in values if v not in known]
+        if unknown:
+            raise ValueError(
+                f"The '{name}' parameter of {function} names {', '.join(map(repr, unknown))}, not in {where}; "
+                f"known: {', '.join(known) if known else 'none'}"
+            )
     if not all(isinstance(v, str) and v for v in values):
         raise _fail(name, function, "a list of non-empty strings", values)
     return list(values)
@@ -280,3 +297,14 @@ def check_interval(value: object, name: str, function: str) -> tuple[float, floa
     if not low <= high:
         raise _fail(name, function, "(low, high) with low <= high", value)
     return low, high
+def parameter_error(
+    name: str, function: str, expected: str, got: object, error: type[Exception] = ValueError
+) -> Exception:
+    """The error for a check too particular for a helper of its own, in the shared wording (raise it).
+
+    >>> raise parameter_error("data", "f", "an existing folder or None", "nope")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'data' parameter of f must be an existing folder or None, got 'nope'
+    """
+    return _fail(name, function, expected, got, error)

@@ -3,27 +3,26 @@
 :func:`audit_data` loads a data folder, the TB2 facts bundled with depthlab (``"tb2"``) or the
 simulated demo (``None``, built once per generative-model version by :func:`demo_data` in the
 user cache) into an :class:`AuditData`: the tasks, trials, depth and audit tables, and where they
-came from (simulated or real). :func:`record_results` writes a notebook's findings and its
-"paper reports / this data gives" table. ``depthlab reproduce`` (:mod:`depthlab.reproduce`) only
-runs the notebooks and writes the index.
+came from (simulated or real). A notebook's findings and its "paper reports / this data gives"
+table are written by :func:`depthlab.findings.record_results` (reporting sits above the data
+library); ``depthlab reproduce`` (:mod:`depthlab.reproduce`) only runs the notebooks and writes the index.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
 
-from depthlab import schema
-from depthlab._checks import check_nonnegative_int, check_number
+from depthlab import _atomic, schema
+from depthlab._checks import check_names, check_nonnegative_int, check_number, parameter_error
 from depthlab.catalog import ordered
 from depthlab.schema import CAPS
 
@@ -34,7 +33,6 @@ __all__ = [
     "audit_data",
     "demo_cache_dir",
     "demo_data",
-    "record_results",
 ]
 
 #: Size of the default demo data (1.0 is about the paper's size: 734 audited tasks).
@@ -98,12 +96,12 @@ class AuditData:
         >>> AuditData.from_tables(tasks, trials).audit["depth"].to_list()
         [2]
         """
-        import depthlab as dl
+        from depthlab.measures import audit_table, estimate_depth
 
         tasks = schema.conform(tasks, "tasks")
         trials = schema.conform(trials, "trials")
-        depth = dl.estimate_depth(trials.filter(pl.col("cap").is_not_null()), caps=caps, models=models)
-        audit = dl.audit_table(tasks, trials, caps=caps, models=models)
+        depth = estimate_depth(trials.filter(pl.col("cap").is_not_null()), caps=caps, models=models)
+        audit = audit_table(tasks, trials, caps=caps, models=models)
         return cls(source, simulated, tasks, trials, depth, audit)
 
     def subset(self, collections: Sequence[str]) -> AuditData:
@@ -225,7 +223,7 @@ def demo_data(root: str | Path | None = None, *, scale: float = DEMO_SCALE, seed
     building.mkdir(parents=True)
     simulate.write_runs(building, seed=seed, scale=scale)
     marker = {"simulated": True, "model_version": simulate.MODEL_VERSION, "scale": scale, "seed": seed}
-    (building / _COMPLETE).write_text(json.dumps(marker) + "\n")
+    _atomic.write_text(building / _COMPLETE, json.dumps(marker) + "\n")
     if folder.exists() and not (folder / _COMPLETE).is_file():
         shutil.rmtree(folder)  # left half-written by an interrupted build
     try:
@@ -285,83 +283,29 @@ def audit_data(
     model_list = None if models is None else check_names(models, "models", function)
     cap_list = tuple(sorted({int(c) for c in caps}))
     if isinstance(data, str) and data in BUNDLED_DATA and not Path(data).is_dir():
-        names = [data] if datasets is None else check_names(datasets, "datasets", function)
-        _check_known(names, [data], "datasets", function)
+        names = [data] if datasets is None else check_names(datasets, "datasets", function, known=[data])
         loaded = _load_bundled(data, model_list, cap_list)
-        _check_known(model_list, loaded.models, "models", function)
+        _check_models(model_list, loaded, function)
         return loaded
     if data is None:
         data = demo_data(scale=scale, seed=seed)
     folder = Path(data).expanduser().resolve()
     if not folder.is_dir():
-        raise ValueError(
-            f"The 'data' parameter of {function} must be an existing folder, one of {list(BUNDLED_DATA)} "
-            f"(bundled) or None (the simulated demo), got {str(data)!r}"
-        )
+        expected = f"an existing folder, one of {list(BUNDLED_DATA)} (bundled) or None (the simulated demo)"
+        raise parameter_error("data", function, expected, str(data))
     found = _discover(folder)
     if not found:
-        raise ValueError(
-            f"The 'data' parameter of {function} must hold at least one collection "
-            f"(tasks/<name>/, jobs/<name>/ or <name>_tasks.csv), found none in {str(folder)!r}"
-        )
-    names = found if datasets is None else check_names(datasets, "datasets", function)
-    _check_known(names, found, "datasets", function)
+        expected = "a folder holding at least one collection (tasks/<name>/, jobs/<name>/ or <name>_tasks.csv)"
+        raise parameter_error("data", function, expected, str(folder))
+    names = found if datasets is None else check_names(datasets, "datasets", function, known=found)
     key = _cache_key(folder, names, model_list, cap_list)
     loaded = _read_cache(Path(cache_dir) / key) if cache_dir is not None else None
     if loaded is None:
         loaded = _load(folder, names, model_list, cap_list)
         if cache_dir is not None:
             _write_cache(Path(cache_dir) / key, loaded)
-    _check_known(model_list, loaded.models, "models", function)
+    _check_models(model_list, loaded, function)
     return loaded
-
-
-def record_results(
-    notebook: str,
-    findings: pl.DataFrame | Sequence[pl.DataFrame],
-    *,
-    results_dir: str | Path,
-    data: AuditData,
-    figures: Iterable[str | Path] = (),
-) -> pl.DataFrame:
-    """Write a notebook's findings to ``<results_dir>/<notebook>.json`` and return the paper-versus-data table.
-
-    Parameters
-    ----------
-    notebook : str
-        Notebook name, e.g. ``"03_depth_predicts_difficulty"``.
-    findings : pl.DataFrame or sequence of them
-        Tables from :mod:`depthlab.findings` (the columns of :data:`depthlab.findings.FINDING`).
-    results_dir : str or Path
-        Folder of the results JSON files.
-    data : AuditData
-        The data the findings were computed on: its source and whether it is simulated are written
-        at the top of the JSON.
-    figures : iterable of str or Path
-        The figures the notebook saved (paths from :func:`depthlab.plots.save`, or names).
-
-    Returns
-    -------
-    pl.DataFrame
-        :func:`depthlab.paper.compare` of the findings the paper also reports.
-    """
-    from depthlab import findings as fd
-    from depthlab import paper
-
-    table = fd.stack(findings)
-    comparison = paper.compare(table)
-    folder = Path(results_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    names = list(dict.fromkeys(Path(f).stem for f in figures))
-    payload = {
-        "notebook": notebook,
-        "data": {"kind": data.kind, "source": data.source, "banner": data.banner()},
-        "findings": [{k: _json_value(v) for k, v in row.items()} for row in table.to_dicts()],
-        "figures": names,
-        "comparison": [{k: _json_value(v) for k, v in row.items()} for row in comparison.to_dicts()],
-    }
-    _atomic_write(folder / f"{notebook}.json", json.dumps(payload, indent=1, default=str) + "\n")
-    return comparison
 
 
 # ---------------------------------------------------------------------------------------------
@@ -407,18 +351,17 @@ def _describe(folder: Path, simulated: bool) -> str:
 
 
 def _load(folder: Path, names: Sequence[str], models: Sequence[str] | None, caps: tuple[int, ...]) -> AuditData:
-    import depthlab as dl
-    from depthlab.datasets import Audit
+    from depthlab.datasets import Audit, load_dataset
 
-    bundle = Audit.concat([dl.load_dataset(name, folder) for name in names])
+    bundle = Audit.concat([load_dataset(name, folder) for name in names])
     simulated = _is_simulated(folder, bundle.trials["model"].drop_nulls().unique().to_list())
     return _tables(bundle, _describe(folder, simulated), simulated, models, caps, folder)
 
 
 def _load_bundled(name: str, models: Sequence[str] | None, caps: tuple[int, ...]) -> AuditData:
-    import depthlab as dl
+    from depthlab.datasets import load_dataset
 
-    bundle = dl.load_dataset(name)
+    bundle = load_dataset(name)
     source = f"the published {name.upper()} facts bundled with depthlab (depthlab/datasets/data/{name}/PROVENANCE.md)"
     return _tables(bundle, source, False, models, caps, None)
 
@@ -426,12 +369,12 @@ def _load_bundled(name: str, models: Sequence[str] | None, caps: tuple[int, ...]
 def _tables(
     bundle: Any, source: str, simulated: bool, models: Sequence[str] | None, caps: tuple[int, ...], folder: Path | None
 ) -> AuditData:
-    import depthlab as dl
+    from depthlab.measures import audit_table, estimate_depth
 
     trials = bundle.trials
-    depth = dl.estimate_depth(bundle.capped, caps=caps, models=models)
+    depth = estimate_depth(bundle.capped, caps=caps, models=models)
     proxy, proxy_notes = _proxy(folder, bundle.tasks["dataset"].unique().sort().to_list(), trials)
-    audit = dl.audit_table(bundle.tasks, trials, caps=caps, models=models, proxy=proxy)
+    audit = audit_table(bundle.tasks, trials, caps=caps, models=models, proxy=proxy)
     for table, kind in ((bundle.tasks, "tasks"), (trials, "trials"), (depth, "depth"), (audit, "audit")):
         schema.check(table, kind)
     notes = [*bundle.notes, *proxy_notes]
@@ -442,7 +385,8 @@ def _proxy(folder: Path | None, names: Sequence[str], trials: pl.DataFrame) -> t
     """The trajectory depth proxy per task, from the trials whose run directories are on disk, and from
     ``<folder>/<name>-jobs/`` (Harbor jobs kept for their trajectories, e.g. ``tb2-jobs/``: their
     pass rates and turn counts do not enter the audit, which keeps the collection's own public runs)."""
-    import depthlab as dl
+    from depthlab.io import load_trials
+    from depthlab.measures import depth_proxy
     from depthlab.measures.proxy import trial_dir
 
     notes = []
@@ -454,13 +398,13 @@ def _proxy(folder: Path | None, names: Sequence[str], trials: pl.DataFrame) -> t
     for name in names:
         jobs = folder / f"{name}-jobs"
         if jobs.is_dir():
-            extra = dl.load_trials(jobs, dataset=name)
+            extra = load_trials(jobs, dataset=name)
             parts.append(extra)
             notes.append(f"{name}: trajectory depth proxy read from {extra.height} trials under {jobs.name}/")
     readable = pl.concat(parts)
     if readable.filter(pl.col("cap").is_null()).is_empty():
         notes.append("no uncapped run with a trajectory on disk: no trajectory depth proxy")
-    return dl.depth_proxy(readable), notes
+    return depth_proxy(readable), notes
 
 
 def _bundled_proxy(names: Sequence[str], notes: list[str]) -> pl.DataFrame:
@@ -531,8 +475,8 @@ def _write_cache(folder: Path, data: AuditData) -> None:
         "notes": data.notes,
         "data_dir": None if data.data_dir is None else str(data.data_dir),
     }
-    (folder / "meta.json").write_text(json.dumps(meta))
-    (folder / _COMPLETE).write_text("")
+    _atomic.write_text(folder / "meta.json", json.dumps(meta))
+    _atomic.write_text(folder / _COMPLETE, "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -549,33 +493,7 @@ def check_seed(seed: object, function: str) -> int:
     return check_nonnegative_int(seed, "seed", function)
 
 
-def check_names(values: object, param: str, function: str) -> list[str]:
-    """Validate a list-of-names parameter: a non-empty sequence of strings (whether each is known is checked later)."""
-    if isinstance(values, str) or not isinstance(values, Sequence) or not values:
-        raise ValueError(f"The '{param}' parameter of {function} must be a non-empty list of names, got {values!r}")
-    if not all(isinstance(v, str) for v in values):
-        raise ValueError(f"The '{param}' parameter of {function} must hold strings, got {values!r}")
-    return list(values)
-
-
-def _check_known(given: Sequence[str] | None, known: Sequence[str], param: str, function: str) -> None:
-    if given is None:
-        return
-    unknown = [name for name in given if name not in known]
-    if unknown:
-        raise ValueError(
-            f"The '{param}' parameter of {function} names {', '.join(map(repr, unknown))}, not in this data; "
-            f"known: {', '.join(known) if known else 'none'}"
-        )
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
-    return value
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+def _check_models(models: Sequence[str] | None, loaded: AuditData, function: str) -> None:
+    # the models are known only once the data is loaded
+    if models is not None:
+        check_names(models, "models", function, known=loaded.models)

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from depthlab._checks import check_choice, check_frame
+
 __all__ = ["REPORTED", "Reported", "compare", "get", "reported_for", "table"]
 
 
@@ -505,10 +507,7 @@ def get(key: str) -> Reported:
     >>> paper.get("audited_tasks").value
     734
     """
-    try:
-        return _BY_KEY[key]
-    except KeyError:
-        raise ValueError(f"The 'key' parameter of get must be one of {sorted(_BY_KEY)}, got {key!r}") from None
+    return _BY_KEY[check_choice(key, "key", "get", sorted(_BY_KEY))]
 
 
 def reported_for(statistic: str, group: str) -> Reported | None:
@@ -582,30 +581,7 @@ def compare(findings: pl.DataFrame) -> pl.DataFrame:
     >>> out["this_sample"].item()
     'SIMULATED: tb2; 40 solved tasks; models a, b'
     """
-    if not isinstance(findings, pl.DataFrame):
-        raise TypeError(
-            f"The 'findings' parameter of compare must be a findings table (polars DataFrame), "
-            f"got {type(findings).__name__}"
-        )
-    missing = [
-        c
-        for c in (
-            "key",
-            "group",
-            "value",
-            "ci_low",
-            "ci_high",
-            "interval",
-            "n",
-            "unit",
-            "collections",
-            "models",
-            "data",
-        )
-        if c not in findings.columns
-    ]
-    if missing:
-        raise ValueError(f"The 'findings' parameter of compare lacks the columns {missing}")
+    check_frame(findings, "findings", "compare", _FINDING_COLUMNS)
     rows = []
     # a finding two functions both report (e.g. solved synthetic tasks) is listed once
     for row in findings.unique(["key", "group"], keep="first", maintain_order=True).iter_rows(named=True):
@@ -637,6 +613,21 @@ def compare(findings: pl.DataFrame) -> pl.DataFrame:
         )
     return pl.DataFrame(rows, schema=_COMPARE_SCHEMA)
 
+
+# the columns of a findings table compare reads
+_FINDING_COLUMNS = (
+    "key",
+    "group",
+    "value",
+    "ci_low",
+    "ci_high",
+    "interval",
+    "n",
+    "unit",
+    "collections",
+    "models",
+    "data",
+)
 
 _TABLE_SCHEMA = {
     "key": pl.String,

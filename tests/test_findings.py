@@ -19,6 +19,7 @@ from scipy.stats import binomtest
 
 from depthlab import findings, paper, schema, stats
 from depthlab.auditdata import AuditData, audit_data, demo_data
+from depthlab.catalog import DIFFICULTY_ORDER
 
 CAPS = (1, 2, 3, 5, 10, 20, 40, 80)
 
@@ -530,7 +531,7 @@ def test_labels_against_pass_rate_and_depth_against_the_rating():
     data = _data(tasks, trials)
     row = _row(findings.label_pass_correlations(data, n_boot=200, seed=3), "label_corr_pass", "tb2")
     expected = stats.spearman(
-        data.audit, "difficulty", "pass_rate", order={"difficulty": list(findings.LABELS)}, n_boot=200, seed=3
+        data.audit, "difficulty", "pass_rate", order={"difficulty": list(DIFFICULTY_ORDER)}, n_boot=200, seed=3
     )
     assert (row["value"], row["ci_low"], row["ci_high"]) == pytest.approx(
         (expected.r, expected.ci_low, expected.ci_high)
@@ -544,6 +545,6 @@ def test_labels_against_pass_rate_and_depth_against_the_rating():
     easy = _row(table, "rated_easy_medium_depth_ge_2", "tb2")
     assert (easy["value"], easy["n"]) == (2, 5)
     partial = stats.partial_spearman(
-        data.audit, "depth", "difficulty", "work", order={"difficulty": list(findings.LABELS)}, n_boot=0
+        data.audit, "depth", "difficulty", "work", order={"difficulty": list(DIFFICULTY_ORDER)}, n_boot=0
     )
     assert _row(table, "pcorr_depth_rating_given_work", "tb2")["value"] == pytest.approx(partial.r)

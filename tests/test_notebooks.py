@@ -16,6 +16,7 @@ from pathlib import Path
 import nbformat
 import polars as pl
 import pytest
+from golden import check as check_golden
 from PIL import Image
 
 import depthlab as dl
@@ -104,6 +105,8 @@ def test_notebooks_on_the_simulated_demo(tmp_path, monkeypatch):
     )
     assert Path.cwd() == cwd  # running notebooks in threads must not move this process
     assert [p.stem for p in run.notebooks] == list(reproduce.NOTEBOOKS)
+    # the numbers of results/*.json are those of the committed golden (tests/golden: changed only deliberately)
+    assert check_golden(run.results, "demo") == []
     figures = _check_figures(run)
     for name in reproduce.README_FIGURES:
         with Image.open(tmp_path / "docs" / f"{name}.png") as image:
@@ -157,6 +160,7 @@ def test_notebooks_on_the_simulated_demo(tmp_path, monkeypatch):
 
 def test_notebooks_on_the_bundled_real_tb2_facts(tmp_path):
     run = reproduce.reproduce("tb2", tmp_path / "out", seed=SEED, n_boot=N_BOOT, progress=False)
+    assert check_golden(run.results, "tb2") == []
     figures = _check_figures(run)
     # what needs no D runs on the real data; what needs D is skipped with one line each
     assert {"collection_summary", "turns_by_model", "work_vs_pass_rate", "label_pass_rates"} <= figures

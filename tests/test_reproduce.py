@@ -100,7 +100,9 @@ def test_audit_data_on_real_tb2_data_has_no_depth(shared_data):
 def test_audit_data_rejects_bad_input(tmp_path, demo):
     with pytest.raises(ValueError, match="'data' parameter of audit_data must be an existing folder"):
         auditdata.audit_data(tmp_path / "missing")
-    with pytest.raises(ValueError, match="'data' parameter of audit_data must hold at least one collection"):
+    with pytest.raises(
+        ValueError, match="'data' parameter of audit_data must be a folder holding at least one collection"
+    ):
         auditdata.audit_data(tmp_path)
     with pytest.raises(ValueError, match="'datasets' parameter of audit_data"):
         auditdata.audit_data(demo, datasets="tb2")
@@ -125,7 +127,7 @@ def test_the_bundled_tb2_facts_load_with_no_folder():
 def test_record_results_writes_findings_the_data_kind_and_the_paper_comparison(tmp_path):
     data = auditdata.audit_data("tb2")
     tables = [findings.collection_counts(data), findings.label_pass_correlations(data, n_boot=100)]
-    comparison = auditdata.record_results(
+    comparison = findings.record_results(
         "01_demo", tables, results_dir=tmp_path, data=data, figures=[tmp_path / "a.png", "b"]
     )
     assert comparison["key"].to_list() == ["audited_tasks", "tb2_author_label_corr_pass", "generated_label_corr_pass"]
@@ -278,3 +280,21 @@ def test_the_demo_is_built_once_in_the_user_cache_and_shared(tmp_path, monkeypat
     assert marker.stat().st_mtime_ns == stamp  # reused, not rebuilt
     assert json.loads(marker.read_text())["simulated"] is True
     assert second.kind == "simulated"
+
+
+def test_the_golden_comparison_sees_a_changed_missing_or_reordered_number():
+    from golden import HERE, differences
+
+    golden = json.loads((HERE / "results_demo.json").read_text())
+    assert differences(golden, golden) == []
+    changed = json.loads(json.dumps(golden))
+    row = next(r for r in changed["03_depth_predicts_difficulty"] if r[2] is not None)
+    row[2] *= 1 + 1e-6
+    assert len(differences(changed, golden)) == 1
+    fewer = {**golden, "05_quadrants": golden["05_quadrants"][1:]}
+    assert differences(fewer, golden)
+    swapped = {**golden, "00_explore": golden["00_explore"][::-1]}
+    assert differences(swapped, golden)
+    nulled = json.loads(json.dumps(golden))
+    next(r for r in nulled["06_segments"] if r[3] is not None)[3] = None
+    assert differences(nulled, golden)

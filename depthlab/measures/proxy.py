@@ -54,7 +54,6 @@ one run, not of the task, so it is read over passing runs only.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import sys
@@ -842,98 +841,3 @@ def proxy_correlations(
             row["note"] = note
             rows.append(row)
     return pl.DataFrame(rows, schema=CORRELATIONS_SCHEMA)
-
-
-#: Keys of :func:`proxy_findings` and how the forest plot labels them.
-PROXY_FINDINGS: Final[dict[str, str]] = {
-    "pcorr_pass_proxy_given_work": "pass ~ proxy | W",
-    "pcorr_pass_turns_given_work_proxy_tasks": "pass ~ N | W",
-    "pcorr_pass_turns_given_proxy": "pass ~ N | proxy",
-    "pcorr_rating_proxy_given_work": "rating ~ proxy | W",
-}
-
-
-def proxy_findings(data: object, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
-    """The proxy's findings on an :class:`~depthlab.auditdata.AuditData`, as :mod:`depthlab.findings` tables.
-
-    Per collection (and pooled when there are several), on the tasks with a proxy, W and a public
-    pass rate: pass rate with the proxy given W, with N given W (on the same tasks), with N given
-    the proxy, and the human difficulty rating with the proxy given W (keys
-    :data:`PROXY_FINDINGS`); and ``tasks_with_proxy`` and ``share_proxy_on_depth_rung`` per
-    collection. None of these is a number the paper reports: its figures are for D.
-
-    Returns
-    -------
-    pl.DataFrame
-        :data:`depthlab.findings.FINDING` rows.
-    """
-    from depthlab import findings as fd
-
-    audit = data.audit.filter(pl.col("proxy_depth").is_not_null())  # type: ignore[attr-defined]
-    sample = dataclasses.replace(data, audit=audit)  # type: ignore[type-var]
-    common = {"solved": False, "pairs": False, "n_boot": n_boot, "seed": seed}
-    tables = [
-        fd._correlations(sample, "proxy_depth", "pass_rate", "work", "pcorr_pass_proxy_given_work", **common),
-        fd._correlations(sample, "n_turns", "pass_rate", "work", "pcorr_pass_turns_given_work_proxy_tasks", **common),
-        fd._correlations(sample, "n_turns", "pass_rate", "proxy_depth", "pcorr_pass_turns_given_proxy", **common),
-    ]
-    ratings = proxy_correlations(data.audit, n_boot=n_boot, seed=seed)  # type: ignore[attr-defined]
-    rows = []
-    for row in ratings.filter(pl.col("question") == "rating ~ proxy | W").iter_rows(named=True):
-        has_ci = row["ci_low"] is not None and np.isfinite(row["ci_low"])
-        rows.append(
-            fd._row(
-                data,  # type: ignore[arg-type]
-                "pcorr_rating_proxy_given_work",
-                row["dataset"],
-                row["r"],
-                low=row["ci_low"] if has_ci else None,
-                high=row["ci_high"] if has_ci else None,
-                interval="ci95" if has_ci else None,
-                p=row["p"],
-                n=row["n"] or 0,
-                unit="tasks",
-                collections=[row["dataset"]],
-                detail=row["note"] or "covariate: work; human ratings easy < medium < hard",
-            )
-        )
-    for row in proxy_summary(data.audit).iter_rows(named=True):  # type: ignore[attr-defined]
-        rows.append(
-            fd._row(
-                data,
-                "tasks_with_proxy",
-                row["dataset"],
-                row["n_proxy"],
-                n=row["n_tasks"],
-                unit="tasks",  # type: ignore[arg-type]
-                collections=[row["dataset"]],
-                detail="a passing uncapped run with a readable trajectory",
-            )
-        )
-        rows.append(
-            fd._row(
-                data,
-                "share_proxy_on_depth_rung",
-                row["dataset"],
-                row["share_same_rung"],
-                n=row["n_both"],  # type: ignore[arg-type]
-                unit="tasks with a proxy and D",
-                collections=[row["dataset"]],
-            )
-        )
-    return fd.stack([*tables, fd._frame(rows)])
-
-
-def proxy_forest_table(findings: pl.DataFrame) -> pl.DataFrame:
-    """The correlation rows of :func:`proxy_findings` as :func:`depthlab.plots.forest` draws them (no paper values:
-    the paper reports D, not the proxy)."""
-    rows = findings.filter(pl.col("key").is_in(list(PROXY_FINDINGS)) & pl.col("value").is_not_null())
-    return rows.select(
-        label=pl.col("group") + pl.lit(": ") + pl.col("key").replace_strict(PROXY_FINDINGS),
-        dataset=pl.when(pl.col("group") != "all").then(pl.col("group")),
-        r=pl.col("value"),
-        ci_low="ci_low",
-        ci_high="ci_high",
-        n="n",
-        p="p",
-    )

@@ -139,9 +139,9 @@ def test_compare_treats_nan_as_not_computable():
 
 
 def test_compare_rejects_what_is_not_a_findings_table():
-    with pytest.raises(TypeError, match="'findings' parameter of compare must be a findings table"):
+    with pytest.raises(TypeError, match="'findings' parameter of compare must be a polars DataFrame"):
         paper.compare({"tmax_mean_turns": 1.0})
-    with pytest.raises(ValueError, match="'findings' parameter of compare lacks the columns"):
+    with pytest.raises(ValueError, match="'findings' parameter of compare must have the columns"):
         paper.compare(pl.DataFrame({"key": ["x"]}))
     with pytest.raises(ValueError, match="'key' parameter of get"):
         paper.get("nope")

@@ -1,0 +1,97 @@
+"""The paper's findings, one function each, computed on an :class:`~depthlab.auditdata.AuditData`.
+
+Every function returns a tidy table with the columns of :data:`FINDING`: one row per statistic
+and group, with its value, its interval where one exists (``interval`` says whether ``ci_low`` /
+``ci_high`` are a 95% confidence interval or a range of values), ``n`` and its ``unit``, and the
+sample it was computed on (collections, models, and whether the data is simulated or real). Each
+docstring states the paper's definition and sample; :data:`depthlab.paper.REPORTED` names, for
+each number the paper reports, the function and row that compute the same quantity here.
+
+Groups of collections follow the paper: the six audited collections are :data:`AUDITED`; the
+synthetic ones are :data:`SYNTHETIC` (TMax, FACET, SETA, RST; never the paper's own DEPTH-style
+set ``depth``); the human-curated ones are :data:`HUMAN` (TB2, TW).
+
+One module per audit question, each named after its notebook's topic; every public name is
+importable from here:
+
+* :mod:`~depthlab.findings.collection` (01): tasks, solved tasks, shares of D, synthetic versus
+  human, per-model pass rates;
+* :mod:`~depthlab.findings.turns` (02): N beside D, the 6-10 window, the second model;
+* :mod:`~depthlab.findings.difficulty` (03): pass rate against D, N and W, the forest table;
+* :mod:`~depthlab.findings.labels` (04): difficulty labels and author ratings;
+* :mod:`~depthlab.findings.quadrants` (05): the depth/work quadrants;
+* :mod:`~depthlab.findings.segments` (06): the DEPTH-style set, segment reliability, the sign test;
+* :mod:`~depthlab.findings.proxy` (07): the trajectory depth proxy;
+* :mod:`~depthlab.findings.results`: a notebook's results JSON and its comparison with the paper.
+
+The row-building engine and the table schema are in the private ``_core``; the docstring
+fragments the functions share in ``_docs``.
+
+Examples
+--------
+>>> from depthlab import findings
+>>> from depthlab.auditdata import audit_data
+>>> data = audit_data("tb2")
+>>> rates = findings.model_pass_rates(data, status_rule="all")  # every trial counted, as the release did
+>>> row = rates.filter(group="tmax-27b").row(0, named=True)
+>>> round(100 * row["value"], 2), row["n"], row["data"]
+(42.7, 445, 'real')
+"""
+
+from __future__ import annotations
+
+from depthlab.findings._core import AUDITED, FINDING, HUMAN, OWN, SYNTHETIC, UNSOLVED_RANK, computed, stack
+from depthlab.findings.collection import collection_counts, depth_shares, model_pass_rates, synthetic_vs_human
+from depthlab.findings.difficulty import (
+    forest_table,
+    pass_depth_given_work,
+    pass_turns_given_depth,
+    pass_turns_given_work,
+)
+from depthlab.findings.labels import depth_vs_author_rating, label_pass_correlations
+from depthlab.findings.proxy import PROXY_FINDINGS, proxy_findings, proxy_forest_table
+from depthlab.findings.quadrants import quadrant_cells, quadrant_percentiles
+from depthlab.findings.results import record_results
+from depthlab.findings.segments import (
+    environment_pairs,
+    own_set_summary,
+    pass_at_1,
+    segment_reliability,
+    sign_test_depth,
+)
+from depthlab.findings.turns import depth_given_turns, second_model, turns_beside_depth
+
+__all__ = [
+    "AUDITED",
+    "FINDING",
+    "HUMAN",
+    "OWN",
+    "PROXY_FINDINGS",
+    "SYNTHETIC",
+    "UNSOLVED_RANK",
+    "collection_counts",
+    "computed",
+    "depth_given_turns",
+    "depth_shares",
+    "depth_vs_author_rating",
+    "environment_pairs",
+    "forest_table",
+    "label_pass_correlations",
+    "model_pass_rates",
+    "own_set_summary",
+    "pass_at_1",
+    "pass_depth_given_work",
+    "pass_turns_given_depth",
+    "pass_turns_given_work",
+    "proxy_findings",
+    "proxy_forest_table",
+    "quadrant_cells",
+    "quadrant_percentiles",
+    "record_results",
+    "second_model",
+    "segment_reliability",
+    "sign_test_depth",
+    "stack",
+    "synthetic_vs_human",
+    "turns_beside_depth",
+]

@@ -1,0 +1,270 @@
+"""The private core of the findings: the table schema, the row-building engine and the correlations every topic uses."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final
+
+import polars as pl
+
+from depthlab import stats
+from depthlab.auditdata import AuditData
+
+#: The six collections the paper audits.
+AUDITED: Final[tuple[str, ...]] = ("tmax", "facet", "seta", "rst", "tb2", "tw")
+#: The paper's synthetic collections (LLM-generated); its own DEPTH-style set is not among them.
+SYNTHETIC: Final[tuple[str, ...]] = ("tmax", "facet", "seta", "rst")
+#: The paper's human-curated collections.
+HUMAN: Final[tuple[str, ...]] = ("tb2", "tw")
+#: The paper's own multi-segment DEPTH-style set.
+OWN: Final[str] = "depth"
+
+#: Columns of every findings table (declared once).
+FINDING: Final[dict[str, pl.DataType]] = {
+    "key": pl.String(),  # the statistic, e.g. "pcorr_pass_depth_given_work"
+    "group": pl.String(),  # the collection, group of collections, model or cell it is computed on
+    "value": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "interval": pl.String(),  # "ci95" (confidence interval), "range" (span of values) or null
+    "p": pl.Float64(),
+    "n": pl.Int64(),
+    "unit": pl.String(),  # what n counts: tasks, runs, pairs
+    "collections": pl.String(),  # the collections of the sample, comma-separated
+    "models": pl.String(),  # the models whose runs count, comma-separated
+    "data": pl.String(),  # "simulated" or "real"
+    "detail": pl.String(),  # one line: the definition's choices, counts behind a share
+}
+
+#: The rank of an unsolved task's D in the sign test: above every cap (two unsolved tasks tie).
+UNSOLVED_RANK: Final[float] = 1e9
+
+#: TMax's generation-time ``task_complexity`` labels, least complex first.
+COMPLEXITY: Final[tuple[str, ...]] = ("short", "moderate", "complex", "intricate")
+#: The fewest tasks a correlation is computed on (fewer: the row says so and has no value).
+MIN_TASKS: Final[int] = 6
+
+
+def with_paper_rows(function: Callable[..., pl.DataFrame]) -> Callable[..., pl.DataFrame]:
+    # every row the paper reports from this finding is in its table, "not computable" when this data has no
+    # such sample (e.g. TB2 + TW on TB2 alone), so a comparison never silently leaves a paper number out
+    @functools.wraps(function)
+    def wrapper(data: AuditData, *args: Any, **kwargs: Any) -> pl.DataFrame:
+        from depthlab import paper
+
+        table = function(data, *args, **kwargs)
+        present = set(zip(table["key"].to_list(), table["group"].to_list(), strict=True))
+        missing = [
+            make_row(
+                data,
+                r.statistic,
+                r.group,
+                None,
+                n=0,
+                unit="tasks",
+                collections=[],
+                models=[],
+                detail="this data has no such sample",
+            )
+            for r in paper.REPORTED
+            if r.function == function.__name__ and (r.statistic, r.group) not in present
+        ]
+        return stack([table, make_frame(missing)]) if missing else table
+
+    return wrapper
+
+
+def computed(table: pl.DataFrame, what: str) -> bool:
+    """True when some row of a findings table has a value; otherwise print one line saying ``what`` is skipped.
+
+    Examples
+    --------
+    >>> from depthlab import findings
+    >>> from depthlab.auditdata import audit_data
+    >>> findings.computed(findings.sign_test_depth(audit_data("tb2")), "the sign test")  # doctest: +ELLIPSIS
+    the sign test: not computable on this data (0 pairs; ... 0 tested: 0 deeper, 0 shallower); skipped.
+    False
+    """
+    if table["value"].is_not_null().any() or table["ci_low"].is_not_null().any():
+        return True
+    reasons = sorted(set(table["detail"].drop_nulls().to_list()))
+    why = f" ({'; '.join(reasons)})" if reasons else ""
+    print(f"{what}: not computable on this data{why}; skipped.")
+    return False
+
+
+def stack(tables: pl.DataFrame | Iterable[pl.DataFrame]) -> pl.DataFrame:
+    """Concatenate findings tables (an empty :data:`FINDING` frame when there are none)."""
+    if isinstance(tables, pl.DataFrame):
+        return tables.select(list(FINDING)).cast(FINDING)  # type: ignore[arg-type]
+    frames = [t.select(list(FINDING)).cast(FINDING) for t in tables]  # type: ignore[arg-type]
+    return pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=FINDING)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def make_row(
+    data: AuditData,
+    key: str,
+    group: str,
+    value: float | None,
+    *,
+    n: int,
+    unit: str,
+    collections: Sequence[str] = (),
+    models: Sequence[str] | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    interval: str | None = None,
+    p: float | None = None,
+    detail: str | None = None,
+) -> dict[str, Any]:
+    if not collections:  # no collection in the sample: nothing to count, not zero
+        value = low = high = p = None
+        interval = None
+    return {
+        "key": key,
+        "group": group,
+        "value": _number(value),
+        "ci_low": _number(low),
+        "ci_high": _number(high),
+        "interval": interval,
+        "p": _number(p),
+        "n": int(n),
+        "unit": unit,
+        "collections": ", ".join(collections),
+        "models": ", ".join(models if models is not None else data.models),
+        "data": data.kind,
+        "detail": detail,
+    }
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def make_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=FINDING)
+
+
+def share_row(
+    data: AuditData,
+    key: str,
+    group: str,
+    count: int,
+    n: int,
+    collections: Sequence[str],
+    models: Sequence[str],
+    *,
+    detail: str | None = None,
+    unit: str = "solved tasks",
+) -> dict[str, Any]:
+    if n == 0:
+        return make_row(data, key, group, None, n=0, unit=unit, collections=collections, models=models, detail=detail)
+    lows, highs = stats.proportion_ci([count], [n], method="wilson")
+    low, high = float(lows[0]), float(highs[0])
+    return make_row(
+        data,
+        key,
+        group,
+        count / n,
+        low=low,
+        high=high,
+        interval="ci95",
+        n=n,
+        unit="tasks",
+        collections=collections,
+        models=models,
+        detail=detail or f"{count} of {n} (Wilson interval)",
+    )
+
+
+def solved_tasks(data: AuditData, collections: Sequence[str]) -> pl.DataFrame:
+    return data.audit.filter(pl.col("dataset").is_in(list(collections)) & (pl.col("depth_status") == "solved"))
+
+
+def public_runs(data: AuditData) -> pl.DataFrame:
+    from depthlab.measures.public import public_trials
+
+    return public_trials(data.trials)
+
+
+def capped_models(data: AuditData, collections: Sequence[str]) -> list[str]:
+    capped = data.trials.filter(pl.col("cap").is_not_null() & pl.col("dataset").is_in(list(collections)))
+    return sorted(capped["model"].drop_nulls().unique().to_list())
+
+
+def public_models(data: AuditData, collections: Sequence[str]) -> list[str]:
+    public = public_runs(data).filter(pl.col("dataset").is_in(list(collections)))
+    return sorted(public["model"].drop_nulls().unique().to_list())
+
+
+def corr_row(
+    data: AuditData,
+    key: str,
+    group: str,
+    result: stats.PartialCorr,
+    collections: Sequence[str],
+    models: Sequence[str],
+    *,
+    detail: str | None = None,
+    unit: str = "tasks",
+) -> dict[str, Any]:
+    has_ci = result.n_boot > 0 and math.isfinite(result.ci_low)
+    return make_row(
+        data,
+        key,
+        group,
+        result.r,
+        low=result.ci_low if has_ci else None,
+        high=result.ci_high if has_ci else None,
+        interval="ci95" if has_ci else None,
+        p=result.p,
+        n=result.n,
+        unit=unit,
+        collections=collections,
+        models=models,
+        detail=detail,
+    )
+
+
+def correlation_rows(
+    data: AuditData, x: str, y: str, covar: str, key: str, *, solved: bool, pairs: bool, n_boot: int, seed: int
+) -> pl.DataFrame:
+    base = data.audit.filter(pl.col("depth_status") == "solved") if solved else data.audit
+    groups = [(d, [d]) for d in data.datasets]
+    human = [d for d in data.datasets if d in HUMAN]
+    if pairs and len(human) == 2:
+        groups.append(("tb2+tw", human))
+    if len(data.datasets) > 1:
+        groups.append(("all", list(data.datasets)))
+    rows = []
+    for group, collections in groups:
+        used = base.filter(pl.col("dataset").is_in(collections)).drop_nulls([x, y, covar])
+        models = capped_models(data, collections) if solved else public_models(data, collections)
+        unit = "solved tasks" if solved else "tasks"
+        if used.height < MIN_TASKS or any(used[c].n_unique() < 2 for c in (x, y, covar)):
+            rows.append(
+                make_row(
+                    data,
+                    key,
+                    group,
+                    None,
+                    n=used.height,
+                    unit=unit,
+                    collections=collections,
+                    models=models,
+                    detail=f"needs at least {MIN_TASKS} tasks and no constant column",
+                )
+            )
+            continue
+        result = stats.partial_spearman(used, x, y, covar, n_boot=n_boot, seed=seed)
+        rows.append(corr_row(data, key, group, result, collections, models, detail=f"covariate: {covar}", unit=unit))
+    return make_frame(rows)

@@ -1,0 +1,148 @@
+"""Notebook 03, depth predicts difficulty: rank partial correlations of the pass rate with D, N and W."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from depthlab.auditdata import AuditData
+from depthlab.findings._core import (
+    correlation_rows,
+    with_paper_rows,
+)
+from depthlab.findings._docs import docstring
+
+# ---------------------------------------------------------------------------------------------
+# depth predicts difficulty
+
+
+@with_paper_rows
+@docstring
+def pass_depth_given_work(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
+    """Rank partial correlation of the public pass rate with D given W.
+
+    Paper: −0.49 on TB2, −0.31 on TB2 + TW, −0.29 [−0.53, −0.02] on the authors' own tasks (52),
+    −0.31 pooled. Solved tasks with a public pass rate and W; BCa bootstrap CI over tasks.
+
+    Rows ``pcorr_pass_depth_given_work`` per collection, ``tb2+tw`` and ``all`` (every collection
+    pooled).
+
+    Parameters
+    ----------
+    {data}
+    {n_boot_seed}
+
+    {returns}
+    """
+    return correlation_rows(
+        data,
+        "depth",
+        "pass_rate",
+        "work",
+        "pcorr_pass_depth_given_work",
+        solved=True,
+        pairs=True,
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+@with_paper_rows
+@docstring
+def pass_turns_given_depth(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
+    """Rank partial correlation of the public pass rate with N given D: once D is known, does N add anything?
+
+    Paper: +0.06 [−0.18, +0.26] on TB2 + TW. Solved tasks with a public pass rate and N.
+
+    Rows ``pcorr_pass_turns_given_depth`` per collection, ``tb2+tw`` and ``all``.
+
+    Parameters
+    ----------
+    {data}
+    {n_boot_seed}
+
+    {returns}
+    """
+    return correlation_rows(
+        data,
+        "n_turns",
+        "pass_rate",
+        "depth",
+        "pcorr_pass_turns_given_depth",
+        solved=True,
+        pairs=True,
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+@docstring
+def pass_turns_given_work(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
+    """Rank partial correlation of the public pass rate with N given W (needs no capped runs).
+
+    Not a number the paper reports; it runs on public leaderboard data alone. Every task with a
+    public pass rate, N and W.
+
+    Rows ``pcorr_pass_turns_given_work`` per collection and ``all``.
+
+    Parameters
+    ----------
+    {data}
+    {n_boot_seed}
+
+    {returns}
+    """
+    return correlation_rows(
+        data,
+        "n_turns",
+        "pass_rate",
+        "work",
+        "pcorr_pass_turns_given_work",
+        solved=False,
+        pairs=False,
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+def forest_table(findings: pl.DataFrame) -> pl.DataFrame:
+    """The correlation rows of findings tables as :func:`depthlab.plots.forest` draws them.
+
+    The paper's value (``paper``) is set on the row computing the same statistic on the same group
+    (:func:`depthlab.paper.reported_for`), and only there.
+    """
+    from depthlab import paper
+    from depthlab.catalog import name
+
+    labels = {
+        "pcorr_pass_depth_given_work": "pass ~ D | W",
+        "pcorr_pass_turns_given_depth": "pass ~ N | D",
+        "pcorr_pass_turns_given_work": "pass ~ N | W",
+    }
+    rows = []
+    for row in findings.filter(pl.col("key").is_in(list(labels)) & pl.col("value").is_not_null()).iter_rows(named=True):
+        group = row["group"]
+        shown = {"tb2+tw": "TB2 + TW", "all": "all pooled"}.get(group) or name(group)
+        reported = paper.reported_for(row["key"], group)
+        rows.append(
+            {
+                "label": f"{shown}: {labels[row['key']]}",
+                "dataset": group if "+" not in group and group != "all" else None,
+                "r": row["value"],
+                "ci_low": row["ci_low"],
+                "ci_high": row["ci_high"],
+                "n": row["n"],
+                "p": row["p"],
+                "paper": None if reported is None else reported.value,
+            }
+        )
+    columns = {
+        "label": pl.String,
+        "dataset": pl.String,
+        "r": pl.Float64,
+        "ci_low": pl.Float64,
+        "ci_high": pl.Float64,
+        "n": pl.Int64,
+        "p": pl.Float64,
+        "paper": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=columns)
