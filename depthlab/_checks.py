@@ -182,3 +182,10 @@ def _is_int(value: Any) -> bool:
     import numpy as np
 
     return isinstance(value, int | np.integer)
+
+
+def check_bool(value: object, name: str, function: str) -> bool:
+    """Return ``value`` when it is a bool (True or False, not 0 or 1); raise TypeError otherwise."""
+    if not isinstance(value, bool):
+        raise _fail(name, function, "a bool", value, TypeError)
+    return value

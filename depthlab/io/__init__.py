@@ -9,13 +9,19 @@
 * :mod:`depthlab.io.harbor_writer`: the one writer of the Harbor format (job and trial configs
   and results, ATIF trajectories, reward files, trial names, the stated-cap key), used by the
   runner, the simulator and ``depthlab plan --harbor-configs``.
+* :mod:`depthlab.io.trajectories`: whole trajectories read in batch (worker processes, a
+  per-trial cache, a size budget) for a measure given as a pure function of the turns (the
+  depth proxy's rule lives in :mod:`depthlab.measures.proxy`).
+* :class:`Reject` (raised by a reader with the path and reason), :class:`Rejected` (what a
+  load reports) and :func:`warning_text` (the one line a warning about them gives) are the
+  vocabulary other layers use to report bad files.
 
 Nothing here computes statistics.
 """
 
 from __future__ import annotations
 
-from depthlab.io._errors import DuplicateTrialsWarning, LoadError, Rejected, RejectedFilesWarning
+from depthlab.io._errors import DuplicateTrialsWarning, LoadError, Reject, Rejected, RejectedFilesWarning, warning_text
 from depthlab.io._files import MAX_FILE_BYTES
 from depthlab.io.atif import read_steps
 from depthlab.io.status import STATUS_RULES, trial_status
@@ -27,6 +33,7 @@ __all__ = [
     "STATUS_RULES",
     "DuplicateTrialsWarning",
     "LoadError",
+    "Reject",
     "Rejected",
     "RejectedFilesWarning",
     "TrialLoad",
@@ -35,4 +42,5 @@ __all__ = [
     "read_steps",
     "read_trials",
     "trial_status",
+    "warning_text",
 ]

@@ -41,8 +41,17 @@ class DuplicateTrialsWarning(UserWarning):
     """Some trials were reached twice and loaded once; the message gives the count and the first paths left out."""
 
 
-class _Reject(Exception):
-    """Raised inside a parser; turned into a :class:`Rejected` by the caller."""
+class Reject(Exception):
+    """Raised inside a reader with the path at fault and the reason; its caller turns it into a :class:`Rejected`.
+
+    Examples
+    --------
+    >>> try:
+    ...     raise Reject("t1/result.json", "empty file")
+    ... except Reject as exc:
+    ...     print(Rejected(exc.path, exc.reason))
+    t1/result.json: empty file
+    """
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path}: {reason}")
@@ -50,7 +59,14 @@ class _Reject(Exception):
         self.reason = reason
 
 
-def _warning_text(rejected: list[Rejected], what: str, shown: int = 3) -> str:
+def warning_text(rejected: list[Rejected], what: str, shown: int = 3) -> str:
+    """The one line a warning about rejected files gives: the count, then the first ``shown`` paths and reasons.
+
+    Examples
+    --------
+    >>> warning_text([Rejected("a", "empty file")], "trials")
+    '1 trials rejected: a: empty file'
+    """
     first = "; ".join(str(item) for item in rejected[:shown])
     more = f" (and {len(rejected) - shown} more)" if len(rejected) > shown else ""
     return f"{len(rejected)} {what} rejected: {first}{more}"

@@ -13,7 +13,7 @@ from typing import Final
 import polars as pl
 
 from depthlab import schema
-from depthlab.io._errors import _Reject
+from depthlab.io._errors import Reject
 
 # Rows as the parsers make them: times are microseconds since the epoch until the frame is built.
 TIMES: Final[tuple[str, ...]] = ("started_at", "finished_at")
@@ -49,15 +49,15 @@ def check_row(row: dict) -> dict:
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int):
-            raise _Reject(path, f"{name} must be an integer, got {value!r}")
+            raise Reject(path, f"{name} must be an integer, got {value!r}")
         if name in _COUNTS and value < 0:
-            raise _Reject(path, f"{name} must not be negative, got {value}")
+            raise Reject(path, f"{name} must not be negative, got {value}")
         if not low <= value <= high:
-            raise _Reject(path, f"{name} {value} is out of range for its column ({low} to {high})")
+            raise Reject(path, f"{name} {value} is out of range for its column ({low} to {high})")
     for name in _FLOATS:
         value = row[name]
         if value is not None and not math.isfinite(value):
-            raise _Reject(path, f"{name} must be a finite number, got {value!r}")
+            raise Reject(path, f"{name} must be a finite number, got {value!r}")
     if not isinstance(row["task"], str) or not row["task"].strip():
-        raise _Reject(path, f"task name {row['task']!r} names no task")
+        raise Reject(path, f"task name {row['task']!r} names no task")
     return row

@@ -206,6 +206,19 @@ def save(
         warnings.warn(f"the trials cache was not evicted: {exc}", UserWarning, stacklevel=3)
 
 
+class CacheNotWrittenWarning(UserWarning):
+    """The cache could not be written (a full disk, no permission): the load is whole, the next one is slower."""
+
+
+def warn_unwritable(exc: BaseException) -> None:
+    """Say once why the cache was not written; the load itself is never affected."""
+    warnings.warn(
+        f"the depthlab cache at {cache_dir()} could not be written ({exc}); loads stay correct but are not sped up",
+        CacheNotWrittenWarning,
+        stacklevel=4,
+    )
+
+
 @dataclass(frozen=True)
 class CacheInfo:
     """What :func:`info` reports."""
@@ -223,7 +236,7 @@ class CacheInfo:
         return f"trials cache at {self.location}\n{used}\n{limits}"
 
 
-#: Files of the depth proxy's per-trial cache (``depthlab.measures.proxy``) start with this; ``clear`` removes them.
+#: Files of the per-trial trajectory cache (:mod:`depthlab.io.trajectories`) start with this; ``clear`` removes them.
 PROXY_PREFIX = "proxy-"
 
 
@@ -253,7 +266,7 @@ def clear() -> int:
     for key, _, _ in entries:
         _remove(folder, key)
     try:
-        # left-over temporary files, and the per-trial results of the depth proxy (depthlab.measures.proxy)
+        # left-over temporary files, and the per-trial results of depthlab.io.trajectories (the depth proxy)
         leftovers = [path for path in folder.iterdir() if path.name.startswith((f".{_PREFIX}", PROXY_PREFIX))]
     except OSError:
         leftovers = []
@@ -363,7 +376,7 @@ def _changed_owners(meta: _Meta) -> set[str]:
         return set()
     changed: set[str] = set()
     for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, meta.owners, strict=True):
-        if _dep_changed(path, size, when):
+        if dep_changed(path, size, when):
             changed.add(owner)
     return changed
 
@@ -384,12 +397,28 @@ def _all_present_unchanged(meta: _Meta) -> bool:
 def _probes_changed(meta: _Meta) -> bool:
     present = meta.n_present
     return any(
-        _dep_changed(path, size, when)
+        dep_changed(path, size, when)
         for path, size, when in zip(meta.paths[present:], meta.sizes[present:], meta.times[present:], strict=True)
     )
 
 
-def _dep_changed(path: str, size: int, when: int) -> bool:
+def dep_changed(path: str, size: int, when: int) -> bool:
+    """True when the file, directory or probe remembered as ``(path, size, when)`` is not as it was.
+
+    ``size`` is :data:`depthlab.io._files.ABSENT` for a path probed and found absent (anything
+    appearing there is a change) and :data:`depthlab.io._files.BROKEN_LINK` for a dangling link
+    (repairing or replacing it is a change); else a size and change time compared with ``stat``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "result.json")
+    >>> dep_changed(path, -2, 0)
+    False
+    >>> _ = open(path, "w").write("{}")
+    >>> dep_changed(path, -2, 0)
+    True
+    """
     if size == ABSENT:
         try:
             os.lstat(path)

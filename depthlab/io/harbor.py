@@ -38,7 +38,7 @@ from typing import Annotated, Any
 import msgspec
 
 from depthlab.io import atif
-from depthlab.io._errors import Rejected, _Reject
+from depthlab.io._errors import Reject, Rejected
 from depthlab.io._files import Dep, changed_ns, decode_json, probe, read_bytes_if_exists, read_json, read_text
 from depthlab.io._rows import check_row
 from depthlab.io.status import CapRule, _as_int, harness_turn_limit, stated_cap, trial_status
@@ -161,7 +161,7 @@ def trial_dir_rows(
         if job.trial_results:
             return job_embedded_rows(path, set(), options, fallback_dataset, deps, job)
         if job.trial_results is not None or result.n_total_trials is not None:
-            raise _Reject(path, "a job's result.json without trials (no trial folders beside it, no trial_results)")
+            raise Reject(path, "a job's result.json without trials (no trial folders beside it, no trial_results)")
     config = _raw_config(raw, path) if callable(options.cap_rule) else None
     return [result_row(result, path, trial_dir, options, fallback_dataset, deps, config)], []
 
@@ -193,7 +193,7 @@ def job_embedded_rows(
             if callable(options.cap_rule):
                 config = _raw_config(bytes(raw), where)
             rows.append(result_row(entry, where, None, options, fallback_dataset, deps, config))
-        except _Reject as exc:
+        except Reject as exc:
             rejected.append(Rejected(exc.path, exc.reason))
     return rows, rejected
 
@@ -216,7 +216,7 @@ def result_row(
         turn_limit = harness_turn_limit(kwargs_config)
         cap = _apply_cap_rule(options.cap_rule, config if config is not None else kwargs_config, turn_limit)
     except ValueError as exc:
-        raise _Reject(path, str(exc)) from None
+        raise Reject(path, str(exc)) from None
 
     rewards = _rewards(result, trial_dir, deps)
     reward = _main_reward(rewards)
@@ -284,7 +284,7 @@ def time_us(value: datetime | None, path: str, what: str) -> int | None:
     try:
         return (utc(value) - _EPOCH) // _MICROSECOND
     except OverflowError:
-        raise _Reject(path, f"{what} {value.isoformat()} is out of range in UTC") from None
+        raise Reject(path, f"{what} {value.isoformat()} is out of range in UTC") from None
 
 
 def utc(value: datetime | None) -> datetime | None:
@@ -322,10 +322,10 @@ def _task_name(result: TrialResult, path: str) -> str:
             os.path.basename(result.task_id.path.rstrip("/")) if result.task_id.path else None
         )
     if not name:
-        raise _Reject(path, "no task_name and no task_id to name the task")
+        raise Reject(path, "no task_name and no task_id to name the task")
     task = name.rsplit("/", 1)[-1]
     if not task.strip():
-        raise _Reject(path, f"task name {name!r} names no task")
+        raise Reject(path, f"task name {name!r} names no task")
     return task
 
 
@@ -357,10 +357,10 @@ def parse_reward(text: str, path: str) -> float:
     """
     stripped = text.strip()
     if not _DECIMAL.fullmatch(stripped):
-        raise _Reject(path, f"reward is not a number: {stripped[:40]!r}")
+        raise Reject(path, f"reward is not a number: {stripped[:40]!r}")
     value = float(stripped)
     if not math.isfinite(value):
-        raise _Reject(path, f"reward is not finite: {stripped[:40]!r}")
+        raise Reject(path, f"reward is not finite: {stripped[:40]!r}")
     return value
 
 
@@ -391,7 +391,7 @@ def _usage_max_steps(agent_dir: str, deps: list[Dep]) -> int | None:
     try:
         data = read_bytes_if_exists(path, deps)
         return None if data is None else decode_json(data, path, _Usage).max_steps
-    except _Reject:
+    except Reject:
         return None  # usage.json is an optional extra of some agents; a bad one costs only turn_limit
 
 

@@ -32,7 +32,7 @@ from datetime import datetime
 
 import msgspec
 
-from depthlab.io._errors import Rejected, _Reject
+from depthlab.io._errors import Reject, Rejected
 from depthlab.io._files import Dep, probe, read_json
 from depthlab.io._rows import check_row
 from depthlab.io.harbor import Count, Options, _apply_cap_rule, identity, time_us
@@ -145,7 +145,7 @@ def run_file_rows(
                 continue
         try:
             rows.append(_row(entry, where, run, options, fallback_dataset, None))
-        except _Reject as exc:
+        except Reject as exc:
             rejected.append(Rejected(exc.path, exc.reason))
     return rows, rejected
 
@@ -154,13 +154,13 @@ def _row(
     entry: TrialResults, path: str, run: _Run, options: Options, fallback_dataset: str, trial_dir: str | None
 ) -> dict:
     if entry.task_id is None or entry.trial_name is None:
-        raise _Reject(path, "a TB1 trial needs task_id and trial_name")
+        raise Reject(path, "a TB1 trial needs task_id and trial_name")
     config = {"agent": {"name": run.agent, "model_name": run.model, "kwargs": run.kwargs}}
     try:
         turn_limit = harness_turn_limit(config)
         cap = _apply_cap_rule(options.cap_rule, config, turn_limit)
     except ValueError as exc:
-        raise _Reject(path, str(exc)) from None
+        raise Reject(path, str(exc)) from None
     reward = None if entry.is_resolved is None else float(entry.is_resolved)
     failure = entry.failure_mode if entry.failure_mode not in _QUIET_FAILURE_MODES else None
     tokens_reported = bool(entry.total_input_tokens or entry.total_output_tokens)
@@ -226,7 +226,7 @@ def _run_context(run_dir: str, deps: list[Dep], runs: dict[str, tuple[_Run, list
         if probe(lock_path, run_deps):
             try:
                 lock_agent = read_json(lock_path, run_deps, _Lock).agent or _LockAgent()
-            except _Reject:
+            except Reject:
                 lock_agent = _LockAgent()  # the lock only fills gaps; a bad one is not worth a rejection
             agent, model = agent or lock_agent.name, model or lock_agent.model_name
     if agent is None or model is None:

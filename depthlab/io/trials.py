@@ -24,10 +24,10 @@ from depthlab.io._discover import Found, discover, discover_more
 from depthlab.io._errors import (
     DuplicateTrialsWarning,
     LoadError,
+    Reject,
     Rejected,
     RejectedFilesWarning,
-    _Reject,
-    _warning_text,
+    warning_text,
 )
 from depthlab.io._files import Dep
 from depthlab.io._rows import ROW_SCHEMA, TIMES
@@ -219,7 +219,7 @@ def load_trials(
     """
     load = read_trials(paths, dataset=dataset, status_rule=status_rule, strict=strict, cache=cache, cap_rule=cap_rule)
     if load.rejected:
-        warnings.warn(_warning_text(load.rejected, "trials"), RejectedFilesWarning, stacklevel=2)
+        warnings.warn(warning_text(load.rejected, "trials"), RejectedFilesWarning, stacklevel=2)
     if load.duplicates:
         shown = "; ".join(load.duplicates[:3]) + (
             f" (and {len(load.duplicates) - 3} more)" if len(load.duplicates) > 3 else ""
@@ -369,7 +369,7 @@ def _add_parsed(assembly: _Assembly, rows: list[dict], rejected: list[Rejected])
 
 def _rejection(exc: Exception, path: str) -> Rejected:
     """A parser's reason, or, for a failure no parser foresaw, its type and message (never a crash of the load)."""
-    if isinstance(exc, _Reject):
+    if isinstance(exc, Reject):
         return Rejected(exc.path, exc.reason)
     return Rejected(path, f"could not be read: {type(exc).__name__}: {exc}")
 
