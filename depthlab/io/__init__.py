@@ -21,7 +21,17 @@ Nothing here computes statistics.
 
 from __future__ import annotations
 
-from depthlab.io._errors import DuplicateTrialsWarning, LoadError, Reject, Rejected, RejectedFilesWarning, warning_text
+from depthlab.io._errors import (
+    DuplicateTrialsWarning,
+    FieldNote,
+    FieldNotesWarning,
+    LoadError,
+    Reject,
+    Rejected,
+    RejectedFilesWarning,
+    notes_text,
+    warning_text,
+)
 from depthlab.io._files import MAX_FILE_BYTES
 from depthlab.io.atif import read_steps
 from depthlab.io.status import STATUS_RULES, trial_status
@@ -32,6 +42,8 @@ __all__ = [
     "MAX_FILE_BYTES",
     "STATUS_RULES",
     "DuplicateTrialsWarning",
+    "FieldNote",
+    "FieldNotesWarning",
     "LoadError",
     "Reject",
     "Rejected",
@@ -39,6 +51,7 @@ __all__ = [
     "TrialLoad",
     "load_tasks",
     "load_trials",
+    "notes_text",
     "read_steps",
     "read_trials",
     "trial_status",

@@ -23,14 +23,17 @@ from depthlab.io import harbor, tb1
 from depthlab.io._discover import Found, discover, discover_more
 from depthlab.io._errors import (
     DuplicateTrialsWarning,
+    FieldNote,
+    FieldNotesWarning,
     LoadError,
     Reject,
     Rejected,
     RejectedFilesWarning,
+    notes_text,
     warning_text,
 )
 from depthlab.io._files import Dep
-from depthlab.io._rows import ROW_SCHEMA, TIMES
+from depthlab.io._rows import NOTES, ROW_SCHEMA, TIMES, shown
 from depthlab.io.status import STATUS_RULES, CapRule, stated_cap
 
 PathLike = str | os.PathLike[str]
@@ -69,6 +72,14 @@ class TrialLoad:
     rejected: list[Rejected]
     n_seen: int
     duplicates: list[str] = field(default_factory=list)
+    notes: list[FieldNote] = field(default_factory=list)
+
+    def notes_by_field(self) -> dict[str, list[FieldNote]]:
+        """The field notes grouped by field, in order of first appearance (one warning line each)."""
+        grouped: dict[str, list[FieldNote]] = {}
+        for item in self.notes:
+            grouped.setdefault(item.field, []).append(item)
+        return grouped
 
     def summary(self) -> str:
         """One line: trials loaded by status, rejected, duplicates collapsed, seen.
@@ -81,10 +92,14 @@ class TrialLoad:
         """
         counts = dict(self.trials.group_by("status").len().iter_rows()) if self.trials.height else {}
         by_status = ", ".join(f"{status} {counts.get(status, 0)}" for status in schema.STATUSES)
-        return (
+        text = (
             f"loaded {self.trials.height} trials ({by_status}); rejected {len(self.rejected)}; "
             f"duplicates collapsed {len(self.duplicates)}; seen {self.n_seen}"
         )
+        if self.notes:
+            counts = ", ".join(f"{name} {len(items)}" for name, items in self.notes_by_field().items())
+            text += f"; field notes {len(self.notes)} ({counts})"
+        return text
 
 
 def read_trials(
@@ -180,7 +195,8 @@ def read_trials(
             rejected = [item for item, _ in entry.rejected]
             if strict and rejected:
                 raise LoadError(str(rejected[0]))
-            return TrialLoad(schema.conform(entry.kept(), "trials"), rejected, entry.n_seen, entry.duplicates)
+            kept = entry.kept()
+            return _finish(kept, rejected, entry.n_seen, entry.duplicates, strict)
 
     assembly = _Assembly(strict)
     _parse(discover(roots), options, entry, assembly, progress)
@@ -192,7 +208,24 @@ def read_trials(
     if key is not None:
         stored = pl.concat([trials, dropped], how="diagonal_relaxed")
         _cache.save(key, stored, assembly.rejected, assembly.n_seen, assembly.deps, duplicates)
-    return TrialLoad(schema.conform(trials, "trials"), rejected, assembly.n_seen, duplicates)
+    return _finish(trials, rejected, assembly.n_seen, duplicates, strict)
+
+
+def _finish(
+    table: pl.DataFrame, rejected: list[Rejected], n_seen: int, duplicates: list[str], strict: bool
+) -> TrialLoad:
+    """The load, with the field notes read from the table's notes column (``strict``: the first field's raises)."""
+    noted = table.filter(pl.col(NOTES).is_not_null()).select("source", NOTES) if NOTES in table.columns else None
+    notes = []
+    if noted is not None and noted.height:
+        for source, text in noted.iter_rows():
+            for line in text.split("\n"):
+                name, _, reason = line.partition(": ")
+                notes.append(FieldNote(source, name, reason))
+    load = TrialLoad(schema.conform(table, "trials"), rejected, n_seen, duplicates, notes)
+    if strict and notes:
+        raise LoadError(notes_text(next(iter(load.notes_by_field().values()))))
+    return load
 
 
 def load_trials(
@@ -220,6 +253,8 @@ def load_trials(
     load = read_trials(paths, dataset=dataset, status_rule=status_rule, strict=strict, cache=cache, cap_rule=cap_rule)
     if load.rejected:
         warnings.warn(warning_text(load.rejected, "trials"), RejectedFilesWarning, stacklevel=2)
+    for notes in load.notes_by_field().values():
+        warnings.warn(notes_text(notes), FieldNotesWarning, stacklevel=2)
     if load.duplicates:
         shown = "; ".join(load.duplicates[:3]) + (
             f" (and {len(load.duplicates) - 3} more)" if len(load.duplicates) > 3 else ""
@@ -278,13 +313,14 @@ class _Assembly:
         self.n_seen += 1
 
     def add_rejected(self, item: Rejected, unit: str) -> None:
+        item = Rejected(shown(item.path), item.reason)  # a file name that is not UTF-8 is shown escaped
         if self.strict:
             raise LoadError(str(item))
         self.rejected.append((item, unit))
         self.n_seen += 1
 
     def add_duplicate(self, path: str) -> None:
-        self.duplicates.append(path)
+        self.duplicates.append(shown(path))
         self.n_seen += 1
 
     def add_deps(self, deps: list[Dep], unit: str) -> None:
@@ -310,9 +346,9 @@ def _parse(
         for unit in units:
             if unit[1] in reached:  # overlapping paths: the same trial directory or file again
                 assembly.add_duplicate(unit[1])
-            elif entry is not None and entry.reusable(unit[1]):
+            elif entry is not None and entry.reusable(shown(unit[1])):
                 reached.add(unit[1])
-                assembly.reused.add(unit[1])
+                assembly.reused.add(shown(unit[1]))
             else:
                 reached.add(unit[1])
                 todo.append(unit)
@@ -324,12 +360,12 @@ def _parse(
                 walk.append((path, fallback))
                 assembly.add_deps(deps, _cache.GLOBAL)
                 continue
-            owner = path if rows or rejections else _cache.GLOBAL
+            owner = shown(path) if rows or rejections else _cache.GLOBAL
             assembly.add_deps(deps, owner)
             for rejection in rejections:
-                assembly.add_rejected(rejection, path)
+                assembly.add_rejected(rejection, owner)
             for row in rows:
-                assembly.add_row(row, path)
+                assembly.add_row(row, owner)
         _parse_run_files(found, options, assembly)
         if not walk:
             return
