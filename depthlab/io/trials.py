@@ -17,7 +17,7 @@ from multiprocessing.context import BaseContext
 import polars as pl
 
 from depthlab import schema
-from depthlab._checks import check_choice
+from depthlab._checks import check_bool, check_choice
 from depthlab.io import cache as _cache
 from depthlab.io import harbor, tb1
 from depthlab.io._discover import Found, discover, discover_more
@@ -111,6 +111,7 @@ def read_trials(
     cache: bool = True,
     cap_rule: str | CapRule | None = None,
     progress: Progress | None = None,
+    follow_links: bool = False,
 ) -> TrialLoad:
     """Load every trial found under ``paths`` into the trials table, with what was rejected.
 
@@ -149,6 +150,10 @@ def read_trials(
         callable can be pickled.
     progress : callable, optional
         Called as ``progress(done, total)`` while trials are parsed.
+    follow_links : bool, default False
+        Follow symbolic links to directories outside ``paths`` (by default such a link is a
+        rejection naming it and its target, so a link to ``/`` does not walk the whole
+        filesystem). Links inside ``paths`` are always followed; link loops always end.
 
     Returns
     -------
@@ -182,6 +187,8 @@ def read_trials(
     """
     roots = _roots(paths)
     rule = _cap_rule(cap_rule)
+    for name, value in (("strict", strict), ("cache", cache), ("follow_links", follow_links)):
+        check_bool(value, name, "read_trials")
     check_choice(status_rule, "status_rule", "read_trials", STATUS_RULES)
     if dataset is not None and (not isinstance(dataset, str) or not dataset):
         raise ValueError(f"The 'dataset' parameter of read_trials must be a non-empty str or None, got {dataset!r}")
@@ -189,7 +196,10 @@ def read_trials(
 
     key = entry = None
     if cache and isinstance(rule, str):
-        key = _cache.cache_key(roots, {"dataset": dataset, "status_rule": status_rule, "cap_rule": rule})
+        settings = {"dataset": dataset, "status_rule": status_rule, "cap_rule": rule}
+        if follow_links:  # (only when set, so the keys of every other load stay as they were)
+            settings["follow_links"] = "yes"
+        key = _cache.cache_key(roots, settings)
         entry = _cache.load(key)
         if entry is not None and entry.unchanged:
             rejected = [item for item, _ in entry.rejected]
@@ -199,7 +209,7 @@ def read_trials(
             return _finish(kept, rejected, entry.n_seen, entry.duplicates, strict)
 
     assembly = _Assembly(strict)
-    _parse(discover(roots), options, entry, assembly, progress)
+    _parse(discover(roots, follow_links), options, entry, assembly, progress)
     frame = _frame(assembly, entry)
     trials, dropped = _collapse(frame)
     trials = _table(trials)
@@ -236,6 +246,7 @@ def load_trials(
     strict: bool = False,
     cache: bool = True,
     cap_rule: str | CapRule | None = None,
+    follow_links: bool = False,
 ) -> pl.DataFrame:
     """The trials table of :func:`read_trials`, warning when anything was rejected.
 
@@ -250,7 +261,15 @@ def load_trials(
     >>> load_trials(tempfile.mkdtemp(), cache=False).height
     0
     """
-    load = read_trials(paths, dataset=dataset, status_rule=status_rule, strict=strict, cache=cache, cap_rule=cap_rule)
+    load = read_trials(
+        paths,
+        dataset=dataset,
+        status_rule=status_rule,
+        strict=strict,
+        cache=cache,
+        cap_rule=cap_rule,
+        follow_links=follow_links,
+    )
     if load.rejected:
         warnings.warn(warning_text(load.rejected, "trials"), RejectedFilesWarning, stacklevel=2)
     for notes in load.notes_by_field().values():
@@ -369,7 +388,7 @@ def _parse(
         _parse_run_files(found, options, assembly)
         if not walk:
             return
-        found = discover_more(walk, visited)
+        found = discover_more(walk, visited, found.inside)
 
 
 def _parse_run_files(found: Found, options: harbor.Options, assembly: _Assembly) -> None:
