@@ -308,3 +308,8 @@ def parameter_error(
     ValueError: The 'data' parameter of f must be an existing folder or None, got 'nope'
     """
     return _fail(name, function, expected, got, error)
+def check_bool(value: object, name: str, function: str) -> bool:
+    """Return ``value`` when it is a bool (True or False, not 0 or 1); raise TypeError otherwise."""
+    if not isinstance(value, bool):
+        raise _fail(name, function, "a bool", value, TypeError)
+    return value

@@ -11,7 +11,7 @@ import pytest
 
 import depthlab as dl
 from depthlab import schema
-from depthlab.io import LoadError, RejectedFilesWarning, read_steps
+from depthlab.io import LoadError, RejectedFilesWarning, read_steps, trajectories
 from depthlab.measures import proxy
 from depthlab.measures.proxy import identifiers, proxy_correlations, task_proxy, trial_proxy, turn_dependencies
 
@@ -449,8 +449,10 @@ def test_the_cache_is_reused_until_a_file_changes(tmp_path, monkeypatch):
     trials = _trials(tmp_path, [{"task": "a", "trial": "a1", "status": "pass", "turns": _chain(2)}])
     assert dl.depth_proxy(trials)["proxy_depth"].to_list() == [2]
     calls = []
-    real = proxy._compute
-    monkeypatch.setattr(proxy, "_compute", lambda folder, messages: calls.append(folder) or real(folder, messages))
+    real = trajectories._compute
+    monkeypatch.setattr(
+        trajectories, "_compute", lambda folder, measure, budget: calls.append(folder) or real(folder, measure, budget)
+    )
     assert dl.depth_proxy(trials)["proxy_depth"].to_list() == [2]
     assert calls == []
     chat_trial(tmp_path / "a1", "Go.", _chain(4))

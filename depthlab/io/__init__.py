@@ -9,13 +9,29 @@
 * :mod:`depthlab.io.harbor_writer`: the one writer of the Harbor format (job and trial configs
   and results, ATIF trajectories, reward files, trial names, the stated-cap key), used by the
   runner, the simulator and ``depthlab plan --harbor-configs``.
+* :mod:`depthlab.io.trajectories`: whole trajectories read in batch (worker processes, a
+  per-trial cache, a size budget) for a measure given as a pure function of the turns (the
+  depth proxy's rule lives in :mod:`depthlab.measures.proxy`).
+* :class:`Reject` (raised by a reader with the path and reason), :class:`Rejected` (what a
+  load reports) and :func:`warning_text` (the one line a warning about them gives) are the
+  vocabulary other layers use to report bad files.
 
 Nothing here computes statistics.
 """
 
 from __future__ import annotations
 
-from depthlab.io._errors import DuplicateTrialsWarning, LoadError, Rejected, RejectedFilesWarning
+from depthlab.io._errors import (
+    DuplicateTrialsWarning,
+    FieldNote,
+    FieldNotesWarning,
+    LoadError,
+    Reject,
+    Rejected,
+    RejectedFilesWarning,
+    notes_text,
+    warning_text,
+)
 from depthlab.io._files import MAX_FILE_BYTES
 from depthlab.io.atif import read_steps
 from depthlab.io.status import STATUS_RULES, trial_status
@@ -26,13 +42,18 @@ __all__ = [
     "MAX_FILE_BYTES",
     "STATUS_RULES",
     "DuplicateTrialsWarning",
+    "FieldNote",
+    "FieldNotesWarning",
     "LoadError",
+    "Reject",
     "Rejected",
     "RejectedFilesWarning",
     "TrialLoad",
     "load_tasks",
     "load_trials",
+    "notes_text",
     "read_steps",
     "read_trials",
     "trial_status",
+    "warning_text",
 ]

@@ -12,9 +12,11 @@ Rules (by the files present, never by parsing, so the walk stays cheap):
 * ``results.json`` in a directory named like ``<task>.<N>-of-<M>[.<run>]`` is a TB1
   **trial file**; any other ``results.json`` or ``*_results.json`` is a TB1 **run file**
   (it is classified again when parsed, so an oddly named trial is still read once);
-* hidden directories (``.git``, ...) are skipped; symbolic links are followed, each
-  directory is visited once (so a link loop ends), and a directory that cannot be listed
-  is reported as rejected;
+* hidden directories (``.git``, ...) are skipped; a symbolic link to a directory is followed
+  only when it stays inside the paths given (a link to ``/`` or to another user's tree is a
+  rejection naming the link and its target; ``follow_links=True`` follows every link); each
+  directory is visited once (so a link loop ends), and a directory that cannot be listed is
+  reported as rejected;
 * each path argument is walked on its own, so overlapping paths (a job and one of its trials,
   a folder and its parent) reach some trials twice: the loader keeps one and counts the rest
   as duplicates.
@@ -41,11 +43,14 @@ class Found:
     rejected: list[Rejected] = field(default_factory=list)
     deps: list[Dep] = field(default_factory=list)
     visited: set[tuple[int, int]] = field(default_factory=set)
+    inside: tuple[str, ...] | None = None  # real paths links may lead into (None: follow every link)
 
 
-def discover(roots: list[str]) -> Found:
+def discover(roots: list[str], follow_links: bool = False) -> Found:
     """Walk ``roots`` (existing files or directories) and classify what they hold."""
     found = Found()
+    if not follow_links:
+        found.inside = tuple(os.path.realpath(root) for root in roots if os.path.isdir(root))
     walked: set[tuple[int, int]] = set()
     for root in roots:
         fallback = _dataset_name(root)
@@ -59,13 +64,18 @@ def discover(roots: list[str]) -> Found:
     return found
 
 
-def discover_more(folders: list[tuple[str, str]], visited: set[tuple[int, int]]) -> Found:
+def discover_more(
+    folders: list[tuple[str, str]], visited: set[tuple[int, int]], inside: tuple[str, ...] | None
+) -> Found:
     """Walk directories that were sent to be parsed as trials but hold no result.json.
 
     ``visited`` is the first walk's, so links back into it are not followed twice.
     """
-    found = Found(visited=visited)
+    found = Found(visited=visited, inside=inside)
     for folder, fallback in folders:
+        info = _stat(folder)
+        if info is not None:  # a linked sub-directory was marked visited when its job was listed
+            visited.discard((info.st_dev, info.st_ino))
         _walk(folder, fallback, found)
     return found
 
@@ -108,6 +118,8 @@ def _walk(root: str, fallback: str, found: Found) -> None:
         except OSError as exc:
             found.rejected.append(Rejected(folder, f"cannot list directory: {exc.strerror or exc}"))
             continue
+        if found.inside is not None and any(is_link for _, is_link in subdirs):
+            subdirs = [(sub, is_link) for sub, is_link in subdirs if not is_link or _stays_inside(sub, found)]
         found.deps.append((folder, info.st_size, changed_ns(info)))
         if "result.json" in files:
             # lexists: a trial whose result.json is a dangling link is still a trial, to reject
@@ -157,6 +169,21 @@ def _list(folder: str) -> tuple[set[str], list[tuple[str, bool]]]:
                 continue  # a broken link or a vanished entry is simply not there
     subdirs.sort()
     return files, subdirs
+
+
+def _stays_inside(link: str, found: Found) -> bool:
+    """True when the directory ``link`` points to is inside a path given; else it is a rejection."""
+    target = os.path.realpath(link)
+    for root in found.inside or ():
+        if target == root or target.startswith(root.rstrip(os.sep) + os.sep):
+            return True
+    found.rejected.append(
+        Rejected(
+            link,
+            f"symbolic link to {target} leaves the paths given: not followed (follow_links=True follows it)",
+        )
+    )
+    return False
 
 
 def _stat(path: str) -> os.stat_result | None:

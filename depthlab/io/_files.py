@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import msgspec
 
-from depthlab.io._errors import _Reject
+from depthlab.io._errors import Reject
 
 #: A file that was read or a directory that was listed (size and change time, both >= 0),
 #: a path that was probed and found absent (size -2, time 0), or a dangling symbolic link
@@ -43,7 +43,7 @@ def read_bytes(path: str, deps: list[Dep], limit: int = MAX_FILE_BYTES) -> bytea
     """Read a regular file, refusing FIFOs, devices, directories, broken links and files over ``limit``."""
     data = read_bytes_if_exists(path, deps, limit)
     if data is None:
-        raise _Reject(path, "file not found")
+        raise Reject(path, "file not found")
     return data
 
 
@@ -57,17 +57,17 @@ def read_bytes_if_exists(path: str, deps: list[Dep], limit: int = MAX_FILE_BYTES
         return None
     except OSError as exc:
         _remember_path(path, deps)
-        raise _Reject(path, f"cannot open: {exc.strerror or exc}") from None
+        raise Reject(path, f"cannot open: {exc.strerror or exc}") from None
     try:
         info = os.fstat(descriptor)
         deps.append((path, info.st_size, changed_ns(info)))
         if not stat.S_ISREG(info.st_mode):
-            raise _Reject(path, "a directory, not a file" if stat.S_ISDIR(info.st_mode) else "not a regular file")
+            raise Reject(path, "a directory, not a file" if stat.S_ISDIR(info.st_mode) else "not a regular file")
         if info.st_size > limit:
-            raise _Reject(path, f"file too large ({info.st_size} bytes; the limit is {limit})")
+            raise Reject(path, f"file too large ({info.st_size} bytes; the limit is {limit})")
         return _read_all(descriptor, info.st_size, path)
     except OSError as exc:
-        raise _Reject(path, f"cannot read: {exc.strerror or exc}") from None
+        raise Reject(path, f"cannot read: {exc.strerror or exc}") from None
     finally:
         os.close(descriptor)
 
@@ -83,7 +83,7 @@ def _read_all(descriptor: int, size: int, path: str) -> bytearray:
                 break
             filled += count
     if filled > size:
-        raise _Reject(path, "file grew while it was read (still being written?)")
+        raise Reject(path, "file grew while it was read (still being written?)")
     del buffer[filled:]
     return buffer  # msgspec decodes a bytearray in place: no copy
 
@@ -99,7 +99,7 @@ def _remember_missing(path: str, deps: list[Dep]) -> None:
         deps.append((path, ABSENT, 0))
         return
     deps.append((path, BROKEN_LINK, changed_ns(info)))
-    raise _Reject(path, f"broken symbolic link (to {_link_target(path)!r})")
+    raise Reject(path, f"broken symbolic link (to {_link_target(path)!r})")
 
 
 def _link_target(path: str) -> str:
@@ -135,16 +135,16 @@ def probe(path: str, deps: list[Dep]) -> bool:
 def decode_json(data: bytes | bytearray, path: str, type_: Any = Any) -> Any:
     """Decode JSON bytes into ``type_``; empty, truncated, too deep, non-UTF-8 or mis-shaped input becomes a reason."""
     if not data.strip():
-        raise _Reject(path, "empty file")
+        raise Reject(path, "empty file")
     try:
         return msgspec.json.decode(data, type=type_)
     except msgspec.ValidationError as exc:
-        raise _Reject(path, f"unexpected shape: {exc}") from None
+        raise Reject(path, f"unexpected shape: {exc}") from None
     except msgspec.DecodeError as exc:
-        raise _Reject(path, f"not valid JSON: {exc}") from None
+        raise Reject(path, f"not valid JSON: {exc}") from None
     except RecursionError:
         # msgspec counts its depth against Python's recursion limit and unwinds cleanly
-        raise _Reject(path, "JSON nested too deeply to read") from None
+        raise Reject(path, "JSON nested too deeply to read") from None
 
 
 def read_json(path: str, deps: list[Dep], type_: Any = Any) -> Any:

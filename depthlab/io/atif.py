@@ -33,7 +33,7 @@ import msgspec
 import polars as pl
 
 from depthlab._checks import check_positive_int
-from depthlab.io._errors import LoadError, _Reject
+from depthlab.io._errors import LoadError, Reject
 from depthlab.io._files import Dep, decode_json, read_bytes, read_bytes_if_exists
 
 #: ATIF versions this loader understands.
@@ -160,7 +160,7 @@ def count_turns(path: str | os.PathLike[str]) -> int:
     """
     try:
         return _count_file(os.fspath(path), [])
-    except _Reject as exc:
+    except Reject as exc:
         raise ValueError(f"{exc.path}: {exc.reason}") from None
 
 
@@ -234,7 +234,7 @@ def read_steps(
     folder = os.fspath(trial_dir)
     try:
         given, rows = trial_turns(folder, max_chars, [])
-    except _Reject as exc:
+    except Reject as exc:
         raise LoadError(f"{exc.path}: {exc.reason}") from None
     for turn, row in enumerate(rows, start=1):
         row["turn"] = turn
@@ -281,7 +281,7 @@ def _segments(first: Any, path: str, deps: list[Dep], type_: type) -> Iterator[A
         next_path = os.path.join(os.path.dirname(current_path), ref)
         key = os.path.abspath(next_path)
         if key in seen or len(seen) > _MAX_CONTINUATIONS:
-            raise _Reject(current_path, f"continued_trajectory_ref loops back to {ref!r}")
+            raise Reject(current_path, f"continued_trajectory_ref loops back to {ref!r}")
         seen.add(key)
         current = decode_json(read_bytes(next_path, deps), next_path, type_)
         current_path = next_path
@@ -289,7 +289,7 @@ def _segments(first: Any, path: str, deps: list[Dep], type_: type) -> Iterator[A
 
 def _check_version(version: str, path: str) -> None:
     if version not in ATIF_VERSIONS:
-        raise _Reject(path, f"unknown trajectory schema_version {version!r} (known: ATIF-v1.0 to ATIF-v1.7)")
+        raise Reject(path, f"unknown trajectory schema_version {version!r} (known: ATIF-v1.0 to ATIF-v1.7)")
 
 
 # reading turns ----------------------------------------------------------------------------------
@@ -302,7 +302,7 @@ def trial_turns(folder: str, max_chars: int, deps: list[Dep]) -> tuple[str | Non
     file read is recorded in ``deps``.
     """
     if not os.path.isdir(folder):
-        raise _Reject(folder, "not a directory")
+        raise Reject(folder, "not a directory")
     trajectory = os.path.join(folder, "agent", "trajectory.json")
     data = read_bytes_if_exists(trajectory, deps)
     if data is not None:
@@ -313,7 +313,7 @@ def trial_turns(folder: str, max_chars: int, deps: list[Dep]) -> tuple[str | Non
             first = read_bytes_if_exists(os.path.join(episodes[0], "prompt.txt"), deps)
             given = None if first is None else first.decode("utf-8", errors="replace")
             return given, _episode_steps(episodes, max_chars, deps)
-    raise _Reject(folder, "no agent/trajectory.json and no agent/episode-* or agent-logs/episode-* directories")
+    raise Reject(folder, "no agent/trajectory.json and no agent/episode-* or agent-logs/episode-* directories")
 
 
 def _trajectory_steps(

@@ -18,10 +18,18 @@ What is not seen: a change inside a directory the load never looked at (say, a n
 a trial's ``verifier/`` when its result.json already holds the reward), and a change made
 within the file system's timestamp granularity that also keeps the size.
 
-An entry is two files, ``trials-<key>.meta`` (msgpack) and ``trials-<key>.parquet``. The
-parquet is used only when it is a regular file whose rows and columns are those the meta
-records; anything else (missing, truncated, replaced, a FIFO) is a miss and the load is
+An entry is **one file**, ``trials-<key>.entry``: a header, the remembered files (msgpack)
+and the table (parquet), written in one atomic rename (:mod:`depthlab._atomic`), so no
+interleaving of two loads can pair one load's table with another load's stamps: a load that
+read an older ``result.json`` stores that file's older stamp beside its older table, and the
+next load sees the stamp differ and reads the file again. The entry is used only when it is a
+regular file whose header, length and table (rows and columns) are those it records;
+anything else (missing, truncated, replaced, a FIFO, not parquet) is a miss and the load is
 rebuilt.
+
+**A cache that cannot be written** (a full disk, a read-only folder) costs only speed: the
+load is returned whole, one :class:`CacheNotWrittenWarning` says why, and no temporary file
+is left (``depthlab cache info`` counts any that a killed process left, ``clear`` removes them).
 
 **Location**: ``$DEPTHLAB_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/depthlab``, else
 ``~/.cache/depthlab``. **Eviction**: after each save, entries not used for
@@ -34,6 +42,7 @@ A cap rule given as a function cannot be keyed, so such loads are never cached.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import stat
 import time
@@ -46,11 +55,12 @@ from typing import Final
 import msgspec
 import polars as pl
 
+from depthlab import _atomic
 from depthlab.io._errors import Rejected
 from depthlab.io._files import ABSENT, BROKEN_LINK, POSIX, Dep
 
 # Bump when the loaders change what they produce, so old entries are not reused.
-FORMAT_VERSION: Final[int] = 4
+FORMAT_VERSION: Final[int] = 5
 
 #: Column of the cached table naming the unit each row came from ("" = a run-level file).
 UNIT: Final[str] = "_unit"
@@ -65,7 +75,9 @@ MAX_AGE_DAYS: Final[int] = 30
 MAX_MEGABYTES: Final[int] = 2048
 
 _PREFIX = "trials-"
-_META, _TABLE = ".meta", ".parquet"
+_ENTRY = ".entry"
+_MAGIC = b"depthlab-trials-cache\n"
+_LENGTH = 8  # bytes of the header's meta length
 
 
 class _Meta(msgspec.Struct):
@@ -80,6 +92,7 @@ class _Meta(msgspec.Struct):
     duplicates: list[str]
     rows: int
     columns: list[tuple[str, str]]  # name, dtype of the parquet table
+    raw_paths: dict[int, bytes] = {}  # paths that are not UTF-8, as bytes (index in paths -> path)
 
 
 class Entry:
@@ -143,23 +156,42 @@ def cache_key(roots: list[str], settings: dict[str, str | None]) -> str:
     return hashlib.sha256(payload).hexdigest()[:32]
 
 
+def _entry_path(key: str) -> Path:
+    return cache_dir() / f"{_PREFIX}{key}{_ENTRY}"
+
+
 def load(key: str) -> Entry | None:
     """The cache entry for ``key`` with what changed since, or None when there is none (or it is unusable)."""
-    folder = cache_dir()
-    meta_path = folder / f"{_PREFIX}{key}{_META}"
+    path = _entry_path(key)
     try:
-        meta = msgspec.msgpack.decode(_read_regular(meta_path), type=_Meta)
-        if meta.version != FORMAT_VERSION:
-            return None
-        table = pl.read_parquet(_read_regular(folder / f"{_PREFIX}{key}{_TABLE}"))
-    except (OSError, ValueError, msgspec.DecodeError, pl.exceptions.PolarsError):
+        data = _read_regular(path)
+        meta, table = _decode(data)
+    except Exception:
         return None
+    except pl.exceptions.PanicException:  # a corrupt parquet can panic polars' reader (a BaseException)
+        return None
+    if meta is None:
+        return None
+    _touch(path)
+    return Entry(table, meta, frozenset(_changed_owners(meta)))
+
+
+def _decode(data: bytes) -> tuple[_Meta | None, pl.DataFrame]:
+    start = len(_MAGIC) + _LENGTH
+    if data[: len(_MAGIC)] != _MAGIC:
+        return None, pl.DataFrame()
+    length = int.from_bytes(data[len(_MAGIC) : start], "little")
+    meta = msgspec.msgpack.decode(data[start : start + length], type=_Meta)
+    if meta.version != FORMAT_VERSION:
+        return None, pl.DataFrame()
+    table = pl.read_parquet(io.BytesIO(memoryview(data)[start + length :]))
     if table.height != meta.rows or [(name, str(dtype)) for name, dtype in table.schema.items()] != [
         tuple(column) for column in meta.columns
     ]:
-        return None  # the parquet is not the one the meta describes
-    _touch(meta_path)
-    return Entry(table, meta, frozenset(_changed_owners(meta)))
+        return None, table  # the table is not the one the entry describes
+    for index, raw in meta.raw_paths.items():
+        meta.paths[index] = os.fsdecode(raw)
+    return meta, table
 
 
 def save(
@@ -170,16 +202,25 @@ def save(
     deps: list[tuple[Dep, str]],
     duplicates: list[str],
 ) -> None:
-    """Store a load (``table`` with its :data:`UNIT` column); failing to write only costs the cache."""
+    """Store a load (``table`` with its :data:`UNIT` column) as one file; failing to write only costs the cache."""
     # one file can matter to several units (a TB1 run's metadata to each of its trials)
     unique = {(path, owner): (size, when) for (path, size, when), owner in deps}
     # files and directories first: a reload stats them in one pass, the few probes after
     order = sorted(unique, key=lambda item: unique[item][0] < 0)
     unique = {item: unique[item] for item in order}
+    paths = [path for path, _ in unique]
+    raw_paths = {}
+    for index, path in enumerate(paths):
+        if not path.isascii():
+            try:
+                path.encode("utf-8")
+            except UnicodeEncodeError:  # a file name that is not UTF-8: kept as its bytes
+                raw_paths[index] = os.fsencode(path)
+                paths[index] = ""
     meta = _Meta(
         version=FORMAT_VERSION,
         n_present=sum(1 for size, _ in unique.values() if size >= 0),
-        paths=[path for path, _ in unique],
+        paths=paths,
         sizes=[size for size, _ in unique.values()],
         times=[when for _, when in unique.values()],
         owners=[owner for _, owner in unique],
@@ -188,22 +229,36 @@ def save(
         duplicates=duplicates,
         rows=table.height,
         columns=[(name, str(dtype)) for name, dtype in table.schema.items()],
+        raw_paths=raw_paths,
     )
-    folder = cache_dir()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        table_tmp = folder / f".{_PREFIX}{key}{_TABLE}.{os.getpid()}"
-        meta_tmp = folder / f".{_PREFIX}{key}{_META}.{os.getpid()}"
-        table.write_parquet(table_tmp, compression="uncompressed")  # decoded 4x faster; the size hardly matters
-        meta_tmp.write_bytes(msgspec.msgpack.encode(meta))
-        table_tmp.replace(folder / f"{_PREFIX}{key}{_TABLE}")
-        meta_tmp.replace(folder / f"{_PREFIX}{key}{_META}")
-    except OSError:
+        encoded = msgspec.msgpack.encode(meta)
+        buffer = io.BytesIO()
+        buffer.write(_MAGIC)
+        buffer.write(len(encoded).to_bytes(_LENGTH, "little"))
+        buffer.write(encoded)
+        table.write_parquet(buffer, compression="uncompressed")  # decoded 4x faster; the size hardly matters
+        _atomic.write_bytes(_entry_path(key), buffer.getbuffer())
+    except OSError as exc:
+        warn_unwritable(exc)
         return
     try:
         evict(keep=key)
     except ValueError as exc:  # a bad DEPTHLAB_CACHE_MAX_MB costs the eviction, not the load
         warnings.warn(f"the trials cache was not evicted: {exc}", UserWarning, stacklevel=3)
+
+
+class CacheNotWrittenWarning(UserWarning):
+    """The cache could not be written (a full disk, no permission): the load is whole, the next one is slower."""
+
+
+def warn_unwritable(exc: BaseException) -> None:
+    """Say why the cache was not written (one warning per failed write); the load itself is never affected."""
+    warnings.warn(
+        f"the depthlab cache at {cache_dir()} could not be written ({exc}); loads stay correct but are not sped up",
+        CacheNotWrittenWarning,
+        stacklevel=4,
+    )
 
 
 @dataclass(frozen=True)
@@ -216,33 +271,46 @@ class CacheInfo:
     max_bytes: int
     max_age_days: int
     oldest_use: float | None  # seconds since the epoch; None when empty
+    temporary_files: int = 0  # left by a write that was killed (clear removes them)
+    temporary_bytes: int = 0
 
     def __str__(self) -> str:
         used = f"{self.bytes / 1e6:.1f} MB in {self.entries} entries"
+        if self.temporary_files:
+            used += f", and {self.temporary_files} temporary files of {self.temporary_bytes / 1e6:.1f} MB"
         limits = f"limits: {self.max_bytes / 1e6:.0f} MB, entries unused for {self.max_age_days} days are removed"
         return f"trials cache at {self.location}\n{used}\n{limits}"
 
 
-#: Files of the depth proxy's per-trial cache (``depthlab.measures.proxy``) start with this; ``clear`` removes them.
+#: Files of the per-trial trajectory cache (:mod:`depthlab.io.trajectories`) start with this; ``clear`` removes them.
 PROXY_PREFIX = "proxy-"
 
 
 def info() -> CacheInfo:
-    """Where the cache is, how many entries it holds and how large it is.
+    """Where the cache is, how many entries it holds, how large it is, and any temporary files left over.
 
     Examples
     --------
     >>> info().entries >= 0
     True
     """
-    entries = _entries(cache_dir())
+    folder = cache_dir()
+    entries = _entries(folder)
+    temporary = []
+    for path in _leftovers(folder, proxy=False):
+        try:
+            temporary.append(path.stat().st_size)
+        except OSError:
+            continue
     return CacheInfo(
-        location=cache_dir(),
+        location=folder,
         entries=len(entries),
         bytes=sum(size for _, size, _ in entries),
         max_bytes=max_bytes(),
         max_age_days=MAX_AGE_DAYS,
         oldest_use=min((used for _, _, used in entries), default=None),
+        temporary_files=len(temporary),
+        temporary_bytes=sum(temporary),
     )
 
 
@@ -252,14 +320,28 @@ def clear() -> int:
     entries = _entries(folder)
     for key, _, _ in entries:
         _remove(folder, key)
-    try:
-        # left-over temporary files, and the per-trial results of the depth proxy (depthlab.measures.proxy)
-        leftovers = [path for path in folder.iterdir() if path.name.startswith((f".{_PREFIX}", PROXY_PREFIX))]
-    except OSError:
-        leftovers = []
-    for path in leftovers:
-        path.unlink(missing_ok=True)
+    for path in _leftovers(folder, proxy=True):
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            continue
     return len(entries)
+
+
+def _leftovers(folder: Path, *, proxy: bool) -> list[Path]:
+    """Temporary files (an atomic write's, or an older depthlab's) and older formats' files; with ``proxy``, the
+    per-trial trajectory cache too."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        temporary = name.endswith(_atomic.TEMP_SUFFIX) or name.startswith((f".{_PREFIX}", f".{PROXY_PREFIX}"))
+        older = name.startswith(_PREFIX) and name.endswith((".meta", ".parquet"))
+        if temporary or older or (proxy and name.startswith(PROXY_PREFIX)):
+            found.append(folder / name)
+    return found
 
 
 def max_bytes() -> int:
@@ -298,34 +380,28 @@ def evict(keep: str | None = None, now: float | None = None) -> list[str]:
 
 
 def _entries(folder: Path) -> list[tuple[str, int, float]]:
-    """(key, bytes, last use) of each entry; the last use is the meta file's modification time."""
+    """(key, bytes, last use) of each entry; the last use is the entry's modification time."""
     entries = []
     try:
         names = os.listdir(folder)
     except OSError:
         return []
     for name in names:
-        if not (name.startswith(_PREFIX) and name.endswith(_META)):
-            continue
-        key = name[len(_PREFIX) : -len(_META)]
-        try:
-            meta_info = os.stat(folder / name)
-        except OSError:
+        if not (name.startswith(_PREFIX) and name.endswith(_ENTRY)):
             continue
         try:
-            table_size = os.stat(folder / f"{_PREFIX}{key}{_TABLE}").st_size
+            info = os.stat(folder / name)
         except OSError:
-            table_size = 0
-        entries.append((key, meta_info.st_size + table_size, meta_info.st_mtime))
+            continue
+        entries.append((name[len(_PREFIX) : -len(_ENTRY)], info.st_size, info.st_mtime))
     return entries
 
 
 def _remove(folder: Path, key: str) -> None:
-    for suffix in (_META, _TABLE):
-        try:
-            (folder / f"{_PREFIX}{key}{suffix}").unlink(missing_ok=True)
-        except OSError:
-            continue
+    try:
+        (folder / f"{_PREFIX}{key}{_ENTRY}").unlink(missing_ok=True)
+    except OSError:
+        return
 
 
 def _touch(path: Path) -> None:
@@ -363,7 +439,7 @@ def _changed_owners(meta: _Meta) -> set[str]:
         return set()
     changed: set[str] = set()
     for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, meta.owners, strict=True):
-        if _dep_changed(path, size, when):
+        if dep_changed(path, size, when):
             changed.add(owner)
     return changed
 
@@ -384,12 +460,28 @@ def _all_present_unchanged(meta: _Meta) -> bool:
 def _probes_changed(meta: _Meta) -> bool:
     present = meta.n_present
     return any(
-        _dep_changed(path, size, when)
+        dep_changed(path, size, when)
         for path, size, when in zip(meta.paths[present:], meta.sizes[present:], meta.times[present:], strict=True)
     )
 
 
-def _dep_changed(path: str, size: int, when: int) -> bool:
+def dep_changed(path: str, size: int, when: int) -> bool:
+    """True when the file, directory or probe remembered as ``(path, size, when)`` is not as it was.
+
+    ``size`` is :data:`depthlab.io._files.ABSENT` for a path probed and found absent (anything
+    appearing there is a change) and :data:`depthlab.io._files.BROKEN_LINK` for a dangling link
+    (repairing or replacing it is a change); else a size and change time compared with ``stat``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "result.json")
+    >>> dep_changed(path, -2, 0)
+    False
+    >>> _ = open(path, "w").write("{}")
+    >>> dep_changed(path, -2, 0)
+    True
+    """
     if size == ABSENT:
         try:
             os.lstat(path)

@@ -16,7 +16,11 @@ Field by field (see ``depthlab.schema.TRIALS``):
 * ``reward``: ``verifier_result.rewards["reward"]``; a multi-key reward without that key
   gives the mean of its values (the whole dict is kept in ``rewards`` as JSON). When the
   result has no ``verifier_result`` key at all, ``verifier/reward.txt`` then
-  ``verifier/reward.json`` are read (Harbor's own precedence).
+  ``verifier/reward.json`` are read (Harbor's own precedence). When ``verifier_result`` is
+  ``null`` (Harbor recorded no verifier result) the reward files are read too and, when one
+  holds a reward, it wins: it is the verifier's own output, and null records no zero. The
+  trial then carries a ``reward`` note saying so (a warning line of the load). A
+  ``verifier_result`` holding rewards wins over the files, which are then not read.
 * ``n_turns``: terminus-2's ``agent_result.metadata.n_episodes``; else the agent turns of
   ``agent/trajectory.json`` (ATIF or chat list, :mod:`depthlab.io.atif`); else the number of
   ``agent/episode-*`` directories; else null.
@@ -38,15 +42,20 @@ from typing import Annotated, Any
 import msgspec
 
 from depthlab.io import atif
-from depthlab.io._errors import Rejected, _Reject
+from depthlab.io._errors import Reject, Rejected
 from depthlab.io._files import Dep, changed_ns, decode_json, probe, read_bytes_if_exists, read_json, read_text
-from depthlab.io._rows import check_row
+from depthlab.io._rows import check_row, note
 from depthlab.io.status import CapRule, _as_int, harness_turn_limit, stated_cap, trial_status
 
-#: A count that fits the trials table's Int64 columns (tokens); larger or negative is a rejection.
-Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
 #: A number of turns or steps that fits its Int32 column.
 Turns = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
+
+
+_NULL = msgspec.Raw(b"null")
+
+
+class _Metadata(msgspec.Struct):
+    n_episodes: Any = None  # terminus-2's turns
 
 
 class _ModelInfo(msgspec.Struct):
@@ -60,16 +69,14 @@ class _AgentInfo(msgspec.Struct):
     model_info: _ModelInfo | None = None
 
 
-class _Terminus2Metadata(msgspec.Struct):
-    n_episodes: Turns | None = None
-
-
 class _AgentResult(msgspec.Struct):
-    n_input_tokens: Count | None = None
-    n_cache_tokens: Count | None = None
-    n_output_tokens: Count | None = None
-    cost_usd: float | None = None
-    metadata: _Terminus2Metadata | None = None
+    # what only describes the run is decoded as any JSON value and checked field by field
+    # (depthlab.io._rows.check_row): a bad one is nulled with a note, the trial is kept
+    n_input_tokens: Any = None
+    n_cache_tokens: Any = None
+    n_output_tokens: Any = None
+    cost_usd: Any = None
+    metadata: msgspec.Raw = _NULL
 
 
 class _VerifierResult(msgspec.Struct):
@@ -81,8 +88,8 @@ class _ExceptionInfo(msgspec.Struct):
 
 
 class _Phase(msgspec.Struct):
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
+    started_at: Any = None
+    finished_at: Any = None
 
 
 class _AgentConfig(msgspec.Struct):
@@ -113,13 +120,14 @@ class TrialResult(msgspec.Struct):
     source: str | None = None
     task_checksum: str | None = None
     config: _TrialConfig | None = None
-    agent_info: _AgentInfo | None = None
-    agent_result: _AgentResult | None = None
+    # decoded on their own (_part): a mis-shaped one costs its fields, not the trial
+    agent_info: msgspec.Raw = _NULL
+    agent_result: msgspec.Raw = _NULL
     verifier_result: _VerifierResult | msgspec.UnsetType | None = msgspec.UNSET
     exception_info: _ExceptionInfo | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    agent_execution: _Phase | None = None
+    started_at: Any = None
+    finished_at: Any = None
+    agent_execution: msgspec.Raw = _NULL
     n_total_trials: int | None = None  # only in a job-level result.json
 
 
@@ -161,7 +169,7 @@ def trial_dir_rows(
         if job.trial_results:
             return job_embedded_rows(path, set(), options, fallback_dataset, deps, job)
         if job.trial_results is not None or result.n_total_trials is not None:
-            raise _Reject(path, "a job's result.json without trials (no trial folders beside it, no trial_results)")
+            raise Reject(path, "a job's result.json without trials (no trial folders beside it, no trial_results)")
     config = _raw_config(raw, path) if callable(options.cap_rule) else None
     return [result_row(result, path, trial_dir, options, fallback_dataset, deps, config)], []
 
@@ -193,7 +201,7 @@ def job_embedded_rows(
             if callable(options.cap_rule):
                 config = _raw_config(bytes(raw), where)
             rows.append(result_row(entry, where, None, options, fallback_dataset, deps, config))
-        except _Reject as exc:
+        except Reject as exc:
             rejected.append(Rejected(exc.path, exc.reason))
     return rows, rejected
 
@@ -216,28 +224,29 @@ def result_row(
         turn_limit = harness_turn_limit(kwargs_config)
         cap = _apply_cap_rule(options.cap_rule, config if config is not None else kwargs_config, turn_limit)
     except ValueError as exc:
-        raise _Reject(path, str(exc)) from None
+        raise Reject(path, str(exc)) from None
 
-    rewards = _rewards(result, trial_dir, deps)
+    notes: list[str] = []
+    rewards = _rewards(result, trial_dir, deps, notes)
     reward = _main_reward(rewards)
     exception = result.exception_info.exception_type if result.exception_info else None
     if result.exception_info is not None and exception is None:
         exception = "UnknownException"
     status = trial_status(reward, exception, options.status_rule)
 
-    agent_result = result.agent_result or _AgentResult()
-    n_turns = agent_result.metadata.n_episodes if agent_result.metadata else None
+    agent_result = _part(result.agent_result, _AgentResult, "agent_result", notes)
+    n_turns = _part(agent_result.metadata, _Metadata, "agent_result.metadata", notes).n_episodes
     if n_turns is None and trial_dir is not None:
         agent_dir = os.path.join(trial_dir, "agent")
         n_turns = _agent_dir_turns(agent_dir, deps)
         if n_turns is not None and turn_limit is None:
             turn_limit = _usage_max_steps(agent_dir, deps)
 
-    agent_info = result.agent_info or _AgentInfo()
-    execution = result.agent_execution
+    agent_info = _part(result.agent_info, _AgentInfo, "agent_info", notes)
+    execution = _part(result.agent_execution, _Phase, "agent_execution", notes)
     trial = result.trial_name or (os.path.basename(trial_dir) if trial_dir else None)
     job = _job_name(result, trial_dir)
-    started_at = time_us(result.started_at, path, "started_at")
+    started_at = loose_time(result.started_at, "started_at", notes)
     row = {
         "dataset": options.dataset or result.source or fallback_dataset,
         "task": task,
@@ -260,31 +269,17 @@ def result_row(
         "n_cache_tokens": agent_result.n_cache_tokens,
         "cost_usd": agent_result.cost_usd,
         "started_at": started_at,
-        "finished_at": time_us(result.finished_at, path, "finished_at"),
-        "agent_seconds": _seconds(execution, path),
+        "finished_at": loose_time(result.finished_at, "finished_at", notes),
+        "agent_seconds": _seconds(execution, notes),
         "task_checksum": result.task_checksum,
         "source": path,
         "identity": identity(job, trial, task, started_at, result.id),
     }
-    return check_row(row)
+    return check_row(row, notes)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
-
-
-def time_us(value: datetime | None, path: str, what: str) -> int | None:
-    """Microseconds since the Unix epoch (UTC): integers cross processes and into polars cheaply.
-
-    A time that cannot be expressed in UTC (``9999-12-31T23:59:59-05:00`` is past year 9999
-    there) is a rejection naming the field.
-    """
-    if value is None:
-        return None
-    try:
-        return (utc(value) - _EPOCH) // _MICROSECOND
-    except OverflowError:
-        raise _Reject(path, f"{what} {value.isoformat()} is out of range in UTC") from None
 
 
 def utc(value: datetime | None) -> datetime | None:
@@ -322,25 +317,37 @@ def _task_name(result: TrialResult, path: str) -> str:
             os.path.basename(result.task_id.path.rstrip("/")) if result.task_id.path else None
         )
     if not name:
-        raise _Reject(path, "no task_name and no task_id to name the task")
+        raise Reject(path, "no task_name and no task_id to name the task")
     task = name.rsplit("/", 1)[-1]
     if not task.strip():
-        raise _Reject(path, f"task name {name!r} names no task")
+        raise Reject(path, f"task name {name!r} names no task")
     return task
 
 
-def _rewards(result: TrialResult, trial_dir: str | None, deps: list[Dep]) -> dict[str, float] | None:
-    if result.verifier_result is not msgspec.UNSET:
-        return result.verifier_result.rewards if result.verifier_result is not None else None
+def _rewards(result: TrialResult, trial_dir: str | None, deps: list[Dep], notes: list[str]) -> dict[str, float] | None:
+    recorded = result.verifier_result
+    if recorded is not msgspec.UNSET and recorded is not None:
+        return recorded.rewards  # result.json's record wins; the reward files are not read
     if trial_dir is None:
         return None
+    found = _reward_files(trial_dir, deps)
+    if found is None:
+        return None
+    where, rewards = found
+    if recorded is None:  # Harbor recorded no verifier result, yet the verifier wrote a reward
+        shown = _main_reward(rewards)
+        note(notes, "reward", f'"verifier_result" is null but {where} holds {shown:g}: the reward file is used')
+    return rewards
+
+
+def _reward_files(trial_dir: str, deps: list[Dep]) -> tuple[str, dict[str, float]] | None:
     verifier = os.path.join(trial_dir, "verifier")
     text_path = os.path.join(verifier, "reward.txt")
     if probe(text_path, deps):
-        return {"reward": parse_reward(read_text(text_path, deps), text_path)}
+        return "verifier/reward.txt", {"reward": parse_reward(read_text(text_path, deps), text_path)}
     json_path = os.path.join(verifier, "reward.json")
     if probe(json_path, deps):
-        return read_json(json_path, deps, dict[str, float])
+        return "verifier/reward.json", read_json(json_path, deps, dict[str, float])
     return None
 
 
@@ -357,10 +364,10 @@ def parse_reward(text: str, path: str) -> float:
     """
     stripped = text.strip()
     if not _DECIMAL.fullmatch(stripped):
-        raise _Reject(path, f"reward is not a number: {stripped[:40]!r}")
+        raise Reject(path, f"reward is not a number: {stripped[:40]!r}")
     value = float(stripped)
     if not math.isfinite(value):
-        raise _Reject(path, f"reward is not finite: {stripped[:40]!r}")
+        raise Reject(path, f"reward is not finite: {stripped[:40]!r}")
     return value
 
 
@@ -391,7 +398,7 @@ def _usage_max_steps(agent_dir: str, deps: list[Dep]) -> int | None:
     try:
         data = read_bytes_if_exists(path, deps)
         return None if data is None else decode_json(data, path, _Usage).max_steps
-    except _Reject:
+    except Reject:
         return None  # usage.json is an optional extra of some agents; a bad one costs only turn_limit
 
 
@@ -407,12 +414,57 @@ def _job_name(result: TrialResult, trial_dir: str | None) -> str | None:
     return os.path.basename(os.path.dirname(trial_dir)) if trial_dir else None
 
 
-def _seconds(phase: _Phase | None, path: str) -> float | None:
+def _seconds(phase: _Phase | None, notes: list[str]) -> float | None:
     if phase is None or phase.started_at is None or phase.finished_at is None:
         return None
-    start = time_us(phase.started_at, path, "agent_execution.started_at")
-    end = time_us(phase.finished_at, path, "agent_execution.finished_at")
+    start = loose_time(phase.started_at, "agent_seconds", notes, "agent_execution.started_at")
+    end = loose_time(phase.finished_at, "agent_seconds", notes, "agent_execution.finished_at")
+    if start is None or end is None:
+        return None
     return (end - start) / 1e6
+
+
+def loose_time(value: Any, field: str, notes: list[str], what: str | None = None) -> int | None:
+    """Microseconds since the epoch (UTC) of a JSON date, or None with a note on ``field`` when it cannot be read.
+
+    Examples
+    --------
+    >>> notes = []
+    >>> loose_time("2026-01-01T00:00:00Z", "started_at", notes), loose_time("99999-01-01", "started_at", notes)
+    (1767225600000000, None)
+    >>> notes
+    ["started_at: not a date: '99999-01-01'"]
+    """
+    if value is None:
+        return None
+    what = what or field
+    prefix = "" if what == field else f"{what} "
+    if not isinstance(value, datetime):
+        try:
+            value = msgspec.convert(value, datetime)
+        except msgspec.ValidationError:
+            note(notes, field, f"{prefix}not a date: {_short(value)}")
+            return None
+    try:
+        return (utc(value) - _EPOCH) // _MICROSECOND
+    except OverflowError:
+        note(notes, field, f"{prefix}{value.isoformat()} is out of range in UTC")
+        return None
+
+
+def _part(value: Any, type_: type, what: str, notes: list[str]) -> Any:
+    """A descriptive object of the result (agent_result, agent_info, ...) decoded on its own; a bad one is noted."""
+    try:
+        decoded = msgspec.json.decode(value, type=type_ | None)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        note(notes, what, f"unexpected shape ({exc}); its fields are null")
+        return type_()
+    return type_() if decoded is None else decoded
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _raw_config(raw: bytes | bytearray, path: str) -> dict:

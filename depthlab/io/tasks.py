@@ -34,7 +34,7 @@ import yaml
 
 from depthlab import schema
 from depthlab._checks import check_choice
-from depthlab.io._errors import Rejected, RejectedFilesWarning, _warning_text
+from depthlab.io._errors import Rejected, RejectedFilesWarning, warning_text
 
 _KNOWN_TOML_VERSIONS: Final[frozenset[str]] = frozenset({"1.0", "1.1", "1.2"})
 _COLUMNS_FROM_LABELS: Final[frozenset[str]] = frozenset(
@@ -120,7 +120,7 @@ def load_tasks(
             row["difficulty_source"] = difficulty_source if row["difficulty"] is not None else "none"
         rows.append(row)
     if rejected:
-        warnings.warn(_warning_text(rejected, "task directories"), RejectedFilesWarning, stacklevel=2)
+        warnings.warn(warning_text(rejected, "task directories"), RejectedFilesWarning, stacklevel=2)
     if not rows:
         return schema.empty("tasks")
     return schema.conform(pl.from_dicts(rows, schema=schema.TASKS), "tasks")

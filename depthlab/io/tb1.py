@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import datetime
+from typing import Any
 
 import msgspec
 
-from depthlab.io._errors import Rejected, _Reject
+from depthlab.io._errors import Reject, Rejected
 from depthlab.io._files import Dep, probe, read_json
 from depthlab.io._rows import check_row
-from depthlab.io.harbor import Count, Options, _apply_cap_rule, identity, time_us
+from depthlab.io.harbor import Options, _apply_cap_rule, identity, loose_time
 from depthlab.io.status import harness_turn_limit
 
 _ATTEMPT = re.compile(r"\.(\d+)-of-(\d+)(?:\.|$)")
@@ -54,12 +54,13 @@ class TrialResults(msgspec.Struct):
     task_id: str | None = None
     is_resolved: bool | None = None
     failure_mode: str | None = None
-    total_input_tokens: Count | None = None
-    total_output_tokens: Count | None = None
-    trial_started_at: datetime | None = None
-    trial_ended_at: datetime | None = None
-    agent_started_at: datetime | None = None
-    agent_ended_at: datetime | None = None
+    # what only describes the run is checked field by field (a bad one is nulled with a note)
+    total_input_tokens: Any = None
+    total_output_tokens: Any = None
+    trial_started_at: Any = None
+    trial_ended_at: Any = None
+    agent_started_at: Any = None
+    agent_ended_at: Any = None
     results: list[TrialResults] | None = None
 
 
@@ -145,7 +146,7 @@ def run_file_rows(
                 continue
         try:
             rows.append(_row(entry, where, run, options, fallback_dataset, None))
-        except _Reject as exc:
+        except Reject as exc:
             rejected.append(Rejected(exc.path, exc.reason))
     return rows, rejected
 
@@ -154,22 +155,25 @@ def _row(
     entry: TrialResults, path: str, run: _Run, options: Options, fallback_dataset: str, trial_dir: str | None
 ) -> dict:
     if entry.task_id is None or entry.trial_name is None:
-        raise _Reject(path, "a TB1 trial needs task_id and trial_name")
+        raise Reject(path, "a TB1 trial needs task_id and trial_name")
     config = {"agent": {"name": run.agent, "model_name": run.model, "kwargs": run.kwargs}}
     try:
         turn_limit = harness_turn_limit(config)
         cap = _apply_cap_rule(options.cap_rule, config, turn_limit)
     except ValueError as exc:
-        raise _Reject(path, str(exc)) from None
+        raise Reject(path, str(exc)) from None
     reward = None if entry.is_resolved is None else float(entry.is_resolved)
     failure = entry.failure_mode if entry.failure_mode not in _QUIET_FAILURE_MODES else None
     tokens_reported = bool(entry.total_input_tokens or entry.total_output_tokens)
     n_turns = _episode_count(trial_dir) if trial_dir is not None else None
+    notes: list[str] = []
     agent_seconds = None
     if entry.agent_started_at is not None and entry.agent_ended_at is not None:
-        agent_start = time_us(entry.agent_started_at, path, "agent_started_at")
-        agent_seconds = (time_us(entry.agent_ended_at, path, "agent_ended_at") - agent_start) / 1e6
-    started_at = time_us(entry.trial_started_at, path, "trial_started_at")
+        agent_start = loose_time(entry.agent_started_at, "agent_seconds", notes, "agent_started_at")
+        agent_end = loose_time(entry.agent_ended_at, "agent_seconds", notes, "agent_ended_at")
+        if agent_start is not None and agent_end is not None:
+            agent_seconds = (agent_end - agent_start) / 1e6
+    started_at = loose_time(entry.trial_started_at, "started_at", notes, "trial_started_at")
     row = {
         "dataset": options.dataset or run.dataset or fallback_dataset,
         "task": entry.task_id,
@@ -192,13 +196,13 @@ def _row(
         "n_cache_tokens": None,
         "cost_usd": None,
         "started_at": started_at,
-        "finished_at": time_us(entry.trial_ended_at, path, "trial_ended_at"),
+        "finished_at": loose_time(entry.trial_ended_at, "finished_at", notes, "trial_ended_at"),
         "agent_seconds": agent_seconds,
         "task_checksum": None,
         "source": path,
         "identity": identity(run.job, entry.trial_name, entry.task_id, started_at),
     }
-    return check_row(row)
+    return check_row(row, notes)
 
 
 def _find_run_dir(start: str, deps: list[Dep]) -> str:
@@ -226,7 +230,7 @@ def _run_context(run_dir: str, deps: list[Dep], runs: dict[str, tuple[_Run, list
         if probe(lock_path, run_deps):
             try:
                 lock_agent = read_json(lock_path, run_deps, _Lock).agent or _LockAgent()
-            except _Reject:
+            except Reject:
                 lock_agent = _LockAgent()  # the lock only fills gaps; a bad one is not worth a rejection
             agent, model = agent or lock_agent.name, model or lock_agent.model_name
     if agent is None or model is None:

@@ -17,20 +17,23 @@ from multiprocessing.context import BaseContext
 import polars as pl
 
 from depthlab import schema
-from depthlab._checks import check_choice
+from depthlab._checks import check_bool, check_choice
 from depthlab.io import cache as _cache
 from depthlab.io import harbor, tb1
 from depthlab.io._discover import Found, discover, discover_more
 from depthlab.io._errors import (
     DuplicateTrialsWarning,
+    FieldNote,
+    FieldNotesWarning,
     LoadError,
+    Reject,
     Rejected,
     RejectedFilesWarning,
-    _Reject,
-    _warning_text,
+    notes_text,
+    warning_text,
 )
 from depthlab.io._files import Dep
-from depthlab.io._rows import ROW_SCHEMA, TIMES
+from depthlab.io._rows import NOTES, ROW_SCHEMA, TIMES, shown
 from depthlab.io.status import STATUS_RULES, CapRule, stated_cap
 
 PathLike = str | os.PathLike[str]
@@ -69,6 +72,14 @@ class TrialLoad:
     rejected: list[Rejected]
     n_seen: int
     duplicates: list[str] = field(default_factory=list)
+    notes: list[FieldNote] = field(default_factory=list)
+
+    def notes_by_field(self) -> dict[str, list[FieldNote]]:
+        """The field notes grouped by field, in order of first appearance (one warning line each)."""
+        grouped: dict[str, list[FieldNote]] = {}
+        for item in self.notes:
+            grouped.setdefault(item.field, []).append(item)
+        return grouped
 
     def summary(self) -> str:
         """One line: trials loaded by status, rejected, duplicates collapsed, seen.
@@ -81,10 +92,14 @@ class TrialLoad:
         """
         counts = dict(self.trials.group_by("status").len().iter_rows()) if self.trials.height else {}
         by_status = ", ".join(f"{status} {counts.get(status, 0)}" for status in schema.STATUSES)
-        return (
+        text = (
             f"loaded {self.trials.height} trials ({by_status}); rejected {len(self.rejected)}; "
             f"duplicates collapsed {len(self.duplicates)}; seen {self.n_seen}"
         )
+        if self.notes:
+            counts = ", ".join(f"{name} {len(items)}" for name, items in self.notes_by_field().items())
+            text += f"; field notes {len(self.notes)} ({counts})"
+        return text
 
 
 def read_trials(
@@ -96,6 +111,7 @@ def read_trials(
     cache: bool = True,
     cap_rule: str | CapRule | None = None,
     progress: Progress | None = None,
+    follow_links: bool = False,
 ) -> TrialLoad:
     """Load every trial found under ``paths`` into the trials table, with what was rejected.
 
@@ -134,6 +150,10 @@ def read_trials(
         callable can be pickled.
     progress : callable, optional
         Called as ``progress(done, total)`` while trials are parsed.
+    follow_links : bool, default False
+        Follow symbolic links to directories outside ``paths`` (by default such a link is a
+        rejection naming it and its target, so a link to ``/`` does not walk the whole
+        filesystem). Links inside ``paths`` are always followed; link loops always end.
 
     Returns
     -------
@@ -167,6 +187,8 @@ def read_trials(
     """
     roots = _roots(paths)
     rule = _cap_rule(cap_rule)
+    for name, value in (("strict", strict), ("cache", cache), ("follow_links", follow_links)):
+        check_bool(value, name, "read_trials")
     check_choice(status_rule, "status_rule", "read_trials", STATUS_RULES)
     if dataset is not None and (not isinstance(dataset, str) or not dataset):
         raise ValueError(f"The 'dataset' parameter of read_trials must be a non-empty str or None, got {dataset!r}")
@@ -174,16 +196,20 @@ def read_trials(
 
     key = entry = None
     if cache and isinstance(rule, str):
-        key = _cache.cache_key(roots, {"dataset": dataset, "status_rule": status_rule, "cap_rule": rule})
+        settings = {"dataset": dataset, "status_rule": status_rule, "cap_rule": rule}
+        if follow_links:  # (only when set, so the keys of every other load stay as they were)
+            settings["follow_links"] = "yes"
+        key = _cache.cache_key(roots, settings)
         entry = _cache.load(key)
         if entry is not None and entry.unchanged:
             rejected = [item for item, _ in entry.rejected]
             if strict and rejected:
                 raise LoadError(str(rejected[0]))
-            return TrialLoad(schema.conform(entry.kept(), "trials"), rejected, entry.n_seen, entry.duplicates)
+            kept = entry.kept()
+            return _finish(kept, rejected, entry.n_seen, entry.duplicates, strict)
 
     assembly = _Assembly(strict)
-    _parse(discover(roots), options, entry, assembly, progress)
+    _parse(discover(roots, follow_links), options, entry, assembly, progress)
     frame = _frame(assembly, entry)
     trials, dropped = _collapse(frame)
     trials = _table(trials)
@@ -192,7 +218,24 @@ def read_trials(
     if key is not None:
         stored = pl.concat([trials, dropped], how="diagonal_relaxed")
         _cache.save(key, stored, assembly.rejected, assembly.n_seen, assembly.deps, duplicates)
-    return TrialLoad(schema.conform(trials, "trials"), rejected, assembly.n_seen, duplicates)
+    return _finish(trials, rejected, assembly.n_seen, duplicates, strict)
+
+
+def _finish(
+    table: pl.DataFrame, rejected: list[Rejected], n_seen: int, duplicates: list[str], strict: bool
+) -> TrialLoad:
+    """The load, with the field notes read from the table's notes column (``strict``: the first field's raises)."""
+    noted = table.filter(pl.col(NOTES).is_not_null()).select("source", NOTES) if NOTES in table.columns else None
+    notes = []
+    if noted is not None and noted.height:
+        for source, text in noted.iter_rows():
+            for line in text.split("\n"):
+                name, _, reason = line.partition(": ")
+                notes.append(FieldNote(source, name, reason))
+    load = TrialLoad(schema.conform(table, "trials"), rejected, n_seen, duplicates, notes)
+    if strict and notes:
+        raise LoadError(notes_text(next(iter(load.notes_by_field().values()))))
+    return load
 
 
 def load_trials(
@@ -203,6 +246,7 @@ def load_trials(
     strict: bool = False,
     cache: bool = True,
     cap_rule: str | CapRule | None = None,
+    follow_links: bool = False,
 ) -> pl.DataFrame:
     """The trials table of :func:`read_trials`, warning when anything was rejected.
 
@@ -217,9 +261,19 @@ def load_trials(
     >>> load_trials(tempfile.mkdtemp(), cache=False).height
     0
     """
-    load = read_trials(paths, dataset=dataset, status_rule=status_rule, strict=strict, cache=cache, cap_rule=cap_rule)
+    load = read_trials(
+        paths,
+        dataset=dataset,
+        status_rule=status_rule,
+        strict=strict,
+        cache=cache,
+        cap_rule=cap_rule,
+        follow_links=follow_links,
+    )
     if load.rejected:
-        warnings.warn(_warning_text(load.rejected, "trials"), RejectedFilesWarning, stacklevel=2)
+        warnings.warn(warning_text(load.rejected, "trials"), RejectedFilesWarning, stacklevel=2)
+    for notes in load.notes_by_field().values():
+        warnings.warn(notes_text(notes), FieldNotesWarning, stacklevel=2)
     if load.duplicates:
         shown = "; ".join(load.duplicates[:3]) + (
             f" (and {len(load.duplicates) - 3} more)" if len(load.duplicates) > 3 else ""
@@ -278,13 +332,14 @@ class _Assembly:
         self.n_seen += 1
 
     def add_rejected(self, item: Rejected, unit: str) -> None:
+        item = Rejected(shown(item.path), item.reason)  # a file name that is not UTF-8 is shown escaped
         if self.strict:
             raise LoadError(str(item))
         self.rejected.append((item, unit))
         self.n_seen += 1
 
     def add_duplicate(self, path: str) -> None:
-        self.duplicates.append(path)
+        self.duplicates.append(shown(path))
         self.n_seen += 1
 
     def add_deps(self, deps: list[Dep], unit: str) -> None:
@@ -310,9 +365,9 @@ def _parse(
         for unit in units:
             if unit[1] in reached:  # overlapping paths: the same trial directory or file again
                 assembly.add_duplicate(unit[1])
-            elif entry is not None and entry.reusable(unit[1]):
+            elif entry is not None and entry.reusable(shown(unit[1])):
                 reached.add(unit[1])
-                assembly.reused.add(unit[1])
+                assembly.reused.add(shown(unit[1]))
             else:
                 reached.add(unit[1])
                 todo.append(unit)
@@ -324,16 +379,16 @@ def _parse(
                 walk.append((path, fallback))
                 assembly.add_deps(deps, _cache.GLOBAL)
                 continue
-            owner = path if rows or rejections else _cache.GLOBAL
+            owner = shown(path) if rows or rejections else _cache.GLOBAL
             assembly.add_deps(deps, owner)
             for rejection in rejections:
-                assembly.add_rejected(rejection, path)
+                assembly.add_rejected(rejection, owner)
             for row in rows:
-                assembly.add_row(row, path)
+                assembly.add_row(row, owner)
         _parse_run_files(found, options, assembly)
         if not walk:
             return
-        found = discover_more(walk, visited)
+        found = discover_more(walk, visited, found.inside)
 
 
 def _parse_run_files(found: Found, options: harbor.Options, assembly: _Assembly) -> None:
@@ -369,7 +424,7 @@ def _add_parsed(assembly: _Assembly, rows: list[dict], rejected: list[Rejected])
 
 def _rejection(exc: Exception, path: str) -> Rejected:
     """A parser's reason, or, for a failure no parser foresaw, its type and message (never a crash of the load)."""
-    if isinstance(exc, _Reject):
+    if isinstance(exc, Reject):
         return Rejected(exc.path, exc.reason)
     return Rejected(path, f"could not be read: {type(exc).__name__}: {exc}")
 

@@ -56,24 +56,16 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import warnings
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from itertools import repeat
-from multiprocessing import get_context
+from collections.abc import Sequence
+from functools import partial
 from typing import Final
 
-import msgspec
 import numpy as np
 import polars as pl
 
-from depthlab._checks import check_choice, check_frame
-from depthlab.io import cache as _cache
-from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning, _Reject, _warning_text
-from depthlab.io._files import ABSENT, Dep, changed_ns
-from depthlab.io.atif import trial_turns
+from depthlab._checks import check_bool, check_choice, check_frame, check_positive_int
+from depthlab.io import LoadError, Rejected, RejectedFilesWarning, trajectories, warning_text
 from depthlab.schema import CAPS
 
 #: Version of the identifier and dependency rule; cached results of another version are not reused.
@@ -142,9 +134,6 @@ PROXY_TASKS_SCHEMA: Final[dict[str, pl.DataType]] = {
 PER: Final[tuple[str, ...]] = ("task", "trial")
 
 _TRIAL_COLUMNS = ("dataset", "task", "model", "trial", "cap", "status", "source")
-# Below this many trajectories a process pool costs more than it saves.
-_PARALLEL_MIN = 64
-_FULL = sys.maxsize  # outputs are read whole
 
 
 # identifiers ------------------------------------------------------------------------------------
@@ -200,7 +189,7 @@ def _is_identifier(token: str) -> bool:
 
 # the chain --------------------------------------------------------------------------------------
 
-_Turn = tuple["str | None", "str | None", "str | None"]  # message, commands, observation
+_Turn = trajectories.Turn  # message, commands, observation
 
 
 def _chain(given: str | None, turns: Sequence[_Turn], messages: bool = False) -> list[tuple[int, dict[int, list[str]]]]:
@@ -321,7 +310,9 @@ def _longest_chain(chain: list[tuple[int, dict[int, list[str]]]]) -> set[int]:
 def trial_proxy(trial_dir: str | os.PathLike[str], *, messages: bool = False) -> int:
     """The proxy depth of one trial directory (its largest turn level; 0 when it has no turn).
 
-    ``messages=True`` gives the messages variant (see :func:`turn_dependencies`).
+    ``messages=True`` gives the messages variant (see :func:`turn_dependencies`). The
+    trajectory is read by :func:`depthlab.io.trajectories.read_one`; this module only applies
+    the rule to its turns.
 
     Raises
     ------
@@ -344,124 +335,48 @@ def trial_proxy(trial_dir: str | os.PathLike[str], *, messages: bool = False) ->
     >>> trial_proxy(agent.parent)
     2
     """
-    try:
-        _, depth = _trial_result(os.fspath(trial_dir), [], messages)
-    except _Reject as exc:
-        raise LoadError(f"{exc.path}: {exc.reason}") from None
-    return depth
+    return trajectories.read_one(trial_dir, partial(trial_depth, messages=messages))
 
 
-def _trial_result(folder: str, deps: list[Dep], messages: bool) -> tuple[int, int]:
-    given, rows = trial_turns(folder, _FULL, deps)
-    turns = [(row.get("message"), row.get("commands"), row.get("observation")) for row in rows]
-    chain = _chain(given, turns, messages)
-    return len(rows), max((level for level, _ in chain), default=0)
+def trial_depth(given: str | None, turns: Sequence[_Turn], messages: bool = False) -> int:
+    """A trial's proxy from its turns: the largest level of :func:`turn_dependencies`'s chain (0 with no turn).
+
+    Parameters
+    ----------
+    given : str or None
+        The text given before the first turn.
+    turns : sequence of (message, commands, observation)
+        The turns in order.
+    messages : bool, default False
+        The messages variant.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> trial_depth("see notes", [(None, "ls", "k_81.txt"), (None, "cat k_81.txt", "done")])
+    2
+    """
+    return max((level for level, _ in _chain(given, turns, messages)), default=0)
 
 
 # many trials ------------------------------------------------------------------------------------
 
 
-class _Cached(msgspec.Struct, array_like=True):
-    paths: list[str]
-    sizes: list[int]
-    mtimes: list[int]  # change times (depthlab.io._files.changed_ns)
-    n_turns: int | None
-    depth: int | None
-    rejected: tuple[str, str] | None  # (path, reason) when the trajectory could not be read
-
-
-def _cache_path(messages: bool) -> str:
-    variant = "-messages" if messages else ""
-    return os.path.join(_cache.cache_dir(), f"{_cache.PROXY_PREFIX}rule{RULE_VERSION}{variant}.msgpack")
-
-
-def _load_cache(messages: bool) -> dict[str, _Cached]:
-    try:
-        with open(_cache_path(messages), "rb") as handle:
-            return msgspec.msgpack.decode(handle.read(), type=dict[str, _Cached])
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-        return {}
-
-
-def _save_cache(entries: dict[str, _Cached], messages: bool) -> None:
-    """Write the cache atomically; failing to write only costs the cache."""
-    path = _cache_path(messages)
-    temporary = f"{path}.{os.getpid()}"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(temporary, "wb") as handle:
-            handle.write(msgspec.msgpack.encode(entries))
-        os.replace(temporary, path)
-    except OSError:
-        return
-
-
-def _still_valid(entry: _Cached) -> bool:
-    """True when no file or directory the entry was read from changed (the trials cache's own test)."""
-    return not any(
-        _cache._dep_changed(path, size, when)
-        for path, size, when in zip(entry.paths, entry.sizes, entry.mtimes, strict=True)
-    )
-
-
-def _compute(folder: str, messages: bool = False) -> _Cached:
-    deps: list[Dep] = []
-    for listed in (os.path.join(folder, "agent"), os.path.join(folder, "agent-logs")):
-        try:
-            info = os.stat(listed)  # its change time moves when episode dirs are added or removed
-        except OSError:
-            deps.append((listed, ABSENT, 0))
-        else:
-            deps.append((listed, info.st_size, changed_ns(info)))
-    try:
-        n_turns, depth = _trial_result(folder, deps, messages)
-        rejected = None
-    except _Reject as exc:
-        n_turns, depth, rejected = None, None, (exc.path, exc.reason)
-    except RecursionError:
-        n_turns, depth, rejected = None, None, (folder, "trajectory nested too deeply")
-    return _Cached([d[0] for d in deps], [d[1] for d in deps], [d[2] for d in deps], n_turns, depth, rejected)
-
-
-def _compute_chunk(folders: list[str], messages: bool) -> list[_Cached]:
-    return [_compute(folder, messages) for folder in folders]
-
-
-def _compute_all(folders: list[str], messages: bool) -> list[_Cached]:
-    workers = os.cpu_count() or 1
-    if len(folders) >= _PARALLEL_MIN and workers > 1 and sys.platform == "linux":
-        # fork: workers start at once and never re-import __main__; they only parse JSON, never polars
-        size = max(8, len(folders) // (workers * 8))
-        chunks = [folders[start : start + size] for start in range(0, len(folders), size)]
-        try:
-            with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-                results = pool.map(_compute_chunk, chunks, repeat(messages))
-                return [entry for chunk in results for entry in chunk]
-        except BrokenProcessPool:
-            pass  # a worker died (killed, out of memory): compute in this process instead
-    return _compute_chunk(folders, messages)
-
-
-def trial_dir(source: str) -> str:
-    """The trial directory of a trials-table ``source`` (a ``result.json`` path, or the directory itself)."""
-    return source if os.path.isdir(source) else os.path.dirname(source)
-
-
-def _proxy_of(folders: Iterable[str], cache: bool, messages: bool) -> dict[str, _Cached]:
-    unique = list(dict.fromkeys(folders))
-    stored = _load_cache(messages) if cache else {}
-    known = {folder: stored[folder] for folder in unique if folder in stored and _still_valid(stored[folder])}
-    todo = [folder for folder in unique if folder not in known]
-    if todo:
-        known.update(zip(todo, _compute_all(todo, messages), strict=True))
-        if cache:
-            stored.update((folder, known[folder]) for folder in todo)
-            _save_cache(stored, messages)
-    return known
+#: The trial directory of a trials-table ``source`` (:func:`depthlab.io.trajectories.trial_dir`).
+trial_dir = trajectories.trial_dir
 
 
 def depth_proxy(
-    trials: pl.DataFrame, *, per: str = "task", strict: bool = False, cache: bool = True, messages: bool = False
+    trials: pl.DataFrame,
+    *,
+    per: str = "task",
+    strict: bool = False,
+    cache: bool = True,
+    messages: bool = False,
+    max_trajectory_bytes: int = trajectories.TRAJECTORY_BUDGET_BYTES,
 ) -> pl.DataFrame:
     """The trajectory depth proxy per task or per trial, from the uncapped runs of a trials table.
 
@@ -483,6 +398,11 @@ def depth_proxy(
     messages : bool, default False
         The messages variant of the rule (see :func:`turn_dependencies`); the primary rule
         reads commands only. Report it beside the primary, never instead of it.
+    max_trajectory_bytes : int, default depthlab.io.trajectories.TRAJECTORY_BUDGET_BYTES (64 MiB)
+        The per-trial budget: a trial whose trajectory files are larger together is not read;
+        its proxy is null and the warning (or ``strict``'s error) gives the size and the budget.
+        The rule keeps every distinct identifier of a trial, so memory grows with the file
+        (about 17 times it for a file of nothing but distinct identifiers); the budget bounds it.
 
     Returns
     -------
@@ -498,8 +418,9 @@ def depth_proxy(
     Notes
     -----
     The identifier and dependency rule is the module's (:mod:`depthlab.measures.proxy`).
-    Trajectories are parsed with msgspec in worker processes (fork, one per core) when there
-    are 64 or more.
+    This function reads no file itself: :func:`depthlab.io.trajectories.read_many` reads the
+    trajectories (with msgspec, in worker processes, fork, one per core, when there are 64 or
+    more; with its per-trial cache) and applies this module's pure rule, :func:`trial_depth`.
 
     Examples
     --------
@@ -523,22 +444,27 @@ def depth_proxy(
     check_frame(trials, "trials", function, _TRIAL_COLUMNS)
     check_choice(per, "per", function, PER)
     for name, value in (("strict", strict), ("cache", cache), ("messages", messages)):
-        if not isinstance(value, bool):
-            raise TypeError(f"The '{name}' parameter of {function} must be a bool, got {value!r}")
+        check_bool(value, name, function)
+    check_positive_int(max_trajectory_bytes, "max_trajectory_bytes", function)
     valid = trials.filter(pl.col("cap").is_null() & pl.col("status").is_in(("pass", "fail")))
     sources = valid["source"].to_list()
     folders = [trial_dir(source) if source else "" for source in sources]
-    results = _proxy_of((folder for folder in folders if folder), cache, messages)
-    no_source = _Cached([], [], [], None, None, ("<no source>", "the trials table gives no source"))
-    rows = [results[folder] if folder else no_source for folder in folders]
+    results = trajectories.read_many(
+        (folder for folder in folders if folder),
+        partial(trial_depth, messages=messages),
+        tag=f"rule{RULE_VERSION}{'-messages' if messages else ''}",
+        cache=cache,
+        max_bytes=max_trajectory_bytes,
+    )
+    rows = [results[folder] if folder else trajectories.NO_SOURCE for folder in folders]
     rejected = [Rejected(*row.rejected) for row in rows if row.rejected is not None]
     if rejected:
         if strict:
             raise LoadError(str(rejected[0]))
-        warnings.warn(_warning_text(rejected, "trajectories"), RejectedFilesWarning, stacklevel=2)
+        warnings.warn(warning_text(rejected, "trajectories"), RejectedFilesWarning, stacklevel=2)
     per_trial = valid.select("dataset", "task", "model", "trial", passed=pl.col("status") == "pass").with_columns(
         n_turns=pl.Series([row.n_turns for row in rows], dtype=pl.Int32),
-        proxy_depth=pl.Series([row.depth for row in rows], dtype=pl.Int32),
+        proxy_depth=pl.Series([row.value for row in rows], dtype=pl.Int32),
     )
     if per == "trial":
         return per_trial.select(list(PROXY_TRIALS_SCHEMA)).cast(PROXY_TRIALS_SCHEMA)

@@ -48,7 +48,7 @@ def main() -> int:
     os.environ["DEPTHLAB_CACHE_DIR"] = tempfile.mkdtemp(prefix="depthlab-bench-proxy-")
 
     import depthlab as dl
-    from depthlab.measures import proxy
+    from depthlab.io import trajectories
 
     trials = dl.load_trials(args.job, cache=False)
     files = [Path(source).parent / "agent" / "trajectory.json" for source in trials["source"].to_list()]
@@ -68,12 +68,12 @@ def main() -> int:
         dl.depth_proxy(trials, per="trial", cache=False)
 
     def one_worker() -> None:
-        saved = proxy._PARALLEL_MIN
-        proxy._PARALLEL_MIN = sys.maxsize
+        saved = trajectories._PARALLEL_MIN
+        trajectories._PARALLEL_MIN = sys.maxsize
         try:
             dl.depth_proxy(trials, per="trial", cache=False)
         finally:
-            proxy._PARALLEL_MIN = saved
+            trajectories._PARALLEL_MIN = saved
 
     plain_read()  # warm the page cache for everyone
     t_read = _best(plain_read)

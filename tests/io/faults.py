@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from depthlab.io import LoadError, read_trials
+from depthlab.io import LoadError, notes_text, read_trials
 
 #: Real trees under ../shared/samples the faults are injected into.
 TREES = (
@@ -173,14 +173,21 @@ def problems(root: Path, clean_units: set[str]) -> list[str]:
     ]
     dropped = {unit for unit in clean_units - units(load, root) if not any(unit.startswith(d) for d in run_dirs)}
     found.extend(f"silent drop: {unit}" for unit in sorted(dropped))
+    for note in load.notes:
+        if not note.path.startswith(str(root)) or not note.reason.strip():
+            found.append(f"field note without a path in the tree or a reason: {note}")
+    # strict raises the first rejection; with none, the first field's note line (a field-level loss)
+    expected = str(load.rejected[0]) if load.rejected else None
+    if expected is None and load.notes:
+        expected = notes_text(next(iter(load.notes_by_field().values())))
     try:
         strict = read_trials(root, cache=False, strict=True)
     except LoadError as exc:
-        if not load.rejected or str(exc) != str(load.rejected[0]):
-            found.append(f"strict raised {exc!s} for rejections {load.rejected[:1]}")
+        if str(exc) != expected:
+            found.append(f"strict raised {exc!s}, expected {expected}")
     except Exception as exc:  # a crash under strict=True
         found.append(f"strict crash: {type(exc).__name__}: {exc}")
     else:
-        if load.rejected or not strict.trials.equals(load.trials):
-            found.append("strict=True did not raise the first rejection")
+        if expected is not None or not strict.trials.equals(load.trials):
+            found.append("strict=True did not raise the first rejection or field note")
     return found

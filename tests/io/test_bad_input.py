@@ -39,7 +39,18 @@ def _mutate(path: Path, how: str) -> None:
         path.write_text(json.dumps([data]))
 
 
-MUTATIONS = ["truncated", "empty", "not_json", "fields_deleted", "types_swapped", "bad_timestamp", "non_utf8"]
+MUTATIONS = ["truncated", "empty", "not_json", "fields_deleted", "types_swapped", "non_utf8"]
+
+
+def test_a_bad_timestamp_costs_the_field_not_the_trial(tmax_job):
+    bad = tmax_job / TMAX_TRIALS[0] / "result.json"
+    _mutate(bad, "bad_timestamp")
+    load = read_trials(tmax_job, cache=False)
+    assert sorted(load.trials["trial"]) == sorted(TMAX_TRIALS)
+    assert load.rejected == []
+    assert load.trials.filter(load.trials["trial"] == TMAX_TRIALS[0])["started_at"].to_list() == [None]
+    assert [str(note) for note in load.notes] == [f"{bad}: started_at: not a date: 12345"]
+    assert "field notes 1 (started_at 1)" in load.summary()
 
 
 @pytest.mark.parametrize("how", [*MUTATIONS, "top_level_list"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -39,7 +40,7 @@ def parsed(monkeypatch):
 
 def test_unchanged_tree_is_served_from_the_cache(tmax_job, parsed):
     first = read_trials(tmax_job)
-    assert any(cache_dir().glob("trials-*.parquet"))
+    assert any(cache_dir().glob("trials-*.entry"))
     assert sorted(parsed) == sorted(TMAX_TRIALS)
     parsed.clear()
     second = read_trials(tmax_job)
@@ -194,52 +195,59 @@ def test_a_dangling_result_link_repaired_is_seen(tmp_path):
     assert load.trials.height == 2
 
 
-def _entry_files():
-    metas = list(cache_dir().glob("trials-*.meta"))
-    assert len(metas) == 1
-    return metas[0], metas[0].with_suffix(".parquet")
+def _entry_file():
+    entries = list(cache_dir().glob("trials-*.entry"))
+    assert len(entries) == 1
+    return entries[0]
 
 
-def test_a_parquet_that_lost_rows_is_a_miss(tmax_job):
+def _rewrite_table(path, change):
+    """Replace the table inside an entry (header and remembered files kept) by ``change(table)``."""
+    data = path.read_bytes()
+    start = len(cache._MAGIC) + cache._LENGTH
+    end = start + int.from_bytes(data[len(cache._MAGIC) : start], "little")
+    buffer = io.BytesIO()
+    change(pl.read_parquet(io.BytesIO(data[end:]))).write_parquet(buffer)
+    path.write_bytes(data[:end] + buffer.getvalue())
+
+
+def test_a_table_that_lost_rows_is_a_miss(tmax_job):
     first = read_trials(tmax_job)
-    _, table = _entry_files()
-    pl.read_parquet(table).head(1).write_parquet(table)  # valid parquet, not the one the meta describes
+    _rewrite_table(_entry_file(), lambda table: table.head(1))  # valid parquet, not the one the entry describes
     second = read_trials(tmax_job)
     assert second.trials.equals(first.trials)
     assert second.n_seen == second.trials.height == 3
 
 
-def test_a_parquet_with_another_schema_is_a_miss(tmax_job):
+def test_a_table_with_another_schema_is_a_miss(tmax_job):
     first = read_trials(tmax_job)
-    _, table = _entry_files()
-    pl.read_parquet(table).with_columns(pl.col("n_turns").cast(pl.Float64)).write_parquet(table)
+    _rewrite_table(_entry_file(), lambda table: table.with_columns(pl.col("n_turns").cast(pl.Float64)))
     assert read_trials(tmax_job).trials.equals(first.trials)
 
 
-@pytest.mark.parametrize("which", ["parquet", "meta"])
-def test_a_fifo_in_place_of_a_cache_file_does_not_hang(tmax_job, which):
+def test_a_fifo_in_place_of_the_cache_entry_does_not_hang(tmax_job):
     first = read_trials(tmax_job)
-    meta, table = _entry_files()
-    path = table if which == "parquet" else meta
+    path = _entry_file()
     path.unlink()
     os.mkfifo(path)
     second = read_trials(tmax_job)  # would block forever on a plain open()
     assert second.trials.equals(first.trials)
 
 
-def test_a_garbage_parquet_is_a_miss(tmax_job):
+@pytest.mark.parametrize("cut", [0, 10, 40, -100, -8])
+def test_a_truncated_or_garbage_entry_is_a_miss(tmax_job, cut):
     first = read_trials(tmax_job)
-    _, table = _entry_files()
-    table.write_bytes(b"PAR1 not really")
+    path = _entry_file()
+    data = path.read_bytes()
+    path.write_bytes(data[:cut] if cut else b"PAR1 not really")
     assert read_trials(tmax_job).trials.equals(first.trials)
 
 
 def _entry(key, size, used):
     folder = cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"trials-{key}.meta").write_bytes(b"m")
-    (folder / f"trials-{key}.parquet").write_bytes(b"p" * size)
-    os.utime(folder / f"trials-{key}.meta", (used, used))
+    (folder / f"trials-{key}.entry").write_bytes(b"p" * size)
+    os.utime(folder / f"trials-{key}.entry", (used, used))
 
 
 def test_eviction_by_age_then_least_recently_used_beyond_the_size_limit(monkeypatch):
@@ -265,14 +273,14 @@ def test_bad_size_limit_names_the_variable_and_costs_only_the_eviction(monkeypat
 
 def test_a_load_touches_its_entry_and_saving_evicts(tmax_job, tmp_path, monkeypatch):
     read_trials(tmax_job)
-    meta, _ = _entry_files()
+    meta = _entry_file()
     os.utime(meta, (1, 1))
     read_trials(tmax_job)
     assert os.stat(meta).st_mtime > 1  # used now: evicted last
     _entry("stale", 10, 1)
     write_trial(tmp_path / "other" / "t__1")
     read_trials(tmp_path / "other")  # a save evicts what is older than MAX_AGE_DAYS
-    assert not (cache_dir() / "trials-stale.meta").exists()
+    assert not (cache_dir() / "trials-stale.entry").exists()
     assert meta.exists()
 
 
@@ -282,7 +290,7 @@ def test_cache_command_info_and_clear(tmax_job, capsys):
     assert main(["cache", "info"]) == 0
     out = capsys.readouterr().out
     assert str(cache_dir()) in out
-    assert "in 1 entries" in out
+    assert "in 1 entries, and 1 temporary files" in out
     assert main(["cache", "clear"]) == 0
     assert "removed 1 entries" in capsys.readouterr().out
     assert list(cache_dir().iterdir()) == []

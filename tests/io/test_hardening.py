@@ -48,19 +48,7 @@ def _deep(text: str, marker: str = '"__DEEP__"', depth: int = DEEP) -> str:
 @pytest.mark.parametrize(
     ("field", "value", "reason"),
     [
-        ("agent_result", {"n_input_tokens": 2**63}, "n_input_tokens"),
-        ("agent_result", {"n_output_tokens": 2**70}, "n_output_tokens"),
-        ("agent_result", {"n_cache_tokens": -1}, "n_cache_tokens"),
-        ("agent_result", {"metadata": {"n_episodes": 2**31}}, "n_episodes"),
-        ("agent_result", {"metadata": {"n_episodes": -5}}, "n_episodes"),
         ("config", {"agent": {"name": "x", "kwargs": {"max_turns": 2**40}}}, "max_turns"),
-        ("started_at", "9999-12-31T23:59:59-05:00", "started_at"),
-        ("finished_at", "0001-01-01T00:00:00+01:00", "finished_at"),
-        (
-            "agent_execution",
-            {"started_at": "2026-01-01T00:00:00Z", "finished_at": "9999-12-31T23:59:59-05:00"},
-            "agent_execution",
-        ),
         ("task_name", "a/", "names no task"),
         ("task_name", "org/ ", "names no task"),
     ],
@@ -70,6 +58,43 @@ def test_values_the_table_cannot_hold_reject_only_their_trial(tmp_path, field, v
     write_trial(job / "good__1")
     bad = write_trial(job / "bad__1", **{field: value})
     _rejected_alone(job, bad / "result.json", reason)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "column", "reason"),
+    [
+        ("agent_result", {"n_input_tokens": 2**63}, "n_input_tokens", "out of range"),
+        ("agent_result", {"n_output_tokens": 2**70}, "n_output_tokens", "out of range"),
+        ("agent_result", {"n_cache_tokens": -1}, "n_cache_tokens", "must not be negative"),
+        ("agent_result", {"metadata": {"n_episodes": 2**31}}, "n_turns", "out of range"),
+        ("agent_result", {"metadata": {"n_episodes": -5}}, "n_turns", "must not be negative"),
+        ("started_at", "9999-12-31T23:59:59-05:00", "started_at", "out of range in UTC"),
+        ("finished_at", "0001-01-01T00:00:00+01:00", "finished_at", "out of range in UTC"),
+        (
+            "agent_execution",
+            {"started_at": "2026-01-01T00:00:00Z", "finished_at": "9999-12-31T23:59:59-05:00"},
+            "agent_seconds",
+            "agent_execution.finished_at",
+        ),
+    ],
+)
+def test_values_that_only_describe_the_run_null_only_their_field(tmp_path, field, value, column, reason):
+    """Issue 22: the trial keeps its row (its reward), the field is null with a note; strict raises the note."""
+    job = tmp_path / "job"
+    write_trial(job / "good__1")
+    bad = write_trial(job / "bad__1", **{field: value})
+    load = read_trials(job, cache=False)
+    assert load.rejected == []
+    row = load.trials.filter(load.trials["trial"] == "bad__1").row(0, named=True)
+    assert row[column] is None
+    assert row["status"] == "pass"
+    assert [(note.path, note.field) for note in load.notes] == [(str(bad / "result.json"), column)]
+    assert reason in load.notes[0].reason
+    assert _reconciles(load)
+    with pytest.raises(LoadError) as raised:
+        read_trials(job, cache=False, strict=True)
+    assert reason in str(raised.value)
+    assert str(bad / "result.json") in str(raised.value)
 
 
 @pytest.mark.parametrize("text", ["nan", "inf", "-inf", "1e999", "1_0", "0x1", "", "1.0 2.0", "١"])
