@@ -8,7 +8,8 @@ machine with a Docker Engine; its output loads back with :func:`depthlab.load_tr
 3
 
 Pieces: :func:`load_task` (task.toml, checksum), :func:`ensure_image` (build, cached),
-:class:`TaskContainer` (locked-down container, persistent shell), :class:`ChatClient` (any
+:class:`TaskContainer` (the container's lifecycle), :class:`Shell` (the persistent shell),
+:func:`remove_leftovers` (what a dead runner left), :class:`ChatClient` (any
 OpenAI-compatible endpoint), :class:`TerminusAgent` (the capped loop; its docstring documents
 the prompt and limits), :class:`OracleAgent` (runs solution/solve.sh), :func:`verify`,
 :func:`run_trial` (one trial, every fault recorded), and in :mod:`~depthlab.runner.scheduler`
@@ -20,14 +21,7 @@ built by :mod:`depthlab.io.harbor_writer`.
 from __future__ import annotations
 
 from depthlab.runner.agent import AgentContext, HarnessConfig, TerminusAgent, cap_sentence, limit_output, parse_reply
-from depthlab.runner.container import (
-    ContainerLimits,
-    Shell,
-    TaskContainer,
-    live_container_ids,
-    remove_leftovers,
-    remove_live_containers,
-)
+from depthlab.runner.container import ContainerLimits, TaskContainer
 from depthlab.runner.errors import (
     AgentTimeoutError,
     CancelledError,
@@ -39,11 +33,13 @@ from depthlab.runner.errors import (
     VerifierTimeoutError,
 )
 from depthlab.runner.image import RUNNER_LABEL, ensure_image, image_tag
+from depthlab.runner.leftovers import live_container_ids, remove_leftovers, remove_live_containers
 from depthlab.runner.llm import ChatClient, ChatReply
 from depthlab.runner.oracle import OracleAgent
 from depthlab.runner.output import JobDir, Trajectory, remove_incomplete_trials
 from depthlab.runner.plan_io import check_plan, plan_from_logs, read_plan
 from depthlab.runner.scheduler import FillSummary, count_valid_trials, fill, job_name, run_tasks
+from depthlab.runner.shell import Shell
 from depthlab.runner.task import TaskSpec, load_task
 from depthlab.runner.trial import TrialOutcome, run_trial
 from depthlab.runner.verifier import read_rewards, verify

@@ -9,7 +9,7 @@ Each (model, cap) gets one Harbor job folder, ``<jobs_dir>/fill__<model>__cap<K>
 every later fill. On start, a fill
 
 1. removes runner containers whose owner process is gone (left by a ``kill -9``; they stopped
-   themselves seconds after it, see :mod:`depthlab.runner.container`),
+   themselves seconds after it, see :mod:`depthlab.runner.leftovers`),
 2. deletes trial folders without ``result.json`` (interrupted trials, as Harbor does),
 3. counts the *valid* complete trials per cell already in ``jobs_dir`` (read back with
    :func:`depthlab.load_trials`, whose status rule decides what is valid), and
@@ -48,11 +48,12 @@ from typing import Any
 
 import polars as pl
 
-from depthlab._checks import check_positive_int
+from depthlab._checks import check_positive_finite, check_positive_int
 from depthlab.io import harbor_writer, load_trials
 from depthlab.io.harbor_writer import STATED_CAP_KEY
-from depthlab.runner.container import ContainerLimits, remove_leftovers, remove_live_containers
+from depthlab.runner.container import ContainerLimits
 from depthlab.runner.errors import CancelledError, UnsupportedTaskError
+from depthlab.runner.leftovers import remove_leftovers, remove_live_containers
 from depthlab.runner.output import JobDir, remove_incomplete_trials
 from depthlab.runner.plan_io import check_plan
 from depthlab.runner.task import TaskSpec, load_task
@@ -286,10 +287,8 @@ def execute(
     """
     from tqdm.auto import tqdm
 
-    from depthlab.runner.task import positive_number
-
     if agent_timeout_sec is not None:  # checked once here rather than failing every trial
-        positive_number(agent_timeout_sec, "The 'agent_timeout_sec' parameter")
+        check_positive_finite(agent_timeout_sec, "agent_timeout_sec", "fill")
     pending: queue.Queue[WorkItem] = queue.Queue()
     for item in items:
         pending.put(item)

@@ -17,13 +17,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from depthlab._checks import check_positive_finite
 from depthlab.io import harbor_writer
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import ContainerLimits, TaskContainer
 from depthlab.runner.errors import AgentTimeoutError, CancelledError, ContainerExitedError
 from depthlab.runner.image import ensure_image
 from depthlab.runner.output import JobDir, utc_now, write_json, write_text
-from depthlab.runner.task import TaskSpec, positive_number
+from depthlab.runner.task import TaskSpec
 from depthlab.runner.verifier import verify
 
 # a container's deadline beyond its trial's longest run: copying files, starting the shell
@@ -261,7 +262,7 @@ def _container_fault(box: TaskContainer, error: BaseException) -> BaseException:
 def _timeout(override: float | None, name: str, task_value: float) -> float:
     if override is None:
         return task_value
-    return positive_number(override, f"The {name!r} parameter of run_trial")
+    return check_positive_finite(override, name, "run_trial")
 
 
 def _request_timeout(agent: Agent) -> float:
