@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from depthlab._checks import check_pattern, check_positive_finite, check_positive_int
+from depthlab._checks import check_choice, check_pattern, check_positive_finite, check_positive_int
 from depthlab.runner.buffers import CappedFile, HeadTailBuffer
 from depthlab.runner.errors import ContainerExitedError, EnvironmentStartError
 from depthlab.runner.image import RUNNER_LABEL
@@ -83,9 +83,20 @@ def _keepalive(lifetime_sec: float) -> list[str]:
     return ["sh", "-c", script]
 
 
+#: The security profiles: ``harbor`` (the default, as Harbor runs a task) and ``strict``.
+PROFILES: tuple[str, ...] = ("harbor", "strict")
+#: The profile used when none is named.
+DEFAULT_PROFILE = "harbor"
+
+
 @dataclass(frozen=True)
 class ContainerLimits:
-    """Resource and privilege limits of a task container.
+    """Resource and privilege limits of a task container, under a named security profile.
+
+    ``harbor`` (the default) runs a task as Harbor does: Docker's default capabilities, the
+    network task.toml allows. ``strict`` drops every capability and has no network. Both set
+    ``no-new-privileges`` and the pid, memory and CPU limits. :func:`depthlab.runner.profiles.limits_for`
+    builds the limits of one task from its task.toml and the user's options.
 
     Parameters
     ----------
@@ -95,17 +106,23 @@ class ContainerLimits:
         Memory limit without extra swap, from ``[environment].memory_mb``.
     pids_limit : int, default 1024
         Largest number of processes.
-    network : bool, default False
-        Whether the container gets a network (Docker's default bridge); off by default.
+    network : bool, default True
+        Whether the container gets a network (Docker's default bridge). Must be False under
+        ``strict``.
     cap_add : tuple of str, default ()
-        Capabilities to put back after dropping them all (e.g. ``("CHOWN", "DAC_OVERRIDE",
-        "FOWNER", "SETUID", "SETGID")`` for tasks whose agent installs packages with apt).
+        Capabilities added to the profile's set (under ``strict``, given back after dropping them
+        all, e.g. ``("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID")``).
     user : str or None, default None
         The user the agent's shell and the oracle run as (``"1000:1000"``, a name); None: the
         image's user, root in Harbor's images (see the module docstring).
-    build_network : bool, default False
-        Whether the image build gets a network; off unless this or the task's explicit
-        ``allow_internet = true`` asks for it.
+    build_network : bool, default True
+        Whether the image build gets a network.
+    profile : {"harbor", "strict"}, default "harbor"
+        The security profile (recorded in every trial's config.json).
+    storage_mb : int or None, default None
+        The most the agent may write to the container's writable layer, from task.toml
+        ``[environment].storage_mb``; enforced by the storage driver where it can, else by a
+        watchdog (:mod:`depthlab.runner.watchdog`). None: no bound.
 
     Examples
     --------
@@ -118,10 +135,12 @@ class ContainerLimits:
     cpus: float
     memory_mb: int
     pids_limit: int = 1024
-    network: bool = False
+    network: bool = True
     cap_add: tuple[str, ...] = field(default_factory=tuple)
     user: str | None = None
-    build_network: bool = False
+    build_network: bool = True
+    profile: str = DEFAULT_PROFILE
+    storage_mb: int | None = None
 
     def __post_init__(self) -> None:
         check_positive_finite(self.cpus, "cpus", "ContainerLimits")
@@ -129,20 +148,32 @@ class ContainerLimits:
             check_positive_int(getattr(self, name), name, "ContainerLimits")
         if self.user is not None:
             check_pattern(self.user, "user", "ContainerLimits", _USER, "'user' or 'user:group'")
+        check_choice(self.profile, "profile", "ContainerLimits", PROFILES)
+        if self.profile == "strict" and self.network:
+            raise ValueError("ContainerLimits: the 'strict' profile has no network, but network=True was given")
+        if self.storage_mb is not None:
+            check_positive_int(self.storage_mb, "storage_mb", "ContainerLimits")
+
+    @property
+    def cap_drop(self) -> list[str]:
+        """Capabilities dropped: every one under ``strict``, none of Docker's defaults under ``harbor``."""
+        return ["ALL"] if self.profile == "strict" else []
 
     def as_record(self) -> dict[str, Any]:
         """The limits as recorded in a trial's config (``environment.kwargs``)."""
         return {
+            "profile": self.profile,
             "cpus": self.cpus,
             "memory_mb": self.memory_mb,
             "pids_limit": self.pids_limit,
             "network_mode": "bridge" if self.network else "none",
-            "cap_drop": ["ALL"],
+            "cap_drop": self.cap_drop,
             "cap_add": list(self.cap_add),
             "security_opt": ["no-new-privileges"],
             "privileged": False,
             "user": self.user,
             "build_network": self.build_network,
+            "storage_mb": self.storage_mb,
         }
 
 
@@ -186,7 +217,7 @@ class TaskContainer:
             host_config = api.create_host_config(
                 network_mode="bridge" if limits.network else "none",
                 privileged=False,
-                cap_drop=["ALL"],
+                cap_drop=limits.cap_drop or None,
                 cap_add=list(limits.cap_add) or None,
                 security_opt=["no-new-privileges"],
                 pids_limit=limits.pids_limit,
