@@ -92,9 +92,10 @@ class PreflightRow:
     path : str
         The task folder.
     passed : bool
-        Whether the reference solution got full reward under the settings.
+        Whether the task stays in: its reference solution got full reward under the settings, or
+        it has none to check (``checked`` False).
     reason : str
-        Why not, in words ('' when it passed).
+        Why it is left out, in words ('' when it passed; a note when it was not checked).
     verifier_tail : str
         The last lines of the verifier's output (or of the oracle's, when no verifier ran).
     reward : float or None
@@ -104,6 +105,8 @@ class PreflightRow:
         Whether this row came from the cache (no container was started for it now).
     trial_dir : str or None
         The oracle's trial folder (None for a task that could not even load).
+    checked : bool
+        False for a task without ``solution/solve.sh``: nothing to check, the task stays in.
     """
 
     task: str
@@ -115,6 +118,7 @@ class PreflightRow:
     exception: str | None = None
     cached: bool = False
     trial_dir: str | None = None
+    checked: bool = True
 
 
 @dataclass
@@ -148,12 +152,15 @@ class PreflightReport:
     def summary(self) -> str:
         """One line: how many tasks pass their reference solution, under which profile."""
         n_cached = sum(row.cached for row in self.rows)
+        n_unchecked = sum(not row.checked for row in self.rows)
         profile = self.settings.get("profile", "?")
         left_out = len(self.failed)
         line = (
-            f"oracle preflight ({profile} profile): {len(self.rows) - left_out} of {len(self.rows)} task(s) pass "
-            f"their reference solution; {left_out} left out"
+            f"oracle preflight ({profile} profile): {len(self.rows) - left_out - n_unchecked} of {len(self.rows)} "
+            f"task(s) pass their reference solution"
         )
+        line += f", {n_unchecked} have none (not checked)" if n_unchecked else ""
+        line += f"; {left_out} left out"
         return line + (f" ({n_cached} from the cache)" if n_cached else "")
 
     def render(self, *, width: int = 100) -> str:
@@ -245,6 +252,10 @@ def preflight(
             slots.append(PreflightRow(str(Path(item).name), str(item), False, f"the task does not load: {error}", ""))
             continue
         report.tasks[str(task.path)] = task
+        if not (task.path / "solution" / "solve.sh").is_file():
+            note = "not checked: the task has no solution/solve.sh"
+            slots.append(PreflightRow(task.name, str(task.path), True, note, "", checked=False))
+            continue
         entry = cache / f"{task.checksum[:32]}-{_key(task, settings, limits_of)}.json"
         cached = _read_cache(entry) if use_cache else None
         if cached is not None:
