@@ -23,6 +23,7 @@ from depthlab.runner import (
     ContainerLimits,
     HarnessConfig,
     OracleAgent,
+    RunSettings,
     TaskContainer,
     TerminusAgent,
     ensure_image,
@@ -321,7 +322,7 @@ def test_a_container_stops_itself_at_its_deadline_and_an_agents_pkill_does_not_s
 
 
 # ---------------------------------------------------------------- builds and users ---------
-def test_builds_have_no_network_unless_the_task_asks(docker_client, tmp_path):
+def test_strict_builds_have_no_network_unless_the_task_asks(docker_client, tmp_path):
     def probe(nonce: str) -> str:
         # Docker's layer cache keys a RUN on its text, not on the build's network: a probe seen before (this
         # test's other build, or an earlier run) would replay that build's answer, so each build gets its own
@@ -335,8 +336,10 @@ def test_builds_have_no_network_unless_the_task_asks(docker_client, tmp_path):
         probe(uuid.uuid4().hex),
     )
     found = {}
+    strict = RunSettings(profile="strict")
     for task in (offline, online):
-        image = ensure_image(docker_client, load_task(task))
+        spec = load_task(task)
+        image = ensure_image(docker_client, spec, network=strict.limits(spec).build_network)
         with TaskContainer(docker_client, image, ContainerLimits(cpus=0.5, memory_mb=64)) as box:
             found[task.name] = box.exec(["cat", "/netifs"], timeout=30)[1].split()
         docker_client.images.remove(image, force=True)
