@@ -31,6 +31,7 @@ VERBS: dict[str, str] = {
     "fetch": "Download a public data source (needs network).",
     "proxy": "Read the trajectory depth proxy from uncapped runs' trajectories (-o FILE).",
     "cache": "Show (info) or empty (clear) the trials cache.",
+    "measure": "Measure every task's depth D: oracle preflight, then adaptive capped rounds (Harbor or local).",
 }
 
 
