@@ -28,6 +28,7 @@ VERBS: tuple[str, ...] = (
     "tasks",
     "depth",
     "plan",
+    "measure",
     "run",
     "fill",
     "simulate",

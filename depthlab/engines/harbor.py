@@ -1,0 +1,532 @@
+"""Harbor as an external engine: each round's job configs run with ``harbor run --config``.
+
+Harbor is the engine users scale out on: the same job config runs on Harbor's local ``docker``
+environment or on a cloud sandbox (``daytona``, ``modal``, ``e2b``, ``runloop``, ``gke``, ...) by
+changing ``environment.type`` (``--harbor-env``). depthlab never imports Harbor (it needs Python
+>= 3.12 and lives in its own venv); it calls the ``harbor`` command, checked by
+:func:`find_harbor` against :data:`SUPPORTED_HARBOR`.
+
+The jobs
+--------
+Round ``N`` writes one Harbor ``JobConfig`` per (cap, attempts, task set) into
+``<jobs_dir>/.depthlab-measure/round-NN/`` and runs each as the job
+``<jobs_dir>/measure-rNN__cap-KKK[...]``. The models that need the same tasks at the same cap
+share one job (one agent entry each), so a round is as few ``harbor run`` calls as its caps.
+Every agent is Harbor's terminus-2 with ``kwargs.max_turns`` = the cap (the limit it
+enforces) and ``api_base`` = the endpoint; the job's ``extra_instructions`` state the cap
+(:func:`depthlab.io.harbor_writer.stated_cap_instructions`), which is how depthlab's loaders read
+a trial as run at stated cap K. The API key never enters a config: Harbor's LiteLLM reads it
+from the environment (``OPENAI_API_KEY`` for ``openai/...`` models; ``api_key_env`` copies
+another variable there for the child process only).
+
+The oracle preflight is a Harbor job too, ``measure-oracle__<sum>``: Harbor's own ``oracle``
+agent runs each task's ``solution/solve.sh`` in the same environment type the rounds use, so a
+task that cannot pass its reference solution there is left out before any model is paid for.
+The sum covers the task folders' checksums and the environment, so the result is reused until
+a task or the environment changes.
+
+Resume
+------
+Harbor resumes a job itself (``harbor jobs resume -p JOB``): it keeps every trial that has a
+``result.json``, deletes the trial folders without one, drops the trials cancelled by a Ctrl-C
+and runs the rest of the job's trials. Before a round, :meth:`HarborEngine.resume` does that for
+every ``measure-*`` job whose ``result.json`` has no ``finished_at`` (an interrupted run), after
+removing the containers Harbor's docker environment left behind (``kill -9`` or a lost machine
+gives Harbor no chance to run ``docker compose down``: their Compose project is the trial's
+name). A job folder without ``config.json`` never started and is removed. Then the round loop
+plans again from every complete trial, so a cell is neither run twice nor lost. The ``harbor``
+child gets SIGTERM when depthlab dies (``PR_SET_PDEATHSIG``), so an orphaned Harbor never
+keeps running beside a resumed one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from depthlab import schema
+from depthlab.engines.rounds import Echo, EngineError
+from depthlab.io import harbor_writer, load_trials
+
+#: The Harbor versions depthlab's configs are checked against: [lowest, first unsupported).
+SUPPORTED_HARBOR: tuple[str, str] = ("0.26.0", "0.27.0")
+
+#: How to install Harbor when it is missing (one line).
+INSTALL_HINT = (
+    "install Harbor in its own venv (it needs Python >= 3.12): python3.12 -m venv ~/.venvs/harbor && "
+    "~/.venvs/harbor/bin/pip install 'harbor>=0.26,<0.27', then put ~/.venvs/harbor/bin on PATH or pass "
+    "--harbor ~/.venvs/harbor/bin/harbor"
+)
+
+#: Prefix of the job folders a measurement makes (``harbor view JOBS_DIR`` lists them).
+JOB_PREFIX = "measure-"
+CONFIGS_FOLDER = ".depthlab-measure"
+_ROUND_JOB = re.compile(r"^measure-r(\d+)__")
+
+
+@dataclass(frozen=True)
+class HarborCommand:
+    """How to call Harbor (``argv``) and the version it reported."""
+
+    argv: tuple[str, ...]
+    version: str
+
+
+def find_harbor(command: str | None = None, *, env: Mapping[str, str] | None = None) -> HarborCommand:
+    """Find Harbor (``command``, else ``harbor`` on PATH) and check its version.
+
+    Parameters
+    ----------
+    command : str, optional
+        How to call Harbor, split like a shell would (``"uv run harbor"``, a path to the
+        ``harbor`` script of its venv); default ``harbor`` on PATH.
+    env : mapping, optional
+        The environment to call it in.
+
+    Raises
+    ------
+    EngineError
+        When Harbor is missing (the message says how to install it) or its version is outside
+        :data:`SUPPORTED_HARBOR`.
+
+    Examples
+    --------
+    >>> find_harbor("/nonexistent/harbor")
+    Traceback (most recent call last):
+    ...
+    depthlab.engines.rounds.EngineError: Harbor not found ('/nonexistent/harbor'): install Harbor in its own venv ...
+    """
+    argv = tuple(shlex.split(command)) if command else ("harbor",)
+    if not argv:
+        raise EngineError(f"The 'harbor' parameter of find_harbor must name a command, got {command!r}")
+    located = shutil.which(argv[0], path=(env or os.environ).get("PATH"))
+    if located is None:
+        raise EngineError(f"Harbor not found ({command or 'harbor on PATH'!r}): {INSTALL_HINT}")
+    argv = (located, *argv[1:])
+    try:
+        done = subprocess.run(
+            [*argv, "--version"], capture_output=True, text=True, timeout=120, env=dict(env or os.environ), check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise EngineError(f"Harbor at {located} does not run ({error}): {INSTALL_HINT}") from None
+    match = re.search(r"\b(\d+\.\d+\.\d+)\b", done.stdout + done.stderr)
+    if done.returncode != 0 or match is None:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise EngineError(f"Harbor at {located} did not report its version ({tail[0]}): {INSTALL_HINT}")
+    version = match.group(1)
+    low, high = SUPPORTED_HARBOR
+    if not _version(low) <= _version(version) < _version(high):
+        raise EngineError(
+            f"Harbor {version} at {located} is outside the supported range >= {low}, < {high}: {INSTALL_HINT}"
+        )
+    return HarborCommand(argv, version)
+
+
+class HarborEngine:
+    """Run the rounds with Harbor (module docstring).
+
+    Parameters
+    ----------
+    jobs_dir : path
+        Where the job folders go (and are resumed from); ``harbor view JOBS_DIR`` shows them.
+    base_url : str
+        The model endpoint (OpenAI-compatible), given to terminus-2 as ``api_base``.
+    harbor : str or HarborCommand, optional
+        How to call Harbor (default ``harbor`` on PATH), see :func:`find_harbor`.
+    environment : str, default "docker"
+        Harbor's ``environment.type`` (``docker``, ``daytona``, ``modal``, ``e2b``, ...).
+    environment_kwargs : mapping, optional
+        Harbor's ``environment.kwargs``.
+    concurrency : int, default 2
+        ``n_concurrent_trials`` of each job.
+    agent : str, default "terminus-2"
+        Harbor's agent name.
+    api_key_env : str, optional
+        An environment variable whose value Harbor gets as ``OPENAI_API_KEY`` (the child's
+        environment only, never a file).
+    env : mapping, optional
+        Extra environment variables for Harbor (e.g. ``HARBOR_TELEMETRY=0``).
+
+    Examples
+    --------
+    >>> engine = HarborEngine("jobs", base_url="http://127.0.0.1:8000/v1")  # doctest: +SKIP
+    """
+
+    name = "harbor"
+
+    def __init__(
+        self,
+        jobs_dir: str | os.PathLike[str],
+        *,
+        base_url: str | None,
+        harbor: str | HarborCommand | None = None,
+        environment: str = "docker",
+        environment_kwargs: Mapping[str, Any] | None = None,
+        concurrency: int = 2,
+        agent: str = "terminus-2",
+        api_key_env: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.jobs_dir = Path(jobs_dir).absolute()
+        self.base_url = base_url
+        self.environment = environment
+        self.environment_kwargs = dict(environment_kwargs or {})
+        self.concurrency = concurrency
+        self.agent = agent
+        self.env = {**os.environ, **dict(env or {})}
+        if api_key_env and api_key_env != "OPENAI_API_KEY" and api_key_env in os.environ:
+            self.env["OPENAI_API_KEY"] = os.environ[api_key_env]
+        self._harbor_spec = harbor
+        self.progress = True  # the round loop sets it
+        self._harbor: HarborCommand | None = harbor if isinstance(harbor, HarborCommand) else None
+
+    # ------------------------------------------------------------------ checks
+    @property
+    def harbor(self) -> HarborCommand:
+        """The checked Harbor command (found on first use)."""
+        if self._harbor is None:
+            spec = self._harbor_spec if isinstance(self._harbor_spec, str) else None
+            self._harbor = find_harbor(spec, env=self.env)
+        return self._harbor
+
+    def check(self) -> None:
+        """Harbor present and supported; for the docker environment, ``docker compose`` v2 present."""
+        _ = self.harbor
+        if self.environment == "docker":
+            try:
+                done = subprocess.run(
+                    ["docker", "compose", "version"], capture_output=True, text=True, timeout=60, check=False
+                )
+                ok = done.returncode == 0
+            except (OSError, subprocess.TimeoutExpired):
+                ok = False
+            if not ok:
+                raise EngineError(
+                    "Harbor's docker environment needs Docker Compose v2 (`docker compose version` fails): install "
+                    "the docker-compose-plugin (on Debian 12: bash scripts/compose-up.sh, which takes the v2 plugin "
+                    "from Debian 13's docker-compose package)"
+                )
+
+    # ------------------------------------------------------------------ rounds
+    def next_round(self) -> int:
+        numbers = [int(match.group(1)) for path in self._jobs() if (match := _ROUND_JOB.match(path.name))]
+        return max(numbers, default=0) + 1
+
+    def round_configs(self, plan: pl.DataFrame, tasks: pl.DataFrame, number: int) -> dict[str, dict[str, Any]]:
+        """The Harbor job configs of round ``number`` of ``plan``: job name -> JobConfig.
+
+        One job per (cap, attempts, task set), with one terminus-2 entry per model that needs
+        exactly those tasks at that cap.
+        """
+        folders = _task_folders(tasks)
+        configs: dict[str, dict[str, Any]] = {}
+        for (cap, attempts), cells in plan.group_by(["cap", "attempts"], maintain_order=True):
+            by_models: dict[tuple[str, ...], list[str]] = {}
+            for (model,), rows in cells.group_by(["model"], maintain_order=True):
+                key = tuple(sorted(set(rows["task"].to_list())))
+                by_models.setdefault(key, []).append(str(model))
+            for index, (task_names, models) in enumerate(sorted(by_models.items())):
+                name = f"{JOB_PREFIX}r{number:02d}__cap-{int(cap):03d}"
+                name += f"__attempts-{int(attempts)}" if int(attempts) != 1 else ""
+                name += f"__part-{index + 1}" if len(by_models) > 1 else ""
+                agents = [
+                    harbor_writer.agent_config(self.agent, model, self._agent_kwargs(int(cap)))
+                    for model in sorted(models)
+                ]
+                configs[name] = self._job(
+                    name,
+                    agents,
+                    _datasets(task_names, folders),
+                    n_attempts=int(attempts),
+                    extra_instructions=harbor_writer.stated_cap_instructions(int(cap)),
+                )
+        return configs
+
+    def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, progress: bool) -> None:
+        self.progress = progress
+        configs = self.round_configs(plan, tasks, number)
+        folder = self.jobs_dir / CONFIGS_FOLDER / f"round-{number:02d}"
+        total = int(plan["attempts"].sum())
+        with _bar(total, f"round {number}", progress) as bar:
+            for name, config in configs.items():
+                path = folder / f"{name}.json"
+                harbor_writer.write_json(path, config)
+                n_trials = config["n_attempts"] * len(config["agents"]) * _n_tasks(config)
+                self._harbor_job(["run", "--config", str(path)], self.jobs_dir / name, n_trials, bar, folder)
+
+    def load_trials(self) -> pl.DataFrame:
+        if not any(self.jobs_dir.glob("*/*/result.json")):
+            return schema.empty("trials")
+        return load_trials([self.jobs_dir], cache=False)  # a cache would miss the newest trials
+
+    # ------------------------------------------------------------------ resume
+    def resume(self, echo: Echo) -> None:
+        """Check Harbor; resume every interrupted ``measure-*`` job with ``harbor jobs resume``."""
+        self.check()
+        echo(f"engine: Harbor {self.harbor.version} ({' '.join(self.harbor.argv)}), environment {self.environment}")
+        for job in self._jobs():
+            if not (job / "config.json").is_file():
+                shutil.rmtree(job)  # it never started: no trial ran
+                continue
+            if _finished(job):
+                continue
+            incomplete = [path for path in job.iterdir() if path.is_dir() and not (path / "result.json").is_file()]
+            done = sum(1 for path in job.glob("*/result.json"))
+            echo(f"resuming the interrupted Harbor job {job.name}: {done} trial(s) kept, {len(incomplete)} to redo")
+            self._remove_leftovers(incomplete)
+            config = json.loads((job / "config.json").read_text(encoding="utf-8"))
+            n_trials = config.get("n_attempts", 1) * len(config.get("agents") or [1]) * _n_tasks(config)
+            log_folder = self.jobs_dir / CONFIGS_FOLDER / "resumed"
+            with _bar(n_trials, f"resume {job.name}", self.progress) as bar:
+                self._harbor_job(["jobs", "resume", "--job-path", str(job)], job, n_trials, bar, log_folder)
+
+    # ------------------------------------------------------------------ preflight
+    def preflight(self, tasks: pl.DataFrame, echo: Echo) -> pl.DataFrame:
+        """Harbor's oracle agent on every task, once, in the rounds' environment; the failures."""
+        folders = _task_folders(tasks)
+        names = sorted(folders)
+        digest = hashlib.sha256(
+            json.dumps(
+                [
+                    sorted(zip(tasks["task"].to_list(), tasks["checksum"].fill_null("").to_list(), strict=True)),
+                    self.environment,
+                    self.environment_kwargs,
+                ]
+            ).encode()
+        ).hexdigest()[:12]
+        name = f"{JOB_PREFIX}oracle__{digest}"
+        job = self.jobs_dir / name
+        if not _finished(job):
+            config = self._job(name, [harbor_writer.agent_config("oracle", None)], _datasets(names, folders))
+            folder = self.jobs_dir / CONFIGS_FOLDER / "oracle"
+            path = folder / f"{name}.json"
+            harbor_writer.write_json(path, config)
+            echo(f"oracle preflight: Harbor's oracle agent on {len(names)} task(s) ({name})")
+            with _bar(len(names), "oracle", self.progress) as bar:
+                self._harbor_job(["run", "--config", str(path)], job, len(names), bar, folder)
+        return oracle_failures(job, names)
+
+    # ------------------------------------------------------------------ internals
+    def _agent_kwargs(self, cap: int) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {harbor_writer.TURN_LIMIT_KEY: cap}
+        if self.base_url:
+            kwargs["api_base"] = self.base_url
+        return kwargs
+
+    def _job(
+        self,
+        name: str,
+        agents: Sequence[Mapping[str, Any]],
+        datasets: Sequence[Mapping[str, Any]],
+        *,
+        n_attempts: int = 1,
+        extra_instructions: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        return harbor_writer.job_config(
+            name,
+            str(self.jobs_dir),
+            agents,
+            datasets=datasets,
+            n_attempts=n_attempts,
+            n_concurrent_trials=self.concurrency,
+            environment=harbor_writer.environment_config(self.environment, self.environment_kwargs),
+            extra_instructions=extra_instructions,
+        )
+
+    def _jobs(self) -> list[Path]:
+        if not self.jobs_dir.is_dir():
+            return []
+        return sorted(path for path in self.jobs_dir.iterdir() if path.is_dir() and path.name.startswith(JOB_PREFIX))
+
+    def _harbor_job(self, arguments: list[str], job: Path, n_trials: int, bar: Any, log_folder: Path) -> None:
+        """Run one Harbor command for ``job``, advancing ``bar`` as its trials finish."""
+        log_folder.mkdir(parents=True, exist_ok=True)
+        log_path = log_folder / f"{job.name}.log"
+        start = bar.n
+        with log_path.open("a", encoding="utf-8") as log:
+            log.write(f"$ {shlex.join([*self.harbor.argv, *arguments])}\n")
+            log.flush()
+            process = subprocess.Popen(
+                [*self.harbor.argv, *arguments],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self.env,
+                preexec_fn=_die_with_parent,
+            )
+            try:
+                while process.poll() is None:
+                    _advance(bar, start + min(_n_results(job), n_trials))
+                    time.sleep(0.5)
+            except KeyboardInterrupt:
+                # Harbor cancels its trials on SIGINT/SIGTERM and records them as cancelled;
+                # the next measure resumes the job
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(120)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+                raise
+        _advance(bar, start + min(_n_results(job), n_trials))
+        if process.returncode != 0:
+            tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
+            raise EngineError(
+                f"harbor {' '.join(arguments[:2])} failed (exit {process.returncode}) for the job {job.name}; "
+                f"its output is in {log_path}:\n" + "\n".join(tail)
+            )
+
+    def _remove_leftovers(self, trial_dirs: Sequence[Path]) -> None:
+        """Remove the Compose projects (containers, networks) of interrupted trials (docker environment)."""
+        if self.environment != "docker":
+            return
+        for trial in trial_dirs:
+            project = compose_project(f"{trial.name}__env")
+            subprocess.run(
+                ["docker", "compose", "--project-name", project, "down", "--remove-orphans", "--volumes"],
+                capture_output=True,
+                timeout=300,
+                check=False,
+            )
+
+
+def oracle_failures(job: Path, task_names: Sequence[str]) -> pl.DataFrame:
+    """The tasks whose oracle trial in ``job`` did not pass: task, reason, the verifier's last output."""
+    results: dict[str, dict[str, Any]] = {}
+    for path in sorted(job.glob("*/result.json")):
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        results[str(result.get("task_name") or path.parent.name.rsplit("__", 1)[0])] = {**result, "_dir": path.parent}
+    rows = []
+    for task in task_names:
+        result = results.get(task)
+        if result is None:
+            rows.append({"task": task, "reason": "the oracle trial left no result", "output": ""})
+            continue
+        info = result.get("exception_info") or {}
+        rewards = (result.get("verifier_result") or {}).get("rewards") or {}
+        reward = rewards.get("reward")
+        if info:
+            reason = f"{info.get('exception_type')}: {' '.join(str(info.get('exception_message') or '').split())[:300]}"
+        elif reward is None or float(reward) < 1.0:
+            reason = f"the reference solution got reward {reward}"
+        else:
+            continue
+        rows.append({"task": task, "reason": reason, "output": _verifier_output(result["_dir"])})
+    return pl.DataFrame(rows, schema={"task": pl.String, "reason": pl.String, "output": pl.String})
+
+
+def compose_project(name: str) -> str:
+    """The Docker Compose project name Harbor's docker environment gives a session ``name``.
+
+    Examples
+    --------
+    >>> compose_project("chain-r2__AbC1234__env")
+    'chain-r2__abc1234__env'
+    """
+    name = name.lower()
+    if not re.match(r"^[a-z0-9]", name):
+        name = "0" + name
+    return re.sub(r"[^a-z0-9_-]", "-", name)
+
+
+def _verifier_output(trial: Path) -> str:
+    for relative in ("verifier/test-stdout.txt", "verifier/test-stderr.txt", "exception.txt"):
+        path = trial / relative
+        if path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace").strip()
+            if text:
+                return "\n".join(text.splitlines()[-5:])
+    return ""
+
+
+def _task_folders(tasks: pl.DataFrame) -> dict[str, Path]:
+    """Task name -> the folder holding its task folder (Harbor's ``datasets[].path``)."""
+    folders: dict[str, Path] = {}
+    for task, source in tasks.select("task", "source").iter_rows():
+        path = Path(str(source))
+        if path.name in {"task.toml", "task.yaml"}:
+            path = path.parent
+        folders[str(task)] = path.absolute().parent
+    return folders
+
+
+def _datasets(task_names: Sequence[str], folders: Mapping[str, Path]) -> list[dict[str, Any]]:
+    grouped: dict[Path, list[str]] = {}
+    for task in task_names:
+        grouped.setdefault(folders[task], []).append(task)
+    return [harbor_writer.dataset_config(str(folder), sorted(names)) for folder, names in sorted(grouped.items())]
+
+
+def _n_tasks(config: Mapping[str, Any]) -> int:
+    return sum(len(entry.get("task_names") or []) for entry in config.get("datasets") or []) or 1
+
+
+def _n_results(job: Path) -> int:
+    return sum(1 for _ in job.glob("*/result.json")) if job.is_dir() else 0
+
+
+def _finished(job: Path) -> bool:
+    try:
+        result = json.loads((job / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(result.get("finished_at"))
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM when depthlab dies (Linux), so Harbor never outlives it."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: nothing to set
+        pass
+
+
+class _NoBar:
+    n = 0
+
+    def update(self, count: int) -> None:
+        self.n += count
+
+
+def _advance(bar: Any, value: int) -> None:
+    if value > bar.n:
+        bar.update(value - bar.n)
+
+
+@contextlib.contextmanager
+def _bar(total: int, description: str, shown: bool) -> Iterator[Any]:
+    """A tqdm bar (or a silent counter) for ``total`` trials."""
+    if not shown:
+        yield _NoBar()
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc=description, unit="trial")
+    try:
+        yield bar
+    finally:
+        bar.close()

@@ -1,0 +1,414 @@
+"""The measurement loop both engines share: oracle preflight, then adaptive rounds until D is known.
+
+A round is one call of :func:`depthlab.measures.plan_missing` with ``mode="adaptive"`` on every
+trial the jobs folder holds, run by an engine (:class:`~depthlab.engines.harbor.HarborEngine`
+or :class:`~depthlab.engines.local.LocalEngine`). The loop is stateless: what is known is what
+the jobs folder holds, so a rerun after an interruption plans from the same evidence and runs
+only what is still missing (each engine first finishes or cleans up its interrupted work, see
+:meth:`Engine.resume`).
+
+It stops when
+
+* the plan is empty: every task is *solved* (D pinned) or *unsolved* (no cap passed);
+* the next round would pass ``max_runs`` or ``max_cost`` (the cost of a round is estimated
+  from the mean cost per trial so far; before any trial has a cost, a round is not refused);
+* a round records no valid trial (an endpoint that is down, an environment that does not
+  start): nothing is counted, the reason is the first invalid trial's exception;
+* more rounds than the ladder can need (``2 * len(caps) + 1``) have run, which only happens
+  when invalid trials keep cells missing.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import polars as pl
+
+from depthlab import schema
+from depthlab._checks import check_caps, check_models, check_number, check_positive_int
+from depthlab.measures import estimate_depth, plan_missing
+
+#: Depth statuses in the order the summaries list them.
+STATUS_ORDER: tuple[str, ...] = ("solved", "unsolved", "incomplete")
+
+Echo = Callable[[str], None]
+
+
+class EngineError(RuntimeError):
+    """The engine cannot run at all (Harbor missing or too old, Docker Compose missing, ...)."""
+
+
+class Engine(Protocol):
+    """What the round loop needs from an engine."""
+
+    name: str
+
+    def resume(self, echo: Echo) -> None:
+        """Finish or clean up work an interrupted measurement left in the jobs folder."""
+
+    def preflight(self, tasks: pl.DataFrame, echo: Echo) -> pl.DataFrame:
+        """Run each task's reference solution once; return the failures (task, reason, output)."""
+
+    def next_round(self) -> int:
+        """The number of the next round (one more than the rounds the jobs folder holds)."""
+
+    def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, progress: bool) -> None:
+        """Run every cell of ``plan`` (one adaptive round) into the jobs folder."""
+
+    def load_trials(self) -> pl.DataFrame:
+        """Every complete trial in the jobs folder (the trials table)."""
+
+
+@dataclass
+class RoundReport:
+    """What one round ran and what is known after it."""
+
+    number: int
+    planned: int
+    ran: int = 0
+    valid: int = 0
+    invalid: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    seconds: float = 0.0
+    status: dict[str, int] = field(default_factory=dict)
+    first_invalid: str | None = None
+
+    def render(self) -> str:
+        """One line: runs, tokens, cost, tasks by status."""
+        return (
+            f"round {self.number}: {self.ran} runs ({self.valid} valid, {self.invalid} invalid) of {self.planned} "
+            f"planned, {_tokens(self.input_tokens, self.output_tokens)}, {_cost(self.cost_usd)}, "
+            f"{self.seconds:.0f} s; tasks: {_statuses(self.status)}"
+        )
+
+
+@dataclass
+class MeasureResult:
+    """The outcome of :func:`measure`: the depth table and how it was reached."""
+
+    depth: pl.DataFrame
+    rounds: list[RoundReport]
+    excluded: pl.DataFrame
+    stopped: str | None = None  # None: every task is solved or unsolved
+    runs: int = 0
+    valid: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    sweep_runs: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Whether every task's D is pinned or the task is unsolved."""
+        return self.stopped is None
+
+    def status_counts(self) -> dict[str, int]:
+        """Tasks by depth status."""
+        return _status_counts(self.depth)
+
+    def render(self) -> str:
+        """The final summary (several lines)."""
+        lines = [
+            f"measured: {self.runs} runs ({self.valid} valid) in {len(self.rounds)} round(s) this time "
+            f"and before; exhaustive sweep: {self.sweep_runs} runs",
+            f"{_tokens(self.input_tokens, self.output_tokens)}, {_cost(self.cost_usd)}",
+            f"tasks: {_statuses(self.status_counts())}"
+            + (f"; {self.excluded.height} left out by the oracle preflight" if self.excluded.height else ""),
+        ]
+        if self.stopped:
+            unpinned = self.depth.filter(pl.col("status") == "incomplete")["task"].to_list()
+            shown = ", ".join(unpinned[:10]) + (f" and {len(unpinned) - 10} more" if len(unpinned) > 10 else "")
+            lines.append(f"stopped: {self.stopped}")
+            if unpinned:
+                lines.append(f"left unpinned ({len(unpinned)}): {shown}")
+        return "\n".join(lines)
+
+
+def measure(
+    engine: Engine,
+    tasks: pl.DataFrame,
+    *,
+    models: Sequence[str],
+    caps: Sequence[int],
+    attempts: int = 1,
+    pass_rule: str = "any",
+    max_runs: int | None = None,
+    max_cost: float | None = None,
+    preflight: bool = True,
+    progress: bool = True,
+    echo: Echo | None = None,
+) -> MeasureResult:
+    """Measure every task's depth D with ``engine``: preflight, then adaptive rounds (module docstring).
+
+    Parameters
+    ----------
+    engine : Engine
+        Where the trials run (:class:`~depthlab.engines.HarborEngine`, :class:`~depthlab.engines.LocalEngine`).
+    tasks : pl.DataFrame
+        The tasks table (:func:`depthlab.load_tasks`) of the tasks to measure.
+    models : sequence of str
+        Every model must fail every cap below D.
+    caps : sequence of int
+        The cap ladder.
+    attempts : int, default 1
+        Valid attempts per cell.
+    pass_rule : {"any", "majority"}, default "any"
+        As in :func:`depthlab.estimate_depth`.
+    max_runs : int, optional
+        Stop before a round that would take the measurement's trials past this many.
+    max_cost : float, optional
+        Stop before a round whose estimated cost would take the total past this (USD).
+    preflight : bool, default True
+        Run every task's reference solution first and leave out the tasks whose oracle fails.
+    progress : bool, default True
+        Show a progress bar per round.
+    echo : callable, optional
+        Where the summaries go (default: stderr).
+
+    Returns
+    -------
+    MeasureResult
+
+    Examples
+    --------
+    >>> from depthlab.engines import LocalEngine
+    >>> measure(LocalEngine("jobs", base_url="http://127.0.0.1:8000/v1"), tasks,
+    ...         models=["openai/m1"], caps=(1, 2, 3))  # doctest: +SKIP
+    """
+    function = "measure"
+    models = check_models(models, function, required=True) or ()
+    caps = check_caps(caps, function)
+    attempts = check_positive_int(attempts, "attempts", function)
+    if max_runs is not None:
+        max_runs = check_positive_int(max_runs, "max_runs", function)
+    if max_cost is not None:
+        max_cost = check_number(max_cost, "max_cost", function, low=0.0)
+    say = echo or _stderr
+    if hasattr(engine, "progress"):
+        engine.progress = progress
+    engine.resume(say)
+    excluded = _empty_failures()
+    if preflight:
+        excluded = engine.preflight(tasks, say)
+        if excluded.height:
+            say(render_failures(excluded))
+            tasks = tasks.filter(~pl.col("task").is_in(excluded["task"].to_list()))
+    sweep = tasks.height * len(models) * len(caps) * attempts
+    if tasks.height == 0:
+        return _result(
+            pl.DataFrame(), [], excluded, engine, models, caps, pass_rule, "every task failed its oracle", sweep
+        )
+    rounds: list[RoundReport] = []
+    stopped: str | None = None
+    trials = engine.load_trials()
+    limit = 2 * len(caps) + 1
+    while True:
+        spent = _measured(trials, tasks, models)
+        plan = plan_missing(
+            spent, tasks, models=models, caps=caps, attempts=attempts, mode="adaptive", pass_rule=pass_rule
+        )
+        if plan.is_empty():
+            break
+        planned = int(plan["attempts"].sum())
+        if max_runs is not None and spent.height + planned > max_runs:
+            stopped = f"the next round's {planned} runs would pass --max-runs {max_runs} ({spent.height} run so far)"
+            break
+        cost = _sum_or_none(spent["cost_usd"])
+        if max_cost is not None and cost is not None and spent.height:
+            estimate = cost + cost / spent.height * planned
+            if estimate > max_cost:
+                stopped = (
+                    f"the next round's {planned} runs would take the cost to about ${estimate:.2f}, past "
+                    f"--max-cost {max_cost:g} (${cost:.2f} so far)"
+                )
+                break
+        if len(rounds) >= limit:
+            stopped = f"{len(rounds)} rounds ran and cells are still missing (invalid trials keep recurring)"
+            break
+        number = engine.next_round()
+        n_cells = plan.height
+        n_tasks = plan.select("dataset", "task").unique().height
+        say(f"round {number}: {planned} runs in {n_cells} cells over {n_tasks} tasks (caps {_caps(plan)})")
+        started = time.monotonic()
+        engine.run_round(plan, number, tasks, progress)
+        before = set(trials["source"].to_list()) if "source" in trials.columns else set()
+        trials = engine.load_trials()
+        new = _measured(trials, tasks, models).filter(~pl.col("source").is_in(list(before)))
+        report = _report(number, planned, new, time.monotonic() - started)
+        report.status = _status_counts(depth_table(trials, tasks, models=models, caps=caps, pass_rule=pass_rule))
+        rounds.append(report)
+        say(report.render())
+        if report.valid == 0:
+            why = report.first_invalid or "the engine recorded no trial"
+            stopped = f"round {number} recorded no valid trial, nothing was counted: {why}"
+            break
+    return _result(trials, rounds, excluded, engine, models, caps, pass_rule, stopped, sweep, tasks=tasks)
+
+
+def render_failures(failures: pl.DataFrame) -> str:
+    """The preflight's table of tasks whose oracle failed, and one summary line."""
+    lines = [f"oracle preflight: {failures.height} task(s) left out, their reference solution fails:"]
+    for row in failures.iter_rows(named=True):
+        lines.append(f"  {row['task']}: {row['reason']}")
+        for line in (row.get("output") or "").splitlines()[-5:]:
+            lines.append(f"      | {line}")
+    return "\n".join(lines)
+
+
+def _empty_failures() -> pl.DataFrame:
+    return pl.DataFrame(schema={"task": pl.String, "reason": pl.String, "output": pl.String})
+
+
+def _result(
+    trials: pl.DataFrame,
+    rounds: list[RoundReport],
+    excluded: pl.DataFrame,
+    engine: Engine,
+    models: Sequence[str],
+    caps: Sequence[int],
+    pass_rule: str,
+    stopped: str | None,
+    sweep: int,
+    *,
+    tasks: pl.DataFrame | None = None,
+) -> MeasureResult:
+    if tasks is None:
+        depth = schema.empty("depth")
+        return MeasureResult(depth, rounds, excluded, stopped, sweep_runs=sweep)
+    depth = depth_table(trials, tasks, models=models, caps=caps, pass_rule=pass_rule)
+    spent = _measured(trials, tasks, models)
+    valid = spent.filter(pl.col("status") != "invalid")
+    return MeasureResult(
+        depth,
+        rounds,
+        excluded,
+        stopped,
+        runs=spent.height,
+        valid=valid.height,
+        input_tokens=int(spent["n_input_tokens"].sum() or 0),
+        output_tokens=int(spent["n_output_tokens"].sum() or 0),
+        cost_usd=_sum_or_none(spent["cost_usd"]),
+        sweep_runs=sweep,
+    )
+
+
+def depth_table(
+    trials: pl.DataFrame, tasks: pl.DataFrame, *, models: Sequence[str], caps: Sequence[int], pass_rule: str = "any"
+) -> pl.DataFrame:
+    """The depth table of ``tasks``: :func:`depthlab.estimate_depth` on their trials, and a row
+    (``incomplete``, every cap missing) for each task with no trial yet.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> tasks = schema.conform(pl.DataFrame({"dataset": ["d", "d"], "task": ["t", "u"]}), "tasks")
+    >>> trials = schema.conform(pl.DataFrame({"dataset": "d", "task": "t", "model": "a",
+    ...     "cap": [1, 2], "status": ["fail", "pass"]}), "trials")
+    >>> depth_table(trials, tasks, models=["a"], caps=(1, 2, 3)).select("task", "depth", "status").rows()
+    [('t', 2, 'solved'), ('u', None, 'incomplete')]
+    """
+    keys = tasks.select("dataset", "task")
+    measured = _measured(trials, tasks, models)
+    depth = estimate_depth(measured, caps=caps, models=models, pass_rule=pass_rule)
+    missing = keys.join(depth.select("dataset", "task"), on=["dataset", "task"], how="anti", nulls_equal=True)
+    if missing.height:
+        filler = missing.with_columns(
+            status=pl.lit("incomplete"),
+            caps_tried=pl.lit([], dtype=pl.List(pl.Int32)),
+            caps_missing=pl.lit(list(caps), dtype=pl.List(pl.Int32)),
+            n_models=pl.lit(0, dtype=pl.Int32),
+        )
+        depth = pl.concat([depth, schema.conform(filler, "depth")], how="diagonal_relaxed")
+    return schema.conform(depth, "depth").sort("dataset", "task", nulls_last=True)
+
+
+def _measured(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) -> pl.DataFrame:
+    """The capped trials of ``models`` on ``tasks``: the runs this measurement made."""
+    if trials.height == 0:
+        return trials
+    names = tasks.select("task", "dataset").unique("task", keep="first")
+    capped = trials.filter(pl.col("cap").is_not_null() & pl.col("model").is_in(list(models)))
+    # a trial belongs to the task of its name; its dataset is the tasks table's (Harbor records
+    # the task folder's name, the local runner the plan's dataset)
+    return capped.drop("dataset").join(names, on="task", how="inner").select(trials.columns)
+
+
+def _report(number: int, planned: int, new: pl.DataFrame, seconds: float) -> RoundReport:
+    invalid = new.filter(pl.col("status") == "invalid")
+    first = None
+    if invalid.height:
+        row = invalid.row(0, named=True)
+        message = _exception_message(row.get("source"))
+        first = f"{row.get('exception') or 'invalid'}" + (f": {_one_line(message)}" if message else "")
+    return RoundReport(
+        number=number,
+        planned=planned,
+        ran=new.height,
+        valid=new.height - invalid.height,
+        invalid=invalid.height,
+        input_tokens=int(new["n_input_tokens"].sum() or 0) if new.height else 0,
+        output_tokens=int(new["n_output_tokens"].sum() or 0) if new.height else 0,
+        cost_usd=_sum_or_none(new["cost_usd"]) if new.height else None,
+        seconds=seconds,
+        first_invalid=first,
+    )
+
+
+def _exception_message(result_path: str | None) -> str:
+    """The exception message a trial's result.json records ('' when it cannot be read)."""
+    import json
+    from pathlib import Path
+
+    try:
+        info = json.loads(Path(str(result_path)).read_text(encoding="utf-8")).get("exception_info") or {}
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return str(info.get("exception_message") or "")
+
+
+def _status_counts(depth: pl.DataFrame) -> dict[str, int]:
+    if depth.height == 0 or "status" not in depth.columns:
+        return {}
+    counts = dict(depth.group_by("status").len().iter_rows())
+    return {
+        status: int(counts[status])
+        for status in (*STATUS_ORDER, *sorted(set(counts) - set(STATUS_ORDER)))
+        if status in counts
+    }
+
+
+def _sum_or_none(values: pl.Series) -> float | None:
+    known = values.drop_nulls()
+    return float(known.sum()) if known.len() else None
+
+
+def _caps(plan: pl.DataFrame) -> str:
+    return ",".join(str(cap) for cap in sorted(set(plan["cap"].to_list())))
+
+
+def _tokens(n_in: int, n_out: int) -> str:
+    return f"tokens {n_in:,} in / {n_out:,} out"
+
+
+def _cost(cost: float | None) -> str:
+    return "cost unknown (the trials record none)" if cost is None else f"cost ${cost:.4f}"
+
+
+def _statuses(counts: dict[str, int]) -> str:
+    return ", ".join(f"{count} {status}" for status, count in counts.items()) or "none"
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

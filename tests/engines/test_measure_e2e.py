@@ -1,0 +1,270 @@
+"""``depthlab measure`` end to end, on both engines: chain tasks of known depth FROM the real Debian
+userland, a scripted model on 127.0.0.1 that reads each output, real Docker, real Harbor 0.26.
+
+* ``--engine harbor``: Harbor's orchestrator, its docker environment (Compose v2) and its real
+  terminus-2 agent, depthlab's job configs; the first run is killed with SIGKILL (depthlab,
+  Harbor and its docker compose children at once, as a lost machine) in the middle of round 1,
+  the same command then finishes it: D = 3 and 5, no trial duplicated, no container left.
+* ``--engine local``: depthlab's runner, the same tasks and policy: the same depth table. Also
+  killed in a round and rerun: the same D, no duplicated trial.
+* An endpoint that is down: every trial invalid, a clear stop, nothing counted.
+
+Each measurement is two rounds (cap 2, then caps 3 and 5): 12 capped trials and 2 oracle trials.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+from engines_helpers import CAPS, MODELS
+
+import depthlab as dl
+
+pytestmark = [pytest.mark.docker, pytest.mark.harbor]
+
+EXPECTED = {"chain-r2": 3, "chain-r4": 5}
+MEASURE = [sys.executable, "-c", "import sys; from depthlab.cli import main; sys.exit(main())", "measure"]
+
+
+def measure_args(tasks: Path, jobs: Path, out: Path, url: str, *extra: str) -> list[str]:
+    return [
+        str(tasks),
+        "--models",
+        MODELS,
+        "--caps",
+        CAPS,
+        "--base-url",
+        url,
+        "--jobs-dir",
+        str(jobs),
+        "-o",
+        str(out),
+        "-n",
+        "2",
+        "--no-progress",
+        *extra,
+    ]
+
+
+def run_measure(args: list[str], env: dict[str, str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*MEASURE, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def kill_when(args: list[str], env: dict[str, str], ready, timeout: float = 600) -> subprocess.Popen[str]:
+    """Start ``depthlab measure`` in its own process group; SIGKILL the whole group once ``ready()``."""
+    process = subprocess.Popen(
+        [*MEASURE, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if process.poll() is not None:
+            pytest.fail(f"measure ended before the kill (exit {process.returncode}): {process.stdout.read()[-3000:]}")
+        if time.monotonic() > deadline:
+            os.killpg(process.pid, signal.SIGKILL)
+            pytest.fail("the moment to kill never came")
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(30)
+    return process
+
+
+def depth_of(path: Path) -> dict[str, int | None]:
+    table = pl.read_csv(path)
+    assert table["status"].to_list() == ["solved"] * table.height, table
+    return dict(table.select("task", "depth").iter_rows())
+
+
+def capped_trials(jobs: Path) -> pl.DataFrame:
+    trials = dl.load_trials([jobs], cache=False)
+    return trials.filter(pl.col("cap").is_not_null())
+
+
+def assert_no_duplicate(trials: pl.DataFrame) -> None:
+    per_cell = trials.group_by("task", "model", "cap").len()
+    assert per_cell["len"].max() == 1, per_cell.filter(pl.col("len") > 1)
+    # every planned cell of the two rounds is there: cap 2, 3 and 5 of both tasks and models
+    assert per_cell.height == 2 * 2 * 3
+    assert (trials["status"] != "invalid").all()
+
+
+def compose_projects() -> set[str]:
+    done = subprocess.run(
+        ["docker", "ps", "-a", "--format", '{{.Label "com.docker.compose.project"}}'],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return {line for line in done.stdout.split() if line.startswith("chain-r")}
+
+
+# ---------------------------------------------------------------- Harbor --------------------
+@pytest.fixture(scope="module")
+def harbor_measured(chain_tasks, server, harbor_cmd, measure_env, tmp_path_factory):
+    """Measure with Harbor, SIGKILL everything in the middle of round 1, then run the same command again."""
+    work = tmp_path_factory.mktemp("harbor-measure")
+    jobs, out = work / "jobs", work / "depth.csv"
+    args = measure_args(chain_tasks, jobs, out, server.url, "--engine", "harbor", "--harbor", harbor_cmd)
+    round_one = jobs / "measure-r01__cap-002"
+    before = compose_projects()
+
+    def one_done_one_running() -> bool:
+        done = list(round_one.glob("*/result.json"))
+        running = [path for path in round_one.glob("*__*") if path.is_dir() and not (path / "result.json").exists()]
+        return len(done) >= 1 and len(running) >= 1
+
+    started = time.monotonic()
+    kill_when(args, measure_env, one_done_one_running)
+    left = compose_projects() - before  # what the killed Harbor could not clean up
+    interrupted = [path.name for path in round_one.iterdir() if path.is_dir() and not (path / "result.json").exists()]
+    kept = sorted(path.parent.name for path in round_one.glob("*/result.json"))
+    second = run_measure(args, measure_env)
+    return {
+        "run": second,
+        "out": out,
+        "jobs": jobs,
+        "left": left,
+        "interrupted": interrupted,
+        "kept": kept,
+        "seconds": time.monotonic() - started,
+    }
+
+
+def test_harbor_engine_gives_d_3_and_5_after_a_kill(harbor_measured):
+    run = harbor_measured["run"]
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert depth_of(harbor_measured["out"]) == EXPECTED
+    assert "resuming the interrupted Harbor job measure-r01__cap-002" in run.stderr
+    assert "tasks: 2 solved" in run.stderr
+
+
+def test_harbor_resume_kept_the_done_trials_and_duplicated_none(harbor_measured):
+    trials = capped_trials(harbor_measured["jobs"])
+    assert_no_duplicate(trials)
+    # Harbor's resume kept the trials finished before the kill, and redid the interrupted ones
+    names = set(trials["trial"].to_list())
+    assert set(harbor_measured["kept"]) <= names
+    assert harbor_measured["interrupted"]
+    assert not set(harbor_measured["interrupted"]) & names
+    # the kill left the interrupted trials' containers running; the resume removed them
+    assert harbor_measured["left"]
+    assert not compose_projects() & harbor_measured["left"]
+
+
+def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, harbor_check):
+    jobs = harbor_measured["jobs"]
+    names = sorted(path.name for path in jobs.iterdir() if path.is_dir() and not path.name.startswith("."))
+    assert names == [
+        next(name for name in names if name.startswith("measure-oracle__")),
+        "measure-r01__cap-002",
+        "measure-r02__cap-003",
+        "measure-r02__cap-005",
+    ]
+    errors = harbor_check([jobs / "measure-r02__cap-005"])
+    assert {path: error for path, error in errors.items() if error} == {}
+    config = json.loads((jobs / "measure-r02__cap-005" / "config.json").read_text())
+    assert [agent["model_name"] for agent in config["agents"]] == MODELS.split(",")
+    assert {agent["kwargs"]["max_turns"] for agent in config["agents"]} == {5}
+    assert "sk-depthlab" not in json.dumps(config)  # the key stays in the environment
+    # depthlab depth on the jobs folder reads the same table
+    from depthlab import cli
+
+    out = jobs.parent / "depth-again.csv"
+    assert cli.main(["depth", str(jobs), "--models", MODELS, "--caps", CAPS, "-o", str(out)]) == 0
+    assert depth_of(out) == EXPECTED
+
+
+# ---------------------------------------------------------------- local ---------------------
+@pytest.fixture(scope="module")
+def local_measured(chain_tasks, server, docker_client_or_skip, measure_env, tmp_path_factory):
+    work = tmp_path_factory.mktemp("local-measure")
+    jobs, out = work / "jobs", work / "depth.csv"
+    started = time.monotonic()
+    run = run_measure(measure_args(chain_tasks, jobs, out, server.url, "--engine", "local"), measure_env)
+    return {"run": run, "out": out, "jobs": jobs, "seconds": time.monotonic() - started}
+
+
+@pytest.fixture(scope="module")
+def docker_client_or_skip():
+    try:
+        import docker
+
+        docker.from_env().ping()
+    except Exception as error:  # any failure to reach the engine
+        if os.environ.get("DEPTHLAB_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"no Docker engine: {error}")
+        pytest.skip(f"no Docker engine: {error}")
+
+
+def test_local_engine_gives_d_3_and_5(local_measured):
+    run = local_measured["run"]
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert depth_of(local_measured["out"]) == EXPECTED
+    assert_no_duplicate(capped_trials(local_measured["jobs"]))
+
+
+def test_both_engines_give_the_same_depth_table(harbor_measured, local_measured):
+    columns = ["task", "depth", "status", "caps_tried", "caps_missing", "depth_by_model"]
+    harbor = pl.read_csv(harbor_measured["out"]).select(columns)
+    local = pl.read_csv(local_measured["out"]).select(columns)
+    assert harbor.equals(local), (harbor, local)
+
+
+def test_local_engine_killed_in_a_round_resumes_without_duplicates(
+    chain_tasks, server, docker_client_or_skip, measure_env, tmp_path
+):
+    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
+    args = measure_args(chain_tasks, jobs, out, server.url, "--engine", "local")
+
+    def one_trial_done() -> bool:
+        return any(jobs.glob("fill__*__cap2/*/result.json"))
+
+    kill_when(args, measure_env, one_trial_done)
+    kept = {path.parent.name for path in jobs.glob("fill__*/*/result.json")}
+    run = run_measure(args, measure_env)
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert depth_of(out) == EXPECTED
+    trials = capped_trials(jobs)
+    assert_no_duplicate(trials)
+    assert kept <= set(trials["trial"].to_list())
+
+
+# ---------------------------------------------------------------- endpoint down -------------
+def closed_port_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"  # nothing listens once the probe is closed
+
+
+@pytest.mark.parametrize("engine", ["local", "harbor"])
+def test_an_endpoint_that_is_down_stops_the_rounds_and_counts_nothing(
+    engine, chain_tasks, request, measure_env, tmp_path
+):
+    extra = ["--engine", engine]
+    if engine == "harbor":
+        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
+    else:
+        request.getfixturevalue("docker_client_or_skip")
+    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
+    # one task, one model, one cap: one trial shows it (the oracle needs no model: skipped here)
+    args = [str(chain_tasks / "chain-r2"), "--models", "openai/m1", "--caps", "2,3", "--base-url", closed_port_url()]
+    args += ["--jobs-dir", str(jobs), "-o", str(out), "--no-progress", "--no-preflight", *extra]
+    run = run_measure(args, measure_env)
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert "round 1 recorded no valid trial, nothing was counted" in run.stderr
+    assert "round 2" not in run.stderr
+    trials = capped_trials(jobs)
+    assert trials.height == 1
+    assert trials["status"].to_list() == ["invalid"]
+    table = pl.read_csv(out)
+    assert table.select("task", "status").rows() == [("chain-r2", "incomplete")]
+    assert "left unpinned (1): chain-r2" in run.stderr
