@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from depthlab.schema import CAPS
 
-__version__ = "0.1.0"
+from depthlab._version import __version__
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {

@@ -15,7 +15,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeGuard, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard, overload
 
 import polars as pl
 

@@ -37,6 +37,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
         "depthlab.catalog",
         "depthlab.paper",
         "depthlab._tables",
+        "depthlab._version",
     ),
     1: ("depthlab.io",),
     2: ("depthlab.datasets", "depthlab.measures", "depthlab.stats"),

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from depthlab import __version__
+from depthlab._version import __version__
 from depthlab.io import harbor_writer
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import TaskContainer, script_command
