@@ -14,9 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from depthlab.schema import CAPS
-
 from depthlab._version import __version__
+from depthlab.schema import CAPS
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {

@@ -46,8 +46,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from depthlab._version import __version__
 from depthlab._checks import check_int_at_least, check_positive_finite, check_positive_int
+from depthlab._version import __version__
 from depthlab.io import harbor_writer
 from depthlab.io.harbor_writer import cap_sentence
 from depthlab.runner.container import TaskContainer
