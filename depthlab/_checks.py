@@ -188,3 +188,54 @@ def _is_int(value: object) -> TypeGuard[int | np.integer]:
     import numpy as np
 
     return isinstance(value, int | np.integer)
+
+
+def parameter_error(
+    name: str, function: str, expected: str, got: object, error: type[Exception] = ValueError
+) -> Exception:
+    """The error for a check too particular for a helper of its own, in the shared wording (raise it).
+
+    >>> raise parameter_error("data", "f", "an existing folder or None", "nope")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'data' parameter of f must be an existing folder or None, got 'nope'
+    """
+    return _fail(name, function, expected, got, error)
+
+
+def parameter_problem(name: str, function: str, problem: str, error: type[Exception] = ValueError) -> Exception:
+    """The error for a parameter whose fault is not "must be X, got Y" (a column it names, a shape), worded
+    like every other: ``The '<name>' parameter of <function> <problem>`` (raise it).
+
+    >>> raise parameter_problem("order", "spearman", "names columns that are not used: ['z']")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'order' parameter of spearman names columns that are not used: ['z']
+    """
+    return error(f"The '{name}' parameter of {function} {problem}")
+
+
+def check_int_at_least(value: object, name: str, function: str, least: int) -> int:
+    """Return ``value`` when it is an int (not a bool) >= ``least``; raise otherwise.
+
+    >>> check_int_at_least(50, "n_boot", "reproduce", 100)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'n_boot' parameter of reproduce must be an int >= 100, got 50
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise _fail(name, function, f"an int >= {least}", value)
+    return value
+
+
+def check_model_name(value: object, name: str, function: str) -> str:
+    """Return ``value`` when it is a non-empty str (one model's name); raise otherwise.
+
+    >>> check_model_name("", "first_model", "second_model_runs")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'first_model' parameter of second_model_runs must be a model name, got ''
+    """
+    if not isinstance(value, str) or not value:
+        raise _fail(name, function, "a model name", value)
+    return value
