@@ -212,8 +212,55 @@ def _is_int(value: object) -> TypeGuard[int | np.integer]:
     return isinstance(value, int | np.integer)
 
 
-# ---------------------------------------------------------------------------------------------
-# added for the plots, evidence, widgets and simulate split (issue 18)
+def parameter_error(
+    name: str, function: str, expected: str, got: object, error: type[Exception] = ValueError
+) -> Exception:
+    """The error for a check too particular for a helper of its own, in the shared wording (raise it).
+
+    >>> raise parameter_error("data", "f", "an existing folder or None", "nope")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'data' parameter of f must be an existing folder or None, got 'nope'
+    """
+    return _fail(name, function, expected, got, error)
+
+
+def parameter_problem(name: str, function: str, problem: str, error: type[Exception] = ValueError) -> Exception:
+    """The error for a parameter whose fault is not "must be X, got Y" (a column it names, a shape), worded
+    like every other: ``The '<name>' parameter of <function> <problem>`` (raise it).
+
+    >>> raise parameter_problem("order", "spearman", "names columns that are not used: ['z']")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'order' parameter of spearman names columns that are not used: ['z']
+    """
+    return error(f"The '{name}' parameter of {function} {problem}")
+
+
+def check_int_at_least(value: object, name: str, function: str, least: int) -> int:
+    """Return ``value`` when it is an int (not a bool) >= ``least``; raise otherwise.
+
+    >>> check_int_at_least(50, "n_boot", "reproduce", 100)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'n_boot' parameter of reproduce must be an int >= 100, got 50
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise _fail(name, function, f"an int >= {least}", value)
+    return value
+
+
+def check_model_name(value: object, name: str, function: str) -> str:
+    """Return ``value`` when it is a non-empty str (one model's name); raise otherwise.
+
+    >>> check_model_name("", "first_model", "second_model_runs")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'first_model' parameter of second_model_runs must be a model name, got ''
+    """
+    if not isinstance(value, str) or not value:
+        raise _fail(name, function, "a model name", value)
+    return value
 
 
 def check_rows(df: pl.DataFrame, name: str, function: str, *, noun: str = "row") -> pl.DataFrame:
@@ -297,21 +344,14 @@ def check_interval(value: object, name: str, function: str) -> tuple[float, floa
     if not low <= high:
         raise _fail(name, function, "(low, high) with low <= high", value)
     return low, high
-def parameter_error(
-    name: str, function: str, expected: str, got: object, error: type[Exception] = ValueError
-) -> Exception:
-    """The error for a check too particular for a helper of its own, in the shared wording (raise it).
 
-    >>> raise parameter_error("data", "f", "an existing folder or None", "nope")
-    Traceback (most recent call last):
-    ...
-    ValueError: The 'data' parameter of f must be an existing folder or None, got 'nope'
-    """
-    return _fail(name, function, expected, got, error)
+
 def check_bool(value: object, name: str, function: str) -> bool:
     """Return ``value`` when it is a bool (True or False, not 0 or 1); raise TypeError otherwise."""
     if not isinstance(value, bool):
         raise _fail(name, function, "a bool", value, TypeError)
+
+
 def check_positive_finite(value: object, name: str, function: str) -> float:
     """Return ``value`` as a float when it is a finite number > 0 (not a bool); raise otherwise.
 
@@ -323,19 +363,6 @@ def check_positive_finite(value: object, name: str, function: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
         raise _fail(name, function, "a positive finite number", value)
     return float(value)
-
-
-def check_int_at_least(value: object, name: str, function: str, least: int) -> int:
-    """Return ``value`` when it is an int (not a bool) >= ``least``; raise otherwise.
-
-    >>> check_int_at_least(50, "output_limit_bytes", "HarnessConfig", 100)
-    Traceback (most recent call last):
-    ...
-    ValueError: The 'output_limit_bytes' parameter of HarnessConfig must be an int >= 100, got 50
-    """
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise _fail(name, function, f"an int >= {least}", value)
-    return value
 
 
 def check_pattern(value: object, name: str, function: str, pattern: str, expected: str) -> str:

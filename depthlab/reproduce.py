@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from depthlab._checks import check_positive_int
+from depthlab._checks import check_int_at_least, check_positive_int, parameter_problem
 from depthlab.auditdata import DEMO_SCALE, audit_data, check_scale, check_seed
 
 __all__ = [
@@ -226,8 +226,7 @@ def reproduce(
     names = _select(only, known, function)
     scale = check_scale(scale, function)
     seed = check_seed(seed, function)
-    if not isinstance(n_boot, int) or isinstance(n_boot, bool) or n_boot < 100:
-        raise ValueError(f"The 'n_boot' parameter of {function} must be an integer >= 100, got {n_boot!r}")
+    check_int_at_least(n_boot, "n_boot", function, 100)
     check_positive_int(jobs, "jobs", function)
     out = Path(out).expanduser().resolve()
     docs_dir = None if docs_dir is None else Path(docs_dir).expanduser().resolve()
@@ -287,9 +286,7 @@ def _select(only: Sequence[str] | str | None, known: Sequence[str], function: st
         matches = [nb for nb in known if text == nb or nb.startswith(f"{text}_") or nb.endswith(f"_{text}")]
         matches = matches or [nb for nb in known if text and text in nb]
         if len(matches) != 1:
-            raise ValueError(
-                f"The 'only' parameter of {function} names {item!r}, not one notebook; known: {', '.join(known)}"
-            )
+            raise parameter_problem("only", function, f"names {item!r}, not one notebook; known: {', '.join(known)}")
         chosen.append(matches[0])
     return [nb for nb in known if nb in chosen]
 

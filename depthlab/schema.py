@@ -24,6 +24,8 @@ from typing import Final
 
 import polars as pl
 
+from depthlab._checks import check_choice
+
 #: The turn-cap ladder stated to the agent.
 CAPS: Final[tuple[int, ...]] = (1, 2, 3, 5, 10, 20, 40, 80)
 
@@ -126,7 +128,7 @@ TABLES: Final[dict[str, dict[str, pl.DataType]]] = {
 
 def empty(table: str) -> pl.DataFrame:
     """Return an empty frame of ``table`` ('trials', 'tasks', 'depth' or 'audit')."""
-    return pl.DataFrame(schema=_columns(table))
+    return pl.DataFrame(schema=_columns(table, "schema.empty"))
 
 
 def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
@@ -134,7 +136,7 @@ def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
 
     Extra columns are dropped; the order is the schema's.
     """
-    columns = _columns(table)
+    columns = _columns(table, "schema.conform")
     exprs = [
         (pl.col(name).cast(dtype, strict=False) if name in df.columns else pl.lit(None, dtype=dtype)).alias(name)
         for name, dtype in columns.items()
@@ -144,7 +146,7 @@ def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
 
 def check(df: pl.DataFrame, table: str) -> None:
     """Raise ValueError when ``df`` does not have exactly ``table``'s columns and dtypes."""
-    columns = _columns(table)
+    columns = _columns(table, "schema.check")
     got = dict(zip(df.columns, df.dtypes, strict=True))
     if list(got) != list(columns):
         raise ValueError(f"The {table} table must have columns {list(columns)}, got {list(got)}")
@@ -153,8 +155,5 @@ def check(df: pl.DataFrame, table: str) -> None:
         raise ValueError(f"The {table} table has columns of the wrong dtype: {wrong}")
 
 
-def _columns(table: str) -> Mapping[str, pl.DataType]:
-    try:
-        return TABLES[table]
-    except KeyError:
-        raise ValueError(f"The 'table' parameter must be one of {sorted(TABLES)}, got {table!r}") from None
+def _columns(table: str, function: str) -> Mapping[str, pl.DataType]:
+    return TABLES[check_choice(table, "table", function, sorted(TABLES))]

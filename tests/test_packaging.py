@@ -1,4 +1,4 @@
-"""The package's set-up files agree with each other and with the layout DESIGN.md fixes."""
+"""The set-up files agree with each other and with the layout ARCHITECTURE.md describes; the CLI lists its verbs."""
 
 from __future__ import annotations
 
@@ -50,7 +50,17 @@ def test_public_api_names_resolve():
 
 
 def test_design_card_top_level_layout_exists():
-    for name in ["depthlab", "notebooks", "data", "figures", "tests", "environment.yml", "setup.cfg", "README.md"]:
+    for name in [
+        "depthlab",
+        "notebooks",
+        "data",
+        "figures",
+        "tests",
+        "environment.yml",
+        "setup.cfg",
+        "README.md",
+        "ARCHITECTURE.md",
+    ]:
         assert (ROOT / name).exists(), name
 
 

@@ -948,7 +948,7 @@ def test_cluster_bootstrap_with_one_resample():
     [
         (
             lambda df: stats.partial_spearman(df, "x", "y", 5, n_boot=0),
-            "The 'covar' parameter must be a column name, a list of them or None, got 5",
+            "The 'covar' parameter of partial_spearman must be a column name, a list of them or None, got 5",
         ),
         (
             lambda df: stats.kendall_tau_b(df, "nope", "y", n_boot=0),

@@ -28,7 +28,7 @@ from types import ModuleType
 
 import polars as pl
 
-from depthlab._checks import check_choice, check_path
+from depthlab._checks import check_choice, check_path, parameter_error, parameter_problem
 from depthlab.catalog import ordered
 from depthlab.datasets._base import Audit, DatasetInfo, make_audit
 from depthlab.datasets._harbor_tree import load_root
@@ -95,18 +95,21 @@ def load_dataset(name: str, root: str | Path | None = None, *, status_rule: str 
     Examples
     --------
     >>> import depthlab as dl
-    >>> tb2 = dl.load_dataset("tb2", "data/public/tb2")  # doctest: +SKIP
-    >>> tb2.notes[-1]  # doctest: +SKIP
+    >>> tb2 = dl.load_dataset("tb2")  # the TB2.0 facts bundled with depthlab; a root loads a fetched copy
+    >>> tb2.tasks.height, tb2.public.height
+    (89, 3560)
+    >>> tb2.notes[-1]
     'no capped runs: D cannot be estimated'
     """
     if not isinstance(name, str) or not name.strip() or "+" in name:
-        raise ValueError(f"The 'name' parameter of load_dataset must be a non-empty name without '+', got {name!r}")
+        raise parameter_error("name", "load_dataset", "a non-empty name without '+'", name)
     check_choice(status_rule, "status_rule", "load_dataset", STATUS_RULES)
     if root is None:
         if name not in BUNDLED:
-            raise ValueError(
-                f"The 'root' parameter of load_dataset is required for {name!r}: only {list(BUNDLED)} ship "
-                "with depthlab (load_dataset(name) with no root)"
+            raise parameter_problem(
+                "root",
+                "load_dataset",
+                f"is required for {name!r}: only {list(BUNDLED)} ship with depthlab (load_dataset(name) with no root)",
             )
         return _adapter(name).load_bundled(name=name, status_rule=status_rule)
     root = check_path(root, "root", "load_dataset")
@@ -124,9 +127,7 @@ def load_datasets(roots: Mapping[str, str | Path], *, status_rule: str = "leader
     >>> pooled = load_datasets({"tb2": "data/public/tb2", "tw": "data/public/tw-tasks"})  # doctest: +SKIP
     """
     if not isinstance(roots, Mapping) or not roots:
-        raise ValueError(
-            f"The 'roots' parameter of load_datasets must be a non-empty mapping name -> root, got {roots!r}"
-        )
+        raise parameter_error("roots", "load_datasets", "a non-empty mapping name -> root", roots)
     return Audit.concat([load_dataset(name, root, status_rule=status_rule) for name, root in roots.items()])
 
 

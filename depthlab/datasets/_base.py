@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from depthlab import schema
+from depthlab._checks import parameter_error
 from depthlab.catalog import CURATION
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -133,9 +134,7 @@ class Audit:
         """
         audits = list(audits)
         if not audits or not all(isinstance(a, Audit) for a in audits):
-            raise ValueError(
-                f"The 'audits' parameter of Audit.concat must be a non-empty sequence of Audit, got {audits!r}"
-            )
+            raise parameter_error("audits", "Audit.concat", "a non-empty sequence of Audit", audits)
         return cls(
             name=name if name is not None else "+".join(a.name for a in audits),
             tasks=pl.concat([a.tasks for a in audits], how="vertical"),

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from depthlab import schema
-from depthlab._checks import check_frame
+from depthlab._checks import check_frame, parameter_problem
 from depthlab.catalog import CURATION
 from depthlab.measures.depth import TASK_KEYS, estimate_depth
 from depthlab.measures.public import public_trials
@@ -76,8 +76,8 @@ def audit_table(
         check_frame(proxy, "proxy", function, (*TASK_KEYS, "proxy_depth", "n_passing"))
     mapping = CURATION if curation is None else curation
     if not isinstance(mapping, Mapping) or any(value not in ("human", "synthetic") for value in mapping.values()):
-        raise ValueError(
-            f"The 'curation' parameter of {function} must map dataset names to 'human' or 'synthetic', got {curation!r}"
+        raise parameter_problem(
+            "curation", function, f"must map dataset names to 'human' or 'synthetic', got {curation!r}"
         )
     depth = estimate_depth(trials.filter(pl.col("cap").is_not_null()), caps=caps, models=models, pass_rule=pass_rule)
     public = (

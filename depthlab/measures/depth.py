@@ -23,7 +23,15 @@ from collections.abc import Sequence
 import polars as pl
 
 from depthlab import schema
-from depthlab._checks import PASS_RULES, check_caps, check_choice, check_frame, check_models
+from depthlab._checks import (
+    PASS_RULES,
+    check_caps,
+    check_choice,
+    check_frame,
+    check_model_name,
+    check_models,
+    parameter_error,
+)
 from depthlab.schema import CAPS
 
 TASK_KEYS: tuple[str, str] = ("dataset", "task")
@@ -258,7 +266,7 @@ def depth_summary(depth: pl.DataFrame, *, by: str | None = "dataset") -> pl.Data
     function = "depth_summary"
     check_frame(depth, "depth", function, ("dataset", "task", "status", "non_monotone"))
     if by not in ("dataset", None):
-        raise ValueError(f"The 'by' parameter of {function} must be 'dataset' or None, got {by!r}")
+        raise parameter_error("by", function, "'dataset' or None", by)
     aggs = [
         pl.len().cast(pl.Int32).alias("n_tasks"),
         *[(pl.col("status") == name).sum().cast(pl.Int32).alias(f"n_{name}") for name in schema.DEPTH_STATUSES],
@@ -327,9 +335,9 @@ def second_model_effect(
     function = "second_model_effect"
     check_frame(trials, "trials", function, _TRIAL_COLUMNS)
     if by not in ("dataset", None):
-        raise ValueError(f"The 'by' parameter of {function} must be 'dataset' or None, got {by!r}")
-    if first_model is not None and (not isinstance(first_model, str) or not first_model):
-        raise ValueError(f"The 'first_model' parameter of {function} must be a model name, got {first_model!r}")
+        raise parameter_error("by", function, "'dataset' or None", by)
+    if first_model is not None:
+        check_model_name(first_model, "first_model", function)
     caps = check_caps(caps, function)
     models = check_models(models, function)
     pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
@@ -391,8 +399,7 @@ def second_model_runs(
     """
     function = "second_model_runs"
     check_frame(trials, "trials", function, _TRIAL_COLUMNS)
-    if not isinstance(first_model, str) or not first_model:
-        raise ValueError(f"The 'first_model' parameter of {function} must be a model name, got {first_model!r}")
+    check_model_name(first_model, "first_model", function)
     caps = check_caps(caps, function)
     pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
     grid = evidence_grid(trials, caps=caps, models=None, pass_rule=pass_rule)

@@ -330,7 +330,7 @@ def _rank_partial(
 ) -> PartialCorr:
     """The partial (or, for ``function="semipartial_spearman"``, semi-partial) Spearman behind both public names."""
     semipartial = function == "semipartial_spearman"
-    covars = _as_column_list(covar, "covar")
+    covars = _as_column_list(covar, "covar", function)
     columns = [x, y, *covars]
     _check_common(function, columns=columns, names=_roles(len(covars)), n_boot=n_boot, ci=ci, method=method)
     frame, n_dropped = _numeric_frame(df, columns, _roles(len(covars)), order, function, cluster)

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 from scipy import stats as _scipy_stats
 
-from depthlab._checks import check_number
+from depthlab._checks import check_number, parameter_error, parameter_problem
 from depthlab.stats._engine import _interval, _mean_statistic, _row_bootstrap
 from depthlab.stats._inputs import (
     Method,
@@ -52,9 +52,7 @@ def sign_test(a: Any, b: Any = None) -> SignTest:
     if b is not None:
         other = _as_float_vector(b, "b")
         if len(other) != len(diff):
-            raise ValueError(
-                f"The 'b' parameter of sign_test must have the length of 'a' ({len(diff)}), got {len(other)}"
-            )
+            raise parameter_problem("b", "sign_test", f"must have the length of 'a' ({len(diff)}), got {len(other)}")
         diff = diff - other
     missing = np.isnan(diff)
     diff = diff[~missing]
@@ -92,7 +90,7 @@ def within_percentile(df: Any, value: str, by: str | Sequence[str] | None = "dat
     >>> within_percentile(df, "pass_rate").round(4).to_list()
     [0.3333, 0.8333, 0.8333, 1.0, None]
     """
-    groups = _as_column_list(by, "by")
+    groups = _as_column_list(by, "by", "within_percentile")
     frame = _as_polars(df, "within_percentile")
     _require_columns(frame, [value, *groups], ("value", *["by"] * len(groups)), "within_percentile")
     _require_numeric(frame, value, "value", "within_percentile")
@@ -157,7 +155,7 @@ def quadrants(
     """
     _check_common("quadrants", columns=[], names=(), n_boot=n_boot, ci=ci, method=method)
     frame = _as_polars(df, "quadrants")
-    groups = _as_column_list(by, "by")
+    groups = _as_column_list(by, "by", "quadrants")
     _require_columns(
         frame, [depth, work, value, *groups], ("depth", "work", "value", *["by"] * len(groups)), "quadrants"
     )
@@ -173,7 +171,7 @@ def quadrants(
     elif isinstance(work_split, int | float) and not isinstance(work_split, bool):
         split = float(work_split)
     else:
-        raise ValueError(f"The 'work_split' parameter of quadrants must be 'median' or a number, got {work_split!r}")
+        raise parameter_error("work_split", "quadrants", "'median' or a number", work_split)
     rng = np.random.default_rng(seed)
     rows = []
     for depth_class, deep in (("deep", True), ("shallow", False)):

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
-from depthlab._checks import check_choice, check_nonnegative_int, check_number
+from depthlab._checks import check_choice, check_nonnegative_int, check_number, parameter_error, parameter_problem
 
 Method = Literal["bca", "percentile"]
 Seed = int | np.random.Generator | None
@@ -26,22 +26,24 @@ def _check_common(
     check_nonnegative_int(n_boot, "n_boot", function)
     for i, column in enumerate(columns):
         if not isinstance(column, str):
-            raise ValueError(f"The '{names[i]}' parameter of {function} must be a column name, got {column!r}")
+            raise parameter_error(names[i], function, "a column name", column)
         if column in columns[:i]:
-            raise ValueError(
-                f"The '{names[i]}' parameter of {function} names column {column!r}, which is already used as "
-                f"'{names[columns.index(column)]}': each column may appear once"
+            raise parameter_problem(
+                names[i],
+                function,
+                f"names column {column!r}, which is already used as '{names[columns.index(column)]}': "
+                "each column may appear once",
             )
 
 
-def _as_column_list(columns: str | Sequence[str] | None, name: str) -> list[str]:
+def _as_column_list(columns: str | Sequence[str] | None, name: str, function: str) -> list[str]:
     if columns is None:
         return []
     if isinstance(columns, str):
         return [columns]
     if isinstance(columns, Sequence):
         return list(columns)
-    raise ValueError(f"The '{name}' parameter must be a column name, a list of them or None, got {columns!r}")
+    raise parameter_error(name, function, "a column name, a list of them or None", columns)
 
 
 def _as_polars(df: Any, function: str) -> pl.DataFrame:
@@ -49,7 +51,7 @@ def _as_polars(df: Any, function: str) -> pl.DataFrame:
         return df
     if _is_pandas(df):
         return _pandas_as_polars(df)
-    raise ValueError(f"The 'df' parameter of {function} must be a polars or pandas DataFrame, got {type(df).__name__}")
+    raise parameter_problem("df", function, f"must be a polars or pandas DataFrame, got {type(df).__name__}")
 
 
 def _is_pandas(df: Any) -> bool:
@@ -78,9 +80,8 @@ def _pandas_orders(df: Any) -> dict[str, list[str]]:
 def _require_columns(frame: pl.DataFrame, columns: Sequence[str], names: Sequence[str], function: str) -> None:
     for column, name in zip(columns, names, strict=True):
         if column not in frame.columns:
-            raise ValueError(
-                f"The '{name}' parameter of {function} names column {column!r}, which is not in the frame "
-                f"(columns: {frame.columns})"
+            raise parameter_problem(
+                name, function, f"names column {column!r}, which is not in the frame (columns: {frame.columns})"
             )
 
 
@@ -91,9 +92,7 @@ def _is_numeric(dtype: pl.DataType) -> bool:
 def _require_numeric(frame: pl.DataFrame, column: str, name: str, function: str) -> None:
     dtype = frame.schema[column]
     if not _is_numeric(dtype):
-        raise ValueError(
-            f"The '{name}' parameter of {function} names column {column!r} of dtype {dtype}, which is not numeric"
-        )
+        raise parameter_problem(name, function, f"names column {column!r} of dtype {dtype}, which is not numeric")
 
 
 def _numeric_frame(
@@ -105,7 +104,7 @@ def _numeric_frame(
     keys = [cluster] if cluster is not None else []
     _require_columns(frame, [*columns, *keys], (*names, *["cluster"] * len(keys)), function)
     if cluster is not None and cluster in columns:
-        raise ValueError(f"The 'cluster' parameter of {function} names column {cluster!r}, which is also correlated")
+        raise parameter_problem("cluster", function, f"names column {cluster!r}, which is also correlated")
     orders.update(_resolve_order(frame, columns, names, order, function))
     converted = []
     for column, name in zip(columns, names, strict=True):
@@ -117,9 +116,11 @@ def _numeric_frame(
         elif _is_numeric(dtype):
             converted.append(pl.col(column).cast(pl.Float64).fill_nan(None))
         else:
-            raise ValueError(
-                f"The '{name}' parameter of {function} names column {column!r} of dtype {dtype}, which is not "
-                "numeric; give an ordinal label its categories with order=[lowest, ..., highest]"
+            raise parameter_problem(
+                name,
+                function,
+                f"names column {column!r} of dtype {dtype}, which is not numeric; give an ordinal label its "
+                "categories with order=[lowest, ..., highest]",
             )
     selected = frame.select(*[pl.col(k) for k in keys], *converted)
     kept = selected.drop_nulls()
@@ -134,31 +135,30 @@ def _resolve_order(
     if isinstance(order, Mapping):
         unknown = [c for c in order if c not in columns]
         if unknown:
-            raise ValueError(f"The 'order' parameter of {function} names columns that are not used: {unknown}")
+            raise parameter_problem("order", function, f"names columns that are not used: {unknown}")
         return {c: list(v) for c, v in order.items()}
     if isinstance(order, str) or not isinstance(order, Sequence):
-        raise ValueError(
-            f"The 'order' parameter of {function} must be a list of categories or a mapping, got {order!r}"
-        )
+        raise parameter_error("order", function, "a list of categories or a mapping", order)
     labels = [c for c in columns if not _is_numeric(frame.schema[c])]
     if len(labels) != 1:
-        raise ValueError(
-            f"The 'order' parameter of {function} is a list, which applies to the one non-numeric column, but "
-            f"{len(labels)} are non-numeric ({labels}); pass a mapping {{column: categories}}"
+        raise parameter_problem(
+            "order",
+            function,
+            f"is a list, which applies to the one non-numeric column, but {len(labels)} are non-numeric "
+            f"({labels}); pass a mapping {{column: categories}}",
         )
     return {labels[0]: list(order)}
 
 
 def _ordinal_positions(frame: pl.DataFrame, column: str, name: str, order: list[Any], function: str) -> pl.Expr:
     if len(set(order)) != len(order):
-        raise ValueError(f"The 'order' given for column {column!r} in {function} repeats a category: {order!r}")
+        raise parameter_problem("order", function, f"repeats a category of column {column!r}: {order!r}")
     as_text = pl.col(column).cast(pl.String)
     present = frame.select(as_text.drop_nulls().unique()).to_series().to_list()
     unknown = sorted(set(present) - {str(v) for v in order})
     if unknown:
-        raise ValueError(
-            f"The '{name}' parameter of {function} names column {column!r}, whose values {unknown} are not in "
-            f"its order {order!r}"
+        raise parameter_problem(
+            name, function, f"names column {column!r}, whose values {unknown} are not in its order {order!r}"
         )
     positions = {str(v): float(i) for i, v in enumerate(order)}
     return as_text.replace_strict(positions, default=None, return_dtype=pl.Float64).alias(column)
@@ -172,15 +172,16 @@ def _roles(k: int) -> tuple[str, ...]:
 def _check_rows(values: np.ndarray, columns: list[str], names: Sequence[str], k: int, function: str) -> None:
     n = len(values)
     if n < k + 3:
-        raise ValueError(
-            f"The 'df' parameter of {function} must have at least k + 3 = {k + 3} rows without nulls "
-            f"for {k} covariate(s), got {n}"
+        raise parameter_problem(
+            "df", function, f"must have at least k + 3 = {k + 3} rows without nulls for {k} covariate(s), got {n}"
         )
     for c in range(values.shape[1]):
         if np.all(values[:, c] == values[0, c]):
-            raise ValueError(
-                f"The '{names[c]}' parameter of {function} names a constant column ({columns[c]!r}, every value "
-                f"{values[0, c]!r}): its rank correlation is undefined"
+            raise parameter_problem(
+                names[c],
+                function,
+                f"names a constant column ({columns[c]!r}, every value {values[0, c]!r}): "
+                "its rank correlation is undefined",
             )
 
 
@@ -190,7 +191,7 @@ def _as_float_vector(values: Any, name: str) -> np.ndarray:
     try:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"The '{name}' parameter of sign_test must be numbers, got {values!r:.80}") from None
+        raise parameter_problem(name, "sign_test", f"must be numbers, got {values!r:.80}") from None
     if array.ndim != 1:
-        raise ValueError(f"The '{name}' parameter of sign_test must be one-dimensional, got shape {array.shape}")
+        raise parameter_problem(name, "sign_test", f"must be one-dimensional, got shape {array.shape}")
     return array

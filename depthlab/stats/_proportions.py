@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from depthlab._checks import check_choice, check_number
+from depthlab._checks import check_choice, check_number, parameter_problem
 
 #: Interval methods for a binomial proportion (statsmodels ``proportion_confint`` names).
 PROPORTION_METHODS: tuple[str, ...] = ("wilson", "beta")
@@ -63,11 +63,9 @@ def proportion_ci(
     k = np.asarray(passes, dtype=float)
     total = np.asarray(n, dtype=float)
     if k.shape != total.shape:
-        raise ValueError(
-            f"The 'passes' parameter of {function} must have the shape of 'n' {total.shape}, got {k.shape}"
-        )
+        raise parameter_problem("passes", function, f"must have the shape of 'n' {total.shape}, got {k.shape}")
     if np.any(k < 0) or np.any(k > total):
-        raise ValueError(f"The 'passes' parameter of {function} must lie in [0, n] element-wise, got {k.tolist()}")
+        raise parameter_problem("passes", function, f"must lie in [0, n] element-wise, got {k.tolist()}")
     low = np.full(k.shape, np.nan)
     high = np.full(k.shape, np.nan)
     some = total > 0
@@ -109,7 +107,7 @@ def adjust_p(p: Sequence[float | None] | np.ndarray | pl.Series, *, method: str 
     out = np.full(raw.shape, np.nan)
     present = ~np.isnan(raw)
     if np.any((raw[present] < 0) | (raw[present] > 1)):
-        raise ValueError(f"The 'p' parameter of adjust_p must hold probabilities in [0, 1], got {raw.tolist()}")
+        raise parameter_problem("p", "adjust_p", f"must hold probabilities in [0, 1], got {raw.tolist()}")
     if np.any(present):
         out[present] = multipletests(raw[present], method=method)[1]
     return out
