@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import tomllib
@@ -10,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from depthlab import schema
+from depthlab import schema, simulate
 from depthlab.io import load_tasks, load_trials
 from depthlab.measures import audit_table, estimate_depth
 from depthlab.simulate import COLLECTIONS, MODELS, PUBLIC_TURN_LIMIT, run_cells, write_runs
@@ -132,6 +133,41 @@ def test_same_seed_same_runs_other_seed_other_runs(sim, tmp_path):
     assert reloaded.select(columns).sort(key).equals(trials.select(columns).sort(key))
     other = write_runs(tmp_path / "other", seed=4, scale=0.05, public_attempts=0)
     assert not other.truth.equals(summary.truth)
+
+
+#: Digest of every file ``write_runs(seed=3, scale=0.05)`` writes (paths and bytes, the output folder's own path
+#: masked). Pinned from the single-module simulator before it became a package, so the split changed no byte. A
+#: deliberate change to the generative model changes it: then bump ``simulate.MODEL_VERSION`` (so the demo cache is
+#: rebuilt) and pin the new digest.
+WRITTEN_DIGEST = "ccee2a9e4fc834e27a1c76bb0a89ecdea501399b648514c8d2bbbcbc5fef9eae"
+WRITTEN_DIGEST_MODEL_VERSION = 3
+
+
+def _digest(out: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in out.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(out).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes().replace(str(out).encode(), b"<out>") + b"\0")
+    return digest.hexdigest()
+
+
+def test_the_same_seed_writes_the_same_bytes_as_the_pinned_model(sim):
+    summary, _, _ = sim
+    assert simulate.MODEL_VERSION == WRITTEN_DIGEST_MODEL_VERSION, "a new model version: pin its digest here"
+    assert _digest(summary.out_dir) == WRITTEN_DIGEST
+
+
+def test_the_digest_sees_a_changed_byte(sim, tmp_path):
+    summary, _, _ = sim
+    copy = tmp_path / "out"
+    shutil.copytree(summary.out_dir, copy)
+    # the copy's files name their own folder, which the digest masks: the same digest
+    for path in copy.rglob("result.json"):
+        path.write_bytes(path.read_bytes().replace(str(summary.out_dir).encode(), str(copy).encode()))
+    assert _digest(copy) == WRITTEN_DIGEST
+    reward = next(copy.rglob("reward.txt"))
+    reward.write_text("1" if reward.read_text().strip() == "0" else "0")
+    assert _digest(copy) != WRITTEN_DIGEST
 
 
 def test_estimate_depth_recovers_the_true_depth(sim):

@@ -13,18 +13,20 @@ Two levels, as in seaborn, and one naming rule between them:
 ``tests/test_plots.py`` checks the rule for every figure-level function. One module per audit
 question (the notebooks' topics), every name importable from here:
 
-=================================  ======================================================================
-module                             figure-level (its ``_plot`` partner draws with ``ax=``)
-=================================  ======================================================================
-:mod:`depthlab.plots.summary`      :func:`collection_summary` (also :func:`strip_plot`)
-:mod:`depthlab.plots.turns`        :func:`turns_vs_depth`, :func:`turns_minus_depth`,
-                                   :func:`depth_given_turns`, :func:`turns_by_model`
-:mod:`depthlab.plots.difficulty`   :func:`forest`, :func:`work_vs_pass_rate`
-:mod:`depthlab.plots.labels`       :func:`label_pass_rates`, :func:`label_depths` (also :func:`label_plot`)
-:mod:`depthlab.plots.split`        :func:`quadrants`
-:mod:`depthlab.plots.segments`     :func:`segment_reliability` (also :func:`compounding_plot`),
-                                   :func:`segment_reliability_by_model`, :func:`paired_depths`
-=================================  ======================================================================
+* :mod:`depthlab.plots.summary` (``01_collections``): :func:`collection_summary`, and the general
+  :func:`strip_plot`;
+* :mod:`depthlab.plots.turns` (``02_turns_vs_depth``): :func:`turns_vs_depth`,
+  :func:`turns_minus_depth`, :func:`depth_given_turns`, :func:`turns_by_model`;
+* :mod:`depthlab.plots.difficulty` (``03_depth_predicts_difficulty``, ``07_depth_proxy``):
+  :func:`forest`, :func:`work_vs_pass_rate`;
+* :mod:`depthlab.plots.labels` (``04_labels``): :func:`label_pass_rates`, :func:`label_depths`, and
+  the general :func:`label_plot`;
+* :mod:`depthlab.plots.split` (``05_quadrants``): :func:`quadrants`;
+* :mod:`depthlab.plots.segments` (``06_segments``): :func:`segment_reliability` (and
+  :func:`compounding_plot`, its right panel), :func:`segment_reliability_by_model`,
+  :func:`paired_depths`;
+* ``_core`` (private): the style, :func:`save`, ``order``/``palette`` resolution and the preamble
+  every figure function shares; ``_docstrings`` (private): the parameter blocks written once.
 
 Functions that draw collections take ``order`` (which collections, in which order; default: the
 ones present, in :data:`depthlab.catalog.ORDER`) and ``palette`` (a mapping collection ->
@@ -40,16 +42,13 @@ intervals, Holm-adjusted p-values) come from :mod:`depthlab.stats`.
 Deprecated aliases
 ------------------
 Four axes-level functions were renamed to follow the rule; their old names remain importable
-from here as aliases of the new ones (the same function objects), and will be removed later:
+from here as aliases of the new ones (the same function objects, listed in
+:data:`DEPRECATED_ALIASES`) and will be removed in a later release:
 
-==========================  ==============================
-old name (deprecated)       new name
-==========================  ==============================
-``depth_shares_plot``       :func:`collection_summary_plot`
-``turns_depth_plot``        :func:`turns_vs_depth_plot`
-``turns_ecdf_plot``         :func:`turns_by_model_plot`
-``work_pass_plot``          :func:`work_vs_pass_rate_plot`
-==========================  ==============================
+* ``depth_shares_plot``: now :func:`collection_summary_plot`;
+* ``turns_depth_plot``: now :func:`turns_vs_depth_plot`;
+* ``turns_ecdf_plot``: now :func:`turns_by_model_plot`;
+* ``work_pass_plot``: now :func:`work_vs_pass_rate_plot`.
 
 Examples
 --------

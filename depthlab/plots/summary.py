@@ -30,7 +30,6 @@ _DEPTH_BINS: Final[tuple[tuple[str, int, int], ...]] = (
     ("D ≥ 20", 20, 10**9),
 )
 
-
 _DEPTH_BIN_COLOURS: Final[tuple[str, ...]] = ("#FEE8C8", "#FDBB84", "#E34A33", "#7F0000")
 
 

@@ -1,0 +1,428 @@
+"""The writing of simulated runs: task dirs and Harbor job dirs, through the one Harbor writer.
+
+Every Harbor document (job and trial configs and results, ATIF trajectories, reward files) is
+built by :mod:`depthlab.io.harbor_writer`, the format's one statement; this module only lays the
+files out (``<out>/tasks/<dataset>/<task>``, ``<out>/jobs/<dataset>/<job>/<trial>``) and writes
+them compactly. The files go into folders :func:`write_runs` has just emptied and nothing reads
+before it returns, so they are written directly, not through :mod:`depthlab._atomic` (tens of
+thousands of small files; a rename each would double the time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from depthlab._checks import check_nonnegative_int, check_number
+from depthlab.io import harbor_writer
+from depthlab.schema import CAPS
+from depthlab.simulate.model import (
+    _MODEL_SPECS,
+    COLLECTIONS,
+    PUBLIC_TURN_LIMIT,
+    _capped_trial,
+    _generate_tasks,
+    _invalid_trial,
+    _passes_capped,
+    _public_trial,
+    _short_id,
+    _Task,
+    _Trial,
+    _turn_script,
+)
+from depthlab.simulate.truth import SimulationSummary, _truth_frames
+
+_AGENT = "terminus-2"
+
+_AGENT_VERSION = "2.0.0"
+
+_BASE_TIME = datetime(2026, 6, 1, tzinfo=UTC)
+
+_ENCODER = msgspec.json.Encoder()
+
+
+def write_runs(
+    out_dir: str | Path,
+    *,
+    seed: int = 0,
+    scale: float = 1.0,
+    flip_rate: float = 0.0,
+    invalid_rate: float = 0.03,
+    public_attempts: int = 3,
+) -> SimulationSummary:
+    """Write simulated task dirs and Harbor job dirs of known depth under ``out_dir``.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        Output root; ``tasks/`` and ``jobs/`` are created (existing ones are replaced).
+    seed : int, default 0
+        Everything written is a function of the seed (and the other parameters).
+    scale : float, default 1.0
+        Task counts relative to the paper's size (734 tasks at 1.0); each collection keeps
+        at least one task. Small scales serve tests.
+    flip_rate : float, default 0.0
+        Chance that a capped run's outcome is flipped (breaks monotonicity; 0 keeps the
+        estimator's assumption true).
+    invalid_rate : float, default 0.03
+        Chance that a cell also has an infrastructure-error trial (invalid).
+    public_attempts : int, default 3
+        Uncapped public runs per task and model.
+
+    Returns
+    -------
+    SimulationSummary
+        Paths, counts and the true D*/W* per task.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from depthlab.simulate import write_runs
+    >>> summary = write_runs(tempfile.mkdtemp(), seed=1, scale=0.01)
+    >>> summary.n_tasks, sorted(summary.truth["dataset"].unique())[:2]
+    (7, ['depth', 'facet'])
+    """
+    started = time.perf_counter()
+    function = "write_runs"
+    check_nonnegative_int(seed, "seed", function)
+    check_number(scale, "scale", function, low=0, high=20, low_open=True)
+    for name, rate in (("flip_rate", flip_rate), ("invalid_rate", invalid_rate)):
+        check_number(rate, name, function, low=0, high=1, high_open=True)
+    check_nonnegative_int(public_attempts, "public_attempts", function)
+
+    out = Path(out_dir)
+    tasks_dir, jobs_dir = out / "tasks", out / "jobs"
+    for folder in (tasks_dir, jobs_dir):
+        if folder.exists():
+            shutil.rmtree(folder)
+    rng = np.random.default_rng(seed)
+    tasks = _generate_tasks(rng, scale)
+    n_files = sum(_write_task_dir(tasks_dir, task) for task in tasks)
+
+    writer = _JobWriter(jobs_dir, rng)
+    _write_all_jobs(writer, tasks, rng, flip_rate=flip_rate, invalid_rate=invalid_rate, public_attempts=public_attempts)
+    truth, model_truth = _truth_frames(tasks)
+    return SimulationSummary(
+        out_dir=out,
+        tasks_dir=tasks_dir,
+        jobs_dir=jobs_dir,
+        job_dirs=tuple(writer.job_dirs),
+        n_tasks=len(tasks),
+        n_trials=writer.n_trials,
+        n_invalid=writer.n_invalid,
+        n_files=n_files + writer.n_files,
+        seconds=time.perf_counter() - started,
+        truth=truth,
+        model_truth=model_truth,
+    )
+
+
+def _write_all_jobs(
+    writer: _JobWriter,
+    tasks: list[_Task],
+    rng: np.random.Generator,
+    *,
+    flip_rate: float,
+    invalid_rate: float,
+    public_attempts: int,
+) -> None:
+    """Capped jobs (every model x cap) and public jobs per collection, in a fixed order (determinism)."""
+    for dataset in COLLECTIONS:
+        members = [task for task in tasks if task.dataset == dataset]
+        for spec in _MODEL_SPECS:
+            for cap in CAPS:
+                trials = []
+                for task in members:
+                    if rng.random() < invalid_rate:
+                        trials.append(_invalid_trial(task, spec.name, cap, cap))
+                    passed = _passes_capped(task.effective[spec.name], cap)
+                    if flip_rate and rng.random() < flip_rate:
+                        passed = not passed
+                    trials.append(_capped_trial(task, spec, cap, passed, rng))
+                writer.write_job(dataset, f"{dataset}__{_slug(spec.name)}__cap-{cap:02d}", spec.name, cap, trials)
+            if public_attempts:
+                trials = []
+                for task in members:
+                    for _ in range(public_attempts):
+                        if rng.random() < invalid_rate:
+                            trials.append(_invalid_trial(task, spec.name, None, PUBLIC_TURN_LIMIT))
+                        trials.append(_public_trial(task, spec, rng))
+                writer.write_job(dataset, f"{dataset}__{_slug(spec.name)}__public", spec.name, None, trials)
+
+
+def _write_task_dir(tasks_dir: Path, task: _Task) -> int:
+    root = tasks_dir / task.dataset / task.name
+    (root / "solution").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "environment").mkdir()
+    files = {
+        "task.toml": _task_toml(task),
+        "instruction.md": task.instruction,
+        "solution/solve.sh": _solve_sh(task),
+        "tests/test.sh": _test_sh(task),
+        "environment/Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\n",
+    }
+    digest = hashlib.sha256()
+    for relative in sorted(files):
+        data = files[relative].encode()
+        (root / relative).write_bytes(data)
+        digest.update(relative.encode() + b"\0" + hashlib.sha256(data).digest())
+    task.checksum = digest.hexdigest()
+    return len(files)
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    return _ENCODER.encode(str(value)).decode()  # a JSON string is a TOML basic string here (ASCII)
+
+
+def _task_toml(task: _Task) -> str:
+    tb2 = task.dataset == "tb2"
+    lines = (
+        ['version = "1.0"'] if tb2 else ['schema_version = "1.1"', "", "[task]", f'name = "{task.dataset}/{task.name}"']
+    )
+    if task.metadata:
+        lines += ["", "[metadata]"] + [f"{key} = {_toml_value(value)}" for key, value in task.metadata.items()]
+    timeout = 900.0 if tb2 else 600.0
+    lines += [
+        "",
+        "[verifier]",
+        f"timeout_sec = {timeout}",
+        "",
+        "[agent]",
+        f"timeout_sec = {timeout}",
+        "",
+        "[environment]",
+        "build_timeout_sec = 600.0",
+        "cpus = 1",
+        'memory = "2G"' if tb2 else "memory_mb = 2048",
+        'storage = "10G"' if tb2 else "storage_mb = 10240",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _solve_sh(task: _Task) -> str:
+    lines = ["#!/bin/bash", "# Reference solution (simulated): one operation per line.", ""]
+    bounds = np.cumsum(task.segments) if task.segments else ()
+    for index in range(1, task.work + 1):
+        if index % 7 == 1 and index > 1:
+            lines += ["", f"# step group {index // 7 + 1}"]
+        lines.append(f"./ops/op_{index:03d}.sh >> /app/log.txt")
+    if len(bounds):
+        lines.append(f"# segments end at depth {', '.join(map(str, bounds))}")
+    return "\n".join(lines) + "\n"
+
+
+def _test_sh(task: _Task) -> str:
+    if task.segments:
+        keys = ", ".join(f'\\"segment_{index}\\": $s{index}' for index in range(1, len(task.segments) + 1))
+        checks = "\n".join(
+            f"s{index}=0; [ -f /app/stage_{index}.ok ] && s{index}=1" for index in range(1, len(task.segments) + 1)
+        )
+        return f'#!/bin/bash\nmkdir -p /logs/verifier\n{checks}\necho "{{{keys}}}" > /logs/verifier/reward.json\n'
+    return (
+        "#!/bin/bash\n"
+        "mkdir -p /logs/verifier\n"
+        "if [ -f /app/done.ok ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
+    )
+
+
+def _slug(model: str) -> str:
+    return model.replace("/", "-")
+
+
+def _iso(moment: datetime) -> str:
+    return harbor_writer.iso_time(moment)
+
+
+class _JobWriter:
+    """Writes Harbor job dirs (JobConfig, JobResult, one trial dir per trial) with :mod:`depthlab.io.harbor_writer`."""
+
+    def __init__(self, jobs_dir: Path, rng: np.random.Generator) -> None:
+        self.jobs_dir = jobs_dir
+        self.rng = rng
+        self.job_dirs: list[Path] = []
+        self.n_trials = self.n_invalid = self.n_files = 0
+
+    def write_job(self, dataset: str, job_name: str, model: str, cap: int | None, trials: list[_Trial]) -> None:
+        job_dir = self.jobs_dir / dataset / job_name
+        job_dir.mkdir(parents=True, exist_ok=False)
+        job_id = str(uuid.UUID(bytes=self.rng.bytes(16), version=4))
+        agent = harbor_writer.agent_config(_AGENT, model, harbor_writer.cap_kwargs(cap, turn_limit=PUBLIC_TURN_LIMIT))
+        job_start = _BASE_TIME + timedelta(hours=len(self.job_dirs))
+        task_names = sorted({trial.task.name for trial in trials})
+        config = harbor_writer.job_config(
+            job_name,
+            f"jobs/{dataset}",
+            [agent],
+            datasets=[harbor_writer.dataset_config(f"tasks/{dataset}", task_names)],
+            n_concurrent_trials=4,
+            quiet=False,
+        )
+        _write_json(job_dir / "config.json", config)
+        results = []
+        moment = job_start
+        for trial in trials:
+            result, finished = self._write_trial(job_dir, job_name, job_id, dataset, agent, trial, moment)
+            moment = finished + timedelta(seconds=5)
+            results.append(result)
+        result = harbor_writer.job_result(
+            job_id,
+            results,
+            started_at=harbor_writer.job_time(job_start),
+            updated_at=harbor_writer.job_time(moment),
+            finished_at=harbor_writer.job_time(moment),
+        )
+        _write_json(job_dir / "result.json", result)
+        self.job_dirs.append(job_dir)
+        self.n_files += 2
+
+    def _write_trial(
+        self,
+        job_dir: Path,
+        job_name: str,
+        job_id: str,
+        dataset: str,
+        agent: dict[str, Any],
+        trial: _Trial,
+        started: datetime,
+    ) -> tuple[dict[str, Any], datetime]:
+        task = trial.task
+        name = harbor_writer.trial_name(task.name, _short_id(self.rng))
+        trial_dir = os.path.join(job_dir, name)
+        turns = trial.n_turns or 0
+        setup_end = started + timedelta(seconds=20)
+        agent_end = setup_end + timedelta(seconds=11 * turns + 3)
+        finished = agent_end + timedelta(seconds=15)
+        task_path = f"tasks/{dataset}/{task.name}"
+        config = harbor_writer.trial_config(
+            harbor_writer.task_config(task_path, dataset), name, f"jobs/{dataset}/{job_name}", agent, job_id=job_id
+        )
+        invalid = trial.exception is not None
+        dirs = [trial_dir]
+        files: list[tuple[str, bytes]] = []
+        exception = None
+        if invalid:
+            message = "Environment did not start within 600.0 seconds"
+            traceback = f"Traceback (most recent call last):\n{trial.exception}: {message}\n"
+            exception = harbor_writer.exception_info(
+                trial.exception or "", message, traceback, harbor_writer.job_time(setup_end)
+            )
+            files.append((os.path.join(trial_dir, "exception.txt"), traceback.encode()))
+            self.n_invalid += 1
+        else:
+            agent_dir, verifier_dir = os.path.join(trial_dir, "agent"), os.path.join(trial_dir, "verifier")
+            dirs += [agent_dir, verifier_dir]
+            trajectory = _ENCODER.encode(_trajectory(trial, name, setup_end))
+            files.append((os.path.join(agent_dir, "trajectory.json"), trajectory))
+            reward_name, reward_text = harbor_writer.reward_file(trial.rewards or {"reward": 0.0})
+            files.append((os.path.join(verifier_dir, reward_name), reward_text.encode()))
+        usage = harbor_writer.agent_result(
+            n_input_tokens=2500 * turns + 1800,
+            n_cache_tokens=1200 * turns,
+            n_output_tokens=310 * turns,
+            cost_usd=round(0.0000025 * 2500 * turns + 0.00001 * 310 * turns, 6),
+            metadata={"n_episodes": turns, "summarization_count": 0},
+        )
+        phases = {"environment_setup": harbor_writer.phase(_iso(started), _iso(setup_end))}
+        if not invalid:
+            phases["agent_setup"] = harbor_writer.phase(_iso(setup_end), _iso(setup_end))
+            phases["agent_execution"] = harbor_writer.phase(_iso(setup_end), _iso(agent_end))
+            phases["verifier"] = harbor_writer.phase(_iso(agent_end), _iso(finished))
+        result = harbor_writer.trial_result(
+            config,
+            result_id=str(uuid.UUID(bytes=self.rng.bytes(16), version=4)),
+            task_name=task.name,
+            task_path=task_path,
+            trial_dir=trial_dir,
+            source=dataset,
+            task_checksum=task.checksum,
+            agent=harbor_writer.agent_info(_AGENT, _AGENT_VERSION, trial.model),
+            agent_result=None if invalid else usage,
+            rewards=trial.rewards,
+            exception=exception,
+            started_at=_iso(started),
+            finished_at=_iso(setup_end if invalid else finished),
+            phases=phases,
+        )
+        files.append((os.path.join(trial_dir, "config.json"), _ENCODER.encode(config)))
+        files.append((os.path.join(trial_dir, "result.json"), _ENCODER.encode(result)))
+        _write_files(dirs, files)
+        self.n_trials += 1
+        self.n_files += len(files)
+        return result, finished
+
+
+def _trajectory(trial: _Trial, session: str, started: datetime) -> dict[str, Any]:
+    """An ATIF trajectory: the prompt as a user step, then one agent step per turn.
+
+    The turns carry the trial's planted chain (:func:`_turn_script`); the root's
+    ``extra.planted_chain`` records its length, the truth a depth proxy should recover.
+    """
+    cap_line = f"\n\nYou have at most {trial.cap} turns." if trial.cap is not None else ""
+    steps: list[dict[str, Any]] = [
+        {"step_id": 1, "timestamp": _iso(started), "source": "user", "message": trial.task.instruction + cap_line}
+    ]
+    turns = trial.n_turns or 0
+    for turn, (command, output) in enumerate(_turn_script(turns, trial.chain, session)):
+        calls = [
+            {
+                "tool_call_id": f"call_{turn}_1",
+                "function_name": "bash_command",
+                "arguments": {"keystrokes": f"{command}\n", "duration": 1.0},
+            }
+        ]
+        if turn == turns - 1:
+            calls.append(
+                {"tool_call_id": f"call_{turn}_task_complete", "function_name": "mark_task_complete", "arguments": {}}
+            )
+        steps.append(
+            {
+                "step_id": turn + 2,
+                "timestamp": _iso(started + timedelta(seconds=11 * (turn + 1))),
+                "source": "agent",
+                "model_name": trial.model,
+                "message": f"Analysis: step {turn + 1} output read.\nPlan: run the next operation.",
+                "tool_calls": calls,
+                # the terminal echoes the command line before its output
+                "observation": {"results": [{"content": f"root@sim:/app# {command}\n{output}"}]},
+                "metrics": {"prompt_tokens": 2500, "completion_tokens": 310, "cached_tokens": 1200},
+            }
+        )
+    document = harbor_writer.trajectory(
+        session,
+        steps,
+        agent_name=_AGENT,
+        agent_version=_AGENT_VERSION,
+        model_name=trial.model,
+        extra={"parser": "json"},
+    )
+    document["extra"] = {"planted_chain": trial.chain}  # ATIF's root extra (v1.1 on)
+    return document
+
+
+def _write_files(dirs: list[str], files: list[tuple[str, bytes]]) -> None:
+    for folder in dirs:
+        os.mkdir(folder)
+    for path, data in files:
+        with open(path, "wb") as handle:
+            handle.write(data)
+
+
+def _write_json(path: str | Path, value: object) -> None:
+    with open(path, "wb") as handle:
+        handle.write(_ENCODER.encode(value))
