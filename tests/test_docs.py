@@ -8,15 +8,19 @@ name of the module they document, so a package split into modules keeps its flat
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import inspect
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from depthlab.cli import VERBS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -96,6 +100,51 @@ def test_docs_point_at_nothing_outside_the_repository():
         text = path.read_text(encoding="utf-8")
         for pattern in ("/work/", "../shared", "/home/", "/root/"):
             assert pattern not in text, f"{path.relative_to(ROOT)} mentions {pattern!r}"
+
+
+def test_package_points_at_nothing_outside_the_repository():
+    # docstrings and messages name DEPTHLAB_SHARED or a path inside the repository, never this machine's folders
+    for path in sorted((ROOT / "depthlab").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for pattern in ("/work/", "../shared"):
+            assert pattern not in text, f"{path.relative_to(ROOT)} mentions {pattern!r}"
+
+
+class _ParseError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]  # raise instead of exiting
+        raise _ParseError(message)
+
+
+def _shell_commands(path: Path) -> list[str]:
+    commands = []
+    for block in re.findall(r"^```(?:bash|sh|shell)\n(.*?)^```", path.read_text(encoding="utf-8"), re.M | re.S):
+        for line in block.splitlines():
+            line = line.split(" #", 1)[0].strip()
+            if line.startswith("depthlab "):
+                commands.append(line)
+    return commands
+
+
+def test_shell_commands_in_the_docs_parse_as_their_verb_says():
+    # every `depthlab VERB ...` line of a shell block, parsed by the verb's own argument parser
+    seen = 0
+    for path in _markdown_files():
+        for command in _shell_commands(path):
+            verb, *argv = shlex.split(command)[1:]
+            assert verb in VERBS, f"{path.relative_to(ROOT)}: `{command}`: no verb {verb!r}"
+            module = importlib.import_module(f"depthlab.commands.{verb}")
+            parser = _Parser(prog=f"depthlab {verb}", allow_abbrev=False)  # the docs spell options out
+            module.add_arguments(parser)
+            try:
+                parser.parse_args(argv)
+            except _ParseError as error:
+                pytest.fail(f"{path.relative_to(ROOT)}: `{command}`: {error}")
+            seen += 1
+    assert seen >= 10  # README's quick start alone has seven
 
 
 def test_every_guide_page_is_in_the_nav():
@@ -252,3 +301,26 @@ def test_without_the_extension_the_toy_site_fails_strict(tmp_path: Path):
     build = _toy_site(tmp_path, extension=False)
     assert build.returncode != 0
     assert "{data}" in build.stderr
+
+
+def test_readme_python_runs_on_simulated_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # the quick start's Python, run as written on small simulated run logs where it expects them
+    import matplotlib
+    import polars as pl
+
+    import depthlab as dl
+
+    matplotlib.use("Agg")
+    monkeypatch.setenv("DEPTHLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    dl.simulate.write_runs(tmp_path / "out" / "sim", scale=0.05, seed=0)
+    blocks = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), re.M | re.S)
+    assert len(blocks) >= 2
+    namespace: dict[str, object] = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)
+    audit, depth = namespace["audit"], namespace["depth"]
+    assert isinstance(audit, pl.DataFrame)
+    assert isinstance(depth, pl.DataFrame)
+    assert audit.height > 0
+    assert depth.filter(pl.col("status") == "solved").height > 0
