@@ -218,8 +218,10 @@ def test_api_page_lists_every_public_name(site: Path, page: str):
     assert names, f"{module} exports nothing the test can check"
     missing = [name for name in names if f"{module}.{name}" not in anchors]
     assert missing == [], f"docs/api/{page}.md does not render {module}'s {missing}"
-    # a docstring filled in at import time shows its fragments, not the placeholder
+    # a docstring filled in at import time shows its fragments, not the placeholder; Sphinx roles
+    # are code (and links), not the role's markup
     assert not re.search(r"<p>\{\w+\}</p>", html)
+    assert not re.search(r":(?:func|class|data|mod|meth|attr|exc|obj):<code>", html)
 
 
 _TOY = {
@@ -234,7 +236,7 @@ __all__ = ["filled", "shadow"]
 
 @docstring
 def filled(data: int) -> int:
-    """Return ``data``.
+    """Return ``data``, unlike :func:`~toy.shadow` and :class:`matplotlib.figure.Figure`.
 
     Parameters
     ----------
@@ -258,7 +260,7 @@ def docstring(function):
 """,
     "toy/shadow.py": '''
 def shadow() -> None:
-    """The function the submodule of the same name holds."""
+    """The function the submodule of the same name holds, beside :func:`~toy.filled`."""
 ''',
 }
 
@@ -275,7 +277,8 @@ def _toy_site(tmp_path: Path, *, extension: bool) -> subprocess.CompletedProcess
         else ""
     )
     (tmp_path / "mkdocs.yml").write_text(
-        "site_name: toy\nplugins:\n  - mkdocstrings:\n      handlers:\n        python:\n          paths: [.]\n"
+        "site_name: toy\nplugins:\n  - autorefs\n"
+        "  - mkdocstrings:\n      handlers:\n        python:\n          paths: [.]\n"
         f"          options:\n            docstring_style: numpy\n            show_submodules: false\n"
         f"            show_source: false{ext}\n"
     )
@@ -292,7 +295,12 @@ def test_runtime_docstrings_extension_fills_fragments_and_unshadows_exports(tmp_
     assert "The toy fragment text." in html
     assert "{data}" not in html
     assert 'id="toy.shadow"' in html
-    assert "The function the submodule of the same name holds." in html
+    assert "The function the submodule of the same name holds, beside" in html
+    # a Sphinx role is a link where the reference has the name, plain code where it has not
+    link = r'<a class="autorefs autorefs-internal"[^>]*href="#toy\.shadow"[^>]*><code>shadow</code></a>'
+    assert re.search(link, html)
+    assert "<code>matplotlib.figure.Figure</code>" in html
+    assert ":func:" not in html
 
 
 def test_without_the_extension_the_toy_site_fails_strict(tmp_path: Path):
