@@ -41,7 +41,7 @@ test: $(VENV)/.installed docker harbor browser r
 # The docs site (mkdocs.yml: the guide pages in docs/ and the API reference) into out/site/; strict, so a
 # broken link or API reference fails. `make test` builds it too, into a temporary folder (tests/test_docs.py).
 docs: $(VENV)/.installed
-	$(BIN)/mkdocs build --strict --site-dir out/site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir out/site
 
 bench: $(VENV)/.installed
 	for script in tests/bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

@@ -1,6 +1,6 @@
 """The front page and the docs site: README's size, links that resolve, the site built in strict mode.
 
-The site (mkdocs.yml) is built once per session into a temporary folder; strict mode turns every
+The site (mkdocs.yml) is built once, by one test, into a temporary folder; strict mode turns every
 warning (a page missing from the nav, a link to no page, an API reference that does not resolve, a
 docstring griffe cannot parse) into a failure. The API pages are then checked to list every public
 name of the module they document, so a package split into modules keeps its flat exports on its page.
@@ -8,15 +8,19 @@ name of the module they document, so a package split into modules keeps its flat
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import inspect
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from depthlab.cli import VERBS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -24,11 +28,11 @@ DOCS = ROOT / "docs"
 #: The README is a front page; the guide lives in docs/ (seaborn's is 3.5 kB, pingouin's 18 kB).
 README_MAX_BYTES = 15_000
 
-#: API page (docs/api/<page>.md) -> the module it documents.
-API_PAGES = {
-    "depthlab": "depthlab",
-    **{
-        name: f"depthlab.{name}"
+#: (API page docs/api/<page>.md, a module it documents)
+API_PAGES: tuple[tuple[str, str], ...] = (
+    ("depthlab", "depthlab"),
+    *(
+        (name, f"depthlab.{name}")
         for name in (
             "io",
             "datasets",
@@ -43,8 +47,11 @@ API_PAGES = {
             "catalog",
             "schema",
         )
-    },
-}
+    ),
+    ("notebooks", "depthlab.reproduce"),
+    ("notebooks", "depthlab.evidence"),
+    ("notebooks", "depthlab.widgets"),
+)
 
 _FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 _CODE = re.compile(r"`[^`\n]*`")
@@ -98,6 +105,51 @@ def test_docs_point_at_nothing_outside_the_repository():
             assert pattern not in text, f"{path.relative_to(ROOT)} mentions {pattern!r}"
 
 
+def test_package_points_at_nothing_outside_the_repository():
+    # docstrings and messages name DEPTHLAB_SHARED or a path inside the repository, never this machine's folders
+    for path in sorted((ROOT / "depthlab").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for pattern in ("/work/", "../shared"):
+            assert pattern not in text, f"{path.relative_to(ROOT)} mentions {pattern!r}"
+
+
+class _ParseError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]  # raise instead of exiting
+        raise _ParseError(message)
+
+
+def _shell_commands(path: Path) -> list[str]:
+    commands = []
+    for block in re.findall(r"^```(?:bash|sh|shell)\n(.*?)^```", path.read_text(encoding="utf-8"), re.M | re.S):
+        for line in block.splitlines():
+            line = line.split(" #", 1)[0].strip()
+            if line.startswith("depthlab "):
+                commands.append(line)
+    return commands
+
+
+def test_shell_commands_in_the_docs_parse_as_their_verb_says():
+    # every `depthlab VERB ...` line of a shell block, parsed by the verb's own argument parser
+    seen = 0
+    for path in _markdown_files():
+        for command in _shell_commands(path):
+            verb, *argv = shlex.split(command)[1:]
+            assert verb in VERBS, f"{path.relative_to(ROOT)}: `{command}`: no verb {verb!r}"
+            module = importlib.import_module(f"depthlab.commands.{verb}")
+            parser = _Parser(prog=f"depthlab {verb}", allow_abbrev=False)  # the docs spell options out
+            module.add_arguments(parser)
+            try:
+                parser.parse_args(argv)
+            except _ParseError as error:
+                pytest.fail(f"{path.relative_to(ROOT)}: `{command}`: {error}")
+            seen += 1
+    assert seen >= 10  # README's quick start alone has seven
+
+
 def test_every_guide_page_is_in_the_nav():
     config = (ROOT / "mkdocs.yml").read_text()
     nav = set(re.findall(r":\s*(\S+\.md)\s*$", config, re.MULTILINE))
@@ -116,11 +168,9 @@ def _require_docs_extra() -> None:
         pytest.fail(f"{error}: the docs build needs the docs extra (pip install -e '.[docs]'; make test installs it)")
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The docs site built in strict mode into a temporary folder."""
+def _build_site(out: Path) -> None:
+    # one test builds the site and checks it all, so that under xdist one worker builds it once
     _require_docs_extra()
-    out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     build = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
@@ -133,16 +183,19 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     warnings = [line for line in build.stderr.splitlines() if "WARNING" in line or "ERROR" in line]
     assert build.returncode == 0, "mkdocs build --strict failed:\n" + "\n".join(warnings or [build.stderr[-3000:]])
-    return out
 
 
-def test_docs_build_in_strict_mode(site: Path):
+def test_docs_build_in_strict_mode_and_list_every_public_name(tmp_path: Path):
+    site = tmp_path / "site"
+    _build_site(site)
     assert (site / "index.html").is_file()
     for page in ("library", "loading", "collections", "audit", "proxy", "planning", "runner", "measure", "testing"):
         assert (site / page / "index.html").is_file(), page
     # the README's figures are in the site
     for figure in ("turns_vs_depth", "forest_partial_correlations", "quadrants"):
         assert (site / "img" / f"{figure}.png").is_file(), figure
+    problems = [problem for page, module in API_PAGES for problem in _api_page_problems(site, page, module)]
+    assert problems == []
 
 
 def _public_names(module_name: str) -> list[str]:
@@ -160,17 +213,21 @@ def _public_names(module_name: str) -> list[str]:
     return [n for n in names if not n.startswith("__") and not inspect.ismodule(getattr(module, n))]
 
 
-@pytest.mark.parametrize("page", sorted(API_PAGES))
-def test_api_page_lists_every_public_name(site: Path, page: str):
-    module = API_PAGES[page]
+def _api_page_problems(site: Path, page: str, module: str) -> list[str]:
     html = (site / "api" / page / "index.html").read_text(encoding="utf-8")
     anchors = set(re.findall(r'id="([\w.]+)"', html))
     names = _public_names(module)
-    assert names, f"{module} exports nothing the test can check"
+    problems = [] if names else [f"{module} exports nothing the test can check"]
     missing = [name for name in names if f"{module}.{name}" not in anchors]
-    assert missing == [], f"docs/api/{page}.md does not render {module}'s {missing}"
-    # a docstring filled in at import time shows its fragments, not the placeholder
-    assert not re.search(r"<p>\{\w+\}</p>", html)
+    if missing:
+        problems.append(f"docs/api/{page}.md does not render {module}'s {missing}")
+    # a docstring filled in at import time shows its fragments, not the placeholder; Sphinx roles
+    # are code (and links), not the role's markup
+    if re.search(r"<p>\{\w+\}</p>", html):
+        problems.append(f"docs/api/{page}.md shows a docstring placeholder")
+    if re.search(r":(?:func|class|data|mod|meth|attr|exc|obj):<code>", html):
+        problems.append(f"docs/api/{page}.md shows a Sphinx role's markup")
+    return problems
 
 
 _TOY = {
@@ -185,7 +242,7 @@ __all__ = ["filled", "shadow"]
 
 @docstring
 def filled(data: int) -> int:
-    """Return ``data``.
+    """Return ``data``, unlike :func:`~toy.shadow` and :class:`matplotlib.figure.Figure`.
 
     Parameters
     ----------
@@ -209,7 +266,7 @@ def docstring(function):
 """,
     "toy/shadow.py": '''
 def shadow() -> None:
-    """The function the submodule of the same name holds."""
+    """The function the submodule of the same name holds, beside :func:`~toy.filled`."""
 ''',
 }
 
@@ -226,7 +283,8 @@ def _toy_site(tmp_path: Path, *, extension: bool) -> subprocess.CompletedProcess
         else ""
     )
     (tmp_path / "mkdocs.yml").write_text(
-        "site_name: toy\nplugins:\n  - mkdocstrings:\n      handlers:\n        python:\n          paths: [.]\n"
+        "site_name: toy\nplugins:\n  - autorefs\n"
+        "  - mkdocstrings:\n      handlers:\n        python:\n          paths: [.]\n"
         f"          options:\n            docstring_style: numpy\n            show_submodules: false\n"
         f"            show_source: false{ext}\n"
     )
@@ -243,7 +301,12 @@ def test_runtime_docstrings_extension_fills_fragments_and_unshadows_exports(tmp_
     assert "The toy fragment text." in html
     assert "{data}" not in html
     assert 'id="toy.shadow"' in html
-    assert "The function the submodule of the same name holds." in html
+    assert "The function the submodule of the same name holds, beside" in html
+    # a Sphinx role is a link where the reference has the name, plain code where it has not
+    link = r'<a class="autorefs autorefs-internal"[^>]*href="#toy\.shadow"[^>]*><code>shadow</code></a>'
+    assert re.search(link, html)
+    assert "<code>matplotlib.figure.Figure</code>" in html
+    assert ":func:" not in html
 
 
 def test_without_the_extension_the_toy_site_fails_strict(tmp_path: Path):
@@ -252,3 +315,26 @@ def test_without_the_extension_the_toy_site_fails_strict(tmp_path: Path):
     build = _toy_site(tmp_path, extension=False)
     assert build.returncode != 0
     assert "{data}" in build.stderr
+
+
+def test_readme_python_runs_on_simulated_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # the quick start's Python, run as written on small simulated run logs where it expects them
+    import matplotlib
+    import polars as pl
+
+    import depthlab as dl
+
+    matplotlib.use("Agg")
+    monkeypatch.setenv("DEPTHLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    dl.simulate.write_runs(tmp_path / "out" / "sim", scale=0.05, seed=0)
+    blocks = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), re.M | re.S)
+    assert len(blocks) >= 2
+    namespace: dict[str, object] = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)
+    audit, depth = namespace["audit"], namespace["depth"]
+    assert isinstance(audit, pl.DataFrame)
+    assert isinstance(depth, pl.DataFrame)
+    assert audit.height > 0
+    assert depth.filter(pl.col("status") == "solved").height > 0
