@@ -156,8 +156,9 @@ def task_evidence(
         return pl.DataFrame(schema=EVIDENCE)
     estimate = depth_from_grid(grid, keys, caps=caps).row(0, named=True)
     grid_models = sorted(grid["model"].unique().to_list())
-    plan_args = {"models": grid_models, "caps": caps, "pass_rule": pass_rule}
-    upcoming = plan_missing(collection, keys, mode="adaptive", **plan_args).select("model", "cap")
+    upcoming = plan_missing(
+        collection, keys, models=grid_models, caps=caps, mode="adaptive", pass_rule=pass_rule
+    ).select("model", "cap")
     runs = (
         collection.filter((pl.col("task") == task) & pl.col("cap").is_in(caps))
         .sort("model", "cap", *(["attempt"] if "attempt" in collection.columns else []), "n_turns", nulls_last=True)

@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 import matplotlib as mpl
 import numpy as np
@@ -34,11 +34,15 @@ from depthlab._atomic import atomic_path
 from depthlab._checks import check_mapping, check_names, check_string, check_type
 from depthlab.catalog import MEDIAN_COLOUR
 
+if TYPE_CHECKING:  # pragma: no cover
+    # matplotlib.typing.RcKeyType is newer than the matplotlib>=3.8 floor: imported for mypy only
+    from matplotlib.typing import RcKeyType
+
 #: A palette: collection (or model) name -> colour, or None for the default.
 Palette = Mapping[str, str] | None
 
 #: The shared matplotlib style: readable sizes, no top/right spines, light grid.
-RC: Final[dict[str, object]] = {
+RC: Final[dict[RcKeyType, Any]] = {
     "font.size": 9,
     "axes.titlesize": 10,
     "axes.labelsize": 9,

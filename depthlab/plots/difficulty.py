@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import matplotlib as mpl
 import numpy as np
 import polars as pl
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -145,7 +146,9 @@ def forest(
     check_frame(table, "table", "forest", ("label", "r", "ci_low", "ci_high", "n"))
     with new_figure((8.2, 0.42 * max(table.height, 1) + 1.6)) as (fig, ax):
         forest_plot(table, palette=palette, adjust=adjust, ax=ax)
-        handles = [Line2D([], [], marker="o", color=NEUTRAL, linewidth=2, label="this data, unadjusted 95% CI")]
+        handles: list[Artist] = [
+            Line2D([], [], marker="o", color=NEUTRAL, linewidth=2, label="this data, unadjusted 95% CI")
+        ]
         if "dataset" not in table.columns or table["dataset"].null_count() > 0:  # some row is pooled (grey)
             handles.append(
                 Line2D([], [], marker="o", color=POOLED_COLOUR, linewidth=2, label="grey: pooled over collections")

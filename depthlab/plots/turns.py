@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
@@ -316,7 +317,10 @@ def turns_minus_depth(audit: pl.DataFrame, *, order: Sequence[str] | None = None
         turns_minus_depth_plot(audit, order=order, palette=palette, ax=ax)
         ax.set_title("Turns taken without a cap minus depth, per solved task", pad=22)
         fig.text(0.01, 0.0, NEGATIVE_GAP_NOTE, fontsize=7, color="#555555", ha="left", va="bottom", wrap=True)
-        fig.get_layout_engine().set(h_pad=0.25)
+        engine = fig.get_layout_engine()
+        # new_figure lays out with "constrained"; only that engine takes a vertical pad
+        if isinstance(engine, ConstrainedLayoutEngine):
+            engine.set(h_pad=0.25)
     return fig
 
 

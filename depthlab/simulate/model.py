@@ -430,7 +430,8 @@ def _rewards(task: _Task, effective: int | None, cap: int, passed: bool) -> dict
 
 
 def _short_id(rng: np.random.Generator) -> str:
-    return harbor_writer.trial_suffix(rng.integers(len(harbor_writer.TRIAL_SUFFIX_ALPHABET), size=7))
+    # tolist: the draws as Python ints, the Sequence[int] trial_suffix takes (the same seven values)
+    return harbor_writer.trial_suffix(rng.integers(len(harbor_writer.TRIAL_SUFFIX_ALPHABET), size=7).tolist())
 
 
 def _turn_script(turns: int, chain: int, session: str) -> list[tuple[str, str]]:
