@@ -5,6 +5,13 @@ the sign test runs on D over paired environments with unsolved ranked above ever
 TB2 + TW; segment reliability is per model on a fixed task set; synthetic vs human uses solved tasks and
 leaves the DEPTH-style set out; ranges never print like CIs; quadrants default to TB2 + TW and name the
 hardest cell from the data; every number says whether the data is simulated.
+
+The seven items of issue 19 each have a case too (sections "issue 19" on): the pooled row is the paper's
+sample, within-collection (a between-collection difference reads as no correlation, a planted within
+effect is recovered); segment attempts are counted from the run's own stop and r^6 is set beside the
+paper; the second model is measured against the main model over D's models; the DEPTH-style set's counts;
+variants say so; the proxy's held-out verdict is stated; the missing findings; and no comparison row is
+on other collections than the paper's without saying why.
 """
 
 from __future__ import annotations

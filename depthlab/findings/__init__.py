@@ -25,7 +25,8 @@ importable from here:
 * :mod:`~depthlab.findings.results`: a notebook's results JSON and its comparison with the paper.
 
 The row-building engine and the table schema are in the private ``_core``; the docstring
-fragments the functions share in ``_docs``.
+fragments the functions share in ``_docs``; the within-collection statistic of every row pooled
+over several collections in ``_pooled`` (its definition in that module's docstring).
 
 Examples
 --------

@@ -180,7 +180,7 @@ def share_row(
         high=high,
         interval="ci95",
         n=n,
-        unit="tasks",
+        unit=unit,
         collections=collections,
         models=models,
         detail=detail or f"{count} of {n} (Wilson interval)",
@@ -324,6 +324,8 @@ def correlation_rows(
             )
             continue
         if group in POOLED_GROUPS:
+            # the comparison's sample text says it, beside a paper number whose pooling is not restated
+            unit += ", within-collection"
             result = within_collection_partial(used, x, y, covar, n_boot=n_boot, seed=seed)
             detail = (
                 f"covariate: {covar}; within-collection: percentile ranks per collection, pooled "
