@@ -389,7 +389,7 @@ def _proxy(folder: Path | None, names: Sequence[str], trials: pl.DataFrame) -> t
     from depthlab.measures import depth_proxy
     from depthlab.measures.proxy import trial_dir
 
-    notes = []
+    notes: list[str] = []
     if folder is None:
         return _bundled_proxy(names, notes), notes
     sources = trials["source"].fill_null("").to_list()

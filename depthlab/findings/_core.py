@@ -112,18 +112,23 @@ def make_row(
     data: AuditData,
     key: str,
     group: str,
-    value: float | None,
+    value: object,
     *,
     n: int,
     unit: str,
     collections: Sequence[str] = (),
     models: Sequence[str] | None = None,
-    low: float | None = None,
-    high: float | None = None,
+    low: object = None,
+    high: object = None,
     interval: str | None = None,
-    p: float | None = None,
+    p: object = None,
     detail: str | None = None,
 ) -> dict[str, Any]:
+    """One row of :data:`FINDING`; a number is stored as a finite float or null (NaN and infinity too).
+
+    ``value``, ``low``, ``high`` and ``p`` take what polars aggregations return (an int, a float,
+    None); with no collection in the sample every number is null: nothing was counted, not zero.
+    """
     if not collections:  # no collection in the sample: nothing to count, not zero
         value = low = high = p = None
         interval = None

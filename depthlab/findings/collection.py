@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 from depthlab._checks import check_choice
@@ -139,7 +141,7 @@ def synthetic_vs_human(data: AuditData) -> pl.DataFrame:
         models = capped_models(data, collections)
         work = solved["work"].drop_nulls()
         deep = solved.filter(pl.col("depth") >= 5).height
-        common = {"collections": collections, "models": models}
+        common: dict[str, Any] = {"collections": collections, "models": models}
         rows += [
             make_row(
                 data,

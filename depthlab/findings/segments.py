@@ -79,7 +79,7 @@ def own_set_summary(data: AuditData, *, main_model: str | None = None) -> pl.Dat
     collections = [OWN] if OWN in data.datasets else []
     audit = data.audit.filter(pl.col("dataset") == OWN)
     models = sorted(data.trials.filter(pl.col("dataset") == OWN)["model"].drop_nulls().unique().to_list())
-    common = {"collections": collections, "models": models}
+    common: dict[str, Any] = {"collections": collections, "models": models}
     rows = [make_row(data, "own_tasks", OWN, audit.height, n=audit.height, unit="tasks", **common)]
     work, turns = audit["work"].drop_nulls(), audit["n_turns"].drop_nulls()
     rows.append(
@@ -116,10 +116,10 @@ def _solved_by_main(
     main = chosen or core_main_model(data)
     if main is None or main not in solved:
         why = "no capped runs" if main is None else f"{main} has no capped runs on the set"
-        common = {"collections": collections, "models": [] if main is None else [main], "detail": why}
+        missing: dict[str, Any] = {"collections": collections, "models": [] if main is None else [main], "detail": why}
         return [
-            make_row(data, "own_solved_by_main", OWN, None, n=audit.height, unit="tasks", **common),
-            make_row(data, "own_solved_by_main_depth_ge_40", OWN, None, n=0, unit="tasks", **common),
+            make_row(data, "own_solved_by_main", OWN, None, n=audit.height, unit="tasks", **missing),
+            make_row(data, "own_solved_by_main_depth_ge_40", OWN, None, n=0, unit="tasks", **missing),
         ]
     mine = audit.filter((pl.lit(OWN + "/") + pl.col("task")).is_in(sorted(solved[main])))
     pinned = mine.filter(pl.col("depth_status") == "solved")
@@ -129,7 +129,7 @@ def _solved_by_main(
         f"main model {main} ({rule}): solves {mine.height} by its own capped runs, "
         f"{mine.height - pinned.height} of them with an incomplete D (in neither count)"
     )
-    common = {"collections": collections, "models": [main], "detail": detail}
+    common: dict[str, Any] = {"collections": collections, "models": [main], "detail": detail}
     return [
         make_row(data, "own_solved_by_main", OWN, pinned.height, n=audit.height, unit="tasks", **common),
         make_row(data, "own_solved_by_main_depth_ge_40", OWN, deep, n=pinned.height, unit="tasks", **common),
@@ -144,7 +144,7 @@ def _passed_by_none(data: AuditData, audit: pl.DataFrame, collections: list[str]
     )
     run_by_all = per_task.filter(pl.col("n_models") == len(models)) if models else per_task.clear()
     never = run_by_all.filter(~pl.col("passed")).height
-    common = {"collections": collections, "models": models}
+    common: dict[str, Any] = {"collections": collections, "models": models}
     detail = f"tasks every one of the {len(models)} models ran uncapped (valid runs)"
     return [
         make_row(
@@ -206,7 +206,7 @@ def pass_at_1(data: AuditData, *, collections: Sequence[str] = (OWN,)) -> pl.Dat
                 low=per_model["value"].min(),
                 high=per_model["value"].max(),
                 interval="range",
-                n=per_model["n"].max(),
+                n=max(per_model["n"].to_list()),
                 unit="tasks",
                 collections=chosen,
                 models=per_model["model"].to_list(),
@@ -360,7 +360,7 @@ def sign_test_depth(data: AuditData) -> pl.DataFrame:
         f"{pairs.height} pairs; {dropped} with an incomplete D dropped; {test.n_zero} ties dropped; "
         f"{tested} tested: {test.n_pos} deeper, {test.n_neg} shallower"
     )
-    common = {"collections": collections, "models": models, "detail": detail}
+    common: dict[str, Any] = {"collections": collections, "models": models, "detail": detail}
     return make_frame(
         [
             make_row(data, "sign_test_pairs", group, known.height, n=pairs.height, unit="pairs", **common),
@@ -470,9 +470,13 @@ def merged_segments(data: AuditData, *, caps: Sequence[int] = CAPS) -> pl.DataFr
     {returns}
     """
     ladder = sorted(int(c) for c in caps)
-    rung = pl.when(pl.col("depth_status") == "unsolved").then(pl.lit(len(ladder)))
-    for index, cap in enumerate(ladder):
-        rung = rung.when((pl.col("depth_status") == "solved") & (pl.col("depth") == cap)).then(pl.lit(index))
+    on_ladder = pl.col("depth").replace_strict({cap: index for index, cap in enumerate(ladder)}, default=None)
+    rung = (
+        pl.when(pl.col("depth_status") == "unsolved")
+        .then(pl.lit(len(ladder)))
+        .when(pl.col("depth_status") == "solved")
+        .then(on_ladder)
+    )
     facts = data.audit.select("dataset", "task", rung=rung)
     links = (
         data.tasks.select("dataset", "task", merged_from=pl.col("labels").str.json_path_match("$.merged_from"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -69,10 +69,10 @@ def turns_beside_depth(data: AuditData) -> pl.DataFrame:
                 detail="mean over the loaded valid uncapped runs, models pooled",
             )
         )
-        per_task = data.audit.filter(pl.col("dataset") == dataset)["n_turns"].drop_nulls()
-        median = per_task.median() if per_task.len() else None
+        per_task = data.audit.filter(pl.col("dataset") == dataset)["n_turns"].drop_nulls().cast(pl.Float64)
+        median = cast("float | None", per_task.median()) if per_task.len() else None
         if median is not None and dataset in AUDITED:
-            medians.append((dataset, float(median), per_task.len()))
+            medians.append((dataset, median, per_task.len()))
         rows.append(
             make_row(
                 data,
