@@ -99,8 +99,8 @@ def computed(table: pl.DataFrame, what: str) -> bool:
 def stack(tables: pl.DataFrame | Iterable[pl.DataFrame]) -> pl.DataFrame:
     """Concatenate findings tables (an empty :data:`FINDING` frame when there are none)."""
     if isinstance(tables, pl.DataFrame):
-        return tables.select(list(FINDING)).cast(FINDING)  # type: ignore[arg-type]
-    frames = [t.select(list(FINDING)).cast(FINDING) for t in tables]  # type: ignore[arg-type]
+        return tables.select(list(FINDING)).cast(FINDING)
+    frames = [t.select(list(FINDING)).cast(FINDING) for t in tables]
     return pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=FINDING)
 
 
