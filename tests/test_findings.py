@@ -695,7 +695,12 @@ def test_second_model_is_against_the_main_model_over_the_models_d_uses():
         schema.conform(pl.DataFrame(tasks), "tasks"), schema.conform(pl.DataFrame(trials), "trials"), models=models
     )
     row = _row(findings.second_model(data), "second_model_share_lowered", "existing")
-    assert row["value"] == 0  # the third model (1.0 before issue 19) is neither first nor in D
+    assert row["value"] == 0  # the third model is neither first nor in D
+    # what the old rule read: the first name in sorted order, every model with capped runs
+    from depthlab.measures import second_model_effect
+
+    old = second_model_effect(data.trials.filter(pl.col("cap").is_not_null()), first_model="a-third", by=None)
+    assert old["share_lowered"].item() == 1.0
     assert row["models"] == "m-main, m-second"
     assert row["detail"].startswith("first model m-main (the main model")
     assert findings.main_model(data) == "m-main"  # it solves 6 tasks, m-second 5
