@@ -113,8 +113,8 @@ class AuditData:
         0
         """
         keep = pl.col("dataset").is_in(list(collections))
-        tables = [table.filter(keep) for table in (self.tasks, self.trials, self.depth, self.audit)]
-        return AuditData(self.source, self.simulated, *tables, list(self.notes), self.data_dir)
+        tasks, trials, depth, audit = (t.filter(keep) for t in (self.tasks, self.trials, self.depth, self.audit))
+        return AuditData(self.source, self.simulated, tasks, trials, depth, audit, list(self.notes), self.data_dir)
 
     @property
     def kind(self) -> str:
@@ -299,11 +299,13 @@ def audit_data(
         raise parameter_error("data", function, expected, str(folder))
     names = found if datasets is None else check_names(datasets, "datasets", function, known=found)
     key = _cache_key(folder, names, model_list, cap_list)
-    loaded = _read_cache(Path(cache_dir) / key) if cache_dir is not None else None
-    if loaded is None:
+    cached = _read_cache(Path(cache_dir) / key) if cache_dir is not None else None
+    if cached is None:
         loaded = _load(folder, names, model_list, cap_list)
         if cache_dir is not None:
             _write_cache(Path(cache_dir) / key, loaded)
+    else:
+        loaded = cached
     _check_models(model_list, loaded, function)
     return loaded
 
@@ -389,7 +391,7 @@ def _proxy(folder: Path | None, names: Sequence[str], trials: pl.DataFrame) -> t
     from depthlab.measures import depth_proxy
     from depthlab.measures.proxy import trial_dir
 
-    notes = []
+    notes: list[str] = []
     if folder is None:
         return _bundled_proxy(names, notes), notes
     sources = trials["source"].fill_null("").to_list()
@@ -460,7 +462,16 @@ def _read_cache(folder: Path) -> AuditData | None:
     tables = {kind: pl.read_parquet(folder / f"{kind}.parquet") for kind in _KINDS}
     meta = json.loads((folder / "meta.json").read_text())
     data_dir = Path(meta["data_dir"]) if meta["data_dir"] else None
-    return AuditData(meta["source"], meta["simulated"], *(tables[k] for k in _KINDS), meta["notes"], data_dir)
+    return AuditData(
+        meta["source"],
+        meta["simulated"],
+        tables["tasks"],
+        tables["trials"],
+        tables["depth"],
+        tables["audit"],
+        meta["notes"],
+        data_dir,
+    )
 
 
 def _write_cache(folder: Path, data: AuditData) -> None:

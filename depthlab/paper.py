@@ -52,6 +52,12 @@ class Reported:
         The :mod:`depthlab.findings` function computing the same quantity.
     statistic, group : str
         The row of that function's table (``key`` and ``group`` columns) holding it.
+    collections : tuple of str or None
+        The collections of the paper's sample (None when the paper does not name them): a row of
+        this data over other collections says why in its sample text.
+    differs : str
+        Empty when this data's row is the paper's quantity on the same kind of sample; otherwise
+        why it can only be a variant (printed after this data's sample, ``VARIANT: ...``).
     """
 
     key: str
@@ -64,6 +70,8 @@ class Reported:
     function: str = ""
     statistic: str = ""
     group: str = ""
+    collections: tuple[str, ...] | None = None
+    differs: str = ""
 
     def text(self) -> str:
         """The number as printed beside this data's: ``-0.29 [-0.53, -0.02] (95% CI)``, ``1 to 2 (range)``."""
@@ -82,13 +90,22 @@ def _r(
     low: float | None = None,
     high: float | None = None,
     interval: str | None = None,
+    collections: tuple[str, ...] | None = None,
+    differs: str = "",
 ) -> Reported:
-    return Reported(key, description, sample, value, low, high, interval, function, statistic, group)
+    return Reported(
+        key, description, sample, value, low, high, interval, function, statistic, group, collections, differs
+    )
 
 
+_SIX = ("tmax", "facet", "seta", "rst", "tb2", "tw")
+_SYN_SET = ("tmax", "facet", "seta", "rst")
+_HUM_SET = ("tb2", "tw")
 _SYN = "solved tasks of TMax, FACET, SETA, RST"
 _HUM = "solved tasks of TB2 and TW"
-_OWN = "the paper's own DEPTH-style set (90 tasks)"
+_OWN = "the paper's own DEPTH-style set (105 tasks)"
+_OWN_SET = ("depth",)
+_WITHIN = " (within-collection: percentile ranks per collection, pooled)"
 
 REPORTED: tuple[Reported, ...] = (
     _r(
@@ -99,6 +116,7 @@ REPORTED: tuple[Reported, ...] = (
         "collection_counts",
         "audited_tasks",
         "audited",
+        collections=_SIX,
     ),
     _r(
         "synthetic_solved_tasks",
@@ -108,6 +126,7 @@ REPORTED: tuple[Reported, ...] = (
         "depth_shares",
         "solved_tasks",
         "synthetic",
+        collections=_SYN_SET,
     ),
     _r(
         "synthetic_solved_depth_le_3",
@@ -117,6 +136,7 @@ REPORTED: tuple[Reported, ...] = (
         "depth_shares",
         "solved_depth_le_3",
         "synthetic",
+        collections=_SYN_SET,
     ),
     _r(
         "rst_solved_share_depth_le_3",
@@ -126,6 +146,7 @@ REPORTED: tuple[Reported, ...] = (
         "depth_shares",
         "solved_share_depth_le_3",
         "rst",
+        collections=("rst",),
     ),
     _r(
         "synthetic_solved_median_work",
@@ -135,6 +156,17 @@ REPORTED: tuple[Reported, ...] = (
         "synthetic_vs_human",
         "solved_median_work",
         "synthetic",
+        collections=_SYN_SET,
+    ),
+    _r(
+        "synthetic_solved_p90_work",
+        "90th percentile of W over solved synthetic tasks (linear interpolation here).",
+        _SYN,
+        226,
+        "synthetic_vs_human",
+        "solved_p90_work",
+        "synthetic",
+        collections=_SYN_SET,
     ),
     _r(
         "synthetic_solved_share_depth_ge_5",
@@ -144,6 +176,7 @@ REPORTED: tuple[Reported, ...] = (
         "synthetic_vs_human",
         "solved_share_depth_ge_5",
         "synthetic",
+        collections=_SYN_SET,
     ),
     _r(
         "human_solved_tasks",
@@ -153,6 +186,7 @@ REPORTED: tuple[Reported, ...] = (
         "synthetic_vs_human",
         "solved_tasks",
         "human",
+        collections=_HUM_SET,
     ),
     _r(
         "human_solved_median_work",
@@ -162,6 +196,7 @@ REPORTED: tuple[Reported, ...] = (
         "synthetic_vs_human",
         "solved_median_work",
         "human",
+        collections=_HUM_SET,
     ),
     _r(
         "human_solved_depth_ge_5",
@@ -171,6 +206,7 @@ REPORTED: tuple[Reported, ...] = (
         "synthetic_vs_human",
         "solved_depth_ge_5",
         "human",
+        collections=_HUM_SET,
     ),
     _r(
         "human_solved_share_depth_ge_5",
@@ -180,24 +216,31 @@ REPORTED: tuple[Reported, ...] = (
         "synthetic_vs_human",
         "solved_share_depth_ge_5",
         "human",
+        collections=_HUM_SET,
     ),
     _r(
         "tmax_mean_turns",
-        "Mean turns N a model takes without a cap.",
-        "TMax, valid uncapped runs",
+        "Mean turns N without a cap, as the TMax authors report it.",
+        "TMax, the dataset's own reported figure",
         16.3,
         "turns_beside_depth",
         "mean_turns",
         "tmax",
+        collections=("tmax",),
+        differs="the paper quotes the TMax authors' own figure; here the mean over the loaded uncapped runs, "
+        "models pooled",
     ),
     _r(
         "facet_mean_turns",
-        "Mean turns N a model takes without a cap.",
-        "FACET, valid uncapped runs",
+        "Mean turns N without a cap, as the FACET authors report it.",
+        "FACET, the dataset's own reported figure",
         11.86,
         "turns_beside_depth",
         "mean_turns",
         "facet",
+        collections=("facet",),
+        differs="the paper quotes the FACET authors' own figure; here the mean over the loaded uncapped runs, "
+        "models pooled",
     ),
     _r(
         "tmax_solved_median_depth",
@@ -210,6 +253,7 @@ REPORTED: tuple[Reported, ...] = (
         low=1,
         high=2,
         interval="range",
+        collections=("tmax",),
     ),
     _r(
         "facet_solved_median_depth",
@@ -222,42 +266,80 @@ REPORTED: tuple[Reported, ...] = (
         low=1,
         high=2,
         interval="range",
+        collections=("facet",),
+    ),
+    _r(
+        "existing_median_turns",
+        "Median uncapped turns N per existing collection (span over the six).",
+        "tasks of TMax, FACET, SETA, RST, TB2, TW (each collection's median)",
+        None,
+        "turns_beside_depth",
+        "median_turns",
+        "existing",
+        low=5,
+        high=9,
+        interval="range",
+        collections=_SIX,
+    ),
+    _r(
+        "tmax_model_median_turns",
+        "One model's median uncapped turns on solved TMax tasks (the paper: Gemini).",
+        "the 88 solved TMax tasks with that model's runs",
+        8,
+        "model_turns_beside_depth",
+        "model_median_turns",
+        "tmax",
+        collections=("tmax",),
+    ),
+    _r(
+        "tmax_model_median_depth",
+        "Median D of the same solved TMax tasks.",
+        "the 88 solved TMax tasks with that model's runs",
+        1,
+        "model_turns_beside_depth",
+        "model_median_depth",
+        "tmax",
+        collections=("tmax",),
     ),
     _r(
         "n_6_10_tasks",
-        "Tasks whose uncapped turn count N is 6-10.",
-        "solved tasks of the six audited collections",
+        "Tasks whose uncapped turn count N is 6-10 (N: the task's lower median over runs here).",
+        "tasks of the six audited collections with D pinned or unsolved",
         170,
         "depth_given_turns",
         "tasks_n_in_window",
         "audited",
+        collections=_SIX,
     ),
     _r(
         "n_6_10_depth_1",
         "Of the tasks with N in 6-10, those with D = 1.",
-        "solved audited tasks with N in 6-10",
+        "tasks of the six audited collections with N in 6-10",
         96,
         "depth_given_turns",
         "tasks_n_in_window_depth_1",
         "audited",
+        collections=_SIX,
     ),
     _r(
         "second_model_lowered_depth_existing",
-        "Share of tasks whose D a second model lowered.",
+        "Share of tasks whose D a second model lowered, against the main model.",
         "solved tasks of the existing (audited) collections",
         0.25,
         "second_model",
         "second_model_share_lowered",
         "existing",
+        collections=_SIX,
     ),
     _r(
         "second_model_lowered_depth_own",
-        "Share of tasks whose D a second model lowered.",
+        "Share of tasks whose D a second model lowered, against the main model.",
         "the authors' solved DEPTH-style tasks",
         0.07,
         "second_model",
         "second_model_share_lowered",
         "own",
+        collections=_OWN_SET,
     ),
     _r(
         "tb2_pcorr_pass_depth_given_work",
@@ -267,15 +349,17 @@ REPORTED: tuple[Reported, ...] = (
         "pass_depth_given_work",
         "pcorr_pass_depth_given_work",
         "tb2",
+        collections=("tb2",),
     ),
     _r(
         "tb2_tw_pcorr_pass_depth_given_work",
-        "Rank partial correlation of public pass rate with D given W.",
+        "Rank partial correlation of public pass rate with D given W" + _WITHIN + ".",
         "solved TB2 + TW tasks (105)",
         -0.31,
         "pass_depth_given_work",
         "pcorr_pass_depth_given_work",
         "tb2+tw",
+        collections=_HUM_SET,
     ),
     _r(
         "own_pcorr_pass_depth_given_work",
@@ -288,19 +372,21 @@ REPORTED: tuple[Reported, ...] = (
         low=-0.53,
         high=-0.02,
         interval="ci95",
+        collections=_OWN_SET,
     ),
     _r(
         "pooled_pcorr_pass_depth_given_work",
-        "Rank partial correlation of pass rate with D given W, pooled.",
-        "solved tasks of every collection pooled",
+        "Rank partial correlation of pass rate with D given W, pooled" + _WITHIN + ".",
+        "the authors' solved tasks with the solved TB2 and TW tasks",
         -0.31,
         "pass_depth_given_work",
         "pcorr_pass_depth_given_work",
-        "all",
+        "pooled",
+        collections=("tb2", "tw", "depth"),
     ),
     _r(
         "tb2_tw_pcorr_pass_turns_given_depth",
-        "Rank partial correlation of pass rate with N given D.",
+        "Rank partial correlation of pass rate with N given D" + _WITHIN + ".",
         "solved TB2 + TW tasks",
         0.06,
         "pass_turns_given_depth",
@@ -309,6 +395,7 @@ REPORTED: tuple[Reported, ...] = (
         low=-0.18,
         high=0.26,
         interval="ci95",
+        collections=_HUM_SET,
     ),
     _r(
         "generated_label_corr_pass",
@@ -330,33 +417,38 @@ REPORTED: tuple[Reported, ...] = (
         "label_pass_correlations",
         "label_corr_pass",
         "tb2",
+        collections=("tb2",),
     ),
     _r(
         "tb2_pcorr_depth_author_difficulty",
-        "Correlation of D with the TB2 authors' rating (the paper's covariate is not restated; here W).",
+        "Rank correlation of D with the TB2 authors' rating.",
         "solved TB2 tasks",
         0.55,
         "depth_vs_author_rating",
         "pcorr_depth_rating_given_work",
         "tb2",
+        collections=("tb2",),
+        differs="the paper does not restate its covariate; here the partial correlation given W",
     ),
     _r(
         "tb2_rated_hard_depth_ge_2",
-        "TB2 tasks rated hard with D >= 2 (of 11 solved).",
-        "solved TB2 tasks rated hard",
+        "TB2 tasks rated hard with D >= 2 (of 11 sampled; unsolved counts as >= 2).",
+        "sampled TB2 tasks rated hard (D pinned or unsolved)",
         9,
         "depth_vs_author_rating",
         "rated_hard_depth_ge_2",
         "tb2",
+        collections=("tb2",),
     ),
     _r(
         "tb2_rated_easy_medium_depth_ge_2",
-        "TB2 tasks rated easy or medium with D >= 2 (of 28 solved).",
-        "solved TB2 tasks rated easy or medium",
+        "TB2 tasks rated easy or medium with D >= 2 (of 28 sampled; unsolved counts as >= 2).",
+        "sampled TB2 tasks rated easy or medium (D pinned or unsolved)",
         8,
         "depth_vs_author_rating",
         "rated_easy_medium_depth_ge_2",
         "tb2",
+        collections=("tb2",),
     ),
     _r(
         "quadrant_deep_large_mean_percentile",
@@ -366,6 +458,7 @@ REPORTED: tuple[Reported, ...] = (
         "quadrant_percentiles",
         "quadrant_mean_percentile",
         "deep/large",
+        collections=_HUM_SET,
     ),
     _r(
         "quadrant_other_mean_percentile",
@@ -378,9 +471,28 @@ REPORTED: tuple[Reported, ...] = (
         low=0.53,
         high=0.59,
         interval="range",
+        collections=_HUM_SET,
     ),
-    _r("own_tasks", "Tasks of the DEPTH-style set.", _OWN, 90, "own_set_summary", "own_tasks", "depth"),
-    _r("own_median_work", "Median W of the DEPTH-style set.", _OWN, 315, "own_set_summary", "own_median_work", "depth"),
+    _r(
+        "own_tasks",
+        "Tasks of the DEPTH-style set.",
+        _OWN,
+        105,
+        "own_set_summary",
+        "own_tasks",
+        "depth",
+        collections=_OWN_SET,
+    ),
+    _r(
+        "own_median_work",
+        "Median W of the DEPTH-style set.",
+        _OWN,
+        315,
+        "own_set_summary",
+        "own_median_work",
+        "depth",
+        collections=_OWN_SET,
+    ),
     _r(
         "own_median_turns",
         "Median uncapped turns N of the DEPTH-style set.",
@@ -389,38 +501,52 @@ REPORTED: tuple[Reported, ...] = (
         "own_set_summary",
         "own_median_turns",
         "depth",
+        collections=_OWN_SET,
     ),
     _r(
-        "own_solved_by_best",
-        "DEPTH-style tasks the best model solves.",
+        "own_solved_by_main",
+        "DEPTH-style tasks the main model (DeepSeek-V4.1-Flash) solves.",
         _OWN,
         54,
         "own_set_summary",
-        "own_solved_by_best",
+        "own_solved_by_main",
         "depth",
+        collections=_OWN_SET,
     ),
     _r(
-        "own_solved_by_best_depth_ge_40",
+        "own_solved_by_main_depth_ge_40",
         "Of those, tasks with D >= 40.",
         _OWN,
         44,
         "own_set_summary",
-        "own_solved_by_best_depth_ge_40",
+        "own_solved_by_main_depth_ge_40",
         "depth",
+        collections=_OWN_SET,
+    ),
+    _r(
+        "own_tasks_run_by_all",
+        "DEPTH-style tasks run (uncapped) by every one of the six models.",
+        _OWN,
+        90,
+        "own_set_summary",
+        "own_tasks_run_by_all",
+        "depth",
+        collections=_OWN_SET,
     ),
     _r(
         "own_passed_by_no_model",
-        "DEPTH-style tasks no model passes (of 90).",
-        _OWN,
+        "Of the tasks run by all six models, those no model passes uncapped.",
+        "the 90 DEPTH-style tasks run by all six models",
         29,
         "own_set_summary",
         "own_passed_by_no_model",
         "depth",
+        collections=_OWN_SET,
     ),
     _r(
         "own_pass_at_1",
         "Per-model pass@1, averaged within tasks then over tasks (span over models).",
-        _OWN,
+        _OWN + ", six models, two uncapped runs each",
         None,
         "pass_at_1",
         "pass_at_1",
@@ -428,6 +554,7 @@ REPORTED: tuple[Reported, ...] = (
         low=0.17,
         high=0.47,
         interval="range",
+        collections=_OWN_SET,
     ),
     _r(
         "segment_reliability_best",
@@ -437,6 +564,7 @@ REPORTED: tuple[Reported, ...] = (
         "segment_reliability",
         "segment_reliability",
         "best model",
+        collections=_OWN_SET,
     ),
     _r(
         "segment_reliability_worst",
@@ -446,6 +574,7 @@ REPORTED: tuple[Reported, ...] = (
         "segment_reliability",
         "segment_reliability",
         "worst model",
+        collections=_OWN_SET,
     ),
     _r(
         "segment_pass_all_best",
@@ -455,6 +584,7 @@ REPORTED: tuple[Reported, ...] = (
         "segment_reliability",
         "segment_pass_all_compounded",
         "best model",
+        collections=_OWN_SET,
     ),
     _r(
         "segment_pass_all_worst",
@@ -464,6 +594,25 @@ REPORTED: tuple[Reported, ...] = (
         "segment_reliability",
         "segment_pass_all_compounded",
         "worst model",
+        collections=_OWN_SET,
+    ),
+    _r(
+        "merged_pairs",
+        "Tasks whose segments were merged into one instruction, measured alike (pairs).",
+        "25 randomly sampled DEPTH-style tasks and their merged variants",
+        25,
+        "merged_segments",
+        "merged_pairs",
+        "merged",
+    ),
+    _r(
+        "merged_share_depth_unchanged",
+        "Share of merged pairs whose D is unchanged (most drops are by one cap).",
+        "25 randomly sampled DEPTH-style tasks and their merged variants",
+        0.68,
+        "merged_segments",
+        "merged_share_depth_unchanged",
+        "merged",
     ),
     _r(
         "sign_test_pairs",
@@ -490,6 +639,33 @@ REPORTED: tuple[Reported, ...] = (
         5.8e-11,
         "sign_test_depth",
         "sign_test_p",
+        "paired environments",
+    ),
+    _r(
+        "sign_test_original_depth_le_10",
+        "Pairs whose original task has D <= 10 (of 35).",
+        "paired environments",
+        34,
+        "sign_test_depth",
+        "sign_test_original_depth_le_10",
+        "paired environments",
+    ),
+    _r(
+        "sign_test_original_depth_1",
+        "Pairs whose original task has D = 1 (of 35).",
+        "paired environments",
+        26,
+        "sign_test_depth",
+        "sign_test_original_depth_1",
+        "paired environments",
+    ),
+    _r(
+        "sign_test_derived_depth_ge_20",
+        "Pairs whose derived task has D >= 20 (of 35; unsolved counts).",
+        "paired environments",
+        35,
+        "sign_test_depth",
+        "sign_test_derived_depth_ge_20",
         "paired environments",
     ),
 )
@@ -595,6 +771,10 @@ def compare(findings: pl.DataFrame) -> pl.DataFrame:
         sample = f"{kind}: {row['collections'] or 'none'}; {row['n']} {row['unit']}"
         if row["models"]:
             sample += f"; models {row['models']}"
+        if reported.differs:
+            sample += f"; VARIANT: {reported.differs}"
+        if computable:
+            sample += _sample_note(reported, row["collections"])
         rows.append(
             {
                 "key": reported.key,
@@ -654,6 +834,19 @@ _COMPARE_SCHEMA = {
     "this_high": pl.Float64,
     "data": pl.String,
 }
+
+
+def _sample_note(reported: Reported, collections: str | None) -> str:
+    # a row over other collections than the paper's says why: this data lacks some of them, or it is unlike
+    if reported.collections is None:
+        return ""
+    here = {c for c in (collections or "").split(", ") if c}
+    paper = set(reported.collections)
+    if here == paper:
+        return ""
+    if here < paper:
+        return f"; this data has only {', '.join(sorted(here))} of the paper's {', '.join(sorted(paper))}"
+    return f"; UNLIKE the paper's sample ({', '.join(sorted(paper))})"
 
 
 def _finite(value: float | None) -> float | None:

@@ -5,6 +5,13 @@ the sign test runs on D over paired environments with unsolved ranked above ever
 TB2 + TW; segment reliability is per model on a fixed task set; synthetic vs human uses solved tasks and
 leaves the DEPTH-style set out; ranges never print like CIs; quadrants default to TB2 + TW and name the
 hardest cell from the data; every number says whether the data is simulated.
+
+The seven items of issue 19 each have a case too (sections "issue 19" on): the pooled row is the paper's
+sample, within-collection (a between-collection difference reads as no correlation, a planted within
+effect is recovered); segment attempts are counted from the run's own stop and r^6 is set beside the
+paper; the second model is measured against the main model over D's models; the DEPTH-style set's counts;
+variants say so; the proxy's held-out verdict is stated; the missing findings; and no comparison row is
+on other collections than the paper's without saying why.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from scipy.stats import binomtest
 from depthlab import findings, paper, schema, stats
 from depthlab.auditdata import AuditData, audit_data, demo_data
 from depthlab.catalog import DIFFICULTY_ORDER
+from depthlab.findings._pooled import within_collection_partial
 
 CAPS = (1, 2, 3, 5, 10, 20, 40, 80)
 
@@ -164,14 +172,15 @@ def test_pass_turns_given_depth_is_computed_on_tb2_and_tw():
     table = findings.pass_turns_given_depth(data, n_boot=200, seed=1)
     row = _row(table, "pcorr_pass_turns_given_depth", "tb2+tw")
     used = data.audit.filter(pl.col("dataset").is_in(["tb2", "tw"]) & (pl.col("depth_status") == "solved"))
-    expected = stats.partial_spearman(used, "n_turns", "pass_rate", "depth", n_boot=200, seed=1)
+    # two collections: the within-collection statistic (issue 19), never the raw pooled ranks
+    expected = within_collection_partial(used, "n_turns", "pass_rate", "depth", n_boot=200, seed=1)
     assert (row["value"], row["ci_low"], row["ci_high"], row["n"]) == pytest.approx(
         (expected.r, expected.ci_low, expected.ci_high, 16)
     )
     assert row["collections"] == "tb2, tw"
     forest = findings.forest_table(table)
     with_paper = forest.filter(pl.col("paper").is_not_null())
-    assert with_paper["label"].to_list() == ["TB2 + TW: pass ~ N | D"]
+    assert with_paper["label"].to_list() == ["TB2 + TW (within): pass ~ N | D"]
     assert with_paper["paper"].item() == paper.get("tb2_tw_pcorr_pass_turns_given_depth").value
 
 
@@ -204,13 +213,11 @@ def test_segment_reliability_is_per_model_on_a_fixed_task_set():
         _segment_run("t3", "a", 3),  # b has no run on t3: t3 is not in the fixed task set
     ]
     table = findings.segment_reliability(_data(tasks, trials), n_boot=500, seed=0)
-    a = {
-        key: _row(table, key, "a")
-        for key in ("segment_reliability", "segment_pass_all_observed", "segment_pass_all_compounded")
-    }
+    a = {key: _row(table, key, "a") for key in findings.segments.SEGMENT_KEYS}
     assert a["segment_reliability"]["value"] == pytest.approx(4 / 5)
     assert a["segment_pass_all_observed"]["value"] == pytest.approx(1 / 2)
-    assert a["segment_pass_all_compounded"]["value"] == pytest.approx((4 / 5) ** 3)
+    assert a["segment_pass_all_compounded"]["value"] == pytest.approx((4 / 5) ** 6)  # the paper's k = 6
+    assert a["segment_pass_all_compounded_task_k"]["value"] == pytest.approx((4 / 5) ** 3)  # the variant
     assert a["segment_reliability"]["n"] == 2  # tasks
     low, high = a["segment_reliability"]["ci_low"], a["segment_reliability"]["ci_high"]
     assert low <= 4 / 5 <= high
@@ -400,7 +407,8 @@ def test_on_real_data_without_d_every_paper_number_is_listed_and_none_is_made_up
             computable.add(reported.key)
         assert rows["this_sample"].item().startswith("real:"), reported.key
     # only what needs neither D nor another collection: the tasks audited here, the authors' ratings
-    assert computable == {"audited_tasks", "tb2_author_label_corr_pass"}
+    # (and the median N of the audited collections present, which says it has only TB2 of the paper's six)
+    assert computable == {"audited_tasks", "tb2_author_label_corr_pass", "existing_median_turns"}
 
 
 def test_findings_on_simulated_data_equal_what_the_generative_model_knows(tmp_path):
@@ -501,10 +509,11 @@ def test_own_set_summary_and_pass_at_1():
     assert _row(table, "own_median_work", "depth")["value"] == 300
     # per task, the median over its uncapped runs pooled over models: x 40, y (20, 20, 60) 20, z 80
     assert _row(table, "own_median_turns", "depth")["value"] == 40
-    assert _row(table, "own_solved_by_best", "depth")["value"] == 2  # a solves x and y, b only y
-    assert _row(table, "own_solved_by_best", "depth")["detail"] == "best model: a"
-    assert _row(table, "own_solved_by_best_depth_ge_40", "depth")["value"] == 1
-    assert _row(table, "own_passed_by_no_model", "depth")["value"] == 1  # z
+    assert _row(table, "own_solved_by_main", "depth")["value"] == 2  # a solves x and y, b only y
+    assert _row(table, "own_solved_by_main", "depth")["detail"].startswith("main model a (the model of D")
+    assert _row(table, "own_solved_by_main_depth_ge_40", "depth")["value"] == 1
+    assert _row(table, "own_tasks_run_by_all", "depth")["value"] == 1  # only y was run uncapped by a and b
+    assert _row(table, "own_passed_by_no_model", "depth")["value"] == 0  # y passes; z was run by b alone
     rates = findings.pass_at_1(_data(tasks, trials))
     assert _row(rates, "pass_at_1", "a")["value"] == pytest.approx((1 / 4 + 1) / 2)  # within tasks, then over them
     assert _row(rates, "pass_at_1", "b")["value"] == 0
@@ -548,3 +557,380 @@ def test_labels_against_pass_rate_and_depth_against_the_rating():
         data.audit, "depth", "difficulty", "work", order={"difficulty": list(DIFFICULTY_ORDER)}, n_boot=0
     )
     assert _row(table, "pcorr_depth_rating_given_work", "tb2")["value"] == pytest.approx(partial.r)
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 19, item 1: pooled is the paper's sample (DEPTH-style set, TB2, TW), within-collection
+
+
+def _between_only_case(seed: int = 0, n: int = 20) -> AuditData:
+    """Within each of tb2, tw and depth, D, W and pass rate drawn independently; only the deep set passes less."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    tasks, trials = [], []
+    for dataset, depths, rates in (
+        ("tb2", (1, 2, 3), (6, 10)),
+        ("tw", (1, 2, 3), (6, 10)),
+        ("depth", (20, 40), (0, 4)),
+    ):
+        for i in range(n):
+            task = f"{dataset}-{i}"
+            tasks.append({"dataset": dataset, "task": task, "work": int(rng.integers(3, 60))})
+            depth = int(rng.choice(depths))
+            trials += [r for m in ("a", "b") for r in _capped(dataset, task, m, depth)]
+            passes = int(rng.integers(*rates))
+            trials += _public(dataset, task, "a", [j < passes for j in range(10)])
+    return _data(tasks, trials)
+
+
+def test_the_pooled_row_is_within_collection_so_a_difference_between_collections_is_no_correlation():
+    data = _between_only_case()
+    table = findings.pass_depth_given_work(data, n_boot=200, seed=0)
+    pooled = _row(table, "pcorr_pass_depth_given_work", "pooled")
+    assert pooled["collections"] == "tb2, tw, depth"  # the paper's pooled sample, not every collection present
+    assert abs(pooled["value"]) < 0.25
+    assert pooled["ci_low"] < 0 < pooled["ci_high"]
+    # what the raw pooled ranks (depthlab before issue 19) read into the same tasks
+    solved = data.audit.filter(pl.col("depth_status") == "solved")
+    raw = stats.partial_spearman(solved, "depth", "pass_rate", "work", n_boot=0)
+    assert raw.r < -0.6
+    assert paper.reported_for("pcorr_pass_depth_given_work", "pooled").key == "pooled_pcorr_pass_depth_given_work"
+    assert paper.reported_for("pcorr_pass_depth_given_work", "all") is None
+    assert "within-collection" in pooled["detail"]
+
+
+def test_the_pooled_row_needs_all_three_collections_of_the_papers_sample():
+    data = _between_only_case().subset(["tb2", "depth"])
+    row = _row(findings.pass_depth_given_work(data, n_boot=0), "pcorr_pass_depth_given_work", "pooled")
+    assert row["value"] is None
+    assert row["detail"] == "this data has no such sample"
+
+
+def _planted(rng, n: int, slope: float, offsets: list[tuple[float, float]]) -> pl.DataFrame:
+    """Per collection: D and W normal, pass = slope * D + W / 3 + noise, each shifted by the collection's offsets."""
+    frames = []
+    for c, (d_offset, p_offset) in enumerate(offsets):
+        d, w = rng.normal(size=n), rng.normal(size=n)
+        p = slope * d + 0.3 * w + rng.normal(size=n)
+        frames.append(pl.DataFrame({"dataset": f"c{c}", "d": d + d_offset, "p": p + p_offset, "w": w}))
+    return pl.concat(frames)
+
+
+def test_the_within_collection_statistic_recovers_a_planted_effect_and_finds_none_between_collections():
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    # collections far apart: the deeper one passes MORE, while within each one pass falls with D
+    offsets = [(0.0, 0.0), (3.0, 4.0), (6.0, 8.0)]
+    planted = _planted(rng, 60, -1.0, offsets)
+    within = within_collection_partial(planted, "d", "p", "w", n_boot=300, seed=1)
+    assert within.r < -0.5
+    assert within.ci_high < 0
+    assert stats.partial_spearman(planted, "d", "p", "w", n_boot=0).r > 0  # raw pooled ranks read the opposite
+    # no effect within, only between (the deep collection passes less): the interval covers 0 almost always
+    covered, values = 0, []
+    for _ in range(40):
+        null = _planted(rng, 40, 0.0, [(0.0, 0.0), (3.0, -3.0), (6.0, -6.0)])
+        result = within_collection_partial(null, "d", "p", "w", n_boot=200, seed=int(rng.integers(1 << 30)))
+        covered += result.ci_low <= 0 <= result.ci_high
+        values.append(result.r)
+    assert covered >= 35
+    assert abs(float(np.mean(values))) < 0.05
+    # on one collection it is the rank partial correlation itself
+    one = planted.filter(pl.col("dataset") == "c1")
+    assert within_collection_partial(one, "d", "p", "w", n_boot=0).r == pytest.approx(
+        stats.partial_spearman(one, "d", "p", "w", n_boot=0).r
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# item 2: segment reliability counted from the run's own stop, r^6 beside the paper
+
+
+def _zero_filled_run(task: str, model: str, passed: int, k: int = 6) -> dict:
+    # depthlab's own verifier writes every segment key, 0 from the first failure on
+    rewards = {f"segment_{i}": 1.0 if i <= passed else 0.0 for i in range(1, k + 1)}
+    rewards["reward"] = float(passed == k)
+    return {
+        "dataset": "depth",
+        "task": task,
+        "model": model,
+        "cap": None,
+        "status": "pass" if passed == k else "fail",
+        "rewards": json.dumps(rewards),
+    }
+
+
+def test_segment_reliability_counts_attempts_from_the_runs_own_stop_whatever_keys_follow():
+    tasks = [{"dataset": "depth", "task": "t1", "work": 9}]
+    trials = [_zero_filled_run("t1", "a", 6), _zero_filled_run("t1", "a", 6), _zero_filled_run("t1", "a", 4)]
+    trials += [_zero_filled_run("t1", "b", 2)]
+    table = findings.segment_reliability(_data(tasks, trials), n_boot=0)
+    assert _row(table, "segment_reliability", "a")["value"] == pytest.approx(16 / 17)  # read 0.889 before
+    assert _row(table, "segment_reliability", "b")["value"] == pytest.approx(2 / 3)  # read 0.333 before
+    assert _row(table, "segment_pass_all_compounded", "a")["value"] == pytest.approx((16 / 17) ** 6)
+    assert _row(table, "segment_pass_all_compounded", "worst model")["value"] == pytest.approx((2 / 3) ** 6)
+    assert "r^6" in _row(table, "segment_pass_all_compounded", "a")["detail"]
+    # a run that stopped without a key for its failing segment reads the same
+    trials[2] = _segment_run("t1", "a", 4, k=6)
+    table = findings.segment_reliability(_data(tasks, trials), n_boot=0)
+    assert _row(table, "segment_reliability", "a")["value"] == pytest.approx(16 / 17)
+
+
+# ---------------------------------------------------------------------------------------------
+# item 3: the second model's effect against the main model, over the models D uses
+
+
+def test_second_model_is_against_the_main_model_over_the_models_d_uses():
+    tasks, trials = [], []
+    for i in range(6):
+        task = f"t{i}"
+        tasks.append({"dataset": "tb2", "task": task, "work": 5})
+        trials += _capped("tb2", task, "m-main", 2)  # alone it gives D = 2 everywhere
+        trials += _capped("tb2", task, "m-second", (2, 2, 2, 3, 3, None)[i])
+        trials += _capped("tb2", task, "a-third", None)  # first in name order, never passes, not in D
+    models = ["m-main", "m-second"]
+    data = AuditData.from_tables(
+        schema.conform(pl.DataFrame(tasks), "tasks"), schema.conform(pl.DataFrame(trials), "trials"), models=models
+    )
+    row = _row(findings.second_model(data), "second_model_share_lowered", "existing")
+    assert row["value"] == 0  # the third model is neither first nor in D
+    # what the old rule read: the first name in sorted order, every model with capped runs
+    from depthlab.measures import second_model_effect
+
+    old = second_model_effect(data.trials.filter(pl.col("cap").is_not_null()), first_model="a-third", by=None)
+    assert old["share_lowered"].item() == 1.0
+    assert row["models"] == "m-main, m-second"
+    assert row["detail"].startswith("first model m-main (the main model")
+    assert findings.main_model(data) == "m-main"  # it solves 6 tasks, m-second 5
+    named = _row(findings.second_model(data, first_model="m-second"), "second_model_share_lowered", "existing")
+    assert named["value"] == pytest.approx(3 / 6)  # m-second alone needs more than D = 2 on t3, t4, t5
+    assert named["detail"].startswith("first model m-second (named by the caller)")
+
+
+def test_the_main_model_is_the_one_solving_the_most_tasks_never_the_first_name():
+    tasks, trials = [], []
+    for i in range(4):
+        task = f"t{i}"
+        tasks.append({"dataset": "depth", "task": task, "work": 5})
+        trials += _capped("depth", task, "z-strong", 3)
+        trials += _capped("depth", task, "a-weak", 3 if i == 0 else None)
+    assert findings.main_model(_data(tasks, trials)) == "z-strong"
+
+
+# ---------------------------------------------------------------------------------------------
+# item 4: the DEPTH-style set: the main model's solved tasks, "passed by none" among those run by all
+
+
+def test_own_set_counts_the_main_models_pinned_tasks_and_no_pass_over_tasks_every_model_ran():
+    tasks = [{"dataset": "depth", "task": t, "work": 50} for t in ("p", "q", "r", "s", "u")]
+    trials = []
+    trials += _capped("depth", "p", "main", 40) + _capped("depth", "p", "other", None)  # D 40
+    trials += _capped("depth", "q", "main", 5) + _capped("depth", "q", "other", 10)  # D 5
+    # r: main passes at 40, the other model never ran below 40: D incomplete (in neither count)
+    trials += _capped("depth", "r", "main", 40) + [t for t in _capped("depth", "r", "other", None) if t["cap"] >= 40]
+    trials += _capped("depth", "s", "main", None) + _capped("depth", "s", "other", 20)
+    trials += _capped("depth", "u", "main", None) + _capped("depth", "u", "other", None)
+    # uncapped: p passes; q and s fail for both (s's capped pass is not an uncapped pass); u run by main alone
+    trials += _public("depth", "p", "main", [True]) + _public("depth", "p", "other", [False])
+    trials += _public("depth", "q", "main", [False]) + _public("depth", "q", "other", [False])
+    trials += _public("depth", "s", "main", [False]) + _public("depth", "s", "other", [False])
+    trials += _public("depth", "r", "main", [False]) + _public("depth", "r", "other", [False])
+    trials += _public("depth", "u", "main", [False])
+    table = findings.own_set_summary(_data(tasks, trials))
+    solved = _row(table, "own_solved_by_main", "depth")
+    assert solved["value"] == 2  # p and q; r is solved by main but its D is incomplete
+    assert "1 of them with an incomplete D" in solved["detail"]
+    assert _row(table, "own_solved_by_main_depth_ge_40", "depth")["value"] == 1  # p, among the 2
+    assert _row(table, "own_solved_by_main", "depth")["models"] == "main"
+    assert _row(table, "own_tasks_run_by_all", "depth")["value"] == 4  # u was run by one model only
+    none = _row(table, "own_passed_by_no_model", "depth")
+    assert (none["value"], none["n"]) == (3, 4)  # q, r, s (s passes only under a cap); u is not run by all
+    named = findings.own_set_summary(_data(tasks, trials), main_model="other")
+    assert _row(named, "own_solved_by_main", "depth")["value"] == 2  # q (its own cap 10) and s (20)
+    assert _row(named, "own_solved_by_main", "depth")["detail"].startswith("main model other (named by the caller)")
+
+
+# ---------------------------------------------------------------------------------------------
+# item 5: quantities of another provenance say so; the paper's quantity where it can be computed
+
+
+def test_the_datasets_own_mean_turns_are_compared_as_a_variant():
+    data = _solved_case([("tmax", "a", 1, 5, 8), ("facet", "b", 1, 5, 6)])
+    compared = paper.compare(findings.turns_beside_depth(data))
+    for key in ("tmax_mean_turns", "facet_mean_turns"):
+        sample = compared.filter(pl.col("key") == key)["this_sample"].item()
+        assert sample.startswith("real: ")
+        assert "VARIANT: the paper quotes" in sample
+    assert "VARIANT" not in compared.filter(pl.col("key") == "tmax_solved_median_depth")["this_sample"].item()
+
+
+def test_the_six_to_ten_window_reads_the_lower_median_n_and_counts_unsolved_tasks():
+    tasks, trials = [], []
+    # (task, D or None for unsolved, the turn counts of its uncapped runs)
+    spec = [("a", 1, [10, 11]), ("b", 1, [5, 6]), ("c", 2, [6, 6]), ("d", None, [8]), ("e", 1, [9, 12])]
+    for task, depth, turns in spec:
+        tasks.append({"dataset": "tmax", "task": task, "work": 5})
+        trials += [r for m in ("a", "b") for r in _capped("tmax", task, m, depth)]
+        trials += [r for n in turns for r in _public("tmax", task, "a", [False], turns=n)]
+    window = findings.depth_given_turns(_data(tasks, trials))
+    # a: lower median 10 (the interpolated 10.5 fell out); b: 5, out; c, d (unsolved: not D = 1), e (9) in
+    assert _row(window, "tasks_n_in_window", "audited")["value"] == 4
+    assert _row(window, "tasks_n_in_window_depth_1", "audited")["value"] == 2  # a and e
+
+
+def test_rated_hard_counts_an_unsolved_task_as_d_at_least_two():
+    tasks, trials = [], []
+    for i, (rating, depth) in enumerate([("hard", None), ("hard", 1), ("hard", 3), ("easy", None), ("easy", 1)]):
+        tasks.append({"dataset": "tb2", "task": f"t{i}", "work": 4, "difficulty": rating, "difficulty_source": "human"})
+        trials += [r for m in ("a", "b") for r in _capped("tb2", f"t{i}", m, depth)]
+    table = findings.depth_vs_author_rating(_data(tasks, trials), n_boot=0)
+    hard = _row(table, "rated_hard_depth_ge_2", "tb2")
+    assert (hard["value"], hard["n"]) == (2, 3)  # the unsolved one and D = 3 (1 of 2 before issue 19)
+    easy = _row(table, "rated_easy_medium_depth_ge_2", "tb2")
+    assert (easy["value"], easy["n"]) == (1, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# item 6: the proxy's verdict on real runs, said where a reader meets the proxy
+
+
+def test_the_proxys_held_out_verdict_is_stated_in_its_docstring_docs_and_notebook():
+    from pathlib import Path
+
+    import depthlab.measures.proxy as proxy
+
+    root = Path(__file__).resolve().parents[1]
+    notebook = json.loads((root / "notebooks" / "07_depth_proxy.ipynb").read_text())
+    texts = {
+        "docstring": proxy.__doc__,
+        "docs/proxy.md": (root / "docs" / "proxy.md").read_text(),
+        "notebook 07": "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown"),
+    }
+    for where, text in texts.items():
+        plain = text.replace("−", "-")
+        for number in ("-0.07 (p 0.60)", "-0.13 (p 0.37)", "-0.28 (p 0.044)", "3,115", "did not replicate"):
+            assert number in plain, (where, number)
+        assert "not validated as a depth estimate" in plain, where
+        assert "matches the paper's D figure" not in plain, where
+
+
+# ---------------------------------------------------------------------------------------------
+# item 7: the findings the paper reports that run logs allow, each with its paper number
+
+
+def test_merged_segments_compare_each_task_with_its_merged_variant_on_the_ladder():
+    tasks, trials = [], []
+    # (original D, merged D): unchanged x3 (one of them unsolved twice), a drop by one cap, a drop by two caps
+    pairs = [(20, 20), (40, 40), (None, None), (20, 10), (40, 10)]
+    for i, (original, merged) in enumerate(pairs):
+        tasks.append({"dataset": "depth", "task": f"o{i}", "work": 80})
+        tasks.append(
+            {"dataset": "depth", "task": f"m{i}", "work": 80, "labels": json.dumps({"merged_from": f"depth/o{i}"})}
+        )
+        trials += [r for m in ("a", "b") for r in _capped("depth", f"o{i}", m, original)]
+        trials += [r for m in ("a", "b") for r in _capped("depth", f"m{i}", m, merged)]
+    table = findings.merged_segments(_data(tasks, trials))
+    group = "merged"
+    assert _row(table, "merged_pairs", group)["value"] == 5
+    assert _row(table, "merged_depth_unchanged", group)["value"] == 3
+    share = _row(table, "merged_share_depth_unchanged", group)
+    assert share["value"] == pytest.approx(3 / 5)
+    assert share["interval"] == "ci95"
+    assert _row(table, "merged_drops", group)["value"] == 2
+    assert _row(table, "merged_drops_by_one_cap", group)["value"] == 1
+    assert _row(table, "merged_rises", group)["value"] == 0
+    assert paper.get("merged_share_depth_unchanged").value == 0.68
+    assert paper.get("merged_pairs").value == 25
+
+
+def test_the_sign_tests_sub_counts():
+    tasks, trials = [], []
+    for i, (original, derived) in enumerate([(1, 20), (1, 40), (5, None), (20, 80), (None, None)]):
+        tasks.append({"dataset": "tb2", "task": f"o{i}", "work": 5})
+        tasks.append(
+            {"dataset": "depth", "task": f"d{i}", "work": 50, "labels": json.dumps({"derived_from": f"tb2/o{i}"})}
+        )
+        trials += [r for m in ("a", "b") for r in _capped("tb2", f"o{i}", m, original)]
+        trials += [r for m in ("a", "b") for r in _capped("depth", f"d{i}", m, derived)]
+    table = findings.sign_test_depth(_data(tasks, trials))
+    group = "paired environments"
+    assert _row(table, "sign_test_original_depth_le_10", group)["value"] == 3  # 1, 1, 5 (an unsolved is not <= 10)
+    assert _row(table, "sign_test_original_depth_1", group)["value"] == 2
+    assert _row(table, "sign_test_derived_depth_ge_20", group)["value"] == 5  # unsolved counts as >= 20
+    assert _row(table, "sign_test_derived_depth_ge_20", group)["n"] == 5
+    assert [paper.get(k).value for k in ("sign_test_original_depth_le_10", "sign_test_original_depth_1")] == [34, 26]
+
+
+def test_the_90th_percentile_of_w_and_the_median_n_per_collection():
+    spec = [("tmax", f"t{i}", 1, w, 4 + i) for i, w in enumerate(range(10, 110, 10))]  # W 10..100, N 4..13
+    spec += [("seta", f"s{i}", 2, 5, 7) for i in range(3)] + [("depth", "x", 40, 300, 45)]
+    data = _solved_case(spec)
+    row = _row(findings.synthetic_vs_human(data), "solved_p90_work", "synthetic")
+    work = [*range(10, 110, 10), 5, 5, 5]
+    assert row["value"] == pytest.approx(float(pl.Series(work).quantile(0.9, "linear")))
+    turns = findings.turns_beside_depth(data)
+    assert _row(turns, "median_turns", "tmax")["value"] == pytest.approx(8.5)
+    assert _row(turns, "median_turns", "seta")["value"] == 7
+    existing = _row(turns, "median_turns", "existing")
+    assert (existing["ci_low"], existing["ci_high"], existing["interval"]) == (7, 8.5, "range")
+    assert existing["collections"] == "tmax, seta"  # the DEPTH-style set is not an existing collection
+    assert paper.get("existing_median_turns").text() == "5 to 9 (range)"
+
+
+def test_one_models_median_turns_beside_the_median_depth_of_the_tasks_it_ran():
+    tasks, trials = [], []
+    for i, depth in enumerate([1, 1, 1, 2, None]):
+        tasks.append({"dataset": "tmax", "task": f"t{i}", "work": 5})
+        trials += [r for m in ("gemini", "other") for r in _capped("tmax", f"t{i}", m, depth)]
+        trials += [r for n in (7 + i, 9 + i) for r in _public("tmax", f"t{i}", "gemini", [True], turns=n)]
+    trials += _public("tmax", "t0", "other", [True], turns=3)
+    table = findings.model_turns_beside_depth(_data(tasks, trials))
+    turns = _row(table, "model_median_turns", "tmax")
+    # gemini on the 4 solved tasks: medians 8, 9, 10, 11 -> 9.5; their D 1, 1, 1, 2 -> 1
+    assert (turns["value"], turns["n"], turns["models"]) == (9.5, 4, "gemini")
+    assert _row(table, "model_median_depth", "tmax")["value"] == 1
+    other = _row(findings.model_turns_beside_depth(_data(tasks, trials), model="other"), "model_median_turns", "tmax")
+    assert (other["value"], other["n"]) == (3, 1)
+    assert (paper.get("tmax_model_median_turns").value, paper.get("tmax_model_median_depth").value) == (8, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# a number beside the paper's is on the same collections, or its row says why
+
+
+def test_no_comparison_row_is_on_other_collections_than_the_papers_unless_it_says_why(demo):
+    seen = 0
+    for reported in paper.REPORTED:
+        function = getattr(findings, reported.function)
+        kwargs = {"n_boot": 0} if "n_boot" in inspect.signature(function).parameters else {}
+        row = paper.compare(function(demo, **kwargs)).filter(pl.col("key") == reported.key).row(0, named=True)
+        assert "UNLIKE" not in row["this_sample"], row
+        if reported.collections is None or row["this_data"] == "not computable here":
+            continue
+        seen += 1
+        here = set(row["this_sample"].split(": ", 1)[1].split(";")[0].split(", "))
+        # the demo holds every collection: a row over other collections must be a named variant
+        assert here == set(reported.collections) or reported.differs, (reported.key, here, reported.collections)
+    assert seen >= 40
+
+
+def test_compare_says_when_a_sample_is_a_subset_or_unlike_the_papers():
+    def finding(collections: str) -> pl.DataFrame:
+        row = {
+            "key": "pcorr_pass_depth_given_work",
+            "group": "pooled",
+            "value": -0.3,
+            "n": 50,
+            "unit": "tasks",
+            "collections": collections,
+            "models": "a",
+            "data": "real",
+        }
+        return pl.DataFrame([row], schema=findings.FINDING)
+
+    assert paper.compare(finding("tb2, tw, depth"))["this_sample"].item() == "real: tb2, tw, depth; 50 tasks; models a"
+    subset = paper.compare(finding("tb2, depth"))["this_sample"].item()
+    assert subset.endswith("; this data has only depth, tb2 of the paper's depth, tb2, tw")
+    assert "UNLIKE the paper's sample" in paper.compare(finding("tb2, tw, depth, rst"))["this_sample"].item()

@@ -66,6 +66,7 @@ def _expected(data: AuditData) -> pl.DataFrame:
             findings.synthetic_vs_human(data),
             findings.model_pass_rates(data, status_rule="all"),
             findings.turns_beside_depth(data),
+            findings.model_turns_beside_depth(data),
             findings.depth_given_turns(data),
             findings.second_model(data),
             findings.pass_depth_given_work(data, **boot),
@@ -78,6 +79,7 @@ def _expected(data: AuditData) -> pl.DataFrame:
             findings.pass_at_1(data),
             findings.segment_reliability(data, **boot),
             findings.sign_test_depth(data),
+            findings.merged_segments(data),
         ]
     ).unique(["key", "group"], keep="first", maintain_order=True)
 
@@ -95,6 +97,19 @@ def _assert_same_findings(run: reproduce.Reproduction, data: AuditData) -> None:
                 assert y == pytest.approx(x, rel=1e-9, abs=1e-12), (key, column)
     assert joined["n"].to_list() == joined["n_nb"].to_list()
     assert set(joined["data_nb"]) == {data.kind}
+
+
+def _assert_samples_alike(run: reproduce.Reproduction) -> None:
+    # a row whose collections differ from the paper's sample says why (a subset of them, or a named variant)
+    for result in run.results.values():
+        for row in result["comparison"]:
+            assert "UNLIKE" not in row["this_sample"], row
+            reported = dl.paper.get(row["key"])
+            if reported.collections is None or row["this_data"] == "not computable here":
+                continue
+            here = set(row["this_sample"].split(": ", 1)[1].split(";")[0].split(", "))
+            if here != set(reported.collections):
+                assert "this data has only" in row["this_sample"] or reported.differs, row
 
 
 def test_notebooks_on_the_simulated_demo(tmp_path, monkeypatch):
@@ -144,6 +159,7 @@ def test_notebooks_on_the_simulated_demo(tmp_path, monkeypatch):
     # ... and no reported number is left without a row on the demo (every collection is simulated there)
     compared = {row["key"] for result in run.results.values() for row in result["comparison"]}
     assert {r.key for r in dl.paper.REPORTED} - compared == set()
+    _assert_samples_alike(run)
 
     # --only reruns one notebook (here on other data) and keeps the rest of the index; no stale figure
     again = reproduce.reproduce("tb2", run.out, only=["05"], n_boot=N_BOOT, progress=False)
@@ -186,6 +202,7 @@ def test_notebooks_on_the_bundled_real_tb2_facts(tmp_path):
     for key, group in (("pcorr_pass_depth_given_work", "tb2"), ("quadrant_mean_percentile", "deep/large")):
         assert value(key, group) is None, key  # not computable without D: never a made-up number
     comparison = {row["key"]: row for result in run.results.values() for row in result["comparison"]}
+    _assert_samples_alike(run)
     assert comparison["tb2_pcorr_pass_depth_given_work"]["this_data"] == "not computable here"
     assert comparison["tb2_author_label_corr_pass"]["this_sample"].startswith("real: tb2; 89 tasks")
 

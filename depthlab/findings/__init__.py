@@ -25,7 +25,8 @@ importable from here:
 * :mod:`~depthlab.findings.results`: a notebook's results JSON and its comparison with the paper.
 
 The row-building engine and the table schema are in the private ``_core``; the docstring
-fragments the functions share in ``_docs``.
+fragments the functions share in ``_docs``; the within-collection statistic of every row pooled
+over several collections in ``_pooled`` (its definition in that module's docstring).
 
 Examples
 --------
@@ -40,7 +41,18 @@ Examples
 
 from __future__ import annotations
 
-from depthlab.findings._core import AUDITED, FINDING, HUMAN, OWN, SYNTHETIC, UNSOLVED_RANK, computed, stack
+from depthlab.findings._core import (
+    AUDITED,
+    FINDING,
+    HUMAN,
+    OWN,
+    POOLED_GROUPS,
+    SYNTHETIC,
+    UNSOLVED_RANK,
+    computed,
+    main_model,
+    stack,
+)
 from depthlab.findings.collection import collection_counts, depth_shares, model_pass_rates, synthetic_vs_human
 from depthlab.findings.difficulty import (
     forest_table,
@@ -53,19 +65,23 @@ from depthlab.findings.proxy import PROXY_FINDINGS, proxy_findings, proxy_forest
 from depthlab.findings.quadrants import quadrant_cells, quadrant_percentiles
 from depthlab.findings.results import record_results
 from depthlab.findings.segments import (
+    PAPER_SEGMENTS,
     environment_pairs,
+    merged_segments,
     own_set_summary,
     pass_at_1,
     segment_reliability,
     sign_test_depth,
 )
-from depthlab.findings.turns import depth_given_turns, second_model, turns_beside_depth
+from depthlab.findings.turns import depth_given_turns, model_turns_beside_depth, second_model, turns_beside_depth
 
 __all__ = [
     "AUDITED",
     "FINDING",
     "HUMAN",
     "OWN",
+    "PAPER_SEGMENTS",
+    "POOLED_GROUPS",
     "PROXY_FINDINGS",
     "SYNTHETIC",
     "UNSOLVED_RANK",
@@ -77,7 +93,10 @@ __all__ = [
     "environment_pairs",
     "forest_table",
     "label_pass_correlations",
+    "main_model",
+    "merged_segments",
     "model_pass_rates",
+    "model_turns_beside_depth",
     "own_set_summary",
     "pass_at_1",
     "pass_depth_given_work",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
@@ -98,8 +99,8 @@ def computed(table: pl.DataFrame, what: str) -> bool:
 def stack(tables: pl.DataFrame | Iterable[pl.DataFrame]) -> pl.DataFrame:
     """Concatenate findings tables (an empty :data:`FINDING` frame when there are none)."""
     if isinstance(tables, pl.DataFrame):
-        return tables.select(list(FINDING)).cast(FINDING)  # type: ignore[arg-type]
-    frames = [t.select(list(FINDING)).cast(FINDING) for t in tables]  # type: ignore[arg-type]
+        return tables.select(list(FINDING)).cast(FINDING)
+    frames = [t.select(list(FINDING)).cast(FINDING) for t in tables]
     return pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=FINDING)
 
 
@@ -111,18 +112,23 @@ def make_row(
     data: AuditData,
     key: str,
     group: str,
-    value: float | None,
+    value: object,
     *,
     n: int,
     unit: str,
     collections: Sequence[str] = (),
     models: Sequence[str] | None = None,
-    low: float | None = None,
-    high: float | None = None,
+    low: object = None,
+    high: object = None,
     interval: str | None = None,
-    p: float | None = None,
+    p: object = None,
     detail: str | None = None,
 ) -> dict[str, Any]:
+    """One row of :data:`FINDING`; a number is stored as a finite float or null (NaN and infinity too).
+
+    ``value``, ``low``, ``high`` and ``p`` take what polars aggregations return (an int, a float,
+    None); with no collection in the sample every number is null: nothing was counted, not zero.
+    """
     if not collections:  # no collection in the sample: nothing to count, not zero
         value = low = high = p = None
         interval = None
@@ -179,7 +185,7 @@ def share_row(
         high=high,
         interval="ci95",
         n=n,
-        unit="tasks",
+        unit=unit,
         collections=collections,
         models=models,
         detail=detail or f"{count} of {n} (Wilson interval)",
@@ -204,6 +210,41 @@ def capped_models(data: AuditData, collections: Sequence[str]) -> list[str]:
 def public_models(data: AuditData, collections: Sequence[str]) -> list[str]:
     public = public_runs(data).filter(pl.col("dataset").is_in(list(collections)))
     return sorted(public["model"].drop_nulls().unique().to_list())
+
+
+def depth_models(data: AuditData) -> list[str]:
+    """The models whose capped runs count for D (the ``models=`` of the loading), sorted."""
+    found: set[str] = set()
+    for by_model in data.depth["depth_by_model"].drop_nulls():
+        found |= set(json.loads(by_model))
+    return sorted(found)
+
+
+def solved_by_model(data: AuditData, collections: Sequence[str] | None = None) -> dict[str, set[str]]:
+    """Per model of D, the tasks (``dataset/task``) its own capped runs solve (a passing cap of its own)."""
+    depth = data.depth if collections is None else data.depth.filter(pl.col("dataset").is_in(list(collections)))
+    solved: dict[str, set[str]] = {}
+    for dataset, task, by_model in depth.select("dataset", "task", "depth_by_model").iter_rows():
+        for model, model_depth in json.loads(by_model or "{}").items():
+            solved.setdefault(model, set())
+            if model_depth is not None:
+                solved[model].add(f"{dataset}/{task}")
+    return solved
+
+
+def main_model(data: AuditData) -> str | None:
+    """The main model: of D's models, the one whose own capped runs solve the most tasks (None without any).
+
+    The paper's main model (DeepSeek-V4.1-Flash) is the one it runs everywhere; here, unless the caller
+    names one, it is the model of D solving the most tasks over every collection, ties broken by the
+    number of its capped runs, then by name (never by name alone).
+    """
+    solved = solved_by_model(data)
+    if not solved:
+        return None
+    capped = data.trials.filter(pl.col("cap").is_not_null())
+    runs = dict(capped.group_by("model").len().iter_rows())
+    return min(solved, key=lambda m: (-len(solved[m]), -runs.get(m, 0), m))
 
 
 def corr_row(
@@ -235,14 +276,36 @@ def corr_row(
     )
 
 
+#: Groups of several collections a correlation is pooled over (within-collection), with their members:
+#: TB2 + TW, the paper's pooled sample (its own set with TB2 and TW), every collection present.
+POOLED_GROUPS: Final[dict[str, str]] = {
+    "tb2+tw": "TB2 + TW",
+    "pooled": "DEPTH + TB2 + TW",
+    "all": "every collection",
+}
+
+
 def correlation_rows(
     data: AuditData, x: str, y: str, covar: str, key: str, *, solved: bool, pairs: bool, n_boot: int, seed: int
 ) -> pl.DataFrame:
+    """Rows ``key`` of pass rate (``y``) with ``x`` given ``covar``: per collection, then pooled.
+
+    A collection's row is the rank partial correlation (:func:`depthlab.stats.partial_spearman`,
+    BCa interval). A row over several collections is the within-collection statistic of
+    :mod:`depthlab.findings._pooled` (percentile ranks per collection, pooled; stratified
+    bootstrap), so a difference between collections is never read as a correlation: ``tb2+tw``
+    and ``pooled`` (the paper's: the DEPTH-style set with TB2 and TW, every one of the three
+    present) when ``pairs``; ``all`` (every collection present) when there are several.
+    """
+    from depthlab.findings._pooled import within_collection_partial
+
     base = data.audit.filter(pl.col("depth_status") == "solved") if solved else data.audit
     groups = [(d, [d]) for d in data.datasets]
     human = [d for d in data.datasets if d in HUMAN]
     if pairs and len(human) == 2:
         groups.append(("tb2+tw", human))
+    if pairs and len(human) == 2 and OWN in data.datasets:
+        groups.append(("pooled", [*human, OWN]))
     if len(data.datasets) > 1:
         groups.append(("all", list(data.datasets)))
     rows = []
@@ -265,6 +328,16 @@ def correlation_rows(
                 )
             )
             continue
-        result = stats.partial_spearman(used, x, y, covar, n_boot=n_boot, seed=seed)
-        rows.append(corr_row(data, key, group, result, collections, models, detail=f"covariate: {covar}", unit=unit))
+        if group in POOLED_GROUPS:
+            # the comparison's sample text says it, beside a paper number whose pooling is not restated
+            unit += ", within-collection"
+            result = within_collection_partial(used, x, y, covar, n_boot=n_boot, seed=seed)
+            detail = (
+                f"covariate: {covar}; within-collection: percentile ranks per collection, pooled "
+                f"({', '.join(collections)}); stratified bootstrap"
+            )
+        else:
+            result = stats.partial_spearman(used, x, y, covar, n_boot=n_boot, seed=seed)
+            detail = f"covariate: {covar}"
+        rows.append(corr_row(data, key, group, result, collections, models, detail=detail, unit=unit))
     return make_frame(rows)

@@ -6,6 +6,7 @@ import polars as pl
 
 from depthlab.auditdata import AuditData
 from depthlab.findings._core import (
+    POOLED_GROUPS,
     correlation_rows,
     with_paper_rows,
 )
@@ -20,11 +21,19 @@ from depthlab.findings._docs import docstring
 def pass_depth_given_work(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
     """Rank partial correlation of the public pass rate with D given W.
 
-    Paper: −0.49 on TB2, −0.31 on TB2 + TW, −0.29 [−0.53, −0.02] on the authors' own tasks (52),
-    −0.31 pooled. Solved tasks with a public pass rate and W; BCa bootstrap CI over tasks.
+    Paper: −0.49 on TB2, −0.31 on the 105 solved TB2 and TW tasks, −0.29 [−0.53, −0.02] on the
+    authors' own tasks (52), and −0.31 when pooled: its own tasks with the solved TB2 and TW
+    tasks. Solved tasks with a public pass rate and W. One collection: the rank partial
+    correlation, BCa bootstrap CI over tasks. Several collections (``tb2+tw``; ``pooled``, the
+    paper's: DEPTH-style set, TB2 and TW, computed only when all three are present; ``all``, every
+    collection present): the **within-collection** statistic of
+    :func:`depthlab.findings._pooled.within_collection_partial`: within each collection D, W and
+    the pass rate become percentile ranks, ``(rank − 0.5) / n``, so each has mean 0.5 in every
+    collection; pooled, the partial correlation of those percentiles is a sum of within-collection
+    covariances, and a difference between collections (pass rates from other model sets, a deep
+    collection with low rates) is never read as a correlation. Its CI is a stratified bootstrap.
 
-    Rows ``pcorr_pass_depth_given_work`` per collection, ``tb2+tw`` and ``all`` (every collection
-    pooled).
+    Rows ``pcorr_pass_depth_given_work`` per collection, ``tb2+tw``, ``pooled`` and ``all``.
 
     Parameters
     ----------
@@ -53,7 +62,8 @@ def pass_turns_given_depth(data: AuditData, *, n_boot: int = 2000, seed: int = 0
 
     Paper: +0.06 [−0.18, +0.26] on TB2 + TW. Solved tasks with a public pass rate and N.
 
-    Rows ``pcorr_pass_turns_given_depth`` per collection, ``tb2+tw`` and ``all``.
+    Rows ``pcorr_pass_turns_given_depth`` per collection, and over several collections (``tb2+tw``,
+    ``pooled``, ``all``) within-collection, as :func:`pass_depth_given_work`.
 
     Parameters
     ----------
@@ -82,7 +92,8 @@ def pass_turns_given_work(data: AuditData, *, n_boot: int = 2000, seed: int = 0)
     Not a number the paper reports; it runs on public leaderboard data alone. Every task with a
     public pass rate, N and W.
 
-    Rows ``pcorr_pass_turns_given_work`` per collection and ``all``.
+    Rows ``pcorr_pass_turns_given_work`` per collection and ``all`` (within-collection, as
+    :func:`pass_depth_given_work`).
 
     Parameters
     ----------
@@ -121,12 +132,12 @@ def forest_table(findings: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for row in findings.filter(pl.col("key").is_in(list(labels)) & pl.col("value").is_not_null()).iter_rows(named=True):
         group = row["group"]
-        shown = {"tb2+tw": "TB2 + TW", "all": "all pooled"}.get(group) or name(group)
+        shown = f"{POOLED_GROUPS[group]} (within)" if group in POOLED_GROUPS else name(group)
         reported = paper.reported_for(row["key"], group)
         rows.append(
             {
                 "label": f"{shown}: {labels[row['key']]}",
-                "dataset": group if "+" not in group and group != "all" else None,
+                "dataset": None if group in POOLED_GROUPS else group,
                 "r": row["value"],
                 "ci_low": row["ci_low"],
                 "ci_high": row["ci_high"],

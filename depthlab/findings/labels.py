@@ -102,11 +102,12 @@ def depth_vs_author_rating(data: AuditData, *, n_boot: int = 2000, seed: int = 0
     Paper: D correlates +0.55 with the authors' rating; of the TB2 tasks rated hard, 9 of 11 have
     D ≥ 2, against 8 of 28 rated easy or medium. Here the correlation is the rank partial
     correlation of D with the rating (easy < medium < hard) **controlling for W** (the paper's
-    summary does not restate its covariate), over solved TB2 tasks; the counts are over solved
-    TB2 tasks with a rating.
+    summary does not restate its covariate), over solved TB2 tasks; the counts are over the TB2
+    tasks with a rating whose D is pinned or above every cap (a task no model solves has D ≥ 2: it
+    counts), tasks with an incomplete D left out.
 
-    Rows (group ``tb2``): ``pcorr_depth_rating_given_work``, ``rated_hard_depth_ge_2`` (n = solved
-    tasks rated hard) and ``rated_easy_medium_depth_ge_2`` (n = solved tasks rated easy or medium).
+    Rows (group ``tb2``): ``pcorr_depth_rating_given_work``, ``rated_hard_depth_ge_2`` (n = those
+    tasks rated hard) and ``rated_easy_medium_depth_ge_2`` (n = those rated easy or medium).
 
     Parameters
     ----------
@@ -156,9 +157,16 @@ def depth_vs_author_rating(data: AuditData, *, n_boot: int = 2000, seed: int = 0
                 detail=f"needs at least {MIN_TASKS} solved TB2 tasks with a rating",
             )
         )
+    # the counts: every rated task whose D is pinned or above every cap (unsolved: D >= 2 too)
+    known = data.audit.filter(
+        (pl.col("dataset") == "tb2")
+        & pl.col("difficulty").is_in(DIFFICULTY_ORDER)
+        & pl.col("depth_status").is_in(["solved", "unsolved"])
+    )
     for key, ratings in (("rated_hard_depth_ge_2", ["hard"]), ("rated_easy_medium_depth_ge_2", ["easy", "medium"])):
-        part = rated.filter(pl.col("difficulty").is_in(ratings))
-        deep = part.filter(pl.col("depth") >= 2).height
+        part = known.filter(pl.col("difficulty").is_in(ratings))
+        deep = part.filter((pl.col("depth_status") == "unsolved") | (pl.col("depth") >= 2)).height
+        unsolved = part.filter(pl.col("depth_status") == "unsolved").height
         rows.append(
             make_row(
                 data,
@@ -166,10 +174,10 @@ def depth_vs_author_rating(data: AuditData, *, n_boot: int = 2000, seed: int = 0
                 "tb2",
                 deep if part.height else None,
                 n=part.height,
-                unit="solved tasks",
+                unit="tasks with D pinned or unsolved",
                 collections=collections,
                 models=models,
-                detail=f"{deep} of {part.height}",
+                detail=f"{deep} of {part.height} ({unsolved} unsolved, D above every cap)",
             )
         )
     return make_frame(rows)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
+from typing import Any, Final
 
 import numpy as np
 import polars as pl
@@ -17,9 +19,31 @@ from depthlab.findings._core import (
     make_frame,
     make_row,
     public_runs,
+    share_row,
+    solved_by_model,
     with_paper_rows,
 )
+from depthlab.findings._core import main_model as core_main_model
 from depthlab.findings._docs import docstring
+from depthlab.schema import CAPS
+
+#: The paper's number of segments its compounding uses: r⁶ (0.88⁶ = 47%, 0.74⁶ = 16%).
+PAPER_SEGMENTS: Final[int] = 6
+#: The keys of :func:`segment_reliability`, per model, in order.
+SEGMENT_KEYS: Final[tuple[str, ...]] = (
+    "segment_reliability",
+    "segment_pass_all_observed",
+    "segment_pass_all_compounded",
+    "segment_pass_all_compounded_task_k",
+)
+# what each key's detail adds
+SEGMENT_NOTES: Final[tuple[str, ...]] = (
+    "; r = passed / attempted, attempts counted from the run's own stop",
+    "",
+    f"; r^{PAPER_SEGMENTS}, the paper's k",
+    "; variant: r^k averaged over runs, k = the task's segments",
+)
+_SEGMENT_KEY = re.compile(r"segment_[1-9][0-9]*")
 
 # ---------------------------------------------------------------------------------------------
 # the DEPTH-style set
@@ -27,28 +51,35 @@ from depthlab.findings._docs import docstring
 
 @with_paper_rows
 @docstring
-def own_set_summary(data: AuditData) -> pl.DataFrame:
-    """The paper's own DEPTH-style set: size, W, N, what the best model solves, what no model passes.
+def own_set_summary(data: AuditData, *, main_model: str | None = None) -> pl.DataFrame:
+    """The paper's own DEPTH-style set: size, W, N, what the main model solves, what no model passes.
 
-    Paper: median W 315, median N 45; the best model solves 54 tasks, 44 of them with D ≥ 40; no
-    model passes 29 of the 90 tasks. Here W and N are medians over the set's tasks (N is each
-    task's median uncapped turn count); the best model is the one with a passing cap on the most
-    tasks, and "D ≥ 40" uses the task's D; a task no model passes has no passing run, capped or
-    uncapped, by any model.
+    Paper: 105 tasks; median W 315, median N 45 over them; DeepSeek-V4.1-Flash (its main model)
+    solves 54, 44 of them with D ≥ 40; of the 90 tasks run by all six models, 29 are passed by none.
+    Here W and N are medians over the set's tasks (N is each task's median uncapped turn count).
+    The main model is named by the caller, else the rule of :func:`depthlab.findings._core.main_model`
+    (the model of D solving the most tasks); it solves a task when one of its own capped runs passes,
+    and both counts are over tasks with a pinned D (a task it solves whose D is incomplete, because
+    another model lacks runs below, is counted in ``detail``, in neither number), so the 44 are
+    always among the 54. "Passed by none" is over the tasks every model with valid uncapped runs on
+    the set ran uncapped, and counts uncapped runs only (the paper's evaluation: no cap).
 
     Rows (group ``depth``): ``own_tasks``, ``own_median_work``, ``own_median_turns``,
-    ``own_solved_by_best``, ``own_solved_by_best_depth_ge_40``, ``own_passed_by_no_model``.
+    ``own_solved_by_main``, ``own_solved_by_main_depth_ge_40``, ``own_tasks_run_by_all``,
+    ``own_passed_by_no_model``.
 
     Parameters
     ----------
     {data}
+    main_model : str, optional
+        The model whose solved tasks are counted; default the main-model rule above.
 
     {returns}
     """
     collections = [OWN] if OWN in data.datasets else []
     audit = data.audit.filter(pl.col("dataset") == OWN)
     models = sorted(data.trials.filter(pl.col("dataset") == OWN)["model"].drop_nulls().unique().to_list())
-    common = {"collections": collections, "models": models}
+    common: dict[str, Any] = {"collections": collections, "models": models}
     rows = [make_row(data, "own_tasks", OWN, audit.height, n=audit.height, unit="tasks", **common)]
     work, turns = audit["work"].drop_nulls(), audit["n_turns"].drop_nulls()
     rows.append(
@@ -73,62 +104,70 @@ def own_set_summary(data: AuditData) -> pl.DataFrame:
             **common,
         )
     )
-    depth = data.depth.filter(pl.col("dataset") == OWN)
-    solved_by: dict[str, set[str]] = {}
-    for task, by_model in depth.select("task", "depth_by_model").iter_rows():
-        for model, model_depth in json.loads(by_model or "{}").items():
-            if model_depth is not None:
-                solved_by.setdefault(model, set()).add(task)
-    if solved_by:
-        best = max(sorted(solved_by), key=lambda m: len(solved_by[m]))
-        tasks = solved_by[best]
-        deep = audit.filter(pl.col("task").is_in(list(tasks)) & (pl.col("depth") >= 40)).height
-        rows.append(
-            make_row(
-                data,
-                "own_solved_by_best",
-                OWN,
-                len(tasks),
-                n=audit.height,
-                unit="tasks",
-                detail=f"best model: {best}",
-                **common,
-            )
-        )
-        rows.append(
-            make_row(
-                data,
-                "own_solved_by_best_depth_ge_40",
-                OWN,
-                deep,
-                n=len(tasks),
-                unit="tasks",
-                detail=f"of the tasks {best} solves",
-                **common,
-            )
-        )
-    else:
-        rows.append(
-            make_row(
-                data, "own_solved_by_best", OWN, None, n=audit.height, unit="tasks", detail="no capped runs", **common
-            )
-        )
-        rows.append(make_row(data, "own_solved_by_best_depth_ge_40", OWN, None, n=0, unit="tasks", **common))
-    passed = data.trials.filter((pl.col("dataset") == OWN) & (pl.col("status") == "pass"))["task"].unique()
-    never = audit.filter(~pl.col("task").is_in(passed.to_list())).height
-    rows.append(
+    rows += _solved_by_main(data, audit, collections, main_model)
+    rows += _passed_by_none(data, audit, collections)
+    return make_frame(rows)
+
+
+def _solved_by_main(
+    data: AuditData, audit: pl.DataFrame, collections: list[str], chosen: str | None
+) -> list[dict[str, Any]]:
+    solved = solved_by_model(data, [OWN])
+    main = chosen or core_main_model(data)
+    if main is None or main not in solved:
+        why = "no capped runs" if main is None else f"{main} has no capped runs on the set"
+        missing: dict[str, Any] = {"collections": collections, "models": [] if main is None else [main], "detail": why}
+        return [
+            make_row(data, "own_solved_by_main", OWN, None, n=audit.height, unit="tasks", **missing),
+            make_row(data, "own_solved_by_main_depth_ge_40", OWN, None, n=0, unit="tasks", **missing),
+        ]
+    mine = audit.filter((pl.lit(OWN + "/") + pl.col("task")).is_in(sorted(solved[main])))
+    pinned = mine.filter(pl.col("depth_status") == "solved")
+    deep = pinned.filter(pl.col("depth") >= 40).height
+    rule = "named by the caller" if chosen else "the model of D solving the most tasks"
+    detail = (
+        f"main model {main} ({rule}): solves {mine.height} by its own capped runs, "
+        f"{mine.height - pinned.height} of them with an incomplete D (in neither count)"
+    )
+    common: dict[str, Any] = {"collections": collections, "models": [main], "detail": detail}
+    return [
+        make_row(data, "own_solved_by_main", OWN, pinned.height, n=audit.height, unit="tasks", **common),
+        make_row(data, "own_solved_by_main_depth_ge_40", OWN, deep, n=pinned.height, unit="tasks", **common),
+    ]
+
+
+def _passed_by_none(data: AuditData, audit: pl.DataFrame, collections: list[str]) -> list[dict[str, Any]]:
+    public = public_runs(data).filter(pl.col("dataset") == OWN)
+    models = sorted(public["model"].drop_nulls().unique().to_list())
+    per_task = public.group_by("task").agg(
+        n_models=pl.col("model").n_unique(), passed=(pl.col("status") == "pass").any()
+    )
+    run_by_all = per_task.filter(pl.col("n_models") == len(models)) if models else per_task.clear()
+    never = run_by_all.filter(~pl.col("passed")).height
+    common: dict[str, Any] = {"collections": collections, "models": models}
+    detail = f"tasks every one of the {len(models)} models ran uncapped (valid runs)"
+    return [
+        make_row(
+            data,
+            "own_tasks_run_by_all",
+            OWN,
+            run_by_all.height if models else None,
+            n=audit.height,
+            unit="tasks",
+            detail=detail,
+            **common,
+        ),
         make_row(
             data,
             "own_passed_by_no_model",
             OWN,
-            never if audit.height else None,
-            n=audit.height,
-            unit="tasks",
-            detail="no passing run, capped or uncapped, by any model",
+            never if run_by_all.height else None,
+            n=run_by_all.height,
+            unit="tasks run by every model",
+            detail="no passing valid uncapped run by any model, over the tasks every model ran",
             **common,
-        )
-    )
-    return make_frame(rows)
+        ),
+    ]
 
 
 @with_paper_rows
@@ -167,7 +206,7 @@ def pass_at_1(data: AuditData, *, collections: Sequence[str] = (OWN,)) -> pl.Dat
                 low=per_model["value"].min(),
                 high=per_model["value"].max(),
                 interval="range",
-                n=per_model["n"].max(),
+                n=max(per_model["n"].to_list()),
                 unit="tasks",
                 collections=chosen,
                 models=per_model["model"].to_list(),
@@ -187,13 +226,18 @@ def segment_reliability(
     Paper: reliability r is 0.88 for the best model and 0.74 for the worst; over six segments it
     compounds to 47% against 16% of runs passing all. Here, per model, on a fixed task set (the
     multi-segment tasks every model has a valid uncapped run on): r = segments passed / segments
-    attempted (a run stops at its first failed segment, so it attempts the passed ones and the
-    failed one); the observed share of runs passing every segment; and the compounded share
-    rᵏ (averaged over runs, k = the task's number of segments). 95% percentile CIs from a
-    bootstrap over tasks.
+    attempted, counted from the run's own stop: a run stops at its first failed segment, so it
+    attempts the segments up to and including that one (or every segment when it passes them
+    all; a segment with no key is where the run stopped), whatever keys a verifier writes after
+    it (depthlab's own writes every key, 0 after the first failure); the observed share of runs
+    passing every segment; and the compounded share r⁶, the paper's k = 6 segments
+    (:data:`PAPER_SEGMENTS`), the number set beside the paper's 47% and 16%. A variant,
+    ``segment_pass_all_compounded_task_k``, averages rᵏ over runs with k = the run's task's own
+    number of segments. 95% percentile CIs from a bootstrap over tasks.
 
     Rows per model, and for ``best model`` / ``worst model`` (by r): ``segment_reliability``,
-    ``segment_pass_all_observed``, ``segment_pass_all_compounded``.
+    ``segment_pass_all_observed``, ``segment_pass_all_compounded`` (r⁶) and
+    ``segment_pass_all_compounded_task_k`` (the variant).
 
     Parameters
     ----------
@@ -253,7 +297,7 @@ def segment_reliability(
     k_text = f"k = {int(k_by_task.min())}" + ("" if k_by_task.min() == k_by_task.max() else f"–{int(k_by_task.max())}")
     for group, model in labelled:
         point, boot, n_runs = results[model]
-        for j, key in enumerate(("segment_reliability", "segment_pass_all_observed", "segment_pass_all_compounded")):
+        for j, key in enumerate(SEGMENT_KEYS):
             low = high = None
             if boot is not None:
                 finite = boot[j][np.isfinite(boot[j])]
@@ -272,7 +316,7 @@ def segment_reliability(
                     unit="tasks",
                     collections=chosen,
                     models=[model],
-                    detail=f"{model}: {n_runs} runs on {len(task_ids)} tasks ({k_text} segments)",
+                    detail=f"{model}: {n_runs} runs on {len(task_ids)} tasks ({k_text} segments){SEGMENT_NOTES[j]}",
                 )
             )
     return make_frame(rows)
@@ -289,9 +333,14 @@ def sign_test_depth(data: AuditData) -> pl.DataFrame:
     (``unsolved``: D above the top cap) ranked above every cap; a pair with an incomplete D is
     dropped; ties are dropped from the test.
 
+    The paper also gives the pairs' depths: the original has D ≤ 10 in 34 pairs (D = 1 in 26), the
+    derived task D ≥ 20 in all 35. Over the same pairs (both D known or unsolved), an unsolved
+    original is not ≤ 10 and an unsolved derived task is ≥ 20 (its D is above every cap).
+
     Rows (group ``paired environments``): ``sign_test_pairs`` (pairs with both D known or
     unsolved), ``sign_test_ties``, ``sign_test_n`` (pairs tested), ``sign_test_deeper`` (derived
-    deeper), ``sign_test_p``.
+    deeper), ``sign_test_p``, ``sign_test_original_depth_le_10``, ``sign_test_original_depth_1``,
+    ``sign_test_derived_depth_ge_20`` (n = pairs with both D known or unsolved).
 
     Parameters
     ----------
@@ -311,7 +360,7 @@ def sign_test_depth(data: AuditData) -> pl.DataFrame:
         f"{pairs.height} pairs; {dropped} with an incomplete D dropped; {test.n_zero} ties dropped; "
         f"{tested} tested: {test.n_pos} deeper, {test.n_neg} shallower"
     )
-    common = {"collections": collections, "models": models, "detail": detail}
+    common: dict[str, Any] = {"collections": collections, "models": models, "detail": detail}
     return make_frame(
         [
             make_row(data, "sign_test_pairs", group, known.height, n=pairs.height, unit="pairs", **common),
@@ -327,6 +376,22 @@ def sign_test_depth(data: AuditData) -> pl.DataFrame:
                 n=tested,
                 unit="pairs",
                 **common,
+            ),
+            *(
+                make_row(
+                    data,
+                    key,
+                    group,
+                    known.filter(condition).height if known.height else None,
+                    n=known.height,
+                    unit="pairs",
+                    **common,
+                )
+                for key, condition in (
+                    ("sign_test_original_depth_le_10", pl.col("original_rank") <= 10),
+                    ("sign_test_original_depth_1", pl.col("original_rank") == 1),
+                    ("sign_test_derived_depth_ge_20", pl.col("derived_rank") >= 20),
+                )
             ),
         ]
     )
@@ -381,25 +446,120 @@ def environment_pairs(data: AuditData) -> pl.DataFrame:
     )
 
 
+@with_paper_rows
+@docstring
+def merged_segments(data: AuditData, *, caps: Sequence[int] = CAPS) -> pl.DataFrame:
+    """Is depth an artifact of segment delivery? Each task beside its variant with the segments merged into one.
+
+    Paper: merging the segments of 25 randomly sampled tasks into a single instruction leaves D
+    unchanged for 68% of them; most drops are by only one cap. A merged variant names its task in
+    task.toml, ``merged_from = "<dataset>/<task>"``, and is measured like any task (capped runs).
+    D is compared on the cap ladder: a task no model solves sits on the rung above the top cap; a
+    pair with an incomplete D is dropped (counted in ``detail``); a drop's size is in rungs (caps).
+
+    Rows (group ``merged``): ``merged_pairs`` (pairs with both D known or unsolved; n = every pair),
+    ``merged_depth_unchanged``, ``merged_share_depth_unchanged`` (95% Wilson interval),
+    ``merged_drops`` (merged D lower), ``merged_drops_by_one_cap`` and ``merged_rises`` (n = known pairs).
+
+    Parameters
+    ----------
+    {data}
+    caps : sequence of int
+        The cap ladder D is read on.
+
+    {returns}
+    """
+    ladder = sorted(int(c) for c in caps)
+    on_ladder = pl.col("depth").replace_strict({cap: index for index, cap in enumerate(ladder)}, default=None)
+    rung = (
+        pl.when(pl.col("depth_status") == "unsolved")
+        .then(pl.lit(len(ladder)))
+        .when(pl.col("depth_status") == "solved")
+        .then(on_ladder)
+    )
+    facts = data.audit.select("dataset", "task", rung=rung)
+    links = (
+        data.tasks.select("dataset", "task", merged_from=pl.col("labels").str.json_path_match("$.merged_from"))
+        .drop_nulls("merged_from")
+        .with_columns(
+            o_dataset=pl.col("merged_from").str.split("/").list.first(),
+            o_task=pl.col("merged_from").str.split("/").list.slice(1).list.join("/"),
+        )
+    )
+    pairs = links.join(facts, on=["dataset", "task"], how="left").join(
+        facts.rename({"dataset": "o_dataset", "task": "o_task", "rung": "o_rung"}),
+        on=["o_dataset", "o_task"],
+        how="left",
+    )
+    known = pairs.drop_nulls(["rung", "o_rung"])
+    change = known["o_rung"] - known["rung"]
+    unchanged, drops, one = int((change == 0).sum()), int((change > 0).sum()), int((change == 1).sum())
+    group = "merged"
+    collections = sorted(set(pairs["dataset"].to_list()) | set(pairs["o_dataset"].to_list()))
+    models = capped_models(data, collections)
+    detail = (
+        f"{pairs.height} pairs; {pairs.height - known.height} with an incomplete D dropped; "
+        f"{unchanged} unchanged, {drops} lower ({one} by one cap), {int((change < 0).sum())} higher"
+    )
+    common: dict[str, Any] = {"collections": collections, "models": models, "detail": detail}
+
+    def value(count: int) -> int | None:  # a count is null, never zero, when no pair is known
+        return count if known.height else None
+
+    return make_frame(
+        [
+            make_row(
+                data,
+                "merged_pairs",
+                group,
+                known.height if pairs.height else None,
+                n=pairs.height,
+                unit="pairs",
+                **common,
+            ),
+            make_row(data, "merged_depth_unchanged", group, value(unchanged), n=known.height, unit="pairs", **common),
+            share_row(
+                data,
+                "merged_share_depth_unchanged",
+                group,
+                unchanged,
+                known.height,
+                collections,
+                models,
+                detail=detail,
+                unit="pairs",
+            ),
+            make_row(data, "merged_drops", group, value(drops), n=known.height, unit="pairs", **common),
+            make_row(data, "merged_drops_by_one_cap", group, value(one), n=known.height, unit="pairs", **common),
+            make_row(
+                data, "merged_rises", group, value(int((change < 0).sum())), n=known.height, unit="pairs", **common
+            ),
+        ]
+    )
+
+
 def _segment_runs(data: AuditData, collections: Sequence[str]) -> pl.DataFrame:
     runs = public_runs(data).filter(
         pl.col("dataset").is_in(list(collections)) & pl.col("rewards").str.contains('"segment_')
     )
-    rows = []
+    read = []
     n_segments: dict[str, int] = {}
     for dataset, task, model, rewards in runs.select("dataset", "task", "model", "rewards").iter_rows():
-        keys = json.loads(rewards)
-        outcome = [keys[f"segment_{k}"] >= 1 for k in range(1, len(keys) + 1) if f"segment_{k}" in keys]
+        keys = {k: v for k, v in json.loads(rewards).items() if _SEGMENT_KEY.fullmatch(k)}
         name = f"{dataset}/{task}"
-        rows.append((name, model, sum(outcome), len(outcome), outcome))
-        n_segments[name] = max(n_segments.get(name, 0), len(outcome))
-    # a task's number of segments: the most keys any run has (a run passing all has every key), or the
-    # task.toml's `segments` label when given
+        read.append((name, model, keys))
+        n_segments[name] = max([n_segments.get(name, 0), *(int(k.split("_")[1]) for k in keys)])
+    # a task's number of segments: the task.toml's `segments` label when given, else the highest key any
+    # run has (a run passing all has every key)
     declared = _declared_segments(data, collections)
-    table = [
-        (name, model, passed, attempted, declared.get(name, n_segments[name]))
-        for name, model, passed, attempted, _ in rows
-    ]
+    table = []
+    for name, model, keys in read:
+        segments = declared.get(name, n_segments[name])
+        passed = 0
+        while passed < segments and (keys.get(f"segment_{passed + 1}") or 0) >= 1:
+            passed += 1
+        # the run's own stop: the first segment not passed (its key 0 or absent) is the last attempted
+        table.append((name, model, passed, min(passed + 1, segments), segments))
     frame = pl.DataFrame(table, schema=["task", "model", "passed", "attempted", "segments"], orient="row")
     return frame.with_columns(all_passed=pl.col("passed") == pl.col("segments"))
 
@@ -417,10 +577,11 @@ def _declared_segments(data: AuditData, collections: Sequence[str]) -> dict[str,
 
 
 def _segment_stats(weights: np.ndarray, v: dict[str, np.ndarray], k: np.ndarray) -> tuple[np.ndarray, ...]:
-    # weights: (B, tasks) how often each task is drawn; all three statistics as weighted sums over tasks
+    # weights: (B, tasks) how often each task is drawn; the statistics as weighted sums over tasks
     with np.errstate(invalid="ignore", divide="ignore"):
         r = (weights @ v["passed"]) / (weights @ v["attempted"])
         runs = weights @ v["runs"]
         observed = (weights @ v["all_passed"]) / runs
-        compounded = ((weights * v["runs"]) * r[:, None] ** k[None, :]).sum(axis=1) / runs
-    return r, observed, compounded
+        paper_k = r**PAPER_SEGMENTS
+        task_k = ((weights * v["runs"]) * r[:, None] ** k[None, :]).sum(axis=1) / runs
+    return r, observed, paper_k, task_k

@@ -50,6 +50,21 @@ count (short numbers, plain words, stoplisted names), and information that reach
 through a summary written in between. It can also see a dependency that was not needed: a
 common identifier that happened to be printed before the agent typed it. It is a property of
 one run, not of the task, so it is read over passing runs only.
+
+Status: experimental, not validated as a depth estimate on real runs
+--------------------------------------------------------------------
+The proxy is an experimental reading of a transcript, useful to explain one run through
+:func:`turn_dependencies`; on real runs it does not carry D's signal. On the one real job this
+project holds (445 TB2 trials of TMax-27B, 47 tasks with a proxy), pass ~ proxy | W is +0.01 under
+the primary rule and -0.49 with the messages variant. Held out, on the TB2 runs of the other seven
+models of the TMax release (3,115 trials this project does not hold; 53 tasks with a proxy; the pass
+rate over those models, N and the proxy over the same passing runs, W and the ratings from the
+bundled TB2 tables), pass ~ proxy | W is -0.07 (p 0.60) under the primary rule and -0.13 (p 0.37)
+with the messages variant, against pass ~ N | W -0.28 (p 0.044); rating ~ proxy | W is -0.04.
+Taking the smallest per-model median (as D takes the minimum over models) gives -0.14 (primary)
+and -0.31 (messages, p 0.03), still no stronger than N; counting dependent turns, or their share,
+does no better. So the messages variant's -0.49 on TMax-27B did not replicate, and neither rule
+stands in for D. The rule stays as fixed (version 2): it is not tuned further on the one job held.
 """
 
 from __future__ import annotations
