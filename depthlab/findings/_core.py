@@ -6,7 +6,7 @@ import functools
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 import polars as pl
 
@@ -38,6 +38,38 @@ FINDING: Final[dict[str, pl.DataType]] = {
     "data": pl.String(),  # "simulated" or "real"
     "detail": pl.String(),  # one line: the definition's choices, counts behind a share
 }
+
+
+class FindingRow(TypedDict):
+    """One row of :data:`FINDING` as :func:`make_row` builds it (the same columns, as Python values)."""
+
+    key: str
+    group: str
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    interval: str | None
+    p: float | None
+    n: int
+    unit: str
+    collections: str
+    models: str
+    data: str
+    detail: str | None
+
+
+class Sample(TypedDict):
+    """The sample several rows of one finding share: ``**sample`` into :func:`make_row` (checked per key)."""
+
+    collections: Sequence[str]
+    models: Sequence[str]
+
+
+class DescribedSample(Sample):
+    """A :class:`Sample` with the ``detail`` its rows share."""
+
+    detail: str
+
 
 #: The rank of an unsolved task's D in the sign test: above every cap (two unsolved tasks tie).
 UNSOLVED_RANK: Final[float] = 1e9
@@ -112,22 +144,22 @@ def make_row(
     data: AuditData,
     key: str,
     group: str,
-    value: object,
+    value: float | None,
     *,
     n: int,
     unit: str,
     collections: Sequence[str] = (),
     models: Sequence[str] | None = None,
-    low: object = None,
-    high: object = None,
+    low: float | None = None,
+    high: float | None = None,
     interval: str | None = None,
-    p: object = None,
+    p: float | None = None,
     detail: str | None = None,
-) -> dict[str, Any]:
+) -> FindingRow:
     """One row of :data:`FINDING`; a number is stored as a finite float or null (NaN and infinity too).
 
-    ``value``, ``low``, ``high`` and ``p`` take what polars aggregations return (an int, a float,
-    None); with no collection in the sample every number is null: nothing was counted, not zero.
+    ``value``, ``low``, ``high`` and ``p`` are a count, a float (what a polars aggregation returns)
+    or None; with no collection in the sample every number is null: nothing was counted, not zero.
     """
     if not collections:  # no collection in the sample: nothing to count, not zero
         value = low = high = p = None
@@ -149,14 +181,14 @@ def make_row(
     }
 
 
-def _number(value: Any) -> float | None:
+def _number(value: float | None) -> float | None:
     if value is None:
         return None
     number = float(value)
     return number if math.isfinite(number) else None
 
 
-def make_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+def make_frame(rows: Sequence[FindingRow]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=FINDING)
 
 
@@ -171,7 +203,7 @@ def share_row(
     *,
     detail: str | None = None,
     unit: str = "solved tasks",
-) -> dict[str, Any]:
+) -> FindingRow:
     if n == 0:
         return make_row(data, key, group, None, n=0, unit=unit, collections=collections, models=models, detail=detail)
     lows, highs = stats.proportion_ci([count], [n], method="wilson")
@@ -257,7 +289,7 @@ def corr_row(
     *,
     detail: str | None = None,
     unit: str = "tasks",
-) -> dict[str, Any]:
+) -> FindingRow:
     has_ci = result.n_boot > 0 and math.isfinite(result.ci_low)
     return make_row(
         data,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import polars as pl
 
 from depthlab._checks import check_choice
@@ -12,6 +10,7 @@ from depthlab.findings._core import (
     AUDITED,
     HUMAN,
     SYNTHETIC,
+    Sample,
     capped_models,
     make_frame,
     make_row,
@@ -141,7 +140,7 @@ def synthetic_vs_human(data: AuditData) -> pl.DataFrame:
         models = capped_models(data, collections)
         work = solved["work"].drop_nulls()
         deep = solved.filter(pl.col("depth") >= 5).height
-        common: dict[str, Any] = {"collections": collections, "models": models}
+        common: Sample = {"collections": collections, "models": models}
         rows += [
             make_row(
                 data,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import polars as pl
@@ -15,6 +15,9 @@ from depthlab.auditdata import AuditData
 from depthlab.findings._core import (
     OWN,
     UNSOLVED_RANK,
+    DescribedSample,
+    FindingRow,
+    Sample,
     capped_models,
     make_frame,
     make_row,
@@ -79,7 +82,7 @@ def own_set_summary(data: AuditData, *, main_model: str | None = None) -> pl.Dat
     collections = [OWN] if OWN in data.datasets else []
     audit = data.audit.filter(pl.col("dataset") == OWN)
     models = sorted(data.trials.filter(pl.col("dataset") == OWN)["model"].drop_nulls().unique().to_list())
-    common: dict[str, Any] = {"collections": collections, "models": models}
+    common: Sample = {"collections": collections, "models": models}
     rows = [make_row(data, "own_tasks", OWN, audit.height, n=audit.height, unit="tasks", **common)]
     work, turns = audit["work"].drop_nulls(), audit["n_turns"].drop_nulls()
     rows.append(
@@ -111,12 +114,12 @@ def own_set_summary(data: AuditData, *, main_model: str | None = None) -> pl.Dat
 
 def _solved_by_main(
     data: AuditData, audit: pl.DataFrame, collections: list[str], chosen: str | None
-) -> list[dict[str, Any]]:
+) -> list[FindingRow]:
     solved = solved_by_model(data, [OWN])
     main = chosen or core_main_model(data)
     if main is None or main not in solved:
         why = "no capped runs" if main is None else f"{main} has no capped runs on the set"
-        missing: dict[str, Any] = {"collections": collections, "models": [] if main is None else [main], "detail": why}
+        missing: DescribedSample = {"collections": collections, "models": [] if main is None else [main], "detail": why}
         return [
             make_row(data, "own_solved_by_main", OWN, None, n=audit.height, unit="tasks", **missing),
             make_row(data, "own_solved_by_main_depth_ge_40", OWN, None, n=0, unit="tasks", **missing),
@@ -129,14 +132,14 @@ def _solved_by_main(
         f"main model {main} ({rule}): solves {mine.height} by its own capped runs, "
         f"{mine.height - pinned.height} of them with an incomplete D (in neither count)"
     )
-    common: dict[str, Any] = {"collections": collections, "models": [main], "detail": detail}
+    common: DescribedSample = {"collections": collections, "models": [main], "detail": detail}
     return [
         make_row(data, "own_solved_by_main", OWN, pinned.height, n=audit.height, unit="tasks", **common),
         make_row(data, "own_solved_by_main_depth_ge_40", OWN, deep, n=pinned.height, unit="tasks", **common),
     ]
 
 
-def _passed_by_none(data: AuditData, audit: pl.DataFrame, collections: list[str]) -> list[dict[str, Any]]:
+def _passed_by_none(data: AuditData, audit: pl.DataFrame, collections: list[str]) -> list[FindingRow]:
     public = public_runs(data).filter(pl.col("dataset") == OWN)
     models = sorted(public["model"].drop_nulls().unique().to_list())
     per_task = public.group_by("task").agg(
@@ -144,7 +147,7 @@ def _passed_by_none(data: AuditData, audit: pl.DataFrame, collections: list[str]
     )
     run_by_all = per_task.filter(pl.col("n_models") == len(models)) if models else per_task.clear()
     never = run_by_all.filter(~pl.col("passed")).height
-    common: dict[str, Any] = {"collections": collections, "models": models}
+    common: Sample = {"collections": collections, "models": models}
     detail = f"tasks every one of the {len(models)} models ran uncapped (valid runs)"
     return [
         make_row(
@@ -360,7 +363,7 @@ def sign_test_depth(data: AuditData) -> pl.DataFrame:
         f"{pairs.height} pairs; {dropped} with an incomplete D dropped; {test.n_zero} ties dropped; "
         f"{tested} tested: {test.n_pos} deeper, {test.n_neg} shallower"
     )
-    common: dict[str, Any] = {"collections": collections, "models": models, "detail": detail}
+    common: DescribedSample = {"collections": collections, "models": models, "detail": detail}
     return make_frame(
         [
             make_row(data, "sign_test_pairs", group, known.height, n=pairs.height, unit="pairs", **common),
@@ -501,7 +504,7 @@ def merged_segments(data: AuditData, *, caps: Sequence[int] = CAPS) -> pl.DataFr
         f"{pairs.height} pairs; {pairs.height - known.height} with an incomplete D dropped; "
         f"{unchanged} unchanged, {drops} lower ({one} by one cap), {int((change < 0).sum())} higher"
     )
-    common: dict[str, Any] = {"collections": collections, "models": models, "detail": detail}
+    common: DescribedSample = {"collections": collections, "models": models, "detail": detail}
 
     def value(count: int) -> int | None:  # a count is null, never zero, when no pair is known
         return count if known.height else None

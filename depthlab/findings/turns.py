@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 import polars as pl
 
 from depthlab.auditdata import AuditData
 from depthlab.findings._core import (
     AUDITED,
     OWN,
+    DescribedSample,
     capped_models,
     depth_models,
     main_model,
@@ -69,8 +68,8 @@ def turns_beside_depth(data: AuditData) -> pl.DataFrame:
                 detail="mean over the loaded valid uncapped runs, models pooled",
             )
         )
-        per_task = data.audit.filter(pl.col("dataset") == dataset)["n_turns"].drop_nulls().cast(pl.Float64)
-        median = cast("float | None", per_task.median()) if per_task.len() else None
+        per_task = data.audit.filter(pl.col("dataset") == dataset)["n_turns"].drop_nulls()
+        median = float(per_task.median()) if per_task.len() else None
         if median is not None and dataset in AUDITED:
             medians.append((dataset, median, per_task.len()))
         rows.append(
@@ -155,13 +154,12 @@ def model_turns_beside_depth(data: AuditData, *, model: str | None = None, colle
         turns=pl.col("n_turns").cast(pl.Float64).median(), depth=pl.col("depth").first()
     )
     detail = f"model {model}: its median turns per solved task, then the median over tasks"
-    common: dict[str, Any] = {
+    common: DescribedSample = {
         "collections": [collection] if collection in data.datasets else [],
         "models": [model] if model else [],
-        "n": per_task.height,
-        "unit": "solved tasks with the model's runs",
         "detail": detail if model else "no valid uncapped run on a solved task",
     }
+    unit = "solved tasks with the model's runs"
     return make_frame(
         [
             make_row(
@@ -169,6 +167,8 @@ def model_turns_beside_depth(data: AuditData, *, model: str | None = None, colle
                 "model_median_turns",
                 collection,
                 per_task["turns"].median() if per_task.height else None,
+                n=per_task.height,
+                unit=unit,
                 **common,
             ),
             make_row(
@@ -176,6 +176,8 @@ def model_turns_beside_depth(data: AuditData, *, model: str | None = None, colle
                 "model_median_depth",
                 collection,
                 per_task["depth"].median() if per_task.height else None,
+                n=per_task.height,
+                unit=unit,
                 **common,
             ),
         ]
