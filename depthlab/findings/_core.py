@@ -6,7 +6,7 @@ import functools
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, TypedDict
+from typing import Any, Final, TypedDict, TypeVar, cast
 
 import polars as pl
 
@@ -80,7 +80,10 @@ COMPLEXITY: Final[tuple[str, ...]] = ("short", "moderate", "complex", "intricate
 MIN_TASKS: Final[int] = 6
 
 
-def with_paper_rows(function: Callable[..., pl.DataFrame]) -> Callable[..., pl.DataFrame]:
+_Finding = TypeVar("_Finding", bound=Callable[..., pl.DataFrame])
+
+
+def with_paper_rows(function: _Finding) -> _Finding:
     # every row the paper reports from this finding is in its table, "not computable" when this data has no
     # such sample (e.g. TB2 + TW on TB2 alone), so a comparison never silently leaves a paper number out
     @functools.wraps(function)
@@ -106,7 +109,9 @@ def with_paper_rows(function: Callable[..., pl.DataFrame]) -> Callable[..., pl.D
         ]
         return stack([table, make_frame(missing)]) if missing else table
 
-    return wrapper
+    # the finding's own signature is kept for its callers (a ParamSpec with Concatenate would make ``data``
+    # positional-only, which the wrapper, taking ``data=`` too, is not): the wrapper passes every argument on
+    return cast("_Finding", wrapper)
 
 
 def computed(table: pl.DataFrame, what: str) -> bool:
