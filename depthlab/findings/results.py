@@ -10,7 +10,6 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
@@ -75,7 +74,7 @@ def record_results(
     return comparison
 
 
-def _json_value(value: Any) -> Any:
+def _json_value(value: object) -> object:
     # JSON has no NaN or infinity: a number that is not finite is written as null
     if isinstance(value, float):
         return None if math.isnan(value) or math.isinf(value) else value
