@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
@@ -25,6 +25,9 @@ from depthlab import _atomic, schema
 from depthlab._checks import check_names, check_nonnegative_int, check_number, parameter_error
 from depthlab.catalog import ordered
 from depthlab.schema import CAPS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from depthlab.datasets import Audit
 
 __all__ = [
     "BUNDLED_DATA",
@@ -369,7 +372,12 @@ def _load_bundled(name: str, models: Sequence[str] | None, caps: tuple[int, ...]
 
 
 def _tables(
-    bundle: Any, source: str, simulated: bool, models: Sequence[str] | None, caps: tuple[int, ...], folder: Path | None
+    bundle: Audit,
+    source: str,
+    simulated: bool,
+    models: Sequence[str] | None,
+    caps: tuple[int, ...],
+    folder: Path | None,
 ) -> AuditData:
     from depthlab.measures import audit_table, estimate_depth
 
@@ -478,8 +486,9 @@ def _write_cache(folder: Path, data: AuditData) -> None:
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
+    tables = {"tasks": data.tasks, "trials": data.trials, "depth": data.depth, "audit": data.audit}
     for kind in _KINDS:
-        getattr(data, kind).write_parquet(folder / f"{kind}.parquet")
+        tables[kind].write_parquet(folder / f"{kind}.parquet")
     meta = {
         "source": data.source,
         "simulated": data.simulated,
