@@ -33,7 +33,7 @@ r:
 	bash scripts/r-up.sh
 
 test: $(VENV)/.installed docker harbor browser r
-	$(BIN)/ruff check depthlab tests notebooks
+	$(BIN)/ruff check depthlab tests notebooks docs/_ext
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -p no:cacheprovider --doctest-modules depthlab
 	$(BIN)/python -m pytest -n 2 --benchmark-disable -p no:cacheprovider tests

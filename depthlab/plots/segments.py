@@ -280,7 +280,7 @@ def paired_depths(pairs: pl.DataFrame, *, palette: Palette = None) -> Figure:
 _MODEL_SEGMENT_KEYS: Final[dict[str, str]] = {
     "segment_reliability": "segment reliability r",
     "segment_pass_all_observed": "runs passing all: observed",
-    "segment_pass_all_compounded": "runs passing all: r\u1d4f",
+    "segment_pass_all_compounded": "runs passing all: r\u2076",  # r to the paper's six segments
 }
 
 
@@ -288,7 +288,7 @@ _MODEL_SEGMENT_KEYS: Final[dict[str, str]] = {
 def segment_reliability_by_model_plot(
     findings: pl.DataFrame, *, color: str | None = None, ax: Axes | None = None
 ) -> Axes:
-    """Per model: segment reliability r, and the share of runs passing every segment, observed and rᵏ.
+    """Per model: segment reliability r, and the share of runs passing every segment, observed and r⁶ (the paper's six segments).
 
     ``findings`` is the table of :func:`depthlab.findings.segment_reliability` (columns key, group,
     value, ci_low, ci_high); its ``best model`` / ``worst model`` rows repeat a model's and are not
