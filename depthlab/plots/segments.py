@@ -288,7 +288,7 @@ _MODEL_SEGMENT_KEYS: Final[dict[str, str]] = {
 def segment_reliability_by_model_plot(
     findings: pl.DataFrame, *, color: str | None = None, ax: Axes | None = None
 ) -> Axes:
-    """Per model: segment reliability r, and the share of runs passing every segment, observed and r⁶ (the paper's six segments).
+    """Per model: segment reliability r, and the share of runs passing every segment, observed and r⁶.
 
     ``findings`` is the table of :func:`depthlab.findings.segment_reliability` (columns key, group,
     value, ci_low, ci_high); its ``best model`` / ``worst model`` rows repeat a model's and are not
