@@ -293,6 +293,25 @@ class TaskContainer:
                 f"The task container exited (exit code {state.get('ExitCode')}, OOM killed: {state.get('OOMKilled')})"
             )
 
+    def process_count(self) -> tuple[int | None, int | None]:
+        """(processes now, the pid limit) of the container, from the daemon's statistics (None: unknown)."""
+        try:
+            stats = self.client.api.stats(self._running().id, stream=False, one_shot=True)
+        except Exception:  # statistics are a diagnosis only
+            return None, None
+        pids = stats.get("pids_stats") or {}
+        return pids.get("current"), pids.get("limit") or self.limits.pids_limit
+
+    def at_pid_limit(self) -> str:
+        """A sentence when the container's processes fill its pid limit (a fork bomb), else ''."""
+        current, limit = self.process_count()
+        if current is None or limit is None or current < limit - max(4, limit // 50):
+            return ""
+        return (
+            f"the container's processes filled its pid limit ({current} of {limit}): the agent left a fork bomb "
+            "or runaway processes, and no new process could start"
+        )
+
     # commands -------------------------------------------------------------------------
     def exec(
         self,
@@ -320,18 +339,28 @@ class TaskContainer:
         timeout: float,
         user: str | None = None,
         limit_bytes: int = FILE_LIMIT_BYTES,
+        environment: dict[str, str] | None = None,
     ) -> tuple[int | None, int]:
         """Run ``command``, streaming its output to ``path`` (cut to about ``limit_bytes``).
 
         Returns (exit code, bytes the command printed). The file is complete also when the
-        command times out (TimeoutError) or the container dies.
+        command times out (TimeoutError) or the container dies. ``environment`` adds variables
+        to the command's.
         """
         with CappedFile(path, limit_bytes=limit_bytes) as sink:
-            exit_code = self._run_into(command, sink.write, timeout=timeout, user=user)
+            exit_code = self._run_into(command, sink.write, timeout=timeout, user=user, environment=environment)
         return exit_code, sink.total
 
-    def _run_into(self, command: list[str], write: Any, *, timeout: float, user: str | None) -> int | None:
-        stream = self._open_exec(command, stdin=False, user=user)
+    def _run_into(
+        self,
+        command: list[str],
+        write: Any,
+        *,
+        timeout: float,
+        user: str | None,
+        environment: dict[str, str] | None = None,
+    ) -> int | None:
+        stream = self._open_exec(command, stdin=False, user=user, environment=environment)
         deadline = time.monotonic() + timeout
         try:
             while True:
@@ -346,12 +375,21 @@ class TaskContainer:
             stream.close()
         return self.client.api.exec_inspect(stream.exec_id).get("ExitCode")
 
-    def _open_exec(self, command: list[str], *, stdin: bool, user: str | None = None) -> _ExecStream:
+    def _open_exec(
+        self, command: list[str], *, stdin: bool, user: str | None = None, environment: dict[str, str] | None = None
+    ) -> _ExecStream:
         import docker.errors
 
         try:
             created = self.client.api.exec_create(
-                self._running().id, command, stdin=stdin, stdout=True, stderr=True, tty=False, user=user or ""
+                self._running().id,
+                command,
+                stdin=stdin,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                user=user or "",
+                environment=environment or None,
             )
             sock = self.client.api.exec_start(created["Id"], socket=True)
         except docker.errors.APIError as error:
@@ -359,11 +397,22 @@ class TaskContainer:
             raise ContainerExitedError(f"Could not run {command[0]!r} in the container: {error}") from None
         return _ExecStream(sock, created["Id"])
 
-    def put_directory(self, source: Path, destination: str) -> None:
-        """Copy the directory ``source`` into the container as ``destination``."""
+    def put_directory(self, source: Path, destination: str, *, owner: tuple[int, int] | None = None) -> None:
+        """Copy the directory ``source`` into the container as ``destination``.
+
+        ``owner`` (uid, gid) sets the owner of every copied entry (default: as on the host);
+        the Docker daemon extracts them, so the owner can be one no process in the container runs as.
+        """
+
+        def own(info: tarfile.TarInfo) -> tarfile.TarInfo:
+            if owner is not None:
+                info.uid, info.gid = owner
+                info.uname = info.gname = ""
+            return info
+
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as archive:
-            archive.add(str(source), arcname=destination.strip("/").rsplit("/", 1)[-1])
+            archive.add(str(source), arcname=destination.strip("/").rsplit("/", 1)[-1], filter=own)
         parent = "/" + destination.strip("/").rsplit("/", 1)[0] if "/" in destination.strip("/") else "/"
         self.exec(["mkdir", "-p", parent], timeout=60)
         if not self._running().put_archive(parent, buffer.getvalue()):
@@ -421,7 +470,7 @@ class TaskContainer:
         destination.mkdir(parents=True, exist_ok=True)
         top = source.rstrip("/").rsplit("/", 1)[-1]
         report = CopyReport()
-        reader = _ChunkReader(stream)
+        reader = ChunkReader(stream)
         try:
             with tarfile.open(fileobj=reader, mode="r|") as archive:
                 while (member := archive.next()) is not None:
@@ -485,7 +534,7 @@ class CopyReport:
     left_out: int = 0
 
 
-class _ChunkReader(io.RawIOBase):
+class ChunkReader(io.RawIOBase):
     """A read-only file over an iterator of byte chunks (Docker's archive stream)."""
 
     def __init__(self, chunks: Any) -> None:
