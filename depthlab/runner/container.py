@@ -305,7 +305,7 @@ class TaskContainer:
     def at_pid_limit(self) -> str:
         """A sentence when the container's processes fill its pid limit (a fork bomb), else ''."""
         current, limit = self.process_count()
-        if current is None or limit is None or current < limit - max(4, limit // 50):
+        if current is None or limit is None or current < limit * 0.9:
             return ""
         return (
             f"the container's processes filled its pid limit ({current} of {limit}): the agent left a fork bomb "

@@ -21,7 +21,13 @@ from depthlab._checks import check_positive_finite
 from depthlab.io import harbor_writer
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import ContainerLimits, TaskContainer
-from depthlab.runner.errors import AgentTimeoutError, CancelledError, ContainerExitedError
+from depthlab.runner.errors import (
+    AgentTimeoutError,
+    CancelledError,
+    ContainerExitedError,
+    NonZeroAgentExitCodeError,
+    RewardFileNotFoundError,
+)
 from depthlab.runner.image import ensure_image
 from depthlab.runner.output import JobDir, utc_now, write_json, write_text
 from depthlab.runner.profiles import RunSettings
@@ -160,6 +166,11 @@ def run_trial(
             agent.run(box, task, trial_dir / "agent", deadline, context, timeout_sec=agent_timeout)
         except AgentTimeoutError as timeout:  # Harbor verifies a timed-out agent's work all the same
             error, occurred_at = timeout, datetime.now().isoformat()
+        except (NonZeroAgentExitCodeError, ContainerExitedError):
+            # a fork bomb the agent left makes its own commands fail too: the same fail, with its cause
+            if cause := box.at_pid_limit():
+                raise RewardFileNotFoundError(f"The verifier could not start: {cause}") from None
+            raise
         finally:
             phases["agent_execution"] = {"started_at": begin, "finished_at": utc_now()}
         check_cancel()

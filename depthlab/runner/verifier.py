@@ -142,6 +142,12 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
                 only_gid=VERIFIER_GID if strict else None,
             )
             problems += _late_writes(box, report)
+            if report is not None:  # a reward file the verifier's group did not write: another writer
+                problems += [
+                    f"/logs/verifier/{name} was written by another process"
+                    for name in report.ignored
+                    if name in ("reward.txt", "reward.json")
+                ]
         if staged.exists():
             verifier_dir.mkdir(parents=True, exist_ok=True)
             staged.replace(stdout)
@@ -172,23 +178,30 @@ def _prepare(box: TaskContainer, tests: Path, strict: bool) -> None:
     """Empty /tests and /logs/verifier, then let the daemon make the verifier's folder and copy tests/ in."""
     if cause := box.at_pid_limit():
         raise RewardFileNotFoundError(f"The verifier could not start: {cause}")
-    try:
-        code, output = box.exec(["sh", "-c", _RESET], timeout=60, user="0")
-    except TimeoutError:
-        _agent_broke(box, "the container did not run the verifier's preparation within 60 s")
-        raise
-    except ContainerExitedError as error:
-        _agent_broke(box, f"the verifier's preparation could not start ({error})")
-        raise
-    if code != 0:
-        _agent_broke(
-            box, f"the verifier's preparation failed (exit code {code}): {output[-300:].decode(errors='replace')}"
-        )
-    try:
-        box.put_entry("/logs/verifier", mode=0o770, uid=VERIFIER_UID, gid=VERIFIER_GID)
-        box.put_directory(tests, "/tests", owner=(VERIFIER_UID, VERIFIER_GID) if strict else None)
-    except OSError as error:
-        raise AddTestsDirError(f"Copying the tests into the container failed: {error}") from None
+    failure = ""
+    for _ in range(3):  # a process of the agent may be fighting over /logs: try again, then say so
+        try:
+            code, output = box.exec(["sh", "-c", _RESET], timeout=60, user="0")
+        except TimeoutError:
+            _agent_broke(box, "the container did not run the verifier's preparation within 60 s")
+            raise
+        except ContainerExitedError as error:
+            _agent_broke(box, f"the verifier's preparation could not start ({error})")
+            raise
+        if code != 0:
+            text = output[-300:].decode(errors="replace")
+            _agent_broke(box, f"the verifier's preparation failed (exit code {code}): {text}")
+        try:
+            box.put_entry("/logs/verifier", mode=0o770, uid=VERIFIER_UID, gid=VERIFIER_GID)
+            box.put_directory(tests, "/tests", owner=(VERIFIER_UID, VERIFIER_GID) if strict else None)
+            return
+        except OSError as error:
+            failure = str(error)
+    box.check_alive()
+    raise VerifierTamperedError(
+        f"The verifier's folders could not be made three times over (another process keeps changing /logs or "
+        f"/tests; the trial is invalid): {failure}"
+    )
 
 
 def _agent_broke(box: TaskContainer, what: str) -> None:
