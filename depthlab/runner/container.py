@@ -56,6 +56,7 @@ from depthlab.runner.errors import ContainerExitedError, EnvironmentStartError
 from depthlab.runner.image import RUNNER_LABEL
 from depthlab.runner.leftovers import OWNER_LABEL, TRIAL_LABEL, force_remove, forget, owner, register
 from depthlab.runner.shell import SHELL_BUFFER_BYTES, Shell
+from depthlab.runner.watchdog import DiskWatchdog
 
 #: Longest life of a container whose runner no longer holds it (see the module docstring).
 DEFAULT_LIFETIME_SEC = 6 * 3600.0
@@ -67,6 +68,9 @@ FILE_LIMIT_BYTES = 16 << 20
 MAX_FILES = 10_000
 #: Most bytes copied out of one container folder.
 TOTAL_LIMIT_BYTES = 256 << 20
+
+# whether this engine's storage driver took --storage-opt size= (learned once, then the watchdog is used)
+_STORAGE_OPT_WORKS: dict[bool, bool] = {}
 
 _USER = r"[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?"  # a user name or id, optionally with a group
 
@@ -206,6 +210,9 @@ class TaskContainer:
         self.container: Any = None
         self.image_user = "0"  # the image's user (uid or name, without group), read at start
         self._lifeline: _ExecStream | None = None
+        self.storage_bound = ""  # how the disk is bounded: "storage-opt", "watchdog" or "" (no bound)
+        self.stopped_because = ""  # set when the runner stopped the container (the disk bound)
+        self._watchdog: DiskWatchdog | None = None
 
     # lifecycle -------------------------------------------------------------------------
     def start(self) -> TaskContainer:
@@ -213,7 +220,8 @@ class TaskContainer:
 
         limits = self.limits
         api = self.client.api
-        try:
+
+        def create(storage_opt: dict[str, str] | None) -> dict[str, Any]:
             host_config = api.create_host_config(
                 network_mode="bridge" if limits.network else "none",
                 privileged=False,
@@ -224,6 +232,7 @@ class TaskContainer:
                 mem_limit=f"{limits.memory_mb}m",
                 memswap_limit=f"{limits.memory_mb}m",
                 nano_cpus=int(limits.cpus * 1e9),
+                storage_opt=storage_opt,
             )
             config = api.create_container_config(
                 self.image,
@@ -235,12 +244,26 @@ class TaskContainer:
                 host_config=host_config,
             )
             config["StdinOnce"] = True  # stdin closes when the runner's attach socket closes
-            created = api.create_container_from_config(config)
+            return api.create_container_from_config(config)
+
+        try:
+            created = None
+            if limits.storage_mb is not None and _STORAGE_OPT_WORKS.get(True, True):
+                try:  # the storage driver bounds the writable layer itself where it can
+                    created = create({"size": f"{limits.storage_mb}M"})
+                    self.storage_bound = "storage-opt"
+                except docker.errors.APIError:  # e.g. overlay2 not on xfs with pquota: the watchdog instead
+                    _STORAGE_OPT_WORKS[True] = False
+            if created is None:
+                created = create(None)
             self.container = self.client.containers.get(created["Id"])
             register(self.container)
             self._lifeline = _ExecStream(api.attach_socket(created["Id"], params={"stdin": 1, "stream": 1}), "")
             api.start(created["Id"])
             self.container.reload()
+            if limits.storage_mb is not None and not self.storage_bound:
+                self._watchdog = DiskWatchdog(self.client, created["Id"], limits.storage_mb, self._stopped).start()
+                self.storage_bound = "watchdog"
         except docker.errors.DockerException as error:
             self.remove()
             raise EnvironmentStartError(f"Starting a container from {self.image!r} failed: {error}") from None
@@ -248,8 +271,19 @@ class TaskContainer:
         self.image_user = user.split(":", 1)[0] or "0"
         return self
 
+    def _stopped(self, reason: str) -> None:
+        self.stopped_because = reason
+
+    def check_disk(self) -> str:
+        """The reason when the agent's writes passed the disk bound (the container is then stopped), else ''."""
+        if self.stopped_because or self._watchdog is None:
+            return self.stopped_because
+        return self._watchdog.check()
+
     def remove(self) -> None:
         """Remove the container (killing it); safe to call twice."""
+        if self._watchdog is not None:
+            self._watchdog.stop()
         if self._lifeline is not None:
             self._lifeline.close()
             self._lifeline = None

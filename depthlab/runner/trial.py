@@ -168,12 +168,14 @@ def run_trial(
             error, occurred_at = timeout, datetime.now().isoformat()
         except (NonZeroAgentExitCodeError, ContainerExitedError):
             # a fork bomb the agent left makes its own commands fail too: the same fail, with its cause
-            if cause := box.at_pid_limit():
+            if cause := box.stopped_because or box.at_pid_limit():
                 raise RewardFileNotFoundError(f"The verifier could not start: {cause}") from None
             raise
         finally:
             phases["agent_execution"] = {"started_at": begin, "finished_at": utc_now()}
         check_cancel()
+        if cause := box.check_disk():  # the agent's writes passed the task's storage bound
+            raise RewardFileNotFoundError(f"The verifier could not start: {cause}")
         box.check_alive()
         begin = utc_now()
         try:

@@ -43,6 +43,9 @@ def attack_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_task(root, "break-sh", instruction="x", test_sh=HONEST_ZERO, solve_sh="rm -f /bin/sh\n")
     bomb = "b() { b | b & }; (b) >/dev/null 2>&1 &\nsleep 2\n"
     write_task(root, "fork-bomb", instruction="x", test_sh=HONEST_ZERO, solve_sh=bomb)
+    # 150 MB written to /tmp under a 64 MB bound (the watchdog, where the storage driver cannot bound it)
+    fill = "head -c 150000000 /dev/zero > /tmp/big; sleep 5\n"
+    write_task(root, "fill-disk", instruction="x", test_sh=HONEST_ZERO, solve_sh=fill, toml="storage_mb = 64\n")
     write_task(
         root,
         "honest",
@@ -102,6 +105,14 @@ def test_a_container_the_agent_broke_is_the_agents_fail_with_its_cause(outcomes)
     assert broken.exception == "RewardFileNotFoundError"
     assert "The verifier could not start" in broken.message
     assert "executable file not found" in broken.message
+
+
+def test_the_disk_an_agent_can_fill_is_bounded(outcomes):
+    profile, found = outcomes
+    filled = found["fill-disk"]
+    assert filled.status == "fail", (profile, filled)
+    assert filled.exception == "RewardFileNotFoundError"
+    assert "over the task's storage bound of 64 MB" in filled.message
 
 
 def test_a_fork_bomb_is_a_fail_that_names_the_pid_limit(outcomes):
