@@ -248,7 +248,10 @@ def _trial_config(
             agent.name, agent.model_name, agent.config_kwargs(), override_timeout_sec=agent_timeout_sec
         ),
         job_id=job.id,
-        environment=harbor_writer.environment_config("docker", {**limits.as_record(), "shell": "exec-socket"}),
+        environment=harbor_writer.environment_config(
+            "docker",
+            {**limits.as_record(), "shell": "tmux when the image has it (agent metadata 'terminal'), else exec-socket"},
+        ),
         verifier=harbor_writer.verifier_config(verifier_timeout_sec),
     )
 

@@ -189,3 +189,44 @@ def test_force_build_builds_the_dockerfile_instead_of_the_prebuilt_image(real_ta
     assert built != prebuilt
     output = docker_client.containers.run(built, ["ls", "/built-from-the-dockerfile"], remove=True)
     assert b"/built-from-the-dockerfile" in output
+
+
+def test_the_agent_drives_a_tmux_terminal_with_interactive_programs(real_tasks, docker_client, endpoint, tmp_path):
+    """On an image with tmux the agent types into a real terminal: a Python REPL and Ctrl-C work."""
+    import json
+
+    from runner_helpers import API_KEY_ENV
+
+    from depthlab.runner import ChatClient, HarnessConfig, TerminusAgent
+
+    def command(keys: str, duration: float = 0.5) -> dict:
+        return {"keystrokes": keys, "duration": duration}
+
+    def policy(messages, model):
+        turn = sum(1 for message in messages if message["role"] == "assistant") + 1
+        script = {
+            1: [command("python3\n", 1.0), command("x = 6 * 7\n"), command("print('answer', x)\n")],
+            2: [
+                command("import os; os.makedirs('/app', exist_ok=True)\n"),
+                command("open('/app/answer.json', 'w').write('{\"word\": \"hello\"}')\n"),
+                command("exit()\n"),
+            ],
+            3: [command("sleep 100\n"), command("C-c"), command("echo back-at-the-prompt\n")],
+        }
+        if turn in script:
+            return json.dumps({"analysis": "", "plan": "", "commands": script[turn]})
+        return json.dumps({"analysis": "", "plan": "", "commands": [], "task_complete": True})
+
+    endpoint.reset(policy)
+    client = ChatClient(endpoint.url, "scripted/tmux", api_key_env=API_KEY_ENV, max_retries=0)
+    agent = TerminusAgent(client, HarnessConfig(cap=6))
+    summary = run_tasks([real_tasks["offline"]], agent, jobs_dir=tmp_path, docker_client=docker_client, progress=False)
+    (outcome,) = summary.outcomes
+    assert (outcome.reward, outcome.exception) == (1.0, None), outcome
+    observations = [request["body"]["messages"][-1]["content"] for request in endpoint.requests[1:]]
+    assert ">>> print('answer', x)" in observations[0]  # the REPL's prompt and echo, as a terminal shows them
+    assert "answer 42" in observations[0]
+    assert "back-at-the-prompt" in observations[2]
+    assert "^C" in observations[2]
+    result = json.loads((outcome.trial_dir / "result.json").read_text())
+    assert result["agent_result"]["metadata"]["terminal"] == "tmux"
