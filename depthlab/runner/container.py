@@ -1,9 +1,11 @@
 """One task container's lifecycle: start it under its limits, run commands in it, copy files, remove it.
 
-Security defaults: no network (``network_mode="none"``) unless the user allows it, not
-privileged, every capability dropped (``cap_add`` puts back only what the user names),
-``no-new-privileges``, a pid limit, the task's memory (no extra swap) and CPU limits, and no
-environment variables passed in. Every container carries the runner's labels, so that
+Security: a named profile (:data:`PROFILES`; :mod:`depthlab.runner.profiles`). Both profiles run
+the container not privileged, with ``no-new-privileges``, a pid limit, the task's memory (no extra
+swap) and CPU limits, the disk bound of :mod:`depthlab.runner.watchdog`, and no environment
+variables passed in. ``harbor`` (the default) keeps Docker's default capabilities and the network
+task.toml allows, as Harbor runs a task; ``strict`` drops every capability (``cap_add`` puts back
+only what the user names) and has no network. Every container carries the runner's labels, so that
 :mod:`depthlab.runner.leftovers` can remove what a dead runner left behind.
 
 Containers stop themselves when their runner is gone. PID 1 is a keep-alive that reads its
@@ -16,9 +18,10 @@ container (:func:`remove_leftovers`).
 Who the agent is
 ----------------
 As in Harbor's own containers, the agent runs as the image's user (root in Harbor's task
-images) on a writable root filesystem: tasks install packages and edit system files. It is a
-root without capabilities (all dropped, ``no-new-privileges``), so it cannot mount, chown,
-bypass file permissions or leave the container's namespaces. Where a task allows it (its files
+images) on a writable root filesystem: tasks install packages and edit system files. Under
+``harbor`` it is root with Docker's default capabilities (it can chown and bypass file modes, not
+mount or leave the container's namespaces); under ``strict`` a root without capabilities, which
+cannot chown or bypass file permissions either. Where a task allows it (its files
 are writable by another user), ``ContainerLimits(user="1000:1000")`` (``--agent-user``) runs
 the agent's shell and the oracle as that user instead. Giving capabilities back with
 ``cap_add`` (``DAC_OVERRIDE``, ``FOWNER``, ``CHOWN``, ``SETGID``) also gives the agent the means
