@@ -91,10 +91,6 @@ class TmuxTerminal:
             raise ContainerExitedError(f"tmux did not start: {output[-300:].decode(errors='replace')}")
         self._previous = None
 
-    def _alive(self) -> bool:
-        code, _ = self._tmux("has-session", "-t", self.session)
-        return code == 0
-
     # typing --------------------------------------------------------------------------
     def run(self, keystrokes: str, duration: float) -> str:
         """Type ``keystrokes`` (or press the key they name), then wait ``duration`` seconds; return ''.
@@ -103,35 +99,39 @@ class TmuxTerminal:
         """
         started = time.monotonic()
         note = ""
-        if keystrokes:
-            if not self._alive():  # the agent ended the session's shell: a fresh one, as a terminal reopened
-                self.box.check_alive()
-                self._start()
-                note = "[the shell exited; a new terminal was started]\n"
+        if keystrokes and not self._send(keystrokes):
+            # the agent ended the session's shell: a fresh one, as a terminal reopened
+            self.box.check_alive()
+            self._start()
+            note = "[the shell exited; a new terminal was started]\n"
             self._send(keystrokes)
         remaining = duration - (time.monotonic() - started)
         if remaining > 0:
             time.sleep(remaining)
         return note
 
-    def _send(self, keystrokes: str) -> None:
-        if _KEY_NAME.fullmatch(keystrokes.strip()) and "\n" not in keystrokes.strip() and len(keystrokes.strip()) > 1:
-            self._tmux("send-keys", "-t", self.session, keystrokes.strip())
-            return
-        if len(keystrokes.encode()) <= _SEND_LIMIT:
-            # literal text; a newline is typed as Enter
-            for index, line in enumerate(keystrokes.split("\n")):
-                if index:
-                    self._tmux("send-keys", "-t", self.session, "Enter")
-                if line:
-                    self._tmux("send-keys", "-t", self.session, "-l", line)
-            return
-        path = f"/tmp/.depthlab-paste-{secrets.token_hex(6)}"
-        self.box.put_file(path, keystrokes.encode(), mode=0o644)
-        buffer = f"depthlab-{secrets.token_hex(4)}"
-        self._tmux("load-buffer", "-b", buffer, path)
-        self._tmux("paste-buffer", "-d", "-b", buffer, "-t", self.session)
-        self.box.exec(["rm", "-f", path], timeout=10, user="0")
+    def _send(self, keystrokes: str) -> bool:
+        """Type ``keystrokes`` in one tmux call; False when the session is gone."""
+        key = keystrokes.strip()
+        if len(key) > 1 and _KEY_NAME.fullmatch(key):
+            return self._tmux("send-keys", "-t", self.session, key)[0] == 0
+        if len(keystrokes.encode()) > _SEND_LIMIT:
+            path = f"/tmp/.depthlab-paste-{secrets.token_hex(6)}"
+            self.box.put_file(path, keystrokes.encode(), mode=0o644)
+            buffer = f"depthlab-{secrets.token_hex(4)}"
+            code, _ = self._tmux(
+                "load-buffer", "-b", buffer, path, ";", "paste-buffer", "-d", "-b", buffer, "-t", self.session
+            )
+            self.box.exec(["rm", "-f", path], timeout=10, user="0")
+            return code == 0
+        # literal text, each newline pressed as Enter, chained with tmux's ";" into one call
+        arguments: list[str] = ["has-session", "-t", self.session]
+        for index, line in enumerate(keystrokes.split("\n")):
+            if index:
+                arguments += [";", "send-keys", "-t", self.session, "Enter"]
+            if line:
+                arguments += [";", "send-keys", "-t", self.session, "-l", line]
+        return self._tmux(*arguments)[0] == 0
 
     # reading -------------------------------------------------------------------------
     def observe(self) -> str:
