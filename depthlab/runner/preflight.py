@@ -360,7 +360,9 @@ def _need(tail: str, script: str = "", limits: ContainerLimits | None = None) ->
     """
     needs = [need for patterns, need in _NEEDS if any(pattern in tail for pattern in patterns)]
     if limits is not None and script:
-        installs = [tool for tool in _INSTALLERS if re.search(rf"(^|[\s;&|(]){re.escape(tool)}\b", script, re.M)]
+        installs = [
+            tool for tool in _INSTALLERS if re.search(rf"(^|[\s;&|(]){re.escape(tool)}(?=[\s;&|)]|$)", script, re.M)
+        ]
         if installs and not limits.network and _NEEDS[0][1] not in needs:
             needs.insert(0, _NEEDS[0][1] + f"; tests/test.sh runs {', '.join(installs)}")
         if "apt-get" in installs and limits.profile == "strict" and _NEEDS[1][1] not in needs:
