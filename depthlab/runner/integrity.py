@@ -19,7 +19,9 @@ what decides the grade:
 
 Any difference is :class:`~depthlab.runner.errors.VerifierTamperedError`, an *invalid* trial
 whose message names what changed. Python's bytecode caches of the tests go to a private folder
-(``PYTHONPYCACHEPREFIX``), so a legitimate test run adds nothing to ``/tests``.
+(``PYTHONPYCACHEPREFIX``); the only entries a test run may add to ``/tests`` are pytest's cache
+(``.pytest_cache``, kept in pytest's root folder) and ``__pycache__`` folders, which are not read
+as tests.
 """
 
 from __future__ import annotations
@@ -101,12 +103,30 @@ def compare_snapshots(before: Snapshot, after: Snapshot) -> list[str]:
             problems.append(f"{path} was replaced by a {now[3]}")
         elif now[0] != inode:
             problems.append(f"{path} was replaced (its inode changed)")
-        elif path.startswith("/tests") and now[1] != ctime:
+        elif path.startswith("/tests") and kind != "directory" and now[1] != ctime:
+            # (a folder's change time moves when an entry is added: the entries are checked themselves)
             problems.append(f"{path} was changed (its change time moved)")
         elif path == "/logs/verifier" and (now[4], now[5]) != (uid, gid):
             problems.append(f"{path} changed owner")
-    problems += [f"{path} was added" for path in after.entries if path not in before.entries]
+    problems += [
+        f"{path} was added" for path in after.entries if path not in before.entries and not _verifiers_own(path)
+    ]
     return problems
+
+
+def _verifiers_own(path: str) -> bool:
+    """Whether ``path`` in /tests is what a test run itself writes there: pytest's cache, bytecode caches.
+
+    pytest keeps its cache in its root folder, /tests for TB2's ``pytest /tests/test_outputs.py``;
+    neither folder is read as tests.
+
+    Examples
+    --------
+    >>> _verifiers_own("/tests/.pytest_cache/v/cache/nodeids"), _verifiers_own("/tests/conftest.py")
+    (True, False)
+    """
+    parts = path.split("/")
+    return ".pytest_cache" in parts or "__pycache__" in parts
 
 
 def host_digest(folder: Path) -> dict[str, str]:
@@ -178,7 +198,9 @@ def compare_digests(host: dict[str, str], container: dict[str, str]) -> list[str
             problems.append(
                 f"/tests/{name} was rewritten" if now.startswith("file:") else f"/tests/{name} became {now}"
             )
-    problems += [f"/tests/{name} was added" for name in container if name not in host]
+    problems += [
+        f"/tests/{name} was added" for name in container if name not in host and not _verifiers_own(f"/tests/{name}")
+    ]
     return problems
 
 

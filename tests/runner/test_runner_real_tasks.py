@@ -25,12 +25,21 @@ PROBE = (
     "then echo debian: reached; else echo debian: unreachable; fi\n"
 )
 
-# TB2's test.sh installs its tool with apt-get at verification time, then tests
+# TB2's test.sh installs its test tool at verification time, then runs pytest on /tests (whose
+# cache pytest then keeps in /tests: the integrity checks must allow it)
 APT_TEST_SH = """#!/bin/bash
 apt-get update
-apt-get install -y --no-install-recommends jq
-if [ "$(jq -r .word /app/answer.json 2>/dev/null)" = hello ]; then echo 1 > /logs/verifier/reward.txt
+apt-get install -y --no-install-recommends python3-pytest
+if pytest /tests/test_outputs.py -rA; then echo 1 > /logs/verifier/reward.txt
 else echo 0 > /logs/verifier/reward.txt; fi
+"""
+
+TEST_OUTPUTS = """import json
+
+
+def test_the_answer_is_hello():
+    with open("/app/answer.json") as handle:
+        assert json.load(handle)["word"] == "hello"
 """
 
 SOLVE_SH = '#!/bin/bash\nmkdir -p /app && echo \'{"word": "hello"}\' > /app/answer.json\n' + PROBE
@@ -48,6 +57,8 @@ def write_tb2_task(root: Path, name: str, *, toml: str, dockerfile: str, test_sh
     (task / "instruction.md").write_text('Write {"word": "hello"} to /app/answer.json.\n')
     (task / "environment" / "Dockerfile").write_text(dockerfile)
     (task / "tests" / "test.sh").write_text(test_sh)
+    if "pytest" in test_sh:
+        (task / "tests" / "test_outputs.py").write_text(TEST_OUTPUTS)
     (task / "solution" / "solve.sh").write_text(solve_sh)
     return task
 
@@ -132,7 +143,8 @@ def test_a_tb2_format_task_passes_its_oracle_under_default_settings(default_run)
     assert "eth0" in output  # Harbor's default: the agent's phase has the network task.toml allows
     assert "debian: reached" in output
     stdout = (outcome.trial_dir / "verifier" / "test-stdout.txt").read_text()
-    assert "Setting up jq" in stdout  # the verifier installed its tool at verification time
+    assert "Setting up python3-pytest" in stdout  # the verifier installed its tool at verification time
+    assert "1 passed" in stdout
 
 
 def test_a_multi_stage_dockerfile_builds_and_installs_from_debian(default_run):
