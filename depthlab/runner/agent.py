@@ -46,14 +46,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from depthlab import __version__
 from depthlab._checks import check_choice, check_int_at_least, check_positive_finite, check_positive_int
 from depthlab.io import harbor_writer
 from depthlab.io.harbor_writer import cap_sentence
 from depthlab.runner.container import TaskContainer
 from depthlab.runner.errors import AgentTimeoutError
 from depthlab.runner.llm import ChatClient
-from depthlab.runner.output import Trajectory, write_text
+from depthlab.runner.output import VERSION, Trajectory, write_text
 from depthlab.runner.shell import SHELL_BUFFER_BYTES
 from depthlab.runner.task import TaskSpec
 from depthlab.runner.terminal import TmuxTerminal, has_tmux
@@ -219,7 +218,7 @@ class TerminusAgent:
     """
 
     name = AGENT_NAME
-    version = __version__
+    version = VERSION
 
     def __init__(self, client: ChatClient, harness: HarnessConfig) -> None:
         self.client = client

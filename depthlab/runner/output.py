@@ -10,6 +10,7 @@ folders that have no ``result.json`` (interrupted trials), as Harbor does.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import shutil
 import threading
@@ -20,7 +21,20 @@ from typing import Any
 from depthlab.io import harbor_writer
 from depthlab.io.harbor_writer import Trajectory, trial_name, utc_now, write_json, write_text
 
-__all__ = ["JobDir", "Trajectory", "remove_incomplete_trials", "utc_now", "write_json", "write_text"]
+__all__ = ["VERSION", "JobDir", "Trajectory", "remove_incomplete_trials", "utc_now", "write_json", "write_text"]
+
+
+def _installed_version() -> str:
+    # from the installed package's metadata (setup.cfg reads depthlab.__version__): importing the
+    # top-level package from here would run up the layers
+    try:
+        return importlib.metadata.version("depthlab")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+#: depthlab's version, recorded as the runner's agents' version.
+VERSION = _installed_version()
 
 _JOB_LOCKS: dict[Path, threading.Lock] = {}
 _JOB_LOCKS_GUARD = threading.Lock()
