@@ -330,6 +330,34 @@ class TaskContainer:
                 f"The task container exited (exit code {state.get('ExitCode')}, OOM killed: {state.get('OOMKilled')})"
             )
 
+    def ended_from_inside(self, *, wait_sec: float = 0.0) -> str:
+        """A sentence when the container stopped by its own processes' doing (the agent's), else ''.
+
+        PID 1 exits with code 0 only on a signal sent from inside (its deadline is past every
+        trial's end); an out-of-memory kill is the processes' own use. The runner's own removal,
+        a daemon restart or a host kill give neither. ``wait_sec``: how long a container still
+        shutting down is waited for.
+        """
+        if self.stopped_because:
+            return self.stopped_because
+        deadline = time.monotonic() + wait_sec
+        while True:
+            try:
+                self._running().reload()
+            except Exception:  # gone altogether: not something to put on the agent
+                return ""
+            if not self.container.attrs.get("State", {}).get("Running", False) or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+        state = self.container.attrs.get("State", {})
+        if state.get("Running", False):
+            return ""
+        if state.get("OOMKilled"):
+            return f"the container ran out of its {self.limits.memory_mb} MB of memory and was stopped"
+        if state.get("ExitCode") == 0:
+            return "a process in the container ended its PID 1 (the container stopped from inside)"
+        return ""
+
     def process_count(self) -> tuple[int | None, int | None]:
         """(processes now, the pid limit) of the container, from the daemon's statistics (None: unknown)."""
         try:

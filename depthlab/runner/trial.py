@@ -166,9 +166,12 @@ def run_trial(
             agent.run(box, task, trial_dir / "agent", deadline, context, timeout_sec=agent_timeout)
         except AgentTimeoutError as timeout:  # Harbor verifies a timed-out agent's work all the same
             error, occurred_at = timeout, datetime.now().isoformat()
-        except (NonZeroAgentExitCodeError, ContainerExitedError):
-            # a fork bomb the agent left makes its own commands fail too: the same fail, with its cause
-            if cause := box.stopped_because or box.at_pid_limit():
+        except (NonZeroAgentExitCodeError, ContainerExitedError) as failure:
+            # a fork bomb the agent left, or its stopping the container, makes its own commands fail too:
+            # the same fail as when the verifier cannot start, with its cause (a command killed by the
+            # container's end exits 137: the container is waited for a moment)
+            killed = isinstance(failure, ContainerExitedError) or context.metadata.get("exit_code") == 137
+            if cause := box.ended_from_inside(wait_sec=2.0 if killed else 0.0) or box.at_pid_limit():
                 raise RewardFileNotFoundError(f"The verifier could not start: {cause}") from None
             raise
         finally:
@@ -191,6 +194,9 @@ def run_trial(
             raise CancelledError("The run was interrupted") from None
         if box is not None and _is_docker_error(failure):
             failure = _container_fault(box, failure)
+        if box is not None and isinstance(failure, ContainerExitedError) and (cause := box.ended_from_inside()):
+            # the agent stopped its own container: its fail, not an infrastructure failure
+            failure = RewardFileNotFoundError(f"The verifier could not start: {cause}")
         error, occurred_at = failure, datetime.now().isoformat()
     finally:
         if box is not None:

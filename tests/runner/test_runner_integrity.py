@@ -41,6 +41,7 @@ def attack_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name, solve in ATTACKS.items():
         write_task(root, name, instruction="Do nothing.", test_sh=HONEST_ZERO, solve_sh=solve)
     write_task(root, "break-sh", instruction="x", test_sh=HONEST_ZERO, solve_sh="rm -f /bin/sh\n")
+    write_task(root, "kill-pid-1", instruction="x", test_sh=HONEST_ZERO, solve_sh="kill 1; sleep 10\n")
     bomb = "b() { b | b & }; (b) >/dev/null 2>&1 &\nsleep 2\n"
     write_task(root, "fork-bomb", instruction="x", test_sh=HONEST_ZERO, solve_sh=bomb)
     # 150 MB written to /tmp under a 64 MB bound (the watchdog, where the storage driver cannot bound it)
@@ -113,6 +114,13 @@ def test_the_disk_an_agent_can_fill_is_bounded(outcomes):
     assert filled.status == "fail", (profile, filled)
     assert filled.exception == "RewardFileNotFoundError"
     assert "over the task's storage bound of 64 MB" in filled.message
+
+
+def test_an_agent_that_stops_its_own_container_fails(outcomes):
+    profile, found = outcomes
+    stopped = found["kill-pid-1"]
+    assert stopped.status == "fail", (profile, stopped)
+    assert "ended its PID 1" in stopped.message
 
 
 def test_a_fork_bomb_is_a_fail_that_names_the_pid_limit(outcomes):
