@@ -186,7 +186,10 @@ class PreflightReport:
 
         ``outcomes`` are :class:`~depthlab.runner.TrialOutcome` of the oracle agent.
         """
-        rows = [_row(outcome.task, str(outcome.trial_dir), outcome, tail_lines) for outcome in outcomes]
+        rows = []
+        for outcome in outcomes:
+            path, limits = _recorded(Path(outcome.trial_dir))
+            rows.append(_row(outcome.task, path or str(outcome.trial_dir), outcome, tail_lines, limits))
         return cls(rows=rows, settings=(settings or RunSettings()).as_record())
 
     def to_frame(self) -> Any:
@@ -368,6 +371,22 @@ def _need(tail: str, script: str = "", limits: ContainerLimits | None = None) ->
         if "apt-get" in installs and limits.profile == "strict" and _NEEDS[1][1] not in needs:
             needs.append(_NEEDS[1][1])
     return " and ".join(dict.fromkeys(needs))
+
+
+def _recorded(trial_dir: Path) -> tuple[str | None, ContainerLimits | None]:
+    """The task folder and the container limits a trial's config.json records (None where it cannot say)."""
+    try:
+        config = json.loads((trial_dir / "config.json").read_text(encoding="utf-8"))
+        kwargs = config["environment"]["kwargs"]
+        limits = ContainerLimits(
+            cpus=kwargs["cpus"],
+            memory_mb=kwargs["memory_mb"],
+            network=kwargs["network_mode"] != "none",
+            profile=kwargs.get("profile", "harbor"),
+        )
+        return str(config["task"]["path"]), limits
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None
 
 
 def _read(path: Path) -> str:
