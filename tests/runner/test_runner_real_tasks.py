@@ -224,6 +224,8 @@ def test_the_agent_drives_a_tmux_terminal_with_interactive_programs(real_tasks, 
                 command("exit()\n"),
             ],
             3: [command("sleep 100\n"), command("C-c"), command("echo back-at-the-prompt\n")],
+            4: [command("top\n", 1.5)],  # a full-screen program: the observation is the screen it drew
+            5: [command("q"), command("echo top-has-quit\n")],
         }
         if turn in script:
             return json.dumps({"analysis": "", "plan": "", "commands": script[turn]})
@@ -231,7 +233,7 @@ def test_the_agent_drives_a_tmux_terminal_with_interactive_programs(real_tasks, 
 
     endpoint.reset(policy)
     client = ChatClient(endpoint.url, "scripted/tmux", api_key_env=API_KEY_ENV, max_retries=0)
-    agent = TerminusAgent(client, HarnessConfig(cap=6))
+    agent = TerminusAgent(client, HarnessConfig(cap=8))
     summary = run_tasks([real_tasks["offline"]], agent, jobs_dir=tmp_path, docker_client=docker_client, progress=False)
     (outcome,) = summary.outcomes
     assert (outcome.reward, outcome.exception) == (1.0, None), outcome
@@ -240,5 +242,7 @@ def test_the_agent_drives_a_tmux_terminal_with_interactive_programs(real_tasks, 
     assert "answer 42" in observations[0]
     assert "back-at-the-prompt" in observations[2]
     assert "^C" in observations[2]
+    assert "load average" in observations[3]
+    assert "top-has-quit" in observations[4]
     result = json.loads((outcome.trial_dir / "result.json").read_text())
     assert result["agent_result"]["metadata"]["terminal"] == "tmux"
