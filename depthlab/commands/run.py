@@ -6,11 +6,11 @@ import argparse
 import contextlib
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from depthlab.runner import FillSummary
+    from depthlab.runner import FillSummary, TerminusAgent
 
 HELP = "Run task(s) at a stated turn cap with an LLM agent in Docker."
 
@@ -169,7 +169,7 @@ def report_oracle(summary: FillSummary, settings: Any) -> None:
         print("".join(f"    | {line}\n" for line in row.verifier_tail.splitlines()) or "    | (no output)\n", end="")
 
 
-def terminus_factory(args: argparse.Namespace):  # noqa: ANN201 - a callable (model, cap) -> agent
+def terminus_factory(args: argparse.Namespace) -> Callable[[str, int | None], TerminusAgent]:
     """``(model, cap) -> TerminusAgent`` from the command-line options."""
     from depthlab.runner import ChatClient, HarnessConfig, TerminusAgent
 

@@ -539,7 +539,7 @@ class TaskContainer:
         try:
             with tarfile.open(fileobj=reader, mode="r|") as archive:
                 while (member := archive.next()) is not None:
-                    archive.members.clear()  # stream mode would keep every header
+                    forget_headers(archive)
                     if member.name.rstrip("/") == top:
                         report.owner = (member.uid, member.gid)
                         continue
@@ -672,6 +672,15 @@ class _ExecStream:
         self.closed = True
         with contextlib.suppress(OSError):
             self.sock.close()
+
+
+def forget_headers(archive: tarfile.TarFile) -> None:
+    """Drop the headers a streamed tar file keeps of every member read, so memory stays bounded.
+
+    ``members`` is the attribute ``tarfile`` appends to (it has no public way to drop them).
+    """
+    members: list[tarfile.TarInfo] = vars(archive)["members"]
+    members.clear()
 
 
 def script_command(script: str) -> list[str]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from depthlab.runner.container import ChunkReader
+from depthlab.runner.container import ChunkReader, forget_headers
 
 #: What the stat snapshot prints per path: inode, change time (ns), size, type, owner, name.
 _STAT_FORMAT = "%i|%z|%s|%F|%u|%g|%n"
@@ -159,7 +159,7 @@ def archive_digest(stream: Any) -> dict[str, str]:
     try:
         with tarfile.open(fileobj=reader, mode="r|") as archive:
             while (member := archive.next()) is not None:
-                archive.members.clear()
+                forget_headers(archive)
                 name = member.name.rstrip("/")
                 _, _, relative = name.partition("/")
                 if not relative:

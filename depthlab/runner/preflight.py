@@ -257,7 +257,8 @@ def preflight(
         try:
             task = item if isinstance(item, TaskSpec) else load_task(item)
         except (UnsupportedTaskError, FileNotFoundError, ValueError) as error:
-            slots.append(PreflightRow(str(Path(item).name), str(item), False, f"the task does not load: {error}", ""))
+            path = str(item.path if isinstance(item, TaskSpec) else item)
+            slots.append(PreflightRow(Path(path).name, path, False, f"the task does not load: {error}", ""))
             continue
         report.tasks[str(task.path)] = task
         if not (task.path / "solution" / "solve.sh").is_file():

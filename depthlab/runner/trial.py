@@ -276,7 +276,7 @@ def _is_docker_error(error: BaseException) -> bool:
     return isinstance(error, docker.errors.DockerException | ConnectionError | BrokenPipeError)
 
 
-def _container_fault(box: TaskContainer, error: BaseException) -> BaseException:
+def _container_fault(box: TaskContainer, error: Exception) -> Exception:
     """Name a Docker error after what happened to the container, when it died."""
     try:
         box.check_alive()
