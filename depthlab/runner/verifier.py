@@ -153,6 +153,12 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
             staged.replace(stdout)
     if report is not None and report.notes():
         write_text(verifier_dir / "copy-notes.txt", report.notes())
+    if before.problem:  # e.g. an image without stat: the content checks through the daemon still ran
+        write_text(
+            verifier_dir / "integrity-notes.txt",
+            f"the inode and change-time check could not run before the tests ({before.problem}); "
+            "the content of /tests and the verifier's folder were still checked through the Docker daemon\n",
+        )
     if report is not None and report.owner != (VERIFIER_UID, VERIFIER_GID):
         problems.insert(
             0,
