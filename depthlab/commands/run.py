@@ -6,11 +6,11 @@ import argparse
 import contextlib
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from depthlab.runner import FillSummary
+    from depthlab.runner import FillSummary, TerminusAgent
 
 HELP = "Run task(s) at a stated turn cap with an LLM agent in Docker."
 
@@ -74,6 +74,12 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--pids-limit", type=int, default=1024)
     parser.add_argument(
+        "--storage-mb",
+        type=int,
+        help="disk bound of every container in MB (default: task.toml's storage_mb, else 10240); the storage "
+        "driver enforces it where it can, else a watchdog stops the trial as a fail",
+    )
+    parser.add_argument(
         "--agent-user",
         help="run the agent's shell (and the oracle) as this user, e.g. 1000:1000, where the task's files allow "
         "it; default: the image's user (root in Harbor's images, as in Harbor)",
@@ -99,6 +105,7 @@ def run_settings(args: argparse.Namespace) -> Any:
         user=args.agent_user or None,
         build_network=True if args.build_network else None,
         force_build=args.force_build,
+        storage_mb=args.storage_mb,
     )
 
 
@@ -112,6 +119,8 @@ def check_agent_arguments(args: argparse.Namespace, verb: str) -> str | None:
             return f"depthlab {verb}: --{option.replace('_', '-')} must be a positive number of seconds, got {value:g}"
     if args.profile == "strict" and args.allow_network:
         return f"depthlab {verb}: --allow-network cannot be used with --profile strict (it has no network)"
+    if args.storage_mb is not None and args.storage_mb < 1:
+        return f"depthlab {verb}: --storage-mb must be at least 1, got {args.storage_mb}"
     for option, least in (("concurrency", 1), ("pids_limit", 1), ("max_retries", 0)):
         if getattr(args, option) < least:
             return (
@@ -160,7 +169,7 @@ def report_oracle(summary: FillSummary, settings: Any) -> None:
         print("".join(f"    | {line}\n" for line in row.verifier_tail.splitlines()) or "    | (no output)\n", end="")
 
 
-def terminus_factory(args: argparse.Namespace):  # noqa: ANN201 - a callable (model, cap) -> agent
+def terminus_factory(args: argparse.Namespace) -> Callable[[str, int | None], TerminusAgent]:
     """``(model, cap) -> TerminusAgent`` from the command-line options."""
     from depthlab.runner import ChatClient, HarnessConfig, TerminusAgent
 

@@ -7,9 +7,12 @@ machine with a Docker Engine; its output loads back with :func:`depthlab.load_tr
 >>> HarnessConfig(cap=3).as_kwargs()["stated_cap"]
 3
 
-Pieces: :func:`load_task` (task.toml, checksum), :func:`ensure_image` (build, cached),
-:class:`TaskContainer` (the container's lifecycle), :class:`Shell` (the persistent shell),
-:func:`remove_leftovers` (what a dead runner left), :class:`ChatClient` (any
+Pieces: :func:`load_task` (task.toml, checksum), :func:`ensure_image` (the prebuilt image, or a
+build, cached), :class:`TaskContainer` (the container's lifecycle), :class:`Shell` (the persistent
+shell) and :class:`~depthlab.runner.terminal.TmuxTerminal` (tmux, when the image has it),
+:func:`remove_leftovers` (what a dead runner left), :mod:`~depthlab.runner.integrity` (the
+verifier's files checked unchanged), :mod:`~depthlab.runner.watchdog` (the disk bound),
+:class:`ChatClient` (any
 OpenAI-compatible endpoint), :class:`TerminusAgent` (the capped loop; its docstring documents
 the prompt and limits), :class:`OracleAgent` (runs solution/solve.sh), :func:`verify`,
 :func:`run_trial` (one trial, every fault recorded), :class:`RunSettings` (the security
@@ -32,6 +35,7 @@ from depthlab.runner.errors import (
     LLMEndpointError,
     RunnerError,
     UnsupportedTaskError,
+    VerifierTamperedError,
     VerifierTimeoutError,
 )
 from depthlab.runner.image import RUNNER_LABEL, ensure_image, image_tag
@@ -76,6 +80,7 @@ __all__ = [
     "Trajectory",
     "TrialOutcome",
     "UnsupportedTaskError",
+    "VerifierTamperedError",
     "VerifierTimeoutError",
     "cap_sentence",
     "check_plan",

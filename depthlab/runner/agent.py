@@ -46,16 +46,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from depthlab._checks import check_int_at_least, check_positive_finite, check_positive_int
-from depthlab._version import __version__
+from depthlab._checks import check_choice, check_int_at_least, check_positive_finite, check_positive_int
 from depthlab.io import harbor_writer
 from depthlab.io.harbor_writer import cap_sentence
 from depthlab.runner.container import TaskContainer
 from depthlab.runner.errors import AgentTimeoutError
 from depthlab.runner.llm import ChatClient
-from depthlab.runner.output import Trajectory, write_text
+from depthlab.runner.output import VERSION, Trajectory, write_text
 from depthlab.runner.shell import SHELL_BUFFER_BYTES
 from depthlab.runner.task import TaskSpec
+from depthlab.runner.terminal import TmuxTerminal, has_tmux
 
 AGENT_NAME = "depthlab-terminus"
 PROMPT_VERSION = "depthlab-terminus-1"
@@ -93,6 +93,16 @@ INSTRUCTION_FILE = "/logs/agent/instruction.md"
 #: Characters of a long instruction quoted in the prompt.
 _INSTRUCTION_EXCERPT_CHARS = 2000
 
+# the same protocol in tmux, whose waits are the durations themselves (as terminus-2's)
+_TMUX_PROMPT = _PROMPT.replace(
+    "The output comes back as soon as the command finishes.",
+    "The terminal waits that long, then shows what appeared. Interactive programs (python3, less, vi) work; "
+    'keys such as "C-c", "C-d", "Escape" or "q" are pressed when sent alone.',
+).replace("one persistent shell", "one terminal (tmux)")
+
+#: The terminals :class:`HarnessConfig` can ask for.
+TERMINALS: tuple[str, ...] = ("auto", "tmux", "shell")
+
 _CONFIRM = (
     "You marked the task as complete. Your work will then be graded as it is and you cannot change it "
     'afterwards. If that is what you want, answer again with "task_complete": true; otherwise continue.'
@@ -120,6 +130,10 @@ class HarnessConfig:
     instruction_limit_bytes : int, default 65536
         Longest instruction put in the prompt; a longer one is written once into the container
         (``/logs/agent/instruction.md``) and the prompt quotes its beginning.
+    terminal : {"auto", "tmux", "shell"}, default "auto"
+        The agent's terminal: ``tmux`` (:class:`~depthlab.runner.terminal.TmuxTerminal`, keystrokes
+        and waits as terminus-2 drives its terminal), the persistent ``shell``
+        (:class:`~depthlab.runner.shell.Shell`), or ``auto``: tmux when the image has it.
 
     Examples
     --------
@@ -134,8 +148,10 @@ class HarnessConfig:
     confirm_completion: bool = True
     safety_turns: int = 200
     instruction_limit_bytes: int = 64 * 1024
+    terminal: str = "auto"
 
     def __post_init__(self) -> None:
+        check_choice(self.terminal, "terminal", "HarnessConfig", TERMINALS)
         if self.cap is not None:
             check_positive_int(self.cap, "cap", "HarnessConfig")
         check_int_at_least(self.output_limit_bytes, "output_limit_bytes", "HarnessConfig", 100)
@@ -202,7 +218,7 @@ class TerminusAgent:
     """
 
     name = AGENT_NAME
-    version = __version__
+    version = VERSION
 
     def __init__(self, client: ChatClient, harness: HarnessConfig) -> None:
         self.client = client
@@ -232,9 +248,15 @@ class TerminusAgent:
         """
         harness = self.harness
         timeout_text = f"{timeout_sec if timeout_sec is not None else task.agent_timeout_sec:g}"
-        shell = box.open_shell(buffer_bytes=max(harness.output_limit_bytes * 2, SHELL_BUFFER_BYTES))
-        cwd = shell.run("pwd\n", 10.0).strip() or "/"
-        prompt = _PROMPT.format(
+        shell = self._open_terminal(box, context)
+        if shell.echoes:
+            code, where = box.exec(["sh", "-c", "pwd"], timeout=10, user=box.agent_user)
+            cwd = where.decode(errors="replace").strip() if code == 0 else "/"
+            shell.run("", 0.5)
+            shell.observe()  # the pane's first state: later observations show only what is new
+        else:
+            cwd = shell.run("pwd\n", 10.0).strip() or "/"
+        prompt = (_TMUX_PROMPT if shell.echoes else _PROMPT).format(
             cap=cap_sentence(harness.cap),
             max_command=f"{harness.max_command_sec:g}",
             limit=harness.output_limit_bytes,
@@ -344,6 +366,15 @@ class TerminusAgent:
         finally:
             shell.close()
 
+    def _open_terminal(self, box: TaskContainer, context: AgentContext) -> Any:
+        """The agent's terminal: tmux when asked for or (``auto``) when the image has it, else the shell."""
+        choice = self.harness.terminal
+        if choice == "tmux" or (choice == "auto" and has_tmux(box, box.agent_user)):
+            context.metadata["terminal"] = "tmux"
+            return TmuxTerminal(box, user=box.agent_user)
+        context.metadata["terminal"] = "shell"
+        return box.open_shell(buffer_bytes=max(self.harness.output_limit_bytes * 2, SHELL_BUFFER_BYTES))
+
     def _instruction(self, box: TaskContainer, task: TaskSpec) -> str:
         """The instruction as put in the prompt; a long one is written once into the container."""
         text = task.instruction.strip()
@@ -368,11 +399,13 @@ class TerminusAgent:
             remaining = deadline - time.monotonic()
             wait = min(float(command["duration"]), harness.max_command_sec, max(remaining, 0.0))
             keystrokes = command["keystrokes"]
-            parts.append(f"$ {keystrokes}" + ("" if keystrokes.endswith("\n") else "\n"))
+            if not shell.echoes:  # tmux's pane shows the typed command itself
+                parts.append(f"$ {keystrokes}" + ("" if keystrokes.endswith("\n") else "\n"))
             parts.append(shell.run(keystrokes, wait))
             if time.monotonic() >= deadline:
                 timed_out = True
                 break
+        parts.append(shell.observe())
         dropped = shell.dropped_bytes - dropped_before
         return limit_output("".join(parts), harness.output_limit_bytes, already_dropped=dropped), timed_out
 

@@ -1,9 +1,11 @@
 """One task container's lifecycle: start it under its limits, run commands in it, copy files, remove it.
 
-Security defaults: no network (``network_mode="none"``) unless the user allows it, not
-privileged, every capability dropped (``cap_add`` puts back only what the user names),
-``no-new-privileges``, a pid limit, the task's memory (no extra swap) and CPU limits, and no
-environment variables passed in. Every container carries the runner's labels, so that
+Security: a named profile (:data:`PROFILES`; :mod:`depthlab.runner.profiles`). Both profiles run
+the container not privileged, with ``no-new-privileges``, a pid limit, the task's memory (no extra
+swap) and CPU limits, the disk bound of :mod:`depthlab.runner.watchdog`, and no environment
+variables passed in. ``harbor`` (the default) keeps Docker's default capabilities and the network
+task.toml allows, as Harbor runs a task; ``strict`` drops every capability (``cap_add`` puts back
+only what the user names) and has no network. Every container carries the runner's labels, so that
 :mod:`depthlab.runner.leftovers` can remove what a dead runner left behind.
 
 Containers stop themselves when their runner is gone. PID 1 is a keep-alive that reads its
@@ -16,9 +18,10 @@ container (:func:`remove_leftovers`).
 Who the agent is
 ----------------
 As in Harbor's own containers, the agent runs as the image's user (root in Harbor's task
-images) on a writable root filesystem: tasks install packages and edit system files. It is a
-root without capabilities (all dropped, ``no-new-privileges``), so it cannot mount, chown,
-bypass file permissions or leave the container's namespaces. Where a task allows it (its files
+images) on a writable root filesystem: tasks install packages and edit system files. Under
+``harbor`` it is root with Docker's default capabilities (it can chown and bypass file modes, not
+mount or leave the container's namespaces); under ``strict`` a root without capabilities, which
+cannot chown or bypass file permissions either. Where a task allows it (its files
 are writable by another user), ``ContainerLimits(user="1000:1000")`` (``--agent-user``) runs
 the agent's shell and the oracle as that user instead. Giving capabilities back with
 ``cap_add`` (``DAC_OVERRIDE``, ``FOWNER``, ``CHOWN``, ``SETGID``) also gives the agent the means
@@ -56,6 +59,7 @@ from depthlab.runner.errors import ContainerExitedError, EnvironmentStartError
 from depthlab.runner.image import RUNNER_LABEL
 from depthlab.runner.leftovers import OWNER_LABEL, TRIAL_LABEL, force_remove, forget, owner, register
 from depthlab.runner.shell import SHELL_BUFFER_BYTES, Shell
+from depthlab.runner.watchdog import DiskWatchdog
 
 #: Longest life of a container whose runner no longer holds it (see the module docstring).
 DEFAULT_LIFETIME_SEC = 6 * 3600.0
@@ -67,6 +71,9 @@ FILE_LIMIT_BYTES = 16 << 20
 MAX_FILES = 10_000
 #: Most bytes copied out of one container folder.
 TOTAL_LIMIT_BYTES = 256 << 20
+
+# whether this engine's storage driver took --storage-opt size= (learned once, then the watchdog is used)
+_STORAGE_OPT_WORKS: dict[bool, bool] = {}
 
 _USER = r"[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?"  # a user name or id, optionally with a group
 
@@ -206,6 +213,9 @@ class TaskContainer:
         self.container: Any = None
         self.image_user = "0"  # the image's user (uid or name, without group), read at start
         self._lifeline: _ExecStream | None = None
+        self.storage_bound = ""  # how the disk is bounded: "storage-opt", "watchdog" or "" (no bound)
+        self.stopped_because = ""  # set when the runner stopped the container (the disk bound)
+        self._watchdog: DiskWatchdog | None = None
 
     # lifecycle -------------------------------------------------------------------------
     def start(self) -> TaskContainer:
@@ -213,7 +223,8 @@ class TaskContainer:
 
         limits = self.limits
         api = self.client.api
-        try:
+
+        def create(storage_opt: dict[str, str] | None) -> dict[str, Any]:
             host_config = api.create_host_config(
                 network_mode="bridge" if limits.network else "none",
                 privileged=False,
@@ -224,6 +235,7 @@ class TaskContainer:
                 mem_limit=f"{limits.memory_mb}m",
                 memswap_limit=f"{limits.memory_mb}m",
                 nano_cpus=int(limits.cpus * 1e9),
+                storage_opt=storage_opt,
             )
             config = api.create_container_config(
                 self.image,
@@ -235,12 +247,26 @@ class TaskContainer:
                 host_config=host_config,
             )
             config["StdinOnce"] = True  # stdin closes when the runner's attach socket closes
-            created = api.create_container_from_config(config)
+            return api.create_container_from_config(config)
+
+        try:
+            created = None
+            if limits.storage_mb is not None and _STORAGE_OPT_WORKS.get(True, True):
+                try:  # the storage driver bounds the writable layer itself where it can
+                    created = create({"size": f"{limits.storage_mb}M"})
+                    self.storage_bound = "storage-opt"
+                except docker.errors.APIError:  # e.g. overlay2 not on xfs with pquota: the watchdog instead
+                    _STORAGE_OPT_WORKS[True] = False
+            if created is None:
+                created = create(None)
             self.container = self.client.containers.get(created["Id"])
             register(self.container)
             self._lifeline = _ExecStream(api.attach_socket(created["Id"], params={"stdin": 1, "stream": 1}), "")
             api.start(created["Id"])
             self.container.reload()
+            if limits.storage_mb is not None and not self.storage_bound:
+                self._watchdog = DiskWatchdog(self.client, created["Id"], limits.storage_mb, self._stopped).start()
+                self.storage_bound = "watchdog"
         except docker.errors.DockerException as error:
             self.remove()
             raise EnvironmentStartError(f"Starting a container from {self.image!r} failed: {error}") from None
@@ -248,8 +274,19 @@ class TaskContainer:
         self.image_user = user.split(":", 1)[0] or "0"
         return self
 
+    def _stopped(self, reason: str) -> None:
+        self.stopped_because = reason
+
+    def check_disk(self) -> str:
+        """The reason when the agent's writes passed the disk bound (the container is then stopped), else ''."""
+        if self.stopped_because or self._watchdog is None:
+            return self.stopped_because
+        return self._watchdog.check()
+
     def remove(self) -> None:
         """Remove the container (killing it); safe to call twice."""
+        if self._watchdog is not None:
+            self._watchdog.stop()
         if self._lifeline is not None:
             self._lifeline.close()
             self._lifeline = None
@@ -293,6 +330,53 @@ class TaskContainer:
                 f"The task container exited (exit code {state.get('ExitCode')}, OOM killed: {state.get('OOMKilled')})"
             )
 
+    def ended_from_inside(self, *, wait_sec: float = 0.0) -> str:
+        """A sentence when the container stopped by its own processes' doing (the agent's), else ''.
+
+        PID 1 exits with code 0 only on a signal sent from inside (its deadline is past every
+        trial's end); an out-of-memory kill is the processes' own use. The runner's own removal,
+        a daemon restart or a host kill give neither. ``wait_sec``: how long a container still
+        shutting down is waited for.
+        """
+        if self.stopped_because:
+            return self.stopped_because
+        deadline = time.monotonic() + wait_sec
+        while True:
+            try:
+                self._running().reload()
+            except Exception:  # gone altogether: not something to put on the agent
+                return ""
+            if not self.container.attrs.get("State", {}).get("Running", False) or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+        state = self.container.attrs.get("State", {})
+        if state.get("Running", False):
+            return ""
+        if state.get("OOMKilled"):
+            return f"the container ran out of its {self.limits.memory_mb} MB of memory and was stopped"
+        if state.get("ExitCode") == 0:
+            return "a process in the container ended its PID 1 (the container stopped from inside)"
+        return ""
+
+    def process_count(self) -> tuple[int | None, int | None]:
+        """(processes now, the pid limit) of the container, from the daemon's statistics (None: unknown)."""
+        try:
+            stats = self.client.api.stats(self._running().id, stream=False, one_shot=True)
+        except Exception:  # statistics are a diagnosis only
+            return None, None
+        pids = stats.get("pids_stats") or {}
+        return pids.get("current"), pids.get("limit") or self.limits.pids_limit
+
+    def at_pid_limit(self) -> str:
+        """A sentence when the container's processes fill its pid limit (a fork bomb), else ''."""
+        current, limit = self.process_count()
+        if current is None or limit is None or current < limit * 0.9:
+            return ""
+        return (
+            f"the container's processes filled its pid limit ({current} of {limit}): the agent left a fork bomb "
+            "or runaway processes, and no new process could start"
+        )
+
     # commands -------------------------------------------------------------------------
     def exec(
         self,
@@ -320,18 +404,28 @@ class TaskContainer:
         timeout: float,
         user: str | None = None,
         limit_bytes: int = FILE_LIMIT_BYTES,
+        environment: dict[str, str] | None = None,
     ) -> tuple[int | None, int]:
         """Run ``command``, streaming its output to ``path`` (cut to about ``limit_bytes``).
 
         Returns (exit code, bytes the command printed). The file is complete also when the
-        command times out (TimeoutError) or the container dies.
+        command times out (TimeoutError) or the container dies. ``environment`` adds variables
+        to the command's.
         """
         with CappedFile(path, limit_bytes=limit_bytes) as sink:
-            exit_code = self._run_into(command, sink.write, timeout=timeout, user=user)
+            exit_code = self._run_into(command, sink.write, timeout=timeout, user=user, environment=environment)
         return exit_code, sink.total
 
-    def _run_into(self, command: list[str], write: Any, *, timeout: float, user: str | None) -> int | None:
-        stream = self._open_exec(command, stdin=False, user=user)
+    def _run_into(
+        self,
+        command: list[str],
+        write: Any,
+        *,
+        timeout: float,
+        user: str | None,
+        environment: dict[str, str] | None = None,
+    ) -> int | None:
+        stream = self._open_exec(command, stdin=False, user=user, environment=environment)
         deadline = time.monotonic() + timeout
         try:
             while True:
@@ -346,12 +440,21 @@ class TaskContainer:
             stream.close()
         return self.client.api.exec_inspect(stream.exec_id).get("ExitCode")
 
-    def _open_exec(self, command: list[str], *, stdin: bool, user: str | None = None) -> _ExecStream:
+    def _open_exec(
+        self, command: list[str], *, stdin: bool, user: str | None = None, environment: dict[str, str] | None = None
+    ) -> _ExecStream:
         import docker.errors
 
         try:
             created = self.client.api.exec_create(
-                self._running().id, command, stdin=stdin, stdout=True, stderr=True, tty=False, user=user or ""
+                self._running().id,
+                command,
+                stdin=stdin,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                user=user or "",
+                environment=environment or None,
             )
             sock = self.client.api.exec_start(created["Id"], socket=True)
         except docker.errors.APIError as error:
@@ -359,11 +462,22 @@ class TaskContainer:
             raise ContainerExitedError(f"Could not run {command[0]!r} in the container: {error}") from None
         return _ExecStream(sock, created["Id"])
 
-    def put_directory(self, source: Path, destination: str) -> None:
-        """Copy the directory ``source`` into the container as ``destination``."""
+    def put_directory(self, source: Path, destination: str, *, owner: tuple[int, int] | None = None) -> None:
+        """Copy the directory ``source`` into the container as ``destination``.
+
+        ``owner`` (uid, gid) sets the owner of every copied entry (default: as on the host);
+        the Docker daemon extracts them, so the owner can be one no process in the container runs as.
+        """
+
+        def own(info: tarfile.TarInfo) -> tarfile.TarInfo:
+            if owner is not None:
+                info.uid, info.gid = owner
+                info.uname = info.gname = ""
+            return info
+
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as archive:
-            archive.add(str(source), arcname=destination.strip("/").rsplit("/", 1)[-1])
+            archive.add(str(source), arcname=destination.strip("/").rsplit("/", 1)[-1], filter=own)
         parent = "/" + destination.strip("/").rsplit("/", 1)[0] if "/" in destination.strip("/") else "/"
         self.exec(["mkdir", "-p", parent], timeout=60)
         if not self._running().put_archive(parent, buffer.getvalue()):
@@ -421,11 +535,11 @@ class TaskContainer:
         destination.mkdir(parents=True, exist_ok=True)
         top = source.rstrip("/").rsplit("/", 1)[-1]
         report = CopyReport()
-        reader = _ChunkReader(stream)
+        reader = ChunkReader(stream)
         try:
             with tarfile.open(fileobj=reader, mode="r|") as archive:
                 while (member := archive.next()) is not None:
-                    archive.members.clear()  # stream mode would keep every header
+                    forget_headers(archive)
                     if member.name.rstrip("/") == top:
                         report.owner = (member.uid, member.gid)
                         continue
@@ -485,7 +599,7 @@ class CopyReport:
     left_out: int = 0
 
 
-class _ChunkReader(io.RawIOBase):
+class ChunkReader(io.RawIOBase):
     """A read-only file over an iterator of byte chunks (Docker's archive stream)."""
 
     def __init__(self, chunks: Any) -> None:
@@ -558,6 +672,15 @@ class _ExecStream:
         self.closed = True
         with contextlib.suppress(OSError):
             self.sock.close()
+
+
+def forget_headers(archive: tarfile.TarFile) -> None:
+    """Drop the headers a streamed tar file keeps of every member read, so memory stays bounded.
+
+    ``members`` is the attribute ``tarfile`` appends to (it has no public way to drop them).
+    """
+    members: list[tarfile.TarInfo] = vars(archive)["members"]
+    members.clear()
 
 
 def script_command(script: str) -> list[str]:

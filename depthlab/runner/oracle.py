@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from depthlab._version import __version__
 from depthlab.io import harbor_writer
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import TaskContainer, script_command
 from depthlab.runner.errors import AgentTimeoutError, NonZeroAgentExitCodeError
+from depthlab.runner.output import VERSION
 from depthlab.runner.task import TaskSpec
 
 
@@ -28,7 +28,7 @@ class OracleAgent:
     """
 
     name = "oracle"
-    version = __version__
+    version = VERSION
     model_name = None
 
     def config_kwargs(self) -> dict[str, Any]:

@@ -17,10 +17,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from depthlab._version import __version__
 from depthlab.io import harbor_writer
 from depthlab.io.harbor_writer import Trajectory, trial_name, utc_now, write_json, write_text
 
-__all__ = ["JobDir", "Trajectory", "remove_incomplete_trials", "utc_now", "write_json", "write_text"]
+__all__ = ["VERSION", "JobDir", "Trajectory", "remove_incomplete_trials", "utc_now", "write_json", "write_text"]
+
+
+#: depthlab's version, recorded as the runner's agents' version.
+VERSION = __version__
 
 _JOB_LOCKS: dict[Path, threading.Lock] = {}
 _JOB_LOCKS_GUARD = threading.Lock()

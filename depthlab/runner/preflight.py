@@ -36,6 +36,7 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -79,6 +80,10 @@ _NEEDS: tuple[tuple[tuple[str, ...], str], ...] = (
     ),
     (("command not found", "not found"), "a program the image lacks (it may install it at verification time)"),
 )
+
+
+# programs in tests/test.sh that install or download at verification time (TB2's install curl and uv)
+_INSTALLERS = ("apt-get", "apt", "curl", "wget", "pip", "pip3", "uv", "uvx", "npm", "apk")
 
 
 @dataclass(frozen=True)
@@ -181,7 +186,10 @@ class PreflightReport:
 
         ``outcomes`` are :class:`~depthlab.runner.TrialOutcome` of the oracle agent.
         """
-        rows = [_row(outcome.task, str(outcome.trial_dir), outcome, tail_lines) for outcome in outcomes]
+        rows = []
+        for outcome in outcomes:
+            path, limits = _recorded(Path(outcome.trial_dir))
+            rows.append(_row(outcome.task, path or str(outcome.trial_dir), outcome, tail_lines, limits))
         return cls(rows=rows, settings=(settings or RunSettings()).as_record())
 
     def to_frame(self) -> Any:
@@ -249,7 +257,8 @@ def preflight(
         try:
             task = item if isinstance(item, TaskSpec) else load_task(item)
         except (UnsupportedTaskError, FileNotFoundError, ValueError) as error:
-            slots.append(PreflightRow(str(Path(item).name), str(item), False, f"the task does not load: {error}", ""))
+            path = str(item.path if isinstance(item, TaskSpec) else item)
+            slots.append(PreflightRow(Path(path).name, path, False, f"the task does not load: {error}", ""))
             continue
         report.tasks[str(task.path)] = task
         if not (task.path / "solution" / "solve.sh").is_file():
@@ -278,7 +287,7 @@ def preflight(
             outcome = run_trial(
                 task, agent, job, docker_client=client, limits=limits_of(task), settings=settings, cancel=cancel
             )
-            return _row(task.name, str(task.path), outcome, tail_lines)
+            return _row(task.name, str(task.path), outcome, tail_lines, limits_of(task))
 
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(concurrency, len(pending)))
         try:
@@ -313,7 +322,7 @@ _CACHED_EXCEPTIONS = (
 )
 
 
-def _row(name: str, path: str, outcome: Any, tail_lines: int) -> PreflightRow:
+def _row(name: str, path: str, outcome: Any, tail_lines: int, limits: ContainerLimits | None = None) -> PreflightRow:
     trial_dir = Path(outcome.trial_dir)
     tail = _tail(trial_dir / "verifier" / "test-stdout.txt", tail_lines)
     if not tail:
@@ -328,8 +337,9 @@ def _row(name: str, path: str, outcome: Any, tail_lines: int) -> PreflightRow:
             reason = f"{outcome.exception}: {(outcome.message or '').strip().splitlines()[0][:300]}"
         else:
             reason = f"the reference solution got reward {reward:g}, not 1: the verifier does not pass it"
-        if need := _need(tail):
-            reason += f"; the verifier seems to need {need}"
+        script = _read(Path(path) / "tests" / "test.sh") if limits is not None else ""
+        if need := _need(tail, script, limits):
+            reason += f"; the verifier needs {need}"
     return PreflightRow(
         task=name,
         path=path,
@@ -342,8 +352,8 @@ def _row(name: str, path: str, outcome: Any, tail_lines: int) -> PreflightRow:
     )
 
 
-def _need(tail: str) -> str:
-    """What the verifier's output says it lacked ('' when it says nothing recognisable).
+def _need(tail: str, script: str = "", limits: ContainerLimits | None = None) -> str:
+    """What the verifier lacked, from its output and, when the settings took it away, from tests/test.sh.
 
     Examples
     --------
@@ -352,10 +362,39 @@ def _need(tail: str) -> str:
     >>> _need("1 passed")
     ''
     """
-    for patterns, need in _NEEDS:
-        if any(pattern in tail for pattern in patterns):
-            return need
-    return ""
+    needs = [need for patterns, need in _NEEDS if any(pattern in tail for pattern in patterns)]
+    if limits is not None and script:
+        installs = [
+            tool for tool in _INSTALLERS if re.search(rf"(^|[\s;&|(]){re.escape(tool)}(?=[\s;&|)]|$)", script, re.M)
+        ]
+        if installs and not limits.network and _NEEDS[0][1] not in needs:
+            needs.insert(0, _NEEDS[0][1] + f"; tests/test.sh runs {', '.join(installs)}")
+        if "apt-get" in installs and limits.profile == "strict" and _NEEDS[1][1] not in needs:
+            needs.append(_NEEDS[1][1])
+    return " and ".join(dict.fromkeys(needs))
+
+
+def _recorded(trial_dir: Path) -> tuple[str | None, ContainerLimits | None]:
+    """The task folder and the container limits a trial's config.json records (None where it cannot say)."""
+    try:
+        config = json.loads((trial_dir / "config.json").read_text(encoding="utf-8"))
+        kwargs = config["environment"]["kwargs"]
+        limits = ContainerLimits(
+            cpus=kwargs["cpus"],
+            memory_mb=kwargs["memory_mb"],
+            network=kwargs["network_mode"] != "none",
+            profile=kwargs.get("profile", "harbor"),
+        )
+        return str(config["task"]["path"]), limits
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[:200_000]
+    except OSError:
+        return ""
 
 
 def _tail(path: Path, lines: int) -> str:

@@ -29,7 +29,11 @@ from depthlab._checks import check_choice, check_positive_int
 from depthlab.runner.container import DEFAULT_PROFILE, PROFILES, ContainerLimits
 from depthlab.runner.task import TaskSpec
 
-__all__ = ["DEFAULT_PROFILE", "PROFILES", "RunSettings", "limits_for"]
+__all__ = ["DEFAULT_PROFILE", "DEFAULT_STORAGE_MB", "PROFILES", "RunSettings", "limits_for"]
+
+#: The disk bound of a container whose task.toml sets no ``storage_mb`` (Harbor sets none; an
+#: unbounded agent could fill the host's disk).
+DEFAULT_STORAGE_MB = 10 * 1024
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,8 @@ class RunSettings:
     force_build : bool, default False
         Build ``environment/Dockerfile`` even when task.toml names a prebuilt ``docker_image``.
     storage_mb : int or None, default None
-        The disk bound of every container, overriding task.toml's ``storage_mb``.
+        The disk bound of every container, overriding task.toml's ``storage_mb`` (which, when
+        absent, is :data:`DEFAULT_STORAGE_MB`).
 
     Examples
     --------
@@ -130,5 +135,5 @@ def limits_for(task: TaskSpec, settings: RunSettings | None = None) -> Container
         user=settings.user,
         build_network=build_network,
         profile=settings.profile,
-        storage_mb=settings.storage_mb if settings.storage_mb is not None else task.storage_mb,
+        storage_mb=settings.storage_mb or task.storage_mb or DEFAULT_STORAGE_MB,
     )

@@ -41,7 +41,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -480,7 +480,7 @@ def _short(task: str) -> str:
 
 
 @contextlib.contextmanager
-def _exclusive(jobs_root: Path) -> Iterable[None]:
+def _exclusive(jobs_root: Path) -> Iterator[None]:
     """Hold a lock on ``jobs_root`` so that two fills never share one jobs folder."""
     with (jobs_root / ".depthlab-fill.lock").open("w") as handle:
         try:

@@ -57,6 +57,8 @@ class Shell:
         :attr:`dropped_bytes` and reported in the observation.
     """
 
+    echoes = False  # the harness writes each command line into the observation itself
+
     def __init__(self, box: ShellHost, *, user: str | None = None, buffer_bytes: int = SHELL_BUFFER_BYTES) -> None:
         self.box = box
         self.user = user
@@ -199,6 +201,10 @@ class Shell:
         self.box.check_alive()  # raises when the whole container died
         self.restart()
         return "[the shell exited; a new shell was started]\n"
+
+    def observe(self) -> str:
+        """Nothing more: each :meth:`run` already returned its output (the tmux terminal reads once per turn)."""
+        return ""
 
     def restart(self) -> None:
         self.close()

@@ -21,7 +21,13 @@ from depthlab._checks import check_positive_finite
 from depthlab.io import harbor_writer
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import ContainerLimits, TaskContainer
-from depthlab.runner.errors import AgentTimeoutError, CancelledError, ContainerExitedError
+from depthlab.runner.errors import (
+    AgentTimeoutError,
+    CancelledError,
+    ContainerExitedError,
+    NonZeroAgentExitCodeError,
+    RewardFileNotFoundError,
+)
 from depthlab.runner.image import ensure_image
 from depthlab.runner.output import JobDir, utc_now, write_json, write_text
 from depthlab.runner.profiles import RunSettings
@@ -160,9 +166,19 @@ def run_trial(
             agent.run(box, task, trial_dir / "agent", deadline, context, timeout_sec=agent_timeout)
         except AgentTimeoutError as timeout:  # Harbor verifies a timed-out agent's work all the same
             error, occurred_at = timeout, datetime.now().isoformat()
+        except (NonZeroAgentExitCodeError, ContainerExitedError) as failure:
+            # a fork bomb the agent left, or its stopping the container, makes its own commands fail too:
+            # the same fail as when the verifier cannot start, with its cause (a command killed by the
+            # container's end exits 137: the container is waited for a moment)
+            killed = isinstance(failure, ContainerExitedError) or context.metadata.get("exit_code") == 137
+            if cause := box.ended_from_inside(wait_sec=2.0 if killed else 0.0) or box.at_pid_limit():
+                raise RewardFileNotFoundError(f"The verifier could not start: {cause}") from None
+            raise
         finally:
             phases["agent_execution"] = {"started_at": begin, "finished_at": utc_now()}
         check_cancel()
+        if cause := box.check_disk():  # the agent's writes passed the task's storage bound
+            raise RewardFileNotFoundError(f"The verifier could not start: {cause}")
         box.check_alive()
         begin = utc_now()
         try:
@@ -178,6 +194,9 @@ def run_trial(
             raise CancelledError("The run was interrupted") from None
         if box is not None and _is_docker_error(failure):
             failure = _container_fault(box, failure)
+        if box is not None and isinstance(failure, ContainerExitedError) and (cause := box.ended_from_inside()):
+            # the agent stopped its own container: its fail, not an infrastructure failure
+            failure = RewardFileNotFoundError(f"The verifier could not start: {cause}")
         error, occurred_at = failure, datetime.now().isoformat()
     finally:
         if box is not None:
@@ -235,7 +254,10 @@ def _trial_config(
             agent.name, agent.model_name, agent.config_kwargs(), override_timeout_sec=agent_timeout_sec
         ),
         job_id=job.id,
-        environment=harbor_writer.environment_config("docker", {**limits.as_record(), "shell": "exec-socket"}),
+        environment=harbor_writer.environment_config(
+            "docker",
+            {**limits.as_record(), "shell": "tmux when the image has it (agent metadata 'terminal'), else exec-socket"},
+        ),
         verifier=harbor_writer.verifier_config(verifier_timeout_sec),
     )
 
@@ -254,7 +276,7 @@ def _is_docker_error(error: BaseException) -> bool:
     return isinstance(error, docker.errors.DockerException | ConnectionError | BrokenPipeError)
 
 
-def _container_fault(box: TaskContainer, error: BaseException) -> BaseException:
+def _container_fault(box: TaskContainer, error: Exception) -> Exception:
     """Name a Docker error after what happened to the container, when it died."""
     try:
         box.check_alive()

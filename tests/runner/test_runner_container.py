@@ -96,3 +96,21 @@ def test_container_is_removed_on_exit(docker_client, tasks_root, runner_labelled
         assert container_id in live_container_ids()
     assert container_id not in live_container_ids()
     assert container_id not in [container.id for container in runner_labelled()]
+
+
+def test_a_prebuilt_image_that_is_absent_falls_back_to_the_dockerfile_or_says_why(docker_client, tasks_root, tmp_path):
+    import shutil
+
+    import pytest
+
+    from depthlab.runner import EnvironmentBuildError
+
+    task = tmp_path / "absent-image"
+    shutil.copytree(tasks_root / "hello", task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text() + 'docker_image = "depthlab-runner-tests/absent:never"\n')
+    # with its Dockerfile beside it, the task builds (no network: no pull is tried)
+    assert ensure_image(docker_client, load_task(task), network=False).startswith("depthlab-task/absent-image:")
+    (task / "environment" / "Dockerfile").unlink()
+    with pytest.raises(EnvironmentBuildError, match="the build network is off, so it was not pulled"):
+        ensure_image(docker_client, load_task(task), network=False)

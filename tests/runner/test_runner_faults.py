@@ -191,22 +191,33 @@ def test_a_loud_verifier_is_capped_and_streamed_to_disk(docker_client, fault_tas
 
 
 # ---------------------------------------------------------------- unforgeable reward -------
+STRICT = lambda task: RunSettings(profile="strict").limits(task)  # noqa: E731
+
+
 def test_a_reward_the_agent_wrote_is_never_read(docker_client, fault_tasks, tmp_path):
-    outcome = run_one(fault_tasks / "forge", OracleAgent(), tmp_path, docker_client)
+    # strict: the agent cannot write into the verifier's folder; its planted files are gone
+    outcome = run_one(fault_tasks / "forge", OracleAgent(), tmp_path / "strict", docker_client, limits=STRICT)
     assert (outcome.rewards, outcome.exception) == ({"reward": 0.0}, None)
     verifier = outcome.trial_dir / "verifier"
     assert not (verifier / "reward.txt").exists()
     assert (verifier / "tests-seen.txt").read_text().split() == ["test.sh"]  # the planted test was removed
-    assert depthlab.load_trials(tmp_path, cache=False)["status"].to_list() == ["fail"]
-
-
-def test_a_verifier_folder_swapped_by_the_agent_gives_no_reward(docker_client, fault_tasks, tmp_path):
-    outcome = run_one(fault_tasks / "swap", OracleAgent(), tmp_path, docker_client)
-    assert outcome.rewards is None
-    assert outcome.exception == "RewardFileNotFoundError"
-    assert "was replaced while the tests ran" in outcome.message
+    assert depthlab.load_trials(tmp_path / "strict", cache=False)["status"].to_list() == ["fail"]
+    # harbor: root can write there, so the forger is caught: an invalid trial, its reward never read
+    outcome = run_one(fault_tasks / "forge", OracleAgent(), tmp_path / "harbor", docker_client)
+    assert (outcome.rewards, outcome.exception) == (None, "VerifierTamperedError")
     assert not (outcome.trial_dir / "verifier" / "reward.txt").exists()
-    assert depthlab.load_trials(tmp_path, cache=False)["status"].to_list() == ["fail"]
+    assert depthlab.load_trials(tmp_path / "harbor", cache=False)["status"].to_list() == ["invalid"]
+
+
+@pytest.mark.parametrize("profile", ["strict", "harbor"])
+def test_a_verifier_folder_swapped_by_the_agent_gives_no_reward(docker_client, fault_tasks, tmp_path, profile):
+    limits = STRICT if profile == "strict" else None
+    outcome = run_one(fault_tasks / "swap", OracleAgent(), tmp_path, docker_client, limits=limits)
+    assert outcome.rewards is None
+    assert outcome.exception == "VerifierTamperedError"  # tampering: an invalid trial, never a pass
+    assert "/logs/verifier was replaced" in outcome.message
+    assert not (outcome.trial_dir / "verifier" / "reward.txt").exists()
+    assert depthlab.load_trials(tmp_path, cache=False)["status"].to_list() == ["invalid"]
 
 
 # ---------------------------------------------------------------- endpoint faults ----------
