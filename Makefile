@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= out/reproduce
 
-.PHONY: reproduce test lint bench docs docker harbor browser r mutate clean
+.PHONY: reproduce test lint bench docs docker userland harbor browser r mutate clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ reproduce: $(VENV)/.installed
 docker:
 	bash scripts/docker-up.sh
 
+# a real Debian 12 userland image (mmdebstrap, cached by its package list) for the runner's real-task tests
+userland: docker
+	bash scripts/userland-up.sh >/dev/null
+
 # Harbor (Python >= 3.12) in its own cached venv, and headless Chromium, for the `harbor` tests
 harbor:
 	bash scripts/harbor-up.sh
@@ -32,7 +36,7 @@ browser:
 r:
 	bash scripts/r-up.sh
 
-test: $(VENV)/.installed docker harbor browser r
+test: $(VENV)/.installed docker userland harbor browser r
 	$(BIN)/ruff check depthlab tests notebooks docs/_ext
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -p no:cacheprovider --doctest-modules depthlab
