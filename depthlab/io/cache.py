@@ -125,14 +125,15 @@ class Entry:
             self._units = frozenset(self.table[UNIT].unique().to_list()) | {unit for _, unit in self.rejected}
         return unit != GLOBAL and unit in self._units and unit not in self.changed
 
-    def deps_of(self, units: set[str]) -> list[tuple[Dep, str]]:
-        """The remembered files of ``units``, with their unit."""
+    def deps_of(self, units: set[str]) -> tuple[list[Dep], list[str]]:
+        """The remembered files of ``units``, and the unit of each."""
         meta = self._meta
-        return [
-            ((os.fsdecode(path), size, when), owner)
-            for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, meta.owners, strict=True)
-            if owner in units
-        ]
+        deps, owners = [], []
+        for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, meta.owners, strict=True):
+            if owner in units:
+                deps.append((os.fsdecode(path), size, when))
+                owners.append(owner)
+        return deps, owners
 
 
 def cache_dir() -> Path:
@@ -196,12 +197,13 @@ def save(
     table: pl.DataFrame,
     rejected: list[tuple[Rejected, str]],
     n_seen: int,
-    deps: list[tuple[Dep, str]],
+    deps: list[Dep],
+    owners: list[str],
     duplicates: list[str],
 ) -> None:
     """Store a load (``table`` with its :data:`UNIT` column) as one file; failing to write only costs the cache."""
     # one file can matter to several units (a TB1 run's metadata to each of its trials)
-    unique = {(path, owner): (size, when) for (path, size, when), owner in deps}
+    unique = {(path, owner): (size, when) for (path, size, when), owner in zip(deps, owners, strict=True)}
     # files and directories first: a reload stats them in one pass, the few probes after
     order = sorted(unique, key=lambda item: unique[item][0] < 0)
     unique = {item: unique[item] for item in order}
@@ -221,13 +223,14 @@ def save(
     )
     try:
         encoded = msgspec.msgpack.encode(meta)
-        buffer = io.BytesIO()
-        buffer.write(_MAGIC)
-        buffer.write(len(encoded).to_bytes(_LENGTH, "little"))
-        buffer.write(encoded)
-        table.write_parquet(buffer, compression="uncompressed")  # decoded 4x faster; the size hardly matters
-        _atomic.write_bytes(_entry_path(key), buffer.getbuffer())
-    except OSError as exc:
+        # written straight to the temporary file (no copy of the table in memory), then renamed
+        with _atomic.atomic_path(_entry_path(key)) as temporary, open(temporary, "wb") as out:
+            out.write(_MAGIC)
+            out.write(len(encoded).to_bytes(_LENGTH, "little"))
+            out.write(encoded)
+            del encoded
+            table.write_parquet(out, compression="uncompressed")  # decoded 4x faster; the size hardly matters
+    except (OSError, pl.exceptions.PolarsError) as exc:  # polars reports a full disk as a ComputeError
         warn_unwritable(exc)
         return
     try:

@@ -41,6 +41,8 @@ Progress = Callable[[int, int], None]
 
 # Below this many trials a process pool costs more than it saves.
 _PARALLEL_MIN_UNITS = 400
+# Rows are turned into columns this many at a time, so a load holds the table and one batch of rows.
+_FRAME_ROWS = 8192
 _HARBOR, _TB1 = 0, 1
 _GROUP = ["dataset", "task", "agent", "model", "cap"]
 
@@ -217,7 +219,7 @@ def read_trials(
     rejected = [item for item, _ in assembly.rejected]
     if key is not None:
         stored = pl.concat([trials, dropped], how="diagonal_relaxed")
-        _cache.save(key, stored, assembly.rejected, assembly.n_seen, assembly.deps, duplicates)
+        _cache.save(key, stored, assembly.rejected, assembly.n_seen, assembly.deps, assembly.owners, duplicates)
     return _finish(trials, rejected, assembly.n_seen, duplicates, strict)
 
 
@@ -311,7 +313,10 @@ def _cap_rule(cap_rule: str | CapRule | None) -> str | CapRule:
 # One parsed unit: its rows (several for a job-level file with embedded trials), its rejections,
 # whether it has to be walked instead (a job's sub-directory without result.json), and the
 # files it depends on.
-_UnitResult = tuple[list[dict], list[Rejected], bool, list[Dep]]
+_UnitResult = tuple[int, list[Rejected], bool, list[Dep]]
+# A parsed chunk of units: each unit's (rows, rejections, walk instead, files), and the rows of the
+# whole chunk as columns (ROW_SCHEMA and the unit), built in the worker so the parent only extends lists.
+_ChunkResult = tuple[list[_UnitResult], dict[str, list]]
 
 
 @dataclass
@@ -322,14 +327,29 @@ class _Assembly:
     columns: dict[str, list] = field(default_factory=lambda: {name: [] for name in [*ROW_SCHEMA, _cache.UNIT]})
     reused: set[str] = field(default_factory=set)
     rejected: list[tuple[Rejected, str]] = field(default_factory=list)
-    deps: list[tuple[Dep, str]] = field(default_factory=list)
+    deps: list[Dep] = field(default_factory=list)
+    owners: list[str] = field(default_factory=list)  # the unit of each of deps
     duplicates: list[str] = field(default_factory=list)
     n_seen: int = 0
 
+    frames: list[pl.DataFrame] = field(default_factory=list)
+
     def add_row(self, row: dict, unit: str) -> None:
+        self.add_columns(_columns([row], unit))
+
+    def add_columns(self, columns: dict[str, list]) -> None:
         for name, values in self.columns.items():
-            values.append(unit if name == _cache.UNIT else row[name])
-        self.n_seen += 1
+            values.extend(columns[name])
+        self.n_seen += len(columns[_cache.UNIT])
+        if len(self.columns[_cache.UNIT]) >= _FRAME_ROWS:
+            self.frames.append(self.flush())
+
+    def flush(self) -> pl.DataFrame:
+        """The rows added since the last flush as one frame (Python objects are dropped as they become columns)."""
+        frame = pl.DataFrame(self.columns, schema={**ROW_SCHEMA, _cache.UNIT: pl.String()})
+        for values in self.columns.values():
+            values.clear()
+        return frame.with_columns(pl.col(name).cast(schema.TRIALS[name]) for name in TIMES)
 
     def add_rejected(self, item: Rejected, unit: str) -> None:
         item = Rejected(shown(item.path), item.reason)  # a file name that is not UTF-8 is shown escaped
@@ -343,7 +363,8 @@ class _Assembly:
         self.n_seen += 1
 
     def add_deps(self, deps: list[Dep], unit: str) -> None:
-        self.deps.extend((dep, unit) for dep in deps)
+        self.deps.extend(deps)
+        self.owners.extend(repeat(unit, len(deps)))
 
 
 def _parse(
@@ -372,19 +393,17 @@ def _parse(
                 reached.add(unit[1])
                 todo.append(unit)
         walk = []
-        for (_, path, fallback), (rows, rejections, walk_instead, deps) in zip(
-            todo, _run_units(todo, options, assembly.strict, progress), strict=True
-        ):
-            if walk_instead:
-                walk.append((path, fallback))
-                assembly.add_deps(deps, _cache.GLOBAL)
-                continue
-            owner = shown(path) if rows or rejections else _cache.GLOBAL
-            assembly.add_deps(deps, owner)
-            for rejection in rejections:
-                assembly.add_rejected(rejection, owner)
-            for row in rows:
-                assembly.add_row(row, owner)
+        for chunk, (results, columns) in _run_units(todo, options, assembly.strict, progress):
+            for (_, path, fallback), (n_rows, rejections, walk_instead, deps) in zip(chunk, results, strict=True):
+                if walk_instead:
+                    walk.append((path, fallback))
+                    assembly.add_deps(deps, _cache.GLOBAL)
+                    continue
+                owner = shown(path) if n_rows or rejections else _cache.GLOBAL
+                assembly.add_deps(deps, owner)
+                for rejection in rejections:
+                    assembly.add_rejected(rejection, owner)
+            assembly.add_columns(columns)
         _parse_run_files(found, options, assembly)
         if not walk:
             return
@@ -430,44 +449,30 @@ def _rejection(exc: Exception, path: str) -> Rejected:
 
 
 def _run_units(units: list[tuple[int, str, str]], options: harbor.Options, strict: bool, progress: Progress | None):  # noqa: ANN202 - a generator of unit results
+    """Each unit's result in order, as soon as its chunk is parsed (nothing waits for the whole load in memory)."""
     total = len(units)
     context = _pool_context()
     workers = os.cpu_count() or 1
+    start = 0
     if total >= _PARALLEL_MIN_UNITS and workers > 1 and context is not None and not strict and _picklable(options):
-        size = max(64, total // (workers * 8))
-        chunks = [units[start : start + size] for start in range(0, total, size)]
+        size = max(64, min(2048, total // (workers * 8)))
+        chunks = [units[at : at + size] for at in range(0, total, size)]
         try:
-            results = _pool_map(chunks, options, workers, context, progress, total)
-        except BrokenProcessPool:
-            pass  # a worker died (killed, out of memory): parse in this process instead
-        else:
-            for chunk in results:
-                yield from chunk
+            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+                for chunk, result in zip(chunks, pool.map(_parse_chunk, chunks, repeat(options)), strict=True):
+                    start += len(chunk)
+                    if progress is not None:
+                        progress(start, total)
+                    yield chunk, result
             return
-    size = max(1, min(500, total // 20 or 1))
-    for start in range(0, total, size):
-        yield from _parse_chunk(units[start : start + size], options)
+        except BrokenProcessPool:
+            pass  # a worker died (killed, out of memory): the units not yet yielded are parsed here
+    size = max(1, min(500, (total - start) // 20 or 1))
+    for at in range(start, total, size):
+        chunk = units[at : at + size]
+        yield chunk, _parse_chunk(chunk, options)
         if progress is not None:
-            progress(min(start + size, total), total)
-
-
-def _pool_map(
-    chunks: list[list[tuple[int, str, str]]],
-    options: harbor.Options,
-    workers: int,
-    context: BaseContext,
-    progress: Progress | None,
-    total: int,
-) -> list[list[_UnitResult]]:
-    results = []
-    done = 0
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        for chunk, result in zip(chunks, pool.map(_parse_chunk, chunks, repeat(options)), strict=True):
-            done += len(chunk)
-            if progress is not None:
-                progress(done, total)
-            results.append(result)
-    return results
+            progress(min(at + size, total), total)
 
 
 def _pool_context() -> BaseContext | None:
@@ -482,8 +487,17 @@ def _pool_context() -> BaseContext | None:
     return get_context("fork")
 
 
-def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> list[_UnitResult]:
+def _columns(rows: list[dict], units: str | list[str]) -> dict[str, list]:
+    """Rows as columns of ROW_SCHEMA, with the unit of each (one unit for all, or one per row)."""
+    columns = {name: [row[name] for row in rows] for name in ROW_SCHEMA}
+    columns[_cache.UNIT] = [units] * len(rows) if isinstance(units, str) else units
+    return columns
+
+
+def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> _ChunkResult:
     results: list[_UnitResult] = []
+    rows_of_chunk: list[dict] = []
+    owners: list[str] = []
     runs: dict = {}
     for kind, path, fallback in units:
         deps: list[Dep] = []
@@ -491,7 +505,7 @@ def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> 
             if kind == _HARBOR:
                 parsed = harbor.trial_dir_rows(path, options, fallback, deps)
                 if parsed is None:
-                    results.append(([], [], True, deps))
+                    results.append((0, [], True, deps))
                     continue
                 rows, rejected = parsed
             else:
@@ -502,10 +516,13 @@ def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> 
                     rows, rejected = tb1.run_file_rows(path, set(), options, fallback, deps) or ([], [])
         except Exception as exc:  # one trial's failure is its rejection, never the load's
             where = os.path.join(path, "result.json") if kind == _HARBOR else path
-            results.append(([], [_rejection(exc, where)], False, deps))
+            results.append((0, [_rejection(exc, where)], False, deps))
             continue
-        results.append((rows, rejected, False, deps))
-    return results
+        results.append((len(rows), rejected, False, deps))
+        if rows:
+            rows_of_chunk.extend(rows)
+            owners.extend(repeat(shown(path), len(rows)))
+    return results, _columns(rows_of_chunk, owners)
 
 
 def _picklable(options: harbor.Options) -> bool:
@@ -518,8 +535,8 @@ def _picklable(options: harbor.Options) -> bool:
 
 def _frame(assembly: _Assembly, entry: _cache.Entry | None) -> pl.DataFrame:
     """New rows, plus the rows of reused units taken from the cache entry."""
-    fresh = pl.DataFrame(assembly.columns, schema={**ROW_SCHEMA, _cache.UNIT: pl.String()})
-    fresh = fresh.with_columns(pl.col(name).cast(schema.TRIALS[name]) for name in TIMES)
+    fresh = pl.concat([*assembly.frames, assembly.flush()], rechunk=False) if assembly.frames else assembly.flush()
+    assembly.frames.clear()
     if entry is None or not assembly.reused:
         return fresh
     old = entry.table.filter(pl.col(_cache.UNIT).is_in(list(assembly.reused))).select(fresh.columns)
@@ -529,7 +546,9 @@ def _frame(assembly: _Assembly, entry: _cache.Entry | None) -> pl.DataFrame:
     assembly.n_seen += len(reused_rejected)
     if assembly.strict and reused_rejected:
         raise LoadError(str(reused_rejected[0][0]))
-    assembly.deps.extend(entry.deps_of(assembly.reused))
+    deps, owners = entry.deps_of(assembly.reused)
+    assembly.deps.extend(deps)
+    assembly.owners.extend(owners)
     return pl.concat([fresh, old.cast(fresh.schema)])
 
 
