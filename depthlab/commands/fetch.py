@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--results-only",
         action="store_true",
-        help="tb2-leaderboard: only each trial's and job's result.json and config.json (about 7 KB a trial, "
+        help="tb2-leaderboard: only each trial's and job's result.json and config.json (about 6 KB a trial, "
         "no trajectories); resumable and checksummed like every fetch",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress output")

@@ -11,7 +11,7 @@ Sources (``sources()`` lists them):
 ``tb2-leaderboard``, ``tmax-tasks``, ``facet-tasks``, ``seta-tasks``, ``rst-tasks``, ``tw-tasks``
     The Hugging Face datasets named in the collections' reference (listed through ``huggingface_hub``,
     which must be installed: ``pip install 'depthlab[fetch]'``). The leaderboard is about 22 GB: use
-    ``results_only`` (``--results-only``: each trial's ``result.json`` and ``config.json``, about 7 KB
+    ``results_only`` (``--results-only``: each trial's ``result.json`` and ``config.json``, about 6 KB
     a trial) or ``include`` patterns to take part of it.
 
 Behaviour
@@ -228,7 +228,7 @@ def fetch(
         Sources of run logs (``tb2-leaderboard``) only: take the result and config files of every
         submission (:data:`RESULTS_ONLY`, Hugging Face ``allow_patterns`` style) and no
         trajectories, so the trials table loads from a small part of the repository (about
-        70 MB per 10,000 trials instead of several GB). Combines with ``include``: a path is
+        60 MB per 10,000 trials instead of several GB). Combines with ``include``: a path is
         taken when it matches both.
 
     Raises
