@@ -43,7 +43,7 @@ import msgspec
 
 from depthlab.io import atif
 from depthlab.io._errors import Reject, Rejected
-from depthlab.io._files import Dep, changed_ns, decode_json, probe, read_bytes_if_exists, read_json, read_text
+from depthlab.io._files import ABSENT, Dep, changed_ns, decode_json, probe, read_bytes_if_exists, read_json, read_text
 from depthlab.io._rows import check_row, note
 from depthlab.io.status import CapRule, _as_int, harness_turn_limit, stated_cap, trial_status
 
@@ -427,6 +427,9 @@ def _main_reward(rewards: dict[str, float] | None) -> float | None:
 
 
 def _agent_dir_turns(agent_dir: str, deps: list[Dep]) -> int | None:
+    if not os.path.lexists(agent_dir):  # results only (fetch --results-only): one probe, remembered
+        deps.append((agent_dir, ABSENT, 0))  # a trajectory or episode dirs appearing later are seen
+        return None
     turns = atif.trajectory_turns(agent_dir, deps)
     if turns is not None:
         return turns

@@ -338,3 +338,16 @@ def test_rows_turned_into_columns_in_batches_give_the_same_table(tmax_job, monke
     batched = read_trials(tmax_job, cache=False)
     assert batched.trials.equals(whole.trials)
     assert batched.n_seen == whole.n_seen
+
+
+def test_a_trajectory_appearing_beside_a_results_only_trial_is_seen_by_the_cache(tmax_job, tmp_path):
+    """A results-only trial (no agent/) is one remembered probe; its trajectory arriving later is noticed."""
+    import shutil
+
+    full = read_trials(tmax_job, cache=False).trials.filter(pl.col("trial") == PASSING)["n_turns"].to_list()
+    agent = tmax_job / PASSING / "agent"
+    shutil.move(agent, tmp_path / "agent")
+    assert read_trials(tmax_job).trials.filter(pl.col("trial") == PASSING)["n_turns"].to_list() == [None]
+    shutil.move(tmp_path / "agent", agent)
+    assert read_trials(tmax_job).trials.filter(pl.col("trial") == PASSING)["n_turns"].to_list() == full
+    assert full != [None]
