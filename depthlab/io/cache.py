@@ -86,7 +86,7 @@ class _Meta(msgspec.Struct):
     paths: list[bytes]  # as bytes: stat skips encoding each one, and a name that is not UTF-8 is kept as it is
     sizes: list[int]
     times: list[int]
-    owners: list[str]
+    owners: msgspec.Raw  # list[str], decoded only when something changed (the common reload never needs it)
     rejected: list[tuple[str, str, str]]  # path, reason, unit
     n_seen: int
     duplicates: list[str]
@@ -129,7 +129,7 @@ class Entry:
         """The remembered files of ``units``, and the unit of each."""
         meta = self._meta
         deps, owners = [], []
-        for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, meta.owners, strict=True):
+        for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, _owners(meta), strict=True):
             if owner in units:
                 deps.append((os.fsdecode(path), size, when))
                 owners.append(owner)
@@ -214,7 +214,7 @@ def save(
         paths=paths,
         sizes=[size for size, _ in unique.values()],
         times=[when for _, when in unique.values()],
-        owners=[owner for _, owner in unique],
+        owners=msgspec.Raw(msgspec.msgpack.encode([owner for _, owner in unique])),
         rejected=[(item.path, item.reason, unit) for item, unit in rejected],
         n_seen=n_seen,
         duplicates=duplicates,
@@ -419,6 +419,10 @@ _CHANGE_TIME = attrgetter("st_ctime_ns" if POSIX else "st_mtime_ns")
 _SIZE = attrgetter("st_size")
 
 
+def _owners(meta: _Meta) -> list[str]:
+    return msgspec.msgpack.decode(meta.owners, type=list[str])
+
+
 def _changed_owners(meta: _Meta) -> set[str]:
     """The units with a changed, added or removed file: one stat per remembered path.
 
@@ -429,7 +433,7 @@ def _changed_owners(meta: _Meta) -> set[str]:
     if _all_present_unchanged(meta) and not _probes_changed(meta):
         return set()
     changed: set[str] = set()
-    for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, meta.owners, strict=True):
+    for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, _owners(meta), strict=True):
         if dep_changed(path, size, when):
             changed.add(owner)
     return changed
