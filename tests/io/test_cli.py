@@ -51,7 +51,7 @@ def test_trials_prints_field_notes_and_follows_links_only_when_asked(samples, tm
     shutil.copytree(samples / TMAX_JOB, job)
     result = job / "prove-plus-comm__4K4LrFz" / "result.json"
     result.write_text(result.read_text().replace('"started_at": "', '"started_at": "x', 1))
-    write_trial(tmp_path / "elsewhere" / "far__1")
+    write_trial(tmp_path / "elsewhere" / "deep" / "far__1")  # not run logs at its first level
     (job / "far").symlink_to(tmp_path / "elsewhere")
     assert main(["trials", str(job), "-o", str(tmp_path / "t.csv"), "--no-cache"]) == 0
     err = capsys.readouterr().err

@@ -253,21 +253,34 @@ def test_a_corrupt_entry_is_a_miss_never_a_crash(tmax_job):
 
 
 def test_a_link_leaving_the_paths_given_is_not_followed(tmax_job, tmp_path):
-    outside = tmp_path / "elsewhere"
-    write_trial(outside / "far__1")
+    notes = tmp_path / "notes"  # no run logs at its top or one level down
+    (notes / "deep" / "far__2").mkdir(parents=True)
+    write_trial(notes / "deep" / "far__2" / "x")  # two levels down: not looked for
     (tmax_job / "root-link").symlink_to("/")
-    (tmax_job / "far-link").symlink_to(outside)
+    (tmax_job / "notes-link").symlink_to(notes)
     load = read_trials(tmax_job, cache=False)
     assert load.trials.height == 3
-    assert sorted(item.path for item in load.rejected) == [str(tmax_job / "far-link"), str(tmax_job / "root-link")]
-    assert all("leaves the paths given" in item.reason for item in load.rejected)
+    assert sorted(item.path for item in load.rejected) == [str(tmax_job / "notes-link"), str(tmax_job / "root-link")]
+    assert all("leaves the paths given and holds no run logs" in item.reason for item in load.rejected)
     assert _reconciles(load)
     (tmax_job / "root-link").unlink()
     followed = read_trials(tmax_job, cache=False, follow_links=True)
-    assert "far__1" in followed.trials["trial"].to_list()
+    assert "x" in followed.trials["trial"].to_list()
     assert followed.rejected == []
-    inside = read_trials([tmax_job, outside], cache=False)  # a link into another path given is followed
+    inside = read_trials([tmax_job, notes], cache=False)  # a link into another path given is followed
     assert inside.rejected == []
+
+
+def test_a_link_farm_of_jobs_kept_elsewhere_is_followed(tmax_job, tmp_path):
+    """Runs arranged as links to jobs (or to folders of jobs) elsewhere: each target is run logs itself."""
+    farm = tmp_path / "farm"
+    farm.mkdir()
+    (farm / "job-link").symlink_to(tmax_job)
+    (farm / "folder-link").symlink_to(tmax_job.parent)
+    load = read_trials(farm, cache=False)
+    assert load.rejected == []
+    assert load.trials.height == 3  # the same job reached through both links is walked once
+    assert _reconciles(load)
 
 
 def test_link_loops_inside_the_tree_still_end(tmax_job):
