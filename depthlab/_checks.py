@@ -189,3 +189,12 @@ def check_bool(value: object, name: str, function: str) -> bool:
     if not isinstance(value, bool):
         raise _fail(name, function, "a bool", value, TypeError)
     return value
+
+
+def check_text(value: object, name: str, function: str, *, optional: bool = False) -> str | None:
+    """Return ``value`` when it is a non-blank str (or None when ``optional``); raise ValueError otherwise."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(name, function, "a non-empty str or None" if optional else "a non-empty str", value)
+    return value

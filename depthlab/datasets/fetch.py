@@ -53,7 +53,7 @@ import msgspec
 import polars as pl
 
 from depthlab import _atomic
-from depthlab._checks import check_bool, check_choice
+from depthlab._checks import check_bool, check_choice, check_text
 
 __all__ = ["RESULTS_ONLY", "SOURCES", "FetchError", "Source", "fetch", "sources"]
 
@@ -245,8 +245,7 @@ def fetch(
     check_choice(name, "name", "fetch", sorted(SOURCES))
     source = SOURCES[name]
     if revision is not None:
-        if not isinstance(revision, str) or not revision.strip():
-            raise ValueError(f"The 'revision' parameter of fetch must be a non-empty string, got {revision!r}")
+        check_text(revision, "revision", "fetch")
         if source.kind == "git" and not _is_commit(revision):
             raise ValueError(
                 f"The 'revision' parameter of fetch must be a full 40-hex commit id for git, got {revision!r}"

@@ -17,7 +17,7 @@ from multiprocessing.context import BaseContext
 import polars as pl
 
 from depthlab import schema
-from depthlab._checks import check_bool, check_choice
+from depthlab._checks import check_bool, check_choice, check_text
 from depthlab.io import cache as _cache
 from depthlab.io import harbor, tb1
 from depthlab.io._discover import Found, discover, discover_more
@@ -192,8 +192,7 @@ def read_trials(
     for name, value in (("strict", strict), ("cache", cache), ("follow_links", follow_links)):
         check_bool(value, name, "read_trials")
     check_choice(status_rule, "status_rule", "read_trials", STATUS_RULES)
-    if dataset is not None and (not isinstance(dataset, str) or not dataset):
-        raise ValueError(f"The 'dataset' parameter of read_trials must be a non-empty str or None, got {dataset!r}")
+    check_text(dataset, "dataset", "read_trials", optional=True)
     options = harbor.Options(dataset=dataset, status_rule=status_rule, cap_rule=rule)
 
     key = entry = None
