@@ -3,7 +3,8 @@
 The tree is written by :mod:`results_tree` (copies of the real TMax job's trials, result.json and
 config.json only). Then, with the OS page cache warm for every contender alike:
 
-* reading the bytes: open and read every trial's ``result.json`` (what the loader has to read);
+* reading the bytes: open and read every trial's ``result.json`` (what the loader has to read),
+  and reading and parsing them with msgspec (the fastest JSON parser here);
 * the naive loader: ``json.load`` of every result.json + a pandas frame;
 * a cold ``read_trials`` (no depthlab cache; it fills it) and a cached reload;
 * peak memory: the resident set of this process before and after the cold load (``getrusage``)
@@ -47,6 +48,15 @@ def _read_bytes(files: list[str]) -> int:
         with open(path, "rb") as handle:
             total += len(handle.read())
     return total
+
+
+def _read_parse(files: list[str]) -> None:
+    import msgspec
+
+    decode = msgspec.json.decode
+    for path in files:
+        with open(path, "rb") as handle:
+            decode(handle.read())
 
 
 def _naive(files: list[str]):
@@ -119,6 +129,7 @@ def main() -> None:
         _read_bytes(files)  # warm the page cache for everyone
         read_seconds, n_bytes = _timed(lambda: _read_bytes(files), "read")
         read_seconds = min(read_seconds, _timed(lambda: _read_bytes(files), "read")[0])
+        parse_seconds = min(_timed(lambda: _read_parse(files), "parse")[0] for _ in range(2))
         before = _current_mib()
         cold, load = _timed(lambda: read_trials(tree), "cold")
         after_own, children = _rss_mib()
@@ -137,6 +148,7 @@ def main() -> None:
     load_average = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"{args.trials} trials, {n_bytes / 1e6:.0f} MB of result.json; {os.cpu_count()} cores, load {load_average}")
     print(f"read the bytes:   {read_seconds:7.2f} s  (CPU {CPU['read']:.2f} s)")
+    print(f"read and parse:   {parse_seconds:7.2f} s  (CPU {CPU['parse']:.2f} s; msgspec, one process)")
     print(f"naive loader:     {naive:7.2f} s  (CPU {CPU['naive']:.2f} s; json.load + pandas)")
     print(
         f"cold read_trials: {cold:7.2f} s  (CPU {CPU['cold']:.2f} s with its workers; {n_bytes / 1e6 / cold:.0f} MB/s)"
@@ -149,6 +161,7 @@ def main() -> None:
     print(
         f"ratio cold / read the bytes: {cold / read_seconds:6.2f}x wall, {CPU['cold'] / CPU['read']:.2f}x CPU (goal 2)"
     )
+    print(f"ratio cold / read and parse: {cold / parse_seconds:6.2f}x wall, {CPU['cold'] / CPU['parse']:.2f}x CPU")
     print(f"ratio naive / cold:          {naive / cold:6.2f}x wall, {CPU['naive'] / CPU['cold']:.2f}x CPU")
     print(f"ratio naive / cached:        {naive / cached:6.1f}x wall, {CPU['naive'] / CPU['cached']:.1f}x CPU")
     print(f"peak beyond the table:       {after_own - before - table_mib:6.0f} MiB")
