@@ -64,6 +64,10 @@ class TrialLoad:
         Where a trial was reached again and left out: a trial directory or file reached twice
         (overlapping paths), or a row whose trial (same trial id; without one, same job,
         trial name, task and start) was already loaded from a file whose path sorts first.
+    notes : list of FieldNote
+        Fields of loaded trials set to null because their value could not be held (or, for
+        ``reward``, taken from the reward file because ``verifier_result`` was null), each with
+        the trial's file and the reason; :meth:`notes_by_field` groups them.
 
     Notes
     -----
@@ -163,12 +167,15 @@ def read_trials(
         ``trials`` (schema.TRIALS; ``attempt`` rebuilt from start-time order within
         (dataset, task, agent, model, cap): runs/jobs by their first start, then TB1's
         ``N`` of ``N-of-M``, then the trial's own start), ``rejected``, ``duplicates`` and
-        ``n_seen``. Any failure to read one trial (unreadable, not a regular file, larger than
-        :data:`depthlab.io.MAX_FILE_BYTES`, not JSON or nested too deeply, a value its
-        column cannot hold: an integer out of range, a negative count, a reward that is not
-        finite, a time past year 9999 in UTC, a task name that names nothing) is a rejection of
-        that trial with its path and reason. A trial reached twice is loaded once: the copy
-        whose file path sorts first is kept, the others are listed in ``duplicates``.
+        ``n_seen``. Any failure to read what decides a trial's status (unreadable, not a
+        regular file, larger than :data:`depthlab.io.MAX_FILE_BYTES`, not JSON or nested too
+        deeply, a reward that is not a finite number, a stated cap or turn limit out of range,
+        a task name that names nothing) is a rejection of that trial with its path and reason.
+        A value that only describes the run (tokens, cost, times, durations, turns counted,
+        agent and model names) that its column cannot hold is null instead, with a field note
+        in ``notes``; ``strict=True`` raises on the first rejection, else on the first field's
+        notes. A trial reached twice is loaded once: the copy whose file path sorts first is
+        kept, the others are listed in ``duplicates``.
 
     Examples
     --------
