@@ -380,3 +380,12 @@ def check_pattern(value: object, name: str, function: str, pattern: str, expecte
     if not isinstance(value, str) or not re.fullmatch(pattern, value):
         raise _fail(name, function, expected, value)
     return value
+
+
+def check_text(value: object, name: str, function: str, *, optional: bool = False) -> str | None:
+    """Return ``value`` when it is a non-blank str (or None when ``optional``); raise ValueError otherwise."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(name, function, "a non-empty str or None" if optional else "a non-empty str", value)
+    return value

@@ -33,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="Hugging Face sources: only repository paths matching this glob (repeatable)",
     )
+    parser.add_argument(
+        "--results-only",
+        action="store_true",
+        help="tb2-leaderboard: only each trial's and job's result.json and config.json (about 6 KB a trial, "
+        "no trajectories); resumable and checksummed like every fetch",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -47,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
             revision=args.revision,
             include=args.include,
             progress=False if args.quiet else None,
+            results_only=args.results_only,
         )
     except (FetchError, ValueError) as error:
         print(f"depthlab fetch: {error}", file=sys.stderr)

@@ -19,12 +19,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
     parser.add_argument("--cap-rule", choices=["stated_cap", "turn_limit"], default="stated_cap")
     parser.add_argument("--strict", action="store_true", help="fail on the first rejected file")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the parquet cache")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the trials cache")
+    parser.add_argument(
+        "--follow-links",
+        action="store_true",
+        help="follow symbolic links to directories outside the paths given (by default each is a rejection)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from depthlab._tables import write_table
-    from depthlab.io import LoadError, read_trials
+    from depthlab.io import LoadError, notes_text, read_trials
 
     with _ProgressBar("trials") as progress:
         try:
@@ -36,12 +41,15 @@ def run(args: argparse.Namespace) -> int:
                 cache=not args.no_cache,
                 cap_rule=args.cap_rule,
                 progress=progress,
+                follow_links=args.follow_links,
             )
         except (LoadError, ValueError) as exc:
             print(f"depthlab trials: {exc}", file=sys.stderr)
             return 1
     for item in load.rejected:
         print(f"rejected {item}", file=sys.stderr)
+    for field_notes in load.notes_by_field().values():
+        print(f"field notes: {notes_text(field_notes)}", file=sys.stderr)
     print(load.summary(), file=sys.stderr)
     if load.trials.height == 0:
         print("depthlab trials: no trials found", file=sys.stderr)

@@ -11,7 +11,8 @@ Sources (``sources()`` lists them):
 ``tb2-leaderboard``, ``tmax-tasks``, ``facet-tasks``, ``seta-tasks``, ``rst-tasks``, ``tw-tasks``
     The Hugging Face datasets named in the collections' reference (listed through ``huggingface_hub``,
     which must be installed: ``pip install 'depthlab[fetch]'``). The leaderboard is about 22 GB: use
-    ``include`` patterns to take part of it.
+    ``results_only`` (``--results-only``: each trial's ``result.json`` and ``config.json``, about 6 KB
+    a trial) or ``include`` patterns to take part of it.
 
 Behaviour
 ---------
@@ -39,9 +40,11 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -49,14 +52,21 @@ from urllib.parse import quote
 import msgspec
 import polars as pl
 
-from depthlab._checks import check_choice
+from depthlab import _atomic
+from depthlab._checks import check_bool, check_choice, check_text
 
-__all__ = ["SOURCES", "FetchError", "Source", "fetch", "sources"]
+__all__ = ["RESULTS_ONLY", "SOURCES", "FetchError", "Source", "fetch", "sources"]
 
 MANIFEST = ".depthlab-fetch.json"
 #: Where downloads go by default (ignored by git).
 DATA_DIR = Path("data") / "public"
 _CHUNK = 1 << 20
+#: The repository paths ``results_only`` takes: each trial's and each job's result and config.
+RESULTS_ONLY: tuple[str, ...] = ("result.json", "*/result.json", "config.json", "*/config.json")
+#: Sources of Harbor run logs, where ``results_only`` applies.
+RUN_LOG_SOURCES: tuple[str, ...] = ("tb2-leaderboard",)
+# Small files are bound by the round trip, not the bandwidth: this many downloads run at once.
+_PARALLEL_DOWNLOADS = 8
 
 
 class FetchError(RuntimeError):
@@ -193,6 +203,7 @@ def fetch(
     revision: str | None = None,
     include: Sequence[str] = (),
     progress: bool | None = None,
+    results_only: bool = False,
 ) -> Path:
     """Download source ``name`` into ``dest`` (resumable, checksummed) and return ``dest``.
 
@@ -213,6 +224,12 @@ def fetch(
         Hugging Face sources only: glob patterns of the repository paths to take (default all).
     progress : bool, optional
         Show tqdm / git progress; default when stderr is a terminal.
+    results_only : bool, default False
+        Sources of run logs (``tb2-leaderboard``) only: take the result and config files of every
+        submission (:data:`RESULTS_ONLY`, Hugging Face ``allow_patterns`` style) and no
+        trajectories, so the trials table loads from a small part of the repository (about
+        60 MB per 10,000 trials instead of several GB). Combines with ``include``: a path is
+        taken when it matches both.
 
     Raises
     ------
@@ -228,8 +245,7 @@ def fetch(
     check_choice(name, "name", "fetch", sorted(SOURCES))
     source = SOURCES[name]
     if revision is not None:
-        if not isinstance(revision, str) or not revision.strip():
-            raise ValueError(f"The 'revision' parameter of fetch must be a non-empty string, got {revision!r}")
+        check_text(revision, "revision", "fetch")
         if source.kind == "git" and not _is_commit(revision):
             raise ValueError(
                 f"The 'revision' parameter of fetch must be a full 40-hex commit id for git, got {revision!r}"
@@ -239,6 +255,11 @@ def fetch(
         raise ValueError(f"The 'include' parameter of fetch must be a sequence of glob strings, got {include!r}")
     if include and source.kind != "hf":
         raise ValueError(f"The 'include' parameter of fetch applies to Hugging Face sources only, not {name!r}")
+    check_bool(results_only, "results_only", "fetch")
+    if results_only and name not in RUN_LOG_SOURCES:
+        raise ValueError(
+            f"The 'results_only' parameter of fetch applies to run-log sources {list(RUN_LOG_SOURCES)}, not {name!r}"
+        )
     dest = Path(dest) if dest is not None else DATA_DIR / (source.dest or name)
     if dest.exists() and not dest.is_dir():
         raise ValueError(f"The 'dest' parameter of fetch must be a directory, got the file {str(dest)!r}")
@@ -246,7 +267,8 @@ def fetch(
     if source.kind == "git":
         return _fetch_git(source, dest, url or os.environ.get(source.env) or source.location, show)
     endpoint = url or os.environ.get(source.env) or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
-    return _fetch_hf(source, dest, endpoint.rstrip("/"), tuple(include), show)
+    patterns = (tuple(include), RESULTS_ONLY) if results_only else (tuple(include),)
+    return _fetch_hf(source, dest, endpoint.rstrip("/"), patterns, show)
 
 
 # --- git -----------------------------------------------------------------------------------------
@@ -319,26 +341,45 @@ class _Manifest(msgspec.Struct):
     commit: str
     include: list[str]
     files: list[_Entry] = []
+    results_only: bool = False
     complete: bool = False
 
 
-def _fetch_hf(source: Source, dest: Path, endpoint: str, include: tuple[str, ...], show: bool) -> Path:
+def _fetch_hf(source: Source, dest: Path, endpoint: str, patterns: tuple[tuple[str, ...], ...], show: bool) -> Path:
+    """``patterns``: groups of globs; a path is taken when it matches one glob of every non-empty group."""
+    include, results_only = patterns[0], len(patterns) > 1
     dest.mkdir(parents=True, exist_ok=True)
-    manifest = _read_manifest(dest / MANIFEST, source, endpoint, include)
+    manifest = _read_manifest(dest / MANIFEST, source, endpoint, include, results_only)
     if manifest is None:
         commit = _hf_commit(source, endpoint)
-        manifest = _Manifest(source.name, endpoint, source.location, source.revision, commit, list(include))
+        manifest = _Manifest(
+            source.name, endpoint, source.location, source.revision, commit, list(include), results_only=results_only
+        )
     if not manifest.files:
-        manifest.files = _hf_files(source, endpoint, manifest.commit, include)
+        manifest.files = _hf_files(source, endpoint, manifest.commit, patterns)
         _write_manifest(dest / MANIFEST, manifest)
     todo = [entry for entry in manifest.files if not _complete(dest / entry.path, entry)]
     from tqdm.auto import tqdm
 
     total = sum(entry.size for entry in todo)
     with tqdm(total=total, unit="B", unit_scale=True, desc=source.name, disable=not show or not todo) as bar:
-        for entry in todo:
+        lock = threading.Lock()
+
+        def advance(count: int) -> None:
+            with lock:
+                bar.update(count)
+
+        def one(entry: _Entry) -> None:
             file_url = f"{endpoint}/datasets/{source.location}/resolve/{manifest.commit}/{quote(entry.path)}"
-            _download(file_url, dest / entry.path, entry, bar.update)
+            _download(file_url, dest / entry.path, entry, advance)
+
+        if len(todo) > 1:
+            with ThreadPoolExecutor(max_workers=_PARALLEL_DOWNLOADS) as pool:
+                for _ in pool.map(one, todo):  # the first failure is raised here, the others still finish
+                    pass
+        else:
+            for entry in todo:
+                one(entry)
     manifest.complete = True
     _write_manifest(dest / MANIFEST, manifest)
     return dest
@@ -360,7 +401,7 @@ def _hf_commit(source: Source, endpoint: str) -> str:
     return info.sha
 
 
-def _hf_files(source: Source, endpoint: str, commit: str, include: tuple[str, ...]) -> list[_Entry]:
+def _hf_files(source: Source, endpoint: str, commit: str, patterns: tuple[tuple[str, ...], ...]) -> list[_Entry]:
     from huggingface_hub.hf_api import RepoFile
 
     url = f"{endpoint}/api/datasets/{source.location}/tree/{commit}"
@@ -370,7 +411,9 @@ def _hf_files(source: Source, endpoint: str, commit: str, include: tuple[str, ..
     )
     entries = []
     for item in items:
-        if not isinstance(item, RepoFile) or (include and not any(fnmatch.fnmatch(item.path, p) for p in include)):
+        if not isinstance(item, RepoFile) or not all(
+            any(fnmatch.fnmatch(item.path, p) for p in group) for group in patterns if group
+        ):
             continue
         if item.lfs is not None:
             entries.append(_Entry(item.path, item.size, "sha256", item.lfs.sha256))
@@ -379,7 +422,10 @@ def _hf_files(source: Source, endpoint: str, commit: str, include: tuple[str, ..
         if ".." in Path(item.path).parts or Path(item.path).is_absolute():
             raise FetchError(f"cannot fetch {url}: the hub listed an unsafe path {item.path!r}")
     if not entries:
-        raise FetchError(f"cannot fetch {url}: no files" + (f" match {list(include)}" if include else ""))
+        wanted = [list(group) for group in patterns if group]
+        raise FetchError(
+            f"cannot fetch {url}: no files" + (f" match {' and '.join(map(str, wanted))}" if wanted else "")
+        )
     return entries
 
 
@@ -449,26 +495,27 @@ def _digest(path: Path, algorithm: str) -> str:
     return digest.hexdigest()
 
 
-def _read_manifest(path: Path, source: Source, endpoint: str, include: tuple[str, ...]) -> _Manifest | None:
+def _read_manifest(
+    path: Path, source: Source, endpoint: str, include: tuple[str, ...], results_only: bool
+) -> _Manifest | None:
     if not path.is_file():
         return None
     try:
         manifest = msgspec.json.decode(path.read_bytes(), type=_Manifest)
     except msgspec.DecodeError:
         return None  # unreadable: start over from the listing (complete files are still skipped)
-    same = (manifest.source, manifest.endpoint, manifest.revision, tuple(manifest.include)) == (
+    same = (manifest.source, manifest.endpoint, manifest.revision, tuple(manifest.include), manifest.results_only) == (
         source.name,
         endpoint,
         source.revision,
         include,
+        results_only,
     )
     return manifest if same else None
 
 
 def _write_manifest(path: Path, manifest: _Manifest) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(manifest)))
-    tmp.replace(path)
+    _atomic.write_bytes(path, msgspec.json.format(msgspec.json.encode(manifest)))
 
 
 def _one_line(error: object) -> str:

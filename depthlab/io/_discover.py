@@ -13,8 +13,10 @@ Rules (by the files present, never by parsing, so the walk stays cheap):
   **trial file**; any other ``results.json`` or ``*_results.json`` is a TB1 **run file**
   (it is classified again when parsed, so an oddly named trial is still read once);
 * hidden directories (``.git``, ...) are skipped; a symbolic link to a directory is followed
-  only when it stays inside the paths given (a link to ``/`` or to another user's tree is a
-  rejection naming the link and its target; ``follow_links=True`` follows every link); each
+  when it stays inside the paths given, or when its directory is itself run logs (a trial, a job,
+  a TB1 run, or a folder holding some at its first level: a link farm of jobs kept elsewhere);
+  any other link (to ``/``, to a home folder) is a rejection naming the link and its target, and
+  is not walked (``follow_links=True`` follows every link); each
   directory is visited once (so a link loop ends), and a directory that cannot be listed is
   reported as rejected;
 * each path argument is walked on its own, so overlapping paths (a job and one of its trials,
@@ -172,18 +174,38 @@ def _list(folder: str) -> tuple[set[str], list[tuple[str, bool]]]:
 
 
 def _stays_inside(link: str, found: Found) -> bool:
-    """True when the directory ``link`` points to is inside a path given; else it is a rejection."""
+    """True when ``link`` may be followed: its directory is inside a path given, or is itself run logs.
+
+    Else it is a rejection naming the link and its target.
+    """
     target = os.path.realpath(link)
     for root in found.inside or ():
         if target == root or target.startswith(root.rstrip(os.sep) + os.sep):
             return True
+    if _holds_run_logs(target):  # a link farm of jobs, trials or runs kept elsewhere
+        return True
     found.rejected.append(
         Rejected(
             link,
-            f"symbolic link to {target} leaves the paths given: not followed (follow_links=True follows it)",
+            f"symbolic link to {target} leaves the paths given and holds no run logs: not followed "
+            "(follow_links=True follows it)",
         )
     )
     return False
+
+
+def _holds_run_logs(folder: str) -> bool:
+    """True when ``folder`` is a trial, job or TB1 run, or holds some at its first level (a folder of jobs)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    if any(name in _RUN_LOG_NAMES or name.endswith(RUN_FILE_SUFFIXES) for name in names):
+        return True
+    return any(
+        not name.startswith(".") and any(os.path.isfile(os.path.join(folder, name, log)) for log in _RUN_LOG_NAMES)
+        for name in names
+    )
 
 
 def _stat(path: str) -> os.stat_result | None:

@@ -69,6 +69,10 @@ _INTEGERS: Final[tuple[tuple[str, int, int], ...]] = tuple(
 _COUNTS: Final[frozenset[str]] = frozenset(
     {"cap", "turn_limit", "n_turns", "n_input_tokens", "n_output_tokens", "n_cache_tokens", "attempt_hint"}
 )
+# (name, low, high, the least value a row may hold: 0 for counts)
+_INTEGER_BOUNDS: Final[tuple[tuple[str, int, int, int], ...]] = tuple(
+    (name, low, high, 0 if name in _COUNTS else low) for name, low, high in _INTEGERS
+)
 _FLOATS: Final[tuple[str, ...]] = tuple(name for name, dtype in ROW_SCHEMA.items() if isinstance(dtype, pl.Float64))
 
 
@@ -84,10 +88,10 @@ def check_row(row: dict, notes: list[str] | None = None) -> dict:
     """
     path = row["source"]
     notes = [] if notes is None else notes
-    for name, low, high in _INTEGERS:
+    for name, low, high, least in _INTEGER_BOUNDS:
         value = row[name]
-        if value is None:
-            continue
+        if value is None or (type(value) is int and least <= value <= high):
+            continue  # the common case, decided at once
         reason = None
         if isinstance(value, float) and value.is_integer() and name in DESCRIPTIVE:
             value = row[name] = int(value)  # 1000.0 tokens is 1000 tokens
@@ -133,7 +137,7 @@ def check_row(row: dict, notes: list[str] | None = None) -> dict:
         row["hit_limit"] = None  # its turns were nulled above
     for name in _TEXTS:
         value = row[name]
-        if isinstance(value, str) and not _utf8(value):
+        if type(value) is str and not value.isascii() and not _utf8(value):
             row[name] = shown(value)
             if name == "source":
                 note(notes, name, "the path is not UTF-8; its bytes are shown as \\x escapes")

@@ -32,7 +32,7 @@ from typing import Any, Final
 import msgspec
 import polars as pl
 
-from depthlab._checks import check_positive_int
+from depthlab._checks import check_bool, check_positive_int
 from depthlab.io._errors import LoadError, Reject
 from depthlab.io._files import Dep, decode_json, read_bytes, read_bytes_if_exists
 
@@ -229,8 +229,7 @@ def read_steps(
     (1, 'Plan: write it', 'echo hi > hello.txt')
     """
     check_positive_int(max_chars, "max_chars", "read_steps")
-    if not isinstance(prompt, bool):
-        raise TypeError(f"The 'prompt' parameter of read_steps must be a bool, got {prompt!r}")
+    check_bool(prompt, "prompt", "read_steps")
     folder = os.fspath(trial_dir)
     try:
         given, rows = trial_turns(folder, max_chars, [])

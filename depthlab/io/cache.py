@@ -41,6 +41,7 @@ A cap rule given as a function cannot be keyed, so such loads are never cached.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import io
 import os
@@ -83,16 +84,15 @@ _LENGTH = 8  # bytes of the header's meta length
 class _Meta(msgspec.Struct):
     version: int
     n_present: int  # the first n_present paths are files and directories that were there
-    paths: list[str]
+    paths: list[bytes]  # as bytes: stat skips encoding each one, and a name that is not UTF-8 is kept as it is
     sizes: list[int]
     times: list[int]
-    owners: list[str]
+    owners: msgspec.Raw  # list[str], decoded only when something changed (the common reload never needs it)
     rejected: list[tuple[str, str, str]]  # path, reason, unit
     n_seen: int
     duplicates: list[str]
     rows: int
     columns: list[tuple[str, str]]  # name, dtype of the parquet table
-    raw_paths: dict[int, bytes] = {}  # paths that are not UTF-8, as bytes (index in paths -> path)
 
 
 class Entry:
@@ -126,14 +126,15 @@ class Entry:
             self._units = frozenset(self.table[UNIT].unique().to_list()) | {unit for _, unit in self.rejected}
         return unit != GLOBAL and unit in self._units and unit not in self.changed
 
-    def deps_of(self, units: set[str]) -> list[tuple[Dep, str]]:
-        """The remembered files of ``units``, with their unit."""
+    def deps_of(self, units: set[str]) -> tuple[list[Dep], list[str]]:
+        """The remembered files of ``units``, and the unit of each."""
         meta = self._meta
-        return [
-            ((path, size, when), owner)
-            for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, meta.owners, strict=True)
-            if owner in units
-        ]
+        deps, owners = [], []
+        for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, _owners(meta), strict=True):
+            if owner in units:
+                deps.append((os.fsdecode(path), size, when))
+                owners.append(owner)
+        return deps, owners
 
 
 def cache_dir() -> Path:
@@ -163,17 +164,27 @@ def _entry_path(key: str) -> Path:
 def load(key: str) -> Entry | None:
     """The cache entry for ``key`` with what changed since, or None when there is none (or it is unusable)."""
     path = _entry_path(key)
+    # The garbage collector is held off while the entry is decoded and its files are stat'ed: the
+    # tens of thousands of short-lived stat results and paths hold no cycles, yet each 700 of them
+    # would start a collection (a tenth of a reload's time).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        data = _read_regular(path)
-        meta, table = _decode(data)
-    except Exception:
-        return None
-    except pl.exceptions.PanicException:  # a corrupt parquet can panic polars' reader (a BaseException)
-        return None
-    if meta is None:
-        return None
+        try:
+            data = _read_regular(path)
+            meta, table = _decode(data)
+        except Exception:  # any damage to an entry is a miss, never the load's failure
+            return None
+        except pl.exceptions.PanicException:  # a corrupt parquet can panic polars' reader (a BaseException)
+            return None
+        if meta is None:
+            return None
+        changed = frozenset(_changed_owners(meta))
+    finally:
+        if collecting:
+            gc.enable()
     _touch(path)
-    return Entry(table, meta, frozenset(_changed_owners(meta)))
+    return Entry(table, meta, changed)
 
 
 def _decode(data: bytes) -> tuple[_Meta | None, pl.DataFrame]:
@@ -189,8 +200,6 @@ def _decode(data: bytes) -> tuple[_Meta | None, pl.DataFrame]:
         tuple(column) for column in meta.columns
     ]:
         return None, table  # the table is not the one the entry describes
-    for index, raw in meta.raw_paths.items():
-        meta.paths[index] = os.fsdecode(raw)
     return meta, table
 
 
@@ -199,47 +208,47 @@ def save(
     table: pl.DataFrame,
     rejected: list[tuple[Rejected, str]],
     n_seen: int,
-    deps: list[tuple[Dep, str]],
+    deps: list[Dep],
+    owners: list[str],
     duplicates: list[str],
 ) -> None:
     """Store a load (``table`` with its :data:`UNIT` column) as one file; failing to write only costs the cache."""
-    # one file can matter to several units (a TB1 run's metadata to each of its trials)
-    unique = {(path, owner): (size, when) for (path, size, when), owner in deps}
+    # One file can matter to several units (a TB1 run's metadata to each of its trials); a
+    # (path, unit) pair remembered twice keeps its last stamp. Built with C-level zips: a load of
+    # 100,000 trials remembers 200,000 paths or more.
+    paths_in, sizes_in, times_in = (list(column) for column in zip(*deps, strict=True)) if deps else ([], [], [])
+    unique = dict(zip(zip(paths_in, owners, strict=True), zip(sizes_in, times_in, strict=True), strict=True))
+    del paths_in, sizes_in, times_in
     # files and directories first: a reload stats them in one pass, the few probes after
-    order = sorted(unique, key=lambda item: unique[item][0] < 0)
-    unique = {item: unique[item] for item in order}
-    paths = [path for path, _ in unique]
-    raw_paths = {}
-    for index, path in enumerate(paths):
-        if not path.isascii():
-            try:
-                path.encode("utf-8")
-            except UnicodeEncodeError:  # a file name that is not UTF-8: kept as its bytes
-                raw_paths[index] = os.fsencode(path)
-                paths[index] = ""
+    present = [item for item, (size, _) in unique.items() if size >= 0]
+    probes = [item for item, (size, _) in unique.items() if size < 0]
+    stamps = [unique[item] for item in present] + [unique[item] for item in probes]
+    keys = present + probes
+    del unique
+    paths = [path.encode("utf-8", "surrogateescape") for path, _ in keys]  # os.fsencode, without its checks
     meta = _Meta(
         version=FORMAT_VERSION,
-        n_present=sum(1 for size, _ in unique.values() if size >= 0),
+        n_present=len(present),
         paths=paths,
-        sizes=[size for size, _ in unique.values()],
-        times=[when for _, when in unique.values()],
-        owners=[owner for _, owner in unique],
+        sizes=[size for size, _ in stamps],
+        times=[when for _, when in stamps],
+        owners=msgspec.Raw(msgspec.msgpack.encode([owner for _, owner in keys])),
         rejected=[(item.path, item.reason, unit) for item, unit in rejected],
         n_seen=n_seen,
         duplicates=duplicates,
         rows=table.height,
         columns=[(name, str(dtype)) for name, dtype in table.schema.items()],
-        raw_paths=raw_paths,
     )
     try:
         encoded = msgspec.msgpack.encode(meta)
-        buffer = io.BytesIO()
-        buffer.write(_MAGIC)
-        buffer.write(len(encoded).to_bytes(_LENGTH, "little"))
-        buffer.write(encoded)
-        table.write_parquet(buffer, compression="uncompressed")  # decoded 4x faster; the size hardly matters
-        _atomic.write_bytes(_entry_path(key), buffer.getbuffer())
-    except OSError as exc:
+        # written straight to the temporary file (no copy of the table in memory), then renamed
+        with _atomic.atomic_path(_entry_path(key)) as temporary, open(temporary, "wb") as out:
+            out.write(_MAGIC)
+            out.write(len(encoded).to_bytes(_LENGTH, "little"))
+            out.write(encoded)
+            del encoded
+            table.write_parquet(out, compression="uncompressed")  # decoded 4x faster; the size hardly matters
+    except (OSError, pl.exceptions.PolarsError) as exc:  # polars reports a full disk as a ComputeError
         warn_unwritable(exc)
         return
     try:
@@ -428,6 +437,10 @@ _CHANGE_TIME = attrgetter("st_ctime_ns" if POSIX else "st_mtime_ns")
 _SIZE = attrgetter("st_size")
 
 
+def _owners(meta: _Meta) -> list[str]:
+    return msgspec.msgpack.decode(meta.owners, type=list[str])
+
+
 def _changed_owners(meta: _Meta) -> set[str]:
     """The units with a changed, added or removed file: one stat per remembered path.
 
@@ -438,20 +451,35 @@ def _changed_owners(meta: _Meta) -> set[str]:
     if _all_present_unchanged(meta) and not _probes_changed(meta):
         return set()
     changed: set[str] = set()
-    for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, meta.owners, strict=True):
+    for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, _owners(meta), strict=True):
         if dep_changed(path, size, when):
             changed.add(owner)
     return changed
 
 
+# A reload's cost is one stat per remembered file (about a microsecond each, mostly the kernel's
+# path walk), so the pass is kept tight. Measured and dropped: threads (os.stat releases the GIL,
+# but for so short a call handing the GIL back and forth costs twice the calls) and a forked child
+# statting half the files (no faster on a busy two-core machine, where the other core is taken).
 def _all_present_unchanged(meta: _Meta) -> bool:
     present = meta.n_present
-    stat, change_time = os.stat, _CHANGE_TIME
+    return _unchanged(meta.paths[:present], meta.sizes[:present], meta.times[:present])
+
+
+def _unchanged(paths: list[bytes], sizes: list[int], times: list[int]) -> bool:
+    """One tight pass: each stat result compared and dropped at once."""
+    stat = os.stat
     try:
-        for path, size, when in zip(meta.paths[:present], meta.sizes[:present], meta.times[:present], strict=True):
-            info = stat(path)
-            if change_time(info) != when or info.st_size != size:
-                return False
+        if POSIX:  # the attribute read inline: this loop is the whole cost of a reload
+            for path, size, when in zip(paths, sizes, times, strict=True):
+                info = stat(path)
+                if info.st_ctime_ns != when or info.st_size != size:
+                    return False
+        else:
+            for path, size, when in zip(paths, sizes, times, strict=True):
+                info = stat(path)
+                if info.st_mtime_ns != when or info.st_size != size:
+                    return False
     except OSError:
         return False
     return True
@@ -459,13 +487,20 @@ def _all_present_unchanged(meta: _Meta) -> bool:
 
 def _probes_changed(meta: _Meta) -> bool:
     present = meta.n_present
-    return any(
-        dep_changed(path, size, when)
-        for path, size, when in zip(meta.paths[present:], meta.sizes[present:], meta.times[present:], strict=True)
-    )
+    lstat = os.lstat
+    for path, size, when in zip(meta.paths[present:], meta.sizes[present:], meta.times[present:], strict=True):
+        if size == ABSENT:  # the common probe (a results-only trial has one), checked inline
+            try:
+                lstat(path)
+            except OSError:
+                continue
+            return True
+        if dep_changed(path, size, when):
+            return True
+    return False
 
 
-def dep_changed(path: str, size: int, when: int) -> bool:
+def dep_changed(path: str | bytes, size: int, when: int) -> bool:
     """True when the file, directory or probe remembered as ``(path, size, when)`` is not as it was.
 
     ``size`` is :data:`depthlab.io._files.ABSENT` for a path probed and found absent (anything
@@ -496,7 +531,7 @@ def dep_changed(path: str, size: int, when: int) -> bool:
     return size == BROKEN_LINK or _CHANGE_TIME(info) != when or info.st_size != size
 
 
-def _link_time(path: str) -> int | None:
+def _link_time(path: str | bytes) -> int | None:
     try:
         return _CHANGE_TIME(os.lstat(path))
     except OSError:

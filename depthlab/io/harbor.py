@@ -43,7 +43,7 @@ import msgspec
 
 from depthlab.io import atif
 from depthlab.io._errors import Reject, Rejected
-from depthlab.io._files import Dep, changed_ns, decode_json, probe, read_bytes_if_exists, read_json, read_text
+from depthlab.io._files import ABSENT, Dep, changed_ns, decode_json, probe, read_bytes_if_exists, read_json, read_text
 from depthlab.io._rows import check_row, note
 from depthlab.io.status import CapRule, _as_int, harness_turn_limit, stated_cap, trial_status
 
@@ -110,8 +110,45 @@ class _TaskId(msgspec.Struct):
     name: str | None = None
 
 
+class _TypedAgentResult(msgspec.Struct):
+    n_input_tokens: Any = None
+    n_cache_tokens: Any = None
+    n_output_tokens: Any = None
+    cost_usd: Any = None
+    metadata: _Metadata | None = None
+
+
+class _TypedPhase(msgspec.Struct):
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
 class TrialResult(msgspec.Struct):
-    """The part of Harbor's ``TrialResult`` the trials table uses (unknown keys are skipped)."""
+    """The part of Harbor's ``TrialResult`` the trials table uses (unknown keys are skipped), in one typed pass.
+
+    A file whose describing parts do not fit (a date that is not one, an ``agent_result`` that is
+    not an object) is decoded again as :class:`_LenientResult`, part by part.
+    """
+
+    id: str | None = None
+    task_name: str | None = None
+    trial_name: str | None = None
+    task_id: _TaskId | None = None
+    source: str | None = None
+    task_checksum: str | None = None
+    config: _TrialConfig | None = None
+    agent_info: _AgentInfo | None = None
+    agent_result: _TypedAgentResult | None = None
+    verifier_result: _VerifierResult | msgspec.UnsetType | None = msgspec.UNSET
+    exception_info: _ExceptionInfo | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    agent_execution: _TypedPhase | None = None
+    n_total_trials: int | None = None  # only in a job-level result.json
+
+
+class _LenientResult(msgspec.Struct):
+    """:class:`TrialResult` with every describing part kept raw or untyped, checked field by field."""
 
     id: str | None = None
     task_name: str | None = None
@@ -163,7 +200,7 @@ def trial_dir_rows(
     raw = read_bytes_if_exists(path, deps)
     if raw is None:
         return None
-    result = decode_json(raw, path, TrialResult)
+    result = decode_result(raw, path)
     if result.task_name is None and result.trial_name is None and result.task_id is None:
         job = decode_json(raw, path, _JobResult)
         if job.trial_results:
@@ -194,7 +231,7 @@ def job_embedded_rows(
     for index, raw in enumerate(job.trial_results or []):
         where = f"{path}#trial_results[{index}]"
         try:
-            entry = decode_json(bytes(raw), where, TrialResult)
+            entry = decode_result(bytes(raw), where)
             if entry.trial_name in skip:
                 continue
             config = None
@@ -206,8 +243,16 @@ def job_embedded_rows(
     return rows, rejected
 
 
+def decode_result(raw: bytes | bytearray, path: str) -> TrialResult | _LenientResult:
+    """One typed pass (the common case); a file whose describing parts do not fit is decoded leniently."""
+    try:
+        return msgspec.json.decode(raw, type=TrialResult)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return decode_json(raw, path, _LenientResult)  # the same reasons as ever for what cannot be read at all
+
+
 def result_row(
-    result: TrialResult,
+    result: TrialResult | _LenientResult,
     path: str,
     trial_dir: str | None,
     options: Options,
@@ -310,7 +355,7 @@ def _apply_cap_rule(rule: str | CapRule, config: dict, turn_limit: int | None) -
     return _as_int(rule(config), "the cap_rule's result")
 
 
-def _task_name(result: TrialResult, path: str) -> str:
+def _task_name(result: TrialResult | _LenientResult, path: str) -> str:
     name = result.task_name
     if not name and result.task_id is not None:
         name = result.task_id.name or (
@@ -324,7 +369,9 @@ def _task_name(result: TrialResult, path: str) -> str:
     return task
 
 
-def _rewards(result: TrialResult, trial_dir: str | None, deps: list[Dep], notes: list[str]) -> dict[str, float] | None:
+def _rewards(
+    result: TrialResult | _LenientResult, trial_dir: str | None, deps: list[Dep], notes: list[str]
+) -> dict[str, float] | None:
     recorded = result.verifier_result
     if recorded is not msgspec.UNSET and recorded is not None:
         return recorded.rewards  # result.json's record wins; the reward files are not read
@@ -380,6 +427,9 @@ def _main_reward(rewards: dict[str, float] | None) -> float | None:
 
 
 def _agent_dir_turns(agent_dir: str, deps: list[Dep]) -> int | None:
+    if not os.path.lexists(agent_dir):  # results only (fetch --results-only): one probe, remembered
+        deps.append((agent_dir, ABSENT, 0))  # a trajectory or episode dirs appearing later are seen
+        return None
     turns = atif.trajectory_turns(agent_dir, deps)
     if turns is not None:
         return turns
@@ -408,13 +458,13 @@ def _model_from_info(info: _ModelInfo | None) -> str | None:
     return f"{info.provider}/{info.name}" if info.provider else info.name
 
 
-def _job_name(result: TrialResult, trial_dir: str | None) -> str | None:
+def _job_name(result: TrialResult | _LenientResult, trial_dir: str | None) -> str | None:
     if result.config is not None and result.config.trials_dir:
         return os.path.basename(result.config.trials_dir.rstrip("/\\"))
     return os.path.basename(os.path.dirname(trial_dir)) if trial_dir else None
 
 
-def _seconds(phase: _Phase | None, notes: list[str]) -> float | None:
+def _seconds(phase: _Phase | _TypedPhase | None, notes: list[str]) -> float | None:
     if phase is None or phase.started_at is None or phase.finished_at is None:
         return None
     start = loose_time(phase.started_at, "agent_seconds", notes, "agent_execution.started_at")
@@ -454,6 +504,8 @@ def loose_time(value: Any, field: str, notes: list[str], what: str | None = None
 
 def _part(value: Any, type_: type, what: str, notes: list[str]) -> Any:
     """A descriptive object of the result (agent_result, agent_info, ...) decoded on its own; a bad one is noted."""
+    if not isinstance(value, msgspec.Raw):  # decoded in the typed pass already
+        return type_() if value is None else value
     try:
         decoded = msgspec.json.decode(value, type=type_ | None)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:

@@ -33,7 +33,7 @@ import polars as pl
 import yaml
 
 from depthlab import schema
-from depthlab._checks import check_choice
+from depthlab._checks import check_choice, check_text
 from depthlab.io._errors import Rejected, RejectedFilesWarning, warning_text
 
 _KNOWN_TOML_VERSIONS: Final[frozenset[str]] = frozenset({"1.0", "1.1", "1.2"})
@@ -99,8 +99,7 @@ def load_tasks(
     roots = _roots(paths)
     if difficulty_source is not None:  # None: not stated
         check_choice(difficulty_source, "difficulty_source", "load_tasks", [s for s in _SOURCES if s is not None])
-    if dataset is not None and (not isinstance(dataset, str) or not dataset):
-        raise ValueError(f"The 'dataset' parameter of load_tasks must be a non-empty str or None, got {dataset!r}")
+    check_text(dataset, "dataset", "load_tasks", optional=True)
     rows: list[dict] = []
     rejected: list[Rejected] = []
     for task_dir in _task_dirs(roots, rejected):

@@ -40,7 +40,7 @@ Turn = tuple["str | None", "str | None", "str | None"]
 Measure = Callable[["str | None", Sequence[Turn]], int]
 
 #: Largest trajectory (its files together, in bytes) a batch reads by default; past it the value is null.
-TRAJECTORY_BUDGET_BYTES: Final[int] = 64 * 1024 * 1024
+TRAJECTORY_BUDGET_BYTES: Final[int] = 32 * 1024 * 1024
 
 # Below this many trajectories a process pool costs more than it saves.
 _PARALLEL_MIN = 64

@@ -17,7 +17,7 @@ from multiprocessing.context import BaseContext
 import polars as pl
 
 from depthlab import schema
-from depthlab._checks import check_bool, check_choice
+from depthlab._checks import check_bool, check_choice, check_text
 from depthlab.io import cache as _cache
 from depthlab.io import harbor, tb1
 from depthlab.io._discover import Found, discover, discover_more
@@ -41,6 +41,8 @@ Progress = Callable[[int, int], None]
 
 # Below this many trials a process pool costs more than it saves.
 _PARALLEL_MIN_UNITS = 400
+# Rows are turned into columns this many at a time, so a load holds the table and one batch of rows.
+_FRAME_ROWS = 8192
 _HARBOR, _TB1 = 0, 1
 _GROUP = ["dataset", "task", "agent", "model", "cap"]
 
@@ -62,6 +64,10 @@ class TrialLoad:
         Where a trial was reached again and left out: a trial directory or file reached twice
         (overlapping paths), or a row whose trial (same trial id; without one, same job,
         trial name, task and start) was already loaded from a file whose path sorts first.
+    notes : list of FieldNote
+        Fields of loaded trials set to null because their value could not be held (or, for
+        ``reward``, taken from the reward file because ``verifier_result`` was null), each with
+        the trial's file and the reason; :meth:`notes_by_field` groups them.
 
     Notes
     -----
@@ -161,12 +167,15 @@ def read_trials(
         ``trials`` (schema.TRIALS; ``attempt`` rebuilt from start-time order within
         (dataset, task, agent, model, cap): runs/jobs by their first start, then TB1's
         ``N`` of ``N-of-M``, then the trial's own start), ``rejected``, ``duplicates`` and
-        ``n_seen``. Any failure to read one trial (unreadable, not a regular file, larger than
-        :data:`depthlab.io.MAX_FILE_BYTES`, not JSON or nested too deeply, a value its
-        column cannot hold: an integer out of range, a negative count, a reward that is not
-        finite, a time past year 9999 in UTC, a task name that names nothing) is a rejection of
-        that trial with its path and reason. A trial reached twice is loaded once: the copy
-        whose file path sorts first is kept, the others are listed in ``duplicates``.
+        ``n_seen``. Any failure to read what decides a trial's status (unreadable, not a
+        regular file, larger than :data:`depthlab.io.MAX_FILE_BYTES`, not JSON or nested too
+        deeply, a reward that is not a finite number, a stated cap or turn limit out of range,
+        a task name that names nothing) is a rejection of that trial with its path and reason.
+        A value that only describes the run (tokens, cost, times, durations, turns counted,
+        agent and model names) that its column cannot hold is null instead, with a field note
+        in ``notes``; ``strict=True`` raises on the first rejection, else on the first field's
+        notes. A trial reached twice is loaded once: the copy whose file path sorts first is
+        kept, the others are listed in ``duplicates``.
 
     Examples
     --------
@@ -190,8 +199,7 @@ def read_trials(
     for name, value in (("strict", strict), ("cache", cache), ("follow_links", follow_links)):
         check_bool(value, name, "read_trials")
     check_choice(status_rule, "status_rule", "read_trials", STATUS_RULES)
-    if dataset is not None and (not isinstance(dataset, str) or not dataset):
-        raise ValueError(f"The 'dataset' parameter of read_trials must be a non-empty str or None, got {dataset!r}")
+    check_text(dataset, "dataset", "read_trials", optional=True)
     options = harbor.Options(dataset=dataset, status_rule=status_rule, cap_rule=rule)
 
     key = entry = None
@@ -217,7 +225,7 @@ def read_trials(
     rejected = [item for item, _ in assembly.rejected]
     if key is not None:
         stored = pl.concat([trials, dropped], how="diagonal_relaxed")
-        _cache.save(key, stored, assembly.rejected, assembly.n_seen, assembly.deps, duplicates)
+        _cache.save(key, stored, assembly.rejected, assembly.n_seen, assembly.deps, assembly.owners, duplicates)
     return _finish(trials, rejected, assembly.n_seen, duplicates, strict)
 
 
@@ -225,7 +233,9 @@ def _finish(
     table: pl.DataFrame, rejected: list[Rejected], n_seen: int, duplicates: list[str], strict: bool
 ) -> TrialLoad:
     """The load, with the field notes read from the table's notes column (``strict``: the first field's raises)."""
-    noted = table.filter(pl.col(NOTES).is_not_null()).select("source", NOTES) if NOTES in table.columns else None
+    noted = None
+    if NOTES in table.columns and table[NOTES].null_count() < table.height:  # (a count polars keeps: no scan)
+        noted = table.filter(pl.col(NOTES).is_not_null()).select("source", NOTES)
     notes = []
     if noted is not None and noted.height:
         for source, text in noted.iter_rows():
@@ -311,7 +321,10 @@ def _cap_rule(cap_rule: str | CapRule | None) -> str | CapRule:
 # One parsed unit: its rows (several for a job-level file with embedded trials), its rejections,
 # whether it has to be walked instead (a job's sub-directory without result.json), and the
 # files it depends on.
-_UnitResult = tuple[list[dict], list[Rejected], bool, list[Dep]]
+_UnitResult = tuple[int, list[Rejected], bool, list[Dep]]
+# A parsed chunk of units: each unit's (rows, rejections, walk instead, files), and the rows of the
+# whole chunk as columns (ROW_SCHEMA and the unit), built in the worker so the parent only extends lists.
+_ChunkResult = tuple[list[_UnitResult], dict[str, list]]
 
 
 @dataclass
@@ -322,14 +335,29 @@ class _Assembly:
     columns: dict[str, list] = field(default_factory=lambda: {name: [] for name in [*ROW_SCHEMA, _cache.UNIT]})
     reused: set[str] = field(default_factory=set)
     rejected: list[tuple[Rejected, str]] = field(default_factory=list)
-    deps: list[tuple[Dep, str]] = field(default_factory=list)
+    deps: list[Dep] = field(default_factory=list)
+    owners: list[str] = field(default_factory=list)  # the unit of each of deps
     duplicates: list[str] = field(default_factory=list)
     n_seen: int = 0
 
+    frames: list[pl.DataFrame] = field(default_factory=list)
+
     def add_row(self, row: dict, unit: str) -> None:
+        self.add_columns(_columns([row], unit))
+
+    def add_columns(self, columns: dict[str, list]) -> None:
         for name, values in self.columns.items():
-            values.append(unit if name == _cache.UNIT else row[name])
-        self.n_seen += 1
+            values.extend(columns[name])
+        self.n_seen += len(columns[_cache.UNIT])
+        if len(self.columns[_cache.UNIT]) >= _FRAME_ROWS:
+            self.frames.append(self.flush())
+
+    def flush(self) -> pl.DataFrame:
+        """The rows added since the last flush as one frame (Python objects are dropped as they become columns)."""
+        frame = pl.DataFrame(self.columns, schema={**ROW_SCHEMA, _cache.UNIT: pl.String()})
+        for values in self.columns.values():
+            values.clear()
+        return frame.with_columns(pl.col(name).cast(schema.TRIALS[name]) for name in TIMES)
 
     def add_rejected(self, item: Rejected, unit: str) -> None:
         item = Rejected(shown(item.path), item.reason)  # a file name that is not UTF-8 is shown escaped
@@ -343,7 +371,8 @@ class _Assembly:
         self.n_seen += 1
 
     def add_deps(self, deps: list[Dep], unit: str) -> None:
-        self.deps.extend((dep, unit) for dep in deps)
+        self.deps.extend(deps)
+        self.owners.extend(repeat(unit, len(deps)))
 
 
 def _parse(
@@ -372,19 +401,17 @@ def _parse(
                 reached.add(unit[1])
                 todo.append(unit)
         walk = []
-        for (_, path, fallback), (rows, rejections, walk_instead, deps) in zip(
-            todo, _run_units(todo, options, assembly.strict, progress), strict=True
-        ):
-            if walk_instead:
-                walk.append((path, fallback))
-                assembly.add_deps(deps, _cache.GLOBAL)
-                continue
-            owner = shown(path) if rows or rejections else _cache.GLOBAL
-            assembly.add_deps(deps, owner)
-            for rejection in rejections:
-                assembly.add_rejected(rejection, owner)
-            for row in rows:
-                assembly.add_row(row, owner)
+        for chunk, (results, columns) in _run_units(todo, options, assembly.strict, progress):
+            for (_, path, fallback), (n_rows, rejections, walk_instead, deps) in zip(chunk, results, strict=True):
+                if walk_instead:
+                    walk.append((path, fallback))
+                    assembly.add_deps(deps, _cache.GLOBAL)
+                    continue
+                owner = shown(path) if n_rows or rejections else _cache.GLOBAL
+                assembly.add_deps(deps, owner)
+                for rejection in rejections:
+                    assembly.add_rejected(rejection, owner)
+            assembly.add_columns(columns)
         _parse_run_files(found, options, assembly)
         if not walk:
             return
@@ -430,44 +457,30 @@ def _rejection(exc: Exception, path: str) -> Rejected:
 
 
 def _run_units(units: list[tuple[int, str, str]], options: harbor.Options, strict: bool, progress: Progress | None):  # noqa: ANN202 - a generator of unit results
+    """Each unit's result in order, as soon as its chunk is parsed (nothing waits for the whole load in memory)."""
     total = len(units)
     context = _pool_context()
     workers = os.cpu_count() or 1
+    start = 0
     if total >= _PARALLEL_MIN_UNITS and workers > 1 and context is not None and not strict and _picklable(options):
-        size = max(64, total // (workers * 8))
-        chunks = [units[start : start + size] for start in range(0, total, size)]
+        size = max(64, min(2048, total // (workers * 8)))
+        chunks = [units[at : at + size] for at in range(0, total, size)]
         try:
-            results = _pool_map(chunks, options, workers, context, progress, total)
-        except BrokenProcessPool:
-            pass  # a worker died (killed, out of memory): parse in this process instead
-        else:
-            for chunk in results:
-                yield from chunk
+            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+                for chunk, result in zip(chunks, pool.map(_parse_chunk, chunks, repeat(options)), strict=True):
+                    start += len(chunk)
+                    if progress is not None:
+                        progress(start, total)
+                    yield chunk, result
             return
-    size = max(1, min(500, total // 20 or 1))
-    for start in range(0, total, size):
-        yield from _parse_chunk(units[start : start + size], options)
+        except BrokenProcessPool:
+            pass  # a worker died (killed, out of memory): the units not yet yielded are parsed here
+    size = max(1, min(500, (total - start) // 20 or 1))
+    for at in range(start, total, size):
+        chunk = units[at : at + size]
+        yield chunk, _parse_chunk(chunk, options)
         if progress is not None:
-            progress(min(start + size, total), total)
-
-
-def _pool_map(
-    chunks: list[list[tuple[int, str, str]]],
-    options: harbor.Options,
-    workers: int,
-    context: BaseContext,
-    progress: Progress | None,
-    total: int,
-) -> list[list[_UnitResult]]:
-    results = []
-    done = 0
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        for chunk, result in zip(chunks, pool.map(_parse_chunk, chunks, repeat(options)), strict=True):
-            done += len(chunk)
-            if progress is not None:
-                progress(done, total)
-            results.append(result)
-    return results
+            progress(min(at + size, total), total)
 
 
 def _pool_context() -> BaseContext | None:
@@ -482,8 +495,17 @@ def _pool_context() -> BaseContext | None:
     return get_context("fork")
 
 
-def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> list[_UnitResult]:
+def _columns(rows: list[dict], units: str | list[str]) -> dict[str, list]:
+    """Rows as columns of ROW_SCHEMA, with the unit of each (one unit for all, or one per row)."""
+    columns = {name: [row[name] for row in rows] for name in ROW_SCHEMA}
+    columns[_cache.UNIT] = [units] * len(rows) if isinstance(units, str) else units
+    return columns
+
+
+def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> _ChunkResult:
     results: list[_UnitResult] = []
+    rows_of_chunk: list[dict] = []
+    owners: list[str] = []
     runs: dict = {}
     for kind, path, fallback in units:
         deps: list[Dep] = []
@@ -491,7 +513,7 @@ def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> 
             if kind == _HARBOR:
                 parsed = harbor.trial_dir_rows(path, options, fallback, deps)
                 if parsed is None:
-                    results.append(([], [], True, deps))
+                    results.append((0, [], True, deps))
                     continue
                 rows, rejected = parsed
             else:
@@ -502,10 +524,13 @@ def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> 
                     rows, rejected = tb1.run_file_rows(path, set(), options, fallback, deps) or ([], [])
         except Exception as exc:  # one trial's failure is its rejection, never the load's
             where = os.path.join(path, "result.json") if kind == _HARBOR else path
-            results.append(([], [_rejection(exc, where)], False, deps))
+            results.append((0, [_rejection(exc, where)], False, deps))
             continue
-        results.append((rows, rejected, False, deps))
-    return results
+        results.append((len(rows), rejected, False, deps))
+        if rows:
+            rows_of_chunk.extend(rows)
+            owners.extend(repeat(shown(path), len(rows)))
+    return results, _columns(rows_of_chunk, owners)
 
 
 def _picklable(options: harbor.Options) -> bool:
@@ -518,8 +543,8 @@ def _picklable(options: harbor.Options) -> bool:
 
 def _frame(assembly: _Assembly, entry: _cache.Entry | None) -> pl.DataFrame:
     """New rows, plus the rows of reused units taken from the cache entry."""
-    fresh = pl.DataFrame(assembly.columns, schema={**ROW_SCHEMA, _cache.UNIT: pl.String()})
-    fresh = fresh.with_columns(pl.col(name).cast(schema.TRIALS[name]) for name in TIMES)
+    fresh = pl.concat([*assembly.frames, assembly.flush()], rechunk=False) if assembly.frames else assembly.flush()
+    assembly.frames.clear()
     if entry is None or not assembly.reused:
         return fresh
     old = entry.table.filter(pl.col(_cache.UNIT).is_in(list(assembly.reused))).select(fresh.columns)
@@ -529,22 +554,27 @@ def _frame(assembly: _Assembly, entry: _cache.Entry | None) -> pl.DataFrame:
     assembly.n_seen += len(reused_rejected)
     if assembly.strict and reused_rejected:
         raise LoadError(str(reused_rejected[0][0]))
-    assembly.deps.extend(entry.deps_of(assembly.reused))
+    deps, owners = entry.deps_of(assembly.reused)
+    assembly.deps.extend(deps)
+    assembly.owners.extend(owners)
     return pl.concat([fresh, old.cast(fresh.schema)])
 
 
 def _collapse(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split rows into the first of each trial (by source path) and the later copies of it."""
-    ordered = frame.sort("source", maintain_order=True)
-    first = pl.col("identity").is_null() | pl.col("identity").is_first_distinct()
-    flagged = ordered.with_columns(first.not_().alias(_cache.DUPLICATE))
-    return flagged.filter(~pl.col(_cache.DUPLICATE)), flagged.filter(pl.col(_cache.DUPLICATE))
+    # the copy kept is the one whose path sorts first; found per identity without sorting the whole
+    # table (a sorted copy of 100,000 rows was the load's largest allocation after the table itself)
+    index = pl.col("_row")
+    first_index = index.sort_by(["source", "_row"]).first().over("identity")
+    duplicate = pl.col("identity").is_not_null() & (index != first_index)
+    flagged = frame.with_row_index("_row").with_columns(duplicate.alias(_cache.DUPLICATE)).drop("_row")
+    return flagged.filter(~pl.col(_cache.DUPLICATE)), flagged.filter(pl.col(_cache.DUPLICATE)).sort("source")
 
 
 def _table(frame: pl.DataFrame) -> pl.DataFrame:
     """Rebuild ``attempt`` and order the rows; keeps the extra columns (dropped by the caller)."""
     job_start = pl.col("started_at").min().over([*_GROUP, "job"])
     ordered = frame.with_columns(_job_start=job_start).sort(
-        [*_GROUP, "_job_start", "job", "attempt_hint", "started_at", "trial"], nulls_last=True
+        [*_GROUP, "_job_start", "job", "attempt_hint", "started_at", "trial", "source"], nulls_last=True
     )
     return ordered.with_columns(attempt=pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over(_GROUP)).drop("_job_start")

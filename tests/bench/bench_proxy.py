@@ -41,6 +41,10 @@ def _best(function, repeat: int = 3) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--job", type=Path, default=JOB)
+    parser.add_argument("--big-mb", type=float, default=250.0, help="size of the big trajectory (issue 22)")
+    parser.add_argument(
+        "--read-big", action="store_true", help="also read it past the budget (about 17x the file in memory)"
+    )
     args = parser.parse_args()
     if not args.job.is_dir():
         print(f"skipped: the real job is not at {args.job} (set DEPTHLAB_SHARED or --job)")
@@ -96,7 +100,51 @@ def main() -> int:
             f"{seconds / t_read:7.1f}x the plain read"
         )
     print(f"  trajectories per second, cold: {len(files) / t_cold:,.0f}; pool speed-up {t_one / t_cold:.2f}x")
+    _big_trajectory(dl, trials, args.big_mb, args.read_big)
     return 0
+
+
+def _big_trajectory(dl, trials, megabytes: float, read_it: bool) -> None:
+    """Issue 22: one real trial whose trajectory gets an output of ``megabytes`` of distinct identifiers."""
+    import json
+    import shutil
+    import tracemalloc
+    import warnings
+
+    import polars as pl
+
+    row = trials.filter(pl.col("status") == "pass").row(0, named=True)
+    source = Path(row["source"]).parent
+    folder = Path(tempfile.mkdtemp(prefix="depthlab-bench-big-")) / source.name
+    shutil.copytree(source, folder)
+    path = folder / "agent" / "trajectory.json"
+    messages = json.loads(path.read_text())
+    count = int(megabytes * 1e6 / 13)
+    with path.open("w") as out:  # streamed: the benchmark itself never holds the big text
+        out.write(json.dumps(messages)[:-1] + ', {"role": "tool", "content": "')
+        for start in range(0, count, 100_000):
+            out.write(" ".join(f"id_{i:07d}_x" for i in range(start, min(count, start + 100_000))) + " ")
+        out.write('"}]')
+    size = path.stat().st_size
+    one = pl.DataFrame([{**row, "source": str(folder / "result.json")}], schema=trials.schema)
+    print(f"one trial with a trajectory of {size / 1e6:.0f} MB of distinct identifiers:")
+    runs = [("default budget", None)] + ([("budget raised past it", size + 1)] if read_it else [])
+    for label, budget in runs:
+        kwargs = {} if budget is None else {"max_trajectory_bytes": budget}
+        tracemalloc.start()
+        start = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            table = dl.depth_proxy(one, per="trial", cache=False, **kwargs)
+        seconds = time.perf_counter() - start
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        reason = str(caught[0].message)[-110:] if caught else "read"
+        print(
+            f"  {label:22s} proxy {table['proxy_depth'][0]}, {seconds:6.2f} s, peak Python memory "
+            f"{peak / 1e6:7.1f} MB ({peak / size:.3f}x the file); {reason}"
+        )
+    shutil.rmtree(folder.parent, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import pytest
 import depthlab as dl
 from depthlab.cli import main
 from depthlab.datasets.fetch import MANIFEST, SOURCES, FetchError, fetch, sources
+from depthlab.io import load_trials
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -244,6 +245,64 @@ def test_hf_include_takes_only_matching_paths(tmp_path, hub_files):
         dest = fetch("tb2-leaderboard", tmp_path / "lb", url=hub.url, include=["metadata/*"], progress=False)
     assert (dest / "metadata/tasks.parquet").is_file()
     assert not (dest / "README.md").exists()
+
+
+def _leaderboard_files(samples: Path, n_submissions: int = 2) -> dict[str, bytes]:
+    """A leaderboard-shaped repository from the real TMax job: submission/job/trial, with trajectories and rewards."""
+    job = samples / "hamishivi_tmax/evaluation_assets/daytona/tmax-27b/terminal-bench-2-0"
+    files = {"README.md": b"# leaderboard\n"}
+    for index in range(n_submissions):
+        prefix = f"submissions/terminal-bench/2.0/agent-{index}__model/job-{index}"
+        for path in sorted(job.rglob("*")):
+            if path.is_file() and path.name != "lock.json":
+                body = path.read_bytes()
+                if path.name == "result.json" and index:  # another submission's run: its own trial ids
+                    body = body.replace(b'"id": "', f'"id": "submission-{index}-'.encode(), 1)
+                files[f"{prefix}/{path.relative_to(job)}"] = body
+    return files
+
+
+def test_results_only_takes_result_and_config_files_resumes_and_loads(tmp_path, samples, capsys):
+    files = _leaderboard_files(samples)
+    repo = SOURCES["tb2-leaderboard"].location
+    lfs = {rel for rel in files if rel.endswith("trajectory.json")}
+    wanted = sorted(rel for rel in files if rel.rsplit("/", 1)[-1] in {"result.json", "config.json"})
+    assert len(wanted) == 2 * (2 + 2 * 3)  # per submission: the job's two files, each trial's two
+    with _Hub(repo, files, lfs=lfs) as hub:
+        dest = tmp_path / "lb"
+        first = wanted[3]
+        part = dest / f"{first}.part"
+        part.parent.mkdir(parents=True)
+        part.write_bytes(files[first][:100])  # an interrupted run left part of one file
+        command = ["fetch", "tb2-leaderboard", "--dest", str(dest), "--url", hub.url, "--results-only", "--quiet"]
+        assert main(command) == 0
+        assert hub.ranges == [f"{first}:bytes=100-"]
+        got = sorted(str(path.relative_to(dest)) for path in dest.rglob("*") if path.is_file())
+        got.remove(MANIFEST)
+        assert got == wanted
+        for rel in wanted:
+            assert (dest / rel).read_bytes() == files[rel]
+        manifest = json.loads((dest / MANIFEST).read_text())
+        assert manifest["results_only"] is True
+        assert manifest["complete"] is True
+        hub.ranges.clear()
+        fetch("tb2-leaderboard", dest, url=hub.url, results_only=True, progress=False)  # complete: nothing again
+        assert hub.ranges == []
+        kept = (dest / wanted[0]).read_bytes()
+        hub.corrupt.add(wanted[0])
+        (dest / wanted[0]).unlink()
+        with pytest.raises(FetchError, match="checksum mismatch"):
+            fetch("tb2-leaderboard", dest, url=hub.url, results_only=True, progress=False)
+    assert not (dest / wanted[0]).exists()
+    (dest / wanted[0]).write_bytes(kept)
+    trials = load_trials(dest, cache=False)
+    assert trials.height == 2 * 3
+    assert trials["reward"].null_count() == 0  # the rewards are in result.json: no trajectory needed
+
+
+def test_results_only_is_for_run_logs():
+    with pytest.raises(ValueError, match="'results_only' parameter of fetch applies to run-log sources"):
+        fetch("rst-tasks", results_only=True)
 
 
 def test_hf_checksum_mismatch_fails_and_keeps_nothing_corrupt(tmp_path, hub_files):

@@ -40,3 +40,22 @@ def test_tasks_writes_the_schema(samples, tmp_path):
     assert table.height == 4
     assert main(["tasks", str(samples), "-o", str(tmp_path / "tasks.csv")]) == 0
     assert pl.read_csv(tmp_path / "tasks.csv").columns == list(schema.TASKS)
+
+
+def test_trials_prints_field_notes_and_follows_links_only_when_asked(samples, tmp_path, capsys):
+    import shutil
+
+    from io_helpers import TMAX_JOB, write_trial
+
+    job = tmp_path / "job"
+    shutil.copytree(samples / TMAX_JOB, job)
+    result = job / "prove-plus-comm__4K4LrFz" / "result.json"
+    result.write_text(result.read_text().replace('"started_at": "', '"started_at": "x', 1))
+    write_trial(tmp_path / "elsewhere" / "deep" / "far__1")  # not run logs at its first level
+    (job / "far").symlink_to(tmp_path / "elsewhere")
+    assert main(["trials", str(job), "-o", str(tmp_path / "t.csv"), "--no-cache"]) == 0
+    err = capsys.readouterr().err
+    assert "field notes: started_at of 1 trials: " in err
+    assert f"rejected {job / 'far'}: symbolic link to" in err
+    assert main(["trials", str(job), "-o", str(tmp_path / "t.csv"), "--no-cache", "--follow-links"]) == 0
+    assert "loaded 4 trials" in capsys.readouterr().err

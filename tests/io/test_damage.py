@@ -220,7 +220,7 @@ def test_a_full_disk_under_the_cache_costs_only_speed(tmax_job, tiny_disk, monke
     monkeypatch.setenv("DEPTHLAB_CACHE_DIR", str(tiny_disk))
     (tiny_disk / "filler").write_bytes(b"x" * 60_000)
     expected = read_trials(tmax_job, cache=False)
-    with pytest.warns(CacheNotWrittenWarning, match="No space left on device") as caught:
+    with pytest.warns(CacheNotWrittenWarning, match="could not be written") as caught:
         load = read_trials(tmax_job)
     assert len([w for w in caught if w.category is CacheNotWrittenWarning]) == 1
     assert load.trials.equals(expected.trials)
@@ -253,21 +253,34 @@ def test_a_corrupt_entry_is_a_miss_never_a_crash(tmax_job):
 
 
 def test_a_link_leaving_the_paths_given_is_not_followed(tmax_job, tmp_path):
-    outside = tmp_path / "elsewhere"
-    write_trial(outside / "far__1")
+    notes = tmp_path / "notes"  # no run logs at its top or one level down
+    (notes / "deep" / "far__2").mkdir(parents=True)
+    write_trial(notes / "deep" / "far__2" / "x")  # two levels down: not looked for
     (tmax_job / "root-link").symlink_to("/")
-    (tmax_job / "far-link").symlink_to(outside)
+    (tmax_job / "notes-link").symlink_to(notes)
     load = read_trials(tmax_job, cache=False)
     assert load.trials.height == 3
-    assert sorted(item.path for item in load.rejected) == [str(tmax_job / "far-link"), str(tmax_job / "root-link")]
-    assert all("leaves the paths given" in item.reason for item in load.rejected)
+    assert sorted(item.path for item in load.rejected) == [str(tmax_job / "notes-link"), str(tmax_job / "root-link")]
+    assert all("leaves the paths given and holds no run logs" in item.reason for item in load.rejected)
     assert _reconciles(load)
     (tmax_job / "root-link").unlink()
     followed = read_trials(tmax_job, cache=False, follow_links=True)
-    assert "far__1" in followed.trials["trial"].to_list()
+    assert "x" in followed.trials["trial"].to_list()
     assert followed.rejected == []
-    inside = read_trials([tmax_job, outside], cache=False)  # a link into another path given is followed
+    inside = read_trials([tmax_job, notes], cache=False)  # a link into another path given is followed
     assert inside.rejected == []
+
+
+def test_a_link_farm_of_jobs_kept_elsewhere_is_followed(tmax_job, tmp_path):
+    """Runs arranged as links to jobs (or to folders of jobs) elsewhere: each target is run logs itself."""
+    farm = tmp_path / "farm"
+    farm.mkdir()
+    (farm / "job-link").symlink_to(tmax_job)
+    (farm / "folder-link").symlink_to(tmax_job.parent)
+    load = read_trials(farm, cache=False)
+    assert load.rejected == []
+    assert load.trials.height == 3  # the same job reached through both links is walked once
+    assert _reconciles(load)
 
 
 def test_link_loops_inside_the_tree_still_end(tmax_job):
@@ -329,3 +342,25 @@ def test_the_proxy_cache_keeps_results_per_budget(tmax_job):
 def test_field_notes_do_not_reach_the_trials_table(tmax_job):
     _damage(tmax_job / PASSING / "result.json", lambda d: d["agent_result"].update(cost_usd=-1))
     schema.check(read_trials(tmax_job).trials, "trials")
+
+
+def test_rows_turned_into_columns_in_batches_give_the_same_table(tmax_job, monkeypatch):
+    """The load holds one batch of rows at a time (memory: the table plus a batch); the table is the same."""
+    whole = read_trials(tmax_job, cache=False)
+    monkeypatch.setattr(trials, "_FRAME_ROWS", 2)
+    batched = read_trials(tmax_job, cache=False)
+    assert batched.trials.equals(whole.trials)
+    assert batched.n_seen == whole.n_seen
+
+
+def test_a_trajectory_appearing_beside_a_results_only_trial_is_seen_by_the_cache(tmax_job, tmp_path):
+    """A results-only trial (no agent/) is one remembered probe; its trajectory arriving later is noticed."""
+    import shutil
+
+    full = read_trials(tmax_job, cache=False).trials.filter(pl.col("trial") == PASSING)["n_turns"].to_list()
+    agent = tmax_job / PASSING / "agent"
+    shutil.move(agent, tmp_path / "agent")
+    assert read_trials(tmax_job).trials.filter(pl.col("trial") == PASSING)["n_turns"].to_list() == [None]
+    shutil.move(tmp_path / "agent", agent)
+    assert read_trials(tmax_job).trials.filter(pl.col("trial") == PASSING)["n_turns"].to_list() == full
+    assert full != [None]

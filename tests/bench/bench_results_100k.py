@@ -1,0 +1,171 @@
+"""Benchmark: 100,000 leaderboard trials with result files only (``fetch --results-only``), against the naive loader.
+
+The tree is written by :mod:`results_tree` (copies of the real TMax job's trials, result.json and
+config.json only). Then, with the OS page cache warm for every contender alike:
+
+* reading the bytes: open and read every trial's ``result.json`` (what the loader has to read),
+  and reading and parsing them with msgspec (the fastest JSON parser here);
+* the naive loader: ``json.load`` of every result.json + a pandas frame;
+* a cold ``read_trials`` (no depthlab cache; it fills it) and a cached reload;
+* peak memory: the resident set of this process before and after the cold load (``getrusage``)
+  and of the largest worker process, beside the size of the trials table itself;
+
+and the ratios: cold / bytes (target <= 2), naive / cold, naive / cached, and the memory left over
+by the load once the table is subtracted. Usage:
+``python tests/bench/bench_results_100k.py [--trials 100000] [--root DIR] [--keep]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_tree import write_results_tree
+
+
+def _trial_results(root: Path) -> list[str]:
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        if "result.json" in filenames and not any(
+            os.path.exists(os.path.join(dirpath, name, "result.json")) for name in dirnames[:1]
+        ):
+            files.append(os.path.join(dirpath, "result.json"))
+            dirnames.clear()
+    return files
+
+
+def _read_bytes(files: list[str]) -> int:
+    total = 0
+    for path in files:
+        with open(path, "rb") as handle:
+            total += len(handle.read())
+    return total
+
+
+def _read_parse(files: list[str]) -> None:
+    import msgspec
+
+    decode = msgspec.json.decode
+    for path in files:
+        with open(path, "rb") as handle:
+            decode(handle.read())
+
+
+def _naive(files: list[str]):
+    import pandas as pd
+
+    rows = []
+    for path in files:
+        with open(path) as handle:
+            result = json.load(handle)
+        rewards = (result.get("verifier_result") or {}).get("rewards") or {}
+        rows.append(
+            {
+                "task": result["task_name"],
+                "trial": result["trial_name"],
+                "model": result["config"]["agent"]["model_name"],
+                "reward": rewards.get("reward"),
+                "exception": (result.get("exception_info") or {}).get("exception_type"),
+                "n_input_tokens": (result.get("agent_result") or {}).get("n_input_tokens"),
+                "started_at": pd.Timestamp(result["started_at"]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished children (the loader's workers)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+CPU: dict[str, float] = {}
+
+
+def _timed(function, name: str = ""):
+    """Wall seconds and the value; the CPU seconds are kept in ``CPU[name]`` (a shared machine's wall time is noisy)."""
+    start, cpu = time.perf_counter(), _cpu()
+    value = function()
+    CPU[name] = min(CPU.get(name, float("inf")), _cpu() - cpu)
+    return time.perf_counter() - start, value
+
+
+def _rss_mib() -> tuple[float, float]:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return own, children
+
+
+def _current_mib() -> float:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=100_000)
+    parser.add_argument("--root", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    root = args.root or Path(tempfile.mkdtemp(prefix="depthlab-bench-100k-"))
+    cache_dir = Path(tempfile.mkdtemp(prefix="depthlab-bench-100k-cache-"))
+    os.environ["DEPTHLAB_CACHE_DIR"] = str(cache_dir)
+    tree = root / "leaderboard"
+    try:
+        if not tree.exists():
+            seconds, _ = _timed(lambda: write_results_tree(tree, args.trials))
+            print(f"wrote {args.trials} trials under {tree} in {seconds:.0f} s")
+        from depthlab.io import read_trials  # after the tree: the loader's memory is measured from here
+
+        files = _trial_results(tree)
+        _read_bytes(files)  # warm the page cache for everyone
+        read_seconds, n_bytes = _timed(lambda: _read_bytes(files), "read")
+        read_seconds = min(read_seconds, _timed(lambda: _read_bytes(files), "read")[0])
+        parse_seconds = min(_timed(lambda: _read_parse(files), "parse")[0] for _ in range(2))
+        before = _current_mib()
+        cold, load = _timed(lambda: read_trials(tree), "cold")
+        after_own, children = _rss_mib()
+        assert load.trials.height == args.trials, load.summary()
+        table_mib = load.trials.estimated_size() / 2**20
+        cached, again = _timed(lambda: read_trials(tree), "cached")
+        cached = min(cached, _timed(lambda: read_trials(tree), "cached")[0])
+        assert again.trials.equals(load.trials)
+        naive, frame = _timed(lambda: _naive(files), "naive")
+        assert len(frame) == args.trials
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+        if not args.keep and args.root is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+    load_average = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"{args.trials} trials, {n_bytes / 1e6:.0f} MB of result.json; {os.cpu_count()} cores, load {load_average}")
+    print(f"read the bytes:   {read_seconds:7.2f} s  (CPU {CPU['read']:.2f} s)")
+    print(f"read and parse:   {parse_seconds:7.2f} s  (CPU {CPU['parse']:.2f} s; msgspec, one process)")
+    print(f"naive loader:     {naive:7.2f} s  (CPU {CPU['naive']:.2f} s; json.load + pandas)")
+    print(
+        f"cold read_trials: {cold:7.2f} s  (CPU {CPU['cold']:.2f} s with its workers; {n_bytes / 1e6 / cold:.0f} MB/s)"
+    )
+    print(f"cached reload:    {cached:7.3f} s  (CPU {CPU['cached']:.3f} s)")
+    print(
+        f"memory: this process {before:.0f} MiB before the load, peak {after_own:.0f} MiB; largest worker "
+        f"{children:.0f} MiB; the trials table {table_mib:.0f} MiB"
+    )
+    print(
+        f"ratio cold / read the bytes: {cold / read_seconds:6.2f}x wall, {CPU['cold'] / CPU['read']:.2f}x CPU (goal 2)"
+    )
+    print(f"ratio cold / read and parse: {cold / parse_seconds:6.2f}x wall, {CPU['cold'] / CPU['parse']:.2f}x CPU")
+    print(f"ratio naive / cold:          {naive / cold:6.2f}x wall, {CPU['naive'] / CPU['cold']:.2f}x CPU")
+    print(f"ratio naive / cached:        {naive / cached:6.1f}x wall, {CPU['naive'] / CPU['cached']:.1f}x CPU")
+    print(f"peak beyond the table:       {after_own - before - table_mib:6.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
