@@ -29,6 +29,10 @@ from depthlab._checks import check_choice
 #: The turn-cap ladder stated to the agent.
 CAPS: Final[tuple[int, ...]] = (1, 2, 3, 5, 10, 20, 40, 80)
 
+#: The fewest tasks a correlation of the audit is computed on (findings and the proxy's
+#: correlations say "fewer than MIN_TASKS tasks" instead of a number below it).
+MIN_TASKS: Final[int] = 6
+
 #: Trial status values. ``invalid`` is an infrastructure failure: the cell is still missing.
 STATUSES: Final[tuple[str, ...]] = ("pass", "fail", "invalid")
 

@@ -12,6 +12,7 @@ import polars as pl
 
 from depthlab import stats
 from depthlab.auditdata import AuditData
+from depthlab.schema import MIN_TASKS
 
 #: The six collections the paper audits.
 AUDITED: Final[tuple[str, ...]] = ("tmax", "facet", "seta", "rst", "tb2", "tw")
@@ -76,8 +77,6 @@ UNSOLVED_RANK: Final[float] = 1e9
 
 #: TMax's generation-time ``task_complexity`` labels, least complex first.
 COMPLEXITY: Final[tuple[str, ...]] = ("short", "moderate", "complex", "intricate")
-#: The fewest tasks a correlation is computed on (fewer: the row says so and has no value).
-MIN_TASKS: Final[int] = 6
 
 
 _Finding = TypeVar("_Finding", bound=Callable[..., pl.DataFrame])

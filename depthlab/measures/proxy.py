@@ -80,8 +80,9 @@ import numpy as np
 import polars as pl
 
 from depthlab._checks import check_bool, check_choice, check_frame, check_positive_int
+from depthlab.catalog import DIFFICULTY_ORDER
 from depthlab.io import LoadError, Rejected, RejectedFilesWarning, trajectories, warning_text
-from depthlab.schema import CAPS
+from depthlab.schema import CAPS, MIN_TASKS
 
 #: Version of the identifier and dependency rule; cached results of another version are not reused.
 RULE_VERSION: Final[int] = 2
@@ -658,9 +659,6 @@ PROXY_QUESTIONS: Final[tuple[tuple[str, str, str, str], ...]] = (
     ("pass ~ N | proxy", "n_turns", "pass_rate", "proxy_depth"),
     ("rating ~ proxy | W", "proxy_depth", "difficulty", "work"),
 )
-#: Order of the human difficulty rating, lowest first.
-DIFFICULTY_ORDER: Final[tuple[str, ...]] = ("easy", "medium", "hard")
-_MIN_TASKS = 6
 #: Columns of :func:`proxy_correlations` (those of ``PartialCorr.to_row`` between question and note).
 CORRELATIONS_SCHEMA: Final[dict[str, pl.DataType]] = {
     "dataset": pl.String(),
@@ -683,12 +681,6 @@ CORRELATIONS_SCHEMA: Final[dict[str, pl.DataType]] = {
     "statistic": pl.String(),
     "cluster": pl.String(),
     "note": pl.String(),
-    "paper_d": pl.Float64(),  # the paper's figure for the same question asked of D, on the same collection
-}
-# (dataset, question) -> key of depthlab.paper.REPORTED holding the paper's figure for D
-_PAPER_D: Final[dict[tuple[str, str], str]] = {
-    ("tb2", "pass ~ proxy | W"): "tb2_pcorr_pass_depth_given_work",
-    ("tb2", "rating ~ proxy | W"): "tb2_pcorr_depth_author_difficulty",
 }
 
 
@@ -722,8 +714,8 @@ def proxy_correlations(
         :data:`CORRELATIONS_SCHEMA`, one row per (dataset, question): ``dataset`` (null when
         pooled), ``question``, the columns of :meth:`depthlab.stats.PartialCorr.to_row`, and
         ``note``: why a row has no estimate (fewer than 6 tasks, a constant column, no human
-        rating), else null; ``paper_d``: the paper's figure for the same question asked of D
-        on the same collection (TB2: pass ~ D | W, rating ~ D | W), for comparison only.
+        rating), else null. No paper figure is set beside these rows: the paper reports D's
+        correlations, not the proxy's, and the proxy is not validated as an estimate of D.
 
     Examples
     --------
@@ -738,7 +730,7 @@ def proxy_correlations(
     >>> table.select("question", "n").rows()[:2]
     [('pass ~ proxy | W', 8), ('pass ~ N | W', 8)]
     """
-    from depthlab import paper, stats  # scipy is loaded only by those who test
+    from depthlab import stats  # scipy is loaded only by those who test
 
     function = "proxy_correlations"
     check_frame(audit, "audit", function, ("dataset", "task", "work", "n_turns", "proxy_depth", "pass_rate"))
@@ -759,16 +751,14 @@ def proxy_correlations(
                 note = "no task with a proxy (no passing run with a trajectory on disk)"
             elif used.height == 0 and y == "difficulty":
                 note = "no human difficulty rating"
-            elif used.height < _MIN_TASKS:
-                note = f"{used.height} tasks (fewer than {_MIN_TASKS})"
+            elif used.height < MIN_TASKS:
+                note = f"{used.height} tasks (fewer than {MIN_TASKS})"
             elif any(used[column].n_unique() < 2 for column in (x, y, covar)):
                 note = "a constant column"
-            key = _PAPER_D.get((dataset, question)) if dataset else None
             row: dict = {
                 "dataset": dataset,
                 "question": question,
                 "label": f"{dataset}: {question}" if dataset else question,
-                "paper_d": paper.get(key).value if key else None,
             }
             if note is None:
                 order = {"difficulty": list(DIFFICULTY_ORDER)} if y == "difficulty" else None
