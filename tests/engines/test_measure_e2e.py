@@ -28,6 +28,7 @@ import pytest
 from engines_helpers import CAPS, MODELS
 
 import depthlab as dl
+from depthlab.engines.harbor import compose_project
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
 
@@ -98,7 +99,15 @@ def assert_no_duplicate(trials: pl.DataFrame) -> None:
 
 def compose_projects() -> set[str]:
     done = subprocess.run(
-        ["docker", "ps", "-a", "--format", '{{.Label "com.docker.compose.project"}}'],
+        [
+            "docker",
+            "ps",
+            "-a",
+            "--filter",
+            "label=com.docker.compose.project",
+            "--format",
+            '{{.Label "com.docker.compose.project"}}',
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -117,9 +126,13 @@ def harbor_measured(chain_tasks, server, harbor_cmd, measure_env, tmp_path_facto
     before = compose_projects()
 
     def one_done_one_running() -> bool:
-        done = list(round_one.glob("*/result.json"))
-        running = [path for path in round_one.glob("*__*") if path.is_dir() and not (path / "result.json").exists()]
-        return len(done) >= 1 and len(running) >= 1
+        """A trial finished and another one's containers are up (what a lost machine leaves behind)."""
+        if not any(round_one.glob("*/result.json")):
+            return False
+        running = [
+            path.name for path in round_one.glob("*__*") if path.is_dir() and not (path / "result.json").exists()
+        ]
+        return bool({compose_project(f"{name}__env") for name in running} & compose_projects())
 
     started = time.monotonic()
     kill_when(args, measure_env, one_done_one_running)
