@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= out/reproduce
 
-.PHONY: reproduce test lint bench docker harbor browser r mutate clean
+.PHONY: reproduce test lint bench docker compose harbor browser r mutate clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ reproduce: $(VENV)/.installed
 docker:
 	bash scripts/docker-up.sh
 
+# Docker Compose v2 (the CLI plugin), which Harbor's docker environment needs (tests/engines)
+compose: docker
+	bash scripts/compose-up.sh
+
 # Harbor (Python >= 3.12) in its own cached venv, and headless Chromium, for the `harbor` tests
 harbor:
 	bash scripts/harbor-up.sh
@@ -32,7 +36,7 @@ browser:
 r:
 	bash scripts/r-up.sh
 
-test: $(VENV)/.installed docker harbor browser r
+test: $(VENV)/.installed docker compose harbor browser r
 	$(BIN)/ruff check depthlab tests notebooks
 	$(BIN)/python -m pytest -n 2 --benchmark-disable -p no:cacheprovider tests
 
