@@ -76,6 +76,9 @@ def write_chain_task(root: Path, reads: int, image: str, *, broken_oracle: bool 
         "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq asciinema >/dev/null "
         "&& rm -rf /var/lib/apt/lists/*\n"
         f"COPY make_chain.sh /tmp/make_chain.sh\nRUN bash /tmp/make_chain.sh {reads}\nWORKDIR /app\n"
+        # Harbor keeps the container alive with `sh -c "sleep infinity"` as PID 1, which ignores
+        # SIGTERM: docker would wait 10 s at every teardown before killing it
+        "STOPSIGNAL SIGKILL\n"
     )
     (task / "instruction.md").write_text(INSTRUCTION)
     (task / "task.toml").write_text(
