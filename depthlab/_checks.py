@@ -182,3 +182,46 @@ def _is_int(value: Any) -> bool:
     import numpy as np
 
     return isinstance(value, int | np.integer)
+
+
+def check_positive_finite(value: object, name: str, function: str) -> float:
+    """Return ``value`` as a float when it is a finite number > 0 (not a bool); raise otherwise.
+
+    >>> check_positive_finite(0, "cpus", "ContainerLimits")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'cpus' parameter of ContainerLimits must be a positive finite number, got 0
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise _fail(name, function, "a positive finite number", value)
+    return float(value)
+
+
+def check_int_at_least(value: object, name: str, function: str, least: int) -> int:
+    """Return ``value`` when it is an int (not a bool) >= ``least``; raise otherwise.
+
+    >>> check_int_at_least(50, "output_limit_bytes", "HarnessConfig", 100)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'output_limit_bytes' parameter of HarnessConfig must be an int >= 100, got 50
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise _fail(name, function, f"an int >= {least}", value)
+    return value
+
+
+def check_pattern(value: object, name: str, function: str, pattern: str, expected: str) -> str:
+    """Return ``value`` when it is a str matching the regular expression ``pattern`` whole; raise otherwise.
+
+    ``expected`` says in words what matches (it goes into the message).
+
+    >>> check_pattern("root:x y", "user", "ContainerLimits", r"[A-Za-z0-9_.:-]+", "'user' or 'user:group'")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'user' parameter of ContainerLimits must be 'user' or 'user:group', got 'root:x y'
+    """
+    import re
+
+    if not isinstance(value, str) or not re.fullmatch(pattern, value):
+        raise _fail(name, function, expected, value)
+    return value

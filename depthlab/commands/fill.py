@@ -31,6 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--caps", help="comma-separated ladder caps (default: depthlab.CAPS)")
     parser.add_argument("--attempts", type=int, default=1, help="attempts per cell when computing the plan")
     parser.add_argument("--jobs-dir", default="jobs", help="where the job folders go and are resumed from")
+    parser.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="skip the oracle preflight (each task's reference solution, once, before any model call; cached)",
+    )
     add_agent_arguments(parser)
 
 
@@ -68,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
             tasks_dir=args.tasks,
             jobs_dir=args.jobs_dir,
             agent_factory=terminus_factory(args),
+            run_preflight=not args.no_preflight,
             **execution_options(args),
         )
     return 1 if failed else report_summary(summary)

@@ -48,9 +48,29 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--price-out", type=float, help="USD per million completion tokens")
     parser.add_argument("--concurrency", type=int, default=2, help="trials at once (default 2)")
     parser.add_argument("--agent-timeout", type=float, help="override the tasks' agent timeout (seconds)")
-    parser.add_argument("--allow-network", action="store_true", help="give the containers a network (off by default)")
     parser.add_argument(
-        "--cap-add", default="", help="comma-separated capabilities to give back (all are dropped), e.g. CHOWN,SETUID"
+        "--profile",
+        choices=("harbor", "strict"),
+        default="harbor",
+        help="security profile: 'harbor' (default) runs a task as Harbor does (Docker's default capabilities, the "
+        "network task.toml allows); 'strict' drops every capability and has no network (docs/runner.md)",
+    )
+    network = parser.add_mutually_exclusive_group()
+    network.add_argument(
+        "--no-network", action="store_true", help="no network in the containers, whatever task.toml says"
+    )
+    network.add_argument(
+        "--allow-network",
+        action="store_true",
+        help="a network in the containers even where task.toml says allow_internet = false (not with --profile strict)",
+    )
+    parser.add_argument(
+        "--force-build",
+        action="store_true",
+        help="build environment/Dockerfile even when task.toml names a prebuilt docker_image",
+    )
+    parser.add_argument(
+        "--cap-add", default="", help="comma-separated capabilities to add to the profile's, e.g. CHOWN,SETUID"
     )
     parser.add_argument("--pids-limit", type=int, default=1024)
     parser.add_argument(
@@ -61,24 +81,24 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--build-network",
         action="store_true",
-        help="give image builds a network (off unless a task's task.toml says allow_internet = true)",
+        help="give image builds a network under --profile strict (they have one under 'harbor')",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def limits_factory(args: argparse.Namespace):  # noqa: ANN201 - a callable task -> ContainerLimits
-    """``task -> ContainerLimits`` from the command-line options."""
-    from depthlab.runner import ContainerLimits
+def run_settings(args: argparse.Namespace) -> Any:
+    """The :class:`~depthlab.runner.profiles.RunSettings` the command-line options ask for."""
+    from depthlab.runner.profiles import RunSettings
 
-    cap_add = tuple(name.strip().upper() for name in args.cap_add.split(",") if name.strip())
-    return lambda task: ContainerLimits(
-        cpus=task.cpus,
-        memory_mb=task.memory_mb,
+    network = False if args.no_network else (True if args.allow_network else None)
+    return RunSettings(
+        profile=args.profile,
+        network=network,
+        cap_add=tuple(name for name in args.cap_add.split(",") if name.strip()),
         pids_limit=args.pids_limit,
-        network=args.allow_network,
-        cap_add=cap_add,
         user=args.agent_user or None,
-        build_network=args.build_network,
+        build_network=True if args.build_network else None,
+        force_build=args.force_build,
     )
 
 
@@ -90,6 +110,8 @@ def check_agent_arguments(args: argparse.Namespace, verb: str) -> str | None:
         value = getattr(args, option)
         if value is not None and (not math.isfinite(value) or value <= 0):
             return f"depthlab {verb}: --{option.replace('_', '-')} must be a positive number of seconds, got {value:g}"
+    if args.profile == "strict" and args.allow_network:
+        return f"depthlab {verb}: --allow-network cannot be used with --profile strict (it has no network)"
     for option, least in (("concurrency", 1), ("pids_limit", 1), ("max_retries", 0)):
         if getattr(args, option) < least:
             return (
@@ -102,7 +124,7 @@ def execution_options(args: argparse.Namespace) -> dict[str, Any]:
     """The keyword options of ``fill`` and ``run_tasks`` that :func:`add_agent_arguments` sets."""
     return {
         "concurrency": args.concurrency,
-        "limits": limits_factory(args),
+        "settings": run_settings(args),
         "agent_timeout_sec": args.agent_timeout,
         "progress": not args.no_progress,
     }
@@ -112,11 +134,30 @@ def report_summary(summary: FillSummary) -> int:
     """Print a runner summary and return the exit code.
 
     1 when a trial or job had an error, when every trial run was invalid (no endpoint, no
-    image...), or when nothing ran because no task could run here; else 0.
+    image...), when nothing ran because no task could run here, or when every task failed the
+    oracle preflight; else 0.
     """
     print(summary.render())
     nothing_could_run = bool(summary.skipped) and not summary.outcomes
-    return 1 if summary.errors or summary.all_invalid or nothing_could_run else 0
+    preflight_failed = summary.preflight is not None and summary.preflight.all_failed
+    return 1 if summary.errors or summary.all_invalid or nothing_could_run or preflight_failed else 0
+
+
+def report_oracle(summary: FillSummary, settings: Any) -> None:
+    """Say plainly which reference solutions failed, and why (``depthlab run --agent oracle``)."""
+    from depthlab.runner.preflight import PreflightReport
+
+    failed = [outcome for outcome in summary.outcomes if outcome.status != "pass"]
+    if not failed:
+        return
+    report = PreflightReport.from_outcomes(failed, settings=settings)
+    print(
+        f"The reference solution failed on {len(failed)} of {len(summary.outcomes)} trial(s) under the "
+        f"{settings.profile!r} profile:"
+    )
+    for row in report.rows:
+        print(f"- {row.task}: {row.reason}")
+        print("".join(f"    | {line}\n" for line in row.verifier_tail.splitlines()) or "    | (no output)\n", end="")
 
 
 def terminus_factory(args: argparse.Namespace):  # noqa: ANN201 - a callable (model, cap) -> agent
@@ -184,12 +225,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
     with sigterm_as_interrupt(), reported_errors("run") as failed:
         agent = OracleAgent() if args.agent == "oracle" else terminus_factory(args)(args.model, args.cap)
+        options = execution_options(args)
         summary = run_tasks(
             args.task_dirs,
             agent,
             jobs_dir=args.jobs_dir,
             job_name=args.job_name,
             attempts=args.attempts,
-            **execution_options(args),
+            **options,
         )
-    return 1 if failed else report_summary(summary)
+    if failed:
+        return 1
+    code = report_summary(summary)
+    if args.agent == "oracle":
+        report_oracle(summary, options["settings"])
+    return code

@@ -8,7 +8,7 @@ Protocol (prompt version ``depthlab-terminus-1``)
   ``analysis`` (str), ``plan`` (str), ``commands`` (list of ``{keystrokes, duration}``) and
   ``task_complete`` (bool, default false).
 * The keystrokes go, in order, to one persistent shell in the container
-  (:class:`depthlab.runner.container.Shell`); each command is waited for until it finishes or
+  (:class:`depthlab.runner.shell.Shell`); each command is waited for until it finishes or
   its ``duration`` passes (default 1 s, at most ``max_command_sec``). The observation returned as
   the next user message is each command line followed by its output, cut to
   ``output_limit_bytes`` (the first and last halves are kept).
@@ -30,7 +30,7 @@ Protocol (prompt version ``depthlab-terminus-1``)
   every request: it is written once into the container as ``/logs/agent/instruction.md``, and
   the prompt holds its beginning and tells the agent to read the file.
 * A command's output is held in a bounded buffer (its head and tail; see
-  :class:`depthlab.runner.container.Shell`), then cut to ``output_limit_bytes``; the
+  :class:`depthlab.runner.shell.Shell`), then cut to ``output_limit_bytes``; the
   observation says how many bytes were left out.
 
 Every trial records these parameters in ``config.agent.kwargs`` (``max_turns`` = ``stated_cap``
@@ -41,19 +41,20 @@ harness is not the same number.
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from depthlab import __version__
+from depthlab._checks import check_int_at_least, check_positive_finite, check_positive_int
 from depthlab.io import harbor_writer
 from depthlab.io.harbor_writer import cap_sentence
-from depthlab.runner.container import SHELL_BUFFER_BYTES, TaskContainer
+from depthlab.runner.container import TaskContainer
 from depthlab.runner.errors import AgentTimeoutError
 from depthlab.runner.llm import ChatClient
 from depthlab.runner.output import Trajectory, write_text
+from depthlab.runner.shell import SHELL_BUFFER_BYTES
 from depthlab.runner.task import TaskSpec
 
 AGENT_NAME = "depthlab-terminus"
@@ -135,23 +136,14 @@ class HarnessConfig:
     instruction_limit_bytes: int = 64 * 1024
 
     def __post_init__(self) -> None:
-        if self.cap is not None and (not isinstance(self.cap, int) or self.cap < 1):
-            raise ValueError(f"The 'cap' parameter of HarnessConfig must be a positive int or None, got {self.cap!r}")
-        if self.output_limit_bytes < 100:
-            raise ValueError(
-                f"The 'output_limit_bytes' parameter of HarnessConfig must be >= 100, got {self.output_limit_bytes!r}"
-            )
-        if self.instruction_limit_bytes < _INSTRUCTION_EXCERPT_CHARS * 4:
-            raise ValueError(
-                "The 'instruction_limit_bytes' parameter of HarnessConfig must be >= "
-                f"{_INSTRUCTION_EXCERPT_CHARS * 4}, got {self.instruction_limit_bytes!r}"
-            )
+        if self.cap is not None:
+            check_positive_int(self.cap, "cap", "HarnessConfig")
+        check_int_at_least(self.output_limit_bytes, "output_limit_bytes", "HarnessConfig", 100)
+        check_int_at_least(
+            self.instruction_limit_bytes, "instruction_limit_bytes", "HarnessConfig", _INSTRUCTION_EXCERPT_CHARS * 4
+        )
         for name in ("max_command_sec", "default_duration_sec"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-                raise ValueError(
-                    f"The {name!r} parameter of HarnessConfig must be a positive finite number, got {value!r}"
-                )
+            check_positive_finite(getattr(self, name), name, "HarnessConfig")
 
     @property
     def max_turns(self) -> int:

@@ -14,10 +14,11 @@ it dropped in between, so the observation says how much is missing:
 from __future__ import annotations
 
 import contextlib
-import os
-import secrets
 from pathlib import Path
 from types import TracebackType
+
+from depthlab._atomic import atomic_path
+from depthlab._checks import check_nonnegative_int, check_positive_int
 
 #: The line put between the head and the tail; ``{}`` is the number of bytes dropped.
 DROPPED_NOTE = "\n[... {} bytes of output dropped ...]\n"
@@ -43,8 +44,8 @@ class HeadTailBuffer:
     """
 
     def __init__(self, head_bytes: int, tail_bytes: int) -> None:
-        if head_bytes < 0 or tail_bytes < 0:
-            raise ValueError(f"HeadTailBuffer needs sizes >= 0, got head {head_bytes!r} and tail {tail_bytes!r}")
+        check_nonnegative_int(head_bytes, "head_bytes", "HeadTailBuffer")
+        check_nonnegative_int(tail_bytes, "tail_bytes", "HeadTailBuffer")
         self.head_bytes = head_bytes
         self.tail_bytes = tail_bytes
         self.clear()
@@ -109,14 +110,14 @@ class CappedFile:
     """
 
     def __init__(self, path: Path, *, limit_bytes: int, tail_bytes: int | None = None) -> None:
-        if limit_bytes < 1:
-            raise ValueError(f"The 'limit_bytes' parameter of CappedFile must be >= 1, got {limit_bytes!r}")
+        check_positive_int(limit_bytes, "limit_bytes", "CappedFile")
         tail = limit_bytes // 4 if tail_bytes is None else min(tail_bytes, limit_bytes)
         self.path = path
         self._head_room = limit_bytes - tail
         self._tail = HeadTailBuffer(0, tail)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        # the one atomic write: the file appears under its name only when closed whole
+        self._atomic = contextlib.ExitStack()
+        self._tmp = self._atomic.enter_context(atomic_path(path))
         self._handle = self._tmp.open("wb")
         self.total = 0
 
@@ -141,12 +142,11 @@ class CappedFile:
         try:
             self._handle.write(self._tail.render())
             self._handle.close()
-            os.replace(self._tmp, self.path)
-        except BaseException:
+        except BaseException as error:
             self._handle.close()
-            with contextlib.suppress(OSError):
-                self._tmp.unlink()
+            self._atomic.__exit__(type(error), error, error.__traceback__)  # removes the temporary file
             raise
+        self._atomic.close()  # the rename into place
 
     def __enter__(self) -> CappedFile:
         return self

@@ -1,12 +1,10 @@
-"""One task container: start it locked down, run commands in it, keep one persistent shell.
+"""One task container's lifecycle: start it under its limits, run commands in it, copy files, remove it.
 
 Security defaults: no network (``network_mode="none"``) unless the user allows it, not
 privileged, every capability dropped (``cap_add`` puts back only what the user names),
 ``no-new-privileges``, a pid limit, the task's memory (no extra swap) and CPU limits, and no
-environment variables passed in. Every container carries the label ``depthlab.runner`` and an
-owner label ``<host>:<pid>``; :func:`remove_leftovers` removes those whose owner process is gone
-(after a ``kill -9``), and :func:`remove_live_containers` removes this process's own (on Ctrl-C
-or SIGTERM).
+environment variables passed in. Every container carries the runner's labels, so that
+:mod:`depthlab.runner.leftovers` can remove what a dead runner left behind.
 
 Containers stop themselves when their runner is gone. PID 1 is a keep-alive that reads its
 stdin, which the runner holds open over an attach socket (Docker's ``StdinOnce``): when the
@@ -34,62 +32,43 @@ between counted and reported), :meth:`TaskContainer.exec` at most ``output_limit
 :meth:`TaskContainer.exec_to_file` streams to disk. Folders copied out of the container are
 streamed file by file, each cut at ``file_limit_bytes``.
 
-The persistent shell
---------------------
-The image may lack tmux (FROM-scratch test images certainly do), so the agent's terminal is a
-long-lived ``sh`` attached over the Docker exec socket (stdin open, no TTY). After each command
-the harness sends ``printf`` of a random sentinel; the command is finished when that sentinel
-comes back, and the output is what arrived before it. The harness waits for the sentinel at
-most the command's ``duration``; a command still running then keeps running (its later output
-shows up in the next observation), exactly like a terminal the agent left alone. Keystrokes
-without a final newline are held and typed before the next keystrokes, as a terminal would.
-``C-c`` sends SIGINT to the shell's descendants (the foreground command); ``C-d`` or a shell
-that exits starts a fresh shell. Programs that read the terminal's stdin (an interactive
-editor, ``cat`` without arguments) would consume the sentinel: the agent must not rely on
-them; the output then reports that the command is still running.
+The agent's terminal is :mod:`depthlab.runner.shell`; what a dead runner leaves behind is
+removed by :mod:`depthlab.runner.leftovers`.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import io
 import math
-import os
-import re
-import secrets
 import select
 import socket
 import struct
 import tarfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from depthlab._checks import check_choice, check_pattern, check_positive_finite, check_positive_int
 from depthlab.runner.buffers import CappedFile, HeadTailBuffer
 from depthlab.runner.errors import ContainerExitedError, EnvironmentStartError
 from depthlab.runner.image import RUNNER_LABEL
-
-OWNER_LABEL = "depthlab.owner"
-TRIAL_LABEL = "depthlab.trial"
-
-_LIVE: dict[str, Any] = {}  # container id -> docker Container, for removal on interrupt
-_LIVE_LOCK = threading.Lock()
+from depthlab.runner.leftovers import OWNER_LABEL, TRIAL_LABEL, force_remove, forget, owner, register
+from depthlab.runner.shell import SHELL_BUFFER_BYTES, Shell
 
 #: Longest life of a container whose runner no longer holds it (see the module docstring).
 DEFAULT_LIFETIME_SEC = 6 * 3600.0
 #: Bytes of a command's output :meth:`TaskContainer.exec` keeps (head and tail halves).
 EXEC_OUTPUT_LIMIT_BYTES = 1 << 20
-#: Bytes of what arrived between two shell observations kept (head and tail halves).
-SHELL_BUFFER_BYTES = 256 * 1024
 #: Largest file copied out of a container whole; longer files are cut (head and tail kept).
 FILE_LIMIT_BYTES = 16 << 20
 #: Most files copied out of one container folder.
 MAX_FILES = 10_000
 #: Most bytes copied out of one container folder.
 TOTAL_LIMIT_BYTES = 256 << 20
+
+_USER = r"[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?"  # a user name or id, optionally with a group
 
 
 def _keepalive(lifetime_sec: float) -> list[str]:
@@ -104,9 +83,20 @@ def _keepalive(lifetime_sec: float) -> list[str]:
     return ["sh", "-c", script]
 
 
+#: The security profiles: ``harbor`` (the default, as Harbor runs a task) and ``strict``.
+PROFILES: tuple[str, ...] = ("harbor", "strict")
+#: The profile used when none is named.
+DEFAULT_PROFILE = "harbor"
+
+
 @dataclass(frozen=True)
 class ContainerLimits:
-    """Resource and privilege limits of a task container.
+    """Resource and privilege limits of a task container, under a named security profile.
+
+    ``harbor`` (the default) runs a task as Harbor does: Docker's default capabilities, the
+    network task.toml allows. ``strict`` drops every capability and has no network. Both set
+    ``no-new-privileges`` and the pid, memory and CPU limits. :func:`depthlab.runner.profiles.limits_for`
+    builds the limits of one task from its task.toml and the user's options.
 
     Parameters
     ----------
@@ -116,17 +106,23 @@ class ContainerLimits:
         Memory limit without extra swap, from ``[environment].memory_mb``.
     pids_limit : int, default 1024
         Largest number of processes.
-    network : bool, default False
-        Whether the container gets a network (Docker's default bridge); off by default.
+    network : bool, default True
+        Whether the container gets a network (Docker's default bridge). Must be False under
+        ``strict``.
     cap_add : tuple of str, default ()
-        Capabilities to put back after dropping them all (e.g. ``("CHOWN", "DAC_OVERRIDE",
-        "FOWNER", "SETUID", "SETGID")`` for tasks whose agent installs packages with apt).
+        Capabilities added to the profile's set (under ``strict``, given back after dropping them
+        all, e.g. ``("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID")``).
     user : str or None, default None
         The user the agent's shell and the oracle run as (``"1000:1000"``, a name); None: the
         image's user, root in Harbor's images (see the module docstring).
-    build_network : bool, default False
-        Whether the image build gets a network; off unless this or the task's explicit
-        ``allow_internet = true`` asks for it.
+    build_network : bool, default True
+        Whether the image build gets a network.
+    profile : {"harbor", "strict"}, default "harbor"
+        The security profile (recorded in every trial's config.json).
+    storage_mb : int or None, default None
+        The most the agent may write to the container's writable layer, from task.toml
+        ``[environment].storage_mb``; enforced by the storage driver where it can, else by a
+        watchdog (:mod:`depthlab.runner.watchdog`). None: no bound.
 
     Examples
     --------
@@ -139,43 +135,46 @@ class ContainerLimits:
     cpus: float
     memory_mb: int
     pids_limit: int = 1024
-    network: bool = False
+    network: bool = True
     cap_add: tuple[str, ...] = field(default_factory=tuple)
     user: str | None = None
-    build_network: bool = False
+    build_network: bool = True
+    profile: str = DEFAULT_PROFILE
+    storage_mb: int | None = None
 
     def __post_init__(self) -> None:
-        if not _positive_finite(self.cpus):
-            raise ValueError(
-                f"The 'cpus' parameter of ContainerLimits must be a positive finite number, got {self.cpus!r}"
-            )
+        check_positive_finite(self.cpus, "cpus", "ContainerLimits")
         for name in ("memory_mb", "pids_limit"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"The {name!r} parameter of ContainerLimits must be a positive int, got {value!r}")
-        if self.user is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?", self.user):
-            raise ValueError(
-                f"The 'user' parameter of ContainerLimits must be 'user' or 'user:group', got {self.user!r}"
-            )
+            check_positive_int(getattr(self, name), name, "ContainerLimits")
+        if self.user is not None:
+            check_pattern(self.user, "user", "ContainerLimits", _USER, "'user' or 'user:group'")
+        check_choice(self.profile, "profile", "ContainerLimits", PROFILES)
+        if self.profile == "strict" and self.network:
+            raise ValueError("ContainerLimits: the 'strict' profile has no network, but network=True was given")
+        if self.storage_mb is not None:
+            check_positive_int(self.storage_mb, "storage_mb", "ContainerLimits")
+
+    @property
+    def cap_drop(self) -> list[str]:
+        """Capabilities dropped: every one under ``strict``, none of Docker's defaults under ``harbor``."""
+        return ["ALL"] if self.profile == "strict" else []
 
     def as_record(self) -> dict[str, Any]:
         """The limits as recorded in a trial's config (``environment.kwargs``)."""
         return {
+            "profile": self.profile,
             "cpus": self.cpus,
             "memory_mb": self.memory_mb,
             "pids_limit": self.pids_limit,
             "network_mode": "bridge" if self.network else "none",
-            "cap_drop": ["ALL"],
+            "cap_drop": self.cap_drop,
             "cap_add": list(self.cap_add),
             "security_opt": ["no-new-privileges"],
             "privileged": False,
             "user": self.user,
             "build_network": self.build_network,
+            "storage_mb": self.storage_mb,
         }
-
-
-def _positive_finite(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 class TaskContainer:
@@ -198,8 +197,7 @@ class TaskContainer:
         name_hint: str = "trial",
         lifetime_sec: float = DEFAULT_LIFETIME_SEC,
     ) -> None:
-        if not _positive_finite(lifetime_sec):
-            raise ValueError(f"The 'lifetime_sec' parameter of TaskContainer must be positive, got {lifetime_sec!r}")
+        check_positive_finite(lifetime_sec, "lifetime_sec", "TaskContainer")
         self.client = client
         self.image = image
         self.limits = limits
@@ -219,7 +217,7 @@ class TaskContainer:
             host_config = api.create_host_config(
                 network_mode="bridge" if limits.network else "none",
                 privileged=False,
-                cap_drop=["ALL"],
+                cap_drop=limits.cap_drop or None,
                 cap_add=list(limits.cap_add) or None,
                 security_opt=["no-new-privileges"],
                 pids_limit=limits.pids_limit,
@@ -233,14 +231,13 @@ class TaskContainer:
                 stdin_open=True,
                 environment={},
                 hostname="task",
-                labels={RUNNER_LABEL: "1", OWNER_LABEL: _owner(), TRIAL_LABEL: self.name_hint},
+                labels={RUNNER_LABEL: "1", OWNER_LABEL: owner(), TRIAL_LABEL: self.name_hint},
                 host_config=host_config,
             )
             config["StdinOnce"] = True  # stdin closes when the runner's attach socket closes
             created = api.create_container_from_config(config)
             self.container = self.client.containers.get(created["Id"])
-            with _LIVE_LOCK:
-                _LIVE[self.container.id] = self.container
+            register(self.container)
             self._lifeline = _ExecStream(api.attach_socket(created["Id"], params={"stdin": 1, "stream": 1}), "")
             api.start(created["Id"])
             self.container.reload()
@@ -258,9 +255,8 @@ class TaskContainer:
             self._lifeline = None
         if self.container is None:
             return
-        with _LIVE_LOCK:
-            _LIVE.pop(self.container.id, None)
-        _force_remove(self.container)
+        forget(self.container)
+        force_remove(self.container)
         self.container = None
 
     @property
@@ -297,6 +293,25 @@ class TaskContainer:
                 f"The task container exited (exit code {state.get('ExitCode')}, OOM killed: {state.get('OOMKilled')})"
             )
 
+    def process_count(self) -> tuple[int | None, int | None]:
+        """(processes now, the pid limit) of the container, from the daemon's statistics (None: unknown)."""
+        try:
+            stats = self.client.api.stats(self._running().id, stream=False, one_shot=True)
+        except Exception:  # statistics are a diagnosis only
+            return None, None
+        pids = stats.get("pids_stats") or {}
+        return pids.get("current"), pids.get("limit") or self.limits.pids_limit
+
+    def at_pid_limit(self) -> str:
+        """A sentence when the container's processes fill its pid limit (a fork bomb), else ''."""
+        current, limit = self.process_count()
+        if current is None or limit is None or current < limit * 0.9:
+            return ""
+        return (
+            f"the container's processes filled its pid limit ({current} of {limit}): the agent left a fork bomb "
+            "or runaway processes, and no new process could start"
+        )
+
     # commands -------------------------------------------------------------------------
     def exec(
         self,
@@ -324,18 +339,28 @@ class TaskContainer:
         timeout: float,
         user: str | None = None,
         limit_bytes: int = FILE_LIMIT_BYTES,
+        environment: dict[str, str] | None = None,
     ) -> tuple[int | None, int]:
         """Run ``command``, streaming its output to ``path`` (cut to about ``limit_bytes``).
 
         Returns (exit code, bytes the command printed). The file is complete also when the
-        command times out (TimeoutError) or the container dies.
+        command times out (TimeoutError) or the container dies. ``environment`` adds variables
+        to the command's.
         """
         with CappedFile(path, limit_bytes=limit_bytes) as sink:
-            exit_code = self._run_into(command, sink.write, timeout=timeout, user=user)
+            exit_code = self._run_into(command, sink.write, timeout=timeout, user=user, environment=environment)
         return exit_code, sink.total
 
-    def _run_into(self, command: list[str], write: Any, *, timeout: float, user: str | None) -> int | None:
-        stream = self._open_exec(command, stdin=False, user=user)
+    def _run_into(
+        self,
+        command: list[str],
+        write: Any,
+        *,
+        timeout: float,
+        user: str | None,
+        environment: dict[str, str] | None = None,
+    ) -> int | None:
+        stream = self._open_exec(command, stdin=False, user=user, environment=environment)
         deadline = time.monotonic() + timeout
         try:
             while True:
@@ -350,12 +375,21 @@ class TaskContainer:
             stream.close()
         return self.client.api.exec_inspect(stream.exec_id).get("ExitCode")
 
-    def _open_exec(self, command: list[str], *, stdin: bool, user: str | None = None) -> _ExecStream:
+    def _open_exec(
+        self, command: list[str], *, stdin: bool, user: str | None = None, environment: dict[str, str] | None = None
+    ) -> _ExecStream:
         import docker.errors
 
         try:
             created = self.client.api.exec_create(
-                self._running().id, command, stdin=stdin, stdout=True, stderr=True, tty=False, user=user or ""
+                self._running().id,
+                command,
+                stdin=stdin,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                user=user or "",
+                environment=environment or None,
             )
             sock = self.client.api.exec_start(created["Id"], socket=True)
         except docker.errors.APIError as error:
@@ -363,11 +397,22 @@ class TaskContainer:
             raise ContainerExitedError(f"Could not run {command[0]!r} in the container: {error}") from None
         return _ExecStream(sock, created["Id"])
 
-    def put_directory(self, source: Path, destination: str) -> None:
-        """Copy the directory ``source`` into the container as ``destination``."""
+    def put_directory(self, source: Path, destination: str, *, owner: tuple[int, int] | None = None) -> None:
+        """Copy the directory ``source`` into the container as ``destination``.
+
+        ``owner`` (uid, gid) sets the owner of every copied entry (default: as on the host);
+        the Docker daemon extracts them, so the owner can be one no process in the container runs as.
+        """
+
+        def own(info: tarfile.TarInfo) -> tarfile.TarInfo:
+            if owner is not None:
+                info.uid, info.gid = owner
+                info.uname = info.gname = ""
+            return info
+
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as archive:
-            archive.add(str(source), arcname=destination.strip("/").rsplit("/", 1)[-1])
+            archive.add(str(source), arcname=destination.strip("/").rsplit("/", 1)[-1], filter=own)
         parent = "/" + destination.strip("/").rsplit("/", 1)[0] if "/" in destination.strip("/") else "/"
         self.exec(["mkdir", "-p", parent], timeout=60)
         if not self._running().put_archive(parent, buffer.getvalue()):
@@ -425,7 +470,7 @@ class TaskContainer:
         destination.mkdir(parents=True, exist_ok=True)
         top = source.rstrip("/").rsplit("/", 1)[-1]
         report = CopyReport()
-        reader = _ChunkReader(stream)
+        reader = ChunkReader(stream)
         try:
             with tarfile.open(fileobj=reader, mode="r|") as archive:
                 while (member := archive.next()) is not None:
@@ -489,7 +534,7 @@ class CopyReport:
     left_out: int = 0
 
 
-class _ChunkReader(io.RawIOBase):
+class ChunkReader(io.RawIOBase):
     """A read-only file over an iterator of byte chunks (Docker's archive stream)."""
 
     def __init__(self, chunks: Any) -> None:
@@ -562,266 +607,6 @@ class _ExecStream:
         self.closed = True
         with contextlib.suppress(OSError):
             self.sock.close()
-
-
-class Shell:
-    """A long-lived ``sh`` in the container, fed over the exec socket (see the module docstring).
-
-    Parameters
-    ----------
-    box : TaskContainer
-    user : str, optional
-        Who the shell runs as (default: the image's user).
-    buffer_bytes : int, default SHELL_BUFFER_BYTES
-        Output kept between two observations (head and tail halves); the rest is counted in
-        :attr:`dropped_bytes` and reported in the observation.
-    """
-
-    def __init__(self, box: TaskContainer, *, user: str | None = None, buffer_bytes: int = SHELL_BUFFER_BYTES) -> None:
-        self.box = box
-        self.user = user
-        self.buffer_bytes = buffer_bytes
-        self.dropped_bytes = 0  # over the shell's whole life
-        self._nonce = secrets.token_hex(6)
-        self._marker_prefix = b"\n__depthlab_" + self._nonce.encode() + b"_"
-        self._sequence = 0
-        self._typed_ahead = ""  # keystrokes without a newline, typed before the next ones
-        self._start()
-
-    def _start(self) -> None:
-        # one pipe for stdout and stderr keeps their order, as a terminal shows it
-        self._stream = self.box._open_exec(["sh", "-c", "exec sh 2>&1"], stdin=True, user=self.user)
-        half = self.buffer_bytes // 2
-        self._buffer = HeadTailBuffer(half, self.buffer_bytes - half)
-        self._carry = b""  # received bytes that may be the start of a marker
-        self._outstanding: set[int] = set()
-        self._eof = False
-        self._cond = threading.Condition()
-        self._reader = threading.Thread(target=self._read_loop, daemon=True, name="depthlab-shell-reader")
-        self._reader.start()
-        # learn the shell's pid (for C-c) with the same sentinel protocol
-        output = self._send_and_wait("echo $$\n", 30.0)
-        self.pid = int(output.split()[-1]) if output.split() and output.split()[-1].isdigit() else None
-
-    def _read_loop(self) -> None:
-        stream = self._stream
-        while True:
-            chunk = stream.read(1.0)
-            with self._cond:
-                if chunk is None:
-                    self._buffer.write(self._carry)
-                    self._carry = b""
-                    self._eof = True
-                    self._cond.notify_all()
-                    return
-                if chunk:
-                    self._absorb(chunk)
-                    self._cond.notify_all()
-
-    def _absorb(self, chunk: bytes) -> None:
-        """Move ``chunk`` into the bounded buffer, taking the markers out as they pass.
-
-        Markers are found in the stream itself, so a flood that overflows the buffer cannot
-        hide them; only the bytes that may begin a marker are held back (a few dozen).
-        """
-        data = self._carry + chunk
-        prefix = self._marker_prefix
-        while (start := data.find(prefix)) != -1:
-            end = data.find(b"__\n", start + len(prefix))
-            digits = data[start + len(prefix) : end] if end != -1 else data[start + len(prefix) :]
-            if end == -1:
-                if re.fullmatch(rb"\d{0,20}_{0,2}", digits):  # a marker still arriving
-                    self._buffer.write(data[:start])
-                    self._carry = data[start:]
-                    return
-                self._buffer.write(data[: start + 1])
-                data = data[start + 1 :]
-                continue
-            if not digits.isdigit():
-                self._buffer.write(data[: start + 1])
-                data = data[start + 1 :]
-                continue
-            self._buffer.write(data[:start])
-            self._outstanding.discard(int(digits))
-            data = data[end + 3 :]
-        keep = next((size for size in range(min(len(prefix) - 1, len(data)), 0, -1) if data.endswith(prefix[:size])), 0)
-        self._buffer.write(data[: len(data) - keep])
-        self._carry = data[len(data) - keep :]
-
-    def _marker(self, sequence: int) -> bytes:
-        return f"__depthlab_{self._nonce}_{sequence}__".encode()
-
-    def run(self, keystrokes: str, duration: float) -> str:
-        """Type ``keystrokes``; wait until the command finishes or ``duration`` seconds pass; return the output.
-
-        ``"C-c"`` interrupts the running command; ``"C-d"`` restarts the shell; an empty string just waits.
-        """
-        if keystrokes.strip() == "C-c":
-            self._typed_ahead = ""
-            return self._interrupt(duration)
-        if keystrokes.strip() == "C-d":
-            self.restart()
-            return "[the shell was restarted]\n"
-        if not keystrokes.endswith("\n"):
-            self._typed_ahead += keystrokes
-            return self._collect(time.monotonic() + duration)
-        text = self._typed_ahead + keystrokes
-        self._typed_ahead = ""
-        return self._send_and_wait(text, duration)
-
-    def _send_and_wait(self, text: str, duration: float) -> str:
-        self._sequence += 1
-        sequence = self._sequence
-        marker = self._marker(sequence).decode()
-        # the marker is split in the command text so that only the printf output contains it whole
-        line = f"printf '\\n%s%s\\n' '{marker[:10]}' '{marker[10:]}'\n"
-        with self._cond:
-            self._outstanding.add(sequence)
-        try:
-            self._stream.write((text + line).encode())
-        except OSError:
-            return self._after_exit()
-        return self._collect(time.monotonic() + duration)
-
-    def _collect(self, deadline: float) -> str:
-        """Wait until every sent marker came back or ``deadline``; return and consume the new output."""
-        with self._cond:
-            while self._outstanding and not self._eof:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._cond.wait(remaining)
-            data, dropped = self._buffer.take()
-            self.dropped_bytes += dropped
-            still_running = bool(self._outstanding) and not self._eof
-            eof = self._eof
-        output = data.decode("utf-8", errors="replace")
-        if eof:
-            return output + self._after_exit()
-        if still_running:
-            output += "\n[the command is still running]\n"
-        return output
-
-    def _interrupt(self, duration: float) -> str:
-        """SIGINT to every descendant of the shell, as a terminal's Ctrl-C reaches the foreground job.
-
-        The descendants are found from /proc here (the image may have no pkill/pgrep).
-        """
-        if self.pid is not None:
-            with contextlib.suppress(TimeoutError, ContainerExitedError):
-                _, stats = self.box.exec(["sh", "-c", "cat /proc/[0-9]*/stat 2>/dev/null"], timeout=10)
-                targets = _descendants(stats.decode(errors="replace"), self.pid)
-                if targets:  # as the shell's user: a root without CAP_KILL cannot signal another user
-                    self.box.exec(["kill", "-INT", *map(str, targets)], timeout=10, user=self.user)
-        return "^C\n" + self._collect(time.monotonic() + duration)
-
-    def _after_exit(self) -> str:
-        self.box.check_alive()  # raises when the whole container died
-        self.restart()
-        return "[the shell exited; a new shell was started]\n"
-
-    def restart(self) -> None:
-        self.close()
-        self._start()
-
-    def close(self) -> None:
-        self._stream.close()
-
-
-def _descendants(proc_stats: str, root: int) -> list[int]:
-    """Pids descending from ``root``, from the text of /proc/*/stat files.
-
-    Examples
-    --------
-    >>> _descendants("7 (sh) S 1 7\\n9 (sleep 1) S 7 7\\n12 (cat) R 9 7\\n13 (x) S 1 1", 7)
-    [9, 12]
-    """
-    parent: dict[int, int] = {}
-    for line in proc_stats.splitlines():
-        head, _, rest = line.rpartition(")")  # the command name may hold spaces and parentheses
-        fields = rest.split()
-        pid_text = head.split(" (", 1)[0].strip()
-        if len(fields) >= 2 and pid_text.isdigit() and fields[1].isdigit():
-            parent[int(pid_text)] = int(fields[1])
-    found: set[int] = set()
-    frontier = {root}
-    while frontier:
-        frontier = {pid for pid, ppid in parent.items() if ppid in frontier and pid not in found}
-        found |= frontier
-    return sorted(found)
-
-
-def remove_leftovers(client: Any) -> int:
-    """Remove runner containers whose owner process on this host no longer runs.
-
-    Returns the number removed. Containers of live runner processes (another ``depthlab fill``)
-    are left alone.
-
-    Examples
-    --------
-    >>> import docker  # doctest: +SKIP
-    >>> remove_leftovers(docker.from_env())  # doctest: +SKIP
-    0
-    """
-    import docker.errors
-
-    removed = 0
-    host = socket.gethostname()
-    # the low-level list: the high-level one inspects each container and fails on one removed meanwhile
-    for summary in client.api.containers(all=True, filters={"label": RUNNER_LABEL}):
-        owner = (summary.get("Labels") or {}).get(OWNER_LABEL, "")
-        owner_host, _, owner_pid = owner.rpartition(":")
-        if owner_host == host and owner_pid.isdigit() and _pid_alive(int(owner_pid)):
-            continue
-        with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
-            client.api.remove_container(summary["Id"], force=True)
-            removed += 1
-    return removed
-
-
-def remove_live_containers() -> int:
-    """Remove every container this process started and has not removed yet (interrupt path)."""
-    with _LIVE_LOCK:
-        containers = list(_LIVE.values())
-        _LIVE.clear()
-    for container in containers:
-        _force_remove(container)
-    return len(containers)
-
-
-def live_container_ids() -> list[str]:
-    """Ids of the containers this process has running."""
-    with _LIVE_LOCK:
-        return list(_LIVE)
-
-
-def _force_remove(container: Any) -> None:
-    import docker.errors
-
-    with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
-        container.remove(force=True)
-
-
-def _owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie (killed, not yet reaped by its parent) is not alive for our purpose
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[-1].split()[0] == "Z":
-            return False
-    return True
-
-
-atexit.register(remove_live_containers)
 
 
 def script_command(script: str) -> list[str]:

@@ -61,5 +61,9 @@ class VerifierOutputParseError(RunnerError):
     """reward.txt or reward.json could not be parsed (Harbor name)."""
 
 
+class VerifierTamperedError(RunnerError):
+    """Another process changed /tests or the verifier's folder while the tests ran (an invalid trial)."""
+
+
 class CancelledError(RunnerError):
     """The run was interrupted (Ctrl-C / SIGTERM); the trial is left incomplete and redone on resume."""

@@ -1,10 +1,13 @@
-"""Build a task's image from ``environment/`` with the Docker SDK, cached by checksum.
+"""A task's image: its prebuilt ``docker_image`` (pulled when absent), else ``environment/`` built and cached.
 
-Builds run without a network (``network_mode="none"``) unless task.toml says
-``[environment].allow_internet = true`` or the caller passes ``network=True``
-(``--build-network``): a Dockerfile that downloads packages then fails with a message saying so.
-Docker's build API sets no capability or storage limit on build steps; the Dockerfile is the
-task author's, not the agent's.
+Harbor's order: when task.toml names a ``docker_image`` it is used (a local copy first, else
+pulled when the build network is allowed), even beside a Dockerfile; ``force_build=True``
+(``--force-build``) builds the Dockerfile instead. A Dockerfile is built with BuildKit's
+semantics where the engine offers them (multi-stage builds included), cached by the checksum of
+``environment/``. Builds and pulls have a network unless the caller says ``network=False``
+(the ``strict`` profile does, unless task.toml says ``allow_internet = true``): a Dockerfile that
+downloads packages then fails with a message saying so. Docker's build API sets no capability or
+storage limit on build steps; the Dockerfile is the task author's, not the agent's.
 """
 
 from __future__ import annotations
@@ -46,17 +49,17 @@ def image_tag(task: TaskSpec) -> str:
     return f"depthlab-task/{slug[:100]}:{dirhash_sha256(task.environment_dir)[:20]}"
 
 
-def ensure_image(client: Any, task: TaskSpec, *, force_build: bool = False, network: bool = False) -> str:
-    """Return a local image for ``task``, building ``environment/`` when no cached build exists.
+def ensure_image(client: Any, task: TaskSpec, *, force_build: bool = False, network: bool = True) -> str:
+    """Return a local image for ``task``: its prebuilt ``docker_image``, or a build of ``environment/``.
 
     Parameters
     ----------
     client : docker.DockerClient
     task : TaskSpec
     force_build : bool, default False
-        Rebuild even when the tag exists.
-    network : bool, default False
-        Give the build a network even when the task does not ask for one.
+        Build ``environment/Dockerfile`` even when a prebuilt image is named or a cached build exists.
+    network : bool, default True
+        Whether the build (and a pull) gets a network.
 
     Returns
     -------
@@ -67,7 +70,7 @@ def ensure_image(client: Any, task: TaskSpec, *, force_build: bool = False, netw
     ------
     EnvironmentBuildError
         When the build fails (the message ends with the last lines of the build log), or when
-        the task names only a prebuilt ``docker_image`` that is not present locally.
+        the prebuilt image is absent, cannot be pulled, and there is no Dockerfile to build.
 
     Examples
     --------
@@ -79,16 +82,28 @@ def ensure_image(client: Any, task: TaskSpec, *, force_build: bool = False, netw
     import docker.errors
 
     dockerfile = task.environment_dir / "Dockerfile"
-    if not dockerfile.is_file():
+    pull_problem = ""
+    if task.docker_image and not (force_build and dockerfile.is_file()):
         reference = str(task.docker_image)
-        try:
-            client.images.get(reference)
-        except docker.errors.ImageNotFound:
+        with _lock_for(reference):
+            try:
+                client.images.get(reference)
+                return reference
+            except docker.errors.ImageNotFound:
+                pass
+            if network:
+                try:
+                    client.images.pull(reference)
+                    return reference
+                except docker.errors.APIError as error:
+                    pull_problem = f"pulling it failed: {error}"
+            else:
+                pull_problem = "the build network is off, so it was not pulled"
+        if not dockerfile.is_file():
             raise EnvironmentBuildError(
                 f"The task {task.name!r} has no environment/Dockerfile and its docker_image {reference!r} "
-                "is not present locally (pull it first)"
-            ) from None
-        return reference
+                f"is not present locally; {pull_problem}"
+            )
     tag = image_tag(task)
     with _lock_for(tag):  # two trials of one task must not build the same image twice
         if not force_build:
@@ -97,7 +112,6 @@ def ensure_image(client: Any, task: TaskSpec, *, force_build: bool = False, netw
                 return tag
             except docker.errors.ImageNotFound:
                 pass
-        networked = network or task.allow_internet is True
         try:
             client.images.build(
                 path=str(task.environment_dir),
@@ -106,13 +120,14 @@ def ensure_image(client: Any, task: TaskSpec, *, force_build: bool = False, netw
                 forcerm=True,
                 labels={RUNNER_LABEL: "1", "depthlab.task": task.name},
                 timeout=int(task.build_timeout_sec),
-                network_mode="default" if networked else "none",
+                network_mode="default" if network else "none",
             )
         except docker.errors.BuildError as error:
             tail = "".join(str(line.get("stream") or line.get("error") or "") for line in list(error.build_log)[-8:])
-            hint = "" if networked else "\n(the build had no network: see --build-network)"
+            hint = "" if network else "\n(the build had no network: the 'strict' profile; see --build-network)"
+            note = f"\n(the prebuilt image {task.docker_image!r} was not used: {pull_problem})" if pull_problem else ""
             raise EnvironmentBuildError(
-                f"Building the image of {task.name!r} failed: {error.msg}\n{tail}{hint}"
+                f"Building the image of {task.name!r} failed: {error.msg}\n{tail}{hint}{note}"
             ) from None
         except docker.errors.APIError as error:
             raise EnvironmentBuildError(f"Building the image of {task.name!r} failed: {error}") from None

@@ -29,6 +29,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from depthlab._checks import check_int_at_least, check_number, check_pattern, check_positive_finite
 from depthlab.runner.errors import LLMEndpointError
 
 #: HTTP statuses that are retried (rate limit, server errors).
@@ -100,15 +101,10 @@ class ChatClient:
         output_price_per_mtok: float | None = None,
         strip_provider: bool = False,
     ) -> None:
-        parsed = urllib.parse.urlparse(base_url)
-        if parsed.scheme not in {"http", "https"} or not parsed.netloc:
-            raise ValueError(f"The 'base_url' parameter of ChatClient must be an http(s) URL, got {base_url!r}")
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError(f"The 'max_retries' parameter of ChatClient must be an int >= 0, got {max_retries!r}")
-        for name, value, least in (("timeout", timeout, 0.0), ("backoff_sec", backoff_sec, -1.0)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not least < value < math.inf:
-                relation = "positive" if least == 0 else ">= 0 and"
-                raise ValueError(f"The {name!r} parameter of ChatClient must be {relation} finite, got {value!r}")
+        check_pattern(base_url, "base_url", "ChatClient", r"https?://[^/\s]+(/\S*)?", "an http(s) URL")
+        check_int_at_least(max_retries, "max_retries", "ChatClient", 0)
+        check_positive_finite(timeout, "timeout", "ChatClient")
+        check_number(backoff_sec, "backoff_sec", "ChatClient", low=0, high=math.inf, high_open=True)
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env

@@ -9,7 +9,7 @@ Each (model, cap) gets one Harbor job folder, ``<jobs_dir>/fill__<model>__cap<K>
 every later fill. On start, a fill
 
 1. removes runner containers whose owner process is gone (left by a ``kill -9``; they stopped
-   themselves seconds after it, see :mod:`depthlab.runner.container`),
+   themselves seconds after it, see :mod:`depthlab.runner.leftovers`),
 2. deletes trial folders without ``result.json`` (interrupted trials, as Harbor does),
 3. counts the *valid* complete trials per cell already in ``jobs_dir`` (read back with
    :func:`depthlab.load_trials`, whose status rule decides what is valid), and
@@ -48,13 +48,16 @@ from typing import Any
 
 import polars as pl
 
-from depthlab._checks import check_positive_int
+from depthlab._checks import check_positive_finite, check_positive_int
 from depthlab.io import harbor_writer, load_trials
 from depthlab.io.harbor_writer import STATED_CAP_KEY
-from depthlab.runner.container import ContainerLimits, remove_leftovers, remove_live_containers
+from depthlab.runner.container import ContainerLimits
 from depthlab.runner.errors import CancelledError, UnsupportedTaskError
+from depthlab.runner.leftovers import remove_leftovers, remove_live_containers
 from depthlab.runner.output import JobDir, remove_incomplete_trials
 from depthlab.runner.plan_io import check_plan
+from depthlab.runner.preflight import PreflightReport, preflight
+from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import TaskSpec, load_task
 from depthlab.runner.trial import Agent, TrialOutcome, run_trial
 
@@ -62,6 +65,9 @@ from depthlab.runner.trial import Agent, TrialOutcome, run_trial
 _UNRUNNABLE_TASK: tuple[type[Exception], ...] = (UnsupportedTaskError, FileNotFoundError, ValueError)
 
 AgentFactory = Callable[[str, int | None], Agent]
+
+#: The hidden folder of ``jobs_dir`` that holds the oracle preflight's job and cache.
+PREFLIGHT_FOLDER = ".preflight"
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,7 @@ class FillSummary:
     outcomes: list[TrialOutcome] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # why a task could not run here
     errors: list[str] = field(default_factory=list)  # trials that could not even be recorded
+    preflight: PreflightReport | None = None  # the oracle preflight, when one ran
 
     @property
     def exceptions(self) -> Counter[str]:
@@ -100,7 +107,8 @@ class FillSummary:
     def render(self) -> str:
         """A short human-readable summary."""
         passed = sum(1 for outcome in self.outcomes if (outcome.reward or 0) > 0)
-        lines = [
+        lines = [] if self.preflight is None else [self.preflight.render()]
+        lines += [
             f"cells: {self.n_cells}, trials planned: {self.n_trials_planned}, already done: "
             f"{self.n_trials_already_done}, run now: {len(self.outcomes)} (reward > 0: {passed})",
         ]
@@ -127,10 +135,17 @@ def fill(
     docker_client: Any = None,
     concurrency: int = 2,
     limits: Callable[[TaskSpec], ContainerLimits] | None = None,
+    settings: RunSettings | None = None,
     agent_timeout_sec: float | None = None,
     progress: bool = True,
+    run_preflight: bool = True,
 ) -> FillSummary:
     """Run the cells of ``plan`` that ``jobs_dir`` does not hold yet (see the module docstring).
+
+    Before any model call, the oracle preflight (:func:`depthlab.runner.preflight.preflight`)
+    runs each task's reference solution once under the same settings, cached per task checksum
+    and settings in ``jobs_dir/.preflight`` (a hidden folder the loaders skip); a task whose
+    reference solution fails is left out, and ``summary.preflight`` says why.
 
     Parameters
     ----------
@@ -147,11 +162,15 @@ def fill(
     concurrency : int, default 2
         Trials run at once.
     limits : callable, optional
-        ``task -> ContainerLimits``; default: the task's CPU and memory, no network.
+        ``task -> ContainerLimits``; default: ``settings.limits``.
+    settings : RunSettings, optional
+        The security profile and options (default: the ``harbor`` profile).
     agent_timeout_sec : float, optional
         Override every task's agent timeout.
     progress : bool, default True
         Show a tqdm bar.
+    run_preflight : bool, default True
+        Run the oracle preflight first (``--no-preflight`` turns it off).
 
     Returns
     -------
@@ -199,6 +218,22 @@ def fill(
             jobs[job_key].n_planned += remaining
             source = row["dataset"] or task.path.parent.name
             items += [WorkItem(task, agents[job_key], cap, jobs[job_key], source) for _ in range(remaining)]
+        if run_preflight and items:
+            unique = list({str(item.task.path): item.task for item in items}.values())
+            report = preflight(
+                unique,
+                jobs_dir=jobs_root / PREFLIGHT_FOLDER,
+                settings=settings,
+                limits=limits,
+                docker_client=client,
+                concurrency=concurrency,
+            )
+            summary.preflight = report
+            keep = {str(task.path) for task in report.passed_tasks}
+            for item in items:
+                if str(item.task.path) not in keep:
+                    item.job.n_planned -= 1
+            items = [item for item in items if str(item.task.path) in keep]
         for job in jobs.values():
             job.n_planned += len(job.trial_results())
         execute(
@@ -207,6 +242,7 @@ def fill(
             summary,
             docker_client=client,
             limits=limits,
+            settings=settings,
             agent_timeout_sec=agent_timeout_sec,
             concurrency=concurrency,
             progress=progress,
@@ -224,6 +260,7 @@ def run_tasks(
     docker_client: Any = None,
     concurrency: int = 1,
     limits: Callable[[TaskSpec], ContainerLimits] | None = None,
+    settings: RunSettings | None = None,
     agent_timeout_sec: float | None = None,
     progress: bool = True,
 ) -> FillSummary:
@@ -260,6 +297,7 @@ def run_tasks(
         summary,
         docker_client=client,
         limits=limits,
+        settings=settings,
         agent_timeout_sec=agent_timeout_sec,
         concurrency=concurrency,
         progress=progress,
@@ -277,6 +315,7 @@ def execute(
     agent_timeout_sec: float | None,
     concurrency: int,
     progress: bool,
+    settings: RunSettings | None = None,
 ) -> None:
     """Run ``items`` with :func:`run_trial` on ``concurrency`` threads; outcomes and errors go into ``summary``.
 
@@ -286,10 +325,8 @@ def execute(
     """
     from tqdm.auto import tqdm
 
-    from depthlab.runner.task import positive_number
-
     if agent_timeout_sec is not None:  # checked once here rather than failing every trial
-        positive_number(agent_timeout_sec, "The 'agent_timeout_sec' parameter")
+        check_positive_finite(agent_timeout_sec, "agent_timeout_sec", "fill")
     pending: queue.Queue[WorkItem] = queue.Queue()
     for item in items:
         pending.put(item)
@@ -309,6 +346,7 @@ def execute(
                     item.job,
                     docker_client=docker_client,
                     limits=limits(item.task) if limits else None,
+                    settings=settings,
                     source=item.source,
                     agent_timeout_sec=agent_timeout_sec,
                     cancel=cancel,

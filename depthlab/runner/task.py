@@ -29,6 +29,9 @@ _DEFAULT_VERIFIER_TIMEOUT_SEC = 600.0
 _DEFAULT_BUILD_TIMEOUT_SEC = 600.0
 _DEFAULT_CPUS = 1.0
 _DEFAULT_MEMORY_MB = 2048
+# Harbor 0.26's [environment].network_mode -> whether the container gets a network ("allowlist"
+# is a network with a firewall Harbor sets up; the runner gives the network without it)
+_NETWORK_MODES = {"no-network": False, "public": True, "allowlist": True}
 
 
 @dataclass(frozen=True)
@@ -50,11 +53,15 @@ class TaskSpec:
     memory_mb : int
         ``[environment].memory_mb``, or the older ``memory = "2G"`` string converted to MB.
     allow_internet : bool or None
-        ``[environment].allow_internet``, None when task.toml does not say (Harbor then assumes
-        true). The container's network stays off unless the user allows it; the image build gets
-        a network only when task.toml says ``allow_internet = true`` (or the user allows it).
+        ``[environment].allow_internet`` (or Harbor 0.26's ``network_mode``: ``"no-network"`` is
+        false, ``"public"`` and ``"allowlist"`` true), None when task.toml does not say: Harbor
+        then gives the container a network (:attr:`internet`).
     docker_image : str or None
-        ``[environment].docker_image``: a prebuilt image, used when it is present locally.
+        ``[environment].docker_image``: a prebuilt image, used when present locally, pulled when
+        absent and the network allows (:func:`depthlab.runner.ensure_image`).
+    storage_mb : int or None
+        ``[environment].storage_mb`` (or the older ``storage = "10G"``): the most the agent may
+        write to the container's disk. None: no bound.
     """
 
     path: Path
@@ -67,6 +74,12 @@ class TaskSpec:
     memory_mb: int
     allow_internet: bool | None
     docker_image: str | None
+    storage_mb: int | None = None
+
+    @property
+    def internet(self) -> bool:
+        """Whether task.toml lets the container reach the internet (Harbor's default: yes)."""
+        return self.allow_internet is not False
 
     @property
     def environment_dir(self) -> Path:
@@ -143,6 +156,13 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
     allow_internet = environment.get("allow_internet")
     if allow_internet is not None and not isinstance(allow_internet, bool):
         raise ValueError(f"{where} [environment].allow_internet must be true or false, got {allow_internet!r}")
+    network_mode = environment.get("network_mode")
+    if network_mode is not None:
+        if network_mode not in _NETWORK_MODES:
+            raise ValueError(
+                f"{where} [environment].network_mode must be one of {list(_NETWORK_MODES)}, got {network_mode!r}"
+            )
+        allow_internet = _NETWORK_MODES[network_mode] if allow_internet is None else allow_internet
     return TaskSpec(
         path=root,
         name=str(task_table.get("name") or root.name),
@@ -154,6 +174,7 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
         memory_mb=_memory_mb(environment, where),
         allow_internet=allow_internet,
         docker_image=environment.get("docker_image") or None,
+        storage_mb=_size_mb(environment, "storage", where),
     )
 
 
@@ -180,25 +201,33 @@ def _table(config: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def _memory_mb(environment: dict[str, Any], where: str) -> int:
-    if "memory_mb" in environment:
-        megabytes = positive_number(environment["memory_mb"], f"{where} [environment].memory_mb")
-    elif "memory" in environment:
-        text = str(environment["memory"]).strip().upper().removesuffix("B").removesuffix("I")  # "2G", "2Gi", "2GB"
+    megabytes = _size_mb(environment, "memory", where)
+    if megabytes is None:
+        return _DEFAULT_MEMORY_MB
+    if megabytes < 6:  # Docker refuses memory limits below 6 MB
+        raise ValueError(
+            f"{where} [environment] memory must be at least 6 MB (Docker's smallest limit), got {megabytes:g} MB"
+        )
+    return megabytes
+
+
+def _size_mb(environment: dict[str, Any], key: str, where: str) -> int | None:
+    """``[environment].<key>_mb``, or the older ``<key> = "2G"`` string, in MB (None when absent)."""
+    if f"{key}_mb" in environment:
+        megabytes = positive_number(environment[f"{key}_mb"], f"{where} [environment].{key}_mb")
+    elif key in environment:
+        text = str(environment[key]).strip().upper().removesuffix("B").removesuffix("I")  # "2G", "2Gi", "2GB"
         units = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
         digits, unit = (text[:-1], text[-1]) if text[-1:] in units else (text, "M")
         try:
             value = float(digits)
         except ValueError:
             value = None
-        megabytes = positive_number(value, f"{where} [environment].memory") * units[unit] if value else 0
+        megabytes = positive_number(value, f"{where} [environment].{key}") * units[unit] if value else 0
         if not megabytes:
             raise ValueError(
-                f'{where} [environment].memory must be a positive size such as "2G", got {environment["memory"]!r}'
+                f'{where} [environment].{key} must be a positive size such as "2G", got {environment[key]!r}'
             )
     else:
-        return _DEFAULT_MEMORY_MB
-    if megabytes < 6:  # Docker refuses memory limits below 6 MB
-        raise ValueError(
-            f"{where} [environment] memory must be at least 6 MB (Docker's smallest limit), got {megabytes:g} MB"
-        )
+        return None
     return math.ceil(megabytes)

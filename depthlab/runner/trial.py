@@ -17,13 +17,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from depthlab._checks import check_positive_finite
 from depthlab.io import harbor_writer
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import ContainerLimits, TaskContainer
-from depthlab.runner.errors import AgentTimeoutError, CancelledError, ContainerExitedError
+from depthlab.runner.errors import (
+    AgentTimeoutError,
+    CancelledError,
+    ContainerExitedError,
+    NonZeroAgentExitCodeError,
+    RewardFileNotFoundError,
+)
 from depthlab.runner.image import ensure_image
 from depthlab.runner.output import JobDir, utc_now, write_json, write_text
-from depthlab.runner.task import TaskSpec, positive_number
+from depthlab.runner.profiles import RunSettings
+from depthlab.runner.task import TaskSpec
 from depthlab.runner.verifier import verify
 
 # a container's deadline beyond its trial's longest run: copying files, starting the shell
@@ -83,6 +91,7 @@ def run_trial(
     *,
     docker_client: Any,
     limits: ContainerLimits | None = None,
+    settings: RunSettings | None = None,
     source: str | None = None,
     agent_timeout_sec: float | None = None,
     verifier_timeout_sec: float | None = None,
@@ -99,7 +108,10 @@ def run_trial(
         The job folder the trial is written into.
     docker_client : docker.DockerClient
     limits : ContainerLimits, optional
-        Defaults to the task's CPU and memory, no network.
+        The container's limits; default: ``settings.limits(task)``.
+    settings : RunSettings, optional
+        The profile and options (default: the ``harbor`` profile); its ``force_build`` decides
+        whether a prebuilt ``docker_image`` is used.
     source : str, optional
         Dataset name recorded as the trial's ``source`` (default: the task folder's parent name).
     agent_timeout_sec, verifier_timeout_sec : float, optional
@@ -118,7 +130,8 @@ def run_trial(
     >>> task = runner.load_task("tasks/hello")  # doctest: +SKIP
     >>> run_trial(task, runner.OracleAgent(), job, docker_client=docker.from_env())  # doctest: +SKIP
     """
-    limits = limits or ContainerLimits(cpus=task.cpus, memory_mb=task.memory_mb)
+    settings = settings or RunSettings()
+    limits = limits or settings.limits(task)
     agent_timeout = _timeout(agent_timeout_sec, "agent_timeout_sec", task.agent_timeout_sec)
     verifier_timeout = _timeout(verifier_timeout_sec, "verifier_timeout_sec", task.verifier_timeout_sec)
     source = source or task.path.parent.name
@@ -141,7 +154,7 @@ def run_trial(
     try:
         check_cancel()
         begin = utc_now()
-        image = ensure_image(docker_client, task, network=limits.build_network or limits.network)
+        image = ensure_image(docker_client, task, force_build=settings.force_build, network=limits.build_network)
         lifetime = agent_timeout + verifier_timeout + _request_timeout(agent) + _LIFETIME_MARGIN_SEC
         box = TaskContainer(docker_client, image, limits, name_hint=trial_dir.name, lifetime_sec=lifetime).start()
         phases["environment_setup"] = {"started_at": begin, "finished_at": utc_now()}
@@ -153,6 +166,11 @@ def run_trial(
             agent.run(box, task, trial_dir / "agent", deadline, context, timeout_sec=agent_timeout)
         except AgentTimeoutError as timeout:  # Harbor verifies a timed-out agent's work all the same
             error, occurred_at = timeout, datetime.now().isoformat()
+        except (NonZeroAgentExitCodeError, ContainerExitedError):
+            # a fork bomb the agent left makes its own commands fail too: the same fail, with its cause
+            if cause := box.at_pid_limit():
+                raise RewardFileNotFoundError(f"The verifier could not start: {cause}") from None
+            raise
         finally:
             phases["agent_execution"] = {"started_at": begin, "finished_at": utc_now()}
         check_cancel()
@@ -261,7 +279,7 @@ def _container_fault(box: TaskContainer, error: BaseException) -> BaseException:
 def _timeout(override: float | None, name: str, task_value: float) -> float:
     if override is None:
         return task_value
-    return positive_number(override, f"The {name!r} parameter of run_trial")
+    return check_positive_finite(override, name, "run_trial")
 
 
 def _request_timeout(agent: Agent) -> float:

@@ -1,4 +1,4 @@
-"""The verifier: copy ``tests/`` in, run ``tests/test.sh``, read the reward it wrote.
+"""The verifier: copy ``tests/`` in fresh, run ``tests/test.sh``, check nothing else touched it, read the reward.
 
 Harbor's rules: ``/logs/verifier/reward.txt`` (one number) wins; else ``reward.json`` (a flat
 object of numbers, kept whole: one key per segment or per test); else ``RewardFileNotFoundError``.
@@ -9,23 +9,30 @@ A reward the agent cannot forge
 The agent runs as root in the same container, and its background processes still run while
 the tests do (a task may ask it to leave a server running). So, before the tests run:
 
-1. ``/tests`` and ``/logs/verifier`` are deleted (whatever the agent put there is gone; a file
-   an agent's process writes back meanwhile is left out by the group check below);
+1. ``/tests`` and ``/logs/verifier`` are deleted (whatever the agent put there is gone);
 2. the Docker daemon creates ``/logs/verifier`` owned by :data:`VERIFIER_UID` and group
-   :data:`VERIFIER_GID`, mode 0770: the agent, a root without capabilities, can neither enter,
-   write, chmod nor chown it;
-3. ``tests/test.sh`` runs as the image's user with the primary group :data:`VERIFIER_GID`, which
-   the group bits let write there; its output streams to ``test-stdout.txt``, cut at
-   :data:`OUTPUT_LIMIT_BYTES`.
+   :data:`VERIFIER_GID`, mode 0770, and copies ``tests/`` in fresh (under ``strict`` owned by
+   :data:`VERIFIER_UID` too, so the agent, a root without capabilities, can neither write nor
+   delete there);
+3. ``tests/test.sh`` runs as the image's user with the primary group :data:`VERIFIER_GID`; its
+   output streams to ``test-stdout.txt``, cut at :data:`OUTPUT_LIMIT_BYTES`.
 
-Afterwards only what the verifier wrote is read: the copied folder must still be the one the
-daemon made (owner :data:`VERIFIER_UID`), and only files of group :data:`VERIFIER_GID` (which the
-agent's processes cannot create) are copied out; files over :data:`FILE_LIMIT_BYTES` are cut
-(``copy-notes.txt`` in the trial's verifier folder lists what was left out or cut). A
-folder replaced meanwhile gives ``RewardFileNotFoundError`` (a valid trial with no reward, as
-when a task's tests write none). The agent can still change programs the tests call, as in
-Harbor: the tests grade the container the agent leaves. Capabilities given back with
-``cap_add`` (DAC_OVERRIDE, FOWNER, CHOWN, SETGID) void this guarantee.
+Afterwards, in both profiles, :mod:`depthlab.runner.integrity` checks that ``/tests`` (its
+content, read through the daemon, and the inode and change time of every entry) and the
+verifier's folder (its inode, its owner, not a link) are what the runner made, and that no
+reward file changes after the tests ended: any difference makes the trial *invalid*
+(``VerifierTamperedError``) with what changed. Under ``strict`` only files of group
+:data:`VERIFIER_GID` (which no process of the agent can create) are copied out; under
+``harbor`` root can write anywhere, so the checks above are what stands between a forger and
+its pass. Files over :data:`FILE_LIMIT_BYTES` are cut (``copy-notes.txt`` lists what was left
+out or cut). The agent can still change programs the tests call, as in Harbor: the tests grade
+the container the agent leaves.
+
+A broken container is the agent's fail
+--------------------------------------
+A verifier that cannot start because the agent broke the container (``/bin/sh`` removed, the
+pid limit filled by a fork bomb) is recorded as ``RewardFileNotFoundError`` (a valid trial with
+no reward, so a fail) whose message gives the true cause, never as an infrastructure failure.
 """
 
 from __future__ import annotations
@@ -34,15 +41,28 @@ import contextlib
 import json
 import math
 import re
+import secrets
+import time
 from pathlib import Path
 
-from depthlab.runner.container import TaskContainer, script_command
+from depthlab.runner.container import CopyReport, TaskContainer, script_command
 from depthlab.runner.errors import (
     AddTestsDirError,
+    ContainerExitedError,
     RewardFileEmptyError,
     RewardFileNotFoundError,
     VerifierOutputParseError,
+    VerifierTamperedError,
     VerifierTimeoutError,
+)
+from depthlab.runner.integrity import (
+    Snapshot,
+    archive_digest,
+    compare_digests,
+    compare_snapshots,
+    host_digest,
+    parse_snapshot,
+    snapshot_command,
 )
 from depthlab.runner.output import write_text
 from depthlab.runner.task import TaskSpec
@@ -65,7 +85,9 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _RESET = (
     'for round in 1 2 3 4 5; do for d in /tests /logs/verifier; do [ -e "$d" ] || [ -L "$d" ] || continue; '
     'chmod -R u+rwx "$d" 2>/dev/null; rm -rf "$d" 2>/dev/null; done; '
-    "[ -e /tests ] || [ -e /logs/verifier ] || break; done; mkdir -p /logs"
+    "[ -e /tests ] || [ -e /logs/verifier ] || break; done; "
+    # /logs itself must be a folder, not a link to one the agent keeps writing to
+    "if [ -L /logs ] || { [ -e /logs ] && [ ! -d /logs ]; }; then rm -f /logs; fi; mkdir -p /logs"
 )
 
 
@@ -74,7 +96,8 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
 
     Raises
     ------
-    VerifierTimeoutError, AddTestsDirError, RewardFileNotFoundError, RewardFileEmptyError, VerifierOutputParseError
+    VerifierTimeoutError, AddTestsDirError, RewardFileNotFoundError, RewardFileEmptyError,
+    VerifierOutputParseError, VerifierTamperedError
 
     Examples
     --------
@@ -84,42 +107,159 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
     tests = task.path / "tests"
     if not (tests / "test.sh").is_file():
         raise AddTestsDirError(f"The task {task.name!r} has no tests/test.sh")
-    try:
-        code, output = box.exec(["sh", "-c", _RESET], timeout=60, user="0")
-        if code != 0:
-            raise OSError(f"/logs could not be made: {output[-300:].decode(errors='replace')}")
-        box.put_entry("/logs/verifier", mode=0o770, uid=VERIFIER_UID, gid=VERIFIER_GID)
-        box.put_directory(tests, "/tests")
-    except (OSError, TimeoutError) as error:
-        raise AddTestsDirError(f"Preparing the tests in the container failed: {error}") from None
+    strict = box.limits.profile == "strict"
+    nonce = secrets.token_hex(8)
+    _prepare(box, tests, strict)
+    before = _snapshot(box, nonce)
     stdout = verifier_dir / "test-stdout.txt"
     staged = verifier_dir.with_name(verifier_dir.name + ".test-stdout.txt")  # the verifier may write its own
     user = f"{box.image_user}:{VERIFIER_GID}"
+    # bytecode caches go to a private folder: a legitimate run then adds nothing to /tests
+    environment = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": f"/tmp/.depthlab-pycache-{nonce}"}
+    report = None
+    problems: list[str] = []
     try:
         box.exec_to_file(
-            script_command("/tests/test.sh"), staged, timeout=timeout_sec, user=user, limit_bytes=OUTPUT_LIMIT_BYTES
+            script_command("/tests/test.sh"),
+            staged,
+            timeout=timeout_sec,
+            user=user,
+            limit_bytes=OUTPUT_LIMIT_BYTES,
+            environment=environment,
         )
     except TimeoutError:
         raise VerifierTimeoutError(f"Verifier execution timed out after {timeout_sec:g} seconds") from None
+    except ContainerExitedError as error:
+        _agent_broke(box, f"the tests could not start ({error})")
+        raise
     finally:
-        report = None
         with contextlib.suppress(Exception):  # a dead container must not hide the verifier's own error
+            problems = _tampering(box, tests, before, nonce)
             report = box.get_directory(
-                "/logs/verifier", verifier_dir, file_limit_bytes=FILE_LIMIT_BYTES, only_gid=VERIFIER_GID
+                "/logs/verifier",
+                verifier_dir,
+                file_limit_bytes=FILE_LIMIT_BYTES,
+                only_gid=VERIFIER_GID if strict else None,
             )
+            problems += _late_writes(box, report)
+            if report is not None:  # a reward file the verifier's group did not write: another writer
+                problems += [
+                    f"/logs/verifier/{name} was written by another process"
+                    for name in report.ignored
+                    if name in ("reward.txt", "reward.json")
+                ]
         if staged.exists():
             verifier_dir.mkdir(parents=True, exist_ok=True)
             staged.replace(stdout)
-    if report is not None and report.owner != (VERIFIER_UID, VERIFIER_GID):
-        for name in ("reward.txt", "reward.json"):  # copied from a folder the agent made: not the verifier's
-            (verifier_dir / name).unlink(missing_ok=True)
-        raise RewardFileNotFoundError(
-            "/logs/verifier was replaced while the tests ran (its owner is "
-            f"{report.owner}, not the verifier's {(VERIFIER_UID, VERIFIER_GID)}); no reward is read from it"
-        )
     if report is not None and report.notes():
         write_text(verifier_dir / "copy-notes.txt", report.notes())
-    return read_rewards(verifier_dir)
+    if report is not None and report.owner != (VERIFIER_UID, VERIFIER_GID):
+        problems.insert(
+            0,
+            f"/logs/verifier was replaced while the tests ran (its owner is {report.owner}, not the verifier's "
+            f"{(VERIFIER_UID, VERIFIER_GID)})",
+        )
+    if problems:
+        for name in ("reward.txt", "reward.json"):  # not the verifier's alone: never read as a grade
+            with contextlib.suppress(OSError):
+                (verifier_dir / name).rename(verifier_dir / f"{name}.untrusted")
+        raise VerifierTamperedError(
+            "The verifier's files were changed by another process while the tests ran (the trial is invalid): "
+            + "; ".join(problems[:10])
+        )
+    try:
+        return read_rewards(verifier_dir)
+    except RewardFileNotFoundError:
+        if cause := box.at_pid_limit():  # the tests ran but could not start their programs
+            raise RewardFileNotFoundError(f"The verifier wrote no reward: {cause}") from None
+        raise
+
+
+def _prepare(box: TaskContainer, tests: Path, strict: bool) -> None:
+    """Empty /tests and /logs/verifier, then let the daemon make the verifier's folder and copy tests/ in."""
+    if cause := box.at_pid_limit():
+        raise RewardFileNotFoundError(f"The verifier could not start: {cause}")
+    failure = ""
+    for _ in range(3):  # a process of the agent may be fighting over /logs: try again, then say so
+        try:
+            code, output = box.exec(["sh", "-c", _RESET], timeout=60, user="0")
+        except TimeoutError:
+            _agent_broke(box, "the container did not run the verifier's preparation within 60 s")
+            raise
+        except ContainerExitedError as error:
+            _agent_broke(box, f"the verifier's preparation could not start ({error})")
+            raise
+        if code != 0:
+            text = output[-300:].decode(errors="replace")
+            _agent_broke(box, f"the verifier's preparation failed (exit code {code}): {text}")
+        try:
+            box.put_entry("/logs/verifier", mode=0o770, uid=VERIFIER_UID, gid=VERIFIER_GID)
+            box.put_directory(tests, "/tests", owner=(VERIFIER_UID, VERIFIER_GID) if strict else None)
+            return
+        except OSError as error:
+            failure = str(error)
+    box.check_alive()
+    raise VerifierTamperedError(
+        f"The verifier's folders could not be made three times over (another process keeps changing /logs or "
+        f"/tests; the trial is invalid): {failure}"
+    )
+
+
+def _agent_broke(box: TaskContainer, what: str) -> None:
+    """Raise the agent's fail for a container it left unable to run the verifier (after checking it lives).
+
+    A container that died, or a daemon that does not answer, stays an infrastructure failure.
+    """
+    box.check_alive()  # raises ContainerExitedError when the container itself is gone
+    cause = box.at_pid_limit() or "the agent left the container unable to run it"
+    raise RewardFileNotFoundError(f"The verifier could not start: {cause}; {what}")
+
+
+def _snapshot(box: TaskContainer, nonce: str) -> Snapshot:
+    try:
+        code, output = box.exec(snapshot_command(nonce), timeout=60, user="0")
+    except (TimeoutError, ContainerExitedError) as error:
+        return Snapshot(problem=str(error))
+    snapshot = parse_snapshot(output.decode(errors="replace"), nonce)
+    return snapshot if code == 0 or snapshot.problem else Snapshot(problem=f"stat exited with code {code}")
+
+
+def _tampering(box: TaskContainer, tests: Path, before: Snapshot, nonce: str) -> list[str]:
+    """What differs in /tests and the verifier's folder from what the runner made ([] when nothing)."""
+    import docker.errors
+
+    problems = compare_snapshots(before, _snapshot(box, nonce))
+    try:
+        stream, _ = box.container.get_archive("/tests", chunk_size=1 << 16)
+        problems += compare_digests(host_digest(tests), archive_digest(stream))
+    except docker.errors.NotFound:
+        problems.append("/tests was removed")
+    return problems
+
+
+def _late_writes(box: TaskContainer, report: CopyReport | None, wait_sec: float = 0.5) -> list[str]:
+    """A reward file that changes after the tests ended has another writer than the verifier."""
+    import docker.errors
+
+    if report is None:
+        return []
+    first = {}
+    for name in ("reward.txt", "reward.json"):
+        with contextlib.suppress(docker.errors.NotFound):
+            first[name] = box.container.get_archive(f"/logs/verifier/{name}")[1]
+    if not first:
+        return []
+    time.sleep(wait_sec)
+    problems = []
+    for name, stat in first.items():
+        try:
+            again = box.container.get_archive(f"/logs/verifier/{name}")[1]
+        except docker.errors.NotFound:
+            problems.append(f"/logs/verifier/{name} was removed after the tests ended")
+            continue
+        if (again.get("mtime"), again.get("size")) != (stat.get("mtime"), stat.get("size")):
+            problems.append(f"/logs/verifier/{name} was written after the tests ended")
+    return problems
 
 
 def read_rewards(verifier_dir: Path) -> dict[str, float]:

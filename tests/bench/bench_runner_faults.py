@@ -38,7 +38,7 @@ import polars as pl
 from bench_runner import serve
 from runner_helpers import CHAIN_DATA, chain_policy, reply, write_task
 
-from depthlab.runner.container import OWNER_LABEL, RUNNER_LABEL
+from depthlab.runner.leftovers import OWNER_LABEL, RUNNER_LABEL
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("bench/alpha", "bench/beta")

@@ -52,6 +52,22 @@ def _docker_problem() -> str | None:
     return None
 
 
+@pytest.fixture(scope="session")
+def userland_image(docker_client: Any) -> str:
+    """The real Debian 12 userland image of ``scripts/userland-up.sh`` (built once per engine, then cached)."""
+    import subprocess
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "userland-up.sh"
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=900, check=False)
+    name = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    if not name:
+        message = f"the Debian userland image could not be made: {done.stderr.strip()[-500:]}"
+        if os.environ.get("DEPTHLAB_REQUIRE_DOCKER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return name
+
+
 # ---------------------------------------------------------------- tasks --------------------
 @pytest.fixture(scope="session")
 def tasks_root(tmp_path_factory: pytest.TempPathFactory) -> Path:

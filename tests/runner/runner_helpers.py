@@ -114,7 +114,7 @@ def chain_policy(messages: list[dict[str, str]], model: str) -> str:
 
 def owned_containers(docker_client: Any, pid: int) -> list[Any]:
     """The runner's containers (all states) whose owner label names process ``pid`` on this host."""
-    from depthlab.runner.container import OWNER_LABEL, RUNNER_LABEL
+    from depthlab.runner.leftovers import OWNER_LABEL, RUNNER_LABEL
 
     owner = f"{socket.gethostname()}:{pid}"
     # the low-level list (ids and labels): the high-level one fails on a container removed meanwhile

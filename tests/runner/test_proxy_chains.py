@@ -55,6 +55,12 @@ if [ "$(cat /app/answer.txt 2>/dev/null)" = "$(cat "$f")" ]; then echo 1 > /logs
 else echo 0 > /logs/verifier/reward.txt; fi
 """
 
+# The reference solution follows the chain to its end, as the verifier does.
+SOLVE_SH = r"""f=/data/start
+while n=$(sed -n -e 's/^next: //p' -e 's/^last: //p' "$f") && [ -n "$n" ]; do f=$n; done
+cp "$f" /app/answer.txt
+"""
+
 INSTRUCTION = (
     "The file /data/start begins a chain of files: each names the next. Follow it to the file that holds "
     "the secret and copy that file to /app/answer.txt."
@@ -100,6 +106,8 @@ def write_chain_task(root: Path, depth: int) -> Path:
     )
     (task / "tests").mkdir()
     (task / "tests" / "test.sh").write_text(TEST_SH)
+    (task / "solution").mkdir()  # the reference solution the fill's oracle preflight runs once per task
+    (task / "solution" / "solve.sh").write_text(SOLVE_SH)
     return task
 
 
@@ -125,13 +133,14 @@ def chains(docker_client, endpoint, tmp_path_factory):
     tasks = dl.load_tasks(root, dataset=DATASET)
     trials = dl.schema.empty("trials")
     rounds = 0
+    preflights = []
     try:
         while True:
             plan = dl.plan_missing(trials, tasks, models=MODELS, mode="adaptive")
             if plan.is_empty() or rounds > len(dl.CAPS):
                 break
             rounds += 1
-            fill(
+            summary = fill(
                 plan,
                 tasks_dir=root,
                 jobs_dir=jobs / "capped",
@@ -140,6 +149,7 @@ def chains(docker_client, endpoint, tmp_path_factory):
                 concurrency=2,
                 progress=False,
             )
+            preflights.append(summary.preflight)
             trials = dl.load_trials(jobs / "capped", dataset=DATASET, cache=False)
         uncapped = run_tasks(
             sorted(root.iterdir()),
@@ -154,7 +164,15 @@ def chains(docker_client, endpoint, tmp_path_factory):
     finally:
         monkey.undo()
     public = dl.load_trials(jobs / "uncapped", dataset=DATASET, cache=False)
-    return {"capped": trials, "public": public, "rounds": rounds, "uncapped": uncapped}
+    return {"capped": trials, "public": public, "rounds": rounds, "uncapped": uncapped, "preflights": preflights}
+
+
+def test_the_fill_checks_each_reference_solution_once(chains):
+    """The first fill runs every task's oracle; the later rounds read it from the cache (no container)."""
+    first, *later = chains["preflights"]
+    assert sorted(row.task for row in first.rows if row.passed and not row.cached) == [f"chain-k{k}" for k in DEPTHS]
+    assert later
+    assert all(row.cached and row.passed for report in later for row in report.rows)
 
 
 def test_the_cap_ladder_gives_d_equal_to_k(chains):

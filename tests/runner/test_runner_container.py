@@ -14,12 +14,31 @@ pytestmark = pytest.mark.docker
 @pytest.fixture(scope="module")
 def box(docker_client, tasks_root):
     image = ensure_image(docker_client, load_task(tasks_root / "chain"))
-    limits = ContainerLimits(cpus=0.5, memory_mb=128, pids_limit=64)
+    limits = ContainerLimits(cpus=0.5, memory_mb=128, pids_limit=64, network=False, profile="strict")
     with TaskContainer(docker_client, image, limits, name_hint="shell-test") as container:
         yield container
 
 
+def test_the_harbor_profile_has_dockers_default_capabilities_and_a_network(docker_client, tasks_root):
+    """The default profile runs a task as Harbor does: root keeps Docker's default capabilities, eth0 is there."""
+    image = ensure_image(docker_client, load_task(tasks_root / "chain"))
+    limits = ContainerLimits(cpus=0.5, memory_mb=128, pids_limit=64)
+    assert limits.profile == "harbor"
+    with TaskContainer(docker_client, image, limits, name_hint="harbor-profile") as container:
+        container.container.reload()
+        host = container.container.attrs["HostConfig"]
+        assert host["NetworkMode"] == "bridge"
+        assert not host["CapDrop"]
+        assert "no-new-privileges" in host["SecurityOpt"]
+        assert host["PidsLimit"] == 64
+        code, output = container.exec(["sh", "-c", "ls /sys/class/net; grep CapEff /proc/self/status"], timeout=30)
+    assert code == 0
+    assert b"eth0" in output.split()
+    assert output.split()[-1] == b"00000000a80425fb"  # Docker's default set (CHOWN, DAC_OVERRIDE, ..., SETFCAP)
+
+
 def test_container_is_locked_down(box):
+    """The strict profile: no network, every capability dropped."""
     box.container.reload()
     host = box.container.attrs["HostConfig"]
     assert host["NetworkMode"] == "none"

@@ -23,6 +23,7 @@ from depthlab.runner import (
     ContainerLimits,
     HarnessConfig,
     OracleAgent,
+    RunSettings,
     TaskContainer,
     TerminusAgent,
     ensure_image,
@@ -190,22 +191,33 @@ def test_a_loud_verifier_is_capped_and_streamed_to_disk(docker_client, fault_tas
 
 
 # ---------------------------------------------------------------- unforgeable reward -------
+STRICT = lambda task: RunSettings(profile="strict").limits(task)  # noqa: E731
+
+
 def test_a_reward_the_agent_wrote_is_never_read(docker_client, fault_tasks, tmp_path):
-    outcome = run_one(fault_tasks / "forge", OracleAgent(), tmp_path, docker_client)
+    # strict: the agent cannot write into the verifier's folder; its planted files are gone
+    outcome = run_one(fault_tasks / "forge", OracleAgent(), tmp_path / "strict", docker_client, limits=STRICT)
     assert (outcome.rewards, outcome.exception) == ({"reward": 0.0}, None)
     verifier = outcome.trial_dir / "verifier"
     assert not (verifier / "reward.txt").exists()
     assert (verifier / "tests-seen.txt").read_text().split() == ["test.sh"]  # the planted test was removed
-    assert depthlab.load_trials(tmp_path, cache=False)["status"].to_list() == ["fail"]
-
-
-def test_a_verifier_folder_swapped_by_the_agent_gives_no_reward(docker_client, fault_tasks, tmp_path):
-    outcome = run_one(fault_tasks / "swap", OracleAgent(), tmp_path, docker_client)
-    assert outcome.rewards is None
-    assert outcome.exception == "RewardFileNotFoundError"
-    assert "was replaced while the tests ran" in outcome.message
+    assert depthlab.load_trials(tmp_path / "strict", cache=False)["status"].to_list() == ["fail"]
+    # harbor: root can write there, so the forger is caught: an invalid trial, its reward never read
+    outcome = run_one(fault_tasks / "forge", OracleAgent(), tmp_path / "harbor", docker_client)
+    assert (outcome.rewards, outcome.exception) == (None, "VerifierTamperedError")
     assert not (outcome.trial_dir / "verifier" / "reward.txt").exists()
-    assert depthlab.load_trials(tmp_path, cache=False)["status"].to_list() == ["fail"]
+    assert depthlab.load_trials(tmp_path / "harbor", cache=False)["status"].to_list() == ["invalid"]
+
+
+@pytest.mark.parametrize("profile", ["strict", "harbor"])
+def test_a_verifier_folder_swapped_by_the_agent_gives_no_reward(docker_client, fault_tasks, tmp_path, profile):
+    limits = STRICT if profile == "strict" else None
+    outcome = run_one(fault_tasks / "swap", OracleAgent(), tmp_path, docker_client, limits=limits)
+    assert outcome.rewards is None
+    assert outcome.exception == "VerifierTamperedError"  # tampering: an invalid trial, never a pass
+    assert "/logs/verifier was replaced" in outcome.message
+    assert not (outcome.trial_dir / "verifier" / "reward.txt").exists()
+    assert depthlab.load_trials(tmp_path, cache=False)["status"].to_list() == ["invalid"]
 
 
 # ---------------------------------------------------------------- endpoint faults ----------
@@ -321,7 +333,7 @@ def test_a_container_stops_itself_at_its_deadline_and_an_agents_pkill_does_not_s
 
 
 # ---------------------------------------------------------------- builds and users ---------
-def test_builds_have_no_network_unless_the_task_asks(docker_client, tmp_path):
+def test_strict_builds_have_no_network_unless_the_task_asks(docker_client, tmp_path):
     def probe(nonce: str) -> str:
         # Docker's layer cache keys a RUN on its text, not on the build's network: a probe seen before (this
         # test's other build, or an earlier run) would replay that build's answer, so each build gets its own
@@ -335,8 +347,10 @@ def test_builds_have_no_network_unless_the_task_asks(docker_client, tmp_path):
         probe(uuid.uuid4().hex),
     )
     found = {}
+    strict = RunSettings(profile="strict")
     for task in (offline, online):
-        image = ensure_image(docker_client, load_task(task))
+        spec = load_task(task)
+        image = ensure_image(docker_client, spec, network=strict.limits(spec).build_network)
         with TaskContainer(docker_client, image, ContainerLimits(cpus=0.5, memory_mb=64)) as box:
             found[task.name] = box.exec(["cat", "/netifs"], timeout=30)[1].split()
         docker_client.images.remove(image, force=True)

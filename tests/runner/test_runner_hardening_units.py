@@ -273,7 +273,7 @@ def test_memory_limits_below_dockers_minimum_are_refused(tmp_path: Path):
 # ---------------------------------------------------------------- shell markers ------------
 def _bare_shell(buffer_bytes: int = 1 << 20):
     """A Shell's stream parser without a container: markers in, output out."""
-    from depthlab.runner.container import Shell
+    from depthlab.runner.shell import Shell
 
     shell = object.__new__(Shell)
     shell._nonce = "0123456789ab"

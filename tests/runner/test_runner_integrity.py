@@ -1,0 +1,129 @@
+"""What an agent can and cannot do to its grade, in each security profile, against a real Docker Engine.
+
+Each "agent" here is a reference solution (the oracle runs it as the agent's phase): it leaves a
+background process that attacks the verifier, or breaks the container, and the honest verifier
+would give 0. No attack may turn into a counted pass; tampering is an invalid trial naming what
+changed; a container the agent broke is the agent's fail with its true cause.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from runner_helpers import write_task
+
+from depthlab.runner import OracleAgent, RunSettings, run_tasks
+
+pytestmark = pytest.mark.docker
+
+HONEST_ZERO = "sleep 1; echo 0 > /logs/verifier/reward.txt\n"
+
+# background loops started by the agent's phase, still running while the tests run
+ATTACKS = {
+    # write a reward of 1 over and over into the verifier's folder
+    "forge-reward": "(while :; do echo 1 > /logs/verifier/reward.txt 2>/dev/null; done) >/dev/null 2>&1 &\n",
+    # swap the verifier's folder for a link to a folder holding a reward of 1
+    "forge-links": "mkdir -p /tmp/forge; echo 1 > /tmp/forge/reward.txt; (while :; do if [ ! -L /logs/verifier ]; "
+    "then rm -rf /logs/verifier 2>/dev/null; ln -s /tmp/forge /logs/verifier 2>/dev/null; fi; done) "
+    ">/dev/null 2>&1 &\n",
+    # rewrite the tests themselves, in the background, once they are copied in
+    "forge-tests": "(while :; do if [ -f /tests/test.sh ] && ! grep -q forged /tests/test.sh; then "
+    'echo "echo 1 > /logs/verifier/reward.txt # forged" > /tests/test.sh 2>/dev/null; fi; done) '
+    ">/dev/null 2>&1 &\n",
+}
+
+
+@pytest.fixture(scope="module")
+def attack_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("attacks") / "integrity"
+    root.mkdir()
+    for name, solve in ATTACKS.items():
+        write_task(root, name, instruction="Do nothing.", test_sh=HONEST_ZERO, solve_sh=solve)
+    write_task(root, "break-sh", instruction="x", test_sh=HONEST_ZERO, solve_sh="rm -f /bin/sh\n")
+    bomb = "b() { b | b & }; (b) >/dev/null 2>&1 &\nsleep 2\n"
+    write_task(root, "fork-bomb", instruction="x", test_sh=HONEST_ZERO, solve_sh=bomb)
+    write_task(
+        root,
+        "honest",
+        instruction="Write hello to /app/hello.txt.",
+        test_sh='if [ "$(cat /app/hello.txt)" = hello ]; then echo 1 > /logs/verifier/reward.txt; '
+        "else echo 0 > /logs/verifier/reward.txt; fi\n",
+        solve_sh="echo hello > /app/hello.txt\n",
+    )
+    return root
+
+
+@pytest.fixture(scope="module", params=["harbor", "strict"])
+def outcomes(request, attack_root, docker_client, tmp_path_factory):
+    profile = request.param
+    summary = run_tasks(
+        sorted(attack_root.iterdir()),
+        OracleAgent(),
+        jobs_dir=tmp_path_factory.mktemp(f"jobs-{profile}"),
+        docker_client=docker_client,
+        concurrency=2,
+        settings=RunSettings(profile=profile, pids_limit=256),
+        progress=False,
+    )
+    return profile, {outcome.task: outcome for outcome in summary.outcomes}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_no_forgery_gives_a_counted_pass(outcomes, attack):
+    profile, found = outcomes
+    outcome = found[attack]
+    assert outcome.status != "pass", (profile, outcome)
+    if profile == "harbor":  # root can write everywhere: the checks catch the forger, the trial is invalid
+        assert outcome.exception == "VerifierTamperedError", outcome
+        assert outcome.status == "invalid"
+    else:  # strict: the forger cannot reach the verifier's files at all, the honest 0 stands
+        assert outcome.exception in (None, "VerifierTamperedError"), outcome
+
+
+def test_tampering_names_what_changed(outcomes):
+    profile, found = outcomes
+    if profile != "harbor":
+        pytest.skip("under strict the forgers cannot write: nothing to name")
+    assert "/tests/test.sh was rewritten" in found["forge-tests"].message
+    assert "reward.txt was written after the tests ended" in found["forge-reward"].message
+    assert "/logs/verifier" in found["forge-links"].message
+
+
+def test_an_honest_trial_passes_the_integrity_checks(outcomes):
+    profile, found = outcomes
+    assert (found["honest"].reward, found["honest"].exception) == (1.0, None), profile
+
+
+def test_a_container_the_agent_broke_is_the_agents_fail_with_its_cause(outcomes):
+    profile, found = outcomes
+    broken = found["break-sh"]
+    assert broken.status == "fail", (profile, broken)
+    assert broken.exception == "RewardFileNotFoundError"
+    assert "The verifier could not start" in broken.message
+    assert "executable file not found" in broken.message
+
+
+def test_a_fork_bomb_is_a_fail_that_names_the_pid_limit(outcomes):
+    profile, found = outcomes
+    bomb = found["fork-bomb"]
+    assert bomb.status == "fail", (profile, bomb)
+    assert bomb.exception == "RewardFileNotFoundError"
+    assert "filled its pid limit" in bomb.message
+
+
+def test_a_fork_bomb_gives_the_same_outcome_every_time(attack_root, docker_client, tmp_path):
+    summary = run_tasks(
+        [attack_root / "fork-bomb"],
+        OracleAgent(),
+        jobs_dir=tmp_path,
+        attempts=3,
+        docker_client=docker_client,
+        concurrency=1,
+        settings=RunSettings(pids_limit=256),
+        progress=False,
+    )
+    found = {
+        (outcome.status, outcome.exception, "filled its pid limit" in outcome.message) for outcome in summary.outcomes
+    }
+    assert found == {("fail", "RewardFileNotFoundError", True)}
