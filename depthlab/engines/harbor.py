@@ -8,10 +8,11 @@ changing ``environment.type`` (``--harbor-env``). depthlab never imports Harbor 
 
 The jobs
 --------
-Round ``N`` writes one Harbor ``JobConfig`` per (cap, attempts, task set) into
-``<jobs_dir>/.depthlab-measure/round-NN/`` and runs each as the job
-``<jobs_dir>/measure-rNN__cap-KKK[...]``. The models that need the same tasks at the same cap
-share one job (one agent entry each), so a round is as few ``harbor run`` calls as its caps.
+Round ``N`` writes one Harbor ``JobConfig`` per (cap, attempts, task set) and runs each as the
+job ``<jobs_dir>/measure-rNN__cap-KKK[...]``; the config handed to ``harbor run --config`` and
+Harbor's output stay in the job folder (``depthlab-config.json``, ``depthlab-harbor.log``).
+The models that need the same tasks at the same cap share one job (one agent entry each), so a
+round is as few ``harbor run`` calls as its caps.
 Every agent is Harbor's terminus-2 with ``kwargs.max_turns`` = the cap (the limit it
 enforces) and ``api_base`` = the endpoint; the job's ``extra_instructions`` state the cap
 (:func:`depthlab.io.harbor_writer.stated_cap_instructions`), which is how depthlab's loaders read
@@ -74,7 +75,10 @@ INSTALL_HINT = (
 
 #: Prefix of the job folders a measurement makes (``harbor view JOBS_DIR`` lists them).
 JOB_PREFIX = "measure-"
-CONFIGS_FOLDER = ".depthlab-measure"
+#: In each job folder, beside Harbor's own files: the config depthlab handed to ``harbor run``,
+#: and Harbor's output (files, not folders: Harbor's resume deletes a folder without result.json)
+CONFIG_FILE = "depthlab-config.json"
+LOG_FILE = "depthlab-harbor.log"
 _ROUND_JOB = re.compile(r"^measure-r(\d+)__")
 
 
@@ -192,6 +196,7 @@ class HarborEngine:
             self.env["OPENAI_API_KEY"] = os.environ[api_key_env]
         self._harbor_spec = harbor
         self.progress = True  # the round loop sets it
+        self.note = ""  # the round loop's note for the progress bar (tasks pinned so far)
         self._harbor: HarborCommand | None = harbor if isinstance(harbor, HarborCommand) else None
 
     # ------------------------------------------------------------------ checks
@@ -259,14 +264,15 @@ class HarborEngine:
     def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, progress: bool) -> None:
         self.progress = progress
         configs = self.round_configs(plan, tasks, number)
-        folder = self.jobs_dir / CONFIGS_FOLDER / f"round-{number:02d}"
         total = int(plan["attempts"].sum())
         with _bar(total, f"round {number}", progress) as bar:
+            if self.note:
+                bar.set_postfix_str(self.note)
             for name, config in configs.items():
-                path = folder / f"{name}.json"
+                path = self.jobs_dir / name / CONFIG_FILE
                 harbor_writer.write_json(path, config)
                 n_trials = config["n_attempts"] * len(config["agents"]) * _n_tasks(config)
-                self._harbor_job(["run", "--config", str(path)], self.jobs_dir / name, n_trials, bar, folder)
+                self._harbor_job(["run", "--config", str(path)], self.jobs_dir / name, n_trials, bar)
 
     def load_trials(self) -> pl.DataFrame:
         if not any(self.jobs_dir.glob("*/*/result.json")):
@@ -290,9 +296,8 @@ class HarborEngine:
             self._remove_leftovers(incomplete)
             config = json.loads((job / "config.json").read_text(encoding="utf-8"))
             n_trials = config.get("n_attempts", 1) * len(config.get("agents") or [1]) * _n_tasks(config)
-            log_folder = self.jobs_dir / CONFIGS_FOLDER / "resumed"
             with _bar(n_trials, f"resume {job.name}", self.progress) as bar:
-                self._harbor_job(["jobs", "resume", "--job-path", str(job)], job, n_trials, bar, log_folder)
+                self._harbor_job(["jobs", "resume", "--job-path", str(job)], job, n_trials, bar)
 
     # ------------------------------------------------------------------ preflight
     def preflight(self, tasks: pl.DataFrame, echo: Echo) -> pl.DataFrame:
@@ -312,12 +317,11 @@ class HarborEngine:
         job = self.jobs_dir / name
         if not _finished(job):
             config = self._job(name, [harbor_writer.agent_config("oracle", None)], _datasets(names, folders))
-            folder = self.jobs_dir / CONFIGS_FOLDER / "oracle"
-            path = folder / f"{name}.json"
+            path = job / CONFIG_FILE
             harbor_writer.write_json(path, config)
             echo(f"oracle preflight: Harbor's oracle agent on {len(names)} task(s) ({name})")
             with _bar(len(names), "oracle", self.progress) as bar:
-                self._harbor_job(["run", "--config", str(path)], job, len(names), bar, folder)
+                self._harbor_job(["run", "--config", str(path)], job, len(names), bar)
         return oracle_failures(job, names)
 
     # ------------------------------------------------------------------ internals
@@ -352,10 +356,10 @@ class HarborEngine:
             return []
         return sorted(path for path in self.jobs_dir.iterdir() if path.is_dir() and path.name.startswith(JOB_PREFIX))
 
-    def _harbor_job(self, arguments: list[str], job: Path, n_trials: int, bar: Any, log_folder: Path) -> None:
+    def _harbor_job(self, arguments: list[str], job: Path, n_trials: int, bar: Any) -> None:
         """Run one Harbor command for ``job``, advancing ``bar`` as its trials finish."""
-        log_folder.mkdir(parents=True, exist_ok=True)
-        log_path = log_folder / f"{job.name}.log"
+        job.mkdir(parents=True, exist_ok=True)
+        log_path = job / LOG_FILE
         start = bar.n
         with log_path.open("a", encoding="utf-8") as log:
             log.write(f"$ {shlex.join([*self.harbor.argv, *arguments])}\n")
@@ -507,6 +511,9 @@ def _die_with_parent() -> None:
 
 class _NoBar:
     n = 0
+
+    def set_postfix_str(self, text: str) -> None:
+        pass
 
     def update(self, count: int) -> None:
         self.n += count

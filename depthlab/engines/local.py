@@ -10,7 +10,6 @@ trials already there), so a rerun after ``kill -9`` runs only what is missing.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,12 +17,12 @@ from typing import Any
 
 import polars as pl
 
-from depthlab import schema
+from depthlab import _atomic, schema
 from depthlab.engines.rounds import Echo, EngineError
 from depthlab.io import load_trials
 
-_ROUND_MARK = re.compile(r"^round-(\d+)$")
-_MARKS = ".depthlab-measure"
+#: A file of the jobs folder counting the rounds run there (a file: ``harbor view`` lists folders as jobs)
+ROUNDS_FILE = ".depthlab-measure-rounds"
 
 
 class LocalEngine:
@@ -42,7 +41,8 @@ class LocalEngine:
     agent_factory : callable, optional
         ``(model, cap) -> agent``; default the runner's terminus agent on ``base_url``.
     fill_options : dict, optional
-        Further keyword options of :func:`depthlab.runner.fill` (``limits``, ``agent_timeout_sec``, ...).
+        Further keyword options of :func:`depthlab.runner.fill` (``settings``, ``limits``,
+        ``agent_timeout_sec``); the preflight gets the same ``settings`` and ``limits``.
 
     Examples
     --------
@@ -107,17 +107,20 @@ class LocalEngine:
         """Each task's reference solution once, under the rounds' settings; the failures."""
         from depthlab.engines._oracle import local_oracle_failures
 
-        return local_oracle_failures(tasks, self.jobs_dir, self._client(), echo, self.fill_options)
+        options = {**self.fill_options, "concurrency": self.concurrency}
+        return local_oracle_failures(tasks, self.jobs_dir, self._client(), echo, options)
 
     def next_round(self) -> int:
-        marks = self.jobs_dir / _MARKS
-        numbers = [int(m.group(1)) for p in marks.glob("round-*") if (m := _ROUND_MARK.match(p.name))]
-        return max(numbers, default=0) + 1
+        try:
+            return int((self.jobs_dir / ROUNDS_FILE).read_text(encoding="utf-8").strip() or 0) + 1
+        except (OSError, ValueError):
+            return 1
 
     def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, progress: bool) -> None:
         from depthlab.runner import fill
 
-        (self.jobs_dir / _MARKS / f"round-{number:02d}").mkdir(parents=True, exist_ok=True)
+        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        _atomic.write_text(self.jobs_dir / ROUNDS_FILE, f"{number}\n")
         folders = _folders(tasks)
         located = plan.with_columns(folder=pl.col("task").replace_strict(folders, default=None))
         for (folder,), cells in located.group_by(["folder"], maintain_order=True):
@@ -129,6 +132,7 @@ class LocalEngine:
                 docker_client=self._client(),
                 concurrency=self.concurrency,
                 progress=progress,
+                run_preflight=False,  # measure ran it before round 1, into the same cache
                 **self.fill_options,
             )
             for message in (*summary.skipped, *summary.errors):

@@ -234,7 +234,13 @@ def measure(
         number = engine.next_round()
         n_cells = plan.height
         n_tasks = plan.select("dataset", "task").unique().height
-        say(f"round {number}: {planned} runs in {n_cells} cells over {n_tasks} tasks (caps {_caps(plan)})")
+        pinned = tasks.height - n_tasks
+        say(
+            f"round {number}: {planned} runs in {n_cells} cells over {n_tasks} tasks (caps {_caps(plan)}); "
+            f"{pinned} of {tasks.height} tasks pinned or unsolved so far"
+        )
+        if hasattr(engine, "note"):  # shown beside the engine's progress bar
+            engine.note = f"tasks pinned or unsolved {pinned}/{tasks.height}"
         before = set(trials["source"].to_list())
         started = time.monotonic()
         engine.run_round(plan, number, tasks, progress)

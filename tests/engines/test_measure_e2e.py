@@ -172,7 +172,7 @@ def test_harbor_resume_kept_the_done_trials_and_duplicated_none(harbor_measured)
     assert not compose_projects() & harbor_measured["left"]
 
 
-def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, harbor_check):
+def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, harbor_check, harbor_viewer):
     jobs = harbor_measured["jobs"]
     names = sorted(path.name for path in jobs.iterdir() if path.is_dir() and not path.name.startswith("."))
     assert names == [
@@ -187,6 +187,11 @@ def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, ha
     assert [agent["model_name"] for agent in config["agents"]] == MODELS.split(",")
     assert {agent["kwargs"]["max_turns"] for agent in config["agents"]} == {5}
     assert "sk-depthlab" not in json.dumps(config)  # the key stays in the environment
+    with harbor_viewer(jobs) as view:  # Harbor's viewer lists the same jobs (not the configs folder)
+        listed = view.api("/api/jobs?page_size=100")["items"]
+    assert sorted(job["name"] for job in listed) == names
+    round_two = next(job for job in listed if job["name"] == "measure-r02__cap-005")
+    assert (round_two["agents"], round_two["models"]) == (["terminus-2"], ["m1", "m2"])
     # depthlab depth on the jobs folder reads the same table
     from depthlab import cli
 
