@@ -93,8 +93,13 @@ def write_chain_task(root: Path, reads: int, image: str, *, broken_oracle: bool 
     return task
 
 
-def reply(*commands: str, complete: bool = False, duration: float = 0.3) -> str:
-    """A terminus-style JSON reply (Harbor's terminus-2 and depthlab's runner parse the same shape)."""
+def reply(*commands: str, complete: bool = False, duration: float = 1.0) -> str:
+    """A terminus-style JSON reply (Harbor's terminus-2 and depthlab's runner parse the same shape).
+
+    ``duration``: terminus-2 waits that long before it reads the screen (depthlab's runner waits
+    for the command to finish, at most that long); 1 s leaves a loaded machine time to show the
+    output, which a shorter wait missed once in twelve trials (the policy then reads again: a turn lost).
+    """
     return json.dumps(
         {
             "analysis": "scripted",
