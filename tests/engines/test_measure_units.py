@@ -259,3 +259,39 @@ def test_harbor_dry_run_accepts_a_cloud_rounds_configs(environment, tmp_path, ha
         n_trials = config["n_attempts"] * len(config["agents"]) * len(config["datasets"][0]["task_names"])
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         assert f"Dry run OK — {n_trials} trial(s)" in " ".join(done.stdout.split()), done.stdout[-2000:]
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux's /proc")
+def test_harbor_does_not_outlive_a_killed_depthlab(tmp_path):
+    """The ``harbor`` child gets SIGTERM when its parent dies by SIGKILL, so no orphan keeps running a job."""
+    import os
+    import signal
+    import sys
+    import time
+
+    script = (
+        "import subprocess, sys, time\n"
+        "from depthlab.engines.harbor import _die_with_parent\n"
+        "command = [sys.executable, '-c', 'import time; time.sleep(120)']\n"
+        "child = subprocess.Popen(command, preexec_fn=_die_with_parent)\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    assert _alive(child)
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait(10)
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
