@@ -116,10 +116,36 @@ def compose_projects() -> set[str]:
 
 
 # ---------------------------------------------------------------- Harbor --------------------
+def once(name: str, tmp_path_factory: pytest.TempPathFactory, compute) -> dict:
+    """``compute(work_dir)`` once per test session, also under pytest-xdist (whose workers would each
+    build a module fixture): the first worker computes under a lock, the others read its result."""
+    import fcntl
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    root = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
+    record = root / f"{name}.json"
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not record.is_file():
+            work = root / name
+            work.mkdir(exist_ok=True)
+            record.write_text(json.dumps(compute(work)))
+    result = json.loads(record.read_text())
+    result["run"] = subprocess.CompletedProcess([], result.pop("returncode"), "", result.pop("stderr"))
+    return {key: Path(value) if key in {"out", "jobs"} else value for key, value in result.items()}
+
+
 @pytest.fixture(scope="module")
 def harbor_measured(chain_tasks, server, harbor_cmd, measure_env, tmp_path_factory):
     """Measure with Harbor, SIGKILL everything in the middle of round 1, then run the same command again."""
-    work = tmp_path_factory.mktemp("harbor-measure")
+    return once(
+        "harbor-measure",
+        tmp_path_factory,
+        lambda work: _harbor_measure(work, chain_tasks, server, harbor_cmd, measure_env),
+    )
+
+
+def _harbor_measure(work: Path, chain_tasks: Path, server, harbor_cmd: str, measure_env: dict) -> dict:
     jobs, out = work / "jobs", work / "depth.csv"
     args = measure_args(chain_tasks, jobs, out, server.url, "--engine", "harbor", "--harbor", harbor_cmd)
     round_one = jobs / "measure-r01__cap-002"
@@ -141,10 +167,11 @@ def harbor_measured(chain_tasks, server, harbor_cmd, measure_env, tmp_path_facto
     kept = sorted(path.parent.name for path in round_one.glob("*/result.json"))
     second = run_measure(args, measure_env)
     return {
-        "run": second,
-        "out": out,
-        "jobs": jobs,
-        "left": left,
+        "returncode": second.returncode,
+        "stderr": second.stderr,
+        "out": str(out),
+        "jobs": str(jobs),
+        "left": sorted(left),
         "interrupted": interrupted,
         "kept": kept,
         "seconds": time.monotonic() - started,
@@ -169,7 +196,7 @@ def test_harbor_resume_kept_the_done_trials_and_duplicated_none(harbor_measured)
     assert not set(harbor_measured["interrupted"]) & names
     # the kill left the interrupted trials' containers running; the resume removed them
     assert harbor_measured["left"]
-    assert not compose_projects() & harbor_measured["left"]
+    assert not compose_projects() & set(harbor_measured["left"])
 
 
 def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, harbor_check, harbor_viewer):
@@ -203,11 +230,14 @@ def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, ha
 # ---------------------------------------------------------------- local ---------------------
 @pytest.fixture(scope="module")
 def local_measured(chain_tasks, server, docker_client_or_skip, measure_env, tmp_path_factory):
-    work = tmp_path_factory.mktemp("local-measure")
-    jobs, out = work / "jobs", work / "depth.csv"
-    started = time.monotonic()
-    run = run_measure(measure_args(chain_tasks, jobs, out, server.url, "--engine", "local"), measure_env)
-    return {"run": run, "out": out, "jobs": jobs, "seconds": time.monotonic() - started}
+    def compute(work: Path) -> dict:
+        jobs, out = work / "jobs", work / "depth.csv"
+        started = time.monotonic()
+        run = run_measure(measure_args(chain_tasks, jobs, out, server.url, "--engine", "local"), measure_env)
+        return {"returncode": run.returncode, "stderr": run.stderr, "out": str(out), "jobs": str(jobs),
+                "seconds": time.monotonic() - started}  # fmt: skip
+
+    return once("local-measure", tmp_path_factory, compute)
 
 
 @pytest.fixture(scope="module")
