@@ -79,6 +79,8 @@ JOB_PREFIX = "measure-"
 #: and Harbor's output (files, not folders: Harbor's resume deletes a folder without result.json)
 CONFIG_FILE = "depthlab-config.json"
 LOG_FILE = "depthlab-harbor.log"
+#: In an oracle job: the tasks' checksums and the environment it ran them in (for reuse)
+ORACLE_FILE = "depthlab-oracle.json"
 _ROUND_JOB = re.compile(r"^measure-r(\d+)__")
 
 
@@ -301,28 +303,55 @@ class HarborEngine:
 
     # ------------------------------------------------------------------ preflight
     def preflight(self, tasks: pl.DataFrame, echo: Echo) -> pl.DataFrame:
-        """Harbor's oracle agent on every task, once, in the rounds' environment; the failures."""
+        """Harbor's oracle agent on every task, once, in the rounds' environment; the failures.
+
+        A task whose oracle passed or failed (no exception) in an earlier ``measure-oracle__*``
+        job of this jobs folder, with the same checksum and environment, is not run again.
+        """
         folders = _task_folders(tasks)
-        names = sorted(folders)
-        digest = hashlib.sha256(
-            json.dumps(
-                [
-                    sorted(zip(tasks["task"].to_list(), tasks["checksum"].fill_null("").to_list(), strict=True)),
-                    self.environment,
-                    self.environment_kwargs,
-                ]
-            ).encode()
-        ).hexdigest()[:12]
-        name = f"{JOB_PREFIX}oracle__{digest}"
-        job = self.jobs_dir / name
-        if not _finished(job):
-            config = self._job(name, [harbor_writer.agent_config("oracle", None)], _datasets(names, folders))
-            path = job / CONFIG_FILE
-            harbor_writer.write_json(path, config)
-            echo(f"oracle preflight: Harbor's oracle agent on {len(names)} task(s) ({name})")
-            with _bar(len(names), "oracle", self.progress) as bar:
-                self._harbor_job(["run", "--config", str(path)], job, len(names), bar)
-        return oracle_failures(job, names)
+        checksums = dict(zip(tasks["task"].to_list(), tasks["checksum"].fill_null("").to_list(), strict=True))
+        setting = {"environment": self.environment, "kwargs": self.environment_kwargs}
+        results = {
+            task: result
+            for task, (checksum, result) in self._oracle_results(setting).items()
+            if checksums.get(task) == checksum and not result.get("exception_info")
+        }
+        missing = sorted(task for task in checksums if task not in results)
+        if not missing:
+            echo("oracle preflight: every task's reference solution was checked before in this environment")
+        else:
+            pairs = [[task, checksums[task]] for task in missing]
+            digest = hashlib.sha256(json.dumps([pairs, setting], sort_keys=True).encode()).hexdigest()[:12]
+            name = f"{JOB_PREFIX}oracle__{digest}"
+            job = self.jobs_dir / name
+            if not _finished(job):
+                config = self._job(name, [harbor_writer.agent_config("oracle", None)], _datasets(missing, folders))
+                path = job / CONFIG_FILE
+                harbor_writer.write_json(path, config)
+                harbor_writer.write_json(job / ORACLE_FILE, {**setting, "tasks": dict(pairs)})
+                again = f"; {len(results)} checked before" if results else ""
+                echo(f"oracle preflight: Harbor's oracle agent on {len(missing)} task(s) ({name}){again}")
+                with _bar(len(missing), "oracle", self.progress) as bar:
+                    self._harbor_job(["run", "--config", str(path)], job, len(missing), bar)
+            fresh = _job_results(job)
+            results.update({task: fresh[task] for task in missing if task in fresh})
+        return oracle_failures(results, sorted(checksums))
+
+    def _oracle_results(self, setting: Mapping[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Task -> (its checksum then, its oracle result) from the finished oracle jobs run under ``setting``."""
+        found: dict[str, tuple[str, dict[str, Any]]] = {}
+        jobs = [job for job in self._jobs() if job.name.startswith(f"{JOB_PREFIX}oracle__") and _finished(job)]
+        for job in sorted(jobs, key=lambda path: (path / "result.json").stat().st_mtime):  # the newest wins
+            try:
+                meta = json.loads((job / ORACLE_FILE).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if {key: meta.get(key) for key in setting} != dict(setting):
+                continue
+            for task, result in _job_results(job).items():
+                if task in (meta.get("tasks") or {}):
+                    found[task] = (meta["tasks"][task], result)
+        return found
 
     # ------------------------------------------------------------------ internals
     def _agent_kwargs(self, cap: int) -> dict[str, Any]:
@@ -408,8 +437,8 @@ class HarborEngine:
             )
 
 
-def oracle_failures(job: Path, task_names: Sequence[str]) -> pl.DataFrame:
-    """The tasks whose oracle trial in ``job`` did not pass: task, reason, the verifier's last output."""
+def _job_results(job: Path) -> dict[str, dict[str, Any]]:
+    """Task name -> its trial's result.json (with ``_dir``, the trial folder) in ``job``."""
     results: dict[str, dict[str, Any]] = {}
     for path in sorted(job.glob("*/result.json")):
         try:
@@ -417,6 +446,20 @@ def oracle_failures(job: Path, task_names: Sequence[str]) -> pl.DataFrame:
         except (OSError, ValueError):
             continue
         results[str(result.get("task_name") or path.parent.name.rsplit("__", 1)[0])] = {**result, "_dir": path.parent}
+    return results
+
+
+def oracle_failures(results: Mapping[str, Mapping[str, Any]], task_names: Sequence[str]) -> pl.DataFrame:
+    """The tasks whose oracle result did not pass: task, reason, the verifier's last output.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> results = {"a": {"verifier_result": {"rewards": {"reward": 1.0}}, "_dir": Path("x")},
+    ...            "b": {"verifier_result": {"rewards": {"reward": 0.0}}, "_dir": Path("y")}}
+    >>> oracle_failures(results, ["a", "b", "c"]).select("task", "reason").rows()
+    [('b', 'the reference solution got reward 0.0'), ('c', 'the oracle trial left no result')]
+    """
     rows = []
     for task in task_names:
         result = results.get(task)

@@ -14,6 +14,7 @@ import pytest
 from depthlab import cli, schema
 from depthlab.engines import EngineError, HarborEngine, find_harbor, measure
 from depthlab.engines.harbor import INSTALL_HINT, compose_project
+from depthlab.io import load_tasks
 from depthlab.io.harbor_writer import stated_cap_instructions
 
 MODELS = ("p/a", "p/b")
@@ -295,3 +296,45 @@ def test_harbor_does_not_outlive_a_killed_depthlab(tmp_path):
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child)
+
+
+def _oracle_job(jobs: Path, name: str, rewards: dict[str, float], checksums: dict[str, str], environment: str) -> None:
+    """A finished Harbor oracle job on disk: one trial per task with its reward (Harbor's result fields)."""
+    job = jobs / name
+    for index, (task, reward) in enumerate(rewards.items()):
+        trial = job / f"{task}__T{index:06d}"
+        trial.mkdir(parents=True)
+        result = {"task_name": task, "exception_info": None, "verifier_result": {"rewards": {"reward": reward}}}
+        (trial / "result.json").write_text(json.dumps(result))
+    (job / "config.json").write_text("{}")
+    (job / "result.json").write_text(json.dumps({"finished_at": "2026-12-01T00:00:00"}))
+    meta = {"environment": environment, "kwargs": {}, "tasks": checksums}
+    (job / "depthlab-oracle.json").write_text(json.dumps(meta))
+
+
+def test_the_harbor_preflight_reruns_only_new_or_changed_tasks(tmp_path):
+    tasks = write_tasks(tmp_path / "tasks", ["a", "b", "c"])
+    sums = dict(tasks.select("task", "checksum").iter_rows())
+    jobs = tmp_path / "jobs"
+    _oracle_job(jobs, "measure-oracle__old", {"a": 1.0, "b": 0.0, "c": 1.0}, sums, "docker")
+    lines: list[str] = []
+    fake = tmp_path / "harbor"  # any harbor call fails: a reuse must not need one
+    fake.write_text('#!/bin/sh\n[ "$1" = --version ] && echo 0.26.0 && exit 0\nexit 1\n')
+    fake.chmod(0o755)
+    engine = HarborEngine(jobs, base_url=None, harbor=str(fake))
+    engine.progress = False
+    failures = engine.preflight(tasks, lines.append)
+    assert failures.select("task", "reason").rows() == [("b", "the reference solution got reward 0.0")]
+    assert "checked before" in lines[-1]
+    # c changed since: only c runs again (the fake harbor fails, after the config names c alone)
+    (tmp_path / "tasks" / "c" / "instruction.md").write_text("Do it differently.")
+    changed = load_tasks([tmp_path / "tasks"])
+    with pytest.raises(EngineError, match="harbor run --config failed"):
+        engine.preflight(changed, lines.append)
+    (config,) = jobs.glob("measure-oracle__*/depthlab-config.json")
+    assert json.loads(config.read_text())["datasets"][0]["task_names"] == ["c"]
+    assert "on 1 task(s)" in lines[-1]
+    # another environment reuses nothing
+    with pytest.raises(EngineError):
+        HarborEngine(jobs, base_url=None, harbor=str(fake), environment="modal").preflight(tasks, lines.append)
+    assert "on 3 task(s)" in lines[-1]
