@@ -58,6 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="--engine local's security profile (docs/runner.md): 'harbor' (default) runs a task as Harbor does, "
         "'strict' drops every capability and has no network",
     )
+    parser.add_argument(
+        "--price-in", type=float, metavar="USD", help="--engine local: USD per million prompt tokens (cost accounting)"
+    )
+    parser.add_argument(
+        "--price-out", type=float, metavar="USD", help="--engine local: USD per million completion tokens"
+    )
     parser.add_argument("--no-preflight", action="store_true", help="skip the oracle preflight")
     parser.add_argument("--dataset", default=None, help="tag every task with this dataset name")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -115,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
             api_key_env=args.api_key_env,
             concurrency=args.concurrency,
             fill_options={"settings": RunSettings(profile=args.profile)},
+            prices=(args.price_in, args.price_out),
         )
     try:
         with sigterm_as_interrupt():

@@ -60,6 +60,7 @@ from typing import Any
 import polars as pl
 
 from depthlab import schema
+from depthlab._checks import check_positive_int
 from depthlab.engines.rounds import Echo, EngineError
 from depthlab.io import harbor_writer, load_trials
 
@@ -118,7 +119,7 @@ def find_harbor(command: str | None = None, *, env: Mapping[str, str] | None = N
     """
     argv = tuple(shlex.split(command)) if command else ("harbor",)
     if not argv:
-        raise EngineError(f"The 'harbor' parameter of find_harbor must name a command, got {command!r}")
+        raise EngineError(f"--harbor must name a command, got {command!r}")
     located = shutil.which(argv[0], path=(env or os.environ).get("PATH"))
     if located is None:
         raise EngineError(f"Harbor not found ({command or 'harbor on PATH'!r}): {INSTALL_HINT}")
@@ -187,6 +188,7 @@ class HarborEngine:
         api_key_env: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
+        check_positive_int(concurrency, "concurrency", "HarborEngine")
         self.jobs_dir = Path(jobs_dir).absolute()
         self.base_url = base_url
         self.environment = environment

@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from depthlab import _atomic, schema
+from depthlab._checks import check_positive_int
 from depthlab.engines.rounds import Echo, EngineError
 from depthlab.io import load_trials
 
@@ -40,6 +41,8 @@ class LocalEngine:
         Trials at once.
     agent_factory : callable, optional
         ``(model, cap) -> agent``; default the runner's terminus agent on ``base_url``.
+    prices : (float or None, float or None), default (None, None)
+        USD per million prompt and completion tokens, for the trials' ``cost_usd`` (and ``--max-cost``).
     fill_options : dict, optional
         Further keyword options of :func:`depthlab.runner.fill` (``settings``, ``limits``,
         ``agent_timeout_sec``); the preflight gets the same ``settings`` and ``limits``.
@@ -62,7 +65,10 @@ class LocalEngine:
         concurrency: int = 2,
         agent_factory: Callable[[str, int | None], Any] | None = None,
         fill_options: dict[str, Any] | None = None,
+        prices: tuple[float | None, float | None] = (None, None),
     ) -> None:
+        check_positive_int(concurrency, "concurrency", "LocalEngine")
+        self.prices = prices
         self.jobs_dir = Path(jobs_dir).absolute()
         self.base_url = base_url
         self.api_key_env = api_key_env
@@ -89,11 +95,18 @@ class LocalEngine:
             raise EngineError("the local engine needs --base-url (the model endpoint)")
         from depthlab.runner import ChatClient, HarnessConfig, TerminusAgent
 
-        base_url, key_env = self.base_url, self.api_key_env
+        base_url, key_env, (price_in, price_out) = self.base_url, self.api_key_env, self.prices
 
         def make(model: str, cap: int | None) -> Any:
             # LiteLLM (Harbor's client) sends "openai/m" as "m"; so does this, for the same answers
-            client = ChatClient(base_url, model, api_key_env=key_env, strip_provider=True)
+            client = ChatClient(
+                base_url,
+                model,
+                api_key_env=key_env,
+                strip_provider=True,
+                input_price_per_mtok=price_in,
+                output_price_per_mtok=price_out,
+            )
             return TerminusAgent(client, HarnessConfig(cap=cap))
 
         return make
