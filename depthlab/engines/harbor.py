@@ -31,7 +31,8 @@ Resume
 Harbor resumes a job itself (``harbor jobs resume -p JOB``): it keeps every trial that has a
 ``result.json``, deletes the trial folders without one, drops the trials cancelled by a Ctrl-C
 and runs the rest of the job's trials. Before a round, :meth:`HarborEngine.resume` does that for
-every ``measure-*`` job whose ``result.json`` has no ``finished_at`` (an interrupted run), after
+every ``measure-*`` job whose ``result.json`` has no ``finished_at`` (an interrupted run) or
+that holds cancelled trials (a Ctrl-C or SIGTERM, after which Harbor finishes the job), after
 removing the containers Harbor's docker environment left behind (``kill -9`` or a lost machine
 gives Harbor no chance to run ``docker compose down``: their Compose project is the trial's
 name). A job folder without ``config.json`` never started and is removed. Then the round loop
@@ -292,11 +293,13 @@ class HarborEngine:
             if not (job / "config.json").is_file():
                 shutil.rmtree(job)  # it never started: no trial ran
                 continue
-            if _finished(job):
+            cancelled = _cancelled(job)
+            if _finished(job) and not cancelled:
                 continue
             incomplete = [path for path in job.iterdir() if path.is_dir() and not (path / "result.json").is_file()]
-            done = sum(1 for path in job.glob("*/result.json"))
-            echo(f"resuming the interrupted Harbor job {job.name}: {done} trial(s) kept, {len(incomplete)} to redo")
+            done = sum(1 for path in job.glob("*/result.json")) - cancelled
+            redo = len(incomplete) + cancelled
+            echo(f"resuming the interrupted Harbor job {job.name}: {done} trial(s) kept, {redo} to redo")
             self._remove_leftovers(incomplete)
             config = json.loads((job / "config.json").read_text(encoding="utf-8"))
             n_trials = config.get("n_attempts", 1) * len(config.get("agents") or [1]) * _n_tasks(config)
@@ -418,6 +421,8 @@ class HarborEngine:
                     process.wait()
                 raise
         _advance(bar, start + min(_n_results(job), n_trials))
+        if process.returncode in _INTERRUPTED:  # Harbor stopped by Ctrl-C or SIGTERM (the terminal's, say)
+            raise KeyboardInterrupt
         if process.returncode != 0:
             tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
             raise EngineError(
@@ -529,6 +534,22 @@ def _n_tasks(config: Mapping[str, Any]) -> int:
 
 def _n_results(job: Path) -> int:
     return sum(1 for _ in job.glob("*/result.json")) if job.is_dir() else 0
+
+
+#: Harbor's exit status after SIGINT or SIGTERM (its handler's 130, or the signal itself)
+_INTERRUPTED = frozenset({130, 143, -signal.SIGINT, -signal.SIGTERM})
+
+
+def _cancelled(job: Path) -> int:
+    """Trials of ``job`` that Harbor recorded as cancelled (a Ctrl-C): ``harbor jobs resume`` reruns them."""
+    count = 0
+    for path in job.glob("*/result.json"):
+        try:
+            info = json.loads(path.read_text(encoding="utf-8")).get("exception_info") or {}
+        except (OSError, ValueError):
+            continue
+        count += info.get("exception_type") == "CancelledError"
+    return count
 
 
 def _finished(job: Path) -> bool:
