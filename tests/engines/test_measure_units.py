@@ -338,3 +338,38 @@ def test_the_harbor_preflight_reruns_only_new_or_changed_tasks(tmp_path):
     with pytest.raises(EngineError):
         HarborEngine(jobs, base_url=None, harbor=str(fake), environment="modal").preflight(tasks, lines.append)
     assert "on 3 task(s)" in lines[-1]
+
+
+def test_resume_hands_interrupted_jobs_to_harbors_own_resume(tmp_path):
+    """A job Harbor did not finish, or finished with cancelled trials (Ctrl-C), goes to
+    ``harbor jobs resume``; a finished job does not; a job folder that never started is removed."""
+    calls = tmp_path / "calls.txt"
+    fake = tmp_path / "harbor"
+    fake.write_text(f'#!/bin/sh\n[ "$1" = --version ] && echo 0.26.0 && exit 0\necho "$@" >> {calls}\n')
+    fake.chmod(0o755)
+    jobs = tmp_path / "jobs"
+
+    def job(name: str, finished: bool, exceptions: list[str | None]) -> Path:
+        folder = jobs / name
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(json.dumps({"n_attempts": 1, "agents": [{}], "datasets": []}))
+        (folder / "result.json").write_text(json.dumps({"finished_at": "2026-12-01T00:00:00" if finished else None}))
+        for index, exception in enumerate(exceptions):
+            (folder / f"t__{index}").mkdir()
+            info = {"exception_type": exception} if exception else None
+            (folder / f"t__{index}" / "result.json").write_text(json.dumps({"exception_info": info}))
+        return folder
+
+    done = job("measure-r01__cap-001", True, [None, None])
+    cancelled = job("measure-r02__cap-002", True, [None, "CancelledError"])
+    killed = job("measure-r02__cap-005", False, [None])
+    (jobs / "measure-r03__cap-010").mkdir()  # made, then killed before Harbor wrote config.json
+    lines: list[str] = []
+    engine = HarborEngine(jobs, base_url=None, harbor=str(fake), environment="modal")
+    engine.progress = False
+    engine.resume(lines.append)
+    resumed = calls.read_text().splitlines()
+    assert resumed == [f"jobs resume --job-path {cancelled}", f"jobs resume --job-path {killed}"]
+    assert done.name not in calls.read_text()
+    assert not (jobs / "measure-r03__cap-010").exists()
+    assert f"resuming the interrupted Harbor job {cancelled.name}: 1 trial(s) kept, 1 to redo" in lines
