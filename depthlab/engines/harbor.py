@@ -437,7 +437,18 @@ class HarborEngine:
         for trial in trial_dirs:
             project = compose_project(f"{trial.name}__env")
             subprocess.run(
-                ["docker", "compose", "--project-name", project, "down", "--remove-orphans", "--volumes"],
+                # as Harbor's own teardown (environment.delete): the trial's image goes too
+                [
+                    "docker",
+                    "compose",
+                    "--project-name",
+                    project,
+                    "down",
+                    "--rmi",
+                    "local",
+                    "--volumes",
+                    "--remove-orphans",
+                ],
                 capture_output=True,
                 timeout=300,
                 check=False,

@@ -64,8 +64,8 @@ INSTRUCTION = (
 
 
 def write_chain_task(root: Path, reads: int, image: str, *, broken_oracle: bool = False) -> Path:
-    """A Harbor task folder ``chain-r<reads>`` built FROM ``image`` (the Debian userland)."""
-    task = root / f"chain-r{reads}"
+    """A Harbor task folder ``measure-chain-r<reads>`` built FROM ``image`` (the Debian userland)."""
+    task = root / f"measure-chain-r{reads}"  # the branch in the name: Harbor names images and containers after it
     env = task / "environment"
     env.mkdir(parents=True)
     (env / "make_chain.sh").write_text(MAKE_CHAIN)

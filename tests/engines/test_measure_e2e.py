@@ -32,7 +32,7 @@ from depthlab.engines.harbor import compose_project
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
 
-EXPECTED = {"chain-r2": 3, "chain-r4": 5}
+EXPECTED = {"measure-chain-r2": 3, "measure-chain-r4": 5}
 MEASURE = [sys.executable, "-c", "import sys; from depthlab.cli import main; sys.exit(main())", "measure"]
 
 
@@ -112,7 +112,7 @@ def compose_projects() -> set[str]:
         text=True,
         check=True,
     )
-    return {line for line in done.stdout.split() if line.startswith("chain-r")}
+    return {line for line in done.stdout.split() if line.startswith("measure-chain-r")}
 
 
 # ---------------------------------------------------------------- Harbor --------------------
@@ -304,7 +304,15 @@ def test_an_endpoint_that_is_down_stops_the_rounds_and_counts_nothing(
         request.getfixturevalue("docker_client_or_skip")
     jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
     # one task, one model, one cap: one trial shows it (the oracle needs no model: skipped here)
-    args = [str(chain_tasks / "chain-r2"), "--models", "openai/m1", "--caps", "2,3", "--base-url", closed_port_url()]
+    args = [
+        str(chain_tasks / "measure-chain-r2"),
+        "--models",
+        "openai/m1",
+        "--caps",
+        "2,3",
+        "--base-url",
+        closed_port_url(),
+    ]
     args += ["--jobs-dir", str(jobs), "-o", str(out), "--no-progress", "--no-preflight", *extra]
     run = run_measure(args, measure_env)
     assert run.returncode == 1, run.stderr[-3000:]
@@ -314,5 +322,5 @@ def test_an_endpoint_that_is_down_stops_the_rounds_and_counts_nothing(
     assert trials.height == 1
     assert trials["status"].to_list() == ["invalid"]
     table = pl.read_csv(out)
-    assert table.select("task", "status").rows() == [("chain-r2", "incomplete")]
-    assert "left unpinned (1): chain-r2" in run.stderr
+    assert table.select("task", "status").rows() == [("measure-chain-r2", "incomplete")]
+    assert "left unpinned (1): measure-chain-r2" in run.stderr
