@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= out/reproduce
 
-.PHONY: reproduce test lint bench docs docker userland harbor browser r mutate clean
+.PHONY: reproduce test lint bench docs docker userland compose harbor browser r mutate clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ docker:
 userland: docker
 	bash scripts/userland-up.sh >/dev/null
 
+# Docker Compose v2 (the CLI plugin), which Harbor's docker environment needs (tests/engines)
+compose: docker
+	bash scripts/compose-up.sh
+
 # Harbor (Python >= 3.12) in its own cached venv, and headless Chromium, for the `harbor` tests
 harbor:
 	bash scripts/harbor-up.sh
@@ -36,7 +40,7 @@ browser:
 r:
 	bash scripts/r-up.sh
 
-test: $(VENV)/.installed docker userland harbor browser r
+test: $(VENV)/.installed docker userland compose harbor browser r
 	$(BIN)/ruff check depthlab tests notebooks docs/_ext
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -p no:cacheprovider --doctest-modules depthlab

@@ -9,15 +9,24 @@
 # usr/libexec/docker/cli-plugins/docker-compose to /usr/local/lib/docker/cli-plugins/, where the
 # docker CLI looks for plugins. Idempotent: nothing is done when `docker compose version` works.
 #
+# `compose-up.sh --fetch-to DIR` only fetches the plugin into DIR (no install, no root needed
+# beyond what apt-get download needs): the tests use it to check the fetch itself.
+#
 # Without root or apt this is best effort unless DEPTHLAB_REQUIRE_DOCKER=1, where failing is an error.
 set -u
 required="${DEPTHLAB_REQUIRE_DOCKER:-0}"
 fail() { echo "compose-up: $*" >&2; if [ "$required" = 1 ]; then exit 1; else echo "compose-up: Harbor's docker tests will be skipped" >&2; exit 0; fi; }
 
 plugin_dir=/usr/local/lib/docker/cli-plugins
-if docker compose version >/dev/null 2>&1; then exit 0; fi
-command -v docker >/dev/null 2>&1 || fail "the docker CLI is missing (run scripts/docker-up.sh first)"
-[ "$(id -u)" = 0 ] || fail "docker compose v2 is missing and we are not root (to install it in $plugin_dir)"
+fetch_to=""
+if [ "${1:-}" = "--fetch-to" ]; then
+  fetch_to="${2:?--fetch-to needs a folder}"
+  required=1
+else
+  if docker compose version >/dev/null 2>&1; then exit 0; fi
+  command -v docker >/dev/null 2>&1 || fail "the docker CLI is missing (run scripts/docker-up.sh first)"
+  [ "$(id -u)" = 0 ] || fail "docker compose v2 is missing and we are not root (to install it in $plugin_dir)"
+fi
 command -v apt-get >/dev/null 2>&1 || fail "docker compose v2 is missing and apt-get is not available"
 
 mirror="${DEPTHLAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
@@ -42,6 +51,10 @@ deb=$(ls "$work"/docker-compose_*.deb 2>/dev/null | head -n 1)
 dpkg-deb -x "$deb" "$work/root" || fail "dpkg-deb -x $deb failed"
 binary="$work/root/usr/libexec/docker/cli-plugins/docker-compose"
 [ -x "$binary" ] || fail "$deb holds no usr/libexec/docker/cli-plugins/docker-compose"
+if [ -n "$fetch_to" ]; then
+  mkdir -p "$fetch_to" && install -m 0755 "$binary" "$fetch_to/docker-compose" || fail "could not write $fetch_to"
+  exit 0
+fi
 mkdir -p "$plugin_dir"
 install -m 0755 "$binary" "$plugin_dir/docker-compose.new" && mv -f "$plugin_dir/docker-compose.new" "$plugin_dir/docker-compose" \
   || fail "could not install the plugin into $plugin_dir"

@@ -51,6 +51,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--harbor-env", default="docker", metavar="ENV", help="Harbor environment type (default docker)"
     )
     parser.add_argument("--harbor", default=None, metavar="CMD", help="how to call Harbor (default: harbor on PATH)")
+    parser.add_argument(
+        "--profile",
+        choices=("harbor", "strict"),
+        default="harbor",
+        help="--engine local's security profile (docs/runner.md): 'harbor' (default) runs a task as Harbor does, "
+        "'strict' drops every capability and has no network",
+    )
+    parser.add_argument(
+        "--price-in", type=float, metavar="USD", help="--engine local: USD per million prompt tokens (cost accounting)"
+    )
+    parser.add_argument(
+        "--price-out", type=float, metavar="USD", help="--engine local: USD per million completion tokens"
+    )
     parser.add_argument("--no-preflight", action="store_true", help="skip the oracle preflight")
     parser.add_argument("--dataset", default=None, help="tag every task with this dataset name")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -84,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
     if duplicated:
         print(f"depthlab measure: task names must be unique across TASKS; repeated: {duplicated}", file=sys.stderr)
         return 1
+    if args.engine == "harbor" and args.profile != "harbor":
+        print("depthlab measure: --profile is --engine local's (Harbor's environment decides)", file=sys.stderr)
+        return 2
     if args.engine == "harbor":
         engine = HarborEngine(
             args.jobs_dir,
@@ -97,8 +113,15 @@ def run(args: argparse.Namespace) -> int:
         if not args.base_url:
             print("depthlab measure: --engine local needs --base-url (the model endpoint)", file=sys.stderr)
             return 2
+        from depthlab.runner.profiles import RunSettings
+
         engine = LocalEngine(
-            args.jobs_dir, base_url=args.base_url, api_key_env=args.api_key_env, concurrency=args.concurrency
+            args.jobs_dir,
+            base_url=args.base_url,
+            api_key_env=args.api_key_env,
+            concurrency=args.concurrency,
+            fill_options={"settings": RunSettings(profile=args.profile)},
+            prices=(args.price_in, args.price_out),
         )
     try:
         with sigterm_as_interrupt():

@@ -8,10 +8,11 @@ changing ``environment.type`` (``--harbor-env``). depthlab never imports Harbor 
 
 The jobs
 --------
-Round ``N`` writes one Harbor ``JobConfig`` per (cap, attempts, task set) into
-``<jobs_dir>/.depthlab-measure/round-NN/`` and runs each as the job
-``<jobs_dir>/measure-rNN__cap-KKK[...]``. The models that need the same tasks at the same cap
-share one job (one agent entry each), so a round is as few ``harbor run`` calls as its caps.
+Round ``N`` writes one Harbor ``JobConfig`` per (cap, attempts, task set) and runs each as the
+job ``<jobs_dir>/measure-rNN__cap-KKK[...]``; the config handed to ``harbor run --config`` and
+Harbor's output stay in the job folder (``depthlab-config.json``, ``depthlab-harbor.log``).
+The models that need the same tasks at the same cap share one job (one agent entry each), so a
+round is as few ``harbor run`` calls as its caps.
 Every agent is Harbor's terminus-2 with ``kwargs.max_turns`` = the cap (the limit it
 enforces) and ``api_base`` = the endpoint; the job's ``extra_instructions`` state the cap
 (:func:`depthlab.io.harbor_writer.stated_cap_instructions`), which is how depthlab's loaders read
@@ -30,7 +31,8 @@ Resume
 Harbor resumes a job itself (``harbor jobs resume -p JOB``): it keeps every trial that has a
 ``result.json``, deletes the trial folders without one, drops the trials cancelled by a Ctrl-C
 and runs the rest of the job's trials. Before a round, :meth:`HarborEngine.resume` does that for
-every ``measure-*`` job whose ``result.json`` has no ``finished_at`` (an interrupted run), after
+every ``measure-*`` job whose ``result.json`` has no ``finished_at`` (an interrupted run) or
+that holds cancelled trials (a Ctrl-C or SIGTERM, after which Harbor finishes the job), after
 removing the containers Harbor's docker environment left behind (``kill -9`` or a lost machine
 gives Harbor no chance to run ``docker compose down``: their Compose project is the trial's
 name). A job folder without ``config.json`` never started and is removed. Then the round loop
@@ -59,6 +61,7 @@ from typing import Any
 import polars as pl
 
 from depthlab import schema
+from depthlab._checks import check_positive_int
 from depthlab.engines.rounds import Echo, EngineError
 from depthlab.io import harbor_writer, load_trials
 
@@ -74,7 +77,12 @@ INSTALL_HINT = (
 
 #: Prefix of the job folders a measurement makes (``harbor view JOBS_DIR`` lists them).
 JOB_PREFIX = "measure-"
-CONFIGS_FOLDER = ".depthlab-measure"
+#: In each job folder, beside Harbor's own files: the config depthlab handed to ``harbor run``,
+#: and Harbor's output (files, not folders: Harbor's resume deletes a folder without result.json)
+CONFIG_FILE = "depthlab-config.json"
+LOG_FILE = "depthlab-harbor.log"
+#: In an oracle job: the tasks' checksums and the environment it ran them in (for reuse)
+ORACLE_FILE = "depthlab-oracle.json"
 _ROUND_JOB = re.compile(r"^measure-r(\d+)__")
 
 
@@ -112,7 +120,7 @@ def find_harbor(command: str | None = None, *, env: Mapping[str, str] | None = N
     """
     argv = tuple(shlex.split(command)) if command else ("harbor",)
     if not argv:
-        raise EngineError(f"The 'harbor' parameter of find_harbor must name a command, got {command!r}")
+        raise EngineError(f"--harbor must name a command, got {command!r}")
     located = shutil.which(argv[0], path=(env or os.environ).get("PATH"))
     if located is None:
         raise EngineError(f"Harbor not found ({command or 'harbor on PATH'!r}): {INSTALL_HINT}")
@@ -181,6 +189,7 @@ class HarborEngine:
         api_key_env: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
+        check_positive_int(concurrency, "concurrency", "HarborEngine")
         self.jobs_dir = Path(jobs_dir).absolute()
         self.base_url = base_url
         self.environment = environment
@@ -192,6 +201,7 @@ class HarborEngine:
             self.env["OPENAI_API_KEY"] = os.environ[api_key_env]
         self._harbor_spec = harbor
         self.progress = True  # the round loop sets it
+        self.note = ""  # the round loop's note for the progress bar (tasks pinned so far)
         self._harbor: HarborCommand | None = harbor if isinstance(harbor, HarborCommand) else None
 
     # ------------------------------------------------------------------ checks
@@ -259,14 +269,15 @@ class HarborEngine:
     def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, progress: bool) -> None:
         self.progress = progress
         configs = self.round_configs(plan, tasks, number)
-        folder = self.jobs_dir / CONFIGS_FOLDER / f"round-{number:02d}"
         total = int(plan["attempts"].sum())
         with _bar(total, f"round {number}", progress) as bar:
+            if self.note:
+                bar.set_postfix_str(self.note)
             for name, config in configs.items():
-                path = folder / f"{name}.json"
+                path = self.jobs_dir / name / CONFIG_FILE
                 harbor_writer.write_json(path, config)
                 n_trials = config["n_attempts"] * len(config["agents"]) * _n_tasks(config)
-                self._harbor_job(["run", "--config", str(path)], self.jobs_dir / name, n_trials, bar, folder)
+                self._harbor_job(["run", "--config", str(path)], self.jobs_dir / name, n_trials, bar)
 
     def load_trials(self) -> pl.DataFrame:
         if not any(self.jobs_dir.glob("*/*/result.json")):
@@ -282,43 +293,70 @@ class HarborEngine:
             if not (job / "config.json").is_file():
                 shutil.rmtree(job)  # it never started: no trial ran
                 continue
-            if _finished(job):
+            cancelled = _cancelled(job)
+            if _finished(job) and not cancelled:
                 continue
             incomplete = [path for path in job.iterdir() if path.is_dir() and not (path / "result.json").is_file()]
-            done = sum(1 for path in job.glob("*/result.json"))
-            echo(f"resuming the interrupted Harbor job {job.name}: {done} trial(s) kept, {len(incomplete)} to redo")
+            done = sum(1 for path in job.glob("*/result.json")) - cancelled
+            redo = len(incomplete) + cancelled
+            echo(f"resuming the interrupted Harbor job {job.name}: {done} trial(s) kept, {redo} to redo")
             self._remove_leftovers(incomplete)
             config = json.loads((job / "config.json").read_text(encoding="utf-8"))
             n_trials = config.get("n_attempts", 1) * len(config.get("agents") or [1]) * _n_tasks(config)
-            log_folder = self.jobs_dir / CONFIGS_FOLDER / "resumed"
             with _bar(n_trials, f"resume {job.name}", self.progress) as bar:
-                self._harbor_job(["jobs", "resume", "--job-path", str(job)], job, n_trials, bar, log_folder)
+                self._harbor_job(["jobs", "resume", "--job-path", str(job)], job, n_trials, bar)
 
     # ------------------------------------------------------------------ preflight
     def preflight(self, tasks: pl.DataFrame, echo: Echo) -> pl.DataFrame:
-        """Harbor's oracle agent on every task, once, in the rounds' environment; the failures."""
+        """Harbor's oracle agent on every task, once, in the rounds' environment; the failures.
+
+        A task whose oracle passed or failed (no exception) in an earlier ``measure-oracle__*``
+        job of this jobs folder, with the same checksum and environment, is not run again.
+        """
         folders = _task_folders(tasks)
-        names = sorted(folders)
-        digest = hashlib.sha256(
-            json.dumps(
-                [
-                    sorted(zip(tasks["task"].to_list(), tasks["checksum"].fill_null("").to_list(), strict=True)),
-                    self.environment,
-                    self.environment_kwargs,
-                ]
-            ).encode()
-        ).hexdigest()[:12]
-        name = f"{JOB_PREFIX}oracle__{digest}"
-        job = self.jobs_dir / name
-        if not _finished(job):
-            config = self._job(name, [harbor_writer.agent_config("oracle", None)], _datasets(names, folders))
-            folder = self.jobs_dir / CONFIGS_FOLDER / "oracle"
-            path = folder / f"{name}.json"
-            harbor_writer.write_json(path, config)
-            echo(f"oracle preflight: Harbor's oracle agent on {len(names)} task(s) ({name})")
-            with _bar(len(names), "oracle", self.progress) as bar:
-                self._harbor_job(["run", "--config", str(path)], job, len(names), bar, folder)
-        return oracle_failures(job, names)
+        checksums = dict(zip(tasks["task"].to_list(), tasks["checksum"].fill_null("").to_list(), strict=True))
+        setting = {"environment": self.environment, "kwargs": self.environment_kwargs}
+        results = {
+            task: result
+            for task, (checksum, result) in self._oracle_results(setting).items()
+            if checksums.get(task) == checksum and not result.get("exception_info")
+        }
+        missing = sorted(task for task in checksums if task not in results)
+        if not missing:
+            echo("oracle preflight: every task's reference solution was checked before in this environment")
+        else:
+            pairs = [[task, checksums[task]] for task in missing]
+            digest = hashlib.sha256(json.dumps([pairs, setting], sort_keys=True).encode()).hexdigest()[:12]
+            name = f"{JOB_PREFIX}oracle__{digest}"
+            job = self.jobs_dir / name
+            if not _finished(job):
+                config = self._job(name, [harbor_writer.agent_config("oracle", None)], _datasets(missing, folders))
+                path = job / CONFIG_FILE
+                harbor_writer.write_json(path, config)
+                harbor_writer.write_json(job / ORACLE_FILE, {**setting, "tasks": dict(pairs)})
+                again = f"; {len(results)} checked before" if results else ""
+                echo(f"oracle preflight: Harbor's oracle agent on {len(missing)} task(s) ({name}){again}")
+                with _bar(len(missing), "oracle", self.progress) as bar:
+                    self._harbor_job(["run", "--config", str(path)], job, len(missing), bar)
+            fresh = _job_results(job)
+            results.update({task: fresh[task] for task in missing if task in fresh})
+        return oracle_failures(results, sorted(checksums))
+
+    def _oracle_results(self, setting: Mapping[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Task -> (its checksum then, its oracle result) from the finished oracle jobs run under ``setting``."""
+        found: dict[str, tuple[str, dict[str, Any]]] = {}
+        jobs = [job for job in self._jobs() if job.name.startswith(f"{JOB_PREFIX}oracle__") and _finished(job)]
+        for job in sorted(jobs, key=lambda path: (path / "result.json").stat().st_mtime):  # the newest wins
+            try:
+                meta = json.loads((job / ORACLE_FILE).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if {key: meta.get(key) for key in setting} != dict(setting):
+                continue
+            for task, result in _job_results(job).items():
+                if task in (meta.get("tasks") or {}):
+                    found[task] = (meta["tasks"][task], result)
+        return found
 
     # ------------------------------------------------------------------ internals
     def _agent_kwargs(self, cap: int) -> dict[str, Any]:
@@ -352,10 +390,10 @@ class HarborEngine:
             return []
         return sorted(path for path in self.jobs_dir.iterdir() if path.is_dir() and path.name.startswith(JOB_PREFIX))
 
-    def _harbor_job(self, arguments: list[str], job: Path, n_trials: int, bar: Any, log_folder: Path) -> None:
+    def _harbor_job(self, arguments: list[str], job: Path, n_trials: int, bar: Any) -> None:
         """Run one Harbor command for ``job``, advancing ``bar`` as its trials finish."""
-        log_folder.mkdir(parents=True, exist_ok=True)
-        log_path = log_folder / f"{job.name}.log"
+        job.mkdir(parents=True, exist_ok=True)
+        log_path = job / LOG_FILE
         start = bar.n
         with log_path.open("a", encoding="utf-8") as log:
             log.write(f"$ {shlex.join([*self.harbor.argv, *arguments])}\n")
@@ -383,6 +421,8 @@ class HarborEngine:
                     process.wait()
                 raise
         _advance(bar, start + min(_n_results(job), n_trials))
+        if process.returncode in _INTERRUPTED:  # Harbor stopped by Ctrl-C or SIGTERM (the terminal's, say)
+            raise KeyboardInterrupt
         if process.returncode != 0:
             tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
             raise EngineError(
@@ -397,15 +437,26 @@ class HarborEngine:
         for trial in trial_dirs:
             project = compose_project(f"{trial.name}__env")
             subprocess.run(
-                ["docker", "compose", "--project-name", project, "down", "--remove-orphans", "--volumes"],
+                # as Harbor's own teardown (environment.delete): the trial's image goes too
+                [
+                    "docker",
+                    "compose",
+                    "--project-name",
+                    project,
+                    "down",
+                    "--rmi",
+                    "local",
+                    "--volumes",
+                    "--remove-orphans",
+                ],
                 capture_output=True,
                 timeout=300,
                 check=False,
             )
 
 
-def oracle_failures(job: Path, task_names: Sequence[str]) -> pl.DataFrame:
-    """The tasks whose oracle trial in ``job`` did not pass: task, reason, the verifier's last output."""
+def _job_results(job: Path) -> dict[str, dict[str, Any]]:
+    """Task name -> its trial's result.json (with ``_dir``, the trial folder) in ``job``."""
     results: dict[str, dict[str, Any]] = {}
     for path in sorted(job.glob("*/result.json")):
         try:
@@ -413,6 +464,20 @@ def oracle_failures(job: Path, task_names: Sequence[str]) -> pl.DataFrame:
         except (OSError, ValueError):
             continue
         results[str(result.get("task_name") or path.parent.name.rsplit("__", 1)[0])] = {**result, "_dir": path.parent}
+    return results
+
+
+def oracle_failures(results: Mapping[str, Mapping[str, Any]], task_names: Sequence[str]) -> pl.DataFrame:
+    """The tasks whose oracle result did not pass: task, reason, the verifier's last output.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> results = {"a": {"verifier_result": {"rewards": {"reward": 1.0}}, "_dir": Path("x")},
+    ...            "b": {"verifier_result": {"rewards": {"reward": 0.0}}, "_dir": Path("y")}}
+    >>> oracle_failures(results, ["a", "b", "c"]).select("task", "reason").rows()
+    [('b', 'the reference solution got reward 0.0'), ('c', 'the oracle trial left no result')]
+    """
     rows = []
     for task in task_names:
         result = results.get(task)
@@ -482,6 +547,22 @@ def _n_results(job: Path) -> int:
     return sum(1 for _ in job.glob("*/result.json")) if job.is_dir() else 0
 
 
+#: Harbor's exit status after SIGINT or SIGTERM (its handler's 130, or the signal itself)
+_INTERRUPTED = frozenset({130, 143, -signal.SIGINT, -signal.SIGTERM})
+
+
+def _cancelled(job: Path) -> int:
+    """Trials of ``job`` that Harbor recorded as cancelled (a Ctrl-C): ``harbor jobs resume`` reruns them."""
+    count = 0
+    for path in job.glob("*/result.json"):
+        try:
+            info = json.loads(path.read_text(encoding="utf-8")).get("exception_info") or {}
+        except (OSError, ValueError):
+            continue
+        count += info.get("exception_type") == "CancelledError"
+    return count
+
+
 def _finished(job: Path) -> bool:
     try:
         result = json.loads((job / "result.json").read_text(encoding="utf-8"))
@@ -507,6 +588,9 @@ def _die_with_parent() -> None:
 
 class _NoBar:
     n = 0
+
+    def set_postfix_str(self, text: str) -> None:
+        pass
 
     def update(self, count: int) -> None:
         self.n += count

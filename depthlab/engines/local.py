@@ -10,7 +10,6 @@ trials already there), so a rerun after ``kill -9`` runs only what is missing.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,12 +17,13 @@ from typing import Any
 
 import polars as pl
 
-from depthlab import schema
+from depthlab import _atomic, schema
+from depthlab._checks import check_positive_int
 from depthlab.engines.rounds import Echo, EngineError
 from depthlab.io import load_trials
 
-_ROUND_MARK = re.compile(r"^round-(\d+)$")
-_MARKS = ".depthlab-measure"
+#: A file of the jobs folder counting the rounds run there (a file: ``harbor view`` lists folders as jobs)
+ROUNDS_FILE = ".depthlab-measure-rounds"
 
 
 class LocalEngine:
@@ -41,8 +41,11 @@ class LocalEngine:
         Trials at once.
     agent_factory : callable, optional
         ``(model, cap) -> agent``; default the runner's terminus agent on ``base_url``.
+    prices : (float or None, float or None), default (None, None)
+        USD per million prompt and completion tokens, for the trials' ``cost_usd`` (and ``--max-cost``).
     fill_options : dict, optional
-        Further keyword options of :func:`depthlab.runner.fill` (``limits``, ``agent_timeout_sec``, ...).
+        Further keyword options of :func:`depthlab.runner.fill` (``settings``, ``limits``,
+        ``agent_timeout_sec``); the preflight gets the same ``settings`` and ``limits``.
 
     Examples
     --------
@@ -62,7 +65,10 @@ class LocalEngine:
         concurrency: int = 2,
         agent_factory: Callable[[str, int | None], Any] | None = None,
         fill_options: dict[str, Any] | None = None,
+        prices: tuple[float | None, float | None] = (None, None),
     ) -> None:
+        check_positive_int(concurrency, "concurrency", "LocalEngine")
+        self.prices = prices
         self.jobs_dir = Path(jobs_dir).absolute()
         self.base_url = base_url
         self.api_key_env = api_key_env
@@ -89,11 +95,18 @@ class LocalEngine:
             raise EngineError("the local engine needs --base-url (the model endpoint)")
         from depthlab.runner import ChatClient, HarnessConfig, TerminusAgent
 
-        base_url, key_env = self.base_url, self.api_key_env
+        base_url, key_env, (price_in, price_out) = self.base_url, self.api_key_env, self.prices
 
         def make(model: str, cap: int | None) -> Any:
             # LiteLLM (Harbor's client) sends "openai/m" as "m"; so does this, for the same answers
-            client = ChatClient(base_url, model, api_key_env=key_env, strip_provider=True)
+            client = ChatClient(
+                base_url,
+                model,
+                api_key_env=key_env,
+                strip_provider=True,
+                input_price_per_mtok=price_in,
+                output_price_per_mtok=price_out,
+            )
             return TerminusAgent(client, HarnessConfig(cap=cap))
 
         return make
@@ -107,17 +120,20 @@ class LocalEngine:
         """Each task's reference solution once, under the rounds' settings; the failures."""
         from depthlab.engines._oracle import local_oracle_failures
 
-        return local_oracle_failures(tasks, self.jobs_dir, self._client(), echo, self.fill_options)
+        options = {**self.fill_options, "concurrency": self.concurrency}
+        return local_oracle_failures(tasks, self.jobs_dir, self._client(), echo, options)
 
     def next_round(self) -> int:
-        marks = self.jobs_dir / _MARKS
-        numbers = [int(m.group(1)) for p in marks.glob("round-*") if (m := _ROUND_MARK.match(p.name))]
-        return max(numbers, default=0) + 1
+        try:
+            return int((self.jobs_dir / ROUNDS_FILE).read_text(encoding="utf-8").strip() or 0) + 1
+        except (OSError, ValueError):
+            return 1
 
     def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, progress: bool) -> None:
         from depthlab.runner import fill
 
-        (self.jobs_dir / _MARKS / f"round-{number:02d}").mkdir(parents=True, exist_ok=True)
+        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        _atomic.write_text(self.jobs_dir / ROUNDS_FILE, f"{number}\n")
         folders = _folders(tasks)
         located = plan.with_columns(folder=pl.col("task").replace_strict(folders, default=None))
         for (folder,), cells in located.group_by(["folder"], maintain_order=True):
@@ -129,6 +145,7 @@ class LocalEngine:
                 docker_client=self._client(),
                 concurrency=self.concurrency,
                 progress=progress,
+                run_preflight=False,  # measure ran it before round 1, into the same cache
                 **self.fill_options,
             )
             for message in (*summary.skipped, *summary.errors):

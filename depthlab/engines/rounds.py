@@ -115,8 +115,8 @@ class MeasureResult:
     def render(self) -> str:
         """The final summary (several lines)."""
         lines = [
-            f"measured: {self.runs} runs ({self.valid} valid) in {len(self.rounds)} round(s) this time "
-            f"and before; exhaustive sweep: {self.sweep_runs} runs",
+            f"measured: {self.runs} runs ({self.valid} valid) in all, {len(self.rounds)} round(s) in this run; "
+            f"the exhaustive sweep: {self.sweep_runs} runs",
             f"{_tokens(self.input_tokens, self.output_tokens)}, {_cost(self.cost_usd)}",
             f"tasks: {_statuses(self.status_counts())}"
             + (f"; {self.excluded.height} left out by the oracle preflight" if self.excluded.height else ""),
@@ -234,10 +234,16 @@ def measure(
         number = engine.next_round()
         n_cells = plan.height
         n_tasks = plan.select("dataset", "task").unique().height
-        say(f"round {number}: {planned} runs in {n_cells} cells over {n_tasks} tasks (caps {_caps(plan)})")
+        pinned = tasks.height - n_tasks
+        say(
+            f"round {number}: {planned} runs in {n_cells} cells over {n_tasks} tasks (caps {_caps(plan)}); "
+            f"{pinned} of {tasks.height} tasks pinned or unsolved so far"
+        )
+        if hasattr(engine, "note"):  # shown beside the engine's progress bar
+            engine.note = f"tasks pinned or unsolved {pinned}/{tasks.height}"
+        before = set(trials["source"].to_list())
         started = time.monotonic()
         engine.run_round(plan, number, tasks, progress)
-        before = set(trials["source"].to_list()) if "source" in trials.columns else set()
         trials = engine.load_trials()
         new = _measured(trials, tasks, models).filter(~pl.col("source").is_in(list(before)))
         report = _report(number, planned, new, time.monotonic() - started)

@@ -64,8 +64,8 @@ INSTRUCTION = (
 
 
 def write_chain_task(root: Path, reads: int, image: str, *, broken_oracle: bool = False) -> Path:
-    """A Harbor task folder ``chain-r<reads>`` built FROM ``image`` (the Debian userland)."""
-    task = root / f"chain-r{reads}"
+    """A Harbor task folder ``measure-chain-r<reads>`` built FROM ``image`` (the Debian userland)."""
+    task = root / f"measure-chain-r{reads}"  # the branch in the name: Harbor names images and containers after it
     env = task / "environment"
     env.mkdir(parents=True)
     (env / "make_chain.sh").write_text(MAKE_CHAIN)
@@ -76,6 +76,9 @@ def write_chain_task(root: Path, reads: int, image: str, *, broken_oracle: bool 
         "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq asciinema >/dev/null "
         "&& rm -rf /var/lib/apt/lists/*\n"
         f"COPY make_chain.sh /tmp/make_chain.sh\nRUN bash /tmp/make_chain.sh {reads}\nWORKDIR /app\n"
+        # Harbor keeps the container alive with `sh -c "sleep infinity"` as PID 1, which ignores
+        # SIGTERM: docker would wait 10 s at every teardown before killing it
+        "STOPSIGNAL SIGKILL\n"
     )
     (task / "instruction.md").write_text(INSTRUCTION)
     (task / "task.toml").write_text(
@@ -90,8 +93,13 @@ def write_chain_task(root: Path, reads: int, image: str, *, broken_oracle: bool 
     return task
 
 
-def reply(*commands: str, complete: bool = False, duration: float = 0.3) -> str:
-    """A terminus-style JSON reply (Harbor's terminus-2 and depthlab's runner parse the same shape)."""
+def reply(*commands: str, complete: bool = False, duration: float = 1.0) -> str:
+    """A terminus-style JSON reply (Harbor's terminus-2 and depthlab's runner parse the same shape).
+
+    ``duration``: terminus-2 waits that long before it reads the screen (depthlab's runner waits
+    for the command to finish, at most that long); 1 s leaves a loaded machine time to show the
+    output, which a shorter wait missed once in twelve trials (the policy then reads again: a turn lost).
+    """
     return json.dumps(
         {
             "analysis": "scripted",

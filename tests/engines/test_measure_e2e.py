@@ -28,10 +28,11 @@ import pytest
 from engines_helpers import CAPS, MODELS
 
 import depthlab as dl
+from depthlab.engines.harbor import compose_project
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
 
-EXPECTED = {"chain-r2": 3, "chain-r4": 5}
+EXPECTED = {"measure-chain-r2": 3, "measure-chain-r4": 5}
 MEASURE = [sys.executable, "-c", "import sys; from depthlab.cli import main; sys.exit(main())", "measure"]
 
 
@@ -98,28 +99,66 @@ def assert_no_duplicate(trials: pl.DataFrame) -> None:
 
 def compose_projects() -> set[str]:
     done = subprocess.run(
-        ["docker", "ps", "-a", "--format", '{{.Label "com.docker.compose.project"}}'],
+        [
+            "docker",
+            "ps",
+            "-a",
+            "--filter",
+            "label=com.docker.compose.project",
+            "--format",
+            '{{.Label "com.docker.compose.project"}}',
+        ],
         capture_output=True,
         text=True,
         check=True,
     )
-    return {line for line in done.stdout.split() if line.startswith("chain-r")}
+    return {line for line in done.stdout.split() if line.startswith("measure-chain-r")}
 
 
 # ---------------------------------------------------------------- Harbor --------------------
+def once(name: str, tmp_path_factory: pytest.TempPathFactory, compute) -> dict:
+    """``compute(work_dir)`` once per test session, also under pytest-xdist (whose workers would each
+    build a module fixture): the first worker computes under a lock, the others read its result."""
+    import fcntl
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    root = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
+    record = root / f"{name}.json"
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not record.is_file():
+            work = root / name
+            work.mkdir(exist_ok=True)
+            record.write_text(json.dumps(compute(work)))
+    result = json.loads(record.read_text())
+    result["run"] = subprocess.CompletedProcess([], result.pop("returncode"), "", result.pop("stderr"))
+    return {key: Path(value) if key in {"out", "jobs"} else value for key, value in result.items()}
+
+
 @pytest.fixture(scope="module")
 def harbor_measured(chain_tasks, server, harbor_cmd, measure_env, tmp_path_factory):
     """Measure with Harbor, SIGKILL everything in the middle of round 1, then run the same command again."""
-    work = tmp_path_factory.mktemp("harbor-measure")
+    return once(
+        "harbor-measure",
+        tmp_path_factory,
+        lambda work: _harbor_measure(work, chain_tasks, server, harbor_cmd, measure_env),
+    )
+
+
+def _harbor_measure(work: Path, chain_tasks: Path, server, harbor_cmd: str, measure_env: dict) -> dict:
     jobs, out = work / "jobs", work / "depth.csv"
     args = measure_args(chain_tasks, jobs, out, server.url, "--engine", "harbor", "--harbor", harbor_cmd)
     round_one = jobs / "measure-r01__cap-002"
     before = compose_projects()
 
     def one_done_one_running() -> bool:
-        done = list(round_one.glob("*/result.json"))
-        running = [path for path in round_one.glob("*__*") if path.is_dir() and not (path / "result.json").exists()]
-        return len(done) >= 1 and len(running) >= 1
+        """A trial finished and another one's containers are up (what a lost machine leaves behind)."""
+        if not any(round_one.glob("*/result.json")):
+            return False
+        running = [
+            path.name for path in round_one.glob("*__*") if path.is_dir() and not (path / "result.json").exists()
+        ]
+        return bool({compose_project(f"{name}__env") for name in running} & compose_projects())
 
     started = time.monotonic()
     kill_when(args, measure_env, one_done_one_running)
@@ -128,10 +167,11 @@ def harbor_measured(chain_tasks, server, harbor_cmd, measure_env, tmp_path_facto
     kept = sorted(path.parent.name for path in round_one.glob("*/result.json"))
     second = run_measure(args, measure_env)
     return {
-        "run": second,
-        "out": out,
-        "jobs": jobs,
-        "left": left,
+        "returncode": second.returncode,
+        "stderr": second.stderr,
+        "out": str(out),
+        "jobs": str(jobs),
+        "left": sorted(left),
         "interrupted": interrupted,
         "kept": kept,
         "seconds": time.monotonic() - started,
@@ -156,10 +196,10 @@ def test_harbor_resume_kept_the_done_trials_and_duplicated_none(harbor_measured)
     assert not set(harbor_measured["interrupted"]) & names
     # the kill left the interrupted trials' containers running; the resume removed them
     assert harbor_measured["left"]
-    assert not compose_projects() & harbor_measured["left"]
+    assert not compose_projects() & set(harbor_measured["left"])
 
 
-def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, harbor_check):
+def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, harbor_check, harbor_viewer):
     jobs = harbor_measured["jobs"]
     names = sorted(path.name for path in jobs.iterdir() if path.is_dir() and not path.name.startswith("."))
     assert names == [
@@ -174,6 +214,11 @@ def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, ha
     assert [agent["model_name"] for agent in config["agents"]] == MODELS.split(",")
     assert {agent["kwargs"]["max_turns"] for agent in config["agents"]} == {5}
     assert "sk-depthlab" not in json.dumps(config)  # the key stays in the environment
+    with harbor_viewer(jobs) as view:  # Harbor's viewer lists the same jobs (not the configs folder)
+        listed = view.api("/api/jobs?page_size=100")["items"]
+    assert sorted(job["name"] for job in listed) == names
+    round_two = next(job for job in listed if job["name"] == "measure-r02__cap-005")
+    assert (round_two["agents"], round_two["models"]) == (["terminus-2"], ["m1", "m2"])
     # depthlab depth on the jobs folder reads the same table
     from depthlab import cli
 
@@ -185,11 +230,14 @@ def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, ha
 # ---------------------------------------------------------------- local ---------------------
 @pytest.fixture(scope="module")
 def local_measured(chain_tasks, server, docker_client_or_skip, measure_env, tmp_path_factory):
-    work = tmp_path_factory.mktemp("local-measure")
-    jobs, out = work / "jobs", work / "depth.csv"
-    started = time.monotonic()
-    run = run_measure(measure_args(chain_tasks, jobs, out, server.url, "--engine", "local"), measure_env)
-    return {"run": run, "out": out, "jobs": jobs, "seconds": time.monotonic() - started}
+    def compute(work: Path) -> dict:
+        jobs, out = work / "jobs", work / "depth.csv"
+        started = time.monotonic()
+        run = run_measure(measure_args(chain_tasks, jobs, out, server.url, "--engine", "local"), measure_env)
+        return {"returncode": run.returncode, "stderr": run.stderr, "out": str(out), "jobs": str(jobs),
+                "seconds": time.monotonic() - started}  # fmt: skip
+
+    return once("local-measure", tmp_path_factory, compute)
 
 
 @pytest.fixture(scope="module")
@@ -256,7 +304,15 @@ def test_an_endpoint_that_is_down_stops_the_rounds_and_counts_nothing(
         request.getfixturevalue("docker_client_or_skip")
     jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
     # one task, one model, one cap: one trial shows it (the oracle needs no model: skipped here)
-    args = [str(chain_tasks / "chain-r2"), "--models", "openai/m1", "--caps", "2,3", "--base-url", closed_port_url()]
+    args = [
+        str(chain_tasks / "measure-chain-r2"),
+        "--models",
+        "openai/m1",
+        "--caps",
+        "2,3",
+        "--base-url",
+        closed_port_url(),
+    ]
     args += ["--jobs-dir", str(jobs), "-o", str(out), "--no-progress", "--no-preflight", *extra]
     run = run_measure(args, measure_env)
     assert run.returncode == 1, run.stderr[-3000:]
@@ -266,5 +322,5 @@ def test_an_endpoint_that_is_down_stops_the_rounds_and_counts_nothing(
     assert trials.height == 1
     assert trials["status"].to_list() == ["invalid"]
     table = pl.read_csv(out)
-    assert table.select("task", "status").rows() == [("chain-r2", "incomplete")]
-    assert "left unpinned (1): chain-r2" in run.stderr
+    assert table.select("task", "status").rows() == [("measure-chain-r2", "incomplete")]
+    assert "left unpinned (1): measure-chain-r2" in run.stderr

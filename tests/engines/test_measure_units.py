@@ -1,0 +1,375 @@
+"""The round loop and the Harbor engine's pieces, without Docker: a simulated engine whose tasks have
+known depths drives :func:`depthlab.engines.measure`; the Harbor configs of a round, the Harbor
+check, and (with Harbor's side venv) ``harbor run --dry-run`` on a cloud environment's configs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from depthlab import cli, schema
+from depthlab.engines import EngineError, HarborEngine, find_harbor, measure
+from depthlab.engines.harbor import INSTALL_HINT, compose_project
+from depthlab.io import load_tasks
+from depthlab.io.harbor_writer import stated_cap_instructions
+
+MODELS = ("p/a", "p/b")
+
+
+class SimulatedEngine:
+    """Trials from known depths: a run at cap c passes iff c >= the task's depth for that model."""
+
+    name = "simulated"
+
+    def __init__(self, depths: dict[str, dict[str, int | None]], *, invalid_from_round: int | None = None,
+                 cost: float | None = 0.01, oracle_fails: tuple[str, ...] = ()) -> None:  # fmt: skip
+        self.depths = depths
+        self.invalid_from_round = invalid_from_round
+        self.cost = cost
+        self.oracle_fails = oracle_fails
+        self.rows: list[dict] = []
+        self.rounds: list[pl.DataFrame] = []
+
+    def resume(self, echo) -> None:
+        pass
+
+    def preflight(self, tasks, echo) -> pl.DataFrame:
+        rows = [{"task": task, "reason": "the reference solution got reward 0", "output": "FAILED"}
+                for task in self.oracle_fails]  # fmt: skip
+        return pl.DataFrame(rows, schema={"task": pl.String, "reason": pl.String, "output": pl.String})
+
+    def next_round(self) -> int:
+        return len(self.rounds) + 1
+
+    def run_round(self, plan, number, tasks, progress) -> None:
+        self.rounds.append(plan)
+        for row in plan.iter_rows(named=True):
+            for _ in range(row["attempts"]):
+                invalid = self.invalid_from_round is not None and number >= self.invalid_from_round
+                depth = self.depths[row["task"]][row["model"]]
+                passed = depth is not None and row["cap"] >= depth
+                self.rows.append(
+                    {
+                        "dataset": "d",
+                        "task": row["task"],
+                        "model": row["model"],
+                        "cap": row["cap"],
+                        "status": "invalid" if invalid else ("pass" if passed else "fail"),
+                        "exception": "LLMEndpointError" if invalid else None,
+                        "n_input_tokens": 100,
+                        "n_output_tokens": 10,
+                        "cost_usd": self.cost,
+                        "source": f"sim/{len(self.rows)}/result.json",
+                    }
+                )
+
+    def load_trials(self) -> pl.DataFrame:
+        if not self.rows:
+            return schema.empty("trials")
+        return schema.conform(pl.DataFrame(self.rows), "trials")
+
+
+def tasks_table(names) -> pl.DataFrame:
+    return schema.conform(
+        pl.DataFrame({"dataset": "d", "task": list(names), "source": [f"/t/{n}" for n in names]}), "tasks"
+    )
+
+
+DEPTHS = {"t3": {"p/a": 3, "p/b": 5}, "t5": {"p/a": 5, "p/b": None}, "never": {"p/a": None, "p/b": None}}
+
+
+def test_the_rounds_pin_every_depth_in_fewer_runs_than_the_sweep():
+    engine = SimulatedEngine(DEPTHS)
+    lines: list[str] = []
+    result = measure(engine, tasks_table(DEPTHS), models=MODELS, caps=(1, 2, 3, 5, 10), echo=lines.append)
+    depth = dict(result.depth.select("task", "depth").iter_rows())
+    assert depth == {"never": None, "t3": 3, "t5": 5}
+    assert dict(result.depth.select("task", "status").iter_rows())["never"] == "unsolved"
+    assert result.complete
+    assert result.runs == len(engine.rows) < result.sweep_runs == 3 * 2 * 5
+    assert len(result.rounds) == len(engine.rounds) <= 5
+    assert result.rounds[-1].status == {"solved": 2, "unsolved": 1}
+    assert any(line.startswith("round 1: ") and "tasks:" in line for line in lines)
+    assert "tasks: 2 solved, 1 unsolved" in result.render()
+
+
+def test_max_runs_stops_before_the_round_that_would_pass_it_and_names_what_is_left():
+    engine = SimulatedEngine(DEPTHS)
+    result = measure(engine, tasks_table(DEPTHS), models=MODELS, caps=(1, 2, 3, 5, 10), max_runs=10, echo=print)
+    assert len(engine.rows) <= 10
+    assert not result.complete
+    assert "would pass --max-runs 10" in result.stopped
+    text = result.render()
+    assert "left unpinned" in text
+    unpinned = result.depth.filter(pl.col("status") == "incomplete")["task"].to_list()
+    assert unpinned
+    assert all(task in text for task in unpinned)
+
+
+def test_max_cost_stops_on_the_estimated_cost_of_the_next_round():
+    engine = SimulatedEngine(DEPTHS, cost=1.0)
+    result = measure(engine, tasks_table(DEPTHS), models=MODELS, caps=(1, 2, 3, 5, 10), max_cost=8.5, echo=print)
+    assert sum(row["cost_usd"] for row in engine.rows) <= 8.5
+    assert "past --max-cost 8.5" in result.stopped
+    # without a cost in the trials, the budget cannot refuse a round
+    free = measure(SimulatedEngine(DEPTHS, cost=None), tasks_table(DEPTHS), models=MODELS, caps=(1, 2), max_cost=0.0,
+                   echo=print)  # fmt: skip
+    assert free.complete
+
+
+def test_a_round_of_invalid_trials_stops_with_the_reason_and_counts_nothing():
+    engine = SimulatedEngine(DEPTHS, invalid_from_round=1)
+    result = measure(engine, tasks_table(DEPTHS), models=MODELS, caps=(1, 2, 3), echo=print)
+    assert len(engine.rounds) == 1
+    assert "round 1 recorded no valid trial, nothing was counted: LLMEndpointError" in result.stopped
+    assert result.valid == 0
+    assert set(result.depth["status"]) == {"incomplete"}
+    assert result.depth["caps_tried"].to_list() == [[], [], []]
+
+
+def test_the_oracle_preflight_leaves_failing_tasks_out_and_all_failing_stops():
+    engine = SimulatedEngine(DEPTHS, oracle_fails=("never",))
+    lines: list[str] = []
+    result = measure(engine, tasks_table(DEPTHS), models=MODELS, caps=(1, 2, 3, 5), echo=lines.append)
+    assert "never" not in set(pl.concat(engine.rounds)["task"])
+    assert result.excluded["task"].to_list() == ["never"]
+    assert any("1 task(s) left out" in line and "never: the reference solution got reward 0" in line for line in lines)
+    everyone = SimulatedEngine(DEPTHS, oracle_fails=tuple(DEPTHS))
+    result = measure(everyone, tasks_table(DEPTHS), models=MODELS, caps=(1, 2), echo=print)
+    assert result.stopped == "every task failed its oracle"
+    assert not everyone.rounds
+
+
+# ---------------------------------------------------------------- the Harbor engine ---------
+def write_tasks(root: Path, names) -> pl.DataFrame:
+    from depthlab.io import load_tasks
+
+    for name in names:
+        (root / name / "environment").mkdir(parents=True)
+        (root / name / "environment" / "Dockerfile").write_text("FROM debian:bookworm-slim\n")
+        (root / name / "instruction.md").write_text("Do it.")
+        (root / name / "task.toml").write_text('version = "1.0"\n[verifier]\ntimeout_sec = 60.0\n')
+        (root / name / "tests").mkdir()
+        (root / name / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    return load_tasks([root])
+
+
+def round_plan(cells) -> pl.DataFrame:
+    frame = pl.DataFrame(cells, schema=["task", "model", "cap", "attempts"], orient="row")
+    return frame.with_columns(dataset=pl.lit("tasks")).select("dataset", "task", "model", "cap", "attempts")
+
+
+def test_a_round_is_one_job_per_cap_shared_by_the_models_that_need_the_same_tasks(tmp_path):
+    tasks = write_tasks(tmp_path / "tasks", ["a", "b"])
+    engine = HarborEngine(tmp_path / "jobs", base_url="http://127.0.0.1:9/v1", environment="daytona")
+    plan = round_plan([("a", "p/a", 3, 1), ("b", "p/a", 3, 1), ("a", "p/b", 3, 1), ("b", "p/b", 3, 1),
+                       ("b", "p/a", 10, 1), ("a", "p/b", 10, 1)])  # fmt: skip
+    configs = engine.round_configs(plan, tasks, 4)
+    assert sorted(configs) == ["measure-r04__cap-003", "measure-r04__cap-010__part-1", "measure-r04__cap-010__part-2"]
+    shared = configs["measure-r04__cap-003"]
+    assert [agent["model_name"] for agent in shared["agents"]] == ["p/a", "p/b"]
+    assert shared["agents"][0]["kwargs"] == {"max_turns": 3, "api_base": "http://127.0.0.1:9/v1"}
+    assert shared["datasets"] == [{"path": str((tmp_path / "tasks").absolute()), "task_names": ["a", "b"]}]
+    assert shared["extra_instructions"] == stated_cap_instructions(3)
+    assert shared["environment"]["type"] == "daytona"
+    assert shared["jobs_dir"] == str((tmp_path / "jobs").absolute())
+    parts = [configs[f"measure-r04__cap-010__part-{i}"] for i in (1, 2)]
+    assert sorted((p["agents"][0]["model_name"], p["datasets"][0]["task_names"]) for p in parts) == [
+        ("p/a", ["b"]),
+        ("p/b", ["a"]),
+    ]
+
+
+def test_next_round_and_resume_read_the_jobs_folder(tmp_path):
+    jobs = tmp_path / "jobs"
+    for name in ("measure-r01__cap-002", "measure-r03__cap-005", "other-job"):
+        (jobs / name).mkdir(parents=True)
+    assert HarborEngine(jobs, base_url=None).next_round() == 4
+
+
+def test_harbor_missing_or_outside_the_supported_range_is_one_clear_line(tmp_path):
+    with pytest.raises(EngineError) as missing:
+        find_harbor(str(tmp_path / "no-such-harbor"))
+    assert INSTALL_HINT in str(missing.value)
+    assert "Python >= 3.12" in str(missing.value)
+    for version, accepted in (("0.25.9", False), ("0.27.0", False), ("0.26.4", True)):
+        fake = tmp_path / f"harbor-{version}"
+        fake.write_text(f"#!/bin/sh\necho {version}\n")
+        fake.chmod(0o755)
+        if accepted:
+            assert find_harbor(str(fake)).version == version
+        else:
+            with pytest.raises(EngineError, match=rf"Harbor {version} at .* outside the supported range"):
+                find_harbor(str(fake))
+
+
+def test_compose_project_is_harbors_name_for_a_trial():
+    assert compose_project("Chain-R2__AbCdEfG__env") == "chain-r2__abcdefg__env"
+    assert compose_project("_x.y") == "0_x-y"
+
+
+def test_the_command_is_listed_and_checks_its_options(tmp_path, capsys):
+    assert cli.main(["--help"]) == 0
+    assert "measure" in capsys.readouterr().out
+    out = str(tmp_path / "d.csv")
+    assert cli.main(["measure", str(tmp_path), "--models", "a", "-o", out, "-n", "0"]) == 2
+    assert "--concurrency must be at least 1" in capsys.readouterr().err
+    assert cli.main(["measure", str(tmp_path), "--models", "a", "-o", str(tmp_path / "d.xlsx")]) == 2
+    assert cli.main(["measure", str(tmp_path), "--models", "a", "-o", out]) == 1
+    assert "no task folders found" in capsys.readouterr().err
+
+
+def test_a_missing_harbor_stops_the_command_before_any_work(tmp_path, capsys):
+    tasks = tmp_path / "tasks"
+    write_tasks(tasks, ["a"])
+    args = ["measure", str(tasks), "--models", "a", "-o", str(tmp_path / "d.csv"), "--harbor", str(tmp_path / "nope")]
+    assert cli.main([*args, "--jobs-dir", str(tmp_path / "jobs")]) == 1
+    err = capsys.readouterr().err
+    assert "Harbor not found" in err
+    assert "pip install 'harbor>=0.26,<0.27'" in err
+    assert not (tmp_path / "jobs").exists()
+
+
+@pytest.mark.harbor
+@pytest.mark.parametrize("environment", ["daytona", "modal"])
+def test_harbor_dry_run_accepts_a_cloud_rounds_configs(environment, tmp_path, harbor_python, harbor_env):
+    """``harbor run --config FILE --dry-run`` validates the config, the agent kwargs and the tasks."""
+    tasks = write_tasks(tmp_path / "tasks", ["a", "b"])
+    engine = HarborEngine(tmp_path / "jobs", base_url="http://127.0.0.1:9/v1", environment=environment)
+    plan = round_plan([("a", "p/a", 3, 1), ("b", "p/a", 3, 1), ("a", "openai/b", 3, 2)])
+    configs = engine.round_configs(plan, tasks, 1)
+    harbor = str(harbor_python.parent / "harbor")
+    # the environment's preflight only checks that its credentials are set; the dry run contacts no one
+    env = {**harbor_env, "DAYTONA_API_KEY": "dry-run", "MODAL_TOKEN_ID": "dry-run", "MODAL_TOKEN_SECRET": "dry-run"}
+    for name, config in list(configs.items())[: 2 if environment == "daytona" else 1]:  # each takes seconds
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(config))
+        done = subprocess.run(
+            [harbor, "run", "--config", str(path), "--dry-run", "--skip-credential-checks"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=300,
+            check=False,
+        )
+        n_trials = config["n_attempts"] * len(config["agents"]) * len(config["datasets"][0]["task_names"])
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        assert f"Dry run OK — {n_trials} trial(s)" in " ".join(done.stdout.split()), done.stdout[-2000:]
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux's /proc")
+def test_harbor_does_not_outlive_a_killed_depthlab(tmp_path):
+    """The ``harbor`` child gets SIGTERM when its parent dies by SIGKILL, so no orphan keeps running a job."""
+    import os
+    import signal
+    import sys
+    import time
+
+    script = (
+        "import subprocess, sys, time\n"
+        "from depthlab.engines.harbor import _die_with_parent\n"
+        "command = [sys.executable, '-c', 'import time; time.sleep(120)']\n"
+        "child = subprocess.Popen(command, preexec_fn=_die_with_parent)\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    assert _alive(child)
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait(10)
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def _oracle_job(jobs: Path, name: str, rewards: dict[str, float], checksums: dict[str, str], environment: str) -> None:
+    """A finished Harbor oracle job on disk: one trial per task with its reward (Harbor's result fields)."""
+    job = jobs / name
+    for index, (task, reward) in enumerate(rewards.items()):
+        trial = job / f"{task}__T{index:06d}"
+        trial.mkdir(parents=True)
+        result = {"task_name": task, "exception_info": None, "verifier_result": {"rewards": {"reward": reward}}}
+        (trial / "result.json").write_text(json.dumps(result))
+    (job / "config.json").write_text("{}")
+    (job / "result.json").write_text(json.dumps({"finished_at": "2026-12-01T00:00:00"}))
+    meta = {"environment": environment, "kwargs": {}, "tasks": checksums}
+    (job / "depthlab-oracle.json").write_text(json.dumps(meta))
+
+
+def test_the_harbor_preflight_reruns_only_new_or_changed_tasks(tmp_path):
+    tasks = write_tasks(tmp_path / "tasks", ["a", "b", "c"])
+    sums = dict(tasks.select("task", "checksum").iter_rows())
+    jobs = tmp_path / "jobs"
+    _oracle_job(jobs, "measure-oracle__old", {"a": 1.0, "b": 0.0, "c": 1.0}, sums, "docker")
+    lines: list[str] = []
+    fake = tmp_path / "harbor"  # any harbor call fails: a reuse must not need one
+    fake.write_text('#!/bin/sh\n[ "$1" = --version ] && echo 0.26.0 && exit 0\nexit 1\n')
+    fake.chmod(0o755)
+    engine = HarborEngine(jobs, base_url=None, harbor=str(fake))
+    engine.progress = False
+    failures = engine.preflight(tasks, lines.append)
+    assert failures.select("task", "reason").rows() == [("b", "the reference solution got reward 0.0")]
+    assert "checked before" in lines[-1]
+    # c changed since: only c runs again (the fake harbor fails, after the config names c alone)
+    (tmp_path / "tasks" / "c" / "instruction.md").write_text("Do it differently.")
+    changed = load_tasks([tmp_path / "tasks"])
+    with pytest.raises(EngineError, match="harbor run --config failed"):
+        engine.preflight(changed, lines.append)
+    (config,) = jobs.glob("measure-oracle__*/depthlab-config.json")
+    assert json.loads(config.read_text())["datasets"][0]["task_names"] == ["c"]
+    assert "on 1 task(s)" in lines[-1]
+    # another environment reuses nothing
+    with pytest.raises(EngineError):
+        HarborEngine(jobs, base_url=None, harbor=str(fake), environment="modal").preflight(tasks, lines.append)
+    assert "on 3 task(s)" in lines[-1]
+
+
+def test_resume_hands_interrupted_jobs_to_harbors_own_resume(tmp_path):
+    """A job Harbor did not finish, or finished with cancelled trials (Ctrl-C), goes to
+    ``harbor jobs resume``; a finished job does not; a job folder that never started is removed."""
+    calls = tmp_path / "calls.txt"
+    fake = tmp_path / "harbor"
+    fake.write_text(f'#!/bin/sh\n[ "$1" = --version ] && echo 0.26.0 && exit 0\necho "$@" >> {calls}\n')
+    fake.chmod(0o755)
+    jobs = tmp_path / "jobs"
+
+    def job(name: str, finished: bool, exceptions: list[str | None]) -> Path:
+        folder = jobs / name
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(json.dumps({"n_attempts": 1, "agents": [{}], "datasets": []}))
+        (folder / "result.json").write_text(json.dumps({"finished_at": "2026-12-01T00:00:00" if finished else None}))
+        for index, exception in enumerate(exceptions):
+            (folder / f"t__{index}").mkdir()
+            info = {"exception_type": exception} if exception else None
+            (folder / f"t__{index}" / "result.json").write_text(json.dumps({"exception_info": info}))
+        return folder
+
+    done = job("measure-r01__cap-001", True, [None, None])
+    cancelled = job("measure-r02__cap-002", True, [None, "CancelledError"])
+    killed = job("measure-r02__cap-005", False, [None])
+    (jobs / "measure-r03__cap-010").mkdir()  # made, then killed before Harbor wrote config.json
+    lines: list[str] = []
+    engine = HarborEngine(jobs, base_url=None, harbor=str(fake), environment="modal")
+    engine.progress = False
+    engine.resume(lines.append)
+    resumed = calls.read_text().splitlines()
+    assert resumed == [f"jobs resume --job-path {cancelled}", f"jobs resume --job-path {killed}"]
+    assert done.name not in calls.read_text()
+    assert not (jobs / "measure-r03__cap-010").exists()
+    assert f"resuming the interrupted Harbor job {cancelled.name}: 1 trial(s) kept, 1 to redo" in lines
