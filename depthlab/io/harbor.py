@@ -37,7 +37,7 @@ import math
 import os
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, overload
 
 import msgspec
 
@@ -327,6 +327,10 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
+@overload
+def utc(value: datetime) -> datetime: ...
+@overload
+def utc(value: None) -> None: ...
 def utc(value: datetime | None) -> datetime | None:
     """Naive timestamps (Harbor writes some with ``datetime.now()``) are taken as UTC."""
     if value is None:
