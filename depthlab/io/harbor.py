@@ -356,6 +356,8 @@ def _apply_cap_rule(rule: str | CapRule, config: dict, turn_limit: int | None) -
         return stated_cap(config)
     if rule == "turn_limit":
         return turn_limit
+    if isinstance(rule, str):  # read_trials admits only the two names above; say so if another gets here
+        raise ValueError(f"cap_rule must be 'stated_cap', 'turn_limit' or a callable, got {rule!r}")
     return _as_int(rule(config), "the cap_rule's result")
 
 
