@@ -347,9 +347,18 @@ def check_interval(value: object, name: str, function: str) -> tuple[float, floa
 
 
 def check_bool(value: object, name: str, function: str) -> bool:
-    """Return ``value`` when it is a bool (True or False, not 0 or 1); raise TypeError otherwise."""
+    """Return ``value`` when it is a bool (True or False, not 0 or 1); raise TypeError otherwise.
+
+    >>> check_bool(False, "cache", "f")
+    False
+    >>> check_bool(1, "cache", "f")
+    Traceback (most recent call last):
+    ...
+    TypeError: The 'cache' parameter of f must be a bool, got 1
+    """
     if not isinstance(value, bool):
         raise _fail(name, function, "a bool", value, TypeError)
+    return value
 
 
 def check_positive_finite(value: object, name: str, function: str) -> float:

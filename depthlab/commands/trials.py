@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from depthlab._tables import output_table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tqdm import tqdm
+
+    from depthlab.io.trials import Progress
 
 HELP = "Load run logs into the trials table (-o FILE.csv|.parquet)."
 
@@ -63,19 +69,19 @@ class _ProgressBar:
 
     def __init__(self, unit: str) -> None:
         self._unit = unit
-        self._bar = None
+        self._bar: tqdm | None = None
 
-    def __enter__(self):  # noqa: ANN204 - returns the progress callback or None
+    def __enter__(self) -> Progress | None:
         if not sys.stderr.isatty():
             return None
         from tqdm import tqdm
 
-        self._bar = tqdm(total=0, unit=self._unit, file=sys.stderr, leave=False)
+        bar = self._bar = tqdm(total=0, unit=self._unit, file=sys.stderr, leave=False)
 
         def update(done: int, total: int) -> None:
-            self._bar.total = total
-            self._bar.n = done
-            self._bar.refresh()
+            bar.total = total
+            bar.n = done
+            bar.refresh()
 
         return update
 

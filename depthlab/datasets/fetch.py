@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote
 
 import msgspec
@@ -54,6 +55,9 @@ import polars as pl
 
 from depthlab import _atomic
 from depthlab._checks import check_bool, check_choice, check_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from huggingface_hub import HfApi
 
 __all__ = ["RESULTS_ONLY", "SOURCES", "FetchError", "Source", "fetch", "sources"]
 
@@ -67,6 +71,7 @@ RESULTS_ONLY: tuple[str, ...] = ("result.json", "*/result.json", "config.json", 
 RUN_LOG_SOURCES: tuple[str, ...] = ("tb2-leaderboard",)
 # Small files are bound by the round trip, not the bandwidth: this many downloads run at once.
 _PARALLEL_DOWNLOADS = 8
+_T = TypeVar("_T")
 
 
 class FetchError(RuntimeError):
@@ -385,7 +390,7 @@ def _fetch_hf(source: Source, dest: Path, endpoint: str, patterns: tuple[tuple[s
     return dest
 
 
-def _hf_api(endpoint: str):  # noqa: ANN202 - huggingface_hub.HfApi
+def _hf_api(endpoint: str) -> HfApi:
     try:
         from huggingface_hub import HfApi
     except ImportError:
@@ -396,7 +401,7 @@ def _hf_api(endpoint: str):  # noqa: ANN202 - huggingface_hub.HfApi
 def _hf_commit(source: Source, endpoint: str) -> str:
     url = f"{endpoint}/api/datasets/{source.location}/revision/{source.revision}"
     info = _hf_call(url, lambda: _hf_api(endpoint).dataset_info(source.location, revision=source.revision))
-    if not getattr(info, "sha", None):
+    if not info.sha:
         raise FetchError(f"cannot fetch {url}: the hub did not say which commit {source.revision!r} is")
     return info.sha
 
@@ -429,7 +434,7 @@ def _hf_files(source: Source, endpoint: str, commit: str, patterns: tuple[tuple[
     return entries
 
 
-def _hf_call(url: str, call: Callable[[], object]) -> object:
+def _hf_call(url: str, call: Callable[[], _T]) -> _T:
     try:
         return call()
     except FetchError:

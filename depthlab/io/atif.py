@@ -334,6 +334,7 @@ def _trajectory_steps(
             results = step.observation.results if step.observation else []
             observation = "\n".join(_content_text(result.content) for result in results) if results else None
             message = _content_text(step.message)
+            commands: str | None
             if step.tool_calls:
                 commands = "\n".join(_command_text(call.function_name, call.arguments) for call in step.tool_calls)
             else:

@@ -37,7 +37,7 @@ import math
 import os
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, overload
 
 import msgspec
 
@@ -327,6 +327,10 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
+@overload
+def utc(value: datetime) -> datetime: ...
+@overload
+def utc(value: None) -> None: ...
 def utc(value: datetime | None) -> datetime | None:
     """Naive timestamps (Harbor writes some with ``datetime.now()``) are taken as UTC."""
     if value is None:
@@ -352,6 +356,8 @@ def _apply_cap_rule(rule: str | CapRule, config: dict, turn_limit: int | None) -
         return stated_cap(config)
     if rule == "turn_limit":
         return turn_limit
+    if isinstance(rule, str):  # read_trials admits only the two names above; say so if another gets here
+        raise ValueError(f"cap_rule must be 'stated_cap', 'turn_limit' or a callable, got {rule!r}")
     return _as_int(rule(config), "the cap_rule's result")
 
 

@@ -42,7 +42,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 #: ``config.agent.kwargs`` key of the turn cap stated to the agent (read by the default cap rule).
 STATED_CAP_KEY: Final[str] = "stated_cap"
@@ -558,6 +558,15 @@ def trajectory(
     }
 
 
+class TrajectoryAgent(TypedDict):
+    """The agent fields of a :class:`Trajectory` (the keyword arguments of :func:`trajectory`)."""
+
+    agent_name: str
+    agent_version: str
+    model_name: str | None
+    extra: dict[str, Any]
+
+
 class Trajectory:
     """An ATIF trajectory rewritten to ``path`` after every step (as terminus-2 does), so an
     interrupted trial still shows its turns.
@@ -572,10 +581,12 @@ class Trajectory:
     'hello'
     """
 
-    def __init__(self, path: Path, *, agent_name: str, agent_version: str, model_name: str | None, extra: dict) -> None:
+    def __init__(
+        self, path: Path, *, agent_name: str, agent_version: str, model_name: str | None, extra: dict[str, Any]
+    ) -> None:
         self.path = path
         self.session_id = str(uuid.uuid4())
-        self.agent = {
+        self.agent: TrajectoryAgent = {
             "agent_name": agent_name,
             "agent_version": agent_version,
             "model_name": model_name,

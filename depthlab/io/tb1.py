@@ -216,8 +216,8 @@ def _find_run_dir(start: str, deps: list[Dep]) -> str:
 def _run_context(run_dir: str, deps: list[Dep], runs: dict[str, tuple[_Run, list[Dep]]]) -> _Run:
     """Agent, model, job and kwargs of a run; ``runs`` memoizes them with the files they came from."""
     if run_dir in runs:
-        run, run_deps = runs[run_dir]
-        deps.extend(run_deps)  # every trial depends on its run's files, for the cache
+        run, known_deps = runs[run_dir]
+        deps.extend(known_deps)  # every trial depends on its run's files, for the cache
         return run
     run_deps: list[Dep] = []
     meta = _RunMetadata()

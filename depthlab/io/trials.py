@@ -6,7 +6,7 @@ import os
 import pickle
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -103,8 +103,8 @@ class TrialLoad:
             f"duplicates collapsed {len(self.duplicates)}; seen {self.n_seen}"
         )
         if self.notes:
-            counts = ", ".join(f"{name} {len(items)}" for name, items in self.notes_by_field().items())
-            text += f"; field notes {len(self.notes)} ({counts})"
+            by_field = ", ".join(f"{name} {len(items)}" for name, items in self.notes_by_field().items())
+            text += f"; field notes {len(self.notes)} ({by_field})"
         return text
 
 
@@ -456,7 +456,9 @@ def _rejection(exc: Exception, path: str) -> Rejected:
     return Rejected(path, f"could not be read: {type(exc).__name__}: {exc}")
 
 
-def _run_units(units: list[tuple[int, str, str]], options: harbor.Options, strict: bool, progress: Progress | None):  # noqa: ANN202 - a generator of unit results
+def _run_units(
+    units: list[tuple[int, str, str]], options: harbor.Options, strict: bool, progress: Progress | None
+) -> Iterator[tuple[list[tuple[int, str, str]], _ChunkResult]]:
     """Each unit's result in order, as soon as its chunk is parsed (nothing waits for the whole load in memory)."""
     total = len(units)
     context = _pool_context()
