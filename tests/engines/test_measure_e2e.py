@@ -115,6 +115,17 @@ def compose_projects() -> set[str]:
     return {line for line in done.stdout.split() if line.startswith("measure-chain-r")}
 
 
+def project_images(project: str) -> list[str]:
+    """The image Docker Compose built for ``project``'s service ``main`` (a Harbor trial's image)."""
+    done = subprocess.run(
+        ["docker", "images", "-q", "--filter", f"reference={project}-main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.split()
+
+
 # ---------------------------------------------------------------- Harbor --------------------
 def once(name: str, tmp_path_factory: pytest.TempPathFactory, compute) -> dict:
     """``compute(work_dir)`` once per test session, also under pytest-xdist (whose workers would each
@@ -163,6 +174,7 @@ def _harbor_measure(work: Path, chain_tasks: Path, server, harbor_cmd: str, meas
     started = time.monotonic()
     kill_when(args, measure_env, one_done_one_running)
     left = compose_projects() - before  # what the killed Harbor could not clean up
+    left_images = sorted(image for project in left for image in project_images(project))
     interrupted = [path.name for path in round_one.iterdir() if path.is_dir() and not (path / "result.json").exists()]
     kept = sorted(path.parent.name for path in round_one.glob("*/result.json"))
     second = run_measure(args, measure_env)
@@ -172,6 +184,7 @@ def _harbor_measure(work: Path, chain_tasks: Path, server, harbor_cmd: str, meas
         "out": str(out),
         "jobs": str(jobs),
         "left": sorted(left),
+        "left_images": left_images,
         "interrupted": interrupted,
         "kept": kept,
         "seconds": time.monotonic() - started,
@@ -197,6 +210,9 @@ def test_harbor_resume_kept_the_done_trials_and_duplicated_none(harbor_measured)
     # the kill left the interrupted trials' containers running; the resume removed them
     assert harbor_measured["left"]
     assert not compose_projects() & set(harbor_measured["left"])
+    # and their images (Harbor builds one per trial and removes it at the trial's end)
+    assert harbor_measured["left_images"]
+    assert not [image for project in harbor_measured["left"] for image in project_images(project)]
 
 
 def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, harbor_check, harbor_viewer):
