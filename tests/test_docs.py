@@ -43,6 +43,7 @@ API_PAGES: tuple[tuple[str, str], ...] = (
             "plots",
             "simulate",
             "runner",
+            "engines",
             "paper",
             "catalog",
             "schema",
@@ -125,6 +126,7 @@ class _Parser(argparse.ArgumentParser):
 def _shell_commands(path: Path) -> list[str]:
     commands = []
     for block in re.findall(r"^```(?:bash|sh|shell)\n(.*?)^```", path.read_text(encoding="utf-8"), re.M | re.S):
+        block = re.sub(r"\\\n\s*", " ", block)  # a command continued over lines with a trailing backslash
         for line in block.splitlines():
             line = line.split(" #", 1)[0].strip()
             if line.startswith("depthlab "):

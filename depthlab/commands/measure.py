@@ -72,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from depthlab._tables import write_table
     from depthlab.commands.run import sigterm_as_interrupt
-    from depthlab.engines import EngineError, HarborEngine, LocalEngine, measure
+    from depthlab.engines import Engine, EngineError, HarborEngine, LocalEngine, measure
     from depthlab.io import load_tasks
 
     for option, least in (("concurrency", 1), ("attempts", 1), ("max_runs", 1)):
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         print("depthlab measure: --profile is --engine local's (Harbor's environment decides)", file=sys.stderr)
         return 2
     if args.engine == "harbor":
-        engine = HarborEngine(
+        engine: Engine = HarborEngine(
             args.jobs_dir,
             base_url=args.base_url,
             harbor=args.harbor,
