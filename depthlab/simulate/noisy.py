@@ -244,3 +244,68 @@ def replay_attempts(
     caps = tasks.model.caps
     rung = np.array([caps.index(d) if (d := by_task.get(name)) is not None else len(caps) for name in tasks.names])
     return {"runs": float(n_valid.sum()), "rounds": float(rounds), **rung_errors(rung, tasks.true_rung)}
+
+
+def censored_coverage(
+    *,
+    replications: int = 200,
+    n_tasks: int = 100,
+    n_boot: int = 500,
+    median: float = 3.0,
+    sigma: float = 1.3,
+    ladders: Sequence[Sequence[int]] = (CAPS, (1, 2, 10, 80)),
+    seed: int = 0,
+) -> pl.DataFrame:
+    """How often :func:`~depthlab.measures.censored.censored_depth`'s intervals cover the true shares.
+
+    Each replication draws ``n_tasks`` true turn counts, log-normal around ``median``; task i is
+    measured on ``ladders[i % len(ladders)]`` (by default every other task on a ladder with gaps),
+    so its D is the interval of that ladder's rung that holds its turns, or beyond 80 (unsolved).
+    The truth is the log-normal's own: share D <= 3 = P(turns <= 3), share D >= 5 = 1 - that.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns statistic, truth, coverage, replications.
+    """
+    from scipy.stats import norm
+
+    from depthlab.measures.censored import censored_depth
+
+    rng = np.random.default_rng(seed)
+    truth = float(norm.cdf((np.log(3.0) - np.log(median)) / sigma))
+    truths = {"share_le_3": truth, "share_ge_5": 1.0 - truth}
+    hits = dict.fromkeys(truths, 0)
+    for r in range(replications):
+        turns = np.exp(np.log(median) + sigma * rng.standard_normal(n_tasks))
+        low, high, status = [], [], []
+        for i, t in enumerate(turns):
+            ladder = list(ladders[i % len(ladders)])
+            rung = next((j for j, cap in enumerate(ladder) if cap >= t), None)
+            if rung is None:
+                low.append(ladder[-1])
+                high.append(None)
+                status.append("unsolved")
+            else:
+                low.append(0 if rung == 0 else ladder[rung - 1])
+                high.append(ladder[rung])
+                status.append("solved")
+        depth = schema.conform(
+            pl.DataFrame(
+                {"dataset": "sim", "task": [f"t{i}" for i in range(n_tasks)], "status": status, "depth": high,
+                 "depth_low": low, "depth_high": high}
+            ),
+            "depth",
+        )
+        table = censored_depth(depth, n_boot=n_boot, seed=seed * 100_003 + r).filter(pl.col("variant") == "censored")
+        for statistic, value in truths.items():
+            row = table.filter(pl.col("statistic") == statistic).row(0, named=True)
+            hits[statistic] += int(row["ci_low"] - 1e-12 <= value <= row["ci_high"] + 1e-12)
+    return pl.DataFrame(
+        {
+            "statistic": list(truths),
+            "truth": list(truths.values()),
+            "coverage": [hits[s] / replications for s in truths],
+            "replications": replications,
+        }
+    )
