@@ -645,3 +645,19 @@ def test_isotonic_fit_equals_scipy_weighted_isotonic_regression():
         expected = isotonic_regression(passes[seen] / valid[seen], weights=valid[seen], increasing=True).x
         np.testing.assert_allclose(fitted[seen], expected, atol=1e-12)
         assert np.isnan(fitted[~seen]).all()
+
+
+def test_split_half_depth_agrees_fully_on_noiseless_runs_and_less_on_noisy_ones():
+    from depthlab.measures import split_half_depth
+    from depthlab.simulate.noisy import NoisyModel, counts_to_trials, draw_counts, draw_tasks
+
+    rng = np.random.default_rng(11)
+    tasks = draw_tasks(NoisyModel(n_tasks=60, n_models=1), rng)
+    noisy = counts_to_trials(tasks, draw_counts(tasks, 4, rng), np.full(tasks.prob.shape, 4))
+    # the same tasks with every attempt of a cell alike (the majority outcome of the noisy draw)
+    alike = counts_to_trials(tasks, 4 * (tasks.prob >= 0.5), np.full(tasks.prob.shape, 4))
+    clean = split_half_depth(alike, repeats=3, pass_rule="any").row(0, named=True)
+    assert clean["share_equal"] == 1.0 and clean["n_multi_cells"] == 60 * 8
+    rough = split_half_depth(noisy, repeats=3, pass_rule="any").row(0, named=True)
+    assert rough["share_equal"] < 0.9
+    assert rough["share_within_one"] >= rough["share_equal"]
