@@ -11,13 +11,14 @@ from depthlab.measures.depth import depth_summary, estimate_depth, second_model_
 from depthlab.measures.planning import PLAN_MODES, plan_missing, sweep_runs
 from depthlab.measures.proxy import depth_proxy, proxy_correlations, rung_agreement, turn_dependencies
 from depthlab.measures.public import pass_rates, turn_counts
-from depthlab.measures.reliability import split_half_depth
+from depthlab.measures.reliability import depth_by_rule, split_half_depth
 
 __all__ = [
     "CURATION",
     "PLAN_MODES",
     "audit_table",
     "censored_depth",
+    "depth_by_rule",
     "depth_proxy",
     "depth_summary",
     "estimate_depth",

@@ -118,3 +118,58 @@ def split_half_depth(
         "rank_corr": pl.Float64(),
     }
     return pl.DataFrame(rows, schema=schema)
+
+
+def depth_by_rule(
+    trials: pl.DataFrame,
+    *,
+    rules: Sequence[str] = PASS_RULES,
+    caps: Sequence[int] = CAPS,
+    q: float = 0.5,
+) -> pl.DataFrame:
+    """Each task's D under each pass rule, side by side, and per collection how often the rules agree.
+
+    Returns
+    -------
+    pl.DataFrame
+        Per collection: n_tasks, and for each rule ``n_solved_<rule>``, ``median_<rule>`` (median D
+        of the tasks it solves) and ``same_as_any_<rule>`` (share of tasks whose D, or status,
+        equals the paper's rule's).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> trials = schema.conform(pl.DataFrame({"dataset": "d", "task": "t", "model": "m",
+    ...     "cap": [1, 2, 2, 2, 3], "status": ["fail", "pass", "fail", "fail", "pass"]}), "trials")
+    >>> depth_by_rule(trials, caps=[1, 2, 3]).select("median_any", "median_isotonic").row(0)
+    (2.0, 3.0)
+    """
+    function = "depth_by_rule"
+    check_frame(trials, "trials", function, _CELL + ("status",))
+    rules = [check_choice(rule, "rules", function, PASS_RULES) for rule in rules]
+    caps = check_caps(caps, function)
+    tables = {
+        rule: estimate_depth(trials, caps=caps, pass_rule=rule, q=q).select(
+            *TASK_KEYS, pl.col("depth").alias(rule), pl.col("status").alias(f"status_{rule}")
+        )
+        for rule in rules
+    }
+    joined = tables[rules[0]]
+    for rule in rules[1:]:
+        joined = joined.join(tables[rule], on=list(TASK_KEYS), nulls_equal=True)
+    reference = tables["any"] if "any" in tables else tables[rules[0]]
+    joined = joined.join(
+        reference.select(*TASK_KEYS, pl.col(reference.columns[2]).alias("_ref"), pl.col(reference.columns[3]).alias("_ref_status")),
+        on=list(TASK_KEYS),
+        nulls_equal=True,
+    )
+    aggs: list[pl.Expr] = [pl.len().alias("n_tasks")]
+    for rule in rules:
+        same = pl.col(rule).eq_missing(pl.col("_ref")) & (pl.col(f"status_{rule}") == pl.col("_ref_status"))
+        aggs += [
+            (pl.col(f"status_{rule}") == "solved").sum().alias(f"n_solved_{rule}"),
+            pl.col(rule).median().alias(f"median_{rule}"),
+            same.mean().alias(f"same_as_any_{rule}"),
+        ]
+    return joined.group_by("dataset").agg(aggs).sort("dataset")
