@@ -952,4 +952,5 @@ def test_depth_uncertainty_findings_on_the_demo(demo):
     assert set(reliability["detail"]) == {"needs two or more attempts per cell"}
     robust = findings.pass_depth_given_work_robust(demo, n_perm=200, n_boot=100, seed=1)
     perm = robust.filter(pl.col("key") == "pcorr_pass_depth_given_work_perm").drop_nulls("value")
-    assert perm.height > 0 and perm["p"].is_between(0, 1).all()
+    assert perm.height > 0
+    assert perm["p"].is_between(0, 1).all()

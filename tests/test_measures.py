@@ -546,12 +546,15 @@ def test_pass_rule_and_mode_messages():
     trials = _trials([("t", "a", 1, "pass")])
     with pytest.raises(
         ValueError,
-        match=r"^The 'pass_rule' parameter of estimate_depth must be one of \['any', 'majority', 'isotonic'\], got 'all'$",
+        match=r"^The 'pass_rule' parameter of estimate_depth must be one of "
+        r"\['any', 'majority', 'isotonic'\], got 'all'$",
     ):
         estimate_depth(trials, pass_rule="all")
     tasks = schema.conform(pl.DataFrame({"dataset": ["d"], "task": ["t"]}), "tasks")
     with pytest.raises(
-        ValueError, match=r"^The 'pass_rule' parameter of plan_missing must be one of \['any', 'majority', 'isotonic'\], got 'all'$"
+        ValueError,
+        match=r"^The 'pass_rule' parameter of plan_missing must be one of "
+        r"\['any', 'majority', 'isotonic'\], got 'all'$",
     ):
         plan_missing(trials, tasks, models=["a"], pass_rule="all")
     with pytest.raises(
@@ -613,7 +616,8 @@ def test_depth_interval_solved_unsolved_incomplete_and_a_ladder_with_gaps():
     # a ladder without 3 and 5: D = 10 now says only "more than 2 turns"
     gaps = estimate_depth(trials, caps=(1, 2, 10, 20, 40, 80))
     assert (_row(gaps, "ten")["depth_low"], _row(gaps, "ten")["depth_high"]) == (2, 10)
-    assert schema.DEPTH["depth_low"] == pl.Int32 and list(depth.columns) == list(schema.DEPTH)
+    assert schema.DEPTH["depth_low"] == pl.Int32
+    assert list(depth.columns) == list(schema.DEPTH)
 
 
 def test_isotonic_rule_one_lucky_pass_in_three_and_q():
@@ -657,7 +661,8 @@ def test_split_half_depth_agrees_fully_on_noiseless_runs_and_less_on_noisy_ones(
     # the same tasks with every attempt of a cell alike (the majority outcome of the noisy draw)
     alike = counts_to_trials(tasks, 4 * (tasks.prob >= 0.5), np.full(tasks.prob.shape, 4))
     clean = split_half_depth(alike, repeats=3, pass_rule="any").row(0, named=True)
-    assert clean["share_equal"] == 1.0 and clean["n_multi_cells"] == 60 * 8
+    assert clean["share_equal"] == 1.0
+    assert clean["n_multi_cells"] == 60 * 8
     rough = split_half_depth(noisy, repeats=3, pass_rule="any").row(0, named=True)
     assert rough["share_equal"] < 0.9
     assert rough["share_within_one"] >= rough["share_equal"]

@@ -420,10 +420,11 @@ def test_auto_attempts_retry_a_lone_pass_and_probe_the_cap_above_under_isotonic(
     assert _model_caps(plan) == {("a", 1), ("a", 2), ("a", 3)}
     assert set(plan["attempts"]) == {1}
     # the same evidence with every cell at its budget of 3: nothing is open any more
-    full = _trials(
-        [("t", "a", 1, "fail")] * 3 + [("t", "a", 2, "pass")] * 3 + [("t", "a", 3, "pass")] * 3
+    full = _trials([("t", "a", 1, "fail")] * 3 + [("t", "a", 2, "pass")] * 3 + [("t", "a", 3, "pass")] * 3)
+    assert (
+        plan_missing(full, _tasks(["t"]), models=["a"], attempts="auto", mode="adaptive", pass_rule="isotonic").height
+        == 0
     )
-    assert plan_missing(full, _tasks(["t"]), models=["a"], attempts="auto", mode="adaptive", pass_rule="isotonic").height == 0
 
 
 def test_auto_attempts_leave_a_failure_whose_neighbours_decide_it():
@@ -440,7 +441,9 @@ def test_auto_attempts_leave_a_failure_whose_neighbours_decide_it():
 
 def test_auto_attempts_checks():
     trials = _trials([("t", "a", 1, "fail")])
-    with pytest.raises(ValueError, match=r"^The 'attempts' parameter of plan_missing must be a positive integer or 'auto'"):
+    with pytest.raises(
+        ValueError, match=r"^The 'attempts' parameter of plan_missing must be a positive integer or 'auto'"
+    ):
         plan_missing(trials, _tasks(["t"]), models=["a"], attempts="many")
     with pytest.raises(ValueError, match=r"^The 'max_attempts' parameter of plan_missing"):
         plan_missing(trials, _tasks(["t"]), models=["a"], attempts="auto", max_attempts=0)
@@ -473,7 +476,8 @@ def test_cli_plan_attempts_auto(tmp_path, capsys):
     plan = pl.read_csv(tmp_path / "auto.csv")
     depth = estimate_depth(dl_trials(out), pass_rule="isotonic").filter(pl.col("status") == "solved")
     at_depth = plan.join(depth.select("task", pl.col("depth").alias("cap")), on=["task", "cap"])
-    assert plan.height > 0 and set(plan["attempts"]) == {1}
+    assert plan.height > 0
+    assert set(plan["attempts"]) == {1}
     assert at_depth.height > 0
     assert cli.main([*args, "--attempts", "many", "-o", str(tmp_path / "x.csv")]) == 2
     assert "expected a positive integer or 'auto'" in capsys.readouterr().err

@@ -1034,14 +1034,21 @@ def test_hierarchical_bootstrap_is_wider_when_collections_differ_and_counts_dege
         for t in range(15):
             depth = rng.integers(1, 6)
             for _ in range(3):
-                rows.append({"dataset": f"c{c}", "task": f"c{c}-t{t}", "depth": float(depth),
-                             "passed": float(rng.random() < 1 / (1 + np.exp(0.5 * depth - shift)))})
+                rows.append(
+                    {
+                        "dataset": f"c{c}",
+                        "task": f"c{c}-t{t}",
+                        "depth": float(depth),
+                        "passed": float(rng.random() < 1 / (1 + np.exp(0.5 * depth - shift))),
+                    }
+                )
     runs = pl.DataFrame(rows)
     two = hierarchical_bootstrap(runs, "passed", "depth", levels=("dataset", "task"), n_boot=400, seed=1)
     one = hierarchical_bootstrap(runs, "passed", "depth", levels=("task",), n_boot=400, seed=1)
     means = runs.group_by("task").agg(pl.col("passed", "depth").mean())
     assert two.r == pytest.approx(scipy_stats.spearmanr(means["passed"], means["depth"]).statistic)
-    assert two.n == 60 and two.method == "hierarchical bootstrap"
+    assert two.n == 60
+    assert two.method == "hierarchical bootstrap"
     assert two.ci_high - two.ci_low > one.ci_high - one.ci_low
     # one task with one run: every resample is that task, depth constant: all degenerate
     single = hierarchical_bootstrap(runs.head(1), "passed", "depth", levels=("task",), n_boot=20, seed=0)

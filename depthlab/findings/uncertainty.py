@@ -68,7 +68,7 @@ def censored_depth_shares(data: AuditData, *, n_boot: int = 2000, seed: int = 0)
 
 @docstring
 def depth_reliability(data: AuditData, *, repeats: int = 20, seed: int = 0) -> pl.DataFrame:
-    """Split-half D per collection, from cells with two or more attempts: share equal, within one rung, rank correlation.
+    """Split-half D per collection from cells with 2+ attempts: share equal, within one rung, rank correlation.
 
     Each cell's attempts are split in two at random, D estimated on each half with the paper's
     rule, the halves compared (:func:`depthlab.measures.reliability.split_half_depth`), ``repeats``
@@ -146,7 +146,9 @@ def pass_depth_given_work_robust(
         tasks = audit.filter(pl.col("dataset") == dataset)
         models = capped_models(data, [dataset])
         enough = tasks.height >= 4 and tasks["depth"].n_unique() > 1
-        perm = stats.permutation_pvalue(tasks, "pass_rate", "depth", "work", n_perm=n_perm, seed=seed) if enough else None
+        perm = (
+            stats.permutation_pvalue(tasks, "pass_rate", "depth", "work", n_perm=n_perm, seed=seed) if enough else None
+        )
         rows.append(
             make_row(
                 data,
@@ -163,7 +165,10 @@ def pass_depth_given_work_robust(
         )
         hier = None
         if enough and n_boot:
-            task_runs = runs.join(tasks.select("dataset", "task", pl.col("depth").cast(pl.Float64), pl.col("work").cast(pl.Float64)), on=["dataset", "task"])
+            task_runs = runs.join(
+                tasks.select("dataset", "task", pl.col("depth").cast(pl.Float64), pl.col("work").cast(pl.Float64)),
+                on=["dataset", "task"],
+            )
             hier = stats.hierarchical_bootstrap(
                 task_runs, "passed", "depth", "work", levels=("task",), n_boot=n_boot, seed=seed
             )

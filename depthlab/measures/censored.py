@@ -18,6 +18,7 @@ half (null when that is beyond the top cap). Incomplete tasks (no interval yet) 
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -55,7 +56,7 @@ def innermost_intervals(low: np.ndarray, high: np.ndarray) -> np.ndarray:
         [(float(v), 1, "L") for v in np.asarray(low)] + [(float(v), 0, "R") for v in np.asarray(high)],
         key=lambda e: (e[0], e[1]),  # at a tie a right end comes first: (a, b] and (b, c] do not overlap
     )
-    out = [(a[0], b[0]) for a, b in zip(ends, ends[1:], strict=False) if a[2] == "L" and b[2] == "R"]
+    out = [(a[0], b[0]) for a, b in itertools.pairwise(ends) if a[2] == "L" and b[2] == "R"]
     return np.array(sorted(set(out)), dtype=np.float64).reshape(-1, 2)
 
 
@@ -193,7 +194,9 @@ def censored_depth(depth: pl.DataFrame, *, n_boot: int = 2000, ci: float = 0.95,
                     valid = values[~np.isnan(values)]
                     n_degenerate = len(values) - len(valid)
                     if len(valid):
-                        ci_low, ci_high = (float(x) for x in np.quantile(valid, [alpha, 1 - alpha], method="inverted_cdf"))
+                        ci_low, ci_high = (
+                            float(x) for x in np.quantile(valid, [alpha, 1 - alpha], method="inverted_cdf")
+                        )
                 rows.append(
                     {
                         "dataset": dataset,

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-import numpy as np
 import polars as pl
 
 from depthlab import schema
@@ -110,9 +109,13 @@ def evidence_grid(
         .otherwise(pl.lit("missing"))
     )
     model_keys = [*TASK_KEYS, "model"]
-    grid = grid.with_columns(state=state).drop("_fitted_pass", strict=False).with_columns(
-        model_depth=pl.when(pl.col("state") == "pass").then(pl.col("cap")).min().over(model_keys),
-        top_state=pl.col("state").filter(pl.col("cap") == top).first().over(model_keys),
+    grid = (
+        grid.with_columns(state=state)
+        .drop("_fitted_pass", strict=False)
+        .with_columns(
+            model_depth=pl.when(pl.col("state") == "pass").then(pl.col("cap")).min().over(model_keys),
+            top_state=pl.col("state").filter(pl.col("cap") == top).first().over(model_keys),
+        )
     )
     grid = grid.with_columns(upper=pl.col("model_depth").min().over(list(TASK_KEYS)))
     needed = (pl.col("state") == "missing") & (

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
 from depthlab._checks import (
@@ -59,8 +60,6 @@ from depthlab._checks import (
     check_positive_int,
     parameter_error,
 )
-import numpy as np
-
 from depthlab.measures._rules import model_depth_index
 from depthlab.measures.depth import CELL_KEYS, TASK_KEYS, evidence_grid
 from depthlab.schema import CAPS
@@ -151,9 +150,7 @@ def plan_missing(
     pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
     q = check_number(q, "q", function, low=0, high=1, low_open=True, kind="a share")
     per_cell = 1 if auto else int(attempts)
-    grid = evidence_grid(
-        trials, caps=caps, models=models, pass_rule=pass_rule, attempts=per_cell, tasks=tasks, q=q
-    )
+    grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule, attempts=per_cell, tasks=tasks, q=q)
     planned = _adaptive_round(caps) if mode == "adaptive" else pl.col("needed")
     if auto:
         grid = grid.with_columns(_open=_open_cells(grid, len(models), len(caps), pass_rule, q, max_attempts))

@@ -63,11 +63,13 @@ def split_half_depth(
     (1.0, 1.0)
     """
     function = "split_half_depth"
-    check_frame(trials, "trials", function, _CELL + ("status",))
+    check_frame(trials, "trials", function, (*_CELL, "status"))
     repeats = check_positive_int(repeats, "repeats", function)
     caps = check_caps(caps, function)
     pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
-    valid = trials.filter(pl.col("cap").is_in(caps) & pl.col("status").is_in(("pass", "fail")) & pl.col("model").is_not_null())
+    valid = trials.filter(
+        pl.col("cap").is_in(caps) & pl.col("status").is_in(("pass", "fail")) & pl.col("model").is_not_null()
+    )
     valid = valid.select(*_CELL, "status").sort(_CELL)
     multi = valid.group_by(["dataset", "task", "model", "cap"]).len().filter(pl.col("len") >= 2)
     rng = np.random.default_rng(seed)
@@ -76,14 +78,16 @@ def split_half_depth(
     for _ in range(repeats):
         halves = valid.with_columns(
             _u=pl.Series(rng.random(valid.height)),
-        ).with_columns(
-            _order=pl.col("_u").rank("ordinal").over(list(_CELL)), _n=pl.len().over(list(_CELL))
-        )
+        ).with_columns(_order=pl.col("_u").rank("ordinal").over(list(_CELL)), _n=pl.len().over(list(_CELL)))
         # half of each cell's attempts (rounded down) to side A; a lone attempt to a random side
         side_a = pl.when(pl.col("_n") == 1).then(pl.col("_u") < 0.5).otherwise(pl.col("_order") <= pl.col("_n") // 2)
         halves = halves.with_columns(_a=side_a)
-        depth_a = estimate_depth(halves.filter(pl.col("_a")).drop("_u", "_order", "_n", "_a"), caps=caps, pass_rule=pass_rule)
-        depth_b = estimate_depth(halves.filter(~pl.col("_a")).drop("_u", "_order", "_n", "_a"), caps=caps, pass_rule=pass_rule)
+        depth_a = estimate_depth(
+            halves.filter(pl.col("_a")).drop("_u", "_order", "_n", "_a"), caps=caps, pass_rule=pass_rule
+        )
+        depth_b = estimate_depth(
+            halves.filter(~pl.col("_a")).drop("_u", "_order", "_n", "_a"), caps=caps, pass_rule=pass_rule
+        )
         both = depth_a.join(depth_b, on=list(TASK_KEYS), suffix="_b").filter(
             pl.col("status").is_in(("solved", "unsolved")) & pl.col("status_b").is_in(("solved", "unsolved"))
         )
@@ -146,7 +150,7 @@ def depth_by_rule(
     (2.0, 3.0)
     """
     function = "depth_by_rule"
-    check_frame(trials, "trials", function, _CELL + ("status",))
+    check_frame(trials, "trials", function, (*_CELL, "status"))
     rules = [check_choice(rule, "rules", function, PASS_RULES) for rule in rules]
     caps = check_caps(caps, function)
     tables = {
@@ -160,7 +164,9 @@ def depth_by_rule(
         joined = joined.join(tables[rule], on=list(TASK_KEYS), nulls_equal=True)
     reference = tables["any"] if "any" in tables else tables[rules[0]]
     joined = joined.join(
-        reference.select(*TASK_KEYS, pl.col(reference.columns[2]).alias("_ref"), pl.col(reference.columns[3]).alias("_ref_status")),
+        reference.select(
+            *TASK_KEYS, pl.col(reference.columns[2]).alias("_ref"), pl.col(reference.columns[3]).alias("_ref_status")
+        ),
         on=list(TASK_KEYS),
         nulls_equal=True,
     )

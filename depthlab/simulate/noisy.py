@@ -278,7 +278,9 @@ def censored_coverage(
     hits = dict.fromkeys(truths, 0)
     for r in range(replications):
         turns = np.exp(np.log(median) + sigma * rng.standard_normal(n_tasks))
-        low, high, status = [], [], []
+        low: list[int] = []
+        high: list[int | None] = []
+        status: list[str] = []
         for i, t in enumerate(turns):
             ladder = list(ladders[i % len(ladders)])
             rung = next((j for j, cap in enumerate(ladder) if cap >= t), None)
@@ -292,8 +294,14 @@ def censored_coverage(
                 status.append("solved")
         depth = schema.conform(
             pl.DataFrame(
-                {"dataset": "sim", "task": [f"t{i}" for i in range(n_tasks)], "status": status, "depth": high,
-                 "depth_low": low, "depth_high": high}
+                {
+                    "dataset": "sim",
+                    "task": [f"t{i}" for i in range(n_tasks)],
+                    "status": status,
+                    "depth": high,
+                    "depth_low": low,
+                    "depth_high": high,
+                }
             ),
             "depth",
         )

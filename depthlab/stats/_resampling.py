@@ -62,7 +62,13 @@ def _residuals(ranks: np.ndarray, covariates: np.ndarray) -> np.ndarray:
 
 
 def permutation_pvalue(
-    df: pl.DataFrame, x: str, y: str, covar: str | Sequence[str] | None = None, *, n_perm: int = 10_000, seed: int | None = 0
+    df: pl.DataFrame,
+    x: str,
+    y: str,
+    covar: str | Sequence[str] | None = None,
+    *,
+    n_perm: int = 10_000,
+    seed: int | None = 0,
 ) -> Resampled:
     """Freedman-Lane permutation p-value of the (partial) Spearman correlation of ``x`` and ``y`` given ``covar``.
 
@@ -128,7 +134,9 @@ def hierarchical_bootstrap(
     covars = [covar] if isinstance(covar, str) else list(covar or [])
     levels = list(levels)
     if len(levels) not in (1, 2):
-        raise ValueError(f"The 'levels' parameter of {function} must name one or two columns (outer group, task), got {levels}")
+        raise ValueError(
+            f"The 'levels' parameter of {function} must name one or two columns (outer group, task), got {levels}"
+        )
     columns = [x, y, *covars]
     frame = check_frame(runs, "runs", function, (*levels, *columns)).select(*levels, *columns).drop_nulls()
     n_boot = check_nonnegative_int(n_boot, "n_boot", function)
@@ -145,7 +153,9 @@ def hierarchical_bootstrap(
     parents: list[list[list[int]]] = []
     if len(levels) == 2:
         outer = task_bounds.select(levels[0]).with_row_index("_task")
-        parents.append(outer.group_by(levels[0], maintain_order=True).agg(pl.col("_task")).get_column("_task").to_list())
+        parents.append(
+            outer.group_by(levels[0], maintain_order=True).agg(pl.col("_task")).get_column("_task").to_list()
+        )
     rng = np.random.default_rng(seed)
     boot = np.full(n_boot, np.nan)
     for b in range(n_boot):
