@@ -10,8 +10,8 @@ import polars as pl
 from depthlab import stats
 from depthlab._checks import check_choice
 from depthlab.auditdata import AuditData
+from depthlab.catalog import HUMAN
 from depthlab.findings._core import (
-    HUMAN,
     capped_models,
     make_frame,
     make_row,
