@@ -275,3 +275,21 @@ PROXY_COVERAGE: Final[dict[str, pl.DataType]] = {
         pl.Float64(),
     ),
 }
+
+#: Columns of :func:`depthlab.evidence.task_evidence`: one task's model x cap grid.
+EVIDENCE: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "model": pl.String(),
+    "cap": pl.Int32(),
+    "state": pl.String(),  # pass | fail | invalid | missing
+    "n_runs": pl.Int32(),  # every run in the cell, invalid ones too
+    "n_valid": pl.Int32(),
+    "n_pass": pl.Int32(),
+    "turns": pl.List(pl.Int32()),  # turns each run took, by attempt (null for a run without a count)
+    "model_depth": pl.Int32(),  # the model's own D: its smallest passing cap
+    "depth": pl.Int32(),  # the task's estimated D over the models in the grid; null unless solved
+    "depth_status": pl.String(),  # solved | unsolved | incomplete
+    "needed": pl.Boolean(),  # plan_missing's sweep would run this cell
+    "next": pl.Boolean(),  # plan_missing's adaptive mode runs this cell in its next round
+}
