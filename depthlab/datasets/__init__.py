@@ -136,7 +136,7 @@ def _adapter(name: str) -> ModuleType:
 
 
 def _load_generic(root: Path, *, name: str, status_rule: str) -> Audit:
-    tree = load_root(root, name, difficulty_source=None, status_rule=status_rule)
+    tree = load_root(root, name, difficulty_source=None, status_rule=status_rule, adopt_any_named=True)
     notes = [
         *tree.notes,
         f"'{name}' is not a registered collection: loaded as a generic Harbor tree; difficulty_source not stated",
