@@ -228,7 +228,7 @@ def _solve_trials(
             messages = result.get("messages")
             n_turns = (
                 sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
-                if isinstance(messages, list)
+                if isinstance(messages, list) and status != "invalid"
                 else None
             )
             yield {
