@@ -215,7 +215,7 @@ def _solve_trials(
 ) -> Iterator[dict]:
     turn_limit = HARNESS_TURN_LIMITS.get(harness) if harness else None
     agent = f"{SOLVER_AGENT}:{harness}" if harness else SOLVER_AGENT
-    base = {"dataset": dataset, "task": task, "agent": agent, "model": model, "job": path.name}
+    base: dict[str, Any] = {"dataset": dataset, "task": task, "agent": agent, "model": model, "job": path.name}
     base["turn_limit"] = turn_limit
     results = summary.get("results")
     if isinstance(results, list) and results:

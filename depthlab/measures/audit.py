@@ -165,12 +165,18 @@ def joinable_trials(tasks: pl.DataFrame, trials: pl.DataFrame) -> pl.DataFrame:
             for dataset, task in zip(trials["dataset"], trials["task"], strict=True)
         ]
         trials = trials.with_columns(dataset=pl.Series(renamed, dtype=pl.String))
-    joined = tasks.join(trials.select("dataset", "task").unique(), on=["dataset", "task"], how="semi").height
+    runs = trials.select("dataset", "task").unique()
+    joined = tasks.join(runs, on=["dataset", "task"], how="semi", nulls_equal=True).height
     if joined * 2 < tasks.height:
         warnings.warn(
             f"audit_table: only {joined} of {tasks.height} tasks join any trial on (dataset, task); the tasks' "
-            f"datasets are {sorted(task_sets)}, the trials' {sorted(set(trials['dataset'].drop_nulls()))}",
+            f"datasets are {_names(tasks)}, the trials' {_names(trials)}",
             UserWarning,
             stacklevel=3,
         )
     return trials
+
+
+def _names(frame: pl.DataFrame) -> list[str | None]:
+    names = set(frame["dataset"])
+    return [*sorted(n for n in names if n is not None), *([None] if None in names else [])]

@@ -127,7 +127,8 @@ def test_a_collection_missing_from_a_shared_tree_reads_nothing_of_the_others(sim
     assert audit.tasks.is_empty()
     assert audit.trials.is_empty()
     foreign = next(note for note in audit.notes if "foreign datasets" in note)
-    assert "facet (" in foreign and "seta (" in foreign
+    assert "facet (" in foreign
+    assert "seta (" in foreign
     assert any("no task dir of tw's layout" in note for note in audit.notes)
 
 

@@ -185,7 +185,8 @@ def test_task_dirs_sharing_an_id_are_rejected_naming_each_other(tmp_path):
     assert audit.tasks["task"].to_list() == ["c"]
     reasons = {Path(r.path).name: r.reason for r in audit.rejected}
     assert set(reasons) == {"a", "b"}
-    assert "'same'" in reasons["a"] and str(tmp_path / "tasks" / "b") in reasons["a"]
+    assert "'same'" in reasons["a"]
+    assert str(tmp_path / "tasks" / "b") in reasons["a"]
     assert str(tmp_path / "tasks" / "a") in reasons["b"]
 
 
@@ -217,7 +218,8 @@ def test_a_root_without_the_layout_says_what_it_found(tmp_path):
     (tmp_path / "data").mkdir()
     audit = dl.load_dataset("seta", tmp_path)
     note = next(note for note in audit.notes if "no task dir of seta's layout" in note)
-    assert "SETA_Synth/" in note and "README.md" in note and "data/" in note
+    for found in ("SETA_Synth/", "README.md", "data/"):
+        assert found in note
 
 
 # --- personal data -------------------------------------------------------------------------------
@@ -355,7 +357,8 @@ def test_seta_bad_weights_reject_one_task_and_weights_apply_only_with_per_test_r
     audit = dl.load_dataset("seta", tmp_path)
     assert audit.tasks["task"].to_list() == ["so__1"]
     assert [Path(r.path).name for r in audit.rejected] == ["weights.json"]
-    assert "so__2" in audit.rejected[0].path and "not valid JSON" in audit.rejected[0].reason
+    assert "so__2" in audit.rejected[0].path
+    assert "not valid JSON" in audit.rejected[0].reason
     rewards = dict(zip(audit.public["trial"], audit.public["reward"], strict=True))
     assert rewards == {"so__1__a": 0.75, "so__1__b": 1.0}  # no ctrf.json: test.sh's binary reward stands
     assert any("1 trials with per-test results re-scored" in note for note in audit.notes)
