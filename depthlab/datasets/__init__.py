@@ -10,8 +10,8 @@ from the synthesis seed (all ``"generated"``); TMax and TW have no difficulty la
 ``junior_time_min`` hold human estimates only (TB2's authors); a generated collection's time
 estimates stay in ``labels``.
 
-A collection keeps only its own runs (their logs name it) and gives every task its own id; see
-``docs/collections.md``. Any other ``name`` loads a user's own Harbor tree (``<root>/tasks/``, ``<root>/jobs/``) with the
+A collection keeps only its own runs (their logs name it) and gives every task its own id.
+Any other ``name`` loads a user's own Harbor tree (``<root>/tasks/``, ``<root>/jobs/``) with the
 generic loaders, without guessing where a difficulty label came from.
 
 Examples
