@@ -43,13 +43,9 @@ Examples
 
 from __future__ import annotations
 
+from depthlab.catalog import AUDITED, HUMAN, OWN, SYNTHETIC
 from depthlab.findings._core import (
-    AUDITED,
-    FINDING,
-    HUMAN,
-    OWN,
     POOLED_GROUPS,
-    SYNTHETIC,
     UNSOLVED_RANK,
     computed,
     main_model,
@@ -77,6 +73,7 @@ from depthlab.findings.segments import (
 )
 from depthlab.findings.turns import depth_given_turns, model_turns_beside_depth, second_model, turns_beside_depth
 from depthlab.findings.uncertainty import censored_depth_shares, depth_reliability, pass_depth_given_work_robust
+from depthlab.schema import FINDING
 
 __all__ = [
     "AUDITED",
