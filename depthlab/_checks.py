@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 #: How the passes of several attempts at one cap make the cap pass.
-PASS_RULES: tuple[str, ...] = ("any", "majority")
+PASS_RULES: tuple[str, ...] = ("any", "majority", "isotonic")
 
 
 def _fail(name: str, function: str, expected: str, got: object, error: type[Exception] = ValueError) -> Exception:
@@ -144,7 +144,7 @@ def check_choice(value: object, name: str, function: str, choices: Sequence[str]
     >>> check_choice("all", "pass_rule", "f", PASS_RULES)
     Traceback (most recent call last):
     ...
-    ValueError: The 'pass_rule' parameter of f must be one of ['any', 'majority'], got 'all'
+    ValueError: The 'pass_rule' parameter of f must be one of ['any', 'majority', 'isotonic'], got 'all'
     """
     if not isinstance(value, str) or value not in choices:
         raise _fail(name, function, f"one of {list(choices)}", value)

@@ -98,6 +98,8 @@ DEPTH: Final[dict[str, pl.DataType]] = {
     "dataset": pl.String(),
     "task": pl.String(),
     "depth": pl.Int32(),  # smallest passing ladder cap, min over models; null unless solved
+    "depth_low": pl.Int32(),  # D > depth_low: the ladder cap below D (0 below the first); the top cap if unsolved
+    "depth_high": pl.Int32(),  # D <= depth_high: D itself when solved; null when unsolved (right-censored)
     "status": pl.String(),  # solved | unsolved | incomplete
     "caps_tried": pl.List(pl.Int32()),
     "caps_missing": pl.List(pl.Int32()),
