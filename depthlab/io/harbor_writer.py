@@ -33,7 +33,6 @@ rule reads :data:`STATED_CAP_KEY`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
@@ -43,6 +42,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, TypedDict
+
+from depthlab import _atomic
 
 #: ``config.agent.kwargs`` key of the turn cap stated to the agent (read by the default cap rule).
 STATED_CAP_KEY: Final[str] = "stated_cap"
@@ -607,23 +608,16 @@ class Trajectory:
 # files
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Write ``value`` as indented JSON to ``path`` atomically (temporary file, then rename)."""
-    write_text(path, json.dumps(value, indent=4, default=str) + "\n")
+def write_json(path: Path, value: Any, *, fsync: bool = False) -> None:
+    """Write ``value`` as indented JSON to ``path`` atomically (see :func:`write_text`)."""
+    write_text(path, json.dumps(value, indent=4, default=str) + "\n", fsync=fsync)
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temporary file in the same folder, then rename),
-    so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+def write_text(path: Path, text: str, *, fsync: bool = False) -> None:
+    """Write ``text`` to ``path`` through :mod:`depthlab._atomic`, so a reader never sees half a
+    file and a write cut short leaves a temporary name the cache's leftover check recognises.
+    ``fsync`` flushes to disk before the rename (a finished trial's ``result.json``)."""
+    _atomic.write_text(path, text, fsync=fsync)
 
 
 def _sum(values: Iterable[Any]) -> Any:
