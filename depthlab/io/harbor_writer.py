@@ -229,6 +229,21 @@ def dataset_config(path: str | None, task_names: Sequence[str] | None = None) ->
     return {"path": path, "task_names": None if task_names is None else list(task_names)}
 
 
+def dataset_configs(tasks: Iterable[tuple[str | os.PathLike[str] | None, str]]) -> list[dict[str, Any]]:
+    """A JobConfig's ``datasets`` for ``(folder, task name)`` pairs: one entry per folder holding
+    task folders, folders and names sorted.
+
+    Examples
+    --------
+    >>> [entry["task_names"] for entry in dataset_configs([("b", "t2"), ("a", "t9"), ("b", "t1")])]
+    [['t9'], ['t1', 't2']]
+    """
+    grouped: dict[str | None, list[str]] = {}
+    for folder, name in tasks:
+        grouped.setdefault(None if folder is None else os.fspath(folder), []).append(name)
+    return [dataset_config(folder, sorted(names)) for folder, names in sorted(grouped.items(), key=lambda i: str(i[0]))]
+
+
 def job_config(
     job_name: str,
     jobs_dir: str | os.PathLike[str],
