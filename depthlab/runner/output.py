@@ -89,10 +89,6 @@ class JobDir:
     def _existing_started_at(self) -> str | None:
         return self._existing_result().get("started_at")
 
-    def remove_incomplete(self) -> list[str]:
-        """Delete trial folders without ``result.json`` (interrupted trials); return their names."""
-        return remove_incomplete_trials(self.path)
-
     def trial_results(self) -> list[dict[str, Any]]:
         """The ``result.json`` of every complete trial in the job."""
         results = []

@@ -145,11 +145,6 @@ class PreflightReport:
         return [self.tasks[row.path] for row in self.rows if row.passed and row.path in self.tasks]
 
     @property
-    def passed_names(self) -> set[str]:
-        """Names (and folder names) of the tasks that passed."""
-        return {name for row in self.rows if row.passed for name in (row.task, Path(row.path).name)}
-
-    @property
     def all_failed(self) -> bool:
         """Whether there were tasks and none of them passed (the caller exits non-zero)."""
         return bool(self.rows) and not any(row.passed for row in self.rows)
