@@ -24,21 +24,28 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "PASS_RULES",
+    "check_bool",
     "check_caps",
     "check_choice",
     "check_frame",
+    "check_int_at_least",
     "check_interval",
     "check_mapping",
+    "check_model_name",
     "check_models",
     "check_names",
     "check_nonnegative_int",
     "check_number",
     "check_path",
+    "check_pattern",
+    "check_positive_finite",
     "check_positive_int",
     "check_rows",
     "check_string",
+    "check_text",
     "check_type",
     "parameter_error",
+    "parameter_problem",
 ]
 
 #: How the passes of several attempts at one cap make the cap pass.

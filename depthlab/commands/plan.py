@@ -156,15 +156,11 @@ def harbor_job_configs(plan: pl.DataFrame, tasks: pl.DataFrame, *, agent: str = 
             else (f"__attempts-{attempts}")
         )
         name = f"{slug}__cap-{cap:02d}{suffix}"
-        datasets = [
-            harbor_writer.dataset_config(folder, sorted(group["task"].to_list()))
-            for (folder,), group in cells.group_by(["folder"], maintain_order=True)
-        ]
         configs[f"{name}.json"] = harbor_writer.job_config(
             f"depthlab-plan__{name}",
             "jobs",
             [harbor_writer.agent_config(agent, model, {harbor_writer.TURN_LIMIT_KEY: int(cap)})],
-            datasets=sorted(datasets, key=lambda entry: str(entry["path"])),
+            datasets=harbor_writer.dataset_configs(cells.select("folder", "task").iter_rows()),
             n_attempts=int(attempts),
             extra_instructions=harbor_writer.stated_cap_instructions(int(cap)),
         )
@@ -187,10 +183,7 @@ def write_harbor_configs(
 
 
 def _parent(source: str | None) -> str | None:
-    if not source:
-        return None
-    path = source.rstrip("/")
-    # the tasks table's source may be the task dir or a file in it (task.toml)
-    if os.path.basename(path) in {"task.toml", "task.yaml"}:
-        path = os.path.dirname(path)
-    return os.path.dirname(path)
+    """The folder holding the task folder ``source`` names (Harbor's ``datasets[].path``)."""
+    from depthlab.runner.task import task_folder
+
+    return os.path.dirname(os.fspath(task_folder(source.rstrip("/")))) if source else None

@@ -62,17 +62,12 @@ from depthlab._checks import (
 )
 from depthlab.measures._rules import model_depth_index
 from depthlab.measures.depth import CELL_KEYS, TASK_KEYS, evidence_grid
-from depthlab.schema import CAPS
+from depthlab.schema import CAPS, PLAN
 
 PLAN_MODES: tuple[str, ...] = ("sweep", "adaptive")
 
-PLAN_SCHEMA: dict[str, pl.DataType] = {
-    "dataset": pl.String(),
-    "task": pl.String(),
-    "model": pl.String(),
-    "cap": pl.Int32(),
-    "attempts": pl.Int32(),  # further valid attempts to run in this cell
-}
+#: The plan table's columns (declared in :data:`depthlab.schema.PLAN`; this name is kept for users).
+PLAN_SCHEMA: dict[str, pl.DataType] = PLAN
 
 
 def plan_missing(
