@@ -335,3 +335,17 @@ EVIDENCE: Final[dict[str, pl.DataType]] = {
     "needed": pl.Boolean(),  # plan_missing's sweep would run this cell
     "next": pl.Boolean(),  # plan_missing's adaptive mode runs this cell in its next round
 }
+
+#: Columns of :func:`depthlab.measures.censored.censored_depth`: D's distribution with unsolved tasks right-censored.
+CENSORED_DEPTH: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "statistic": pl.String(),  # share_le_3 | share_ge_5 | median
+    "variant": pl.String(),  # censored (Turnbull, every task) | solved_only (the paper's)
+    "value": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "interval": pl.String(),  # "percentile95": a 95% percentile bootstrap interval over tasks
+    "n_tasks": pl.Int64(),  # tasks in the sample (solved and unsolved; solved only for solved_only)
+    "n_unsolved": pl.Int64(),
+    "n_degenerate": pl.Int64(),  # resamples where the statistic is undefined (left out)
+}
