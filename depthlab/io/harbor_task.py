@@ -232,6 +232,31 @@ def read_task(task_dir: str | os.PathLike[str], *, strict: bool = False) -> Harb
     )
 
 
+def step_gates(config: dict, path: str) -> tuple[list[tuple[str, float | None, dict[str, float] | None]], str | None]:
+    """The declared steps of a parsed task.toml as (name, min_reward, per-key min_rewards), and its reward strategy.
+
+    Only task.toml is read (a trial's reader needs no more of the task).
+
+    Examples
+    --------
+    >>> step_gates({"steps": [{"name": "a", "min_reward": 1}], "multi_step_reward_strategy": "final"}, "task.toml")
+    ([('a', 1.0, None)], 'final')
+    """
+    steps = config.get("steps")
+    if steps is None:
+        return [], None
+    if not isinstance(steps, list) or not all(isinstance(item, dict) for item in steps):
+        raise TaskFormatError(path, f"[[steps]] must be an array of tables, got {type(steps).__name__}")
+    gates = []
+    for index, item in enumerate(steps):
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            raise TaskFormatError(path, f"steps[{index}].name must be a folder name, got {name!r}")
+        gates.append((name, *_min_reward(item.get("min_reward"), f"steps[{index}].min_reward", path)))
+    strategy = _choice(config.get("multi_step_reward_strategy"), REWARD_STRATEGIES, "multi_step_reward_strategy", path)
+    return gates, (strategy or DEFAULT_REWARD_STRATEGY) if gates else None
+
+
 def read_text(path: str) -> str | None:
     """The text of a regular file (undecodable bytes replaced), or None when there is none."""
     if not os.path.isfile(path):
