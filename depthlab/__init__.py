@@ -22,6 +22,10 @@ _EXPORTS: dict[str, str] = {
     "load_trials": "depthlab.io",
     "read_trials": "depthlab.io",
     "load_tasks": "depthlab.io",
+    "read_tasks": "depthlab.io",
+    "load_task_steps": "depthlab.io",
+    "load_steps": "depthlab.io",
+    "TaskLoad": "depthlab.io",
     "Rejected": "depthlab.io",
     "TrialLoad": "depthlab.io",
     "LoadError": "depthlab.io",
@@ -62,6 +66,7 @@ __all__ = [
     "Audit",
     "LoadError",
     "Rejected",
+    "TaskLoad",
     "TrialLoad",
     "__version__",
     "audit_table",
@@ -75,6 +80,8 @@ __all__ = [
     "list_datasets",
     "load_dataset",
     "load_datasets",
+    "load_steps",
+    "load_task_steps",
     "load_tasks",
     "load_trials",
     "measures",
@@ -83,6 +90,7 @@ __all__ = [
     "plan_missing",
     "plots",
     "proxy_correlations",
+    "read_tasks",
     "read_trials",
     "rung_agreement",
     "runner",
@@ -112,7 +120,18 @@ if TYPE_CHECKING:  # pragma: no cover
         widgets,
     )
     from depthlab.datasets import Audit, list_datasets, load_dataset, load_datasets
-    from depthlab.io import LoadError, Rejected, TrialLoad, load_tasks, load_trials, read_trials
+    from depthlab.io import (
+        LoadError,
+        Rejected,
+        TaskLoad,
+        TrialLoad,
+        load_steps,
+        load_task_steps,
+        load_tasks,
+        load_trials,
+        read_tasks,
+        read_trials,
+    )
     from depthlab.measures import (
         audit_table,
         depth_proxy,

@@ -316,7 +316,9 @@ def _segments(first: Any, path: str, deps: list[Dep], type_: type) -> Iterator[A
 
 def _check_version(version: str, path: str) -> None:
     if version not in ATIF_VERSIONS:
-        raise Reject(path, f"unknown trajectory schema_version {version!r} (known: {ATIF_VERSIONS[0]} to {ATIF_VERSIONS[-1]})")
+        raise Reject(
+            path, f"unknown trajectory schema_version {version!r} (known: {ATIF_VERSIONS[0]} to {ATIF_VERSIONS[-1]})"
+        )
 
 
 # reading turns ----------------------------------------------------------------------------------

@@ -34,14 +34,13 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from depthlab.io.harbor_writer import DEFAULT_REWARD_STRATEGY, REWARD_STRATEGIES
+
 #: task.toml versions read as they are.
 KNOWN_VERSIONS: Final[tuple[str, ...]] = ("1.0", "1.1", "1.2", "1.3", "1.4")
 #: Harbor's values of ``network_mode``, ``environment_mode`` and ``multi_step_reward_strategy``.
 NETWORK_MODES: Final[tuple[str, ...]] = ("no-network", "public", "allowlist")
 VERIFIER_MODES: Final[tuple[str, ...]] = ("shared", "separate")
-REWARD_STRATEGIES: Final[tuple[str, ...]] = ("mean", "final")
-#: Harbor's strategy when a multi-step task leaves it unset.
-DEFAULT_REWARD_STRATEGY: Final[str] = "mean"
 _LATEST: Final[tuple[int, int]] = (1, 4)
 
 

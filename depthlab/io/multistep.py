@@ -22,7 +22,7 @@ What depthlab reads (this module; :mod:`depthlab.io.harbor` builds the trial's r
   of its steps' turns (null when one step's is unknown), tokens and cost summed over the steps
   (Harbor's ``compute_token_cost_totals``), the first exception (trial-level first, then steps in
   order: Harbor's ``recorded_exceptions``), and, when ``result.json`` records no trial reward, the
-  reward Harbor computes (:func:`strategy_rewards`).
+  reward Harbor computes (:func:`depthlab.io.harbor_writer.multi_step_rewards`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ from depthlab.io import atif
 from depthlab.io._errors import Reject
 from depthlab.io._files import ABSENT, Dep, changed_ns, read_bytes_if_exists
 from depthlab.io._rows import note
-from depthlab.io.harbor_task import DEFAULT_REWARD_STRATEGY, TaskFormatError, step_gates
+from depthlab.io.harbor_task import TaskFormatError, step_gates
+from depthlab.io.harbor_writer import multi_step_rewards
 from depthlab.io.status import trial_status
 
 
@@ -123,7 +124,7 @@ class TrialSteps:
 
     def rewards(self) -> dict[str, float] | None:
         """The trial's rewards as Harbor computes them from the steps (its strategy, else ``mean``)."""
-        return strategy_rewards([step.rewards for step in self.steps if step.ran], self.strategy)
+        return multi_step_rewards([step.rewards for step in self.steps if step.ran], self.strategy)
 
 
 def decode_steps(raw: msgspec.Raw | bytes, path: str) -> list[StepResult]:
@@ -182,33 +183,6 @@ def read_trial_steps(
         exception_message=first.exception_message if first else None,
         notes=notes,
     )
-
-
-def strategy_rewards(rewards: list[dict[str, float] | None], strategy: str | None) -> dict[str, float] | None:
-    """A multi-step trial's rewards from its steps' rewards, as Harbor 0.26 computes them.
-
-    ``final``: the last step's rewards as they are. ``mean`` (and unset): per key, the mean over
-    the steps with a verifier result (a key missing from one counts 0 there; a step without a
-    verifier result is left out of the denominator); None when no step has one.
-
-    Examples
-    --------
-    >>> strategy_rewards([{"reward": 1.0}, {"reward": 0.0}], "mean")
-    {'reward': 0.5}
-    >>> strategy_rewards([{"reward": 1.0}, None], "mean")
-    {'reward': 1.0}
-    >>> strategy_rewards([{"reward": 1.0}, {"reward": 0.0}], "final")
-    {'reward': 0.0}
-    """
-    if not rewards:
-        return None
-    if (strategy or DEFAULT_REWARD_STRATEGY) == "final":
-        return rewards[-1]
-    valid = [item for item in rewards if item is not None]
-    keys = sorted({key for item in valid for key in item})
-    if not keys:
-        return None
-    return {key: sum(item.get(key, 0.0) for item in valid) / len(valid) for key in keys}
 
 
 def main_reward(rewards: dict[str, float] | None) -> float | None:

@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from depthlab.io import harbor_writer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engines"))
+from engines_helpers import _text, reply  # the scripted server's reply format, written once
 
 #: Harbor without its phone-home (as tests/conftest.py runs it).
 OFFLINE = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_COLOR": "1"}
@@ -121,5 +127,41 @@ def run_job(
     )
     job = jobs_dir / job_name
     if not any(job.glob("*/result.json")):
-        raise AssertionError(f"harbor run wrote no trial ({done.returncode}): {done.stdout[-3000:]}{done.stderr[-3000:]}")
+        raise AssertionError(
+            f"harbor run wrote no trial ({done.returncode}): {done.stdout[-3000:]}{done.stderr[-3000:]}"
+        )
     return job
+
+
+def write_single_task(root: Path, name: str, image: str) -> Path:
+    """A single-step task (schema 1.4) asking for ``/app/s1.txt`` holding ``ok-1`` (W = 1)."""
+    task = root / name
+    (task / "environment").mkdir(parents=True)
+    (task / "environment" / "Dockerfile").write_text(dockerfile(image))
+    (task / "instruction.md").write_text("Write the text ok-1 to /app/s1.txt (no newline).\n")
+    (task / "tests").mkdir()
+    (task / "tests" / "test.sh").write_text(_STEP_TEST.format(index=1))
+    (task / "solution").mkdir()
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\nprintf 'ok-1' > /app/s1.txt\n")
+    (task / "task.toml").write_text(
+        f'schema_version = "1.4"\n\n[task]\nname = "depthlab-tests/{name}"\n\n'
+        '[verifier]\nenvironment_mode = "shared"\ntimeout_sec = 60.0\n\n[agent]\ntimeout_sec = 120.0\n\n'
+        '[environment]\nnetwork_mode = "public"\ncpus = 1\nmemory_mb = 512\n'
+    )
+    return task
+
+
+_TARGET = re.compile(r"Write the text (ok-\d+) to (/app/s\d+\.txt)")
+
+
+def writing_policy(messages: list[dict[str, Any]], model: str) -> str:
+    """A scripted terminus-style model: the first turn writes what the (step's) instruction asks and
+    marks the task complete; the second turn confirms (terminus-2 asks once more): two turns per step."""
+    texts = [_text(message) for message in messages if message.get("role") != "assistant"]
+    if texts and "Are you sure you want to mark the task as complete" in texts[-1]:
+        return reply(complete=True)
+    found = [match for text in texts for match in _TARGET.findall(text)]
+    if not found:
+        return reply("ls /app\n", complete=True)
+    text, path = found[-1]
+    return reply(f"printf '{text}' > {path}\n", complete=True)
