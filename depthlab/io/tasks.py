@@ -123,13 +123,23 @@ def read_tasks(
     >>> load.tasks.height, [item.reason for item in load.rejected]
     (0, ["unknown task.toml schema version '2.0' (known: 1.0 to 1.4)"])
     """
+    return _read(paths, dataset, difficulty_source, strict, "read_tasks")
+
+
+def _read(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    dataset: str | None,
+    difficulty_source: str | None,
+    strict: bool,
+    function: str,
+) -> TaskLoad:
     from depthlab.io.trials import _roots
 
     roots = _roots(paths)
     if difficulty_source is not None:  # None: not stated
-        check_choice(difficulty_source, "difficulty_source", "read_tasks", [s for s in _SOURCES if s is not None])
-    check_text(dataset, "dataset", "read_tasks", optional=True)
-    check_bool(strict, "strict", "read_tasks")
+        check_choice(difficulty_source, "difficulty_source", function, [s for s in _SOURCES if s is not None])
+    check_text(dataset, "dataset", function, optional=True)
+    check_bool(strict, "strict", function)
     rows: list[dict] = []
     step_rows: list[dict] = []
     rejected: list[Rejected] = []
@@ -207,7 +217,7 @@ def load_tasks(
     >>> row["dataset"], row["task"], row["work"], row["solution_lines_total"], row["difficulty_source"]
     ('demo', 'hello', 1, 4, 'human')
     """
-    load = read_tasks(paths, dataset=dataset, difficulty_source=difficulty_source, strict=strict)
+    load = _read(paths, dataset, difficulty_source, strict, "load_tasks")
     if load.rejected:
         warnings.warn(warning_text(load.rejected, "task directories"), RejectedFilesWarning, stacklevel=2)
     return load.tasks
@@ -245,7 +255,7 @@ def load_task_steps(
     >>> load_tasks(task.parent).select("task", "n_steps", "work", "reward_strategy").row(0)
     ('two', 2, 3, 'mean')
     """
-    load = read_tasks(paths, dataset=dataset, strict=strict)
+    load = _read(paths, dataset, None, strict, "load_task_steps")
     if load.rejected:
         warnings.warn(warning_text(load.rejected, "task directories"), RejectedFilesWarning, stacklevel=2)
     return load.steps
