@@ -360,16 +360,16 @@ def _harbor_row(spec: HarborTask) -> tuple[dict[str, Any], list[dict[str, Any]]]
         return _complete_row(
             row, spec.path, spec.config_path, spec.name, spec.instruction, spec.solution, "no solution/solve.sh"
         ), []
-    steps = []
+    steps: list[dict[str, Any]] = []
     for step in spec.steps:
         where = f"steps/{step.name}/solution/solve.sh"
-        words = len(step.instruction.split()) if step.instruction is not None else None
+        step_words = len(step.instruction.split()) if step.instruction is not None else None
         steps.append(
             {
                 "step_index": step.index,
                 "step": step.name,
                 **work_columns(step.solution, f"no {where}"),
-                "instruction_words": words,
+                "instruction_words": step_words,
                 "min_reward": step.min_reward,
                 "min_rewards": msgspec.json.encode(step.min_rewards).decode() if step.min_rewards else None,
                 "verifier_mode": step.verifier_mode,
