@@ -1,0 +1,120 @@
+"""Multi-step tasks on the local runner, as Harbor 0.26 runs them: a 2-step chain task FROM the real Debian
+userland, real Docker, depthlab's oracle and a scripted model on 127.0.0.1 (multistep_helpers.py).
+
+* the oracle runs every step's solution in order; a wrong first step stops the trial at its gate
+  (the second step skipped), the trial reward is Harbor's ``mean`` over the steps that ran;
+* the cap is the whole run's turns: each step's prompt states the turns left, a step's turns
+  include terminus-2's confirmation reply, and the run passes at 5 turns, not at 4;
+* a separate verifier runs in its own container built from tests/Dockerfile, seeing the agent's
+  work only through the artifacts;
+* what the runner cannot run as Harbor does is refused in one line naming ``--engine harbor``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from engines_helpers import scripted_server
+from multistep_helpers import chains_policy, write_separate_verifier_task, write_two_step_task
+
+import depthlab as dl
+from depthlab.io.harbor_writer import cap_sentence
+from depthlab.runner import ChatClient, HarnessConfig, JobDir, OracleAgent, TerminusAgent, load_task
+from depthlab.runner.errors import UnsupportedTaskError
+from depthlab.runner.multistep import run_task_trial
+
+pytestmark = [pytest.mark.docker]
+
+
+@pytest.fixture(scope="module")
+def docker_client():
+    import docker
+
+    return docker.from_env()
+
+
+@pytest.fixture(scope="module")
+def tasks(userland: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("multistep") / "tasks"
+    write_two_step_task(root, userland)
+    write_two_step_task(root, userland, name="ms-chain-wrong", wrong_first=True)
+    write_separate_verifier_task(root, userland)
+    return root
+
+
+def _result(outcome) -> dict:
+    return json.loads((outcome.trial_dir / "result.json").read_text())
+
+
+def test_the_oracle_runs_every_step_in_order_and_loads_as_harbors_format(tasks, docker_client, tmp_path):
+    job = JobDir(tmp_path, "oracle", {})
+    right = run_task_trial(load_task(tasks / "ms-chain"), OracleAgent(), job, docker_client=docker_client)
+    wrong = run_task_trial(load_task(tasks / "ms-chain-wrong"), OracleAgent(), job, docker_client=docker_client)
+    result = _result(right)
+    assert result["agent_result"] is None
+    assert [step["step_name"] for step in result["step_results"]] == ["first", "second"]
+    assert [step["verifier_result"]["rewards"] for step in result["step_results"]] == [{"reward": 1.0}] * 2
+    assert right.rewards == {"reward": 1.0} and right.failed_step is None
+    assert (right.trial_dir / "steps" / "second" / "verifier" / "reward.txt").is_file()
+    # the gate stops the trial after the first step: the second is not run, the mean is over step one
+    wrong_result = _result(wrong)
+    assert [step["step_name"] for step in wrong_result["step_results"]] == ["first"]
+    assert wrong.rewards == {"reward": 0.0} and wrong.failed_step == "1 first"
+    steps = dl.load_steps(tmp_path / "oracle").sort(["task", "step_index"])
+    by_task = {task: rows for task, rows in steps.group_by("task")}
+    assert by_task[("ms-chain",)]["reward"].to_list() == [1.0, 1.0]
+    assert by_task[("ms-chain-wrong",)]["status"].to_list() == ["fail", "skipped"]
+    trials = dl.load_trials(tmp_path / "oracle").sort("task")
+    assert trials["status"].to_list() == ["pass", "fail"]
+
+
+def test_the_cap_counts_turns_over_the_whole_run(tasks, docker_client, tmp_path):
+    task = load_task(tasks / "ms-chain")
+    with scripted_server(chains_policy) as server:
+        outcomes = {}
+        for cap in (4, 5):
+            agent = TerminusAgent(ChatClient(server.url, "openai/m1", api_key_env=None), HarnessConfig(cap=cap))
+            outcomes[cap] = run_task_trial(task, agent, JobDir(tmp_path, f"cap-{cap}", {}), docker_client=docker_client)
+    # step one: read, copy (complete), confirm = 3 turns; step two needs 2 more
+    assert outcomes[5].rewards == {"reward": 1.0} and outcomes[5].n_turns == 5
+    assert outcomes[4].rewards == {"reward": 0.5} and outcomes[4].n_turns == 4
+    assert outcomes[4].status == "fail"
+    turns = [step["agent_result"]["metadata"]["n_episodes"] for step in _result(outcomes[5])["step_results"]]
+    assert turns == [3, 2]
+    # each step's prompt states the turns the run has left
+    for step, left in (("first", 5), ("second", 2)):
+        trajectory = json.loads((outcomes[5].trial_dir / "steps" / step / "agent" / "trajectory.json").read_text())
+        assert cap_sentence(left).strip() in trajectory["steps"][0]["message"]
+    trials = dl.load_trials([tmp_path / "cap-4", tmp_path / "cap-5"]).sort("stated_cap")
+    assert trials["n_turns"].to_list() == [4, 5] and trials["stated_cap"].to_list() == [4, 5]
+
+
+def test_a_separate_verifier_sees_only_the_artifacts(tasks, docker_client, tmp_path):
+    outcome = run_task_trial(
+        load_task(tasks / "sep-verifier"), OracleAgent(), JobDir(tmp_path, "sep", {}), docker_client=docker_client
+    )
+    assert outcome.exception is None, outcome.message
+    assert outcome.rewards == {"reward": 1.0}
+
+
+@pytest.mark.parametrize(
+    ("toml", "what"),
+    [
+        ('[environment]\nnetwork_mode = "allowlist"\n', "allowlist"),
+        ('[[steps]]\nname = "a"\n[steps.healthcheck]\ncommand = "true"\n', "healthcheck"),
+        ('[verifier]\nuser = "tester"\n', "user"),
+    ],
+)
+def test_what_the_runner_cannot_run_as_harbor_does_is_refused_naming_the_harbor_engine(tmp_path, toml, what):
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "environment" / "Dockerfile").write_text("FROM scratch\n")
+    (tmp_path / "instruction.md").write_text("Do it.")
+    (tmp_path / "steps" / "a").mkdir(parents=True)
+    (tmp_path / "steps" / "a" / "instruction.md").write_text("Do a.")
+    (tmp_path / "task.toml").write_text('schema_version = "1.4"\n' + toml)
+    with pytest.raises(UnsupportedTaskError) as error:
+        load_task(tmp_path)
+    message = str(error.value)
+    assert "\n" not in message and "--engine harbor" in message and what in message
