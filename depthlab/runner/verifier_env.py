@@ -83,7 +83,8 @@ def copy_path(source: TaskContainer, target: TaskContainer, path: str, *, limit_
     with tarfile.open(fileobj=io.BytesIO(bytes(data))) as archive, tarfile.open(fileobj=clean, mode="w") as out:
         for member in archive:
             with contextlib.suppress(tarfile.FilterError):
-                safe = tarfile.data_filter(member, "/artifact")
+                safe = tarfile.data_filter(member, "/artifact")  # ownership cleared: root's in the verifier
+                safe = safe.replace(uid=0, gid=0, uname="", gname="", deep=False)
                 out.addfile(safe, archive.extractfile(member) if safe.isfile() else None)
     parent = posixpath.dirname(path.rstrip("/")) or "/"
     target.exec(["mkdir", "-p", parent], timeout=60, user="0")

@@ -87,8 +87,8 @@ def test_the_cap_counts_turns_over_the_whole_run(tasks, docker_client, tmp_path)
     for step, left in (("first", 5), ("second", 2)):
         trajectory = json.loads((outcomes[5].trial_dir / "steps" / step / "agent" / "trajectory.json").read_text())
         assert cap_sentence(left).strip() in trajectory["steps"][0]["message"]
-    trials = dl.load_trials([tmp_path / "cap-4", tmp_path / "cap-5"]).sort("stated_cap")
-    assert trials["n_turns"].to_list() == [4, 5] and trials["stated_cap"].to_list() == [4, 5]
+    trials = dl.load_trials([tmp_path / "cap-4", tmp_path / "cap-5"]).sort("cap")
+    assert trials["n_turns"].to_list() == [4, 5] and trials["cap"].to_list() == [4, 5]
 
 
 def test_a_separate_verifier_sees_only_the_artifacts(tasks, docker_client, tmp_path):
