@@ -118,3 +118,22 @@ def test_what_the_runner_cannot_run_as_harbor_does_is_refused_naming_the_harbor_
         load_task(tmp_path)
     message = str(error.value)
     assert "\n" not in message and "--engine harbor" in message and what in message
+
+
+def test_the_merged_task_runs_every_steps_solution_and_tests_as_one(tasks, docker_client, tmp_path):
+    from depthlab.io.task_merge import merge_steps
+
+    merged = load_task(merge_steps(tasks / "ms-chain", tmp_path / "merged", dataset="mine"))
+    assert not merged.multi_step and merged.name == "depthlab/ms-chain-merged"
+    oracle = run_task_trial(merged, OracleAgent(), JobDir(tmp_path, "oracle", {}), docker_client=docker_client)
+    assert oracle.rewards == {"reward": 1.0, "segment_1": 1.0, "segment_2": 1.0}, oracle.message
+    with scripted_server(chains_policy) as server:
+        outcomes = {}
+        for cap in (3, 4):
+            agent = TerminusAgent(ChatClient(server.url, "openai/m1", api_key_env=None), HarnessConfig(cap=cap))
+            outcomes[cap] = run_task_trial(merged, agent, JobDir(tmp_path, f"cap-{cap}", {}), docker_client=docker_client)
+    # one conversation: read a, copy a, read b, copy b = 4 turns, no confirmation between
+    assert outcomes[4].rewards["reward"] == 1.0 and outcomes[4].n_turns == 4
+    assert outcomes[3].rewards == {"reward": 0.0, "segment_1": 1.0, "segment_2": 0.0}
+    tasks_table = dl.load_tasks(tmp_path / "merged")
+    assert tasks_table["labels"].str.json_path_match("$.merged_from").to_list() == ["mine/ms-chain"]
