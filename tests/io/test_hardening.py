@@ -152,9 +152,11 @@ def test_deep_trajectory_costs_only_the_turns_with_a_note(tmp_path):
     steps = [{"step_id": 1, "source": "agent", "message": "ls", "extra": "__DEEP__"}]
     path.write_text(_deep(json.dumps({"schema_version": "ATIF-v1.6", "steps": steps})))
     load = read_trials(job, cache=False)
-    assert load.rejected == [] and load.trials.height == 2  # the trial (its reward) is kept
+    assert load.rejected == []
+    assert load.trials.height == 2
     row = load.trials.filter(pl.col("trial") == "bad__1").row(0, named=True)
-    assert row["n_turns"] is None and row["status"] == "pass"
+    assert row["n_turns"] is None
+    assert row["status"] == "pass"
     assert [(note.field, "nested too deeply" in note.reason) for note in load.notes] == [("n_turns", True)]
 
 
@@ -207,7 +209,8 @@ def test_huge_trajectory_is_refused_from_its_size_without_reading_it(tmp_path):
         tracemalloc.stop()
     assert peak < MAX_FILE_BYTES // 16  # nothing near the file's size was allocated
     # the trajectory costs its turns only (a note naming it), never the trial's reward
-    assert load.rejected == [] and load.trials.height == 2
+    assert load.rejected == []
+    assert load.trials.height == 2
     assert [(note.field, "too large" in note.reason, str(path) in note.reason) for note in load.notes] == [
         ("n_turns", True, True)
     ]

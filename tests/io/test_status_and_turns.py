@@ -165,7 +165,8 @@ def test_a_bad_trajectory_costs_its_trials_turns_with_a_note_naming_the_file(tmp
     (trial / "agent").mkdir()
     (trial / "agent" / "trajectory.json").write_text("{not json")
     load = read_trials(tmp_path / "job", cache=False)
-    assert load.rejected == [] and load.trials["n_turns"].to_list() == [None]
+    assert load.rejected == []
+    assert load.trials["n_turns"].to_list() == [None]
     assert [(note.field, str(trial / "agent" / "trajectory.json") in note.reason) for note in load.notes] == [
         ("n_turns", True)
     ]
