@@ -97,6 +97,20 @@ class StepSpec:
         return all((rewards or {}).get(key, -math.inf) >= value for key, value in gates.items())
 
 
+def task_folder(source: str | os.PathLike[str]) -> Path:
+    """The task folder a tasks table's ``source`` names (the folder itself, or its ``task.toml``).
+
+    Examples
+    --------
+    >>> task_folder("tasks/chain-r3/task.toml").as_posix()
+    'tasks/chain-r3'
+    >>> task_folder("tasks/chain-r3/").as_posix()
+    'tasks/chain-r3'
+    """
+    path = Path(os.fspath(source))
+    return path.parent if path.name in {"task.toml", "task.yaml"} else path
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """What the runner reads from one Harbor task directory.
