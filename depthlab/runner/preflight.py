@@ -256,8 +256,8 @@ def preflight(
             slots.append(PreflightRow(Path(path).name, path, False, f"the task does not load: {error}", ""))
             continue
         report.tasks[str(task.path)] = task
-        if not (task.path / "solution" / "solve.sh").is_file():
-            note = "not checked: the task has no solution/solve.sh"
+        if missing := task.missing_solution:
+            note = f"not checked: the task has no {missing}"
             slots.append(PreflightRow(task.name, str(task.path), True, note, "", checked=False))
             continue
         entry = cache / f"{task.checksum[:32]}-{_key(task, settings, limits_of)}.json"

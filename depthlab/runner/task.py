@@ -195,6 +195,16 @@ class TaskSpec:
     def multi_step(self) -> bool:
         return bool(self.steps)
 
+    @property
+    def missing_solution(self) -> str | None:
+        """The reference solution the oracle lacks (``solution/solve.sh``, or the first step's without one), or None."""
+        for step in self.steps or ():
+            if not (step.solution_dir / "solve.sh").is_file():
+                return f"steps/{step.name}/solution/solve.sh"
+        if not self.steps and not (self.solution_path / "solve.sh").is_file():
+            return "solution/solve.sh"
+        return None
+
     def for_step(self, step: StepSpec) -> TaskSpec:
         """The task as one step of it is run: the step's instruction, tests, solution, timeouts and verifier mode."""
         return dataclasses.replace(

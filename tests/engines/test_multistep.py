@@ -137,3 +137,15 @@ def test_the_merged_task_runs_every_steps_solution_and_tests_as_one(tasks, docke
     assert outcomes[3].rewards == {"reward": 0.0, "segment_1": 1.0, "segment_2": 0.0}
     tasks_table = dl.load_tasks(tmp_path / "merged")
     assert tasks_table["labels"].str.json_path_match("$.merged_from").to_list() == ["mine/ms-chain"]
+
+
+def test_the_local_preflight_runs_every_steps_solution_and_names_the_first_failing_step(tasks, docker_client, tmp_path):
+    from depthlab.runner import preflight
+
+    report = preflight(
+        [tasks / "ms-chain", tasks / "ms-chain-wrong"], jobs_dir=tmp_path, docker_client=docker_client, use_cache=False
+    )
+    rows = {row.task.rsplit("/", 1)[-1]: row for row in report.rows}
+    assert rows["ms-chain"].passed and rows["ms-chain"].checked
+    assert not rows["ms-chain-wrong"].passed
+    assert rows["ms-chain-wrong"].reason.startswith("step 1 ('first') is the first that fails"), rows["ms-chain-wrong"]
