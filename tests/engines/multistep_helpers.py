@@ -46,8 +46,7 @@ STEP_SOLVE = "#!/bin/bash\ncp \"$(sed -n 's/^last: //p' /data/{c}/start)\" /app/
 
 def instruction(chain: str) -> str:
     return (
-        f"Follow the chain that begins at /data/{chain}/start to its last file and copy that file to "
-        f"/app/{chain}.txt."
+        f"Follow the chain that begins at /data/{chain}/start to its last file and copy that file to /app/{chain}.txt."
     )
 
 
@@ -70,9 +69,7 @@ def write_two_step_task(
     (task / "environment" / "Dockerfile").write_text(_dockerfile(image))
     strategy_line = f'multi_step_reward_strategy = "{strategy}"\n' if strategy else ""
     (task / "task.toml").write_text(
-        'schema_version = "1.4"\n'
-        + strategy_line
-        + f'[task]\nname = "depthlab/{name}"\n'
+        'schema_version = "1.4"\n' + strategy_line + f'[task]\nname = "depthlab/{name}"\n'
         '[[steps]]\nname = "first"\nmin_reward = 1.0\n'
         '[[steps]]\nname = "second"\n'
         '[metadata]\ndifficulty = "easy"\n'

@@ -56,12 +56,14 @@ def test_the_oracle_runs_every_step_in_order_and_loads_as_harbors_format(tasks, 
     assert result["agent_result"] is None
     assert [step["step_name"] for step in result["step_results"]] == ["first", "second"]
     assert [step["verifier_result"]["rewards"] for step in result["step_results"]] == [{"reward": 1.0}] * 2
-    assert right.rewards == {"reward": 1.0} and right.failed_step is None
+    assert right.rewards == {"reward": 1.0}
+    assert right.failed_step is None
     assert (right.trial_dir / "steps" / "second" / "verifier" / "reward.txt").is_file()
     # the gate stops the trial after the first step: the second is not run, the mean is over step one
     wrong_result = _result(wrong)
     assert [step["step_name"] for step in wrong_result["step_results"]] == ["first"]
-    assert wrong.rewards == {"reward": 0.0} and wrong.failed_step == "1 first"
+    assert wrong.rewards == {"reward": 0.0}
+    assert wrong.failed_step == "1 first"
     steps = dl.load_steps(tmp_path / "oracle").sort(["task", "step_index"])
     by_task = {task: rows for task, rows in steps.group_by("task")}
     assert by_task[("ms-chain",)]["reward"].to_list() == [1.0, 1.0]
@@ -78,8 +80,10 @@ def test_the_cap_counts_turns_over_the_whole_run(tasks, docker_client, tmp_path)
             agent = TerminusAgent(ChatClient(server.url, "openai/m1", api_key_env=None), HarnessConfig(cap=cap))
             outcomes[cap] = run_task_trial(task, agent, JobDir(tmp_path, f"cap-{cap}", {}), docker_client=docker_client)
     # step one: read, copy (complete), confirm = 3 turns; step two needs 2 more
-    assert outcomes[5].rewards == {"reward": 1.0} and outcomes[5].n_turns == 5
-    assert outcomes[4].rewards == {"reward": 0.5} and outcomes[4].n_turns == 4
+    assert outcomes[5].rewards == {"reward": 1.0}
+    assert outcomes[5].n_turns == 5
+    assert outcomes[4].rewards == {"reward": 0.5}
+    assert outcomes[4].n_turns == 4
     assert outcomes[4].status == "fail"
     turns = [step["agent_result"]["metadata"]["n_episodes"] for step in _result(outcomes[5])["step_results"]]
     assert turns == [3, 2]
@@ -88,7 +92,8 @@ def test_the_cap_counts_turns_over_the_whole_run(tasks, docker_client, tmp_path)
         trajectory = json.loads((outcomes[5].trial_dir / "steps" / step / "agent" / "trajectory.json").read_text())
         assert cap_sentence(left).strip() in trajectory["steps"][0]["message"]
     trials = dl.load_trials([tmp_path / "cap-4", tmp_path / "cap-5"]).sort("cap")
-    assert trials["n_turns"].to_list() == [4, 5] and trials["cap"].to_list() == [4, 5]
+    assert trials["n_turns"].to_list() == [4, 5]
+    assert trials["cap"].to_list() == [4, 5]
 
 
 def test_a_separate_verifier_sees_only_the_artifacts(tasks, docker_client, tmp_path):
@@ -117,23 +122,29 @@ def test_what_the_runner_cannot_run_as_harbor_does_is_refused_naming_the_harbor_
     with pytest.raises(UnsupportedTaskError) as error:
         load_task(tmp_path)
     message = str(error.value)
-    assert "\n" not in message and "--engine harbor" in message and what in message
+    assert "\n" not in message
+    assert "--engine harbor" in message
+    assert what in message
 
 
 def test_the_merged_task_runs_every_steps_solution_and_tests_as_one(tasks, docker_client, tmp_path):
     from depthlab.io.task_merge import merge_steps
 
     merged = load_task(merge_steps(tasks / "ms-chain", tmp_path / "merged", dataset="mine"))
-    assert not merged.multi_step and merged.name == "depthlab/ms-chain-merged"
+    assert not merged.multi_step
+    assert merged.name == "depthlab/ms-chain-merged"
     oracle = run_task_trial(merged, OracleAgent(), JobDir(tmp_path, "oracle", {}), docker_client=docker_client)
     assert oracle.rewards == {"reward": 1.0, "segment_1": 1.0, "segment_2": 1.0}, oracle.message
     with scripted_server(chains_policy) as server:
         outcomes = {}
         for cap in (3, 4):
             agent = TerminusAgent(ChatClient(server.url, "openai/m1", api_key_env=None), HarnessConfig(cap=cap))
-            outcomes[cap] = run_task_trial(merged, agent, JobDir(tmp_path, f"cap-{cap}", {}), docker_client=docker_client)
+            outcomes[cap] = run_task_trial(
+                merged, agent, JobDir(tmp_path, f"cap-{cap}", {}), docker_client=docker_client
+            )
     # one conversation: read a, copy a, read b, copy b = 4 turns, no confirmation between
-    assert outcomes[4].rewards["reward"] == 1.0 and outcomes[4].n_turns == 4
+    assert outcomes[4].rewards["reward"] == 1.0
+    assert outcomes[4].n_turns == 4
     assert outcomes[3].rewards == {"reward": 0.0, "segment_1": 1.0, "segment_2": 0.0}
     tasks_table = dl.load_tasks(tmp_path / "merged")
     assert tasks_table["labels"].str.json_path_match("$.merged_from").to_list() == ["mine/ms-chain"]
@@ -146,6 +157,7 @@ def test_the_local_preflight_runs_every_steps_solution_and_names_the_first_faili
         [tasks / "ms-chain", tasks / "ms-chain-wrong"], jobs_dir=tmp_path, docker_client=docker_client, use_cache=False
     )
     rows = {row.task.rsplit("/", 1)[-1]: row for row in report.rows}
-    assert rows["ms-chain"].passed and rows["ms-chain"].checked
+    assert rows["ms-chain"].passed
+    assert rows["ms-chain"].checked
     assert not rows["ms-chain-wrong"].passed
     assert rows["ms-chain-wrong"].reason.startswith("step 1 ('first') is the first that fails"), rows["ms-chain-wrong"]
