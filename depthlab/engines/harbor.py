@@ -478,7 +478,9 @@ def _job_results(job: Path) -> dict[str, dict[str, Any]]:
             result = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        results[str(result.get("task_name") or path.parent.name.rsplit("__", 1)[0])] = {**result, "_dir": path.parent}
+        # a task.toml [task].name "org/name" is the task "name" in depthlab's tables (as load_tasks reads it)
+        name = str(result.get("task_name") or path.parent.name.rsplit("__", 1)[0]).rsplit("/", 1)[-1]
+        results[name] = {**result, "_dir": path.parent}
     return results
 
 

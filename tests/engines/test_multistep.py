@@ -13,8 +13,11 @@ userland, real Docker, depthlab's oracle and a scripted model on 127.0.0.1 (mult
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 from engines_helpers import scripted_server
 from multistep_helpers import chains_policy, write_separate_verifier_task, write_two_step_task
@@ -161,3 +164,37 @@ def test_the_local_preflight_runs_every_steps_solution_and_names_the_first_faili
     assert rows["ms-chain"].checked
     assert not rows["ms-chain-wrong"].passed
     assert rows["ms-chain-wrong"].reason.startswith("step 1 ('first') is the first that fails"), rows["ms-chain-wrong"]
+
+
+MEASURE = [sys.executable, "-c", "import sys; from depthlab.cli import main; sys.exit(main())", "measure"]
+
+
+@pytest.mark.harbor
+def test_measure_gives_the_known_d_on_both_engines_counting_turns_over_the_whole_run(
+    userland, measure_env, harbor_cmd, tmp_path
+):
+    from depthlab.io.task_merge import merge_steps
+
+    tasks = tmp_path / "tasks"
+    write_two_step_task(tasks, userland, name="ms-d5")
+    merge_steps(tasks / "ms-d5", tasks, dataset="tasks")
+    tables = {}
+    with scripted_server(chains_policy) as server:
+        for engine in ("local", "harbor"):
+            out = tmp_path / f"{engine}.csv"
+            args = [str(tasks), "--models", "openai/m1", "--caps", "3,4,5", "--base-url", server.url]
+            args += ["--jobs-dir", str(tmp_path / f"jobs-{engine}"), "-o", str(out), "--no-progress", "-n", "2"]
+            args += ["--engine", engine] + (["--harbor", harbor_cmd] if engine == "harbor" else [])
+            done = subprocess.run([*MEASURE, *args], env=measure_env, capture_output=True, text=True, timeout=1500)
+            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+            assert "reference solution fails" not in done.stdout + done.stderr  # both pass their oracle (every step's)
+            tables[engine] = pl.read_csv(out).select("task", "depth").sort("task")
+    # the steps: 3 turns (read, copy, confirmation) + 2; merged: 4 turns in one conversation
+    assert dict(tables["local"].iter_rows()) == {"ms-d5": 5, "ms-d5-merged": 4}
+    assert tables["harbor"].equals(tables["local"])
+    harbor = dl.load_trials(tmp_path / "jobs-harbor").filter(pl.col("task") == "ms-d5")
+    local = dl.load_trials(tmp_path / "jobs-local").filter(pl.col("task") == "ms-d5")
+    for trials in (harbor, local):
+        by_cap = dict(trials.filter(pl.col("cap").is_not_null()).select("cap", "n_turns").iter_rows())
+        assert by_cap[5] == 5
+        assert by_cap[4] == 4

@@ -22,11 +22,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from harbor.agents.terminus_2 import Terminus2
+from harbor.agents.terminus_2.terminus_2 import Terminus2, Terminus2Options
+
+
+class WholeRunOptions(Terminus2Options):
+    """terminus-2's options and the sentence that states the turns left (Harbor checks kwargs against these)."""
+
+    cap_template: str = ""
 
 
 class WholeRunTerminus2(Terminus2):
     """terminus-2 whose ``max_turns`` (the stated cap) counts the turns of all steps of a trial."""
+
+    options_model = WholeRunOptions
 
     def __init__(self, *args: Any, cap_template: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
