@@ -198,3 +198,32 @@ def test_measure_gives_the_known_d_on_both_engines_counting_turns_over_the_whole
         by_cap = dict(trials.filter(pl.col("cap").is_not_null()).select("cap", "n_turns").iter_rows())
         assert by_cap[5] == 5
         assert by_cap[4] == 4
+
+
+@pytest.mark.harbor
+def test_harbors_oracle_gives_the_local_runners_step_rewards_and_passes_a_separate_verifier(
+    tasks, docker_client, harbor_cmd, harbor_env, tmp_path
+):
+    names = ["ms-chain", "ms-chain-wrong", "sep-verifier"]
+    local_job = JobDir(tmp_path / "local", "oracle", {})
+    for name in names:
+        run_task_trial(load_task(tasks / name), OracleAgent(), local_job, docker_client=docker_client)
+    for name in names:
+        done = subprocess.run(
+            [harbor_cmd, "run", "-p", str(tasks / name), "-a", "oracle", "-o", str(tmp_path / "harbor"), "-n", "1"],
+            env=harbor_env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    columns = ["task", "step_index", "step", "status", "reward"]
+    harbor_steps = dl.load_steps(tmp_path / "harbor").select(columns).sort(columns[:2])
+    local_steps = dl.load_steps(tmp_path / "local").select(columns).sort(columns[:2])
+    assert harbor_steps.equals(local_steps)
+    assert harbor_steps["status"].to_list() == ["pass", "pass", "fail", "skipped"]
+    trials = {
+        where: dict(dl.load_trials(tmp_path / where).select("task", "reward").iter_rows())
+        for where in ("harbor", "local")
+    }
+    assert trials["harbor"] == trials["local"] == {"ms-chain": 1.0, "ms-chain-wrong": 0.0, "sep-verifier": 1.0}
