@@ -21,7 +21,7 @@ audit
     One row per task joining tasks, depth, N and public pass rate.
 
 Further frames declared here (not in :data:`TABLES`): :data:`PLAN` (the cells still to run),
-:data:`STEPS` (a trajectory's turns) and :data:`PREFLIGHT_FAILURES` (tasks whose oracle failed).
+:data:`TRAJECTORY_STEPS` (a trajectory's turns) and :data:`PREFLIGHT_FAILURES` (tasks whose oracle failed).
 """
 
 from __future__ import annotations
@@ -199,8 +199,8 @@ PLAN: Final[dict[str, pl.DataType]] = {
     "attempts": pl.Int32(),  # further valid attempts to run in this cell
 }
 
-#: One row per agent turn of a trajectory (:func:`depthlab.io.atif.read_steps`).
-TURN_STEPS: Final[dict[str, pl.DataType]] = {
+#: One row per agent turn of a trajectory (:func:`depthlab.io.atif.read_steps`; ATIF calls a turn a step).
+TRAJECTORY_STEPS: Final[dict[str, pl.DataType]] = {
     "turn": pl.Int32(),
     "timestamp": _UTC,
     "message": pl.String(),
@@ -395,4 +395,18 @@ EVIDENCE: Final[dict[str, pl.DataType]] = {
     "depth_status": pl.String(),  # solved | unsolved | incomplete
     "needed": pl.Boolean(),  # plan_missing's sweep would run this cell
     "next": pl.Boolean(),  # plan_missing's adaptive mode runs this cell in its next round
+}
+
+#: Columns of :func:`depthlab.measures.censored.censored_depth`: D's distribution with unsolved tasks right-censored.
+CENSORED_DEPTH: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "statistic": pl.String(),  # share_le_3 | share_ge_5 | median
+    "variant": pl.String(),  # censored (Turnbull, every task) | solved_only (the paper's)
+    "value": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "interval": pl.String(),  # "percentile95": a 95% percentile bootstrap interval over tasks
+    "n_tasks": pl.Int64(),  # tasks in the sample (solved and unsolved; solved only for solved_only)
+    "n_unsolved": pl.Int64(),
+    "n_degenerate": pl.Int64(),  # resamples where the statistic is undefined (left out)
 }
