@@ -48,7 +48,7 @@ from depthlab._checks import (
 )
 from depthlab.measures.depth import TASK_KEYS, depth_from_grid, evidence_grid
 from depthlab.measures.planning import plan_missing
-from depthlab.plots import RC
+from depthlab.plots import RC, ShownFigure
 from depthlab.schema import CAPS
 
 __all__ = [
@@ -234,7 +234,7 @@ def evidence_plot(
     colours = {**STATE_COLOURS, **(palette or {})}
     if ax is None:
         with mpl.rc_context(RC):
-            ax = Figure(figsize=(4.6, 2.4), layout="constrained").subplots()
+            ax = ShownFigure(figsize=(4.6, 2.4), layout="constrained").subplots()
     if cells.is_empty():
         ax.text(0.5, 0.5, "no model has a capped run here", ha="center", va="center", transform=ax.transAxes)
         ax.set_xticks([])
@@ -345,7 +345,7 @@ def evidence_grids(
     ncols = min(ncols, n)
     nrows = math.ceil(n / ncols)
     with mpl.rc_context(RC):
-        fig = Figure(figsize=(4.8 * ncols, 2.2 * nrows + 0.5), layout="constrained")
+        fig = ShownFigure(figsize=(4.8 * ncols, 2.2 * nrows + 0.5), layout="constrained")
         axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel().tolist()
         for ax in axes[len(keys) :]:
             ax.set_visible(False)

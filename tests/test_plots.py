@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
 import os
 
@@ -499,3 +500,29 @@ def test_docstring_fragments_are_filled_and_a_missing_one_fails():
 
     with pytest.raises(KeyError, match="no_such_fragment"):
         fill(broken)
+
+
+def test_a_figure_shows_as_an_image_in_a_fresh_notebook(tmp_path, monkeypatch):
+    # a notebook made fresh, with no %matplotlib magic: a figure as a cell's last expression must
+    # give an image output, not the text "<Figure size ... with N Axes>" alone
+    nbclient = pytest.importorskip("nbclient")
+    import nbformat
+
+    from depthlab.reproduce import ensure_kernel
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
+    source = (
+        "import polars as pl\n"
+        "import depthlab as dl\n"
+        "audit = dl.schema.conform(pl.DataFrame({'dataset': ['tb2'] * 2, 'task': ['a', 'b'], 'depth': [1, 3],\n"
+        "    'depth_status': ['solved'] * 2, 'n_turns': [4.0, 9.0]}), 'audit')\n"
+        "dl.plots.turns_vs_depth(audit)"
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    nbclient.NotebookClient(
+        nb, kernel_name=ensure_kernel(), timeout=120, resources={"metadata": {"path": tmp_path}}
+    ).execute()
+    outputs = nb.cells[0].outputs
+    images = [o for o in outputs if o.output_type == "execute_result" and "image/png" in o.get("data", {})]
+    assert images, f"no image output, got {[o.get('data', o).keys() for o in outputs]}"
+    assert base64.b64decode(images[0]["data"]["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"

@@ -34,7 +34,8 @@ colour; default :func:`depthlab.catalog.color`, the same colour in every figure)
 always means *pooled over collections* and black a *median*; neither ever stands for a
 collection. Every figure shares one style (:data:`RC`) and is built on
 :class:`matplotlib.figure.Figure` directly, without pyplot's global state, so it renders
-headless and never accumulates. :func:`save` writes PNG and PDF.
+headless and never accumulates; each is a :class:`ShownFigure`, which Jupyter shows as an image
+when it is a cell's last expression (no ``%matplotlib`` magic needed). :func:`save` writes PNG and PDF.
 
 Plots take tables and return figures; they never read files. The statistics they draw (Wilson
 intervals, Holm-adjusted p-values) come from :mod:`depthlab.stats`.
@@ -70,7 +71,7 @@ from __future__ import annotations
 from typing import Final
 
 from depthlab.catalog import NAMES, ORDER, PALETTE, color, name
-from depthlab.plots._core import RC, Palette, save
+from depthlab.plots._core import RC, Palette, ShownFigure, save
 from depthlab.plots.difficulty import forest, forest_plot, work_vs_pass_rate, work_vs_pass_rate_plot
 from depthlab.plots.labels import label_depths, label_depths_plot, label_pass_rates, label_pass_rates_plot, label_plot
 from depthlab.plots.segments import (
@@ -103,6 +104,7 @@ __all__ = [
     "PALETTE",
     "RC",
     "Palette",
+    "ShownFigure",
     "collection_summary",
     "collection_summary_plot",
     "color",

@@ -8,7 +8,9 @@
 * the resolution of ``order`` (which collections, in which order) and ``palette`` (their colours),
   validated through :mod:`depthlab._checks`;
 * the small drawing helpers several topics share (median legend handle, plain log axes, the note of
-  an empty panel).
+  an empty panel, the SIMULATED stamp);
+* :class:`ShownFigure`, the figure class every function here returns: a matplotlib Figure that
+  Jupyter shows as an image when it is a cell's last expression, with no ``%matplotlib`` magic.
 
 The module is private: its names are the plots package's own, and only :data:`RC`, :data:`Palette`
 and :func:`save` are re-exported by :mod:`depthlab.plots`.
@@ -16,6 +18,7 @@ and :func:`save` are re-exported by :mod:`depthlab.plots`.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -62,6 +65,29 @@ RC: Final[dict[RcKeyType, Any]] = {
 
 #: Ink of legend swatches and reference lines that stand for no collection.
 NEUTRAL: Final[str] = "#444444"
+
+
+class ShownFigure(Figure):
+    """A :class:`~matplotlib.figure.Figure` that IPython and Jupyter display as a PNG image.
+
+    depthlab's figures are built without pyplot (no global state, nothing accumulates), so no backend
+    registers them with IPython's display: a bare ``Figure`` as a cell's last expression shows only
+    ``<Figure size ...>``. This class adds the rich representation IPython looks for
+    (``_repr_png_``), rendered in the shared style exactly as :func:`save` writes it, so a figure shows
+    where it is made, with or without ``%matplotlib inline``.
+
+    Examples
+    --------
+    >>> fig = ShownFigure(figsize=(2, 1))
+    >>> fig._repr_png_()[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+    True
+    """
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        with style():
+            self.savefig(buffer, format="png", dpi=RC["figure.dpi"], bbox_inches="tight")
+        return buffer.getvalue()
 
 
 def save(fig: Figure, name: str, figures_dir: str | Path) -> tuple[Path, Path]:
@@ -122,7 +148,7 @@ def into_axes(ax: Axes | None, function: str, figsize: tuple[float, float]) -> I
     """The axes-level preamble: the shared style, and ``ax`` (checked) or a new figure's single Axes."""
     with style():
         if ax is None:
-            yield Figure(figsize=figsize, layout="constrained").subplots()
+            yield ShownFigure(figsize=figsize, layout="constrained").subplots()
         else:
             yield check_type(ax, "ax", function, Axes, "a matplotlib Axes or None")
 
@@ -131,7 +157,7 @@ def into_axes(ax: Axes | None, function: str, figsize: tuple[float, float]) -> I
 def new_figure(figsize: tuple[float, float]) -> Iterator[tuple[Figure, Axes]]:
     """The figure-level preamble of a one-panel figure: the shared style, a new figure and its Axes."""
     with style():
-        fig = Figure(figsize=figsize, layout="constrained")
+        fig = ShownFigure(figsize=figsize, layout="constrained")
         yield fig, fig.subplots()
 
 
@@ -146,7 +172,7 @@ def new_panels(
     with style():
         ncols = max(1, min(ncols, n))
         nrows = max(1, math.ceil(n / ncols))
-        fig = Figure(figsize=(width * ncols, height * nrows + 0.4), layout="constrained")
+        fig = ShownFigure(figsize=(width * ncols, height * nrows + 0.4), layout="constrained")
         grid = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False, sharex=sharex, sharey=sharey)).ravel().tolist()
         for ax in grid[n:]:
             ax.set_visible(False)

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from depthlab import catalog
 from depthlab._checks import check_frame, check_string
 from depthlab.catalog import MEDIAN_COLOUR, POOLED_COLOUR, name
-from depthlab.plots._core import NEUTRAL, Palette, empty_note, into_axes, new_figure, palette_of, style
+from depthlab.plots._core import NEUTRAL, Palette, ShownFigure, empty_note, into_axes, new_figure, palette_of, style
 from depthlab.plots._docstrings import fill
 from depthlab.schema import CAPS
 
@@ -174,7 +174,7 @@ def segment_reliability(
     hue = POOLED_COLOUR if collection is None else palette_of(palette, function)(collection)
     where = f"of {name(collection)}" if collection else "pooled over collections"
     with style():
-        fig = Figure(figsize=(8, 3.6), layout="constrained")
+        fig = ShownFigure(figsize=(8, 3.6), layout="constrained")
         ax_each, ax_all = fig.subplots(1, 2)
         segment_reliability_plot(table, color=hue, ci=ci, ax=ax_each)
         ax_each.set_title(f"Per-segment reliability ({ci:.0%} Wilson CI)")

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from depthlab._checks import check_frame
 from depthlab.catalog import MEDIAN_COLOUR, name
-from depthlab.plots._core import Palette, into_axes, median_handle, order_of, palette_of, plain_log, style
+from depthlab.plots._core import Palette, ShownFigure, into_axes, median_handle, order_of, palette_of, plain_log, style
 from depthlab.plots._docstrings import fill
 
 # depth bins for shares of solved tasks, as in the paper: D = 1, 2-3, 5-10, 20+ (a sequential
@@ -197,7 +197,7 @@ def collection_summary(audit: pl.DataFrame, *, order: Sequence[str] | None = Non
     check_frame(audit, "audit", function, ("dataset", "depth", "depth_status", "work", "n_turns"))
     keys = order_of(audit, order, function)
     with style():
-        fig = Figure(figsize=(10, max(2.8, 0.45 * len(keys) + 1.6)), layout="constrained")
+        fig = ShownFigure(figsize=(10, max(2.8, 0.45 * len(keys) + 1.6)), layout="constrained")
         ax_depth, ax_work, ax_turns = fig.subplots(1, 3, sharey=True, gridspec_kw={"width_ratios": [1.3, 1, 1]})
         collection_summary_plot(audit, order=keys, ax=ax_depth)
         strip_plot(audit, "work", order=keys, palette=palette, ax=ax_work)
