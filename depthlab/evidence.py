@@ -49,6 +49,7 @@ from depthlab._checks import (
 from depthlab.measures.depth import TASK_KEYS, depth_from_grid, evidence_grid
 from depthlab.measures.planning import plan_missing
 from depthlab.plots import RC, ShownFigure
+from depthlab.plots._core import DataSource, stamp, table_of
 from depthlab.schema import CAPS
 
 __all__ = [
@@ -302,7 +303,7 @@ def evidence_plot(
 
 
 def evidence_grids(
-    trials: pl.DataFrame,
+    trials: pl.DataFrame | DataSource,
     tasks: pl.DataFrame,
     *,
     models: Sequence[str] | None = None,
@@ -314,8 +315,9 @@ def evidence_grids(
 
     Parameters
     ----------
-    trials : pl.DataFrame
-        The trials table.
+    trials : pl.DataFrame or AuditData
+        The trials table, or an :class:`~depthlab.auditdata.AuditData` (its trials; simulated data
+        is stamped so).
     tasks : pl.DataFrame
         The tasks to draw (columns dataset, task), one panel each in row order, e.g. from
         :func:`example_tasks`.
@@ -338,6 +340,7 @@ def evidence_grids(
     2
     """
     function = "evidence_grids"
+    trials, simulated = table_of(trials, "trials", "trials", function)
     check_frame(tasks, "tasks", function, TASK_KEYS)
     ncols = check_positive_int(ncols, "ncols", function)
     keys = tasks.select(TASK_KEYS).rows()
@@ -358,7 +361,7 @@ def evidence_grids(
             evidence_plot(cells, ax=ax, legend=False)
         if keys:
             fig.legend(handles=_legend_handles(STATE_COLOURS), loc="outside lower center", ncols=8, frameon=False)
-    return fig
+    return stamp(fig, simulated)
 
 
 def example_tasks(audit: pl.DataFrame, *, n: int = 4) -> pl.DataFrame:

@@ -526,3 +526,41 @@ def test_a_figure_shows_as_an_image_in_a_fresh_notebook(tmp_path, monkeypatch):
     images = [o for o in outputs if o.output_type == "execute_result" and "image/png" in o.get("data", {})]
     assert images, f"no image output, got {[o.get('data', o).keys() for o in outputs]}"
     assert base64.b64decode(images[0]["data"]["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("simulated", [True, False])
+def test_a_figure_of_simulated_data_says_so_inside_the_image(audit, simulated):
+    from depthlab.auditdata import AuditData
+
+    data = AuditData("test", simulated, schema.empty("tasks"), schema.empty("trials"), schema.empty("depth"), audit)
+    kind = "simulated" if simulated else "real"
+    forest_rows = pl.DataFrame(
+        {"label": ["a"], "r": [-0.3], "ci_low": [-0.5], "ci_high": [-0.1], "n": [40], "data": [kind]}
+    )
+    made = {
+        "collection_summary": plots.collection_summary(data),
+        "turns_vs_depth": plots.turns_vs_depth(data),
+        "turns_minus_depth": plots.turns_minus_depth(data),
+        "depth_given_turns": plots.depth_given_turns(data),
+        "work_vs_pass_rate": plots.work_vs_pass_rate(data),
+        "label_pass_rates": plots.label_pass_rates(data),
+        "label_depths": plots.label_depths(data),
+        "turns_by_model": plots.turns_by_model(data),
+        "forest": plots.forest(forest_rows),
+    }
+    for name, fig in made.items():
+        texts = [text.get_text() for text in fig.texts]
+        assert (plots.SIMULATED_STAMP in texts) is simulated, (name, texts)
+        # the stamp is a text of the figure itself, so it is in every PNG and PDF drawn from it
+        assert fig._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_figures_take_the_audit_data_and_its_tables_alike(audit):
+    from depthlab.auditdata import AuditData
+
+    data = AuditData("test", False, schema.empty("tasks"), schema.empty("trials"), schema.empty("depth"), audit)
+    for function in (plots.turns_vs_depth, plots.collection_summary, plots.work_vs_pass_rate):
+        by_data, by_table = function(data), function(audit)
+        assert [ax.get_title() for ax in by_data.axes] == [ax.get_title() for ax in by_table.axes]
+    with pytest.raises(TypeError, match=r"audit.*turns_vs_depth.*DataFrame or an AuditData"):
+        plots.turns_vs_depth({"audit": audit})

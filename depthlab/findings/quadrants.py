@@ -34,8 +34,8 @@ def quadrant_cells(
 ) -> pl.DataFrame:
     """The four cells of :func:`quadrant_percentiles` as :func:`depthlab.stats.quadrants` gives them (for plotting).
 
-    A ``collections`` column names the collections split. Empty (no rows) when no task of
-    ``collections`` has a pinned D.
+    A ``collections`` column names the collections split, and ``data`` says whether the data is
+    simulated or real. Empty (no rows) when no task of ``collections`` has a pinned D.
     """
     check_choice(percentile_base, "percentile_base", "quadrant_percentiles", ("all", "solved"))
     chosen = [d for d in data.datasets if d in collections]
@@ -46,7 +46,7 @@ def quadrant_cells(
     if part.filter(pl.col("depth").is_not_null()).height == 0:
         return pl.DataFrame()
     cells = stats.quadrants(part, depth_split=depth_split, work_split="median", n_boot=n_boot, seed=seed)
-    return cells.with_columns(collections=pl.lit(", ".join(chosen)))
+    return cells.with_columns(collections=pl.lit(", ".join(chosen)), data=pl.lit(data.kind))
 
 
 @with_paper_rows

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import matplotlib as mpl
 import numpy as np
@@ -65,6 +65,63 @@ RC: Final[dict[RcKeyType, Any]] = {
 
 #: Ink of legend swatches and reference lines that stand for no collection.
 NEUTRAL: Final[str] = "#444444"
+
+#: The words written across every figure drawn from simulated data (:func:`stamp`).
+SIMULATED_STAMP: Final[str] = "SIMULATED DATA"
+
+
+class DataSource(Protocol):
+    """What a figure-level function takes in place of a table: an :class:`depthlab.auditdata.AuditData`.
+
+    Its tables are drawn and, when it is simulated, the figure says so inside the image.
+    """
+
+    @property
+    def simulated(self) -> bool: ...  # pragma: no cover
+
+    @property
+    def audit(self) -> pl.DataFrame: ...  # pragma: no cover
+
+    @property
+    def trials(self) -> pl.DataFrame: ...  # pragma: no cover
+
+
+def table_of(source: object, table: str, parameter: str, function: str) -> tuple[pl.DataFrame, bool]:
+    """The table to draw and whether it is simulated data, from a table or a :class:`DataSource`.
+
+    A table is simulated when it has a ``data`` column saying so (findings tables, and the tables
+    built from them, carry one); a data source gives its ``table`` attribute (``"audit"``,
+    ``"trials"``) and its own ``simulated``.
+    """
+    if isinstance(source, pl.DataFrame):
+        return source, "data" in source.columns and bool((source["data"] == "simulated").any())
+    given, kind = getattr(source, table, None), getattr(source, "simulated", None)
+    if isinstance(given, pl.DataFrame) and isinstance(kind, bool):
+        return given, kind
+    return check_type(source, parameter, function, pl.DataFrame, "a polars DataFrame or an AuditData"), False
+
+
+def stamp(fig: Figure, simulated: bool) -> Figure:
+    """Write :data:`SIMULATED_STAMP` across ``fig`` when ``simulated``; return ``fig``.
+
+    The words are faint and diagonal, over every panel, so no crop or caption can lose them.
+    """
+    if simulated:
+        width, height = fig.get_size_inches()
+        fig.text(
+            0.5,
+            0.5,
+            SIMULATED_STAMP,
+            ha="center",
+            va="center",
+            rotation=math.degrees(math.atan2(height, width)) * 0.6,
+            fontsize=max(14.0, min(44.0, 5.5 * width)),
+            fontweight="bold",
+            color="#C0392B",
+            alpha=0.16,
+            zorder=100,
+        )
+    return fig
 
 
 class ShownFigure(Figure):

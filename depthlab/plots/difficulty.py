@@ -26,6 +26,7 @@ from depthlab._checks import check_choice, check_frame, check_number
 from depthlab.catalog import POOLED_COLOUR, name
 from depthlab.plots._core import (
     NEUTRAL,
+    DataSource,
     Palette,
     empty_note,
     into_axes,
@@ -34,6 +35,8 @@ from depthlab.plots._core import (
     order_of,
     palette_of,
     plain_log,
+    stamp,
+    table_of,
 )
 from depthlab.plots._docstrings import fill
 
@@ -127,7 +130,8 @@ def forest(
     table : pl.DataFrame
         Columns ``label`` (row name), ``r``, ``ci_low``, ``ci_high``, ``n``; optional ``dataset``
         (colours the row; null = pooled, grey), ``p`` (printed raw and adjusted over all rows) and
-        ``paper`` (the paper's value, drawn as an open diamond).
+        ``paper`` (the paper's value, drawn as an open diamond) and ``data`` (``"simulated"``
+        stamps the figure so, as :func:`depthlab.findings.forest_table` sets it).
     title : str
         Figure title.
     {palette}
@@ -143,6 +147,7 @@ def forest(
     >>> forest(table).axes[0].get_xlabel()
     'rank partial correlation (Spearman)'
     """
+    table, simulated = table_of(table, "audit", "table", "forest")
     check_frame(table, "table", "forest", ("label", "r", "ci_low", "ci_high", "n"))
     with new_figure((8.2, 0.42 * max(table.height, 1) + 1.6)) as (fig, ax):
         forest_plot(table, palette=palette, adjust=adjust, ax=ax)
@@ -172,7 +177,7 @@ def forest(
             )
         fig.legend(handles=handles, loc="outside lower center", ncol=len(handles))
         ax.set_title(title)
-    return fig
+    return stamp(fig, simulated)
 
 
 @fill
@@ -248,7 +253,7 @@ def work_vs_pass_rate_plot(
 
 @fill
 def work_vs_pass_rate(
-    audit: pl.DataFrame,
+    audit: pl.DataFrame | DataSource,
     *,
     order: Sequence[str] | None = None,
     palette: Palette = None,
@@ -261,8 +266,9 @@ def work_vs_pass_rate(
 
     Parameters
     ----------
-    audit : pl.DataFrame
-        The audit table (dataset, work, pass_rate; optional n_public_trials for pooled rates).
+    audit : pl.DataFrame or AuditData
+        The audit table (dataset, work, pass_rate; optional n_public_trials for pooled rates), or an
+        :class:`~depthlab.auditdata.AuditData` (its audit table; simulated data is stamped so).
     {order}
     {palette}
     {jitter}
@@ -279,6 +285,7 @@ def work_vs_pass_rate(
     'public pass rate'
     """
     function = "work_vs_pass_rate"
+    audit, simulated = table_of(audit, "audit", "audit", function)
     check_frame(audit, "audit", function, ("dataset", "work", "pass_rate"))
     rows = _with_work_and_rate(audit)
     keys = order_of(rows, order, function)
@@ -301,7 +308,7 @@ def work_vs_pass_rate(
             handles.append(Line2D([], [], marker="s", color=NEUTRAL, label="pooled per W quartile, 95% Wilson CI"))
         fig.legend(handles=handles, loc="outside lower center", ncol=2)
         fig.suptitle("Public pass rate against work W, per collection", fontsize=10)
-    return fig
+    return stamp(fig, simulated)
 
 
 def _with_work_and_rate(audit: pl.DataFrame) -> pl.DataFrame:

@@ -18,7 +18,19 @@ from matplotlib.figure import Figure
 
 from depthlab._checks import check_frame
 from depthlab.catalog import MEDIAN_COLOUR, name
-from depthlab.plots._core import Palette, ShownFigure, into_axes, median_handle, order_of, palette_of, plain_log, style
+from depthlab.plots._core import (
+    DataSource,
+    Palette,
+    ShownFigure,
+    into_axes,
+    median_handle,
+    order_of,
+    palette_of,
+    plain_log,
+    stamp,
+    style,
+    table_of,
+)
 from depthlab.plots._docstrings import fill
 
 # depth bins for shares of solved tasks, as in the paper: D = 1, 2-3, 5-10, 20+ (a sequential
@@ -168,7 +180,9 @@ def strip_plot(
 
 
 @fill
-def collection_summary(audit: pl.DataFrame, *, order: Sequence[str] | None = None, palette: Palette = None) -> Figure:
+def collection_summary(
+    audit: pl.DataFrame | DataSource, *, order: Sequence[str] | None = None, palette: Palette = None
+) -> Figure:
     """Per collection: depth shares of solved tasks, work W and uncapped turns N.
 
     Left: :func:`collection_summary_plot`. Middle and right: :func:`strip_plot` of W and N per task
@@ -176,8 +190,9 @@ def collection_summary(audit: pl.DataFrame, *, order: Sequence[str] | None = Non
 
     Parameters
     ----------
-    audit : pl.DataFrame
-        The audit table (columns dataset, depth, depth_status, work, n_turns).
+    audit : pl.DataFrame or AuditData
+        The audit table (columns dataset, depth, depth_status, work, n_turns), or an
+        :class:`~depthlab.auditdata.AuditData` (its audit table; simulated data is stamped so).
     {order}
     {palette}
 
@@ -194,6 +209,7 @@ def collection_summary(audit: pl.DataFrame, *, order: Sequence[str] | None = Non
     ['share of solved tasks', 'work W (solution lines, log scale)', 'turns N (median uncapped, log scale)']
     """
     function = "collection_summary"
+    audit, simulated = table_of(audit, "audit", "audit", function)
     check_frame(audit, "audit", function, ("dataset", "depth", "depth_status", "work", "n_turns"))
     keys = order_of(audit, order, function)
     with style():
@@ -212,4 +228,4 @@ def collection_summary(audit: pl.DataFrame, *, order: Sequence[str] | None = Non
         title = "depth of solved tasks; median of W and N" if solved else None
         fig.legend(handles=[*handles, median_handle()], loc="outside lower left", ncol=len(handles) + 1, title=title)
         fig.suptitle("Collections: how deep are the solved tasks, how much work, how many turns", fontsize=10)
-    return fig
+    return stamp(fig, simulated)
