@@ -174,7 +174,7 @@ def test_turns_vs_depth_legend_does_not_borrow_a_collection_colour(audit):
 
 def test_palette_and_order_override_the_collection_facts(audit):
     fig = plots.turns_vs_depth(audit, order=["facet", "tb2"], palette={"facet": "#123456"})
-    assert [ax.get_title().split(" ")[0] for ax in fig.axes] == ["FACET", "TB2"]
+    assert [ax.get_title().split(":")[0] for ax in fig.axes] == ["FACET", "TB2"]
     assert {to_hex(b.get_facecolor()) for b in fig.axes[0].patches[len(CAPS) + 1 :]} == {"#123456"}
     assert {to_hex(b.get_facecolor()) for b in fig.axes[1].patches[len(CAPS) + 1 :]} == {plots.PALETTE["tb2"].lower()}
     with pytest.raises(ValueError, match="'palette' parameter of turns_vs_depth must map names to matplotlib colours"):
@@ -564,3 +564,58 @@ def test_the_figures_take_the_audit_data_and_its_tables_alike(audit):
         assert [ax.get_title() for ax in by_data.axes] == [ax.get_title() for ax in by_table.axes]
     with pytest.raises(TypeError, match=r"audit.*turns_vs_depth.*DataFrame or an AuditData"):
         plots.turns_vs_depth({"audit": audit})
+
+
+def test_jittered_pass_rates_stay_within_0_and_100_percent():
+    # tasks at 0% and 100%: a jitter of 0.1 would put half of them outside the possible range
+    rates = [0.0, 1.0] * 20
+    audit = schema.conform(
+        pl.DataFrame(
+            {"dataset": "tb2", "task": [f"t{i}" for i in range(40)], "work": range(1, 41), "pass_rate": rates}
+        ),
+        "audit",
+    )
+    ax = plots.work_vs_pass_rate_plot(audit, jitter=0.1)
+    y = np.concatenate([c.get_offsets()[:, 1] for c in ax.collections if isinstance(c, PathCollection)])
+    assert y.size == 40
+    assert y.min() >= 0.0
+    assert y.max() <= 1.0
+    assert len(set(np.round(y, 6))) > 2  # still jittered inside the range
+
+
+def test_an_axis_says_log_scale_only_where_it_is_one():
+    no_turns = schema.conform(
+        pl.DataFrame({"dataset": "tb2", "task": ["a", "b"], "work": [3, 30], "depth_status": "unsolved"}), "audit"
+    )
+    fig = plots.collection_summary(no_turns)
+    turns_ax = fig.axes[2]
+    assert turns_ax.get_xscale() == "linear"
+    assert "log scale" not in turns_ax.get_xlabel()
+    assert fig.axes[1].get_xscale() == "log"
+    assert "log scale" in fig.axes[1].get_xlabel()
+    empty = plots.turns_by_model(
+        pl.DataFrame({"model": ["m"], "n_turns": [None]}, schema={"model": pl.String, "n_turns": pl.Float64})
+    )
+    assert "log scale" not in empty.axes[0].get_xlabel()
+
+
+def test_turns_vs_depth_says_what_each_bar_counts():
+    audit = schema.conform(
+        pl.DataFrame(
+            {
+                "dataset": "tb2",
+                "task": ["a", "b", "c"],
+                "depth": [2, None, None],
+                "depth_status": ["solved", "unsolved", "incomplete"],
+                "n_turns": [4.0, 9.0, None],
+            }
+        ),
+        "audit",
+    )
+    fig = plots.turns_vs_depth(audit)
+    assert fig.axes[0].get_title() == "TB2: N of 2 tasks, D of 1 solved"
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any("solved tasks only" in text for text in legend)
+    assert any("uncapped runs" in text for text in legend)
+    one = audit.filter(pl.col("task") == "a")
+    assert plots.turns_vs_depth(one).axes[0].get_title() == "TB2: N of 1 task, D of 1 solved"

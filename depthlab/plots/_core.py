@@ -273,6 +273,15 @@ def plain_log(ax: Axes, axis: str) -> None:
     target.set_minor_formatter(mpl.ticker.NullFormatter())
 
 
+def scale_words(ax: Axes, axis: str) -> str:
+    """``", log scale"`` when ``axis`` ("x" or "y") of ``ax`` is drawn on a log scale, else ``""``.
+
+    An axis label says "log scale" only where the axis is one (an empty panel stays linear).
+    """
+    scale = ax.get_xscale() if axis == "x" else ax.get_yscale()
+    return ", log scale" if scale == "log" else ""
+
+
 def empty_note(ax: Axes, text: str) -> None:
     """Say in the middle of an empty panel why it is empty, with no ticks."""
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="#666666")

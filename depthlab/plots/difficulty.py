@@ -23,6 +23,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from depthlab._checks import check_choice, check_frame, check_number
+from depthlab._text import count
 from depthlab.catalog import POOLED_COLOUR, name
 from depthlab.plots._core import (
     NEUTRAL,
@@ -35,6 +36,7 @@ from depthlab.plots._core import (
     order_of,
     palette_of,
     plain_log,
+    scale_words,
     stamp,
     table_of,
 )
@@ -193,7 +195,8 @@ def work_vs_pass_rate_plot(
     """Public pass rate of each task against its work W (log scale), with pooled rates per W quartile.
 
     Points are jittered vertically by up to ``jitter`` (a pass rate over few runs takes few
-    values, which would stack points on a handful of lines). With an ``n_public_trials`` column,
+    values, which would stack points on a handful of lines), and kept within 0–100%: a jittered
+    point never shows a pass rate that cannot be. With an ``n_public_trials`` column,
     each collection also gets the pooled pass rate (passes / runs) of its tasks in each quartile of
     W, at the quartile's median W, with a Wilson interval (:func:`depthlab.stats.proportion_ci`).
     The panel of :func:`work_vs_pass_rate` (formerly ``work_pass_plot``).
@@ -231,7 +234,7 @@ def work_vs_pass_rate_plot(
             shift = np.random.default_rng(_seed(dataset)).uniform(-jitter, jitter, part.height)
             ax.scatter(
                 part["work"].to_numpy(),
-                part["pass_rate"].to_numpy() + shift,
+                np.clip(part["pass_rate"].to_numpy() + shift, 0.0, 1.0),
                 s=12,
                 alpha=0.55,
                 color=colour(dataset),
@@ -246,7 +249,7 @@ def work_vs_pass_rate_plot(
             plain_log(ax, "x")
         ax.set_ylim(-0.05, 1.05)
         ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
-        ax.set_xlabel("work W (solution lines, log scale)")
+        ax.set_xlabel(f"work W (solution lines{scale_words(ax, 'x')})")
         ax.set_ylabel("public pass rate")
     return ax
 
@@ -294,7 +297,7 @@ def work_vs_pass_rate(
             work_vs_pass_rate_plot(rows, ax=axes[0])
         for ax, dataset in zip(axes, keys, strict=False):
             work_vs_pass_rate_plot(rows, order=[dataset], palette=palette, jitter=jitter, ax=ax)
-            ax.set_title(f"{name(dataset)} ({rows.filter(pl.col('dataset') == dataset).height} tasks)")
+            ax.set_title(f"{name(dataset)} ({count(rows.filter(pl.col('dataset') == dataset).height, 'task')})")
         ncols = min(4, max(len(keys), 1))
         for i, ax in enumerate(axes):
             if i % ncols:

@@ -27,6 +27,7 @@ from depthlab.plots._core import (
     order_of,
     palette_of,
     plain_log,
+    scale_words,
     stamp,
     style,
     table_of,
@@ -175,6 +176,11 @@ def strip_plot(
         ax.set_ylabel("")
         if log and rows.height:
             plain_log(ax, "x")
+        if not rows.height:
+            ax.text(
+                0.5, 0.5, f"no task has {column}", ha="center", va="center", transform=ax.transAxes, color="#666666"
+            )
+            ax.set_xticks([])
         ax.grid(axis="y", visible=False)
     return ax
 
@@ -218,8 +224,8 @@ def collection_summary(
         collection_summary_plot(audit, order=keys, ax=ax_depth)
         strip_plot(audit, "work", order=keys, palette=palette, ax=ax_work)
         strip_plot(audit, "n_turns", order=keys, palette=palette, ax=ax_turns)
-        ax_work.set_xlabel("work W (solution lines, log scale)")
-        ax_turns.set_xlabel("turns N (median uncapped, log scale)")
+        ax_work.set_xlabel(f"work W (solution lines{scale_words(ax_work, 'x')})")
+        ax_turns.set_xlabel(f"turns N (median uncapped{scale_words(ax_turns, 'x')})")
         for ax in (ax_work, ax_turns):
             ax.tick_params(labelleft=False)
         # one legend row: the depth bins (when a task is solved), then the median ticks of W and N

@@ -27,6 +27,7 @@ from matplotlib.patches import Patch
 
 from depthlab import catalog
 from depthlab._checks import check_caps, check_frame, check_interval, check_names
+from depthlab._text import count
 from depthlab.catalog import MEDIAN_COLOUR, name
 from depthlab.measures.public import turn_counts
 from depthlab.plots._core import (
@@ -42,6 +43,7 @@ from depthlab.plots._core import (
     order_of,
     palette_of,
     plain_log,
+    scale_words,
     stamp,
     table_of,
 )
@@ -72,9 +74,10 @@ def turns_vs_depth_plot(
 ) -> Axes:
     """One collection's histograms of N (outlined bars) beside D (filled bars) on the cap ladder.
 
-    Each bar group is one rung of the ladder: D counts the solved tasks whose depth is that cap;
-    N counts the tasks whose median uncapped turn count falls in the interval ending at that cap
-    (above the previous rung). Tasks with N above the top cap form a last group. Both bars take
+    Each bar group is one rung of the ladder: D counts the solved tasks whose depth is that cap
+    (an unsolved or incomplete task has no D); N counts the tasks with uncapped runs whose median
+    turn count falls in the interval ending at that cap (above the previous rung). The title gives
+    both counts. Tasks with N above the top cap form a last group. Both bars take
     the collection's colour; the fill tells N from D. The panel of :func:`turns_vs_depth`
     (formerly ``turns_depth_plot``).
 
@@ -96,7 +99,7 @@ def turns_vs_depth_plot(
     >>> audit = schema.conform(pl.DataFrame({"dataset": ["tb2"] * 2, "task": ["a", "b"], "depth": [1, 3],
     ...     "depth_status": ["solved"] * 2, "n_turns": [4.0, 9.0]}), "audit")
     >>> turns_vs_depth_plot(audit, "tb2").get_title()
-    'TB2 (2 tasks, 2 solved)'
+    'TB2: N of 2 tasks, D of 2 solved'
     """
     function = "turns_vs_depth_plot"
     check_frame(audit, "audit", function, _TURNS_AND_DEPTH)
@@ -116,11 +119,11 @@ def turns_vs_depth_plot(
             facecolor="white",
             edgecolor=hue,
             linewidth=1.1,
-            label="turns N (uncapped)",
+            label="turns N (tasks with uncapped runs)",
         )
-        ax.bar(x + 0.2, depth_counts, width=0.4, color=hue, label="depth D (solved)")
+        ax.bar(x + 0.2, depth_counts, width=0.4, color=hue, label="depth D (solved tasks)")
         ax.set_xticks(x, labels, fontsize=7)
-        ax.set_title(f"{name(dataset)} ({rows.height} tasks, {depth.size} solved)")
+        ax.set_title(f"{name(dataset)}: N of {count(turns.size, 'task')}, D of {depth.size} solved")
         ax.set_xlabel("turns (ladder rung)")
         ax.set_ylabel("tasks")
         ax.grid(axis="x", visible=False)
@@ -159,7 +162,7 @@ def turns_vs_depth(
     >>> audit = schema.conform(pl.DataFrame({"dataset": ["tb2"] * 2, "task": ["a", "b"], "depth": [1, 3],
     ...     "depth_status": ["solved"] * 2, "n_turns": [4.0, 9.0]}), "audit")
     >>> turns_vs_depth(audit).axes[0].get_title()
-    'TB2 (2 tasks, 2 solved)'
+    'TB2: N of 2 tasks, D of 2 solved'
     """
     function = "turns_vs_depth"
     audit, simulated = table_of(audit, "audit", "audit", function)
@@ -172,8 +175,8 @@ def turns_vs_depth(
             turns_vs_depth_plot(audit, dataset, caps=caps, color=colour(dataset), ax=ax)
         # neutral legend swatches: the fill, not the colour, tells N from D in every panel
         handles = [
-            Patch(facecolor="white", edgecolor=NEUTRAL, label="turns N (uncapped, median per task)"),
-            Patch(facecolor=NEUTRAL, label="depth D (solved tasks)"),
+            Patch(facecolor="white", edgecolor=NEUTRAL, label="turns N: tasks with uncapped runs (median per task)"),
+            Patch(facecolor=NEUTRAL, label="depth D: solved tasks only"),
         ]
         fig.legend(handles=handles, loc="outside upper right", ncol=2)
         fig.suptitle(
@@ -445,7 +448,7 @@ def depth_given_turns(
         rows = _turn_window(audit, low, high)
         if rows.height:
             share = float(np.mean(rows["depth"].to_numpy() == 1))
-            ax.set_title(f"{rows.height} tasks take {low:g}–{high:g} turns; {share:.0%} of them have D = 1")
+            ax.set_title(f"{count(rows.height, 'task')} take {low:g}–{high:g} turns; {share:.0%} of them have D = 1")
     return stamp(fig, simulated)
 
 
@@ -523,7 +526,7 @@ def turns_by_model_plot(
             ax.legend(handles=handles, loc="lower right", fontsize=7)
         ax.set_ylim(0, 1.02)
         ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
-        ax.set_xlabel("turns N per task (median over uncapped runs, log scale)")
+        ax.set_xlabel(f"turns N per task (median over uncapped runs{scale_words(ax, 'x')})")
         ax.set_ylabel("share of tasks with at most N turns")
     return ax
 
