@@ -36,6 +36,7 @@ __all__ = [
     "audit_data",
     "demo_cache_dir",
     "demo_data",
+    "is_bundled",
 ]
 
 #: Size of the default demo data (1.0 is about the paper's size: 734 audited tasks).
@@ -236,6 +237,24 @@ def demo_data(root: str | Path | None = None, *, scale: float = DEMO_SCALE, seed
     return folder
 
 
+def is_bundled(data: object) -> bool:
+    """True when ``data`` names data that ships with depthlab (:data:`BUNDLED_DATA`), not a folder.
+
+    A bundled name wins over a folder of the same name unless that folder holds a collection:
+    ``depthlab reproduce --data tb2 --out tb2`` makes a ``tb2/`` of figures, which must not hide the
+    bundled TB2 facts from its own notebooks. Give such a folder as a path (``./tb2``) to read it.
+
+    Examples
+    --------
+    >>> is_bundled("tb2"), is_bundled("./tb2"), is_bundled(None)
+    (True, False, False)
+    """
+    if not isinstance(data, str) or data not in BUNDLED_DATA:
+        return False
+    folder = Path(data)
+    return not (folder.is_dir() and _discover(folder.resolve()))
+
+
 def audit_data(
     data: str | Path | None = None,
     *,
@@ -257,7 +276,8 @@ def audit_data(
     data : str, Path or None
         A folder holding one or more collections (``tasks/<name>/``, ``jobs/<name>/``, or a
         collection's own layout); a name in :data:`BUNDLED_DATA` (``"tb2"``: the published TB2.0
-        facts that ship with depthlab); or None for the simulated demo data (built once, see
+        facts that ship with depthlab, even beside a folder of that name holding no collection, see
+        :func:`is_bundled`); or None for the simulated demo data (built once, see
         :func:`demo_data`).
     datasets : sequence of str, optional
         Collections to load; default every one found. An unknown name is an error listing the known ones.
@@ -285,7 +305,7 @@ def audit_data(
     function = "audit_data"
     model_list = None if models is None else check_names(models, "models", function)
     cap_list = tuple(sorted({int(c) for c in caps}))
-    if isinstance(data, str) and data in BUNDLED_DATA and not Path(data).is_dir():
+    if isinstance(data, str) and is_bundled(data):
         names = [data] if datasets is None else check_names(datasets, "datasets", function, known=[data])
         loaded = _load_bundled(data, model_list, cap_list)
         _check_models(model_list, loaded, function)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from depthlab._checks import check_int_at_least, check_positive_int, parameter_problem
-from depthlab.auditdata import DEMO_SCALE, audit_data, check_scale, check_seed
+from depthlab.auditdata import DEMO_SCALE, audit_data, check_scale, check_seed, is_bundled
 
 __all__ = [
     "DEFAULT_N_BOOT",
@@ -233,7 +233,7 @@ def reproduce(
     folders = {part: out / part for part in ("notebooks", "figures", "results", "cache")}
     # load once here: a wrong name or a loading error surfaces before any notebook starts, and every
     # notebook reuses the cached tables
-    where = data if isinstance(data, str) and not Path(data).is_dir() else None
+    where = data if is_bundled(data) else None
     if where is None and data is not None:
         where = str(Path(data).expanduser().resolve())
     loaded = audit_data(where, datasets=datasets, models=models, scale=scale, seed=seed, cache_dir=folders["cache"])
