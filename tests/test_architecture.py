@@ -38,6 +38,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
         "depthlab.paper",
         "depthlab._tables",
         "depthlab._version",
+        "depthlab._docstrings",
         "depthlab._text",
     ),
     1: ("depthlab.io",),
