@@ -934,3 +934,34 @@ def test_compare_says_when_a_sample_is_a_subset_or_unlike_the_papers():
     subset = paper.compare(finding("tb2, depth"))["this_sample"].item()
     assert subset.endswith("; this data has only depth, tb2 of the paper's depth, tb2, tw")
     assert "UNLIKE the paper's sample" in paper.compare(finding("tb2, tw, depth, rst"))["this_sample"].item()
+
+
+def _tw_unsolved_case() -> AuditData:
+    # TB2 solved and varied; TW present with public runs but no task solved under any cap
+    tasks, trials = [], []
+    for dataset in ("tb2", "tw"):
+        for i in range(8):
+            task = f"{dataset}-{i}"
+            tasks.append({"dataset": dataset, "task": task, "work": 3 + (i * 7) % 11})
+            depth = CAPS[i % 5] if dataset == "tb2" else None
+            for model in ("a", "b"):
+                trials += _capped(dataset, task, model, depth)
+            trials += _public(dataset, task, "a", [j < 8 - (i * 3) % 7 for j in range(8)], turns=4 + (i * 5) % 9)
+    return _data(tasks, trials)
+
+
+def test_a_pooled_row_names_only_the_collections_that_gave_it_tasks():
+    data = _tw_unsolved_case()
+    table = findings.pass_depth_given_work(data, n_boot=100, seed=1)
+    pair = _row(table, "pcorr_pass_depth_given_work", "tb2+tw")
+    # TB2 alone is not "TB2 + TW": no value, and the sample says why
+    assert pair["value"] is None
+    assert pair["collections"] == "tb2"
+    assert "tw: fewer than 2 solved tasks" in pair["detail"]
+    everything = _row(table, "pcorr_pass_depth_given_work", "all")
+    assert everything["value"] is None
+    assert "at least two collections" in everything["detail"]
+    assert _row(table, "pcorr_pass_depth_given_work", "tb2")["value"] is not None
+    compared = paper.compare(table)
+    named = compared.filter(pl.col("this_sample").str.contains("tw"))
+    assert named.filter(pl.col("this_data").is_not_null()).height == 0, named
