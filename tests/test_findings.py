@@ -965,3 +965,12 @@ def test_a_pooled_row_names_only_the_collections_that_gave_it_tasks():
     compared = paper.compare(table)
     named = compared.filter(pl.col("this_sample").str.contains("tw"))
     assert named.filter(pl.col("this_data").is_not_null()).height == 0, named
+
+
+def test_the_quadrants_name_only_the_collections_that_gave_them_tasks():
+    data = _tw_unsolved_case()
+    cells = findings.quadrant_cells(data, n_boot=0)
+    assert cells["collections"].unique().to_list() == ["tb2"]
+    table = findings.quadrant_percentiles(data, n_boot=0)
+    assert set(table["collections"].to_list()) == {"tb2"}
+    assert all("tw: no solved task" in detail for detail in table["detail"].drop_nulls().to_list()[:4])

@@ -36,7 +36,8 @@ def quadrant_cells(
 ) -> pl.DataFrame:
     """The four cells of :func:`quadrant_percentiles` as :func:`depthlab.stats.quadrants` gives them (for plotting).
 
-    A ``collections`` column names the collections split, and ``data`` says whether the data is
+    A ``collections`` column names the collections that gave the cells a task (a collection
+    present with no solved task gives none and is not named), and ``data`` says whether the data is
     simulated or real. Empty (no rows) when no task of ``collections`` has a pinned D.
     """
     check_choice(percentile_base, "percentile_base", "quadrant_percentiles", ("all", "solved"))
@@ -48,7 +49,9 @@ def quadrant_cells(
     if part.filter(pl.col("depth").is_not_null()).height == 0:
         return pl.DataFrame()
     cells = stats.quadrants(part, depth_split=depth_split, work_split="median", n_boot=n_boot, seed=seed)
-    return cells.with_columns(collections=pl.lit(", ".join(chosen)), data=pl.lit(data.kind))
+    split = part.drop_nulls(["depth", "work", "pass_rate"])["dataset"].unique().to_list()
+    gave = [d for d in chosen if d in split]
+    return cells.with_columns(collections=pl.lit(", ".join(gave)), data=pl.lit(data.kind))
 
 
 @with_paper_rows
@@ -115,8 +118,11 @@ def quadrant_percentiles(
                 )
             ]
         )
-    sample = Sample(collections=chosen, models=models)
+    gave = [d for d in str(cells["collections"][0]).split(", ") if d]
+    sample = Sample(collections=gave, models=capped_models(data, gave))
     detail += f" and the median W ({cells['work_split'][0]:g})"
+    if missing := [d for d in chosen if d not in gave]:
+        detail += f"; {', '.join(missing)}: no solved task, so not in the split"
     rows = [*_cell_rows(data, cells, sample, detail), _other_cells_row(data, cells, sample)]
     hardest = _hardest_row(data, cells, sample)
     if hardest is not None:
