@@ -23,6 +23,7 @@ import polars as pl
 
 from depthlab import _atomic, schema
 from depthlab._checks import check_names, check_nonnegative_int, check_number, parameter_error
+from depthlab._text import count
 from depthlab.catalog import ordered
 from depthlab.datasets import BUNDLED
 from depthlab.schema import CAPS
@@ -85,12 +86,19 @@ class AuditData:
         tasks: pl.DataFrame,
         trials: pl.DataFrame,
         *,
+        simulated: bool,
         source: str = "tables given by the caller",
-        simulated: bool = False,
         models: Sequence[str] | None = None,
         caps: Sequence[int] = CAPS,
     ) -> AuditData:
         """Build the depth and audit tables from a tasks and a trials table (e.g. a hand-made case).
+
+        ``simulated`` is required: the tables carry no mark of where they came from, so the caller
+        says whether they are simulated, and every finding's ``data`` column repeats it (never
+        "real" by default). A trial given twice (two rows with the same non-null dataset, job and
+        trial) counts once: the repeats are dropped and :attr:`notes` says how many. Rows with no
+        ``trial`` cannot be told apart and all count (a hand-made case repeats rows for repeated runs).
+        A task given twice in ``tasks`` is an error naming it.
 
         Examples
         --------
@@ -99,16 +107,31 @@ class AuditData:
         >>> tasks = schema.conform(pl.DataFrame({"dataset": "tb2", "task": ["t"], "work": [3]}), "tasks")
         >>> trials = schema.conform(pl.DataFrame({"dataset": "tb2", "task": "t", "model": "m",
         ...     "cap": [1, 2], "status": ["fail", "pass"]}), "trials")
-        >>> AuditData.from_tables(tasks, trials).audit["depth"].to_list()
-        [2]
+        >>> data = AuditData.from_tables(tasks, trials, simulated=False, source="a hand-made case")
+        >>> data.audit["depth"].to_list(), data.kind
+        ([2], 'real')
         """
         from depthlab.measures import audit_table, estimate_depth
 
+        function = "AuditData.from_tables"
+        if not isinstance(simulated, bool):
+            raise parameter_error("simulated", function, "True or False (say what the tables are)", repr(simulated))
         tasks = schema.conform(tasks, "tasks")
+        twice = tasks.filter(pl.struct("dataset", "task").is_duplicated())
+        if twice.height:
+            shown = ", ".join(sorted({f"{d}/{t}" for d, t in twice.select("dataset", "task").rows()})[:5])
+            raise parameter_error("tasks", function, "one row per (dataset, task)", f"tasks given twice: {shown}")
         trials = schema.conform(trials, "trials")
+        identity = ["dataset", "job", "trial"]
+        keyed = pl.col("trial").is_not_null()
+        repeats = trials.filter(keyed & ~pl.struct(*identity).is_first_distinct())
+        notes = []
+        if repeats.height:
+            trials = trials.filter(~keyed | pl.struct(*identity).is_first_distinct())
+            notes.append(f"{count(repeats.height, 'trial')} given twice (same dataset, job and trial) counted once")
         depth = estimate_depth(trials.filter(pl.col("cap").is_not_null()), caps=caps, models=models)
         audit = audit_table(tasks, trials, depth=depth)
-        return cls(source, simulated, tasks, trials, depth, audit)
+        return cls(source, simulated, tasks, trials, depth, audit, notes)
 
     def subset(self, collections: Sequence[str]) -> AuditData:
         """The same data restricted to ``collections`` (names not present are ignored).

@@ -369,7 +369,7 @@ def test_bundled_tb2_gives_the_published_pass_rates_and_the_rating_correlation()
     import depthlab as dl
 
     bundle = dl.load_dataset("tb2", status_rule="all")
-    data = AuditData.from_tables(bundle.tasks, bundle.trials, source="bundled TB2, status rule all")
+    data = AuditData.from_tables(bundle.tasks, bundle.trials, source="bundled TB2, status rule all", simulated=False)
     rates = findings.model_pass_rates(data)
     # the same rates from the default (leaderboard) load, re-judged under the rule "all"
     rejudged = findings.model_pass_rates(audit_data("tb2"), status_rule="all")
@@ -692,7 +692,10 @@ def test_second_model_is_against_the_main_model_over_the_models_d_uses():
         trials += _capped("tb2", task, "a-third", None)  # first in name order, never passes, not in D
     models = ["m-main", "m-second"]
     data = AuditData.from_tables(
-        schema.conform(pl.DataFrame(tasks), "tasks"), schema.conform(pl.DataFrame(trials), "trials"), models=models
+        schema.conform(pl.DataFrame(tasks), "tasks"),
+        schema.conform(pl.DataFrame(trials), "trials"),
+        models=models,
+        simulated=False,
     )
     row = _row(findings.second_model(data), "second_model_share_lowered", "existing")
     assert row["value"] == 0  # the third model is neither first nor in D
@@ -974,3 +977,26 @@ def test_the_quadrants_name_only_the_collections_that_gave_them_tasks():
     table = findings.quadrant_percentiles(data, n_boot=0)
     assert set(table["collections"].to_list()) == {"tb2"}
     assert all("tw: no solved task" in detail for detail in table["detail"].drop_nulls().to_list()[:4])
+
+
+def test_from_tables_says_what_the_caller_says_and_counts_a_trial_once():
+    tasks = schema.conform(pl.DataFrame({"dataset": "tb2", "task": ["t"], "work": [3]}), "tasks")
+    runs = [
+        {"dataset": "tb2", "task": "t", "model": "m", "cap": cap, "status": status, "job": "j", "trial": f"r{cap}"}
+        for cap, status in ((1, "fail"), (2, "pass"))
+    ]
+    trials = schema.conform(pl.DataFrame(runs), "trials")
+    with pytest.raises(TypeError, match="simulated"):
+        AuditData.from_tables(tasks, trials)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match=r"'simulated' parameter of AuditData\.from_tables"):
+        AuditData.from_tables(tasks, trials, simulated=None)  # type: ignore[arg-type]
+    assert AuditData.from_tables(tasks, trials, simulated=True).kind == "simulated"
+    # the same trial given twice counts once, and the notes say so
+    twice = AuditData.from_tables(tasks, pl.concat([trials, trials.head(1)]), simulated=False)
+    assert twice.trials.height == 2
+    assert twice.notes == ["1 trial given twice (same dataset, job and trial) counted once"]
+    # rows with no trial id are repeated runs of a hand-made case: all count
+    bare = trials.with_columns(trial=pl.lit(None, pl.String))
+    assert AuditData.from_tables(tasks, pl.concat([bare, bare]), simulated=False).trials.height == 4
+    with pytest.raises(ValueError, match="tasks given twice: tb2/t"):
+        AuditData.from_tables(pl.concat([tasks, tasks]), trials, simulated=False)
