@@ -376,3 +376,11 @@ def test_the_docs_index_says_what_the_proxy_is():
     for path in (ROOT / "docs" / "index.md", ROOT / "README.md"):
         row = next(line for line in path.read_text().splitlines() if "proxy.md" in line and line.startswith("|"))
         assert "not validated" in row, f"{path.name}: {row}"
+
+
+def test_readme_correlates_through_the_findings_not_across_collections():
+    # pass ~ D | W over several collections is the within-collection finding; a raw partial_spearman over
+    # every collection reads differences between collections as a correlation (CHANGELOG, issue 19)
+    text = (ROOT / "README.md").read_text()
+    assert "dl.stats.partial_spearman(audit" not in text
+    assert "findings.pass_depth_given_work(data)" in text
