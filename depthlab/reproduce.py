@@ -400,7 +400,7 @@ def _update_runs(path: Path, seconds: Mapping[str, float], banner: str) -> dict[
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
     for notebook, taken in seconds.items():
         runs[notebook] = {"seconds": round(taken, 2), "data": banner, "finished": stamp}
-    _atomic_write(path, json.dumps(runs, indent=1) + "\n")
+    _atomic.write_text(path, json.dumps(runs, indent=1) + "\n")
     return runs
 
 
@@ -437,7 +437,7 @@ def _write_index(
         if comparison:
             lines += ["Paper reports / this data gives:", "", *_markdown_table(comparison), ""]
     path = out / "index.md"
-    _atomic_write(path, "\n".join(lines))
+    _atomic.write_text(path, "\n".join(lines))
     return path
 
 
@@ -528,8 +528,3 @@ def write_docs_figures(data: AuditData, docs_dir: str | Path, *, drawn_from: Map
     _atomic.write_text(path, json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
     return path
 
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)

@@ -15,6 +15,9 @@ depth
     One row per task, from :func:`depthlab.estimate_depth`.
 audit
     One row per task joining tasks, depth, N and public pass rate.
+
+Further frames declared here (not in :data:`TABLES`): :data:`PLAN` (the cells still to run),
+:data:`STEPS` (a trajectory's turns) and :data:`PREFLIGHT_FAILURES` (tasks whose oracle failed).
 """
 
 from __future__ import annotations
@@ -98,6 +101,8 @@ DEPTH: Final[dict[str, pl.DataType]] = {
     "dataset": pl.String(),
     "task": pl.String(),
     "depth": pl.Int32(),  # smallest passing ladder cap, min over models; null unless solved
+    "depth_low": pl.Int32(),  # D > depth_low: the ladder cap below D (0 below the first); the top cap if unsolved
+    "depth_high": pl.Int32(),  # D <= depth_high: D itself when solved; null when unsolved (right-censored)
     "status": pl.String(),  # solved | unsolved | incomplete
     "caps_tried": pl.List(pl.Int32()),
     "caps_missing": pl.List(pl.Int32()),
@@ -125,6 +130,39 @@ AUDIT: Final[dict[str, pl.DataType]] = {
     "proxy_n_passing": pl.Int32(),  # passing uncapped runs with a readable trajectory the proxy was read from
     "task_group": pl.String(),  # the task's cluster of near-duplicates (schema.TASKS), null where none
 }
+
+#: The cells still to run (:func:`depthlab.measures.planning.plan_missing`; ``depthlab plan``).
+PLAN: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "model": pl.String(),
+    "cap": pl.Int32(),
+    "attempts": pl.Int32(),  # further valid attempts to run in this cell
+}
+
+#: One row per agent turn of a trajectory (:func:`depthlab.io.atif.read_steps`).
+STEPS: Final[dict[str, pl.DataType]] = {
+    "turn": pl.Int32(),
+    "timestamp": _UTC,
+    "message": pl.String(),
+    "commands": pl.String(),
+    "observation": pl.String(),
+    "n_input_tokens": pl.Int64(),
+    "n_output_tokens": pl.Int64(),
+}
+
+#: The tasks a measurement's preflight excluded (an oracle that did not pass), with why.
+PREFLIGHT_FAILURES: Final[dict[str, pl.DataType]] = {
+    "task": pl.String(),
+    "reason": pl.String(),
+    "output": pl.String(),  # the tail of what the oracle or the verifier printed
+}
+
+
+def preflight_failures(rows: list[dict[str, str]] | None = None) -> pl.DataFrame:
+    """The preflight failures table (:data:`PREFLIGHT_FAILURES`) of ``rows``; empty without them."""
+    return pl.DataFrame(rows or [], schema=PREFLIGHT_FAILURES)
+
 
 TABLES: Final[dict[str, dict[str, pl.DataType]]] = {
     "trials": TRIALS,

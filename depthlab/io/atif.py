@@ -35,6 +35,7 @@ import polars as pl
 from depthlab._checks import check_bool, check_positive_int
 from depthlab.io._errors import LoadError, Reject
 from depthlab.io._files import Dep, decode_json, read_bytes, read_bytes_if_exists
+from depthlab.schema import STEPS
 
 #: ATIF versions this loader understands.
 ATIF_VERSIONS: Final[tuple[str, ...]] = tuple(f"ATIF-v1.{minor}" for minor in range(8))
@@ -60,16 +61,8 @@ class _Message(msgspec.Struct):
 
 _FILE_TYPE = _Trajectory | list[_Message]
 
-#: Columns and dtypes of the table :func:`read_steps` returns.
-STEPS_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "turn": pl.Int32(),
-    "timestamp": pl.Datetime("us", "UTC"),
-    "message": pl.String(),
-    "commands": pl.String(),
-    "observation": pl.String(),
-    "n_input_tokens": pl.Int64(),
-    "n_output_tokens": pl.Int64(),
-}
+#: Columns and dtypes of the table :func:`read_steps` returns (declared in :data:`depthlab.schema.STEPS`).
+STEPS_SCHEMA: Final[dict[str, pl.DataType]] = STEPS
 
 #: Default length (characters) an observation is cut to by :func:`read_steps`.
 OBSERVATION_CHARS: Final[int] = 2000

@@ -33,7 +33,6 @@ rule reads :data:`STATED_CAP_KEY`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
@@ -43,6 +42,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, TypedDict
+
+from depthlab import _atomic
 
 #: ``config.agent.kwargs`` key of the turn cap stated to the agent (read by the default cap rule).
 STATED_CAP_KEY: Final[str] = "stated_cap"
@@ -226,6 +227,21 @@ def dataset_config(path: str | None, task_names: Sequence[str] | None = None) ->
     """An entry of a JobConfig's ``datasets``: a local folder of task folders (``path``) and the
     task names to run from it (all when None). Harbor forbids a registry ``name`` beside a ``path``."""
     return {"path": path, "task_names": None if task_names is None else list(task_names)}
+
+
+def dataset_configs(tasks: Iterable[tuple[str | os.PathLike[str] | None, str]]) -> list[dict[str, Any]]:
+    """A JobConfig's ``datasets`` for ``(folder, task name)`` pairs: one entry per folder holding
+    task folders, folders and names sorted.
+
+    Examples
+    --------
+    >>> [entry["task_names"] for entry in dataset_configs([("b", "t2"), ("a", "t9"), ("b", "t1")])]
+    [['t9'], ['t1', 't2']]
+    """
+    grouped: dict[str | None, list[str]] = {}
+    for folder, name in tasks:
+        grouped.setdefault(None if folder is None else os.fspath(folder), []).append(name)
+    return [dataset_config(folder, sorted(names)) for folder, names in sorted(grouped.items(), key=lambda i: str(i[0]))]
 
 
 def job_config(
@@ -607,23 +623,16 @@ class Trajectory:
 # files
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Write ``value`` as indented JSON to ``path`` atomically (temporary file, then rename)."""
-    write_text(path, json.dumps(value, indent=4, default=str) + "\n")
+def write_json(path: Path, value: Any, *, fsync: bool = False) -> None:
+    """Write ``value`` as indented JSON to ``path`` atomically (see :func:`write_text`)."""
+    write_text(path, json.dumps(value, indent=4, default=str) + "\n", fsync=fsync)
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temporary file in the same folder, then rename),
-    so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+def write_text(path: Path, text: str, *, fsync: bool = False) -> None:
+    """Write ``text`` to ``path`` through :mod:`depthlab._atomic`, so a reader never sees half a
+    file and a write cut short leaves a temporary name the cache's leftover check recognises.
+    ``fsync`` flushes to disk before the rename (a finished trial's ``result.json``)."""
+    _atomic.write_text(path, text, fsync=fsync)
 
 
 def _sum(values: Iterable[Any]) -> Any:
