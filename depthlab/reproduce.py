@@ -527,4 +527,3 @@ def write_docs_figures(data: AuditData, docs_dir: str | Path, *, drawn_from: Map
     path = folder / DOCS_MANIFEST
     _atomic.write_text(path, json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
     return path
-
