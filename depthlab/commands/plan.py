@@ -83,16 +83,20 @@ def run(args: argparse.Namespace) -> int:
     from depthlab import schema
     from depthlab._tables import write_table
     from depthlab.commands.depth import load_trials_for, unknown_models
-    from depthlab.io import load_tasks
+    from depthlab.io import read_tasks
     from depthlab.measures import plan_missing, sweep_runs
 
     try:
-        tasks = load_tasks(args.tasks, dataset=args.dataset)
+        load = read_tasks(args.tasks, dataset=args.dataset)
     except ValueError as exc:
         print(f"depthlab plan: {exc}", file=sys.stderr)
         return 1
+    for item in load.rejected:
+        print(f"depthlab plan: task rejected: {item}", file=sys.stderr)
+    tasks = load.tasks
     if tasks.height == 0:
-        print(f"depthlab plan: no task directories found under {args.tasks}", file=sys.stderr)
+        found = f"{len(load.rejected)} task directories rejected" if load.rejected else "no task directories found"
+        print(f"depthlab plan: {found} under {args.tasks}", file=sys.stderr)
         return 1
     trials = load_trials_for(args, "plan") if args.paths else schema.empty("trials")
     if trials is None:

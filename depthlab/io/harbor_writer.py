@@ -16,6 +16,12 @@ Layout of a job (what Harbor writes, and what the loaders read)::
         agent/trajectory.json              ATIF trajectory  (trajectory)
         verifier/reward.txt | reward.json  the rewards      (reward_file)
         exception.txt                      the traceback of exception_info
+        steps/<step>/agent/, verifier/     a multi-step trial's steps (step_result), instead of
+                                           agent/ and verifier/ (Harbor moves them there)
+
+A multi-step trial's ``result.json`` has ``step_results`` (one :func:`step_result` per step that
+ran: a step whose reward misses its ``min_reward`` stops the trial), no ``agent_result`` and no
+``agent_execution``; its ``verifier_result`` is :func:`multi_step_rewards` of its steps.
 
 Harbor's own pydantic models accept every file written here (the test suite checks them with
 the pinned Harbor package). ``harbor view`` needs that: it lists a job's agents, models and
@@ -407,15 +413,20 @@ def trial_result(
     started_at: str,
     finished_at: str,
     phases: Mapping[str, Mapping[str, str] | None],
+    step_results: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Harbor's ``TrialResult`` (a trial's ``result.json``; its presence marks the trial complete).
 
     ``config`` is the trial's :func:`trial_config`, ``agent`` its :func:`agent_info`,
-    ``phases`` the :func:`phase` of each of :data:`PHASES` (None: not reached).
+    ``phases`` the :func:`phase` of each of :data:`PHASES` (None: not reached). A multi-step
+    trial gives its ``step_results`` (:func:`step_result` each), ``agent_result`` None, no
+    ``agent_execution`` phase, and ``rewards`` = :func:`multi_step_rewards` of its steps.
     """
     unknown = set(phases) - set(PHASES)
     if unknown:
         raise ValueError(f"The 'phases' parameter of trial_result has unknown phases {sorted(unknown)}")
+    if step_results is not None and agent_result is not None:
+        raise ValueError("The 'agent_result' parameter of trial_result must be None for a multi-step trial")
     return {
         "id": result_id,
         "task_name": task_name,
@@ -432,8 +443,77 @@ def trial_result(
         "started_at": started_at,
         "finished_at": finished_at,
         **{name: None if phases.get(name) is None else dict(phases[name]) for name in PHASES},  # type: ignore[arg-type]
-        "step_results": None,
+        "step_results": None if step_results is None else [dict(step) for step in step_results],
     }
+
+
+def step_result(
+    step_name: str,
+    *,
+    agent_result: Mapping[str, Any] | None,
+    rewards: Mapping[str, float] | None,
+    exception: Mapping[str, Any] | None = None,
+    agent_execution: Mapping[str, str] | None = None,
+    verifier: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Harbor's ``StepResult``: one step of a multi-step trial (an entry of ``step_results``).
+
+    Examples
+    --------
+    >>> step = step_result("step-1", agent_result=agent_result(metadata={"n_episodes": 2}), rewards={"reward": 1.0})
+    >>> step["verifier_result"], step["agent_result"]["metadata"]
+    ({'rewards': {'reward': 1.0}}, {'n_episodes': 2})
+    """
+    return {
+        "step_name": step_name,
+        "agent_result": None if agent_result is None else dict(agent_result),
+        "verifier_result": None if rewards is None else {"rewards": dict(rewards)},
+        "exception_info": None if exception is None else dict(exception),
+        "agent_execution": None if agent_execution is None else dict(agent_execution),
+        "verifier": None if verifier is None else dict(verifier),
+    }
+
+
+#: Harbor's ``multi_step_reward_strategy`` values, and its default when a multi-step task leaves it unset.
+REWARD_STRATEGIES: Final[tuple[str, ...]] = ("mean", "final")
+DEFAULT_REWARD_STRATEGY: Final[str] = "mean"
+
+
+def multi_step_rewards(
+    rewards: Sequence[Mapping[str, float] | None], strategy: str | None = None
+) -> dict[str, float] | None:
+    """A multi-step trial's rewards from its steps' rewards, as Harbor 0.26 computes them.
+
+    ``rewards`` holds each step's rewards in order (None: a step with no verifier result).
+
+    ``final``: the last step's rewards as they are. ``mean`` (Harbor's default): per key, the
+    mean over the steps with a verifier result (a key missing from one counts 0 there; a step
+    without a verifier result is left out of the denominator); None when no step has one.
+
+    Examples
+    --------
+    >>> multi_step_rewards([{"reward": 1.0}, {"reward": 0.0}], "mean")
+    {'reward': 0.5}
+    >>> multi_step_rewards([{"reward": 1.0}, None])
+    {'reward': 1.0}
+    >>> multi_step_rewards([{"reward": 1.0}, {"reward": 0.0}], "final")
+    {'reward': 0.0}
+    """
+    if not rewards:
+        return None
+    chosen = strategy or DEFAULT_REWARD_STRATEGY
+    if chosen not in REWARD_STRATEGIES:
+        raise ValueError(
+            f"The 'strategy' parameter of multi_step_rewards must be one of {list(REWARD_STRATEGIES)}, got {strategy!r}"
+        )
+    if chosen == "final":
+        last = rewards[-1]
+        return None if last is None else dict(last)
+    valid = [item for item in rewards if item is not None]
+    keys = sorted({key for item in valid for key in item})
+    if not keys:
+        return None
+    return {key: sum(float(item.get(key, 0.0)) for item in valid) / len(valid) for key in keys}
 
 
 def eval_key(agent_name: str | None, model_name: str | None, source: str | None) -> str:

@@ -24,22 +24,12 @@ import math
 import numpy as np
 import polars as pl
 
+from depthlab import schema
 from depthlab._checks import check_frame, check_nonnegative_int, check_number
 from depthlab.measures.depth import TASK_KEYS
 
-#: Columns of :func:`censored_depth`'s table.
-CENSORED_COLUMNS: dict[str, pl.DataType] = {
-    "dataset": pl.String(),
-    "statistic": pl.String(),  # share_le_3 | share_ge_5 | median
-    "variant": pl.String(),  # censored (Turnbull, every task) | solved_only (the paper's)
-    "value": pl.Float64(),
-    "ci_low": pl.Float64(),
-    "ci_high": pl.Float64(),
-    "interval": pl.String(),  # "percentile95": a 95% percentile bootstrap interval over tasks
-    "n_tasks": pl.Int64(),  # tasks in the sample (solved and unsolved; solved only for solved_only)
-    "n_unsolved": pl.Int64(),
-    "n_degenerate": pl.Int64(),  # resamples where the statistic is undefined (left out)
-}
+#: Columns of :func:`censored_depth`'s table (declared in :mod:`depthlab.schema`).
+CENSORED_COLUMNS = schema.CENSORED_DEPTH
 
 _STATISTICS: tuple[str, ...] = ("share_le_3", "share_ge_5", "median")
 
