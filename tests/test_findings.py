@@ -933,7 +933,10 @@ def test_compare_says_when_a_sample_is_a_subset_or_unlike_the_papers():
         }
         return pl.DataFrame([row], schema=findings.FINDING)
 
-    assert paper.compare(finding("tb2, tw, depth"))["this_sample"].item() == "real: tb2, tw, depth; 50 tasks; models a"
+    same = paper.compare(finding("tb2, tw, depth"))["this_sample"].item()
+    assert same.startswith("real: tb2, tw, depth; 50 tasks; models a; VARIANT: ")  # within-collection is a choice
+    assert "this data has only" not in same
+    assert "UNLIKE" not in same
     subset = paper.compare(finding("tb2, depth"))["this_sample"].item()
     assert subset.endswith("; this data has only depth, tb2 of the paper's depth, tb2, tw")
     assert "UNLIKE the paper's sample" in paper.compare(finding("tb2, tw, depth, rst"))["this_sample"].item()
@@ -966,8 +969,9 @@ def test_a_pooled_row_names_only_the_collections_that_gave_it_tasks():
     assert "at least two collections" in everything["detail"]
     assert _row(table, "pcorr_pass_depth_given_work", "tb2")["value"] is not None
     compared = paper.compare(table)
-    named = compared.filter(pl.col("this_sample").str.contains("tw"))
-    assert named.filter(pl.col("this_data").is_not_null()).height == 0, named
+    # the collections of a row are the first part of its sample ("real: tb2, tw; ..."): none with a value names tw
+    named = compared.filter(pl.col("this_sample").str.split(";").list.first().str.contains(r"\btw\b"))
+    assert named.filter(pl.col("this_value").is_not_null()).height == 0, named
 
 
 def test_the_quadrants_name_only_the_collections_that_gave_them_tasks():
@@ -1020,3 +1024,38 @@ def test_depth_uncertainty_findings_on_the_demo(demo):
     perm = robust.filter(pl.col("key") == "pcorr_pass_depth_given_work_perm").drop_nulls("value")
     assert perm.height > 0
     assert perm["p"].is_between(0, 1).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 30: a choice with a natural alternative is a parameter; rows that cannot be computed say why
+
+
+def test_a_task_at_the_median_w_is_large_unless_the_tie_rule_says_small():
+    tasks, trials = [], []
+    # TB2 works 1, 3, 3, 5, 7 (median 3: two tasks tie at it), all shallow; TW alike
+    for dataset in ("tb2", "tw"):
+        for i, work in enumerate((1, 3, 3, 5, 7)):
+            task = f"{dataset}-{i}"
+            tasks.append({"dataset": dataset, "task": task, "work": work})
+            trials += _capped(dataset, task, "m", 1)
+            trials += _public(dataset, task, "m", [j <= i for j in range(5)])
+    data = _data(tasks, trials)
+    sizes = {
+        ties: dict(
+            findings.quadrant_cells(data, work_ties=ties, n_boot=0)
+            .filter(pl.col("depth_class") == "shallow")
+            .select("work_class", "n")
+            .iter_rows()
+        )
+        for ties in ("large", "small")
+    }
+    assert sizes["large"] == {"large": 8, "small": 2}
+    assert sizes["small"] == {"large": 4, "small": 6}
+    table = findings.quadrant_percentiles(data, work_ties="small", n_boot=0)
+    assert "a task at it is small" in _row(table, "quadrant_mean_percentile", "shallow/small")["detail"]
+    with pytest.raises(ValueError, match="'work_ties' parameter of quadrant_percentiles"):
+        findings.quadrant_percentiles(data, work_ties="median")
+    # the statistic itself, on its own
+    frame = pl.DataFrame({"dataset": "a", "depth": [1, 1, 1], "work": [1, 2, 3], "pass_rate": [0.2, 0.5, 0.9]})
+    shallow = stats.quadrants(frame, work_ties="small", n_boot=0).filter(pl.col("depth_class") == "shallow")
+    assert shallow["n"].to_list() == [1, 2]  # W = 2 (the median) is small
