@@ -52,7 +52,8 @@ def test_both_layouts_share_the_truth_and_every_trials_outcome(layouts):
     assert a.equals(b)
     depth = _trials(stepped).filter(pl.col("dataset") == "depth")
     valid = depth.filter(pl.col("status") != "invalid")
-    assert valid.height > 100 and valid["n_steps"].null_count() == 0  # every valid run is Harbor's multi-step
+    assert valid.height > 100
+    assert valid["n_steps"].null_count() == 0  # every valid run is Harbor's multi-step
     others = _trials(stepped).filter(pl.col("dataset") != "depth")
     assert others["n_steps"].null_count() == others.height  # the other collections are single-step as before
 
@@ -119,7 +120,7 @@ def _raw_reliability(jobs: Path) -> dict[str, float]:
 
 
 def test_segment_findings_read_harbor_step_results_and_recover_the_known_reliability(layouts):
-    keys, stepped = layouts
+    _, stepped = layouts
     tables = [findings.segment_reliability(audit_data(s.out_dir), n_boot=200, seed=1) for s in layouts]
     columns = ["key", "group", "value", "ci_low", "ci_high", "n", "detail"]
     assert tables[0].select(columns).equals(tables[1].select(columns))
