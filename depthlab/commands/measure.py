@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from depthlab._tables import output_table
 
@@ -69,6 +70,58 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
+def command_line_mistake(args: argparse.Namespace) -> str | None:
+    """The first mistake on the command line that would only show after the money is spent (None if none).
+
+    Every one is found before any run: prices and budgets finite and non-negative (a NaN price
+    would be written into every trial's result and make it unreadable; a negative one makes
+    ``--max-cost`` do nothing), the ladder and the models valid, the output file writable.
+    """
+    import math
+
+    from depthlab._checks import check_caps, check_models
+
+    for option in ("max_cost", "price_in", "price_out"):
+        value = getattr(args, option, None)
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            return f"--{option.replace('_', '-')} must be a finite amount in USD >= 0, got {value}"
+    try:
+        check_caps(args.caps, "depthlab measure")
+        check_models(args.models, "depthlab measure", required=True)
+    except (TypeError, ValueError) as error:
+        return str(error).replace("The 'caps' parameter of depthlab measure", "--caps").replace(
+            "The 'models' parameter of depthlab measure", "--models"
+        )
+    return unwritable(args.output)
+
+
+def unwritable(path: Path) -> str | None:
+    """Why the table could not be written to ``path`` (None when it could): checked before any run.
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> (folder / "file").write_text("")
+    0
+    >>> unwritable(folder / "file" / "depth.csv")
+    "-o: cannot write ... its folder ... is a file"
+    """
+    import os
+
+    target = path.absolute()
+    if target.exists() and not target.is_file():
+        return f"-o: cannot write {str(path)!r}: it exists and is not a file"
+    if target.exists() and not os.access(target, os.W_OK):
+        return f"-o: cannot write {str(path)!r}: permission denied"
+    folder = target.parent
+    while not folder.exists():  # the table's folders are made when it is written
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"-o: cannot write {str(path)!r}: its folder {str(folder)!r} is a file"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"-o: cannot write {str(path)!r}: the folder {str(folder)!r} is not writable"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from depthlab._tables import write_table
     from depthlab.commands.run import sigterm_as_interrupt
@@ -82,8 +135,9 @@ def run(args: argparse.Namespace) -> int:
                 f"depthlab measure: --{option.replace('_', '-')} must be at least {least}, got {value}", file=sys.stderr
             )
             return 2
-    if args.max_cost is not None and not args.max_cost >= 0:
-        print(f"depthlab measure: --max-cost must be a cost >= 0, got {args.max_cost}", file=sys.stderr)
+    mistake = command_line_mistake(args)
+    if mistake:
+        print(f"depthlab measure: {mistake}", file=sys.stderr)
         return 2
     try:
         tasks = load_tasks(args.tasks, dataset=args.dataset)
@@ -142,7 +196,11 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(result.render(), file=sys.stderr)
     if result.depth.height:
-        write_table(result.depth, args.output)
+        try:
+            write_table(result.depth, args.output)
+        except OSError as exc:  # the folder changed since the check: the trials stay in --jobs-dir
+            print(f"depthlab measure: cannot write {args.output}: {exc}; the trials are in {args.jobs_dir}", file=sys.stderr)
+            return 1
         print(f"wrote the depth table of {result.depth.height} task(s) to {args.output}", file=sys.stderr)
     if result.excluded.height and result.depth.height == 0:
         return 1  # every task failed its oracle

@@ -20,6 +20,7 @@ It stops when
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +31,8 @@ import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_caps, check_models, check_number, check_positive_int
+from depthlab.engines._lock import jobs_folder_lock
+from depthlab.engines._taskcheck import task_config_problems
 from depthlab.measures import estimate_depth, plan_missing
 
 #: Depth statuses in the order the summaries list them.
@@ -192,17 +195,43 @@ def measure(
     say = echo or _stderr
     if hasattr(engine, "progress"):
         engine.progress = progress
+    jobs_dir = getattr(engine, "jobs_dir", None)
+    with jobs_folder_lock(jobs_dir) if jobs_dir is not None else contextlib.nullcontext():
+        return _measure_locked(
+            engine, tasks, models, caps, attempts, pass_rule, max_runs, max_cost, preflight, progress, say
+        )
+
+
+def _measure_locked(
+    engine: Engine,
+    tasks: pl.DataFrame,
+    models: Sequence[str],
+    caps: Sequence[int],
+    attempts: int,
+    pass_rule: str,
+    max_runs: int | None,
+    max_cost: float | None,
+    preflight: bool,
+    progress: bool,
+    say: Echo,
+) -> MeasureResult:
+    """:func:`measure` once it holds the jobs folder."""
+    # values Harbor would misread are refused before anything runs, with or without the preflight
+    excluded = task_config_problems(tasks)
+    if excluded.height:
+        say(render_failures(excluded, "the task's configuration would be misread"))
+        tasks = tasks.filter(~pl.col("task").is_in(excluded["task"].to_list()))
     engine.resume(say)
-    excluded = _empty_failures()
-    if preflight:
-        excluded = engine.preflight(tasks, say)
-        if excluded.height:
-            say(render_failures(excluded))
-            tasks = tasks.filter(~pl.col("task").is_in(excluded["task"].to_list()))
+    if preflight and tasks.height:
+        failed = engine.preflight(tasks, say)
+        if failed.height:
+            say(render_failures(failed))
+            tasks = tasks.filter(~pl.col("task").is_in(failed["task"].to_list()))
+            excluded = pl.concat([excluded, failed])
     sweep = tasks.height * len(models) * len(caps) * attempts
     if tasks.height == 0:
         return _result(
-            pl.DataFrame(), [], excluded, engine, models, caps, pass_rule, "every task failed its oracle", sweep
+            pl.DataFrame(), [], excluded, engine, models, caps, pass_rule, "every task was left out", sweep
         )
     rounds: list[RoundReport] = []
     stopped: str | None = None
@@ -257,9 +286,9 @@ def measure(
     return _result(trials, rounds, excluded, engine, models, caps, pass_rule, stopped, sweep, tasks=tasks)
 
 
-def render_failures(failures: pl.DataFrame) -> str:
-    """The preflight's table of tasks whose oracle failed, and one summary line."""
-    lines = [f"oracle preflight: {failures.height} task(s) left out, their reference solution fails:"]
+def render_failures(failures: pl.DataFrame, why: str = "their reference solution fails") -> str:
+    """The preflight's table of tasks left out (their oracle failed, or ``why``), and one summary line."""
+    lines = [f"oracle preflight: {failures.height} task(s) left out, {why}:"]
     for row in failures.iter_rows(named=True):
         lines.append(f"  {row['task']}: {row['reason']}")
         for line in (row.get("output") or "").splitlines()[-5:]:
