@@ -116,5 +116,6 @@ def test_measure_mistakes_exit_2_before_anything_runs(extra, expected, tmp_path,
     code = cli.main([*args, "--harbor", str(tmp_path / "no-harbor"), "--no-progress", *extra])
     assert code == 2
     line = _one_line(capsys.readouterr().err)
-    assert line.startswith("depthlab measure: ") and expected in line, line
+    assert line.startswith("depthlab measure: ")
+    assert expected in line, line
     assert not jobs.exists()

@@ -199,7 +199,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             write_table(result.depth, args.output)
         except OSError as exc:  # the folder changed since the check: the trials stay in --jobs-dir
-            print(f"depthlab measure: cannot write {args.output}: {exc}; the trials are in {args.jobs_dir}", file=sys.stderr)
+            where = f"the trials are in {args.jobs_dir}"
+            print(f"depthlab measure: cannot write {args.output}: {exc}; {where}", file=sys.stderr)
             return 1
         print(f"wrote the depth table of {result.depth.height} task(s) to {args.output}", file=sys.stderr)
     if result.excluded.height and result.depth.height == 0:

@@ -36,8 +36,10 @@ def task_config_problems(tasks: pl.DataFrame) -> pl.DataFrame:
     >>> folder.mkdir()
     >>> _ = (folder / "task.toml").write_text('[agent]\\ntimeout_sec = -5.0\\n[environment]\\nmemory = "lots"\\n')
     >>> tasks = pl.DataFrame({"task": ["t"], "source": [str(folder / "task.toml")]})
-    >>> task_config_problems(tasks)["reason"].to_list()[0]
-    "task.toml: [agent] timeout_sec must be a finite number of seconds > 0, got -5.0; [environment] memory must be a size like '2G' or '512M', got 'lots'"
+    >>> for problem in task_config_problems(tasks)["reason"].to_list()[0].split("; "):
+    ...     print(problem)
+    task.toml: [agent] timeout_sec must be a finite number of seconds > 0, got -5.0
+    [environment] memory must be a size like '2G' or '512M', got 'lots'
     """
     rows = []
     for task, source in tasks.select("task", "source").iter_rows():
@@ -118,3 +120,24 @@ def _size_mb(text: str) -> float:
     text = text.strip().upper()
     number, unit = float(text[:-1]), text[-1]
     return int(number * 1024 if unit == "G" else number if unit == "M" else number / 1024)
+
+
+def storage_bounds(tasks: pl.DataFrame) -> dict[str, int | None]:
+    """Task -> its ``[environment] storage_mb`` (or ``storage`` size) in MB; None when it states none."""
+    bounds: dict[str, int | None] = {}
+    for task, source in tasks.select("task", "source").iter_rows():
+        path = Path(str(source))
+        path = path if path.name == "task.toml" else path / "task.toml"
+        try:
+            environment = _table(tomllib.loads(path.read_text(encoding="utf-8")), "environment")
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            environment = {}
+        value = environment.get("storage_mb")
+        size = environment.get("storage")
+        if _int(value) and value > 0:
+            bounds[str(task)] = int(value)
+        elif isinstance(size, str) and _SIZE.match(size) and _size_mb(size) > 0:
+            bounds[str(task)] = int(_size_mb(size))
+        else:
+            bounds[str(task)] = None
+    return bounds

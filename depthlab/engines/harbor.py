@@ -51,6 +51,7 @@ import re
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -62,6 +63,15 @@ import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_positive_int
+from depthlab.engines._harbor_guard import (
+    DiskWatch,
+    bounds_overlay,
+    compose_project,
+    read_json_file,
+    remove_temp_leftovers,
+    strip_setuid,
+)
+from depthlab.engines._taskcheck import storage_bounds
 from depthlab.engines.rounds import Echo, EngineError
 from depthlab.io import harbor_writer, load_trials
 
@@ -203,6 +213,7 @@ class HarborEngine:
         self.progress = True  # the round loop sets it
         self.note = ""  # the round loop's note for the progress bar (tasks pinned so far)
         self._harbor: HarborCommand | None = harbor if isinstance(harbor, HarborCommand) else None
+        self.storage_bounds: dict[str, int | None] = {}  # task -> its disk bound (MB), set by each round
 
     # ------------------------------------------------------------------ checks
     @property
@@ -268,6 +279,7 @@ class HarborEngine:
 
     def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, progress: bool) -> None:
         self.progress = progress
+        self.storage_bounds = storage_bounds(tasks)
         configs = self.round_configs(plan, tasks, number)
         total = int(plan["attempts"].sum())
         with _bar(total, f"round {number}", progress) as bar:
@@ -289,19 +301,26 @@ class HarborEngine:
         """Check Harbor; resume every interrupted ``measure-*`` job with ``harbor jobs resume``."""
         self.check()
         echo(f"engine: Harbor {self.harbor.version} ({' '.join(self.harbor.argv)}), environment {self.environment}")
+        if self.environment == "docker" and self.jobs_dir.is_dir():
+            removed = remove_temp_leftovers(self.jobs_dir, self.env.get("TMPDIR"))
+            if removed:
+                echo(f"removed {removed} temporary folder(s) killed Harbor trials of this jobs folder left")
         for job in self._jobs():
-            if not (job / "config.json").is_file():
+            config = read_json_file(job / "config.json")
+            if not isinstance(config, dict):
                 shutil.rmtree(job)  # it never started: no trial ran
                 continue
             cancelled = _cancelled(job)
             if _finished(job) and not cancelled:
                 continue
-            incomplete = [path for path in job.iterdir() if path.is_dir() and not (path / "result.json").is_file()]
+            incomplete = [path for path in job.iterdir() if path.is_dir() and not _regular(path / "result.json")]
+            for path in incomplete:
+                if (path / "result.json").exists() or (path / "result.json").is_symlink():
+                    shutil.rmtree(path)  # a FIFO or a link in place of its result: Harbor's resume would read it
             done = sum(1 for path in job.glob("*/result.json")) - cancelled
             redo = len(incomplete) + cancelled
             echo(f"resuming the interrupted Harbor job {job.name}: {done} trial(s) kept, {redo} to redo")
             self._remove_leftovers(incomplete)
-            config = json.loads((job / "config.json").read_text(encoding="utf-8"))
             n_trials = config.get("n_attempts", 1) * len(config.get("agents") or [1]) * _n_tasks(config)
             with _bar(n_trials, f"resume {job.name}", self.progress) as bar:
                 self._harbor_job(["jobs", "resume", "--job-path", str(job)], job, n_trials, bar)
@@ -347,9 +366,8 @@ class HarborEngine:
         found: dict[str, tuple[str, dict[str, Any]]] = {}
         jobs = [job for job in self._jobs() if job.name.startswith(f"{JOB_PREFIX}oracle__") and _finished(job)]
         for job in sorted(jobs, key=lambda path: (path / "result.json").stat().st_mtime):  # the newest wins
-            try:
-                meta = json.loads((job / ORACLE_FILE).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+            meta = read_json_file(job / ORACLE_FILE)
+            if not isinstance(meta, dict):
                 continue
             if {key: meta.get(key) for key in setting} != dict(setting):
                 continue
@@ -374,6 +392,9 @@ class HarborEngine:
         n_attempts: int = 1,
         extra_instructions: Sequence[str] = (),
     ) -> dict[str, Any]:
+        environment = harbor_writer.environment_config(self.environment, self.environment_kwargs)
+        if self.environment == "docker":  # Harbor's docker environment sets no pid limit itself
+            environment["extra_docker_compose"] = [str(bounds_overlay(self.jobs_dir))]
         return harbor_writer.job_config(
             name,
             str(self.jobs_dir),
@@ -381,7 +402,7 @@ class HarborEngine:
             datasets=datasets,
             n_attempts=n_attempts,
             n_concurrent_trials=self.concurrency,
-            environment=harbor_writer.environment_config(self.environment, self.environment_kwargs),
+            environment=environment,
             extra_instructions=extra_instructions,
         )
 
@@ -406,9 +427,12 @@ class HarborEngine:
                 env=self.env,
                 preexec_fn=_die_with_parent,
             )
+            watch = DiskWatch(job, self.storage_bounds) if self.environment == "docker" else None
             try:
                 while process.poll() is None:
                     _advance(bar, start + min(_n_results(job), n_trials))
+                    if watch is not None:
+                        watch.check()
                     time.sleep(0.5)
             except KeyboardInterrupt:
                 # Harbor cancels its trials on SIGINT/SIGTERM and records them as cancelled;
@@ -421,6 +445,7 @@ class HarborEngine:
                     process.wait()
                 raise
         _advance(bar, start + min(_n_results(job), n_trials))
+        strip_setuid(job)  # what a root agent left in /logs/agent or /logs/verifier is on this host
         if process.returncode in _INTERRUPTED:  # Harbor stopped by Ctrl-C or SIGTERM (the terminal's, say)
             raise KeyboardInterrupt
         if process.returncode != 0:
@@ -459,9 +484,8 @@ def _job_results(job: Path) -> dict[str, dict[str, Any]]:
     """Task name -> its trial's result.json (with ``_dir``, the trial folder) in ``job``."""
     results: dict[str, dict[str, Any]] = {}
     for path in sorted(job.glob("*/result.json")):
-        try:
-            result = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        result = read_json_file(path)
+        if not isinstance(result, dict):
             continue
         results[str(result.get("task_name") or path.parent.name.rsplit("__", 1)[0])] = {**result, "_dir": path.parent}
     return results
@@ -497,20 +521,6 @@ def oracle_failures(results: Mapping[str, Mapping[str, Any]], task_names: Sequen
     return pl.DataFrame(rows, schema={"task": pl.String, "reason": pl.String, "output": pl.String})
 
 
-def compose_project(name: str) -> str:
-    """The Docker Compose project name Harbor's docker environment gives a session ``name``.
-
-    Examples
-    --------
-    >>> compose_project("chain-r2__AbC1234__env")
-    'chain-r2__abc1234__env'
-    """
-    name = name.lower()
-    if not re.match(r"^[a-z0-9]", name):
-        name = "0" + name
-    return re.sub(r"[^a-z0-9_-]", "-", name)
-
-
 def _verifier_output(trial: Path) -> str:
     for relative in ("verifier/test-stdout.txt", "verifier/test-stderr.txt", "exception.txt"):
         path = trial / relative
@@ -539,6 +549,14 @@ def _datasets(task_names: Sequence[str], folders: Mapping[str, Path]) -> list[di
     return [harbor_writer.dataset_config(str(folder), sorted(names)) for folder, names in sorted(grouped.items())]
 
 
+def _regular(path: Path) -> bool:
+    """A regular file, not through a link (a FIFO or a link in place of a result.json is not one)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
 def _n_tasks(config: Mapping[str, Any]) -> int:
     return sum(len(entry.get("task_names") or []) for entry in config.get("datasets") or []) or 1
 
@@ -555,20 +573,15 @@ def _cancelled(job: Path) -> int:
     """Trials of ``job`` that Harbor recorded as cancelled (a Ctrl-C): ``harbor jobs resume`` reruns them."""
     count = 0
     for path in job.glob("*/result.json"):
-        try:
-            info = json.loads(path.read_text(encoding="utf-8")).get("exception_info") or {}
-        except (OSError, ValueError):
-            continue
+        result = read_json_file(path)  # never a plain read: a FIFO in its place would block it
+        info = (result.get("exception_info") if isinstance(result, dict) else None) or {}
         count += info.get("exception_type") == "CancelledError"
     return count
 
 
 def _finished(job: Path) -> bool:
-    try:
-        result = json.loads((job / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return bool(result.get("finished_at"))
+    result = read_json_file(job / "result.json")
+    return isinstance(result, dict) and bool(result.get("finished_at"))
 
 
 def _version(text: str) -> tuple[int, ...]:

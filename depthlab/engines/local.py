@@ -111,6 +111,10 @@ class LocalEngine:
 
         return make
 
+    def check(self) -> None:
+        """A running Docker Engine (:class:`EngineError` otherwise)."""
+        self._client()
+
     def resume(self, echo: Echo) -> None:
         """Check Docker; the fill of the next round resumes the interrupted one by itself."""
         self._client()

@@ -195,6 +195,8 @@ def measure(
     say = echo or _stderr
     if hasattr(engine, "progress"):
         engine.progress = progress
+    if hasattr(engine, "check"):  # an engine that cannot run at all leaves no trace in the jobs folder
+        engine.check()
     jobs_dir = getattr(engine, "jobs_dir", None)
     with jobs_folder_lock(jobs_dir) if jobs_dir is not None else contextlib.nullcontext():
         return _measure_locked(
