@@ -65,6 +65,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--price-out", type=float, metavar="USD", help="--engine local: USD per million completion tokens"
     )
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=None,
+        metavar="SEC",
+        help="--engine local: seconds one model request may take (default: the task's agent timeout)",
+    )
     parser.add_argument("--no-preflight", action="store_true", help="skip the oracle preflight")
     parser.add_argument("--dataset", default=None, help="tag every task with this dataset name")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -85,12 +92,17 @@ def command_line_mistake(args: argparse.Namespace) -> str | None:
         value = getattr(args, option, None)
         if value is not None and not (math.isfinite(value) and value >= 0):
             return f"--{option.replace('_', '-')} must be a finite amount in USD >= 0, got {value}"
+    timeout = getattr(args, "request_timeout", None)
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        return f"--request-timeout must be a finite number of seconds > 0, got {timeout}"
     try:
         check_caps(args.caps, "depthlab measure")
         check_models(args.models, "depthlab measure", required=True)
     except (TypeError, ValueError) as error:
-        return str(error).replace("The 'caps' parameter of depthlab measure", "--caps").replace(
-            "The 'models' parameter of depthlab measure", "--models"
+        return (
+            str(error)
+            .replace("The 'caps' parameter of depthlab measure", "--caps")
+            .replace("The 'models' parameter of depthlab measure", "--models")
         )
     return unwritable(args.output)
 
@@ -176,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             fill_options={"settings": RunSettings(profile=args.profile)},
             prices=(args.price_in, args.price_out),
+            request_timeout=args.request_timeout,
         )
     try:
         with sigterm_as_interrupt():

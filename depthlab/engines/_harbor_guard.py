@@ -181,9 +181,7 @@ class DiskWatch:
                         "depthlab stopped the trial's containers\n",
                         encoding="utf-8",
                     )
-                subprocess.run(
-                    ["docker", "kill", *_containers(project)], capture_output=True, timeout=60, check=False
-                )
+                subprocess.run(["docker", "kill", *_containers(project)], capture_output=True, timeout=60, check=False)
                 self.stopped.append(trial.name)
 
 
@@ -252,3 +250,121 @@ def _containers(project: str) -> list[str]:
         check=False,
     )
     return done.stdout.split()
+
+
+# ---------------------------------------------------------------- verdicts on finished trials
+#: The exception a forged grade is recorded as (the runner's name for the same finding).
+TAMPERED = "VerifierTamperedError"
+#: The exception of a trial whose agent never got a complete model answer (not the model's fail).
+OUTAGE = "ModelEndpointOutage"
+#: Beside a trial's result.json once depthlab recorded a verdict in it: Harbor's own result, unchanged.
+HARBOR_RESULT = "depthlab-harbor-result.json"
+#: Exceptions the leaderboard charges to the model: an outage behind one of them is not the model's.
+_MODELS_EXCEPTIONS = frozenset({"AgentTimeoutError", "NonZeroAgentExitCodeError"})
+
+
+def tamper_evidence(trial: Path, result: Mapping[str, Any]) -> str | None:
+    """Why ``trial``'s grade cannot be trusted, read from Harbor's files; None when nothing shows.
+
+    Harbor removes the reward files before the tests and reads them right after, so a reward file
+    changed after the verifier's ``finished_at`` has another writer (a process the agent left
+    running), and a reward file or verifier folder that is a link was put there by the agent.
+    """
+    verifier_dir = trial / "verifier"
+    if verifier_dir.is_symlink():
+        return f"the verifier's folder is a link (to {os.readlink(verifier_dir)!r}), not the folder Harbor made"
+    finished = _timestamp((result.get("verifier") or {}).get("finished_at"))
+    for name in ("reward.txt", "reward.json"):
+        path = verifier_dir / name
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            return f"verifier/{name} is a link (to {os.readlink(path)!r}), not a file the tests wrote"
+        if not stat.S_ISREG(info.st_mode):
+            return f"verifier/{name} is not a regular file"
+        if finished is not None and info.st_mtime > finished:
+            late = info.st_mtime - finished
+            return f"verifier/{name} was written {late:.2f} s after the tests ended (another writer)"
+    return None
+
+
+def outage_evidence(trial: Path, result: Mapping[str, Any]) -> str | None:
+    """Why ``trial``'s agent never got a complete model answer (0 tokens out, with an exception); None otherwise."""
+    info = result.get("exception_info") or {}
+    agent = result.get("agent_result") or {}
+    if not info or (result.get("agent_info") or {}).get("name") == "oracle":
+        return None
+    if agent.get("n_output_tokens") not in (None, 0):
+        return None
+    reason = _endpoint_reason(trial) or f"{info.get('exception_type')}: {info.get('exception_message') or ''}".strip()
+    return f"the agent got no model answer (0 tokens) before {info.get('exception_type')}: {_one_line(reason)}"
+
+
+def judge_trials(job: Path, *, tampering: bool = True) -> list[tuple[str, str, str]]:
+    """Record depthlab's verdict in each finished trial of ``job`` not judged yet: (trial, exception, reason).
+
+    A trial with tamper evidence (``tampering``) or an outage gets its ``exception_info`` set in
+    its result.json (so Harbor's viewer, ``depthlab depth`` and every reader see it invalid);
+    Harbor's own result is kept beside it in :data:`HARBOR_RESULT`.
+    """
+    from depthlab import _atomic
+
+    verdicts = []
+    for trial in sorted(_trial_dirs(job)):
+        path = trial / "result.json"
+        if (trial / HARBOR_RESULT).exists():
+            continue
+        result = read_json_file(path)
+        if not isinstance(result, dict) or not result.get("finished_at"):
+            continue
+        exception = (result.get("exception_info") or {}).get("exception_type")
+        found = None
+        if tampering and (reason := tamper_evidence(trial, result)):
+            found = (TAMPERED, reason)
+        elif (exception is None or exception in _MODELS_EXCEPTIONS) and (reason := outage_evidence(trial, result)):
+            found = (OUTAGE, reason)
+        if found is None:
+            continue
+        original = json.dumps(result, indent=2)
+        result["exception_info"] = {
+            "exception_type": found[0],
+            "exception_message": f"{found[1]} (recorded by depthlab; Harbor's result: {HARBOR_RESULT})",
+            "exception_traceback": "",
+            "occurred_at": _now_iso(),
+        }
+        _atomic.write_text(trial / HARBOR_RESULT, original + "\n")
+        _atomic.write_text(path, json.dumps(result, indent=2) + "\n")
+        verdicts.append((trial.name, found[0], found[1]))
+    return verdicts
+
+
+def _endpoint_reason(trial: Path) -> str:
+    """The last line of Harbor's trial log that names a model-call error (LiteLLM's), '' when none."""
+    text = _small_text(trial / "trial.log", 4 << 20)
+    lines = [line for line in text.splitlines() if "litellm" in line.lower() or "APIError" in line or "Timeout" in line]
+    return lines[-1].strip() if lines else ""
+
+
+def _timestamp(value: object) -> float | None:
+    from datetime import datetime
+
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment.timestamp() if moment.tzinfo else None
+
+
+def _now_iso() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat()
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -110,9 +110,7 @@ def _int(value: object) -> bool:
 
 
 def _positive(value: object) -> bool:
-    return (
-        not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) and value > 0
-    )
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) and value > 0
 
 
 def _size_mb(text: str) -> float:
@@ -141,3 +139,17 @@ def storage_bounds(tasks: pl.DataFrame) -> dict[str, int | None]:
         else:
             bounds[str(task)] = None
     return bounds
+
+
+def agent_timeouts(tasks: pl.DataFrame, default: float = 600.0) -> dict[str, float]:
+    """Task -> its ``[agent] timeout_sec`` (``default``, Harbor's and the runner's, when unset or unusable)."""
+    timeouts: dict[str, float] = {}
+    for task, source in tasks.select("task", "source").iter_rows():
+        path = Path(str(source))
+        path = path if path.name == "task.toml" else path / "task.toml"
+        try:
+            value = _table(tomllib.loads(path.read_text(encoding="utf-8")), "agent").get("timeout_sec")
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            value = None
+        timeouts[str(task)] = float(value) if _positive(value) else default
+    return timeouts

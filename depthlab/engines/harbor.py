@@ -53,6 +53,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ from depthlab.engines._harbor_guard import (
     DiskWatch,
     bounds_overlay,
     compose_project,
+    judge_trials,
     read_json_file,
     remove_temp_leftovers,
     strip_setuid,
@@ -312,6 +314,7 @@ class HarborEngine:
                 continue
             cancelled = _cancelled(job)
             if _finished(job) and not cancelled:
+                _report_verdicts(job)  # a measurement killed between Harbor's end and the verdicts
                 continue
             incomplete = [path for path in job.iterdir() if path.is_dir() and not _regular(path / "result.json")]
             for path in incomplete:
@@ -446,6 +449,7 @@ class HarborEngine:
                 raise
         _advance(bar, start + min(_n_results(job), n_trials))
         strip_setuid(job)  # what a root agent left in /logs/agent or /logs/verifier is on this host
+        _report_verdicts(job)
         if process.returncode in _INTERRUPTED:  # Harbor stopped by Ctrl-C or SIGTERM (the terminal's, say)
             raise KeyboardInterrupt
         if process.returncode != 0:
@@ -547,6 +551,12 @@ def _datasets(task_names: Sequence[str], folders: Mapping[str, Path]) -> list[di
     for task in task_names:
         grouped.setdefault(folders[task], []).append(task)
     return [harbor_writer.dataset_config(str(folder), sorted(names)) for folder, names in sorted(grouped.items())]
+
+
+def _report_verdicts(job: Path) -> None:
+    """Record and print depthlab's verdicts (forged grade, outage) on ``job``'s finished trials."""
+    for trial, exception, reason in judge_trials(job):
+        print(f"  {job.name}/{trial}: invalid, {exception}: {reason}", file=sys.stderr)
 
 
 def _regular(path: Path) -> bool:

@@ -18,7 +18,9 @@ from typing import Any
 import polars as pl
 
 from depthlab import _atomic, schema
-from depthlab._checks import check_positive_int
+from depthlab._checks import check_positive_finite, check_positive_int
+from depthlab.engines._harbor_guard import judge_trials
+from depthlab.engines._taskcheck import agent_timeouts
 from depthlab.engines.rounds import Echo, EngineError
 from depthlab.io import load_trials
 
@@ -43,6 +45,10 @@ class LocalEngine:
         ``(model, cap) -> agent``; default the runner's terminus agent on ``base_url``.
     prices : (float or None, float or None), default (None, None)
         USD per million prompt and completion tokens, for the trials' ``cost_usd`` (and ``--max-cost``).
+    request_timeout : float, optional
+        Seconds one model request may take (``--request-timeout``); by default the agent's timeout
+        (``fill_options["agent_timeout_sec"]``, else the longest ``[agent] timeout_sec`` of the
+        round's tasks), so an endpoint that stalls is an outage within the trial's own time.
     fill_options : dict, optional
         Further keyword options of :func:`depthlab.runner.fill` (``settings``, ``limits``,
         ``agent_timeout_sec``); the preflight gets the same ``settings`` and ``limits``.
@@ -66,8 +72,13 @@ class LocalEngine:
         agent_factory: Callable[[str, int | None], Any] | None = None,
         fill_options: dict[str, Any] | None = None,
         prices: tuple[float | None, float | None] = (None, None),
+        request_timeout: float | None = None,
     ) -> None:
         check_positive_int(concurrency, "concurrency", "LocalEngine")
+        if request_timeout is not None:
+            check_positive_finite(request_timeout, "request_timeout", "LocalEngine")
+        self.request_timeout = request_timeout
+        self._agent_timeout = 600.0  # the round's longest agent timeout (set by each round)
         self.prices = prices
         self.jobs_dir = Path(jobs_dir).absolute()
         self.base_url = base_url
@@ -96,6 +107,7 @@ class LocalEngine:
         from depthlab.runner import ChatClient, HarnessConfig, TerminusAgent
 
         base_url, key_env, (price_in, price_out) = self.base_url, self.api_key_env, self.prices
+        timeout = self.request_timeout or self.fill_options.get("agent_timeout_sec") or self._agent_timeout
 
         def make(model: str, cap: int | None) -> Any:
             # LiteLLM (Harbor's client) sends "openai/m" as "m"; so does this, for the same answers
@@ -104,6 +116,7 @@ class LocalEngine:
                 model,
                 api_key_env=key_env,
                 strip_provider=True,
+                timeout=timeout,
                 input_price_per_mtok=price_in,
                 output_price_per_mtok=price_out,
             )
@@ -138,6 +151,7 @@ class LocalEngine:
 
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
         _atomic.write_text(self.jobs_dir / ROUNDS_FILE, f"{number}\n")
+        self._agent_timeout = max(agent_timeouts(tasks).values(), default=600.0)
         folders = _folders(tasks)
         located = plan.with_columns(folder=pl.col("task").replace_strict(folders, default=None))
         for (folder,), cells in located.group_by(["folder"], maintain_order=True):
@@ -154,6 +168,10 @@ class LocalEngine:
             )
             for message in (*summary.skipped, *summary.errors):
                 print(f"  {message}", file=sys.stderr)
+        for job in sorted(self.jobs_dir.glob("fill__*")):
+            # the runner checks the verifier's integrity itself; an outage behind a timeout is judged here
+            for trial, exception, reason in judge_trials(job, tampering=False):
+                print(f"  {job.name}/{trial}: invalid, {exception}: {reason}", file=sys.stderr)
 
     def load_trials(self) -> pl.DataFrame:
         if not any(self.jobs_dir.glob("*/*/result.json")):

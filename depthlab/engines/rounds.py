@@ -105,6 +105,7 @@ class MeasureResult:
     output_tokens: int = 0
     cost_usd: float | None = None
     sweep_runs: int = 0
+    set_aside: int = 0  # trials of an earlier version of their task, left out
 
     @property
     def complete(self) -> bool:
@@ -124,6 +125,8 @@ class MeasureResult:
             f"tasks: {_statuses(self.status_counts())}"
             + (f"; {self.excluded.height} left out by the oracle preflight" if self.excluded.height else ""),
         ]
+        if self.set_aside:
+            lines.append(f"set aside: {self.set_aside} trial(s) of an earlier version of their task (not counted)")
         if self.stopped:
             unpinned = self.depth.filter(pl.col("status") == "incomplete")["task"].to_list()
             shown = ", ".join(unpinned[:10]) + (f" and {len(unpinned) - 10} more" if len(unpinned) > 10 else "")
@@ -232,12 +235,18 @@ def _measure_locked(
             excluded = pl.concat([excluded, failed])
     sweep = tasks.height * len(models) * len(caps) * attempts
     if tasks.height == 0:
-        return _result(
-            pl.DataFrame(), [], excluded, engine, models, caps, pass_rule, "every task was left out", sweep
-        )
+        return _result(pl.DataFrame(), [], excluded, engine, models, caps, pass_rule, "every task was left out", sweep)
     rounds: list[RoundReport] = []
     stopped: str | None = None
     trials = engine.load_trials()
+    old = set_aside(trials, tasks, models)
+    if old.height:
+        changed = sorted(set(old["task"].to_list()))
+        shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
+        say(
+            f"set aside: {old.height} trial(s) of {len(changed)} task(s) that changed since they ran (their "
+            f"task_checksum is not the task's now); their cells are planned again: {shown}"
+        )
     limit = 2 * len(caps) + 1
     while True:
         spent = _measured(trials, tasks, models)
@@ -285,7 +294,9 @@ def _measure_locked(
             why = report.first_invalid or "the engine recorded no trial"
             stopped = f"round {number} recorded no valid trial, nothing was counted: {why}"
             break
-    return _result(trials, rounds, excluded, engine, models, caps, pass_rule, stopped, sweep, tasks=tasks)
+    result = _result(trials, rounds, excluded, engine, models, caps, pass_rule, stopped, sweep, tasks=tasks)
+    result.set_aside = set_aside(trials, tasks, models).height
+    return result
 
 
 def render_failures(failures: pl.DataFrame, why: str = "their reference solution fails") -> str:
@@ -367,14 +378,39 @@ def depth_table(
 
 
 def _measured(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) -> pl.DataFrame:
-    """The capped trials of ``models`` on ``tasks``: the runs this measurement made."""
+    """The capped trials of ``models`` on ``tasks`` as they are now: the runs this measurement counts."""
+    owned = _owned(trials, tasks, models)
+    return owned.filter(~_other_version()).select(trials.columns) if owned.height else trials
+
+
+def _other_version() -> pl.Expr:
+    """A trial of another version of its task: both checksums known, and different."""
+    return (
+        pl.col("task_checksum").is_not_null()
+        & pl.col("_checksum_now").is_not_null()
+        & (pl.col("task_checksum") != pl.col("_checksum_now"))
+    )
+
+
+def _owned(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) -> pl.DataFrame:
+    """The capped trials of ``models`` on ``tasks``, with the task's checksum now (``_checksum_now``)."""
     if trials.height == 0:
         return trials
-    names = tasks.select("task", "dataset").unique("task", keep="first")
+    now = tasks["checksum"] if "checksum" in tasks.columns else pl.Series([None] * tasks.height, dtype=pl.String)
+    names = tasks.select("task", "dataset").with_columns(_checksum_now=now).unique("task", keep="first")
     capped = trials.filter(pl.col("cap").is_not_null() & pl.col("model").is_in(list(models)))
     # a trial belongs to the task of its name; its dataset is the tasks table's (Harbor records
     # the task folder's name, the local runner the plan's dataset)
-    return capped.drop("dataset").join(names, on="task", how="inner").select(trials.columns)
+    return capped.drop("dataset").join(names, on="task", how="inner").select(*trials.columns, "_checksum_now")
+
+
+def set_aside(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) -> pl.DataFrame:
+    """The trials of an earlier (or other) version of a task: their ``task_checksum`` is not the task's now.
+
+    Such evidence never decides D: the loop leaves them out, and their cells are planned again.
+    """
+    owned = _owned(trials, tasks, models)
+    return owned.filter(_other_version()).drop("_checksum_now") if owned.height else owned
 
 
 def _report(number: int, planned: int, new: pl.DataFrame, seconds: float) -> RoundReport:

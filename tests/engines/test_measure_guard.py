@@ -24,10 +24,12 @@ import threading
 import uuid
 from pathlib import Path
 
+import polars as pl
 import pytest
-from engines_helpers import reply
+from engines_helpers import reply, write_chain_task
 from test_measure_e2e import run_measure
 
+import depthlab as dl
 from depthlab.engines import HarborEngine
 from depthlab.engines._harbor_guard import DiskWatch, compose_project
 from depthlab.engines._lock import jobs_folder_lock
@@ -167,7 +169,8 @@ def test_the_disk_watch_stops_a_harbor_trial_that_writes_past_its_bound(userland
 
 # ---------------------------------------------------------------- 5 (and 1): a hostile agent under Harbor
 HOSTILE = (
-    "cat /sys/fs/cgroup/pids.max > /logs/agent/pids-max.txt; cp /bin/bash /logs/agent/rootbash; "
+    "cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max 2>/dev/null > /logs/agent/pids-max.txt; "
+    "cp /bin/bash /logs/agent/rootbash; "
     "chmod 4755 /logs/agent/rootbash; ln -s /etc/hostname /logs/agent/host-link.json; "
     "nohup sh -c 'while true; do echo 1 > /logs/verifier/reward.txt; sleep 0.02; done' >/dev/null 2>&1 &\n"
 )
@@ -209,3 +212,36 @@ def test_no_setuid_file_is_left_and_no_link_is_followed(hostile_harbor):
 
     with pytest.raises(Reject, match=r"a symbolic link .* not followed"):
         read_bytes(str(link), [])
+
+
+# ---------------------------------------------------------------- 2. an endpoint that stalls
+def stalling_policy(messages, model):
+    """Accept the request and never answer within the agent's time (an outage, not the model's fail)."""
+    import time
+
+    time.sleep(90)
+    return reply(complete=True)
+
+
+@pytest.mark.parametrize("engine", ["local", "harbor"])
+def test_a_stalling_endpoint_is_an_outage_that_stops_the_round_not_a_fail(
+    engine, userland, measure_env, request, tmp_path
+):
+    from engines_helpers import scripted_server
+
+    task = write_chain_task(tmp_path / "tasks", 2, userland)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("[agent]\ntimeout_sec = 120.0", "[agent]\ntimeout_sec = 15.0"))
+    extra = ["--engine", engine, "--no-preflight"]
+    if engine == "harbor":
+        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
+    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
+    with scripted_server(stalling_policy) as server:
+        run = run_measure(one_task_args(task, jobs, out, server.url, *extra), measure_env, timeout=600)
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert "round 1 recorded no valid trial, nothing was counted" in run.stderr
+    assert "round 2" not in run.stderr
+    table = pl.read_csv(out)
+    assert table.select("task", "status").rows() == [("measure-chain-r2", "incomplete")]  # not "unsolved"
+    trials = dl.load_trials([jobs], cache=False).filter(pl.col("cap").is_not_null())
+    assert trials["status"].to_list() == ["invalid"]

@@ -373,3 +373,24 @@ def test_resume_hands_interrupted_jobs_to_harbors_own_resume(tmp_path):
     assert done.name not in calls.read_text()
     assert not (jobs / "measure-r03__cap-010").exists()
     assert f"resuming the interrupted Harbor job {cancelled.name}: 1 trial(s) kept, 1 to redo" in lines
+
+
+def test_trials_of_an_earlier_version_of_a_task_are_set_aside_and_their_cells_planned_again():
+    """Issue 32, case 4: a task changed since its trials ran (D 3 -> 5) keeps no old evidence."""
+    depths = {"t": {"p/a": 5, "p/b": 5}}
+    engine = SimulatedEngine(depths)
+    old = {"dataset": "d", "task": "t", "status": "pass", "n_input_tokens": 1, "n_output_tokens": 1,
+           "cost_usd": 0.01, "task_checksum": "old"}  # fmt: skip
+    engine.rows = [
+        {**old, "model": model, "cap": cap, "status": "pass" if cap >= 3 else "fail", "source": f"old/{model}{cap}"}
+        for model in MODELS
+        for cap in (2, 3)
+    ]
+    tasks = tasks_table(["t"]).with_columns(checksum=pl.lit("new"))
+    lines: list[str] = []
+    result = measure(engine, tasks, models=MODELS, caps=(2, 3, 5), echo=lines.append)
+    assert any("set aside: 4 trial(s) of 1 task(s) that changed since they ran" in line for line in lines)
+    assert result.set_aside == 4
+    assert engine.rounds, "the cells the old trials filled were planned again"
+    assert result.depth.select("task", "depth", "status").rows() == [("t", 5, "solved")]
+    assert "set aside: 4 trial(s)" in result.render()
