@@ -227,7 +227,7 @@ def _layer_sizes(projects: Mapping[str, Path]) -> list[tuple[str, float]]:
             continue
         labels = dict(part.split("=", 1) for part in str(row.get("Labels", "")).split(",") if "=" in part)
         project = labels.get("com.docker.compose.project")
-        if project in projects:
+        if project is not None and project in projects:
             sizes[project] = sizes.get(project, 0.0) + _megabytes(str(row.get("Size", "")))
     return list(sizes.items())
 

@@ -132,7 +132,7 @@ def storage_bounds(tasks: pl.DataFrame) -> dict[str, int | None]:
             environment = {}
         value = environment.get("storage_mb")
         size = environment.get("storage")
-        if _int(value) and value > 0:
+        if isinstance(value, int | float) and _int(value) and value > 0:
             bounds[str(task)] = int(value)
         elif isinstance(size, str) and _SIZE.match(size) and _size_mb(size) > 0:
             bounds[str(task)] = int(_size_mb(size))
@@ -151,5 +151,5 @@ def agent_timeouts(tasks: pl.DataFrame, default: float = 600.0) -> dict[str, flo
             value = _table(tomllib.loads(path.read_text(encoding="utf-8")), "agent").get("timeout_sec")
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
             value = None
-        timeouts[str(task)] = float(value) if _positive(value) else default
+        timeouts[str(task)] = float(value) if isinstance(value, int | float) and _positive(value) else default
     return timeouts
