@@ -39,6 +39,8 @@ _EXPORTS: dict[str, str] = {
     "turn_dependencies": "depthlab.measures",
     "proxy_correlations": "depthlab.measures",
     "rung_agreement": "depthlab.measures",
+    "audit_data": "depthlab.auditdata",
+    "AuditData": "depthlab.auditdata",
 }
 _SUBMODULES: tuple[str, ...] = (
     "catalog",
@@ -54,21 +56,25 @@ _SUBMODULES: tuple[str, ...] = (
     "measures",
     "findings",
     "auditdata",
+    "engines",
 )
 
 # a literal list, so that linters and IDEs see the public API (tests check it matches the tables above)
 __all__ = [
     "CAPS",
     "Audit",
+    "AuditData",
     "LoadError",
     "Rejected",
     "TrialLoad",
     "__version__",
+    "audit_data",
     "audit_table",
     "auditdata",
     "catalog",
     "datasets",
     "depth_proxy",
+    "engines",
     "estimate_depth",
     "findings",
     "io",
@@ -100,6 +106,7 @@ if TYPE_CHECKING:  # pragma: no cover
         auditdata,
         catalog,
         datasets,
+        engines,
         findings,
         io,
         measures,
@@ -111,6 +118,7 @@ if TYPE_CHECKING:  # pragma: no cover
         stats,
         widgets,
     )
+    from depthlab.auditdata import AuditData, audit_data
     from depthlab.datasets import Audit, list_datasets, load_dataset, load_datasets
     from depthlab.io import LoadError, Rejected, TrialLoad, load_tasks, load_trials, read_trials
     from depthlab.measures import (

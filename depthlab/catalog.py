@@ -15,6 +15,9 @@ This module sits at the bottom of the house (it imports nothing from depthlab), 
 * :data:`CURATION`: ``"human"`` when people wrote or reviewed the tasks (Terminal-Bench 2.0;
   TerminalWorld-Verified, reviewed by its authors), ``"synthetic"`` when an LLM pipeline generated
   them (TMax, FACET, SETA, RST, and the paper's own DEPTH set).
+* :data:`OWN`, :data:`SYNTHETIC`, :data:`HUMAN`, :data:`AUDITED`: the paper's groups of collections,
+  derived from :data:`ORDER` and :data:`CURATION` (never restated): its own DEPTH-style set, the
+  synthetic and the human-curated audited collections, and the six it audits (synthetic first).
 
 Examples
 --------
@@ -33,12 +36,16 @@ from types import MappingProxyType
 from typing import Final
 
 __all__ = [
+    "AUDITED",
     "CURATION",
+    "HUMAN",
     "MEDIAN_COLOUR",
     "NAMES",
     "ORDER",
+    "OWN",
     "PALETTE",
     "POOLED_COLOUR",
+    "SYNTHETIC",
     "color",
     "name",
     "ordered",
@@ -85,6 +92,18 @@ CURATION: Final[Mapping[str, str]] = MappingProxyType(
         "depth": "synthetic",
     }
 )
+
+#: The paper's own multi-segment DEPTH-style set (synthetic, but not one of the collections it audits).
+OWN: Final[str] = "depth"
+
+#: The paper's synthetic (LLM-generated) audited collections, in display order; its own set is not among them.
+SYNTHETIC: Final[tuple[str, ...]] = tuple(c for c in ORDER if CURATION.get(c) == "synthetic" and c != OWN)
+
+#: The paper's human-curated collections, in display order.
+HUMAN: Final[tuple[str, ...]] = tuple(c for c in ORDER if CURATION.get(c) == "human")
+
+#: The six collections the paper audits: the synthetic ones, then the human-curated ones.
+AUDITED: Final[tuple[str, ...]] = (*SYNTHETIC, *HUMAN)
 
 #: The difficulty labels' order, easiest first (TB2's author ratings and the generated labels use these words).
 DIFFICULTY_ORDER: Final[tuple[str, ...]] = ("easy", "medium", "hard")

@@ -161,3 +161,135 @@ def check(df: pl.DataFrame, table: str) -> None:
 
 def _columns(table: str, function: str) -> Mapping[str, pl.DataType]:
     return TABLES[check_choice(table, "table", function, sorted(TABLES))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables of the findings, the paper's comparison and the depth proxy (each declared once here; the
+# modules that build them read these: depthlab.findings, depthlab.paper, depthlab.measures.proxy)
+
+#: Columns of every findings table (:mod:`depthlab.findings`).
+FINDING: Final[dict[str, pl.DataType]] = {
+    "key": pl.String(),  # the statistic, e.g. "pcorr_pass_depth_given_work"
+    "group": pl.String(),  # the collection, group of collections, model or cell it is computed on
+    "value": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "interval": pl.String(),  # "ci95" (confidence interval), "range" (span of values) or null
+    "p": pl.Float64(),
+    "n": pl.Int64(),
+    "unit": pl.String(),  # what n counts: tasks, runs, pairs
+    "collections": pl.String(),  # the collections of the sample, comma-separated
+    "models": pl.String(),  # the models whose runs count, comma-separated
+    "data": pl.String(),  # "simulated" or "real"
+    "detail": pl.String(),  # one line: the definition's choices, counts behind a share
+}
+
+#: Columns of :func:`depthlab.paper.table`: every number the paper reports.
+PAPER_REPORTED: Final[dict[str, pl.DataType]] = {
+    "key": pl.String(),
+    "description": pl.String(),
+    "sample": pl.String(),
+    "paper": pl.String(),  # the number as printed
+    "value": pl.Float64(),
+    "low": pl.Float64(),
+    "high": pl.Float64(),
+    "interval": pl.String(),
+    "function": pl.String(),
+}
+
+#: Columns of :func:`depthlab.paper.compare`: this data's findings beside the paper's numbers.
+PAPER_COMPARISON: Final[dict[str, pl.DataType]] = {
+    "key": pl.String(),
+    "description": pl.String(),
+    "paper": pl.String(),
+    "paper_sample": pl.String(),
+    "this_data": pl.String(),
+    "this_sample": pl.String(),
+    "function": pl.String(),
+    "paper_value": pl.Float64(),
+    "this_value": pl.Float64(),
+    "this_low": pl.Float64(),
+    "this_high": pl.Float64(),
+    "data": pl.String(),
+}
+
+#: Columns of :func:`depthlab.measures.proxy.turn_dependencies`.
+PROXY_DEPENDENCIES: Final[dict[str, pl.DataType]] = {
+    "turn": pl.Int32(),
+    "level": pl.Int32(),
+    "depends_on": pl.List(pl.Int32()),
+    "identifiers": pl.List(pl.List(pl.String())),  # aligned with depends_on
+    "on_chain": pl.Boolean(),  # on one longest chain (the one traced back from the last deepest turn)
+    "uses": pl.String(),  # the same, readable: "t3: a_1, b_2; t5: x_9" (null when the turn depends on nothing)
+}
+#: Columns of ``depth_proxy(per="trial")``.
+PROXY_TRIALS: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "model": pl.String(),
+    "trial": pl.String(),
+    "passed": pl.Boolean(),
+    "n_turns": pl.Int32(),  # turns of the trajectory read (may differ from the trials table's count)
+    "proxy_depth": pl.Int32(),  # null when the trajectory could not be read
+}
+#: Columns of ``depth_proxy(per="task")``.
+PROXY_TASKS: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "proxy_depth": pl.Int32(),  # lower median over passing trials with a readable trajectory
+    "proxy_depth_min": pl.Int32(),
+    "n_passing": pl.Int32(),  # passing trials with a readable trajectory
+    "proxy_rung": pl.Int32(),  # smallest ladder cap >= proxy_depth (null above the top cap)
+}
+
+#: Columns of :func:`depthlab.measures.proxy.proxy_correlations` (``PartialCorr.to_row``'s, question to note).
+PROXY_CORRELATIONS: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "question": pl.String(),
+    "label": pl.String(),  # "<dataset>: <question>", for depthlab.plots.forest
+    "r": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "p": pl.Float64(),
+    "n": pl.Int64(),
+    "k": pl.Int64(),
+    "method": pl.String(),
+    "n_boot": pl.Int64(),
+    "n_degenerate": pl.Int64(),
+    "n_dropped": pl.Int64(),
+    "x": pl.String(),
+    "y": pl.String(),
+    "covar": pl.String(),
+    "ci": pl.Float64(),
+    "statistic": pl.String(),
+    "cluster": pl.String(),
+    "note": pl.String(),
+}
+
+#: Columns of :func:`depthlab.measures.proxy.proxy_summary`: the proxy beside D and N, per collection.
+PROXY_COVERAGE: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    **dict.fromkeys(("n_tasks", "n_proxy", "n_depth", "n_both"), pl.Int32()),
+    **dict.fromkeys(
+        ("median_proxy", "median_depth", "median_turns", "rho_proxy_depth", "rho_proxy_turns", "share_same_rung"),
+        pl.Float64(),
+    ),
+}
+
+#: Columns of :func:`depthlab.evidence.task_evidence`: one task's model x cap grid.
+EVIDENCE: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "model": pl.String(),
+    "cap": pl.Int32(),
+    "state": pl.String(),  # pass | fail | invalid | missing
+    "n_runs": pl.Int32(),  # every run in the cell, invalid ones too
+    "n_valid": pl.Int32(),
+    "n_pass": pl.Int32(),
+    "turns": pl.List(pl.Int32()),  # turns each run took, by attempt (null for a run without a count)
+    "model_depth": pl.Int32(),  # the model's own D: its smallest passing cap
+    "depth": pl.Int32(),  # the task's estimated D over the models in the grid; null unless solved
+    "depth_status": pl.String(),  # solved | unsolved | incomplete
+    "needed": pl.Boolean(),  # plan_missing's sweep would run this cell
+    "next": pl.Boolean(),  # plan_missing's adaptive mode runs this cell in its next round
+}

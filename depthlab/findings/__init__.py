@@ -41,13 +41,9 @@ Examples
 
 from __future__ import annotations
 
+from depthlab.catalog import AUDITED, HUMAN, OWN, SYNTHETIC
 from depthlab.findings._core import (
-    AUDITED,
-    FINDING,
-    HUMAN,
-    OWN,
     POOLED_GROUPS,
-    SYNTHETIC,
     UNSOLVED_RANK,
     computed,
     main_model,
@@ -74,6 +70,7 @@ from depthlab.findings.segments import (
     sign_test_depth,
 )
 from depthlab.findings.turns import depth_given_turns, model_turns_beside_depth, second_model, turns_beside_depth
+from depthlab.schema import FINDING
 
 __all__ = [
     "AUDITED",

@@ -12,33 +12,10 @@ import polars as pl
 
 from depthlab import stats
 from depthlab.auditdata import AuditData
-from depthlab.schema import MIN_TASKS
 
-#: The six collections the paper audits.
-AUDITED: Final[tuple[str, ...]] = ("tmax", "facet", "seta", "rst", "tb2", "tw")
-#: The paper's synthetic collections (LLM-generated); its own DEPTH-style set is not among them.
-SYNTHETIC: Final[tuple[str, ...]] = ("tmax", "facet", "seta", "rst")
-#: The paper's human-curated collections.
-HUMAN: Final[tuple[str, ...]] = ("tb2", "tw")
-#: The paper's own multi-segment DEPTH-style set.
-OWN: Final[str] = "depth"
-
-#: Columns of every findings table (declared once).
-FINDING: Final[dict[str, pl.DataType]] = {
-    "key": pl.String(),  # the statistic, e.g. "pcorr_pass_depth_given_work"
-    "group": pl.String(),  # the collection, group of collections, model or cell it is computed on
-    "value": pl.Float64(),
-    "ci_low": pl.Float64(),
-    "ci_high": pl.Float64(),
-    "interval": pl.String(),  # "ci95" (confidence interval), "range" (span of values) or null
-    "p": pl.Float64(),
-    "n": pl.Int64(),
-    "unit": pl.String(),  # what n counts: tasks, runs, pairs
-    "collections": pl.String(),  # the collections of the sample, comma-separated
-    "models": pl.String(),  # the models whose runs count, comma-separated
-    "data": pl.String(),  # "simulated" or "real"
-    "detail": pl.String(),  # one line: the definition's choices, counts behind a share
-}
+# the paper's groups of collections are catalog facts (derived from its curation), re-exported by findings
+from depthlab.catalog import HUMAN, OWN
+from depthlab.schema import FINDING, MIN_TASKS
 
 
 class FindingRow(TypedDict):

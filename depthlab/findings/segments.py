@@ -12,8 +12,8 @@ import polars as pl
 
 from depthlab import stats
 from depthlab.auditdata import AuditData
+from depthlab.catalog import OWN
 from depthlab.findings._core import (
-    OWN,
     UNSOLVED_RANK,
     DescribedSample,
     FindingRow,
