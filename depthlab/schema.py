@@ -89,6 +89,9 @@ TASKS: Final[dict[str, pl.DataType]] = {
     "instruction_words": pl.Int32(),
     "checksum": pl.String(),
     "source": pl.String(),
+    # the collection's cluster of near-duplicate tasks (RST's rewrites of one seed): bootstraps resample
+    # whole groups where a collection has them; null elsewhere
+    "task_group": pl.String(),
 }
 
 DEPTH: Final[dict[str, pl.DataType]] = {
@@ -120,6 +123,7 @@ AUDIT: Final[dict[str, pl.DataType]] = {
     "n_public_trials": pl.Int32(),
     "proxy_depth": pl.Int32(),  # trajectory depth proxy (depthlab.depth_proxy): lower median over passing runs
     "proxy_n_passing": pl.Int32(),  # passing uncapped runs with a readable trajectory the proxy was read from
+    "task_group": pl.String(),  # the task's cluster of near-duplicates (schema.TASKS), null where none
 }
 
 TABLES: Final[dict[str, dict[str, pl.DataType]]] = {

@@ -326,14 +326,16 @@ def correlation_rows(
         used = base.filter(pl.col("dataset").is_in(collections)).drop_nulls([x, y, covar])
         models = capped_models(data, collections) if solved else public_models(data, collections)
         unit = "solved tasks" if solved else "tasks"
-        if used.height < MIN_TASKS or any(used[c].n_unique() < 2 for c in (x, y, covar)):
+        used, cluster = task_groups(used) if group not in POOLED_GROUPS else (used, None)
+        n_units = used[cluster].n_unique() if cluster else used.height
+        if n_units < MIN_TASKS or any(used[c].n_unique() < 2 for c in (x, y, covar)):
             rows.append(
                 make_row(
                     data,
                     key,
                     group,
                     None,
-                    n=used.height,
+                    n=n_units,
                     unit=unit,
                     collections=collections,
                     models=models,
@@ -350,7 +352,21 @@ def correlation_rows(
                 f"({', '.join(collections)}); stratified bootstrap"
             )
         else:
-            result = stats.partial_spearman(used, x, y, covar, n_boot=n_boot, seed=seed)
-            detail = f"covariate: {covar}"
+            result = stats.partial_spearman(used, x, y, covar, n_boot=n_boot, seed=seed, cluster=cluster)
+            detail = f"covariate: {covar}" + ("; bootstrap resamples task groups" if cluster else "")
         rows.append(corr_row(data, key, group, result, collections, models, detail=detail, unit=unit))
     return make_frame(rows)
+
+
+def task_groups(frame: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
+    """``frame`` ready for a bootstrap over task groups, and the cluster column (None when it has no groups).
+
+    A collection whose tasks come in groups of near-duplicates (RST's rewrites of one seed,
+    ``task_group``) is resampled group by group (``cluster="task_group"`` of
+    :func:`depthlab.stats.partial_spearman`): rewrites of one task are one unit, never independent
+    tasks. A task without a group is a group of its own.
+    """
+    if "task_group" not in frame.columns or frame["task_group"].null_count() == frame.height:
+        return frame, None
+    own = pl.col("dataset") + pl.lit("\x1f") + pl.col("task")
+    return frame.with_columns(task_group=pl.coalesce("task_group", own)), "task_group"

@@ -10,8 +10,10 @@
 
 Columns: ``difficulty``, ``category``, ``tags`` (``[metadata]`` in Harbor, top level in TB1),
 ``expert_time_min`` / ``junior_time_min`` from ``expert_time_estimate_min`` /
-``junior_time_estimate_min``; the remaining label keys (author name/e-mail excepted) go to
-``labels`` as a JSON object. ``work`` counts the reference solution's lines that are neither
+``junior_time_estimate_min``; the remaining label keys go to ``labels`` as a JSON object, except
+personal data: a key naming a person's name or e-mail (:func:`is_personal_key`: ``author_name``,
+``task_drafter_email``, ``reviewers``, ...) is dropped, at any depth, so no name or address reaches
+a table, an export or a notebook. ``work`` counts the reference solution's lines that are neither
 blank nor comments after stripping (a line starting with ``#`` is a comment, the shebang
 included); ``solution_lines_total`` counts all its lines. ``checksum`` is Harbor's task
 checksum: the Dirhash Standard (name + data, sha256, empty directories skipped) of the whole
@@ -23,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 import tomllib
 import warnings
 from collections.abc import Sequence
@@ -54,6 +57,12 @@ _TB1_NOT_LABELS: Final[frozenset[str]] = frozenset(
         "disable_asciinema",
     }
 )
+# a person's role in making a task, alone or as the first part of a ``<role>_name`` key
+_PERSON_ROLES = (
+    "author|drafter|annotator|refiner|reviewer|creator|maintainer|contributor|submitter|owner|"
+    "validator|writer|curator|contact|person"
+)
+_PERSONAL_KEY = re.compile(rf"(?:e_?mail|(?:^|_)(?:{_PERSON_ROLES})s?(?:_names?|_full_?name)?$)")
 _SOURCES: Final[tuple[str | None, ...]] = (None, "human", "generated", "none")
 
 
@@ -318,14 +327,19 @@ def label_columns(labels: dict, not_labels: frozenset[str], path: str) -> dict[s
 
     Collection adapters that read task metadata from somewhere other than a task dir (RST's parquet
     index) call this so that labels are read exactly as :func:`load_tasks` reads them. Keys in
-    ``not_labels`` are dropped; keys without a column of their own go to ``labels`` as JSON.
+    ``not_labels`` and personal keys (:func:`is_personal_key`) are dropped; keys without a column of
+    their own go to ``labels`` as JSON.
     ``difficulty_source`` is left null: only the caller knows where a label came from.
     Raises :class:`TaskFormatError` naming ``path`` when a field has the wrong type.
     """
     tags = labels.get("tags") or []
     if not isinstance(tags, list):
         raise TaskFormatError(path, f"tags must be a list, got {tags!r}")
-    rest = {key: value for key, value in labels.items() if key not in _COLUMNS_FROM_LABELS | not_labels}
+    rest = {
+        key: without_personal_data(value)
+        for key, value in labels.items()
+        if key not in _COLUMNS_FROM_LABELS | not_labels and not is_personal_key(key)
+    }
     difficulty, category = labels.get("difficulty"), labels.get("category")
     return {
         "difficulty": str(difficulty) if difficulty is not None else None,
@@ -336,6 +350,31 @@ def label_columns(labels: dict, not_labels: frozenset[str], path: str) -> dict[s
         "junior_time_min": _minutes(labels.get("junior_time_estimate_min"), "junior_time_estimate_min", path),
         "labels": msgspec.json.encode(rest, enc_hook=str).decode() if rest else None,
     }
+
+
+def is_personal_key(key: object) -> bool:
+    """Whether a label key names a person's name or e-mail address (the key is then dropped).
+
+    Any key holding ``email`` / ``e_mail``, and any key naming a person's role in making the task
+    (author, drafter, annotator, refiner, reviewer, creator, maintainer, contributor, submitter,
+    owner, validator, writer, curator, contact), alone, plural or with ``_name``: TerminalWorld's
+    ``task_drafter_name``, TB2's ``author_email``, a ``reviewers`` list.
+
+    Examples
+    --------
+    >>> [k for k in ("task_drafter_email", "author_name", "reviewers", "category", "task_name") if is_personal_key(k)]
+    ['task_drafter_email', 'author_name', 'reviewers']
+    """
+    return isinstance(key, str) and _PERSONAL_KEY.search(key.lower()) is not None
+
+
+def without_personal_data(value: Any) -> Any:
+    """``value`` with every personal key (:func:`is_personal_key`) dropped, in nested tables and lists too."""
+    if isinstance(value, dict):
+        return {k: without_personal_data(v) for k, v in value.items() if not is_personal_key(k)}
+    if isinstance(value, list):
+        return [without_personal_data(item) for item in value]
+    return value
 
 
 def _minutes(value: object, key: str, path: str) -> float | None:

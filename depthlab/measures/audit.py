@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 
 import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_frame, parameter_problem
-from depthlab.catalog import CURATION
+from depthlab.catalog import CURATION, RUN_NAMES
 from depthlab.measures.depth import TASK_KEYS, estimate_depth
 from depthlab.measures.public import public_measures
 from depthlab.schema import CAPS
@@ -41,7 +42,14 @@ def audit_table(
       ``pass_rates(by="task")``; ``n_public_trials`` is their ``n_valid``, under the audit's
       published column name);
     * ``curation`` maps the dataset name through ``curation`` (default :data:`depthlab.catalog.CURATION`);
-    * ``proxy_depth`` and ``proxy_n_passing`` come from ``proxy`` (null when it is not given).
+    * ``proxy_depth`` and ``proxy_n_passing`` come from ``proxy`` (null when it is not given);
+    * ``task_group`` comes from ``tasks`` (null for a tasks table without it).
+
+    Trials join tasks on (dataset, task). A run whose logs name its collection another way (a
+    Harbor job of Terminal-Bench 2 says ``terminal-bench``) joins a registered collection's tasks
+    when that name is one of the collection's (:data:`depthlab.catalog.RUN_NAMES`) and its task is
+    one of them. When fewer than half of the tasks join any trial, a ``UserWarning`` names the
+    datasets on each side.
 
     Parameters
     ----------
@@ -88,6 +96,7 @@ def audit_table(
     check_frame(trials, "trials", function, ("dataset", "task", "model", "cap", "status", "n_turns", "hit_limit"))
     if proxy is not None:
         check_frame(proxy, "proxy", function, (*TASK_KEYS, "proxy_depth", "n_passing"))
+    trials = joinable_trials(tasks, trials)
     if depth is not None:
         check_frame(depth, "depth", function, (*TASK_KEYS, "depth", "status"))
     mapping = CURATION if curation is None else curation
@@ -101,7 +110,7 @@ def audit_table(
         )
     public = public_measures(trials).rename({"n_valid": "n_public_trials"})
     out = (
-        tasks.select(_TASK_COLUMNS)
+        tasks.select(*_TASK_COLUMNS, _task_group(tasks))
         .join(
             depth.select(*TASK_KEYS, "depth", depth_status="status"),
             on=list(TASK_KEYS),
@@ -125,3 +134,59 @@ def audit_table(
         n_public_trials=pl.col("n_public_trials").fill_null(0),
     )
     return schema.conform(out, "audit")
+
+
+def _task_group(tasks: pl.DataFrame) -> pl.Expr:
+    return pl.col("task_group") if "task_group" in tasks.columns else pl.lit(None, pl.String).alias("task_group")
+
+
+def joinable_trials(tasks: pl.DataFrame, trials: pl.DataFrame) -> pl.DataFrame:
+    """``trials`` with runs of a registered collection under another name tagged as the collection, checked to join.
+
+    A trial whose dataset is one of a collection's run names (:data:`depthlab.catalog.RUN_NAMES`,
+    e.g. ``terminal-bench`` for ``tb2``), whose collection is in ``tasks`` but not among the trials'
+    datasets, and whose task is one of that collection's tasks, is tagged with the collection. When
+    fewer than half of the tasks then join any trial, a ``UserWarning`` names the datasets of both.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> tasks = schema.conform(pl.DataFrame({"dataset": "tb2", "task": ["fix-git"]}), "tasks")
+    >>> trials = schema.conform(pl.DataFrame({"dataset": "terminal-bench", "task": ["fix-git"]}), "trials")
+    >>> joinable_trials(tasks, trials)["dataset"].to_list()
+    ['tb2']
+    """
+    if tasks.is_empty() or trials.is_empty():
+        return trials
+    task_sets = {d: set(group["task"]) for (d,), group in tasks.group_by("dataset")}
+    present = set(trials["dataset"].drop_nulls())
+    aliases = {
+        alias: collection
+        for collection in task_sets
+        if collection in RUN_NAMES and collection not in present
+        for alias in RUN_NAMES[collection]
+    }
+    if aliases:
+        renamed = [
+            collection
+            if (collection := aliases.get((dataset or "").lower())) is not None and task in task_sets[collection]
+            else dataset
+            for dataset, task in zip(trials["dataset"], trials["task"], strict=True)
+        ]
+        trials = trials.with_columns(dataset=pl.Series(renamed, dtype=pl.String))
+    runs = trials.select("dataset", "task").unique()
+    joined = tasks.join(runs, on=["dataset", "task"], how="semi", nulls_equal=True).height
+    if joined * 2 < tasks.height:
+        warnings.warn(
+            f"audit_table: only {joined} of {tasks.height} tasks join any trial on (dataset, task); the tasks' "
+            f"datasets are {_names(tasks)}, the trials' {_names(trials)}",
+            UserWarning,
+            stacklevel=3,
+        )
+    return trials
+
+
+def _names(frame: pl.DataFrame) -> list[str | None]:
+    names = set(frame["dataset"])
+    return [*sorted(n for n in names if n is not None), *([None] if None in names else [])]
