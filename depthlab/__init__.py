@@ -22,6 +22,10 @@ _EXPORTS: dict[str, str] = {
     "load_trials": "depthlab.io",
     "read_trials": "depthlab.io",
     "load_tasks": "depthlab.io",
+    "read_tasks": "depthlab.io",
+    "load_task_steps": "depthlab.io",
+    "load_steps": "depthlab.io",
+    "TaskLoad": "depthlab.io",
     "Rejected": "depthlab.io",
     "TrialLoad": "depthlab.io",
     "LoadError": "depthlab.io",
@@ -66,6 +70,7 @@ __all__ = [
     "AuditData",
     "LoadError",
     "Rejected",
+    "TaskLoad",
     "TrialLoad",
     "__version__",
     "audit_data",
@@ -81,6 +86,8 @@ __all__ = [
     "list_datasets",
     "load_dataset",
     "load_datasets",
+    "load_steps",
+    "load_task_steps",
     "load_tasks",
     "load_trials",
     "measures",
@@ -89,6 +96,7 @@ __all__ = [
     "plan_missing",
     "plots",
     "proxy_correlations",
+    "read_tasks",
     "read_trials",
     "rung_agreement",
     "runner",
@@ -120,7 +128,18 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from depthlab.auditdata import AuditData, audit_data
     from depthlab.datasets import Audit, list_datasets, load_dataset, load_datasets
-    from depthlab.io import LoadError, Rejected, TrialLoad, load_tasks, load_trials, read_trials
+    from depthlab.io import (
+        LoadError,
+        Rejected,
+        TaskLoad,
+        TrialLoad,
+        load_steps,
+        load_task_steps,
+        load_tasks,
+        load_trials,
+        read_tasks,
+        read_trials,
+    )
     from depthlab.measures import (
         audit_table,
         depth_proxy,

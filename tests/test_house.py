@@ -21,13 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "depthlab"
 ARCHITECTURE = (ROOT / "ARCHITECTURE.md").read_text()
 
-# restatements the engines half of issue 25 removes (branch house-engines); each entry says why it is here
-_ENGINES_HALF: dict[str, str] = {
-    "depthlab/io/harbor_writer.py": "its own temporary names for an atomic write",
-    "depthlab/reproduce.py": "a fixed .tmp name for an atomic write",
-    "depthlab/measures/planning.py": "PLAN_SCHEMA",
-    "depthlab/io/atif.py": "STEPS_SCHEMA",
-}
+# restatements left on purpose, each with why (the engines half of issue 25 removed its own)
+_ENGINES_HALF: dict[str, str] = {}
 # not a table of depthlab's: the row every parser returns, before schema.conform makes it a trials table
 _PARSER_ROW = {"depthlab/io/_rows.py"}
 
@@ -103,8 +98,7 @@ def _restated_groups() -> list[str]:
 
 
 def test_collection_groups_and_statuses_are_not_restated_as_literals():
-    # engines/rounds.py's STATUS_ORDER is the engines half's; every other restatement fails here
-    found = [f for f in _restated_groups() if not f.startswith("depthlab/engines/")]
+    found = _restated_groups()
     assert found == [], "\n".join(found)
 
 

@@ -22,6 +22,8 @@ from typing import Any
 
 import polars as pl
 
+from depthlab import schema
+
 _SIZE = re.compile(r"^\s*(\d+(\.\d*)?|\.\d+)\s*[GMK]\s*$", re.IGNORECASE)
 _TIMES = (("agent", "timeout_sec"), ("verifier", "timeout_sec"), ("environment", "build_timeout_sec"))
 
@@ -56,7 +58,7 @@ def task_config_problems(tasks: pl.DataFrame) -> pl.DataFrame:
         problems = config_problems(config)
         if problems:
             rows.append({"task": task, "reason": "task.toml: " + "; ".join(problems), "output": ""})
-    return pl.DataFrame(rows, schema={"task": pl.String, "reason": pl.String, "output": pl.String})
+    return schema.preflight_failures(rows)
 
 
 def config_problems(config: dict[str, Any]) -> list[str]:

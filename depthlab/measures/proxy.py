@@ -10,7 +10,7 @@ The rule (version :data:`RULE_VERSION`; fixed before any result was looked at)
 1. A trajectory is read in order: the text given before the first turn (system prompt and
    instruction), then for each turn its command text (every call of the turn together), then
    its output (the observation or tool messages), as :func:`depthlab.io.read_steps`
-   reads ATIF v1.0-v1.7 (continuations followed, copied context and summarization subagents left
+   reads ATIF v1.0-v1.8 (continuations followed, copied context and summarization subagents left
    out), chat-message lists and terminus episode directories. Outputs are read whole, not cut.
 2. Identifiers (:func:`identifiers`): the text is split into tokens, maximal runs of letters,
    digits and ``_ . -`` (so ``/``, ``:``, ``=``, quotes and spaces separate them; a path gives one
