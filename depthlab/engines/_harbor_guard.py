@@ -16,8 +16,9 @@ killed Harbor never removes. So depthlab
   depthlab's loaders never follow them (:mod:`depthlab.io._files`);
 * removes, before a measurement runs anything, Harbor's temporary Compose folders that name a
   trial of this jobs folder (the lock on the jobs folder makes sure no live Harbor owns them);
-* reads Harbor's JSON files as regular files only, never a FIFO or a link (a FIFO in place of a
-  ``result.json`` would block a plain read forever).
+* reads Harbor's JSON files as the loaders do (:func:`depthlab.io.harbor.read_json_object`):
+  regular files only, never a FIFO or a link (a FIFO in place of a ``result.json`` would block a
+  plain read forever).
 """
 
 from __future__ import annotations
@@ -35,8 +36,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from depthlab.io._errors import Reject
-from depthlab.io._files import read_json
+from depthlab.io.harbor import read_json_object, read_text_head
 
 #: The pid limit of a Harbor trial's main container (the runner's :class:`~depthlab.runner.RunSettings` default).
 PIDS_LIMIT = 1024
@@ -53,19 +53,11 @@ _HARBOR_TEMP_FILES = re.compile(
 )
 
 
-def read_json_file(path: str | os.PathLike[str]) -> Any:
-    """The JSON in ``path`` when it is a regular file (not a FIFO, device or link) that parses; else None."""
-    try:
-        return read_json(str(path), [])
-    except Reject:
-        return None
-
-
 def bounds_overlay(jobs_dir: Path, pids_limit: int = PIDS_LIMIT) -> Path:
     """Write (once) the Compose overlay with the pid limit of the ``main`` service; its path."""
     path = jobs_dir / BOUNDS_FILE
     text = json.dumps({"services": {"main": {"pids_limit": pids_limit}}}, indent=2) + "\n"
-    if read_json_file(path) != json.loads(text):
+    if read_json_object(path) != json.loads(text):
         from depthlab import _atomic
 
         jobs_dir.mkdir(parents=True, exist_ok=True)
@@ -114,7 +106,7 @@ def harbor_temp_leftovers(jobs_dir: Path, temp_dir: str | None = None) -> list[P
         if not names or not all(_HARBOR_TEMP_FILES.match(name) for name in names):
             continue
         for name in names:
-            text = _small_text(Path(entry.path) / name)
+            text = read_text_head(Path(entry.path) / name)
             session = name.split("-docker-compose-resources.json")[0].removesuffix("__env").lower()
             if str(jobs_dir) in text or session in trials:
                 found.append(Path(entry.path))
@@ -129,19 +121,6 @@ def remove_temp_leftovers(jobs_dir: Path, temp_dir: str | None = None) -> int:
         shutil.rmtree(folder, ignore_errors=True)
         removed += not folder.exists()
     return removed
-
-
-def _small_text(path: Path, limit: int = 1 << 20) -> str:
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return ""
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            return ""
-        return os.read(descriptor, limit).decode("utf-8", "replace")
-    finally:
-        os.close(descriptor)
 
 
 class DiskWatch:
@@ -259,6 +238,12 @@ TAMPERED = "VerifierTamperedError"
 OUTAGE = "ModelEndpointOutage"
 #: Beside a trial's result.json once depthlab recorded a verdict in it: Harbor's own result, unchanged.
 HARBOR_RESULT = "depthlab-harbor-result.json"
+#: The folder of the agents Harbor imports (its venv has no depthlab), and depthlab's guarded terminus-2:
+#: every run ends with the processes the agent left killed and its tamper evidence recorded
+#: (``harbor_side/depthlab_guard.py``) in :data:`GUARD_FILE` of the agent's log folder.
+HARBOR_SIDE = Path(__file__).resolve().parent / "harbor_side"
+GUARDED_AGENT = "depthlab_guard:GuardedTerminus2"
+GUARD_FILE = "depthlab-guard.json"
 #: Exceptions the leaderboard charges to the model: an outage behind one of them is not the model's.
 _MODELS_EXCEPTIONS = frozenset({"AgentTimeoutError", "NonZeroAgentExitCodeError"})
 
@@ -271,6 +256,9 @@ def tamper_evidence(trial: Path, result: Mapping[str, Any]) -> str | None:
     running), and a reward file or verifier folder that is a link was put there by the agent.
     """
     verifier_dir = trial / "verifier"
+    guarded = ((result.get("config") or {}).get("agent") or {}).get("import_path") == GUARDED_AGENT
+    if guarded and (found := guard_evidence(trial)):
+        return found
     if verifier_dir.is_symlink():
         return f"the verifier's folder is a link (to {os.readlink(verifier_dir)!r}), not the folder Harbor made"
     finished = _timestamp((result.get("verifier") or {}).get("finished_at"))
@@ -287,6 +275,39 @@ def tamper_evidence(trial: Path, result: Mapping[str, Any]) -> str | None:
         if finished is not None and info.st_mtime > finished:
             late = info.st_mtime - finished
             return f"verifier/{name} was written {late:.2f} s after the tests ended (another writer)"
+    return None
+
+
+def guard_evidence(trial: Path) -> str | None:
+    """What depthlab's guarded agent recorded against ``trial`` (:data:`GUARD_FILE`); None when its runs were clean.
+
+    Every run of the agent must have left a finished entry: the processes it left killed, no write
+    into ``/logs/verifier`` after its run, ``/logs/verifier`` still a folder, ``/tests`` unchanged.
+    """
+    files = sorted([trial / "agent" / GUARD_FILE, *trial.glob(f"steps/*/agent/{GUARD_FILE}")])
+    runs: list[Any] = []
+    for path in files:
+        if path.exists() or path.is_symlink():
+            evidence = read_json_object(path)
+            if evidence is None or not isinstance(evidence.get("runs"), list):
+                return f"agent/{GUARD_FILE} is not the guard's record (a link, a FIFO or no JSON object)"
+            runs.extend(evidence["runs"])
+    if not runs:
+        return f"depthlab's guard recorded nothing (no agent/{GUARD_FILE}): the agent's leftovers were not checked"
+    for run in runs:
+        if not isinstance(run, dict) or not run.get("done"):
+            error = run.get("error") if isinstance(run, dict) else None
+            return f"depthlab's guard could not check the agent's leftovers ({error or 'no finished record'})"
+        if run.get("verifier_writes"):
+            shown = ", ".join(str(path) for path in run["verifier_writes"][:3])
+            killed = "; ".join(str(line) for line in (run.get("killed") or [])[:3])
+            return f"a process the agent left kept writing the verifier's folder after the agent's run ({shown})" + (
+                f"; killed: {killed}" if killed else ""
+            )
+        if run.get("verifier_folder"):
+            return f"/logs/verifier is {run['verifier_folder']} at the end of the agent's run, not Harbor's folder"
+        if run.get("tests_before") != run.get("tests_after"):
+            return "/tests changed during the agent's run (a file the agent left there would run with the tests)"
     return None
 
 
@@ -316,8 +337,8 @@ def judge_trials(job: Path, *, tampering: bool = True) -> list[tuple[str, str, s
         path = trial / "result.json"
         if (trial / HARBOR_RESULT).exists():
             continue
-        result = read_json_file(path)
-        if not isinstance(result, dict) or not result.get("finished_at"):
+        result = read_json_object(path)
+        if result is None or not result.get("finished_at"):
             continue
         exception = (result.get("exception_info") or {}).get("exception_type")
         found = None
@@ -342,7 +363,7 @@ def judge_trials(job: Path, *, tampering: bool = True) -> list[tuple[str, str, s
 
 def _endpoint_reason(trial: Path) -> str:
     """The last line of Harbor's trial log that names a model-call error (LiteLLM's), '' when none."""
-    text = _small_text(trial / "trial.log", 4 << 20)
+    text = read_text_head(trial / "trial.log", 4 << 20)
     lines = [line for line in text.splitlines() if "litellm" in line.lower() or "APIError" in line or "Timeout" in line]
     return lines[-1].strip() if lines else ""
 

@@ -65,17 +65,19 @@ import polars as pl
 from depthlab import schema
 from depthlab._checks import check_positive_int
 from depthlab.engines._harbor_guard import (
+    GUARDED_AGENT,
+    HARBOR_SIDE,
     DiskWatch,
     bounds_overlay,
     compose_project,
     judge_trials,
-    read_json_file,
     remove_temp_leftovers,
     strip_setuid,
 )
 from depthlab.engines._taskcheck import storage_bounds
 from depthlab.engines.rounds import Echo, EngineError, check_api_key
 from depthlab.io import harbor_writer
+from depthlab.io.harbor import read_json_object, read_text_head
 
 #: The Harbor versions depthlab's configs are checked against: [lowest, first unsupported).
 SUPPORTED_HARBOR: tuple[str, str] = ("0.26.0", "0.27.0")
@@ -210,6 +212,8 @@ class HarborEngine:
         self.concurrency = concurrency
         self.agent = agent
         self.env = {**os.environ, **dict(env or {})}
+        # Harbor imports depthlab's guarded agent from here (its own venv has no depthlab)
+        self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HARBOR_SIDE), self.env.get("PYTHONPATH")]))
         self.api_key_env = api_key_env
         if api_key_env and api_key_env != "OPENAI_API_KEY" and api_key_env in os.environ:
             self.env["OPENAI_API_KEY"] = os.environ[api_key_env]
@@ -269,10 +273,7 @@ class HarborEngine:
                 name = f"{JOB_PREFIX}r{number:02d}__cap-{int(cap):03d}"
                 name += f"__attempts-{int(attempts)}" if int(attempts) != 1 else ""
                 name += f"__part-{index + 1}" if len(by_models) > 1 else ""
-                agents = [
-                    harbor_writer.agent_config(self.agent, model, self._agent_kwargs(int(cap)))
-                    for model in sorted(models)
-                ]
+                agents = [self._agent_entry(model, int(cap)) for model in sorted(models)]
                 configs[name] = self._job(
                     name,
                     agents,
@@ -308,12 +309,15 @@ class HarborEngine:
             removed = remove_temp_leftovers(self.jobs_dir, self.env.get("TMPDIR"))
             if removed:
                 echo(f"removed {removed} temporary folder(s) killed Harbor trials of this jobs folder left")
+        trials = self.load_trials()  # read once, by the loaders (a FIFO or a link in place of a result is refused)
         for job in self._jobs():
-            config = read_json_file(job / "config.json")
-            if not isinstance(config, dict):
+            config = read_json_object(job / "config.json")
+            if config is None:
                 shutil.rmtree(job)  # it never started: no trial ran
                 continue
-            cancelled = _cancelled(job)
+            kept = trials.filter(pl.col("job") == job.name)
+            # Harbor records a trial cancelled by Ctrl-C as CancelledError; `harbor jobs resume` reruns it
+            cancelled = int((kept["exception"] == "CancelledError").sum())
             if _finished(job) and not cancelled:
                 _report_verdicts(job)  # a measurement killed between Harbor's end and the verdicts
                 continue
@@ -321,7 +325,7 @@ class HarborEngine:
             for path in incomplete:
                 if (path / "result.json").exists() or (path / "result.json").is_symlink():
                     shutil.rmtree(path)  # a FIFO or a link in place of its result: Harbor's resume would read it
-            done = sum(1 for path in job.glob("*/result.json")) - cancelled
+            done = kept.height - cancelled
             redo = len(incomplete) + cancelled
             echo(f"resuming the interrupted Harbor job {job.name}: {done} trial(s) kept, {redo} to redo")
             self._remove_leftovers(incomplete)
@@ -339,10 +343,11 @@ class HarborEngine:
         folders = _task_folders(tasks)
         checksums = dict(zip(tasks["task"].to_list(), tasks["checksum"].fill_null("").to_list(), strict=True))
         setting = {"environment": self.environment, "kwargs": self.environment_kwargs}
+        oracle = self.load_trials().filter(pl.col("job").str.starts_with(f"{JOB_PREFIX}oracle__"))
         results = {
             task: result
-            for task, (checksum, result) in self._oracle_results(setting).items()
-            if checksums.get(task) == checksum and not result.get("exception_info")
+            for task, (checksum, result) in self._oracle_results(oracle, setting).items()
+            if checksums.get(task) == checksum and not result.get("exception")
         }
         missing = sorted(task for task in checksums if task not in results)
         if not missing:
@@ -361,26 +366,34 @@ class HarborEngine:
                 echo(f"oracle preflight: Harbor's oracle agent on {len(missing)} task(s) ({name}){again}")
                 with _bar(len(missing), "oracle", self.progress) as bar:
                     self._harbor_job(["run", "--config", str(path)], job, len(missing), bar)
-            fresh = _job_results(job)
+            fresh = _job_results(self.load_trials(), name)
             results.update({task: fresh[task] for task in missing if task in fresh})
         return oracle_failures(results, sorted(checksums))
 
-    def _oracle_results(self, setting: Mapping[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
-        """Task -> (its checksum then, its oracle result) from the finished oracle jobs run under ``setting``."""
+    def _oracle_results(
+        self, oracle: pl.DataFrame, setting: Mapping[str, Any]
+    ) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Task -> (its checksum then, its oracle trial's row) from the finished oracle jobs run under ``setting``."""
         found: dict[str, tuple[str, dict[str, Any]]] = {}
         jobs = [job for job in self._jobs() if job.name.startswith(f"{JOB_PREFIX}oracle__") and _finished(job)]
         for job in sorted(jobs, key=lambda path: (path / "result.json").stat().st_mtime):  # the newest wins
-            meta = read_json_file(job / ORACLE_FILE)
-            if not isinstance(meta, dict):
+            meta = read_json_object(job / ORACLE_FILE)
+            if meta is None:
                 continue
             if {key: meta.get(key) for key in setting} != dict(setting):
                 continue
-            for task, result in _job_results(job).items():
+            for task, result in _job_results(oracle, job.name).items():
                 if task in (meta.get("tasks") or {}):
                     found[task] = (meta["tasks"][task], result)
         return found
 
     # ------------------------------------------------------------------ internals
+    def _agent_entry(self, model: str, cap: int) -> dict[str, Any]:
+        """The job's agent entry: terminus-2 as depthlab's guarded agent (:data:`GUARDED_AGENT`), others as named."""
+        if self.agent != "terminus-2":
+            return harbor_writer.agent_config(self.agent, model, self._agent_kwargs(cap))
+        return harbor_writer.agent_config(None, model, self._agent_kwargs(cap), import_path=GUARDED_AGENT)
+
     def _agent_kwargs(self, cap: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {harbor_writer.TURN_LIMIT_KEY: cap}
         if self.base_url:
@@ -485,25 +498,18 @@ class HarborEngine:
             )
 
 
-def _job_results(job: Path) -> dict[str, dict[str, Any]]:
-    """Task name -> its trial's result.json (with ``_dir``, the trial folder) in ``job``."""
-    results: dict[str, dict[str, Any]] = {}
-    for path in sorted(job.glob("*/result.json")):
-        result = read_json_file(path)
-        if not isinstance(result, dict):
-            continue
-        results[str(result.get("task_name") or path.parent.name.rsplit("__", 1)[0])] = {**result, "_dir": path.parent}
-    return results
+def _job_results(trials: pl.DataFrame, job: str) -> dict[str, dict[str, Any]]:
+    """Task name -> its trial's row of the trials table in the job named ``job``."""
+    return {row["task"]: row for row in trials.filter(pl.col("job") == job).iter_rows(named=True)}
 
 
 def oracle_failures(results: Mapping[str, Mapping[str, Any]], task_names: Sequence[str]) -> pl.DataFrame:
-    """The tasks whose oracle result did not pass: task, reason, the verifier's last output.
+    """The tasks whose oracle trial (its row of the trials table) did not pass: task, reason, the verifier's output.
 
     Examples
     --------
-    >>> from pathlib import Path
-    >>> results = {"a": {"verifier_result": {"rewards": {"reward": 1.0}}, "_dir": Path("x")},
-    ...            "b": {"verifier_result": {"rewards": {"reward": 0.0}}, "_dir": Path("y")}}
+    >>> results = {"a": {"reward": 1.0, "source": "x/result.json"},
+    ...            "b": {"reward": 0.0, "source": "y/result.json"}}
     >>> oracle_failures(results, ["a", "b", "c"]).select("task", "reason").rows()
     [('b', 'the reference solution got reward 0.0'), ('c', 'the oracle trial left no result')]
     """
@@ -513,26 +519,23 @@ def oracle_failures(results: Mapping[str, Mapping[str, Any]], task_names: Sequen
         if result is None:
             rows.append({"task": task, "reason": "the oracle trial left no result", "output": ""})
             continue
-        info = result.get("exception_info") or {}
-        rewards = (result.get("verifier_result") or {}).get("rewards") or {}
-        reward = rewards.get("reward")
-        if info:
-            reason = f"{info.get('exception_type')}: {' '.join(str(info.get('exception_message') or '').split())[:300]}"
+        reward = result.get("reward")
+        if result.get("exception"):
+            message = " ".join(str(result.get("exception_message") or "").split())[:300]
+            reason = f"{result['exception']}: {message}"
         elif reward is None or float(reward) < 1.0:
             reason = f"the reference solution got reward {reward}"
         else:
             continue
-        rows.append({"task": task, "reason": reason, "output": _verifier_output(result["_dir"])})
+        rows.append({"task": task, "reason": reason, "output": _verifier_output(Path(str(result["source"])).parent)})
     return schema.preflight_failures(rows)
 
 
 def _verifier_output(trial: Path) -> str:
     for relative in ("verifier/test-stdout.txt", "verifier/test-stderr.txt", "exception.txt"):
-        path = trial / relative
-        if path.is_file():
-            text = path.read_text(encoding="utf-8", errors="replace").strip()
-            if text:
-                return "\n".join(text.splitlines()[-5:])
+        text = read_text_head(trial / relative).strip()  # what the agent could write: never a link or FIFO read
+        if text:
+            return "\n".join(text.splitlines()[-5:])
     return ""
 
 
@@ -575,19 +578,10 @@ def _n_results(job: Path) -> int:
 _INTERRUPTED = frozenset({130, 143, -signal.SIGINT, -signal.SIGTERM})
 
 
-def _cancelled(job: Path) -> int:
-    """Trials of ``job`` that Harbor recorded as cancelled (a Ctrl-C): ``harbor jobs resume`` reruns them."""
-    count = 0
-    for path in job.glob("*/result.json"):
-        result = read_json_file(path)  # never a plain read: a FIFO in its place would block it
-        info = (result.get("exception_info") if isinstance(result, dict) else None) or {}
-        count += info.get("exception_type") == "CancelledError"
-    return count
-
-
 def _finished(job: Path) -> bool:
-    result = read_json_file(job / "result.json")
-    return isinstance(result, dict) and bool(result.get("finished_at"))
+    """Whether Harbor finished ``job`` (its job-level result.json records ``finished_at``)."""
+    result = read_json_object(job / "result.json")
+    return result is not None and bool(result.get("finished_at"))
 
 
 def _version(text: str) -> tuple[int, ...]:

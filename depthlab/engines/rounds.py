@@ -50,12 +50,14 @@ class Engine(Protocol):
 
     #: The engine's name ("harbor", "local"), recorded in :attr:`MeasureResult.engine`.
     name: str
+
     @property
     def jobs_dir(self) -> Path | None:
         """The jobs folder the engine writes: the loop holds its lock (one measurement per folder).
 
         None: the engine keeps its trials elsewhere (a simulation), and no folder is locked.
         """
+
     #: Whether the engine shows progress bars (the loop sets it before :meth:`check`).
     progress: bool
     #: A short line to show beside the engine's progress bar (the loop sets it before each round).
@@ -464,7 +466,7 @@ def _report(number: int, planned: int, new: pl.DataFrame, seconds: float) -> Rou
     first = None
     if invalid.height:
         row = invalid.row(0, named=True)
-        message = _exception_message(row.get("source"))
+        message = row.get("exception_message") or ""
         first = f"{row.get('exception') or 'invalid'}" + (f": {_one_line(message)}" if message else "")
     return RoundReport(
         number=number,
@@ -478,18 +480,6 @@ def _report(number: int, planned: int, new: pl.DataFrame, seconds: float) -> Rou
         seconds=seconds,
         first_invalid=first,
     )
-
-
-def _exception_message(result_path: str | None) -> str:
-    """The exception message a trial's result.json records ('' when it cannot be read)."""
-    import json
-    from pathlib import Path
-
-    try:
-        info = json.loads(Path(str(result_path)).read_text(encoding="utf-8")).get("exception_info") or {}
-    except (OSError, ValueError, AttributeError):
-        return ""
-    return str(info.get("exception_message") or "")
 
 
 def _status_counts(depth: pl.DataFrame) -> dict[str, int]:

@@ -192,11 +192,15 @@ def agent_config(
     kwargs: Mapping[str, Any] | None = None,
     *,
     override_timeout_sec: float | None = None,
+    import_path: str | None = None,
 ) -> dict[str, Any]:
-    """Harbor's ``AgentConfig`` (``config.agent`` of a trial, an entry of ``agents`` of a job)."""
+    """Harbor's ``AgentConfig`` (``config.agent`` of a trial, an entry of ``agents`` of a job).
+
+    ``import_path`` (``"module:Class"``) names an agent class Harbor imports instead of a named agent.
+    """
     return {
         "name": name,
-        "import_path": None,
+        "import_path": import_path,
         "model_name": model_name,
         "override_timeout_sec": override_timeout_sec,
         "override_setup_timeout_sec": None,

@@ -69,10 +69,10 @@ def test_a_second_measure_on_a_busy_jobs_folder_is_refused_before_its_preflight(
             "accepted",
             "[agent] timeout_sec must be a finite number of seconds > 0, got -5.0",
         ),
-        (
+        (  # the tasks loader itself refuses it now (issue 26's task reader): never a task to measure
             "[agent]\ntimeout_sec = nan\n",
             "accepted",
-            "[agent] timeout_sec must be a finite number of seconds > 0, got nan",
+            "[agent].timeout_sec must be a finite number, got nan",
         ),
         (
             '[environment]\nmemory = "lots"\n',
@@ -96,10 +96,11 @@ def test_task_values_harbor_would_misread_are_left_out_even_without_preflight(
     before = server.count()
     run = run_measure(args, measure_env)
     assert run.returncode == 1, run.stderr[-3000:]
-    assert "1 task(s) left out, the task's configuration would be misread" in run.stderr
+    refused_at_load = "task rejected" in run.stderr
+    assert refused_at_load or "1 task(s) left out, the task's configuration would be misread" in run.stderr
     assert reason in run.stderr
     assert server.count() == before  # no model call
-    assert not [path for path in jobs.iterdir() if path.name.startswith("measure-")]
+    assert not jobs.exists() or not [path for path in jobs.iterdir() if path.name.startswith("measure-")]
 
 
 @pytest.fixture(scope="session")
@@ -245,3 +246,58 @@ def test_a_stalling_endpoint_is_an_outage_that_stops_the_round_not_a_fail(
     assert table.select("task", "status").rows() == [("measure-chain-r2", "incomplete")]  # not "unsolved"
     trials = dl.load_trials([jobs], cache=False).filter(pl.col("cap").is_not_null())
     assert trials["status"].to_list() == ["invalid"]
+
+
+# ---------------------------------------------------------------- 1. a forged pass, on both engines
+FORGER = "nohup sh -c 'while :; do echo 1 > /logs/verifier/reward.txt; sleep 0.02; done' >/dev/null 2>&1 &\n"
+
+
+def forging_policy(messages, model):
+    """Leave a background reward writer, then say done at once: the task is never solved."""
+    texts = [str(message.get("content")) for message in messages if message.get("role") != "assistant"]
+    return reply(FORGER) if len(texts) <= 1 else reply(complete=True)
+
+
+@pytest.fixture(scope="module")
+def forged(chain_tasks, measure_env, tmp_path_factory, request):
+    from engines_helpers import scripted_server
+
+    runs = {}
+    for engine in ("local", "harbor"):
+        work = tmp_path_factory.mktemp(f"forged-{engine}")
+        extra = ["--engine", engine, "--no-preflight"]
+        if engine == "harbor":
+            extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
+        with scripted_server(forging_policy) as server:
+            run = run_measure(one_task_args(chain_tasks / "measure-chain-r2", work / "jobs", work / "depth.csv",
+                                            server.url, *extra), measure_env)  # fmt: skip
+        runs[engine] = {"run": run, "jobs": work / "jobs", "out": work / "depth.csv"}
+    return runs
+
+
+def test_a_background_reward_writer_is_no_pass_on_either_engine(forged):
+    tables = {}
+    for engine, found in forged.items():
+        assert found["run"].returncode == 1, found["run"].stderr[-3000:]  # stopped: no valid trial
+        assert "round 1 recorded no valid trial, nothing was counted: VerifierTamperedError" in found["run"].stderr
+        tables[engine] = pl.read_csv(found["out"]).select("task", "depth", "status")
+        trials = dl.load_trials([found["jobs"]], cache=False).filter(pl.col("cap").is_not_null())
+        assert trials.height >= 1
+        assert set(trials["status"]) == {"invalid"}, trials.select("status", "exception")
+        assert set(trials["exception"]) == {"VerifierTamperedError"}
+    assert tables["local"].rows() == tables["harbor"].rows() == [("measure-chain-r2", None, "incomplete")]
+
+
+def test_under_harbor_the_guard_killed_the_writer_and_says_why(forged):
+    jobs = forged["harbor"]["jobs"]
+    trials = dl.load_trials([jobs], cache=False).filter(pl.col("cap").is_not_null())
+    for message in trials["exception_message"].to_list():
+        assert "a process the agent left kept writing the verifier's folder after the agent's run" in message
+        assert "reward.txt" in message
+    for path in jobs.glob("measure-r01__*/*/agent/depthlab-guard.json"):
+        (run,) = json.loads(path.read_text())["runs"]
+        assert any("/logs/verifier/reward.txt" in line for line in run["killed"]), run
+        assert run["tests_before"] == run["tests_after"]
+    # Harbor's own grade is kept beside the verdict: the writer's reward, not the tests'
+    for path in jobs.glob("measure-r01__*/*/depthlab-harbor-result.json"):
+        assert json.loads(path.read_text())["exception_info"] is None

@@ -278,6 +278,7 @@ def test_harbor_dry_run_accepts_a_cloud_rounds_configs(environment, tmp_path, ha
     harbor = str(harbor_python.parent / "harbor")
     # the environment's preflight only checks that its credentials are set; the dry run contacts no one
     env = {**harbor_env, "DAYTONA_API_KEY": "dry-run", "MODAL_TOKEN_ID": "dry-run", "MODAL_TOKEN_SECRET": "dry-run"}
+    env["PYTHONPATH"] = engine.env["PYTHONPATH"]  # where Harbor imports depthlab's guarded agent from
     for name, config in list(configs.items())[: 2 if environment == "daytona" else 1]:  # each takes seconds
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(config))
@@ -389,8 +390,14 @@ def test_resume_hands_interrupted_jobs_to_harbors_own_resume(tmp_path):
         (folder / "result.json").write_text(json.dumps({"finished_at": "2026-12-01T00:00:00" if finished else None}))
         for index, exception in enumerate(exceptions):
             (folder / f"t__{index}").mkdir()
-            info = {"exception_type": exception} if exception else None
-            (folder / f"t__{index}" / "result.json").write_text(json.dumps({"exception_info": info}))
+            info = {"exception_type": exception, "exception_message": ""} if exception else None
+            result = {  # the fields Harbor 0.26 writes that the trials table reads
+                "task_name": "t", "trial_name": f"t__{index}", "exception_info": info,
+                "agent_info": {"name": "terminus-2", "version": "2", "model_info": {"name": "m", "provider": "openai"}},
+                "config": {"trials_dir": str(folder), "agent": {"name": "terminus-2", "kwargs": {"max_turns": 2}}},
+                "verifier_result": {"rewards": {"reward": 0.0}},
+            }  # fmt: skip
+            (folder / f"t__{index}" / "result.json").write_text(json.dumps(result))
         return folder
 
     done = job("measure-r01__cap-001", True, [None, None])
