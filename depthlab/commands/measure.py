@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
 from depthlab._tables import output_table
+from depthlab.io.harbor_writer import DEFAULT_API_KEY_ENV
 
 HELP = "Measure every task's depth D: oracle preflight, then adaptive capped rounds (Harbor or local)."
 
@@ -36,9 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", default=None, metavar="URL", help="the model endpoint (OpenAI-compatible)")
     parser.add_argument(
         "--api-key-env",
-        default="OPENAI_API_KEY",
+        default=DEFAULT_API_KEY_ENV,
         metavar="VAR",
-        help="environment variable holding the API key (default OPENAI_API_KEY; never written to disk)",
+        help=f"environment variable holding the API key (default {DEFAULT_API_KEY_ENV}; never written to disk)",
     )
     parser.add_argument("--jobs-dir", default="jobs", metavar="DIR", help="where the jobs go and resume from")
     parser.add_argument(
@@ -80,31 +82,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def command_line_mistake(args: argparse.Namespace) -> str | None:
     """The first mistake on the command line that would only show after the money is spent (None if none).
 
-    Every one is found before any run: prices and budgets finite and non-negative (a NaN price
-    would be written into every trial's result and make it unreadable; a negative one makes
-    ``--max-cost`` do nothing), the ladder and the models valid, the output file writable.
+    Every one is found before any run: ``measure``'s own arguments by its own check
+    (:func:`depthlab.engines.rounds.check_arguments`: models, caps, attempts, budgets), the local
+    engine's prices and request timeout finite (a NaN price would be written into every trial's
+    result and make it unreadable; a negative one makes ``--max-cost`` do nothing), the output
+    file writable.
     """
     import math
 
-    from depthlab._checks import check_caps, check_models
+    from depthlab._checks import check_positive_int
+    from depthlab.engines.rounds import check_arguments
 
-    for option in ("max_cost", "price_in", "price_out"):
+    try:
+        check_arguments(args.models, args.caps, args.attempts, args.max_runs, args.max_cost, function=_CLI)
+        check_positive_int(args.concurrency, "concurrency", _CLI)
+    except (TypeError, ValueError) as error:
+        return re.sub(rf"^The '(\w+)' parameter of {_CLI}", lambda m: "--" + m.group(1).replace("_", "-"), str(error))
+    for option in ("price_in", "price_out"):
         value = getattr(args, option, None)
         if value is not None and not (math.isfinite(value) and value >= 0):
             return f"--{option.replace('_', '-')} must be a finite amount in USD >= 0, got {value}"
     timeout = getattr(args, "request_timeout", None)
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         return f"--request-timeout must be a finite number of seconds > 0, got {timeout}"
-    try:
-        check_caps(args.caps, "depthlab measure")
-        check_models(args.models, "depthlab measure", required=True)
-    except (TypeError, ValueError) as error:
-        return (
-            str(error)
-            .replace("The 'caps' parameter of depthlab measure", "--caps")
-            .replace("The 'models' parameter of depthlab measure", "--models")
-        )
     return unwritable(args.output)
+
+
+_CLI = "depthlab measure"
 
 
 def unwritable(path: Path) -> str | None:
@@ -140,13 +144,6 @@ def run(args: argparse.Namespace) -> int:
     from depthlab.engines import Engine, EngineError, HarborEngine, LocalEngine, measure
     from depthlab.io import read_tasks
 
-    for option, least in (("concurrency", 1), ("attempts", 1), ("max_runs", 1)):
-        value = getattr(args, option)
-        if value is not None and value < least:
-            print(
-                f"depthlab measure: --{option.replace('_', '-')} must be at least {least}, got {value}", file=sys.stderr
-            )
-            return 2
     mistake = command_line_mistake(args)
     if mistake:
         print(f"depthlab measure: {mistake}", file=sys.stderr)

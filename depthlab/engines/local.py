@@ -21,6 +21,7 @@ from depthlab._checks import check_positive_finite, check_positive_int
 from depthlab.engines._harbor_guard import judge_trials
 from depthlab.engines._taskcheck import agent_timeouts
 from depthlab.engines.rounds import Echo, EngineError, check_api_key
+from depthlab.io.harbor_writer import DEFAULT_API_KEY_ENV
 
 #: A file of the jobs folder counting the rounds run there (a file: ``harbor view`` lists folders as jobs)
 ROUNDS_FILE = ".depthlab-measure-rounds"
@@ -70,7 +71,7 @@ class LocalEngine:
         jobs_dir: str | os.PathLike[str],
         *,
         base_url: str | None = None,
-        api_key_env: str | None = "OPENAI_API_KEY",
+        api_key_env: str | None = DEFAULT_API_KEY_ENV,
         concurrency: int = 2,
         agent_factory: Callable[[str, int | None], Any] | None = None,
         fill_options: dict[str, Any] | None = None,
@@ -90,7 +91,7 @@ class LocalEngine:
         self.concurrency = concurrency
         self.agent_factory = agent_factory
         self.fill_options = dict(fill_options or {})
-        self.agent_options = {"strip_provider": True, **dict(agent_options or {})}
+        self.agent_options = dict(agent_options or {})
         self.docker_client: Any = None
         self.progress = True  # the round loop sets it
         self.note = ""  # the round loop's note (unused: the runner's progress bar has no postfix)
@@ -124,6 +125,8 @@ class LocalEngine:
     def check(self) -> None:
         """The API key set (unless ``agent_factory`` makes the agents) and Docker reachable."""
         if self.agent_factory is None:
+            if not self.base_url:
+                raise EngineError("the local engine needs --base-url (the model endpoint)")
             check_api_key(self.api_key_env)
         self._client()
 

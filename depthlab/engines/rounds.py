@@ -225,19 +225,41 @@ def measure(
     >>> measure(LocalEngine("jobs", base_url="http://127.0.0.1:8000/v1"), tasks,
     ...         models=["openai/m1"], caps=(1, 2, 3))  # doctest: +SKIP
     """
-    function = "measure"
-    models = check_models(models, function, required=True) or ()
-    caps = check_caps(caps, function)
-    attempts = check_positive_int(attempts, "attempts", function)
-    if max_runs is not None:
-        max_runs = check_positive_int(max_runs, "max_runs", function)
-    if max_cost is not None:
-        max_cost = check_number(max_cost, "max_cost", function, low=0.0)
+    models, caps, attempts, max_runs, max_cost = check_arguments(models, caps, attempts, max_runs, max_cost)
     say = echo or _stderr
     engine.progress = progress
     engine.check()  # an engine that cannot run at all (or a key unset) leaves no trace in the jobs folder
     with jobs_folder_lock(engine.jobs_dir) if engine.jobs_dir is not None else contextlib.nullcontext():
         return _measure_locked(engine, tasks, models, caps, attempts, pass_rule, max_runs, max_cost, preflight, say)
+
+
+def check_arguments(
+    models: Sequence[str],
+    caps: Sequence[int],
+    attempts: int = 1,
+    max_runs: int | None = None,
+    max_cost: float | None = None,
+    function: str = "measure",
+) -> tuple[tuple[str, ...], tuple[int, ...], int, int | None, float | None]:
+    """:func:`measure`'s arguments checked, as it uses them: the one check of ``measure`` and of its command line.
+
+    Examples
+    --------
+    >>> check_arguments(["openai/m"], [1, 2], max_cost=5)
+    (('openai/m',), (1, 2), 1, None, 5.0)
+    >>> check_arguments(["openai/m"], [2, 1])
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'caps' parameter of measure must be a non-empty, strictly increasing sequence of positive ints, ...
+    """
+    checked_models = check_models(models, function, required=True)
+    checked_caps = check_caps(caps, function)
+    attempts = check_positive_int(attempts, "attempts", function)
+    if max_runs is not None:
+        max_runs = check_positive_int(max_runs, "max_runs", function)
+    if max_cost is not None:
+        max_cost = check_number(max_cost, "max_cost", function, low=0.0, kind="a cost in USD")
+    return checked_models, checked_caps, attempts, max_runs, max_cost
 
 
 def _measure_locked(

@@ -60,6 +60,38 @@ def test_a_second_measure_on_a_busy_jobs_folder_is_refused_before_its_preflight(
     assert not out.exists()
 
 
+# ---------------------------------------------------------------- 4. a task changed between runs
+def test_a_changed_task_has_its_old_trials_set_aside_and_its_depth_measured_again(
+    userland, server, measure_env, tmp_path
+):
+    """Measured at D = 3 (2 reads), the task's image is changed to 4 reads (D = 5): the rerun sets the
+    old trial aside, plans its cells again, and the table says 5 (local engine, real Docker)."""
+    task = write_chain_task(tmp_path / "tasks", 2, userland)
+    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
+    args = [str(task), "--models", "openai/m1", "--caps", "3,5", "--base-url", server.url, "--jobs-dir", str(jobs),
+            "-o", str(out), "--no-progress", "--engine", "local", "--no-preflight"]  # fmt: skip
+    first = run_measure(args, measure_env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert pl.read_csv(out).select("depth", "status").rows() == [(3, "solved")]
+    before = dl.load_trials([jobs], cache=False)
+    dockerfile = task / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text().replace("make_chain.sh 2\n", "make_chain.sh 4\n"))
+    second = run_measure(args, measure_env)
+    assert second.returncode == 0, second.stderr[-3000:]
+    n_old = before.height
+    assert f"set aside: {n_old} trial(s) of 1 task(s) that changed since they ran" in second.stderr
+    assert f"set aside: {n_old} trial(s) of an earlier version of their task (not counted)" in second.stderr
+    assert pl.read_csv(out).select("depth", "status").rows() == [(5, "solved")]
+    after = dl.load_trials([jobs], cache=False)
+    old = after.filter(pl.col("source").is_in(before["source"].to_list()))
+    new = after.filter(~pl.col("source").is_in(before["source"].to_list()))
+    assert old.height == n_old >= 1  # kept on disk, not counted
+    assert new["task_checksum"].n_unique() == 1
+    assert new["task_checksum"][0] != old["task_checksum"][0]
+    assert (3, "fail") in zip(new["cap"], new["status"], strict=True)  # the old evidence said pass at 3
+    assert (5, "pass") in zip(new["cap"], new["status"], strict=True)
+
+
 # ---------------------------------------------------------------- 6. task.toml Harbor would misread
 @pytest.mark.parametrize(
     ("line", "harbor", "reason"),
