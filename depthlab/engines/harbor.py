@@ -98,6 +98,9 @@ LOG_FILE = "depthlab-harbor.log"
 #: In an oracle job: the tasks' checksums and the environment it ran them in (for reuse)
 ORACLE_FILE = "depthlab-oracle.json"
 _ROUND_JOB = re.compile(r"^measure-r(\d+)__")
+#: The agent Harbor imports (from :data:`HARBOR_SIDE`) for jobs holding a multi-step task: the guarded
+#: terminus-2 with the stated cap on the whole run (each step told and held to the turns left).
+WHOLE_RUN_AGENT = "depthlab_whole_run:WholeRunTerminus2"
 
 
 @dataclass(frozen=True)
@@ -212,7 +215,7 @@ class HarborEngine:
         self.concurrency = concurrency
         self.agent = agent
         self.env = {**os.environ, **dict(env or {})}
-        # Harbor imports depthlab's guarded agent from here (its own venv has no depthlab)
+        # Harbor imports depthlab's agents (guarded terminus-2, the whole-run cap) from here (its venv has no depthlab)
         self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HARBOR_SIDE), self.env.get("PYTHONPATH")]))
         self.api_key_env = api_key_env
         if api_key_env and api_key_env != "OPENAI_API_KEY" and api_key_env in os.environ:
@@ -263,6 +266,7 @@ class HarborEngine:
         exactly those tasks at that cap.
         """
         folders = _task_folders(tasks)
+        multi_step = set(tasks.filter(pl.col("n_steps") > 0)["task"].to_list()) if "n_steps" in tasks.columns else set()
         configs: dict[str, dict[str, Any]] = {}
         for (cap, attempts), cells in plan.group_by(["cap", "attempts"], maintain_order=True):
             by_models: dict[tuple[str, ...], list[str]] = {}
@@ -273,7 +277,8 @@ class HarborEngine:
                 name = f"{JOB_PREFIX}r{number:02d}__cap-{int(cap):03d}"
                 name += f"__attempts-{int(attempts)}" if int(attempts) != 1 else ""
                 name += f"__part-{index + 1}" if len(by_models) > 1 else ""
-                agents = [self._agent_entry(model, int(cap)) for model in sorted(models)]
+                whole_run = any(task in multi_step for task in task_names)
+                agents = [self._agent_entry(model, int(cap), whole_run) for model in sorted(models)]
                 configs[name] = self._job(
                     name,
                     agents,
@@ -343,11 +348,10 @@ class HarborEngine:
         folders = _task_folders(tasks)
         checksums = dict(zip(tasks["task"].to_list(), tasks["checksum"].fill_null("").to_list(), strict=True))
         setting = {"environment": self.environment, "kwargs": self.environment_kwargs}
-        oracle = self.load_trials().filter(pl.col("job").str.starts_with(f"{JOB_PREFIX}oracle__"))
         results = {
             task: result
-            for task, (checksum, result) in self._oracle_results(oracle, setting).items()
-            if checksums.get(task) == checksum and not result.get("exception")
+            for task, (checksum, result) in self._oracle_results(setting).items()
+            if checksums.get(task) == checksum and not result.get("exception_info")
         }
         missing = sorted(task for task in checksums if task not in results)
         if not missing:
@@ -366,14 +370,12 @@ class HarborEngine:
                 echo(f"oracle preflight: Harbor's oracle agent on {len(missing)} task(s) ({name}){again}")
                 with _bar(len(missing), "oracle", self.progress) as bar:
                     self._harbor_job(["run", "--config", str(path)], job, len(missing), bar)
-            fresh = _job_results(self.load_trials(), name)
+            fresh = _job_results(job)
             results.update({task: fresh[task] for task in missing if task in fresh})
         return oracle_failures(results, sorted(checksums))
 
-    def _oracle_results(
-        self, oracle: pl.DataFrame, setting: Mapping[str, Any]
-    ) -> dict[str, tuple[str, dict[str, Any]]]:
-        """Task -> (its checksum then, its oracle trial's row) from the finished oracle jobs run under ``setting``."""
+    def _oracle_results(self, setting: Mapping[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Task -> (its checksum then, its oracle result) from the finished oracle jobs run under ``setting``."""
         found: dict[str, tuple[str, dict[str, Any]]] = {}
         jobs = [job for job in self._jobs() if job.name.startswith(f"{JOB_PREFIX}oracle__") and _finished(job)]
         for job in sorted(jobs, key=lambda path: (path / "result.json").stat().st_mtime):  # the newest wins
@@ -382,17 +384,23 @@ class HarborEngine:
                 continue
             if {key: meta.get(key) for key in setting} != dict(setting):
                 continue
-            for task, result in _job_results(oracle, job.name).items():
+            for task, result in _job_results(job).items():
                 if task in (meta.get("tasks") or {}):
                     found[task] = (meta["tasks"][task], result)
         return found
 
     # ------------------------------------------------------------------ internals
-    def _agent_entry(self, model: str, cap: int) -> dict[str, Any]:
-        """The job's agent entry: terminus-2 as depthlab's guarded agent (:data:`GUARDED_AGENT`), others as named."""
+    def _agent_entry(self, model: str, cap: int, whole_run: bool) -> dict[str, Any]:
+        """The job's agent entry: terminus-2 as depthlab's guarded agent (:data:`GUARDED_AGENT`), for a job
+        holding a multi-step task the guarded terminus-2 with the cap on the whole run (:data:`WHOLE_RUN_AGENT`;
+        Harbor imports both from :data:`HARBOR_SIDE`); another agent as named."""
+        kwargs = self._agent_kwargs(cap)
         if self.agent != "terminus-2":
-            return harbor_writer.agent_config(self.agent, model, self._agent_kwargs(cap))
-        return harbor_writer.agent_config(None, model, self._agent_kwargs(cap), import_path=GUARDED_AGENT)
+            return harbor_writer.agent_config(self.agent, model, kwargs)
+        if not whole_run:
+            return harbor_writer.agent_config(None, model, kwargs, import_path=GUARDED_AGENT)
+        kwargs["cap_template"] = harbor_writer.CAP_TEMPLATE
+        return harbor_writer.agent_config(None, model, kwargs, import_path=WHOLE_RUN_AGENT)
 
     def _agent_kwargs(self, cap: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {harbor_writer.TURN_LIMIT_KEY: cap}
@@ -498,18 +506,31 @@ class HarborEngine:
             )
 
 
-def _job_results(trials: pl.DataFrame, job: str) -> dict[str, dict[str, Any]]:
-    """Task name -> its trial's row of the trials table in the job named ``job``."""
-    return {row["task"]: row for row in trials.filter(pl.col("job") == job).iter_rows(named=True)}
+def _job_results(job: Path) -> dict[str, dict[str, Any]]:
+    """Task name -> its trial's result.json (with ``_dir``, the trial folder) in ``job``.
+
+    Read raw (through io's one reader of a Harbor file): a multi-step oracle's ``step_results``
+    name its first failing step, which the trials table does not hold.
+    """
+    results: dict[str, dict[str, Any]] = {}
+    for path in sorted(job.glob("*/result.json")):
+        result = read_json_object(path)
+        if result is None:
+            continue
+        # a task.toml [task].name "org/name" is the task "name" in depthlab's tables (as load_tasks reads it)
+        name = str(result.get("task_name") or path.parent.name.rsplit("__", 1)[0]).rsplit("/", 1)[-1]
+        results[name] = {**result, "_dir": path.parent}
+    return results
 
 
 def oracle_failures(results: Mapping[str, Mapping[str, Any]], task_names: Sequence[str]) -> pl.DataFrame:
-    """The tasks whose oracle trial (its row of the trials table) did not pass: task, reason, the verifier's output.
+    """The tasks whose oracle result did not pass: task, reason, the verifier's last output.
 
     Examples
     --------
-    >>> results = {"a": {"reward": 1.0, "source": "x/result.json"},
-    ...            "b": {"reward": 0.0, "source": "y/result.json"}}
+    >>> from pathlib import Path
+    >>> results = {"a": {"verifier_result": {"rewards": {"reward": 1.0}}, "_dir": Path("x")},
+    ...            "b": {"verifier_result": {"rewards": {"reward": 0.0}}, "_dir": Path("y")}}
     >>> oracle_failures(results, ["a", "b", "c"]).select("task", "reason").rows()
     [('b', 'the reference solution got reward 0.0'), ('c', 'the oracle trial left no result')]
     """
@@ -519,16 +540,34 @@ def oracle_failures(results: Mapping[str, Mapping[str, Any]], task_names: Sequen
         if result is None:
             rows.append({"task": task, "reason": "the oracle trial left no result", "output": ""})
             continue
-        reward = result.get("reward")
-        if result.get("exception"):
-            message = " ".join(str(result.get("exception_message") or "").split())[:300]
-            reason = f"{result['exception']}: {message}"
+        where, prefix = Path(result["_dir"]), ""
+        failed = _first_failed_step(result)
+        if failed is not None:  # a multi-step trial: the first step that did not pass is named
+            index, step = failed
+            where, prefix = where / "steps" / str(step.get("step_name")), f"step {index} ({step.get('step_name')!r}) "
+            result = {**result, **step, "exception_info": result.get("exception_info") or step.get("exception_info")}
+            prefix += "is the first that fails: "
+        info = result.get("exception_info") or {}
+        rewards = (result.get("verifier_result") or {}).get("rewards") or {}
+        reward = rewards.get("reward")
+        if info:
+            message = " ".join(str(info.get("exception_message") or "").split())[:300]
+            reason = f"{prefix}{info.get('exception_type')}: {message}"
         elif reward is None or float(reward) < 1.0:
-            reason = f"the reference solution got reward {reward}"
+            reason = f"{prefix}the reference solution got reward {reward}"
         else:
             continue
-        rows.append({"task": task, "reason": reason, "output": _verifier_output(Path(str(result["source"])).parent)})
+        rows.append({"task": task, "reason": reason, "output": _verifier_output(where)})
     return schema.preflight_failures(rows)
+
+
+def _first_failed_step(result: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None:
+    """A multi-step oracle trial's first step with an exception or a reward below 1, as (1-based index, step)."""
+    for index, step in enumerate(result.get("step_results") or [], start=1):
+        reward = ((step.get("verifier_result") or {}).get("rewards") or {}).get("reward")
+        if step.get("exception_info") or reward is None or float(reward) < 1.0:
+            return index, step
+    return None
 
 
 def _verifier_output(trial: Path) -> str:
