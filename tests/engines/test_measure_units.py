@@ -223,7 +223,7 @@ def test_the_command_is_listed_and_checks_its_options(tmp_path, capsys):
     assert "measure" in capsys.readouterr().out
     out = str(tmp_path / "d.csv")
     assert cli.main(["measure", str(tmp_path), "--models", "a", "-o", out, "-n", "0"]) == 2
-    assert "--concurrency must be at least 1" in capsys.readouterr().err
+    assert "--concurrency must be an int >= 1, got 0" in capsys.readouterr().err
     assert cli.main(["measure", str(tmp_path), "--models", "a", "-o", str(tmp_path / "d.xlsx")]) == 2
     assert cli.main(["measure", str(tmp_path), "--models", "a", "-o", out]) == 1
     assert "no task folders found" in capsys.readouterr().err
