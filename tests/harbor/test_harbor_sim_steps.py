@@ -5,20 +5,27 @@ trial's steps with the rewards written. Runs in the pinned Harbor's side venv (s
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import harbor_files, run_harbor_check  # the suite's own helpers (tests/conftest.py)
-
 from depthlab.simulate import steps as sim_steps
 from depthlab.simulate import write_runs
+
+# the suite's own helpers in tests/conftest.py, loaded under a name of their own ("conftest" is
+# ambiguous: other folders have one too)
+_ROOT_CONFTEST = Path(__file__).parents[1] / "conftest.py"
+_spec = importlib.util.spec_from_file_location("depthlab_tests_root_conftest", _ROOT_CONFTEST)
+assert _spec is not None
+assert _spec.loader is not None
+_root = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_root)
+harbor_files, run_harbor_check = _root.harbor_files, _root.run_harbor_check
 
 pytestmark = pytest.mark.harbor
 
