@@ -19,7 +19,7 @@ import polars as pl
 from depthlab import schema
 from depthlab._checks import check_bool, check_choice, check_text
 from depthlab.io import cache as _cache
-from depthlab.io import harbor, tb1
+from depthlab.io import _fastresults, harbor, tb1
 from depthlab.io._discover import Found, discover, discover_more
 from depthlab.io._errors import (
     DuplicateTrialsWarning,
@@ -505,12 +505,23 @@ def _columns(rows: list[dict], units: str | list[str]) -> dict[str, list]:
 
 
 def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> _ChunkResult:
+    """Parse a chunk of units: a results-only Harbor trial by the fast path, any other by the careful one."""
     results: list[_UnitResult] = []
-    rows_of_chunk: list[dict] = []
+    rows_of_chunk: list[tuple] = []
     owners: list[str] = []
     runs: dict = {}
+    jobs: dict[str, str | None] = {}
+    fast = isinstance(options.cap_rule, str)
+    fields = _fastresults.FIELDS
     for kind, path, fallback in units:
         deps: list[Dep] = []
+        if fast and kind == _HARBOR:
+            row = _fastresults.trial_row(path, options, fallback, deps, jobs)
+            if row is not None:
+                results.append((1, [], False, deps))
+                rows_of_chunk.append(row)
+                owners.append(path)  # (a path that is not UTF-8 is declined: shown(path) is path)
+                continue
         try:
             if kind == _HARBOR:
                 parsed = harbor.trial_dir_rows(path, options, fallback, deps)
@@ -530,9 +541,13 @@ def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> 
             continue
         results.append((len(rows), rejected, False, deps))
         if rows:
-            rows_of_chunk.extend(rows)
+            rows_of_chunk.extend(tuple(row[name] for name in fields) for row in rows)
             owners.extend(repeat(shown(path), len(rows)))
-    return results, _columns(rows_of_chunk, owners)
+    columns = {name: list(values) for name, values in zip(fields, zip(*rows_of_chunk, strict=True), strict=True)}
+    if not rows_of_chunk:
+        columns = {name: [] for name in fields}
+    columns[_cache.UNIT] = owners
+    return results, columns
 
 
 def _picklable(options: harbor.Options) -> bool:

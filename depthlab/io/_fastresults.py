@@ -1,0 +1,303 @@
+"""The fast path of Harbor trial directories: a results-only leaderboard at the parser's speed.
+
+A leaderboard fetched with ``--results-only`` is 100,000 trial directories, each a ``result.json``
+and nothing else; there the careful path of :mod:`depthlab.io.harbor` spends most of its time on
+its own per-trial work (a row dict, the per-field checks of :func:`depthlab.io._rows.check_row`,
+helper calls), not on the parser. This module reads such a trial with one typed decode into
+:class:`FastResult` and builds the row as a tuple of exactly the columns of
+:data:`depthlab.io._rows.ROW_SCHEMA`, with no field notes.
+
+**The rules stay in one place.** :class:`FastResult` is *at least as strict* as
+:class:`depthlab.io.harbor.TrialResult` field by field (it reuses its parts, and adds bounds:
+token counts that fit Int64, a cost the row accepts, turns that fit Int32), and a trial is taken
+here only when the careful path would give the same row with no note and no rejection:
+
+* the file opens, is a regular file within :data:`depthlab.io._files.MAX_FILE_BYTES`, is read
+  whole in one call, and decodes as :class:`FastResult`;
+* it names its task in ``task_name`` and has a ``verifier_result`` object (no reward file read);
+* its turns are in ``agent_result.metadata.n_episodes``, or it has no ``agent/`` directory;
+* its reward is finite, its times fit in UTC, its agent phase does not end before it starts, its
+  path is UTF-8, and its stated cap and turn limit read as the careful path reads them.
+
+Any other trial is *declined* (:data:`DECLINED`) before anything of it is kept, and the caller
+parses it with the careful path, which gives its notes or its rejection. ``tests/io/test_fastresults.py``
+checks, on the real trials and thousands of damaged copies, that every trial taken here gives the
+careful path's row, files remembered and counts.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from datetime import UTC, datetime
+from typing import Annotated, Any, Final
+
+import msgspec
+
+from depthlab.io import harbor
+from depthlab.io._files import ABSENT, MAX_FILE_BYTES, POSIX, Dep
+from depthlab.io._rows import MAX_COST_USD, NOTES, ROW_SCHEMA
+from depthlab.io.harbor_writer import STATED_CAP_KEY
+from depthlab.io.status import TURN_LIMIT_KEYS, harness_turn_limit, stated_cap, trial_status
+
+_INT64_MAX: Final[int] = 2**63 - 1
+_Tokens = Annotated[int, msgspec.Meta(ge=0, le=_INT64_MAX)]
+_Cost = Annotated[float, msgspec.Meta(ge=0, le=MAX_COST_USD)]
+
+
+class _FastMetadata(msgspec.Struct):
+    n_episodes: harbor.Turns | None = None
+
+
+class _FastAgentResult(msgspec.Struct):
+    n_input_tokens: _Tokens | None = None
+    n_cache_tokens: _Tokens | None = None
+    n_output_tokens: _Tokens | None = None
+    cost_usd: _Cost | None = None
+    metadata: _FastMetadata | None = None
+
+
+class FastResult(msgspec.Struct):
+    """:class:`depthlab.io.harbor.TrialResult` with the bounds of the row's columns: a file it decodes needs no check."""
+
+    id: str | None = None
+    task_name: str | None = None
+    trial_name: str | None = None
+    task_id: harbor._TaskId | None = None
+    source: str | None = None
+    task_checksum: str | None = None
+    config: harbor._TrialConfig | None = None
+    agent_info: harbor._AgentInfo | None = None
+    agent_result: _FastAgentResult | None = None
+    verifier_result: harbor._VerifierResult | msgspec.UnsetType | None = msgspec.UNSET
+    exception_info: harbor._ExceptionInfo | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    agent_execution: harbor._TypedPhase | None = None
+    n_total_trials: int | None = None
+
+
+#: What :func:`trial_row` returns for a trial the careful path must read.
+DECLINED: Final = None
+
+#: The columns of a row tuple, in order: exactly those of ROW_SCHEMA (checked below, so a column
+#: added to the schema without a place here fails at import, not in a table).
+FIELDS: Final[tuple[str, ...]] = (
+    "dataset",
+    "task",
+    "agent",
+    "model",
+    "cap",
+    "turn_limit",
+    "job",
+    "trial",
+    "reward",
+    "rewards",
+    "passed",
+    "status",
+    "exception",
+    "n_turns",
+    "hit_limit",
+    "n_input_tokens",
+    "n_output_tokens",
+    "n_cache_tokens",
+    "cost_usd",
+    "started_at",
+    "finished_at",
+    "agent_seconds",
+    "task_checksum",
+    "source",
+    "attempt_hint",
+    "identity",
+    NOTES,
+)
+if set(FIELDS) != set(ROW_SCHEMA) or len(FIELDS) != len(ROW_SCHEMA):
+    raise ImportError(f"_fastresults.FIELDS {sorted(FIELDS)} differ from ROW_SCHEMA {sorted(ROW_SCHEMA)}")
+
+_DECODER = msgspec.json.Decoder(FastResult)
+_ENCODE = msgspec.json.encode
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+_EPOCH = harbor._EPOCH
+_MICROSECOND = harbor._MICROSECOND
+_UTC = UTC
+# The kwargs the cap rules read: a trial without any of them has neither a stated cap nor a turn limit.
+_CAP_KEYS: Final[frozenset[str]] = frozenset({STATED_CAP_KEY, *TURN_LIMIT_KEYS})
+_NO_AGENT: Final = harbor._AgentConfig()
+_NO_INFO: Final = harbor._AgentInfo()
+_NO_RESULT: Final = _FastAgentResult()
+
+
+_RULES: Final[tuple[str, ...]] = ("stated_cap", "turn_limit")
+
+
+class _Decline(Exception):
+    """The careful path must read this trial."""
+
+
+def _micros(value: datetime | None) -> int | None:
+    """:func:`depthlab.io.harbor.loose_time` for a decoded date; a date out of range in UTC declines."""
+    if value is None:
+        return None
+    try:
+        if value.tzinfo is None:
+            return (value.replace(tzinfo=_UTC) - _EPOCH) // _MICROSECOND
+        return (value.astimezone(_UTC) - _EPOCH) // _MICROSECOND
+    except OverflowError:
+        raise _Decline from None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def trial_row(
+    trial_dir: str, options: harbor.Options, fallback_dataset: str, deps: list[Dep], jobs: dict[str, str]
+) -> tuple | None:
+    """The row of one trial directory as a tuple of :data:`FIELDS`, or :data:`DECLINED` (nothing kept).
+
+    ``deps`` gets the files remembered (the careful path's, in its order) only when the row is
+    returned; ``jobs`` is a memo of job names by ``config.trials_dir`` (a job's trials share one) kept by the caller
+    for one chunk.
+    ``options.cap_rule`` must be a rule's name (a callable needs the whole config: careful path).
+    """
+    base = trial_dir if trial_dir.endswith(os.sep) else trial_dir + os.sep
+    path = base + "result.json"
+    try:
+        descriptor = os.open(path, _OPEN_FLAGS)
+    except OSError:
+        return DECLINED  # absent (walk instead), unreadable or a dangling link: the careful path says which
+    try:
+        info = os.fstat(descriptor)
+        size = info.st_size
+        if not stat.S_ISREG(info.st_mode) or size > MAX_FILE_BYTES:
+            return DECLINED
+        raw = os.read(descriptor, size + 1)
+    except OSError:
+        return DECLINED
+    finally:
+        os.close(descriptor)
+    if len(raw) != size:  # a short read, or a file still growing: the careful reader decides
+        return DECLINED
+    try:
+        result = _DECODER.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return DECLINED
+    try:
+        row = _row(result, path, base, trial_dir, options, fallback_dataset, jobs)
+    except _Decline:
+        return DECLINED
+    deps.append((path, size, info.st_ctime_ns if POSIX else info.st_mtime_ns))
+    if row[13] is None:  # no turns in the result: the careful path probed agent/ (absent, as checked)
+        deps.append((base + "agent", ABSENT, 0))
+    return row
+
+
+def _row(
+    result: FastResult,
+    path: str,
+    base: str,
+    trial_dir: str,
+    options: harbor.Options,
+    fallback_dataset: str,
+    jobs: dict[str, str | None],
+) -> tuple:
+    if options.cap_rule not in _RULES:
+        raise _Decline
+    name = result.task_name
+    if not name:
+        raise _Decline  # task_id names it, or nothing does (a rejection, or a job's result.json)
+    task = name.rsplit("/", 1)[-1]
+    if not task.strip():
+        raise _Decline
+    recorded = result.verifier_result
+    if recorded is None or recorded is msgspec.UNSET:
+        raise _Decline  # the reward files are read
+    config = result.config
+    agent_config = (config.agent if config is not None else None) or _NO_AGENT
+    kwargs = agent_config.kwargs
+    if kwargs and not _CAP_KEYS.isdisjoint(kwargs):
+        kwargs_config = {"agent": {"kwargs": kwargs}, "extra_instructions": config.extra_instructions}
+        try:
+            turn_limit = harness_turn_limit(kwargs_config)
+            cap = turn_limit if options.cap_rule == "turn_limit" else stated_cap(kwargs_config)
+        except ValueError:
+            raise _Decline from None
+    else:
+        turn_limit = cap = None
+    rewards = recorded.rewards
+    reward = harbor._main_reward(rewards)
+    if reward is not None and not math.isfinite(reward):
+        raise _Decline  # a rejection
+    exception_info = result.exception_info
+    exception = None
+    if exception_info is not None:
+        exception = exception_info.exception_type
+        if exception is None:
+            exception = "UnknownException"
+    status = trial_status(reward, exception, options.status_rule)
+
+    agent_result = result.agent_result or _NO_RESULT
+    metadata = agent_result.metadata
+    n_turns = metadata.n_episodes if metadata is not None else None
+    if n_turns is None:
+        try:
+            os.lstat(base + "agent")
+        except OSError:
+            pass  # results only: no trajectory to count turns from
+        else:
+            raise _Decline  # the trajectory or episode dirs are read
+    agent_info = result.agent_info or _NO_INFO
+    started_at = _micros(result.started_at)
+    execution = result.agent_execution
+    seconds = None
+    if execution is not None and execution.started_at is not None and execution.finished_at is not None:
+        start, end = _micros(execution.started_at), _micros(execution.finished_at)
+        seconds = (end - start) / 1e6
+        if seconds < 0:
+            raise _Decline  # a note
+    trial = result.trial_name or os.path.basename(trial_dir)
+    trials_dir = config.trials_dir if config is not None else None
+    if trials_dir:
+        job = jobs.get(trials_dir)
+        if job is None:
+            job = jobs[trials_dir] = harbor._job_name(result, trial_dir)
+    else:
+        job = harbor._job_name(result, trial_dir)
+    dataset = options.dataset or result.source or fallback_dataset
+    if not (path.isascii() or _utf8(path)) or not (dataset.isascii() or _utf8(dataset)):
+        raise _Decline  # a file name that is not UTF-8 is shown escaped, with a note
+    return (
+        dataset,
+        task,
+        agent_info.name or agent_config.name or agent_config.import_path,
+        agent_config.model_name or harbor._model_from_info(agent_info.model_info),
+        cap,
+        turn_limit,
+        job,
+        trial,
+        reward,
+        _ENCODE(rewards).decode() if rewards is not None else None,
+        None if status == "invalid" else status == "pass",
+        status,
+        exception,
+        n_turns,
+        None if n_turns is None or turn_limit is None else n_turns >= turn_limit,
+        agent_result.n_input_tokens,
+        agent_result.n_output_tokens,
+        agent_result.n_cache_tokens,
+        agent_result.cost_usd,
+        started_at,
+        _micros(result.finished_at),
+        seconds,
+        result.task_checksum,
+        path,
+        None,
+        harbor.identity(job, trial, task, started_at, result.id),
+        None,
+    )
+
