@@ -31,13 +31,14 @@ import math
 import os
 import stat
 from datetime import UTC, datetime
-from typing import Annotated, Any, Final
+from typing import Annotated, Final
 
 import msgspec
 
 from depthlab.io import harbor
-from depthlab.io._files import ABSENT, MAX_FILE_BYTES, POSIX, Dep
+from depthlab.io._files import ABSENT, MAX_FILE_BYTES, POSIX
 from depthlab.io._rows import MAX_COST_USD, NOTES, ROW_SCHEMA
+from depthlab.io.cache import SKIP, Stamps
 from depthlab.io.harbor_writer import STATED_CAP_KEY
 from depthlab.io.status import TURN_LIMIT_KEYS, harness_turn_limit, stated_cap, trial_status
 
@@ -59,7 +60,7 @@ class _FastAgentResult(msgspec.Struct):
 
 
 class FastResult(msgspec.Struct):
-    """:class:`depthlab.io.harbor.TrialResult` with the bounds of the row's columns: a file it decodes needs no check."""
+    """:class:`depthlab.io.harbor.TrialResult` bounded as the row's columns are (what it decodes needs no check)."""
 
     id: str | None = None
     task_name: str | None = None
@@ -155,18 +156,28 @@ def _utf8(text: str) -> bool:
     return True
 
 
+#: The files a trial taken here has remembered (as the careful path would): its result.json, and
+#: its agent/ folder probed and found absent when the result holds no turns.
+NAMES: Final[tuple[str, str]] = ("result.json", "agent")
+
+
+def stamps() -> Stamps:
+    """An empty set of the files of trials taken here."""
+    return Stamps(NAMES)
+
+
 def trial_row(
-    trial_dir: str, options: harbor.Options, fallback_dataset: str, deps: list[Dep], jobs: dict[str, str]
+    trial_dir: str, options: harbor.Options, fallback_dataset: str, found: Stamps, jobs: dict[str, str | None]
 ) -> tuple | None:
     """The row of one trial directory as a tuple of :data:`FIELDS`, or :data:`DECLINED` (nothing kept).
 
-    ``deps`` gets the files remembered (the careful path's, in its order) only when the row is
-    returned; ``jobs`` is a memo of job names by ``config.trials_dir`` (a job's trials share one) kept by the caller
-    for one chunk.
-    ``options.cap_rule`` must be a rule's name (a callable needs the whole config: careful path).
+    ``found`` gets the trial's remembered files (:data:`NAMES`, as the careful path remembers them)
+    only when the row is returned; ``jobs`` is a memo of job names by ``config.trials_dir`` (a job's
+    trials share one) kept by the caller for one chunk. ``options.cap_rule`` must be a rule's name
+    (a callable needs the whole config: the careful path).
     """
     base = trial_dir if trial_dir.endswith(os.sep) else trial_dir + os.sep
-    path = base + "result.json"
+    path = base + NAMES[0]
     try:
         descriptor = os.open(path, _OPEN_FLAGS)
     except OSError:
@@ -191,9 +202,13 @@ def trial_row(
         row = _row(result, path, base, trial_dir, options, fallback_dataset, jobs)
     except _Decline:
         return DECLINED
-    deps.append((path, size, info.st_ctime_ns if POSIX else info.st_mtime_ns))
-    if row[13] is None:  # no turns in the result: the careful path probed agent/ (absent, as checked)
-        deps.append((base + "agent", ABSENT, 0))
+    found.units.append(trial_dir)
+    sizes, times = found.sizes, found.times
+    sizes[0].append(size)
+    times[0].append(info.st_ctime_ns if POSIX else info.st_mtime_ns)
+    # no turns in the result: the careful path probed agent/ (absent, as checked)
+    sizes[1].append(ABSENT if row[13] is None else SKIP)
+    times[1].append(0)
     return row
 
 
@@ -246,7 +261,7 @@ def _row(
     n_turns = metadata.n_episodes if metadata is not None else None
     if n_turns is None:
         try:
-            os.lstat(base + "agent")
+            os.lstat(base + NAMES[1])
         except OSError:
             pass  # results only: no trajectory to count turns from
         else:
@@ -300,4 +315,3 @@ def _row(
         harbor.identity(job, trial, task, started_at, result.id),
         None,
     )
-

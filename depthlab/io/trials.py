@@ -18,8 +18,8 @@ import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_bool, check_choice, check_text
-from depthlab.io import cache as _cache
 from depthlab.io import _fastresults, harbor, tb1
+from depthlab.io import cache as _cache
 from depthlab.io._discover import Found, discover, discover_more
 from depthlab.io._errors import (
     DuplicateTrialsWarning,
@@ -225,7 +225,9 @@ def read_trials(
     rejected = [item for item, _ in assembly.rejected]
     if key is not None:
         stored = pl.concat([trials, dropped], how="diagonal_relaxed")
-        _cache.save(key, stored, assembly.rejected, assembly.n_seen, assembly.deps, assembly.owners, duplicates)
+        _cache.save(
+            key, stored, assembly.rejected, assembly.n_seen, assembly.deps, assembly.owners, duplicates, assembly.stamps
+        )
     return _finish(trials, rejected, assembly.n_seen, duplicates, strict)
 
 
@@ -322,9 +324,10 @@ def _cap_rule(cap_rule: str | CapRule | None) -> str | CapRule:
 # whether it has to be walked instead (a job's sub-directory without result.json), and the
 # files it depends on.
 _UnitResult = tuple[int, list[Rejected], bool, list[Dep]]
-# A parsed chunk of units: each unit's (rows, rejections, walk instead, files), and the rows of the
+# A parsed chunk of units: (index in the chunk, its result) of each unit the careful path read, the
+# files of the units the fast path read (each gave one row and nothing else), and the rows of the
 # whole chunk as columns (ROW_SCHEMA and the unit), built in the worker so the parent only extends lists.
-_ChunkResult = tuple[list[_UnitResult], dict[str, list]]
+_ChunkResult = tuple[list[tuple[int, _UnitResult]], _cache.Stamps, dict[str, list]]
 
 
 @dataclass
@@ -337,6 +340,7 @@ class _Assembly:
     rejected: list[tuple[Rejected, str]] = field(default_factory=list)
     deps: list[Dep] = field(default_factory=list)
     owners: list[str] = field(default_factory=list)  # the unit of each of deps
+    stamps: _cache.Stamps = field(default_factory=_fastresults.stamps)  # the fast path's trials' files
     duplicates: list[str] = field(default_factory=list)
     n_seen: int = 0
 
@@ -401,8 +405,10 @@ def _parse(
                 reached.add(unit[1])
                 todo.append(unit)
         walk = []
-        for chunk, (results, columns) in _run_units(todo, options, assembly.strict, progress):
-            for (_, path, fallback), (n_rows, rejections, walk_instead, deps) in zip(chunk, results, strict=True):
+        for chunk, (results, stamps, columns) in _run_units(todo, options, assembly.strict, progress):
+            assembly.stamps.extend(stamps)
+            for index, (n_rows, rejections, walk_instead, deps) in results:
+                _, path, fallback = chunk[index]
                 if walk_instead:
                     walk.append((path, fallback))
                     assembly.add_deps(deps, _cache.GLOBAL)
@@ -506,19 +512,22 @@ def _columns(rows: list[dict], units: str | list[str]) -> dict[str, list]:
 
 def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> _ChunkResult:
     """Parse a chunk of units: a results-only Harbor trial by the fast path, any other by the careful one."""
-    results: list[_UnitResult] = []
+    results: list[tuple[int, _UnitResult]] = []
+    found = _fastresults.stamps()
     rows_of_chunk: list[tuple] = []
     owners: list[str] = []
     runs: dict = {}
     jobs: dict[str, str | None] = {}
     fast = isinstance(options.cap_rule, str)
     fields = _fastresults.FIELDS
-    for kind, path, fallback in units:
+    for index, (kind, path, fallback) in enumerate(units):
         deps: list[Dep] = []
         if fast and kind == _HARBOR:
-            row = _fastresults.trial_row(path, options, fallback, deps, jobs)
+            try:
+                row = _fastresults.trial_row(path, options, fallback, found, jobs)
+            except Exception:  # a failure the fast path did not foresee: the careful path says what it is
+                row = None
             if row is not None:
-                results.append((1, [], False, deps))
                 rows_of_chunk.append(row)
                 owners.append(path)  # (a path that is not UTF-8 is declined: shown(path) is path)
                 continue
@@ -526,7 +535,7 @@ def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> 
             if kind == _HARBOR:
                 parsed = harbor.trial_dir_rows(path, options, fallback, deps)
                 if parsed is None:
-                    results.append((0, [], True, deps))
+                    results.append((index, (0, [], True, deps)))
                     continue
                 rows, rejected = parsed
             else:
@@ -537,17 +546,18 @@ def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> 
                     rows, rejected = tb1.run_file_rows(path, set(), options, fallback, deps) or ([], [])
         except Exception as exc:  # one trial's failure is its rejection, never the load's
             where = os.path.join(path, "result.json") if kind == _HARBOR else path
-            results.append((0, [_rejection(exc, where)], False, deps))
+            results.append((index, (0, [_rejection(exc, where)], False, deps)))
             continue
-        results.append((len(rows), rejected, False, deps))
+        results.append((index, (len(rows), rejected, False, deps)))
         if rows:
             rows_of_chunk.extend(tuple(row[name] for name in fields) for row in rows)
             owners.extend(repeat(shown(path), len(rows)))
-    columns = {name: list(values) for name, values in zip(fields, zip(*rows_of_chunk, strict=True), strict=True)}
-    if not rows_of_chunk:
+    if rows_of_chunk:
+        columns = {name: list(values) for name, values in zip(fields, zip(*rows_of_chunk, strict=True), strict=True)}
+    else:
         columns = {name: [] for name in fields}
     columns[_cache.UNIT] = owners
-    return results, columns
+    return results, found, columns
 
 
 def _picklable(options: harbor.Options) -> bool:
