@@ -7,7 +7,7 @@ import pickle
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -218,13 +218,12 @@ def read_trials(
 
     assembly = _Assembly(strict)
     _parse(discover(roots, follow_links), options, entry, assembly, progress)
-    frame = _frame(assembly, entry)
-    trials, dropped = _collapse(frame)
-    trials = _table(trials)
+    trials, dropped = _collapse(_frame(assembly, entry))
+    trials = _table([trials])  # (handed over in a list: the unordered table is freed column by column)
     duplicates = assembly.duplicates + dropped["source"].to_list()
     rejected = [item for item, _ in assembly.rejected]
     if key is not None:
-        stored = pl.concat([trials, dropped], how="diagonal_relaxed")
+        stored = pl.concat([trials, dropped], how="diagonal_relaxed") if dropped.height else trials
         _cache.save(
             key, stored, assembly.rejected, assembly.n_seen, assembly.deps, assembly.owners, duplicates, assembly.stamps
         )
@@ -394,6 +393,7 @@ def _parse(
         assembly.add_deps(found.deps, _cache.GLOBAL)
         units = [(_HARBOR, path, fallback) for path, fallback in found.harbor_trials]
         units += [(_TB1, path, fallback) for path, fallback in found.tb1_trials]
+        found.harbor_trials = []  # (the units hold them now)
         todo = []
         for unit in units:
             if unit[1] in reached:  # overlapping paths: the same trial directory or file again
@@ -404,6 +404,7 @@ def _parse(
             else:
                 reached.add(unit[1])
                 todo.append(unit)
+        del units
         walk = []
         for chunk, (results, stamps, columns) in _run_units(todo, options, assembly.strict, progress):
             assembly.stamps.extend(stamps)
@@ -465,30 +466,61 @@ def _rejection(exc: Exception, path: str) -> Rejected:
 def _run_units(
     units: list[tuple[int, str, str]], options: harbor.Options, strict: bool, progress: Progress | None
 ) -> Iterator[tuple[list[tuple[int, str, str]], _ChunkResult]]:
-    """Each unit's result in order, as soon as its chunk is parsed (nothing waits for the whole load in memory)."""
+    """Each unit's result in order, as soon as its chunk is parsed (nothing waits for the whole load in memory).
+
+    A large load is shared between this process and ``cores - 1`` worker processes: the workers
+    take the chunks in turn, and this process parses the next chunk itself whenever the one due
+    is not ready yet (its own chunks cost no hand-off), so every core parses and the chunks held
+    at once stay few.
+    """
     total = len(units)
     context = _pool_context()
-    workers = os.cpu_count() or 1
-    start = 0
-    if total >= _PARALLEL_MIN_UNITS and workers > 1 and context is not None and not strict and _picklable(options):
-        size = max(64, min(2048, total // (workers * 8)))
+    workers = (os.cpu_count() or 1) - 1
+    done = 0
+    if total >= _PARALLEL_MIN_UNITS and workers > 0 and context is not None and not strict and _picklable(options):
+        size = max(64, min(2048, total // ((workers + 1) * 8)))
         chunks = [units[at : at + size] for at in range(0, total, size)]
         try:
             with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                for chunk, result in zip(chunks, pool.map(_parse_chunk, chunks, repeat(options)), strict=True):
-                    start += len(chunk)
+                for chunk, result in _shared(chunks, options, pool, 2 * workers):
+                    done += len(chunk)
                     if progress is not None:
-                        progress(start, total)
+                        progress(done, total)
                     yield chunk, result
             return
         except BrokenProcessPool:
             pass  # a worker died (killed, out of memory): the units not yet yielded are parsed here
-    size = max(1, min(500, (total - start) // 20 or 1))
-    for at in range(start, total, size):
+    size = max(1, min(500, (total - done) // 20 or 1))
+    for at in range(done, total, size):
         chunk = units[at : at + size]
         yield chunk, _parse_chunk(chunk, options)
         if progress is not None:
             progress(min(at + size, total), total)
+
+
+def _shared(
+    chunks: list[list[tuple[int, str, str]]], options: harbor.Options, pool: ProcessPoolExecutor, in_flight: int
+) -> Iterator[tuple[list[tuple[int, str, str]], _ChunkResult]]:
+    """The chunks' results in order, parsed by ``pool`` (at most ``in_flight`` at once) and by this process."""
+    pending: dict[int, Future[_ChunkResult] | _ChunkResult] = {}
+    assigned = 0
+    for due in range(len(chunks)):
+        while True:
+            while assigned < len(chunks) and sum(isinstance(item, Future) for item in pending.values()) < in_flight:
+                pending[assigned] = pool.submit(_parse_chunk, chunks[assigned], options)
+                assigned += 1
+            if due not in pending:  # (every chunk before it is assigned: this one is next)
+                pending[due] = _parse_chunk(chunks[due], options)
+                assigned += 1
+            item = pending[due]
+            if not isinstance(item, Future) or item.done() or assigned == len(chunks):
+                break
+            pending[assigned] = _parse_chunk(chunks[assigned], options)  # the due chunk is not ready: work meanwhile
+            assigned += 1
+        item = pending.pop(due)
+        result = item.result() if isinstance(item, Future) else item
+        del item
+        yield chunks[due], result
 
 
 def _pool_context() -> BaseContext | None:
@@ -591,17 +623,35 @@ def _collapse(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split rows into the first of each trial (by source path) and the later copies of it."""
     # the copy kept is the one whose path sorts first; found per identity without sorting the whole
     # table (a sorted copy of 100,000 rows was the load's largest allocation after the table itself)
+    if not frame["identity"].is_duplicated().any():  # the common case, decided without ordering anything
+        return frame.with_columns(pl.lit(False).alias(_cache.DUPLICATE)), frame.clear().with_columns(
+            pl.lit(False).alias(_cache.DUPLICATE)
+        )
     index = pl.col("_row")
     first_index = index.sort_by(["source", "_row"]).first().over("identity")
     duplicate = pl.col("identity").is_not_null() & (index != first_index)
     flagged = frame.with_row_index("_row").with_columns(duplicate.alias(_cache.DUPLICATE)).drop("_row")
+    del frame
+    if not flagged[_cache.DUPLICATE].any():  # the common case: no copy of the table
+        return flagged, flagged.clear()
     return flagged.filter(~pl.col(_cache.DUPLICATE)), flagged.filter(pl.col(_cache.DUPLICATE)).sort("source")
 
 
-def _table(frame: pl.DataFrame) -> pl.DataFrame:
-    """Rebuild ``attempt`` and order the rows; keeps the extra columns (dropped by the caller)."""
+def _table(handed: list[pl.DataFrame]) -> pl.DataFrame:
+    """Rebuild ``attempt`` and order the rows; keeps the extra columns (dropped by the caller).
+
+    The table is taken out of ``handed`` and reordered one column at a time, each old column freed
+    as its ordered copy is made: the load holds one table and one column, not two tables.
+    """
+    frame = handed.pop()
     job_start = pl.col("started_at").min().over([*_GROUP, "job"])
-    ordered = frame.with_columns(_job_start=job_start).sort(
-        [*_GROUP, "_job_start", "job", "attempt_hint", "started_at", "trial", "source"], nulls_last=True
-    )
-    return ordered.with_columns(attempt=pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over(_GROUP)).drop("_job_start")
+    keys = [*_GROUP, job_start, "job", "attempt_hint", "started_at", "trial", "source"]
+    order = frame.select(pl.arg_sort_by(keys, nulls_last=True)).to_series()
+    columns = frame.get_columns()
+    del frame
+    for index, column in enumerate(columns):
+        columns[index] = column.gather(order)
+        del column
+    ordered = pl.DataFrame(columns)
+    del columns
+    return ordered.with_columns(attempt=pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over(_GROUP))
