@@ -14,7 +14,7 @@ here only when the careful path would give the same row with no note and no reje
 
 * the file opens, is a regular file within :data:`depthlab.io._files.MAX_FILE_BYTES`, is read
   whole in one call, and decodes as :class:`FastResult`;
-* it names its task in ``task_name`` and has a ``verifier_result`` object (no reward file read);
+* it names its task in ``task_name``, and has a ``verifier_result`` object or no reward file;
 * its turns are in ``agent_result.metadata.n_episodes``, or it has no ``agent/`` directory;
 * its reward is finite, its times fit in UTC, its agent phase does not end before it starts, its
   path is UTF-8, and its stated cap and turn limit read as the careful path reads them.
@@ -156,9 +156,10 @@ def _utf8(text: str) -> bool:
     return True
 
 
-#: The files a trial taken here has remembered (as the careful path would): its result.json, and
-#: its agent/ folder probed and found absent when the result holds no turns.
-NAMES: Final[tuple[str, str]] = ("result.json", "agent")
+#: The files a trial taken here has remembered (as the careful path would): its result.json; its
+#: agent/ folder probed and found absent when the result holds no turns; its reward files probed
+#: and found absent when the result holds no verifier result (a trial that timed out or failed).
+NAMES: Final[tuple[str, ...]] = ("result.json", "agent", "verifier/reward.txt", "verifier/reward.json")
 
 
 def stamps() -> Stamps:
@@ -199,7 +200,7 @@ def trial_row(
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         return DECLINED
     try:
-        row = _row(result, path, base, trial_dir, options, fallback_dataset, jobs)
+        row, probed = _row(result, path, base, trial_dir, options, fallback_dataset, jobs)
     except _Decline:
         return DECLINED
     found.units.append(trial_dir)
@@ -209,6 +210,9 @@ def trial_row(
     # no turns in the result: the careful path probed agent/ (absent, as checked)
     sizes[1].append(ABSENT if row[13] is None else SKIP)
     times[1].append(0)
+    for column in (2, 3):
+        sizes[column].append(ABSENT if probed else SKIP)
+        times[column].append(0)
     return row
 
 
@@ -220,7 +224,8 @@ def _row(
     options: harbor.Options,
     fallback_dataset: str,
     jobs: dict[str, str | None],
-) -> tuple:
+) -> tuple[tuple, bool]:
+    """The row, and whether the reward files were probed (found absent)."""
     if options.cap_rule not in _RULES:
         raise _Decline
     name = result.task_name
@@ -230,8 +235,17 @@ def _row(
     if not task.strip():
         raise _Decline
     recorded = result.verifier_result
-    if recorded is None or recorded is msgspec.UNSET:
-        raise _Decline  # the reward files are read
+    probed = recorded is None or recorded is msgspec.UNSET
+    if probed:  # the careful path looks for the reward files: taken here only when there are none
+        for name in NAMES[2:]:
+            try:
+                os.lstat(base + name)
+            except OSError:
+                continue
+            raise _Decline
+        rewards = None
+    else:
+        rewards = recorded.rewards
     config = result.config
     agent_config = (config.agent if config is not None else None) or _NO_AGENT
     kwargs = agent_config.kwargs
@@ -244,7 +258,6 @@ def _row(
             raise _Decline from None
     else:
         turn_limit = cap = None
-    rewards = recorded.rewards
     reward = harbor._main_reward(rewards)
     if reward is not None and not math.isfinite(reward):
         raise _Decline  # a rejection
@@ -314,4 +327,4 @@ def _row(
         None,
         harbor.identity(job, trial, task, started_at, result.id),
         None,
-    )
+    ), probed
