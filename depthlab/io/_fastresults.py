@@ -122,6 +122,7 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 _EPOCH = harbor._EPOCH
 _MICROSECOND = harbor._MICROSECOND
 _UTC = UTC
+_EDGE_YEARS: Final[frozenset[int]] = frozenset({1, 9999})
 # The kwargs the cap rules read: a trial without any of them has neither a stated cap nor a turn limit.
 _CAP_KEYS: Final[frozenset[str]] = frozenset({STATED_CAP_KEY, *TURN_LIMIT_KEYS})
 _NO_AGENT: Final = harbor._AgentConfig()
@@ -140,12 +141,11 @@ def _micros(value: datetime | None) -> int | None:
     """:func:`depthlab.io.harbor.loose_time` for a decoded date; a date out of range in UTC declines."""
     if value is None:
         return None
-    try:
-        if value.tzinfo is None:
-            return (value.replace(tzinfo=_UTC) - _EPOCH) // _MICROSECOND
-        return (value.astimezone(_UTC) - _EPOCH) // _MICROSECOND
-    except OverflowError:
-        raise _Decline from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=_UTC)
+    elif value.year in _EDGE_YEARS:
+        raise _Decline  # in UTC it may fall out of range (the careful path notes it)
+    return (value - _EPOCH) // _MICROSECOND  # (an aware difference: the offset is applied exactly)
 
 
 def _utf8(text: str) -> bool:
