@@ -218,8 +218,10 @@ def read_trials(
 
     assembly = _Assembly(strict)
     _parse(discover(roots, follow_links), options, entry, assembly, progress)
-    trials, dropped = _collapse(_frame(assembly, entry))
-    trials = _table([trials])  # (handed over in a list: the unordered table is freed column by column)
+    unordered, dropped = _collapse(_frame(assembly, entry))
+    handed = [unordered]
+    del unordered  # (so the unordered table is freed column by column as it is ordered)
+    trials = _table(handed)
     duplicates = assembly.duplicates + dropped["source"].to_list()
     rejected = [item for item, _ in assembly.rejected]
     if key is not None:
