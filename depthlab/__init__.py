@@ -22,6 +22,10 @@ _EXPORTS: dict[str, str] = {
     "load_trials": "depthlab.io",
     "read_trials": "depthlab.io",
     "load_tasks": "depthlab.io",
+    "read_tasks": "depthlab.io",
+    "load_task_steps": "depthlab.io",
+    "load_steps": "depthlab.io",
+    "TaskLoad": "depthlab.io",
     "Rejected": "depthlab.io",
     "TrialLoad": "depthlab.io",
     "LoadError": "depthlab.io",
@@ -39,6 +43,8 @@ _EXPORTS: dict[str, str] = {
     "turn_dependencies": "depthlab.measures",
     "proxy_correlations": "depthlab.measures",
     "rung_agreement": "depthlab.measures",
+    "audit_data": "depthlab.auditdata",
+    "AuditData": "depthlab.auditdata",
 }
 _SUBMODULES: tuple[str, ...] = (
     "catalog",
@@ -54,27 +60,34 @@ _SUBMODULES: tuple[str, ...] = (
     "measures",
     "findings",
     "auditdata",
+    "engines",
 )
 
 # a literal list, so that linters and IDEs see the public API (tests check it matches the tables above)
 __all__ = [
     "CAPS",
     "Audit",
+    "AuditData",
     "LoadError",
     "Rejected",
+    "TaskLoad",
     "TrialLoad",
     "__version__",
+    "audit_data",
     "audit_table",
     "auditdata",
     "catalog",
     "datasets",
     "depth_proxy",
+    "engines",
     "estimate_depth",
     "findings",
     "io",
     "list_datasets",
     "load_dataset",
     "load_datasets",
+    "load_steps",
+    "load_task_steps",
     "load_tasks",
     "load_trials",
     "measures",
@@ -83,6 +96,7 @@ __all__ = [
     "plan_missing",
     "plots",
     "proxy_correlations",
+    "read_tasks",
     "read_trials",
     "rung_agreement",
     "runner",
@@ -100,6 +114,7 @@ if TYPE_CHECKING:  # pragma: no cover
         auditdata,
         catalog,
         datasets,
+        engines,
         findings,
         io,
         measures,
@@ -111,8 +126,20 @@ if TYPE_CHECKING:  # pragma: no cover
         stats,
         widgets,
     )
+    from depthlab.auditdata import AuditData, audit_data
     from depthlab.datasets import Audit, list_datasets, load_dataset, load_datasets
-    from depthlab.io import LoadError, Rejected, TrialLoad, load_tasks, load_trials, read_trials
+    from depthlab.io import (
+        LoadError,
+        Rejected,
+        TaskLoad,
+        TrialLoad,
+        load_steps,
+        load_task_steps,
+        load_tasks,
+        load_trials,
+        read_tasks,
+        read_trials,
+    )
     from depthlab.measures import (
         audit_table,
         depth_proxy,

@@ -24,25 +24,32 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "PASS_RULES",
+    "check_bool",
     "check_caps",
     "check_choice",
     "check_frame",
+    "check_int_at_least",
     "check_interval",
     "check_mapping",
+    "check_model_name",
     "check_models",
     "check_names",
     "check_nonnegative_int",
     "check_number",
     "check_path",
+    "check_pattern",
+    "check_positive_finite",
     "check_positive_int",
     "check_rows",
     "check_string",
+    "check_text",
     "check_type",
     "parameter_error",
+    "parameter_problem",
 ]
 
 #: How the passes of several attempts at one cap make the cap pass.
-PASS_RULES: tuple[str, ...] = ("any", "majority")
+PASS_RULES: tuple[str, ...] = ("any", "majority", "isotonic")
 
 
 def _fail(name: str, function: str, expected: str, got: object, error: type[Exception] = ValueError) -> Exception:
@@ -144,7 +151,7 @@ def check_choice(value: object, name: str, function: str, choices: Sequence[str]
     >>> check_choice("all", "pass_rule", "f", PASS_RULES)
     Traceback (most recent call last):
     ...
-    ValueError: The 'pass_rule' parameter of f must be one of ['any', 'majority'], got 'all'
+    ValueError: The 'pass_rule' parameter of f must be one of ['any', 'majority', 'isotonic'], got 'all'
     """
     if not isinstance(value, str) or value not in choices:
         raise _fail(name, function, f"one of {list(choices)}", value)

@@ -8,6 +8,8 @@ from typing import Final
 
 import polars as pl
 
+from depthlab._atomic import atomic_path
+
 #: The file suffixes a table can be written as.
 TABLE_SUFFIXES: Final[tuple[str, ...]] = (".csv", ".parquet")
 
@@ -39,15 +41,13 @@ def write_table(df: pl.DataFrame, path: str | Path) -> Path:
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise ValueError(f"The output file must end in .csv or .parquet, got {str(path)!r}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    if suffix == ".parquet":
-        df.write_parquet(tmp)
-    else:
-        nested = [name for name, dtype in df.schema.items() if isinstance(dtype, pl.List | pl.Struct | pl.Array)]
-        flat = df.with_columns(pl.col(name).map_elements(_json_list, return_dtype=pl.String) for name in nested)
-        flat.write_csv(tmp)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:  # a reader never sees half a table
+        if suffix == ".parquet":
+            df.write_parquet(tmp)
+        else:
+            nested = [name for name, dtype in df.schema.items() if isinstance(dtype, pl.List | pl.Struct | pl.Array)]
+            flat = df.with_columns(pl.col(name).map_elements(_json_list, return_dtype=pl.String) for name in nested)
+            flat.write_csv(tmp)
     return path
 
 

@@ -24,6 +24,7 @@ import polars as pl
 from depthlab import _atomic, schema
 from depthlab._checks import check_names, check_nonnegative_int, check_number, parameter_error
 from depthlab.catalog import ordered
+from depthlab.datasets import BUNDLED
 from depthlab.schema import CAPS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,8 +42,9 @@ __all__ = [
 #: Size of the default demo data (1.0 is about the paper's size: 734 audited tasks).
 DEMO_SCALE: Final[float] = 0.5
 
-#: Data sources that ship with depthlab: ``audit_data("tb2")`` loads the bundled TB2.0 facts.
-BUNDLED_DATA: Final[tuple[str, ...]] = ("tb2",)
+#: Data sources that ship with depthlab: ``audit_data("tb2")`` loads the bundled TB2.0 facts
+#: (the collections of :data:`depthlab.datasets.BUNDLED`, where the fact is written once).
+BUNDLED_DATA: Final[tuple[str, ...]] = BUNDLED
 
 _COMPLETE: Final[str] = ".complete"
 _CACHE_VERSION: Final[int] = 2
@@ -104,7 +106,7 @@ class AuditData:
         tasks = schema.conform(tasks, "tasks")
         trials = schema.conform(trials, "trials")
         depth = estimate_depth(trials.filter(pl.col("cap").is_not_null()), caps=caps, models=models)
-        audit = audit_table(tasks, trials, caps=caps, models=models)
+        audit = audit_table(tasks, trials, depth=depth)
         return cls(source, simulated, tasks, trials, depth, audit)
 
     def subset(self, collections: Sequence[str]) -> AuditData:
@@ -359,7 +361,8 @@ def _load(folder: Path, names: Sequence[str], models: Sequence[str] | None, caps
     from depthlab.datasets import Audit, load_dataset
 
     bundle = Audit.concat([load_dataset(name, folder) for name in names])
-    simulated = _is_simulated(folder, bundle.trials["model"].drop_nulls().unique().to_list())
+    models_run = {m for part in (bundle.capped, bundle.public) for m in part["model"].drop_nulls().unique()}
+    simulated = _is_simulated(folder, sorted(models_run))
     return _tables(bundle, _describe(folder, simulated), simulated, models, caps, folder)
 
 
@@ -381,10 +384,11 @@ def _tables(
 ) -> AuditData:
     from depthlab.measures import audit_table, estimate_depth
 
-    trials = bundle.trials
+    trials = bundle.trials  # capped and public in one table, concatenated once per load
+    # D once, from the bundle's capped trials as they were split on loading; the audit reads it from there
     depth = estimate_depth(bundle.capped, caps=caps, models=models)
     proxy, proxy_notes = _proxy(folder, bundle.tasks["dataset"].unique().sort().to_list(), trials)
-    audit = audit_table(bundle.tasks, trials, caps=caps, models=models, proxy=proxy)
+    audit = audit_table(bundle.tasks, trials, depth=depth, proxy=proxy)
     for table, kind in ((bundle.tasks, "tasks"), (trials, "trials"), (depth, "depth"), (audit, "audit")):
         schema.check(table, kind)
     notes = [*bundle.notes, *proxy_notes]

@@ -15,6 +15,9 @@ This module sits at the bottom of the house (it imports nothing from depthlab), 
 * :data:`CURATION`: ``"human"`` when people wrote or reviewed the tasks (Terminal-Bench 2.0;
   TerminalWorld-Verified, reviewed by its authors), ``"synthetic"`` when an LLM pipeline generated
   them (TMax, FACET, SETA, RST, and the paper's own DEPTH set).
+* :data:`OWN`, :data:`SYNTHETIC`, :data:`HUMAN`, :data:`AUDITED`: the paper's groups of collections,
+  derived from :data:`ORDER` and :data:`CURATION` (never restated): its own DEPTH-style set, the
+  synthetic and the human-curated audited collections, and the six it audits (synthetic first).
 
 Examples
 --------
@@ -33,15 +36,21 @@ from types import MappingProxyType
 from typing import Final
 
 __all__ = [
+    "AUDITED",
     "CURATION",
+    "HUMAN",
     "MEDIAN_COLOUR",
     "NAMES",
     "ORDER",
+    "OWN",
     "PALETTE",
     "POOLED_COLOUR",
+    "RUN_NAMES",
+    "SYNTHETIC",
     "color",
     "name",
     "ordered",
+    "run_collection",
 ]
 
 #: Display order of the collections: human-curated first, then synthetic, then DEPTH.
@@ -86,6 +95,41 @@ CURATION: Final[Mapping[str, str]] = MappingProxyType(
     }
 )
 
+#: The paper's own multi-segment DEPTH-style set (synthetic, but not one of the collections it audits).
+OWN: Final[str] = "depth"
+
+#: The paper's synthetic (LLM-generated) audited collections, in display order; its own set is not among them.
+SYNTHETIC: Final[tuple[str, ...]] = tuple(c for c in ORDER if CURATION.get(c) == "synthetic" and c != OWN)
+
+#: The paper's human-curated collections, in display order.
+HUMAN: Final[tuple[str, ...]] = tuple(c for c in ORDER if CURATION.get(c) == "human")
+
+#: The six collections the paper audits: the synthetic ones, then the human-curated ones.
+AUDITED: Final[tuple[str, ...]] = (*SYNTHETIC, *HUMAN)
+
+#: The dataset names a collection's own runs give in their logs (Harbor's trial ``source``, a job's
+#: ``datasets[].name``, a registry id, TB1's ``dataset_name``), or the release folder the runner names
+#: them after. A run is a collection's only when its logs give one of these names (and its tasks are
+#: the collection's tasks); any other run under the collection's root is foreign. Terminal-Bench 2's
+#: runs call it ``terminal-bench`` (Harbor's registry name ``terminal-bench@2.0``).
+RUN_NAMES: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "tb2": (
+            "tb2",
+            "terminal-bench",
+            "terminal-bench@2.0",
+            "terminal-bench-2",
+            "terminal-bench-2.0",
+            "terminal-bench-2-0",
+        ),
+        "tw": ("tw", "terminalworld", "terminal-world", "terminalworld-verified", "artifacts"),
+        "tmax": ("tmax", "tmax-15k", "tmax/tmax-15k-harbor", "tmax-15k-harbor"),
+        "facet": ("facet", "facet-terminal", "facet-terminal-tasks-6k"),
+        "seta": ("seta", "seta-env", "seta-env@1.0", "seta_synth", "seta_evolve"),
+        "rst": ("rst", "rts", "recursive-task-synthesis"),
+    }
+)
+
 #: The difficulty labels' order, easiest first (TB2's author ratings and the generated labels use these words).
 DIFFICULTY_ORDER: Final[tuple[str, ...]] = ("easy", "medium", "hard")
 
@@ -107,6 +151,21 @@ def ordered(names: Iterable[str | None]) -> list[str]:
     """
     present = {value for value in names if value is not None}
     return [key for key in ORDER if key in present] + sorted(present - set(ORDER))
+
+
+def run_collection(dataset: str | None, collections: Iterable[str] = ORDER) -> str | None:
+    """The collection among ``collections`` whose runs give ``dataset`` as their name, else None.
+
+    Names are compared without case (Harbor's registry names are lower case; a release folder
+    may not be).
+
+    >>> run_collection("terminal-bench"), run_collection("SETA_Synth"), run_collection("my-bench")
+    ('tb2', 'seta', None)
+    """
+    if dataset is None:
+        return None
+    wanted = dataset.strip().lower()
+    return next((c for c in collections if wanted in RUN_NAMES.get(c, (c,))), None)
 
 
 def name(dataset: str) -> str:

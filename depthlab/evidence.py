@@ -49,7 +49,7 @@ from depthlab._checks import (
 from depthlab.measures.depth import TASK_KEYS, depth_from_grid, evidence_grid
 from depthlab.measures.planning import plan_missing
 from depthlab.plots import RC
-from depthlab.schema import CAPS
+from depthlab.schema import CAPS, EVIDENCE
 
 __all__ = [
     "CELL_STATES",
@@ -72,23 +72,6 @@ STATE_COLOURS: Final[dict[str, str]] = {
     "missing": "#FFFFFF",
 }
 
-#: Columns of :func:`task_evidence`, declared once.
-EVIDENCE: Final[dict[str, pl.DataType]] = {
-    "dataset": pl.String(),
-    "task": pl.String(),
-    "model": pl.String(),
-    "cap": pl.Int32(),
-    "state": pl.String(),  # pass | fail | invalid | missing
-    "n_runs": pl.Int32(),  # every run in the cell, invalid ones too
-    "n_valid": pl.Int32(),
-    "n_pass": pl.Int32(),
-    "turns": pl.List(pl.Int32()),  # turns each run took, by attempt (null for a run without a count)
-    "model_depth": pl.Int32(),  # the model's own D: its smallest passing cap
-    "depth": pl.Int32(),  # the task's estimated D over the models in the grid; null unless solved
-    "depth_status": pl.String(),  # solved | unsolved | incomplete
-    "needed": pl.Boolean(),  # plan_missing's sweep would run this cell
-    "next": pl.Boolean(),  # plan_missing's adaptive mode runs this cell in its next round
-}
 
 _LEGEND_TEXT: Final[dict[str, str]] = {
     "pass": "pass",

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import polars as pl
 
 from depthlab._checks import check_choice, check_frame
+from depthlab.catalog import AUDITED, HUMAN, OWN, SYNTHETIC
+from depthlab.schema import FINDING, PAPER_COMPARISON, PAPER_REPORTED
 
 __all__ = ["REPORTED", "Reported", "compare", "get", "reported_for", "table"]
 
@@ -98,13 +100,13 @@ def _r(
     )
 
 
-_SIX = ("tmax", "facet", "seta", "rst", "tb2", "tw")
-_SYN_SET = ("tmax", "facet", "seta", "rst")
-_HUM_SET = ("tb2", "tw")
+_SIX = AUDITED
+_SYN_SET = SYNTHETIC
+_HUM_SET = HUMAN
 _SYN = "solved tasks of TMax, FACET, SETA, RST"
 _HUM = "solved tasks of TB2 and TW"
 _OWN = "the paper's own DEPTH-style set (105 tasks)"
-_OWN_SET = ("depth",)
+_OWN_SET = (OWN,)
 _WITHIN = " (within-collection: percentile ranks per collection, pooled)"
 
 REPORTED: tuple[Reported, ...] = (
@@ -724,7 +726,7 @@ def table() -> pl.DataFrame:
             }
             for r in REPORTED
         ],
-        schema=_TABLE_SCHEMA,
+        schema=PAPER_REPORTED,
     )
 
 
@@ -791,49 +793,11 @@ def compare(findings: pl.DataFrame) -> pl.DataFrame:
                 "data": row["data"],
             }
         )
-    return pl.DataFrame(rows, schema=_COMPARE_SCHEMA)
+    return pl.DataFrame(rows, schema=PAPER_COMPARISON)
 
 
-# the columns of a findings table compare reads
-_FINDING_COLUMNS = (
-    "key",
-    "group",
-    "value",
-    "ci_low",
-    "ci_high",
-    "interval",
-    "n",
-    "unit",
-    "collections",
-    "models",
-    "data",
-)
-
-_TABLE_SCHEMA = {
-    "key": pl.String,
-    "description": pl.String,
-    "sample": pl.String,
-    "paper": pl.String,
-    "value": pl.Float64,
-    "low": pl.Float64,
-    "high": pl.Float64,
-    "interval": pl.String,
-    "function": pl.String,
-}
-_COMPARE_SCHEMA = {
-    "key": pl.String,
-    "description": pl.String,
-    "paper": pl.String,
-    "paper_sample": pl.String,
-    "this_data": pl.String,
-    "this_sample": pl.String,
-    "function": pl.String,
-    "paper_value": pl.Float64,
-    "this_value": pl.Float64,
-    "this_low": pl.Float64,
-    "this_high": pl.Float64,
-    "data": pl.String,
-}
+# the columns of a findings table compare reads (p and detail are not printed beside the paper's numbers)
+_FINDING_COLUMNS = tuple(c for c in FINDING if c not in ("p", "detail"))
 
 
 def _sample_note(reported: Reported, collections: str | None) -> str:

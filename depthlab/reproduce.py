@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from depthlab import _atomic
 from depthlab._checks import check_int_at_least, check_positive_int, parameter_problem
 from depthlab.auditdata import DEMO_SCALE, audit_data, check_scale, check_seed
 
@@ -386,7 +387,7 @@ def _update_runs(path: Path, seconds: Mapping[str, float], banner: str) -> dict[
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
     for notebook, taken in seconds.items():
         runs[notebook] = {"seconds": round(taken, 2), "data": banner, "finished": stamp}
-    _atomic_write(path, json.dumps(runs, indent=1) + "\n")
+    _atomic.write_text(path, json.dumps(runs, indent=1) + "\n")
     return runs
 
 
@@ -423,7 +424,7 @@ def _write_index(
         if comparison:
             lines += ["Paper reports / this data gives:", "", *_markdown_table(comparison), ""]
     path = out / "index.md"
-    _atomic_write(path, "\n".join(lines))
+    _atomic.write_text(path, "\n".join(lines))
     return path
 
 
@@ -454,9 +455,3 @@ def _copy_readme_figures(figures_dir: Path, docs_dir: Path) -> None:
         with Image.open(source) as image:
             image.thumbnail((_README_WIDTH, _README_WIDTH * 2))
             image.save(docs_dir / f"{figure}.png", optimize=True)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)

@@ -11,10 +11,17 @@ trials
     One row per trial (one agent+model on one task, one attempt).
 tasks
     One row per task (W, labels).
+task_steps
+    One row per declared step of a multi-step task (per-step W, instruction words, ``min_reward``).
+steps
+    One row per (trial, declared step) of multi-step trials (:func:`depthlab.load_steps`).
 depth
     One row per task, from :func:`depthlab.estimate_depth`.
 audit
     One row per task joining tasks, depth, N and public pass rate.
+
+Further frames declared here (not in :data:`TABLES`): :data:`PLAN` (the cells still to run),
+:data:`STEPS` (a trajectory's turns) and :data:`PREFLIGHT_FAILURES` (tasks whose oracle failed).
 """
 
 from __future__ import annotations
@@ -35,6 +42,9 @@ MIN_TASKS: Final[int] = 6
 
 #: Trial status values. ``invalid`` is an infrastructure failure: the cell is still missing.
 STATUSES: Final[tuple[str, ...]] = ("pass", "fail", "invalid")
+
+#: Step status values: a trial's, or ``skipped`` when a gate (``min_reward``) stopped the trial before the step.
+STEP_STATUSES: Final[tuple[str, ...]] = (*STATUSES, "skipped")
 
 #: Depth status values.
 DEPTH_STATUSES: Final[tuple[str, ...]] = ("solved", "unsolved", "incomplete")
@@ -59,7 +69,12 @@ TRIALS: Final[dict[str, pl.DataType]] = {
     "passed": pl.Boolean(),
     "status": pl.String(),  # pass | fail | invalid
     "exception": pl.String(),  # exception type name, null when none
-    "n_turns": pl.Int32(),
+    "exception_message": pl.String(),  # its message, as the log records it
+    "n_turns": pl.Int32(),  # the main agent's turns (a multi-step trial: summed over its steps)
+    "n_subagent_turns": pl.Int32(),  # turns of embedded ATIF subagents (not in n_turns); null when none recorded
+    "n_steps": pl.Int32(),  # a multi-step trial's declared steps (else the steps it ran); null: single-step
+    "steps_passed": pl.Int32(),  # steps whose reward is a pass
+    "first_failed_step": pl.Int32(),  # 1-based index of the first step run and not passed; null when none
     "hit_limit": pl.Boolean(),
     "n_input_tokens": pl.Int64(),
     "n_output_tokens": pl.Int64(),
@@ -69,6 +84,8 @@ TRIALS: Final[dict[str, pl.DataType]] = {
     "finished_at": _UTC,
     "agent_seconds": pl.Float64(),
     "task_checksum": pl.String(),
+    "task_digest": pl.String(),  # lock.json's task digest ("sha256:..."), when the trial has a lock
+    "cap_mismatch": pl.Boolean(),  # the cap stated to the agent differs from the limit the harness enforced
     "source": pl.String(),  # path of the file the row was read from
 }
 
@@ -86,15 +103,65 @@ TASKS: Final[dict[str, pl.DataType]] = {
     "expert_time_min": pl.Float64(),
     "junior_time_min": pl.Float64(),
     "labels": pl.String(),  # JSON object of further label fields (e.g. TMax task_complexity)
-    "instruction_words": pl.Int32(),
+    "instruction_words": pl.Int32(),  # a multi-step task: summed over its steps' instructions
+    "n_steps": pl.Int32(),  # declared [[steps]]; null for a single-step task
+    "reward_strategy": pl.String(),  # multi_step_reward_strategy: mean | final (null: single-step)
+    "network_mode": pl.String(),  # no-network | public | allowlist (older allow_internet mapped); null: unstated
+    "verifier_mode": pl.String(),  # verifier environment_mode: shared | separate; null: unstated
+    "schema_version": pl.String(),  # task.toml's format version as written
+    "note": pl.String(),  # how the task was read when not plainly (a newer format version)
     "checksum": pl.String(),
     "source": pl.String(),
+    # the collection's cluster of near-duplicate tasks (RST's rewrites of one seed): bootstraps resample
+    # whole groups where a collection has them; null elsewhere
+    "task_group": pl.String(),
+}
+
+TASK_STEPS: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "step_index": pl.Int32(),  # 1-based, in task.toml's order
+    "step": pl.String(),  # the step's name (its folder under steps/)
+    "work": pl.Int32(),  # working lines of the step's solution/solve.sh
+    "solution_lines_total": pl.Int32(),
+    "has_solution": pl.Boolean(),
+    "instruction_words": pl.Int32(),
+    "min_reward": pl.Float64(),  # the gate on the step's "reward" key; null: no gate
+    "min_rewards": pl.String(),  # JSON object of a per-key gate, kept whole
+    "verifier_mode": pl.String(),
+    "source": pl.String(),
+}
+
+STEPS: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "agent": pl.String(),
+    "model": pl.String(),
+    "cap": pl.Int32(),
+    "job": pl.String(),
+    "trial": pl.String(),
+    "step_index": pl.Int32(),  # 1-based
+    "step": pl.String(),
+    "status": pl.String(),  # pass | fail | invalid | skipped (a gate stopped the trial before it)
+    "reward": pl.Float64(),
+    "rewards": pl.String(),
+    "n_turns": pl.Int32(),
+    "n_input_tokens": pl.Int64(),
+    "n_output_tokens": pl.Int64(),
+    "n_cache_tokens": pl.Int64(),
+    "cost_usd": pl.Float64(),
+    "agent_seconds": pl.Float64(),
+    "exception": pl.String(),
+    "exception_message": pl.String(),
+    "source": pl.String(),  # the trial's result.json
 }
 
 DEPTH: Final[dict[str, pl.DataType]] = {
     "dataset": pl.String(),
     "task": pl.String(),
     "depth": pl.Int32(),  # smallest passing ladder cap, min over models; null unless solved
+    "depth_low": pl.Int32(),  # D > depth_low: the ladder cap below D (0 below the first); the top cap if unsolved
+    "depth_high": pl.Int32(),  # D <= depth_high: D itself when solved; null when unsolved (right-censored)
     "status": pl.String(),  # solved | unsolved | incomplete
     "caps_tried": pl.List(pl.Int32()),
     "caps_missing": pl.List(pl.Int32()),
@@ -120,18 +187,54 @@ AUDIT: Final[dict[str, pl.DataType]] = {
     "n_public_trials": pl.Int32(),
     "proxy_depth": pl.Int32(),  # trajectory depth proxy (depthlab.depth_proxy): lower median over passing runs
     "proxy_n_passing": pl.Int32(),  # passing uncapped runs with a readable trajectory the proxy was read from
+    "task_group": pl.String(),  # the task's cluster of near-duplicates (schema.TASKS), null where none
 }
+
+#: The cells still to run (:func:`depthlab.measures.planning.plan_missing`; ``depthlab plan``).
+PLAN: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "model": pl.String(),
+    "cap": pl.Int32(),
+    "attempts": pl.Int32(),  # further valid attempts to run in this cell
+}
+
+#: One row per agent turn of a trajectory (:func:`depthlab.io.atif.read_steps`).
+STEPS: Final[dict[str, pl.DataType]] = {
+    "turn": pl.Int32(),
+    "timestamp": _UTC,
+    "message": pl.String(),
+    "commands": pl.String(),
+    "observation": pl.String(),
+    "n_input_tokens": pl.Int64(),
+    "n_output_tokens": pl.Int64(),
+}
+
+#: The tasks a measurement's preflight excluded (an oracle that did not pass), with why.
+PREFLIGHT_FAILURES: Final[dict[str, pl.DataType]] = {
+    "task": pl.String(),
+    "reason": pl.String(),
+    "output": pl.String(),  # the tail of what the oracle or the verifier printed
+}
+
+
+def preflight_failures(rows: list[dict[str, str]] | None = None) -> pl.DataFrame:
+    """The preflight failures table (:data:`PREFLIGHT_FAILURES`) of ``rows``; empty without them."""
+    return pl.DataFrame(rows or [], schema=PREFLIGHT_FAILURES)
+
 
 TABLES: Final[dict[str, dict[str, pl.DataType]]] = {
     "trials": TRIALS,
     "tasks": TASKS,
+    "task_steps": TASK_STEPS,
+    "steps": STEPS,
     "depth": DEPTH,
     "audit": AUDIT,
 }
 
 
 def empty(table: str) -> pl.DataFrame:
-    """Return an empty frame of ``table`` ('trials', 'tasks', 'depth' or 'audit')."""
+    """Return an empty frame of ``table`` (a key of :data:`TABLES`: 'trials', 'tasks', 'depth', ...)."""
     return pl.DataFrame(schema=_columns(table, "schema.empty"))
 
 
@@ -161,3 +264,149 @@ def check(df: pl.DataFrame, table: str) -> None:
 
 def _columns(table: str, function: str) -> Mapping[str, pl.DataType]:
     return TABLES[check_choice(table, "table", function, sorted(TABLES))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables of the findings, the paper's comparison and the depth proxy (each declared once here; the
+# modules that build them read these: depthlab.findings, depthlab.paper, depthlab.measures.proxy)
+
+#: Columns of every findings table (:mod:`depthlab.findings`).
+FINDING: Final[dict[str, pl.DataType]] = {
+    "key": pl.String(),  # the statistic, e.g. "pcorr_pass_depth_given_work"
+    "group": pl.String(),  # the collection, group of collections, model or cell it is computed on
+    "value": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "interval": pl.String(),  # "ci95" (confidence interval), "range" (span of values) or null
+    "p": pl.Float64(),
+    "n": pl.Int64(),
+    "unit": pl.String(),  # what n counts: tasks, runs, pairs
+    "collections": pl.String(),  # the collections of the sample, comma-separated
+    "models": pl.String(),  # the models whose runs count, comma-separated
+    "data": pl.String(),  # "simulated" or "real"
+    "detail": pl.String(),  # one line: the definition's choices, counts behind a share
+}
+
+#: Columns of :func:`depthlab.paper.table`: every number the paper reports.
+PAPER_REPORTED: Final[dict[str, pl.DataType]] = {
+    "key": pl.String(),
+    "description": pl.String(),
+    "sample": pl.String(),
+    "paper": pl.String(),  # the number as printed
+    "value": pl.Float64(),
+    "low": pl.Float64(),
+    "high": pl.Float64(),
+    "interval": pl.String(),
+    "function": pl.String(),
+}
+
+#: Columns of :func:`depthlab.paper.compare`: this data's findings beside the paper's numbers.
+PAPER_COMPARISON: Final[dict[str, pl.DataType]] = {
+    "key": pl.String(),
+    "description": pl.String(),
+    "paper": pl.String(),
+    "paper_sample": pl.String(),
+    "this_data": pl.String(),
+    "this_sample": pl.String(),
+    "function": pl.String(),
+    "paper_value": pl.Float64(),
+    "this_value": pl.Float64(),
+    "this_low": pl.Float64(),
+    "this_high": pl.Float64(),
+    "data": pl.String(),
+}
+
+#: Columns of :func:`depthlab.measures.proxy.turn_dependencies`.
+PROXY_DEPENDENCIES: Final[dict[str, pl.DataType]] = {
+    "turn": pl.Int32(),
+    "level": pl.Int32(),
+    "depends_on": pl.List(pl.Int32()),
+    "identifiers": pl.List(pl.List(pl.String())),  # aligned with depends_on
+    "on_chain": pl.Boolean(),  # on one longest chain (the one traced back from the last deepest turn)
+    "uses": pl.String(),  # the same, readable: "t3: a_1, b_2; t5: x_9" (null when the turn depends on nothing)
+}
+#: Columns of ``depth_proxy(per="trial")``.
+PROXY_TRIALS: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "model": pl.String(),
+    "trial": pl.String(),
+    "passed": pl.Boolean(),
+    "n_turns": pl.Int32(),  # turns of the trajectory read (may differ from the trials table's count)
+    "proxy_depth": pl.Int32(),  # null when the trajectory could not be read
+}
+#: Columns of ``depth_proxy(per="task")``.
+PROXY_TASKS: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "proxy_depth": pl.Int32(),  # lower median over passing trials with a readable trajectory
+    "proxy_depth_min": pl.Int32(),
+    "n_passing": pl.Int32(),  # passing trials with a readable trajectory
+    "proxy_rung": pl.Int32(),  # smallest ladder cap >= proxy_depth (null above the top cap)
+}
+
+#: Columns of :func:`depthlab.measures.proxy.proxy_correlations` (``PartialCorr.to_row``'s, question to note).
+PROXY_CORRELATIONS: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "question": pl.String(),
+    "label": pl.String(),  # "<dataset>: <question>", for depthlab.plots.forest
+    "r": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "p": pl.Float64(),
+    "n": pl.Int64(),
+    "k": pl.Int64(),
+    "method": pl.String(),
+    "n_boot": pl.Int64(),
+    "n_degenerate": pl.Int64(),
+    "n_dropped": pl.Int64(),
+    "x": pl.String(),
+    "y": pl.String(),
+    "covar": pl.String(),
+    "ci": pl.Float64(),
+    "statistic": pl.String(),
+    "cluster": pl.String(),
+    "note": pl.String(),
+}
+
+#: Columns of :func:`depthlab.measures.proxy.proxy_summary`: the proxy beside D and N, per collection.
+PROXY_COVERAGE: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    **dict.fromkeys(("n_tasks", "n_proxy", "n_depth", "n_both"), pl.Int32()),
+    **dict.fromkeys(
+        ("median_proxy", "median_depth", "median_turns", "rho_proxy_depth", "rho_proxy_turns", "share_same_rung"),
+        pl.Float64(),
+    ),
+}
+
+#: Columns of :func:`depthlab.evidence.task_evidence`: one task's model x cap grid.
+EVIDENCE: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "model": pl.String(),
+    "cap": pl.Int32(),
+    "state": pl.String(),  # pass | fail | invalid | missing
+    "n_runs": pl.Int32(),  # every run in the cell, invalid ones too
+    "n_valid": pl.Int32(),
+    "n_pass": pl.Int32(),
+    "turns": pl.List(pl.Int32()),  # turns each run took, by attempt (null for a run without a count)
+    "model_depth": pl.Int32(),  # the model's own D: its smallest passing cap
+    "depth": pl.Int32(),  # the task's estimated D over the models in the grid; null unless solved
+    "depth_status": pl.String(),  # solved | unsolved | incomplete
+    "needed": pl.Boolean(),  # plan_missing's sweep would run this cell
+    "next": pl.Boolean(),  # plan_missing's adaptive mode runs this cell in its next round
+}
+
+#: Columns of :func:`depthlab.measures.censored.censored_depth`: D's distribution with unsolved tasks right-censored.
+CENSORED_DEPTH: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "statistic": pl.String(),  # share_le_3 | share_ge_5 | median
+    "variant": pl.String(),  # censored (Turnbull, every task) | solved_only (the paper's)
+    "value": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "interval": pl.String(),  # "percentile95": a 95% percentile bootstrap interval over tasks
+    "n_tasks": pl.Int64(),  # tasks in the sample (solved and unsolved; solved only for solved_only)
+    "n_unsolved": pl.Int64(),
+    "n_degenerate": pl.Int64(),  # resamples where the statistic is undefined (left out)
+}

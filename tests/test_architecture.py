@@ -38,6 +38,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
         "depthlab.paper",
         "depthlab._tables",
         "depthlab._version",
+        "depthlab._docstrings",
     ),
     1: ("depthlab.io",),
     2: ("depthlab.datasets", "depthlab.measures", "depthlab.stats"),

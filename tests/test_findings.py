@@ -934,3 +934,23 @@ def test_compare_says_when_a_sample_is_a_subset_or_unlike_the_papers():
     subset = paper.compare(finding("tb2, depth"))["this_sample"].item()
     assert subset.endswith("; this data has only depth, tb2 of the paper's depth, tb2, tw")
     assert "UNLIKE the paper's sample" in paper.compare(finding("tb2, tw, depth, rst"))["this_sample"].item()
+
+
+def test_depth_uncertainty_findings_on_the_demo(demo):
+    # issue 29: censored shares beside the solved-only ones; split-half needs 2+ attempts (the demo has 1)
+    shares = findings.censored_depth_shares(demo, n_boot=100, seed=1)
+    for group in demo.datasets:
+        rows = {r["key"]: r for r in shares.filter(pl.col("group") == group).iter_rows(named=True)}
+        censored, solved = rows["censored_share_depth_le_3"], rows["solved_only_share_depth_le_3"]
+        n_unsolved = demo.depth.filter((pl.col("dataset") == group) & (pl.col("status") == "unsolved")).height
+        if solved["value"] is not None and censored["value"] is not None:
+            # unsolved tasks are all deeper than 3: counting them can only lower the share
+            assert censored["value"] <= solved["value"] + 1e-12
+            assert censored["n"] == solved["n"] + n_unsolved
+    reliability = findings.depth_reliability(demo, repeats=2, seed=1)
+    assert reliability["value"].null_count() == reliability.height
+    assert set(reliability["detail"]) == {"needs two or more attempts per cell"}
+    robust = findings.pass_depth_given_work_robust(demo, n_perm=200, n_boot=100, seed=1)
+    perm = robust.filter(pl.col("key") == "pcorr_pass_depth_given_work_perm").drop_nulls("value")
+    assert perm.height > 0
+    assert perm["p"].is_between(0, 1).all()

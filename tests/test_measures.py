@@ -546,12 +546,15 @@ def test_pass_rule_and_mode_messages():
     trials = _trials([("t", "a", 1, "pass")])
     with pytest.raises(
         ValueError,
-        match=r"^The 'pass_rule' parameter of estimate_depth must be one of \['any', 'majority'\], got 'all'$",
+        match=r"^The 'pass_rule' parameter of estimate_depth must be one of "
+        r"\['any', 'majority', 'isotonic'\], got 'all'$",
     ):
         estimate_depth(trials, pass_rule="all")
     tasks = schema.conform(pl.DataFrame({"dataset": ["d"], "task": ["t"]}), "tasks")
     with pytest.raises(
-        ValueError, match=r"^The 'pass_rule' parameter of plan_missing must be one of \['any', 'majority'\], got 'all'$"
+        ValueError,
+        match=r"^The 'pass_rule' parameter of plan_missing must be one of "
+        r"\['any', 'majority', 'isotonic'\], got 'all'$",
     ):
         plan_missing(trials, tasks, models=["a"], pass_rule="all")
     with pytest.raises(
@@ -587,3 +590,79 @@ def test_evidence_grid_decides_a_majority_cell_before_its_last_attempts():
         (1, 2, 0, "fail", False),
         (2, 2, 1, "missing", True),
     ]
+
+
+# --- D's interval and the isotonic rule (issue 29) ---------------------------------------------
+
+
+def test_depth_interval_solved_unsolved_incomplete_and_a_ladder_with_gaps():
+    trials = _trials(
+        [
+            ("first", "a", 1, "pass"),
+            ("ten", "a", 1, "fail"),
+            ("ten", "a", 2, "fail"),
+            ("ten", "a", 3, "fail"),
+            ("ten", "a", 5, "fail"),
+            ("ten", "a", 10, "pass"),
+            ("never", "a", 80, "fail"),
+            ("open", "a", 2, "pass"),
+        ]
+    )
+    depth = estimate_depth(trials)
+    assert (_row(depth, "first")["depth_low"], _row(depth, "first")["depth_high"]) == (0, 1)
+    assert (_row(depth, "ten")["depth_low"], _row(depth, "ten")["depth_high"]) == (5, 10)
+    assert (_row(depth, "never")["depth_low"], _row(depth, "never")["depth_high"]) == (80, None)
+    assert (_row(depth, "open")["depth_low"], _row(depth, "open")["depth_high"]) == (None, None)
+    # a ladder without 3 and 5: D = 10 now says only "more than 2 turns"
+    gaps = estimate_depth(trials, caps=(1, 2, 10, 20, 40, 80))
+    assert (_row(gaps, "ten")["depth_low"], _row(gaps, "ten")["depth_high"]) == (2, 10)
+    assert schema.DEPTH["depth_low"] == pl.Int32
+    assert list(depth.columns) == list(schema.DEPTH)
+
+
+def test_isotonic_rule_one_lucky_pass_in_three_and_q():
+    rows = [("t", "m", 1, "fail")] * 3 + [("t", "m", 2, "pass"), ("t", "m", 2, "fail"), ("t", "m", 2, "fail")]
+    rows += [("t", "m", 3, "fail")] * 3 + [("t", "m", 5, "pass")] * 3
+    trials = _trials(rows)
+    assert _row(estimate_depth(trials, pass_rule="any"))["depth"] == 2
+    assert _row(estimate_depth(trials, pass_rule="isotonic"))["depth"] == 5
+    # the pooled share at caps 2-3 is 1/6: a threshold below it takes cap 2
+    assert _row(estimate_depth(trials, pass_rule="isotonic", q=0.15))["depth"] == 2
+    with pytest.raises(ValueError, match=r"^The 'q' parameter of estimate_depth must be a share in"):
+        estimate_depth(trials, pass_rule="isotonic", q=0)
+
+
+def test_isotonic_fit_equals_scipy_weighted_isotonic_regression():
+    from scipy.optimize import isotonic_regression
+
+    from depthlab.measures._rules import isotonic_fit
+
+    rng = np.random.default_rng(29)
+    for _ in range(200):
+        valid = rng.integers(0, 4, 8)
+        passes = rng.binomial(valid, rng.random(8))
+        fitted = isotonic_fit(passes, valid)
+        seen = valid > 0
+        if not seen.any():
+            assert np.isnan(fitted).all()
+            continue
+        expected = isotonic_regression(passes[seen] / valid[seen], weights=valid[seen], increasing=True).x
+        np.testing.assert_allclose(fitted[seen], expected, atol=1e-12)
+        assert np.isnan(fitted[~seen]).all()
+
+
+def test_split_half_depth_agrees_fully_on_noiseless_runs_and_less_on_noisy_ones():
+    from depthlab.measures import split_half_depth
+    from depthlab.simulate.noisy import NoisyModel, counts_to_trials, draw_counts, draw_tasks
+
+    rng = np.random.default_rng(11)
+    tasks = draw_tasks(NoisyModel(n_tasks=60, n_models=1), rng)
+    noisy = counts_to_trials(tasks, draw_counts(tasks, 4, rng), np.full(tasks.prob.shape, 4))
+    # the same tasks with every attempt of a cell alike (the majority outcome of the noisy draw)
+    alike = counts_to_trials(tasks, 4 * (tasks.prob >= 0.5), np.full(tasks.prob.shape, 4))
+    clean = split_half_depth(alike, repeats=3, pass_rule="any").row(0, named=True)
+    assert clean["share_equal"] == 1.0
+    assert clean["n_multi_cells"] == 60 * 8
+    rough = split_half_depth(noisy, repeats=3, pass_rule="any").row(0, named=True)
+    assert rough["share_equal"] < 0.9
+    assert rough["share_within_one"] >= rough["share_equal"]

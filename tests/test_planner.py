@@ -403,3 +403,87 @@ def test_cli_depth_reports_bad_caps(tmp_path, capsys):
 def test_cli_simulate_reports_bad_parameters(tmp_path, capsys):
     assert cli.main(["simulate", str(tmp_path / "x"), "--scale", "0"]) == 1
     assert "The 'scale' parameter of write_runs" in capsys.readouterr().err
+
+
+# --- attempts where they decide (issue 29) -----------------------------------------------------
+
+
+def _model_caps(plan: pl.DataFrame) -> set[tuple[str, int]]:
+    return {(model, cap) for model, cap in plan.select("model", "cap").iter_rows()}
+
+
+def test_auto_attempts_retry_a_lone_pass_and_probe_the_cap_above_under_isotonic():
+    # one model: cap 1 failed once, cap 2 passed once: a lucky pass? two more failures there would
+    # pool it below one half, and failures at cap 3 would too; two passes at cap 1 would make D = 1
+    trials = _trials([("t", "a", 1, "fail"), ("t", "a", 2, "pass")])
+    plan = plan_missing(trials, _tasks(["t"]), models=["a"], attempts="auto", mode="adaptive", pass_rule="isotonic")
+    assert _model_caps(plan) == {("a", 1), ("a", 2), ("a", 3)}
+    assert set(plan["attempts"]) == {1}
+    # the same evidence with every cell at its budget of 3: nothing is open any more
+    full = _trials([("t", "a", 1, "fail")] * 3 + [("t", "a", 2, "pass")] * 3 + [("t", "a", 3, "pass")] * 3)
+    assert (
+        plan_missing(full, _tasks(["t"]), models=["a"], attempts="auto", mode="adaptive", pass_rule="isotonic").height
+        == 0
+    )
+
+
+def test_auto_attempts_leave_a_failure_whose_neighbours_decide_it():
+    # cap 1 failed once, cap 2 failed twice, cap 3 passed three times: two passes at cap 1 give
+    # 2/3 there, pooled with cap 2's 0/2 to 2/5 < 1/2: cap 1 cannot move D and gets no attempt;
+    rows = [("t", "a", 1, "fail")] + [("t", "a", 2, "fail")] * 2 + [("t", "a", 3, "pass")] * 3
+    plan = plan_missing(_trials(rows), _tasks(["t"]), models=["a"], attempts="auto", pass_rule="isotonic")
+    # and a third attempt at cap 2 could give 1/3 there at most: D = 3 is decided, nothing is planned
+    assert plan.height == 0
+    # under the paper's rule any failure below D stays open: one pass would lower D
+    any_rule = plan_missing(_trials(rows), _tasks(["t"]), models=["a"], attempts="auto", pass_rule="any")
+    assert {("a", 1), ("a", 2)} <= _model_caps(any_rule)
+
+
+def test_auto_attempts_checks():
+    trials = _trials([("t", "a", 1, "fail")])
+    with pytest.raises(
+        ValueError, match=r"^The 'attempts' parameter of plan_missing must be a positive integer or 'auto'"
+    ):
+        plan_missing(trials, _tasks(["t"]), models=["a"], attempts="many")
+    with pytest.raises(ValueError, match=r"^The 'max_attempts' parameter of plan_missing"):
+        plan_missing(trials, _tasks(["t"]), models=["a"], attempts="auto", max_attempts=0)
+
+
+def test_auto_attempts_on_the_noisy_model_spend_fewer_runs_than_three_each():
+    # a small seeded version of the benchmark's comparison (tests/bench/bench_depth_rules.py runs
+    # many replications); here only the direction is checked: fewer runs, about the same accuracy
+    import numpy as np
+
+    from depthlab.simulate.noisy import NoisyModel, draw_tasks, replay_attempts
+
+    tasks = draw_tasks(NoisyModel(n_tasks=80), np.random.default_rng(3))
+    fixed = replay_attempts(tasks, attempts=3, pass_rule="isotonic", seed=3)
+    auto = replay_attempts(tasks, attempts="auto", pass_rule="isotonic", seed=3)
+    assert auto["runs"] < 0.8 * fixed["runs"]
+    assert auto["within_one"] >= fixed["within_one"] - 0.05
+
+
+def test_cli_plan_attempts_auto(tmp_path, capsys):
+    out = tmp_path / "sim"
+    assert cli.main(["simulate", str(out), "--scale", "0.02", "--seed", "4", "--public-attempts", "0"]) == 0
+    args = ["plan", str(out / "jobs"), "--tasks", str(out / "tasks"), "--models", "sim/model-a,sim/model-b"]
+    # one attempt per cell so far: under the paper's rule with one attempt nothing is left ...
+    assert cli.main([*args, "-o", str(tmp_path / "one.csv")]) == 0
+    assert pl.read_csv(tmp_path / "one.csv").height == 0
+    # ... under isotonic with auto attempts each lone pass that sets D is tried again
+    auto = [*args, "--pass-rule", "isotonic", "--attempts", "auto", "--mode", "adaptive"]
+    assert cli.main([*auto, "-o", str(tmp_path / "auto.csv")]) == 0
+    plan = pl.read_csv(tmp_path / "auto.csv")
+    depth = estimate_depth(dl_trials(out), pass_rule="isotonic").filter(pl.col("status") == "solved")
+    at_depth = plan.join(depth.select("task", pl.col("depth").alias("cap")), on=["task", "cap"])
+    assert plan.height > 0
+    assert set(plan["attempts"]) == {1}
+    assert at_depth.height > 0
+    assert cli.main([*args, "--attempts", "many", "-o", str(tmp_path / "x.csv")]) == 2
+    assert "expected a positive integer or 'auto'" in capsys.readouterr().err
+
+
+def dl_trials(out):
+    from depthlab.io import load_trials
+
+    return load_trials(out / "jobs")

@@ -976,3 +976,80 @@ def test_messages_name_the_function_and_parameter(call, message):
 def test_kendall_has_no_covariates():
     res = stats.kendall_tau_b(tied_frame(3, n=40), "x", "y", n_boot=0)
     assert (res.k, res.covar, res.statistic) == (0, (), "kendall_tau_b")
+
+
+# --- honest intervals where ties dominate (issue 29) -------------------------------------------
+
+
+def _null_tied_sample(rng: np.random.Generator, n: int) -> pl.DataFrame:
+    """pass ~ W only; D independent of both, 90% of tasks at D = 1 (the paper's synthetic regime): true partial 0."""
+    work = rng.lognormal(2.0, 0.8, n)
+    pass_rate = 1 / (1 + np.exp(0.8 * (np.log(work) - 2.0) + rng.normal(0, 1, n)))
+    depth = np.where(rng.random(n) < 0.9, 1, rng.choice([2, 3, 5, 10], n))
+    return pl.DataFrame({"pass_rate": pass_rate, "depth": depth.astype(float), "work": work})
+
+
+def test_bca_undercovers_a_true_zero_at_n30_with_90pct_at_depth_1_and_permutation_holds_its_size():
+    # regime: n = 30 tasks, 90% at D = 1, pass ~ D | W with D independent (true partial correlation 0).
+    # The issue measured BCa coverage of 77% here; the permutation test rejects at about its nominal 5%.
+    from depthlab.stats import permutation_pvalue
+
+    rng = np.random.default_rng(2029)
+    covered = rejected = reps = 0
+    while reps < 150:
+        df = _null_tied_sample(rng, 30)
+        if df["depth"].n_unique() < 2:
+            continue
+        reps += 1
+        res = stats.partial_spearman(df, "pass_rate", "depth", "work", n_boot=1000, seed=reps)
+        covered += res.ci_low <= 0 <= res.ci_high
+        rejected += permutation_pvalue(df, "pass_rate", "depth", "work", n_perm=999, seed=reps).p < 0.05
+    assert covered / reps < 0.9  # BCa under-covers in this regime (nominal 95%)
+    assert rejected / reps <= 0.09  # permutation: about 5% (binomial sd 1.8% at 150 replications)
+
+
+def test_permutation_pvalue_against_an_exact_enumeration():
+    import itertools
+
+    from depthlab.stats import permutation_pvalue
+
+    df = pl.DataFrame({"x": [3.0, 1.0, 4.0, 1.5, 5.0, 9.0], "y": [2.0, 7.0, 1.0, 8.0, 2.5, 8.5]})
+    rx = scipy_stats.rankdata(df["x"]) - 3.5
+    ry = scipy_stats.rankdata(df["y"]) - 3.5
+    observed = abs(rx @ ry)
+    extreme = sum(abs(rx @ ry[list(p)]) >= observed - 1e-12 for p in itertools.permutations(range(6)))
+    exact = extreme / 720
+    res = permutation_pvalue(df, "x", "y", n_perm=20_000, seed=3)
+    assert res.p == pytest.approx(exact, abs=0.015)
+    assert res.r == pytest.approx(scipy_stats.spearmanr(df["x"], df["y"]).statistic)
+
+
+def test_hierarchical_bootstrap_is_wider_when_collections_differ_and_counts_degenerate():
+    from depthlab.stats import hierarchical_bootstrap
+
+    rng = np.random.default_rng(5)
+    rows = []
+    for c in range(4):
+        shift = rng.normal(0, 1.0)
+        for t in range(15):
+            depth = rng.integers(1, 6)
+            for _ in range(3):
+                rows.append(
+                    {
+                        "dataset": f"c{c}",
+                        "task": f"c{c}-t{t}",
+                        "depth": float(depth),
+                        "passed": float(rng.random() < 1 / (1 + np.exp(0.5 * depth - shift))),
+                    }
+                )
+    runs = pl.DataFrame(rows)
+    two = hierarchical_bootstrap(runs, "passed", "depth", levels=("dataset", "task"), n_boot=400, seed=1)
+    one = hierarchical_bootstrap(runs, "passed", "depth", levels=("task",), n_boot=400, seed=1)
+    means = runs.group_by("task").agg(pl.col("passed", "depth").mean())
+    assert two.r == pytest.approx(scipy_stats.spearmanr(means["passed"], means["depth"]).statistic)
+    assert two.n == 60
+    assert two.method == "hierarchical bootstrap"
+    assert two.ci_high - two.ci_low > one.ci_high - one.ci_low
+    # one task with one run: every resample is that task, depth constant: all degenerate
+    single = hierarchical_bootstrap(runs.head(1), "passed", "depth", levels=("task",), n_boot=20, seed=0)
+    assert single.n_degenerate == 20

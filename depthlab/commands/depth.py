@@ -26,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o", "--output", required=True, type=output_table, metavar="FILE", help="output table (.csv or .parquet)"
     )
     add_ladder_arguments(parser)
+    add_q_argument(parser)
     parser.add_argument("--dataset", default=None, help="tag every trial with this dataset name")
     parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
 
@@ -52,9 +53,17 @@ def add_ladder_arguments(parser: argparse.ArgumentParser, *, models_required: bo
     )
     parser.add_argument(
         "--pass-rule",
-        choices=["any", "majority"],
+        choices=["any", "majority", "isotonic"],
         default="any",
-        help="a cap passes if any valid attempt passes (default) or at least half do",
+        help="a cap passes if any valid attempt passes (default), at least half do, or the isotonic fit"
+        " of P(pass | cap) reaches --q (depth and plan)",
+    )
+
+
+def add_q_argument(parser: argparse.ArgumentParser) -> None:
+    """--q, the isotonic rule's threshold (``depth`` and ``plan``)."""
+    parser.add_argument(
+        "--q", type=float, default=0.5, metavar="Q", help="isotonic rule: the fitted P(pass) a cap needs (default 0.5)"
     )
 
 
@@ -70,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"depthlab depth: {mistake}", file=sys.stderr)
         return 1
     try:
-        depth = estimate_depth(trials, caps=args.caps, models=args.models, pass_rule=args.pass_rule)
+        depth = estimate_depth(trials, caps=args.caps, models=args.models, pass_rule=args.pass_rule, q=args.q)
     except (TypeError, ValueError) as exc:
         print(f"depthlab depth: {exc}", file=sys.stderr)
         return 1

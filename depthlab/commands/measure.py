@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from depthlab._tables import write_table
     from depthlab.commands.run import sigterm_as_interrupt
     from depthlab.engines import Engine, EngineError, HarborEngine, LocalEngine, measure
-    from depthlab.io import load_tasks
+    from depthlab.io import read_tasks
 
     for option, least in (("concurrency", 1), ("attempts", 1), ("max_runs", 1)):
         value = getattr(args, option)
@@ -86,12 +86,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"depthlab measure: --max-cost must be a cost >= 0, got {args.max_cost}", file=sys.stderr)
         return 2
     try:
-        tasks = load_tasks(args.tasks, dataset=args.dataset)
+        load = read_tasks(args.tasks, dataset=args.dataset)
     except (ValueError, OSError) as exc:
         print(f"depthlab measure: {exc}", file=sys.stderr)
         return 1
+    for item in load.rejected:
+        print(f"depthlab measure: task rejected: {item}", file=sys.stderr)
+    tasks = load.tasks
     if tasks.height == 0:
-        print(f"depthlab measure: no task folders found under {', '.join(args.tasks)}", file=sys.stderr)
+        found = f"{len(load.rejected)} task folders rejected" if load.rejected else "no task folders found"
+        print(f"depthlab measure: {found} under {', '.join(args.tasks)}", file=sys.stderr)
         return 1
     duplicated = tasks.group_by("task").len().filter(tasks.group_by("task").len()["len"] > 1)["task"].to_list()
     if duplicated:

@@ -28,11 +28,15 @@ Run it with `depthlab fill` (Docker, one machine), or hand it to Harbor:
 
 With --mode adaptive the plan is one round of a bottom-up search: run it, then plan again with the new
 jobs among the PATHs, until the plan is empty. It needs far fewer runs than the sweep.
+
+With --attempts auto every planned cell gets one attempt, and a cell already run gets another only
+while its outcome can still change D under --pass-rule (majority or isotonic; under any, every
+failure below D stays open) within --max-attempts per cell. Plan again after each round.
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from depthlab.commands.depth import add_ladder_arguments
+    from depthlab.commands.depth import add_ladder_arguments, add_q_argument
 
     parser.description = "List the (dataset, task, model, cap) runs still needed to pin every task's depth D."
     parser.epilog = _EPILOG
@@ -43,12 +47,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o", "--output", required=True, type=output_table, metavar="FILE", help="output plan (.csv or .parquet)"
     )
     add_ladder_arguments(parser, models_required=True)
+    add_q_argument(parser)
     parser.add_argument(
         "--new-models",
         action="store_true",
         help="allow --models with no runs among the PATHs (plan their runs from scratch)",
     )
-    parser.add_argument("--attempts", type=int, default=1, metavar="K", help="valid attempts per cell (default 1)")
+    parser.add_argument(
+        "--attempts",
+        type=_attempts,
+        default=1,
+        metavar="K|auto",
+        help="valid attempts per cell (default 1); auto: more only where they can still change D",
+    )
+    parser.add_argument(
+        "--max-attempts", type=int, default=3, metavar="K", help="with --attempts auto: the most per cell (default 3)"
+    )
     parser.add_argument("--mode", choices=["sweep", "adaptive"], default="sweep", help="default: sweep")
     parser.add_argument("--harbor-configs", default=None, metavar="DIR", help="also write Harbor job configs here")
     parser.add_argument("--agent", default="terminus-2", help="agent name in the Harbor configs")
@@ -56,20 +70,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
 
 
+def _attempts(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'auto', got {text!r}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from depthlab import schema
     from depthlab._tables import write_table
     from depthlab.commands.depth import load_trials_for, unknown_models
-    from depthlab.io import load_tasks
+    from depthlab.io import read_tasks
     from depthlab.measures import plan_missing, sweep_runs
 
     try:
-        tasks = load_tasks(args.tasks, dataset=args.dataset)
+        load = read_tasks(args.tasks, dataset=args.dataset)
     except ValueError as exc:
         print(f"depthlab plan: {exc}", file=sys.stderr)
         return 1
+    for item in load.rejected:
+        print(f"depthlab plan: task rejected: {item}", file=sys.stderr)
+    tasks = load.tasks
     if tasks.height == 0:
-        print(f"depthlab plan: no task directories found under {args.tasks}", file=sys.stderr)
+        found = f"{len(load.rejected)} task directories rejected" if load.rejected else "no task directories found"
+        print(f"depthlab plan: {found} under {args.tasks}", file=sys.stderr)
         return 1
     trials = load_trials_for(args, "plan") if args.paths else schema.empty("trials")
     if trials is None:
@@ -87,11 +114,14 @@ def run(args: argparse.Namespace) -> int:
             attempts=args.attempts,
             mode=args.mode,
             pass_rule=args.pass_rule,
+            q=args.q,
+            max_attempts=args.max_attempts,
         )
     except (TypeError, ValueError) as exc:
         print(f"depthlab plan: {exc}", file=sys.stderr)
         return 1
-    sweep = sweep_runs(tasks.height, n_models=len(args.models), caps=args.caps, attempts=args.attempts)
+    per_cell = args.max_attempts if args.attempts == "auto" else args.attempts
+    sweep = sweep_runs(tasks.height, n_models=len(args.models), caps=args.caps, attempts=per_cell)
     runs = int(plan["attempts"].sum()) if plan.height else 0
     n_tasks = plan.select("dataset", "task").unique().height
     print(f"{args.mode} plan: {runs} runs over {n_tasks} tasks (exhaustive sweep: {sweep} runs)", file=sys.stderr)
@@ -130,15 +160,11 @@ def harbor_job_configs(plan: pl.DataFrame, tasks: pl.DataFrame, *, agent: str = 
             else (f"__attempts-{attempts}")
         )
         name = f"{slug}__cap-{cap:02d}{suffix}"
-        datasets = [
-            harbor_writer.dataset_config(folder, sorted(group["task"].to_list()))
-            for (folder,), group in cells.group_by(["folder"], maintain_order=True)
-        ]
         configs[f"{name}.json"] = harbor_writer.job_config(
             f"depthlab-plan__{name}",
             "jobs",
             [harbor_writer.agent_config(agent, model, {harbor_writer.TURN_LIMIT_KEY: int(cap)})],
-            datasets=sorted(datasets, key=lambda entry: str(entry["path"])),
+            datasets=harbor_writer.dataset_configs(cells.select("folder", "task").iter_rows()),
             n_attempts=int(attempts),
             extra_instructions=harbor_writer.stated_cap_instructions(int(cap)),
         )
@@ -161,10 +187,7 @@ def write_harbor_configs(
 
 
 def _parent(source: str | None) -> str | None:
-    if not source:
-        return None
-    path = source.rstrip("/")
-    # the tasks table's source may be the task dir or a file in it (task.toml)
-    if os.path.basename(path) in {"task.toml", "task.yaml"}:
-        path = os.path.dirname(path)
-    return os.path.dirname(path)
+    """The folder holding the task folder ``source`` names (Harbor's ``datasets[].path``)."""
+    from depthlab.runner.task import task_folder
+
+    return os.path.dirname(os.fspath(task_folder(source.rstrip("/")))) if source else None

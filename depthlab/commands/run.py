@@ -170,24 +170,18 @@ def report_oracle(summary: FillSummary, settings: Any) -> None:
 
 
 def terminus_factory(args: argparse.Namespace) -> Callable[[str, int | None], TerminusAgent]:
-    """``(model, cap) -> TerminusAgent`` from the command-line options."""
-    from depthlab.runner import ChatClient, HarnessConfig, TerminusAgent
+    """``(model, cap) -> TerminusAgent`` from the options (:func:`depthlab.runner.agent.terminus_factory`)."""
+    from depthlab.runner.agent import terminus_factory as factory
 
-    def make(model: str, cap: int | None) -> TerminusAgent:
-        client = ChatClient(
-            args.base_url,
-            model,
-            api_key_env=args.api_key_env or None,
-            temperature=args.temperature,
-            timeout=args.request_timeout,
-            max_retries=args.max_retries,
-            input_price_per_mtok=args.price_in,
-            output_price_per_mtok=args.price_out,
-            strip_provider=args.strip_provider,
-        )
-        return TerminusAgent(client, HarnessConfig(cap=cap))
-
-    return make
+    return factory(
+        args.base_url,
+        api_key_env=args.api_key_env or None,
+        temperature=args.temperature,
+        request_timeout=args.request_timeout,
+        max_retries=args.max_retries,
+        prices=(args.price_in, args.price_out),
+        strip_provider=args.strip_provider,
+    )
 
 
 @contextlib.contextmanager

@@ -41,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
     with_solution = int(tasks["has_solution"].sum()) if tasks.height else 0
     print(f"loaded {tasks.height} tasks ({with_solution} with a reference solution)", file=sys.stderr)
     if tasks.height == 0:
-        print("depthlab tasks: no task directories found", file=sys.stderr)
+        rejected = sum(1 for warning in caught if issubclass(warning.category, RejectedFilesWarning))
+        found = "every task directory was rejected" if rejected else "no task directories found"
+        print(f"depthlab tasks: {found}", file=sys.stderr)
         return 1
     write_table(tasks, args.output)
     return 0

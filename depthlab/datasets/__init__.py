@@ -4,11 +4,13 @@
 trials with a stated turn cap (``capped``, for D) and the uncapped / leaderboard trials (``public``,
 for N and pass rates), each row tagged with ``dataset = name``. ``list_datasets()`` lists the collections
 with what their labels mean: a ``difficulty`` column is an author's rating only for TB2; SETA and
-FACET difficulties are generation-time LLM labels (FACET's default to "medium"); TMax, TW and RST
-have no difficulty label at all (``difficulty_source`` ``"none"``). ``expert_time_min`` and
+FACET difficulties are generation-time LLM labels (FACET's default to "medium"), RST's is inherited
+from the synthesis seed (all ``"generated"``); TMax and TW have no difficulty label at all
+(``difficulty_source`` ``"none"``). ``expert_time_min`` and
 ``junior_time_min`` hold human estimates only (TB2's authors); a generated collection's time
 estimates stay in ``labels``.
 
+A collection keeps only its own runs (their logs name it) and gives every task its own id.
 Any other ``name`` loads a user's own Harbor tree (``<root>/tasks/``, ``<root>/jobs/``) with the
 generic loaders, without guessing where a difficulty label came from.
 
@@ -136,7 +138,7 @@ def _adapter(name: str) -> ModuleType:
 
 
 def _load_generic(root: Path, *, name: str, status_rule: str) -> Audit:
-    tree = load_root(root, name, difficulty_source=None, status_rule=status_rule)
+    tree = load_root(root, name, difficulty_source=None, status_rule=status_rule, adopt_any_named=True)
     notes = [
         *tree.notes,
         f"'{name}' is not a registered collection: loaded as a generic Harbor tree; difficulty_source not stated",

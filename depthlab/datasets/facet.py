@@ -51,7 +51,9 @@ DEFAULT_DIFFICULTY = "medium"
 
 def load(root: str | Path, *, name: str = "facet", status_rule: str = "leaderboard") -> Audit:
     """Load FACET under ``root`` (layout in the module docstring); see :func:`depthlab.load_dataset`."""
-    tree = load_root(root, name, difficulty_source="generated", status_rule=status_rule)
+    tree = load_root(
+        root, name, difficulty_source="generated", status_rule=status_rule, layout=INFO.layout, task_id_from_dir=True
+    )
     tasks, trials, rejected = tree.tasks, tree.trials, tree.rejected
     notes = [*tree.notes, "difficulty is a generation-time LLM label, not a human rating"]
     if tasks.height:

@@ -9,17 +9,24 @@ Labels
 Human ratings
     None.
 Generated labels
-    Whatever the generator wrote into each ``task_toml`` ``[metadata]``: a ``difficulty`` key, when present,
-    is marked ``"generated"``; without one ``difficulty_source`` is ``"none"``. Which keys the release
-    carries is unknown from here (no example was readable), so nothing else is assumed.
+    Whatever the generator wrote into each ``task_toml`` ``[metadata]``. Its ``difficulty`` is inherited
+    from the synthesis seed, not rated for the task: ``difficulty_source`` is ``"generated"`` (``"none"``
+    for a task without one). Which other keys the release carries is unknown from here (no example
+    was readable), so nothing else is assumed.
+Task ids and groups
+    The index's ``task_id`` is the task's id; its ``task_group_id`` (about 37k tasks in about 12k
+    clusters of near-duplicate rewrites of one seed) is the ``task_group`` column. Rewrites of one
+    task are not independent: every bootstrap of the audit's findings resamples whole groups where a
+    collection has them (``stats.partial_spearman(..., cluster="task_group")``). Index rows that share
+    a ``task_id`` are skipped, each naming the others.
 Missing
     No public runs or pass rates; no capped runs; ``checksum`` is null (the index has no Harbor dirhash).
 
 Layout under ``root``
 ---------------------
 ``<root>/metadata/tasks.parquet``
-    One row per task: ``instruction``, ``task_toml``, ``solution`` (solve.sh text or null), ``dockerfile``,
-    ``member_prefix``, ``shard``. W is counted on ``solution``.
+    One row per task: ``task_id``, ``task_group_id``, ``instruction``, ``task_toml``, ``solution`` (solve.sh
+    text or null), ``dockerfile``, ``member_prefix``, ``shard``. W is counted on ``solution``.
 ``<root>/tasks/[rst/]<task>/`` (or ``<root>/<task>/``)
     Unpacked Harbor task dirs (``data/tasks-*.tar``), used instead of the parquet index when present.
 ``<root>/jobs/[rst/]...``
@@ -42,12 +49,17 @@ from depthlab.datasets._harbor_tree import load_root
 INFO = DatasetInfo(
     name="rst",
     description="RST, read as Recursive Task Synthesis: 37,484 validated synthetic tasks (parquet index + Harbor).",
-    difficulty_source="none",
+    difficulty_source="generated",
     human_labels="none",
-    generated_labels="task_toml [metadata] as written by the generator (difficulty marked generated if present)",
+    generated_labels=(
+        "task_toml [metadata] as written by the generator; difficulty inherited from the synthesis seed (generated)"
+    ),
     empirical_labels="none public",
     missing="RST = RTS is a guess; no public runs; no capped runs; label fields unknown",
-    layout="<root>/metadata/tasks.parquet (instruction, task_toml, solution, dockerfile), or <root>/tasks/<task>/",
+    layout=(
+        "<root>/metadata/tasks.parquet (task_id, task_group_id, instruction, task_toml, solution, dockerfile), "
+        "or <root>/tasks/<task>/"
+    ),
 )
 
 INDEX = Path("metadata") / "tasks.parquet"
@@ -57,14 +69,24 @@ _COLUMNS = ("instruction", "task_toml", "solution")
 def load(root: str | Path, *, name: str = "rst", status_rule: str = "leaderboard") -> Audit:
     """Load RST under ``root`` (layouts in the module docstring); see :func:`depthlab.load_dataset`."""
     root = Path(root)
-    tree = load_root(root, name, difficulty_source="generated", status_rule=status_rule)
+    tree = load_root(root, name, difficulty_source="generated", status_rule=status_rule, layout=INFO.layout)
     tasks, trials, rejected, tasks_dir = tree.tasks, tree.trials, tree.rejected, tree.tasks_dir
     notes = [*tree.notes, "RST is read as Recursive Task Synthesis (RTS): a guess to confirm"]
     if tasks_dir is None and (root / INDEX).is_file():
+        notes = [note for note in notes if not note.startswith("no task dir of")]
         tasks, skipped = read_index(root / INDEX, dataset=name)
         notes.append(f"tasks read from {INDEX}")
         if skipped:
-            notes.append(f"{len(skipped)} index rows skipped (unreadable task_toml): {skipped[:3]}")
+            notes.append(f"{len(skipped)} index rows skipped: {skipped[:3]}")
+        outside = trials.filter(~pl.col("task").is_in(tasks["task"].implode()))
+        if outside.height:  # the runs were adopted before the index named the tasks
+            notes.append(f"{outside.height} trials run tasks that are not in {INDEX}, left out")
+            trials = trials.filter(pl.col("task").is_in(tasks["task"].implode()))
+    n_groups = tasks["task_group"].drop_nulls().n_unique()
+    if n_groups:
+        notes.append(
+            f"{tasks.height} tasks in {n_groups} task groups (rewrites of one seed): bootstraps resample whole groups"
+        )
     return make_audit(name, keep_time_estimates_as_labels(tasks), trials, rejected=rejected, notes=notes)
 
 
@@ -72,8 +94,10 @@ def read_index(path: str | Path, *, dataset: str = "rst") -> tuple[pl.DataFrame,
     """Read RTS's ``metadata/tasks.parquet`` into the tasks table.
 
     Returns the tasks table and the rows skipped (``"row <i>: <reason>"``) because their ``task_toml``
-    does not parse. The task name is ``[task].name`` without its ``org/`` prefix, else the last part of
-    ``member_prefix``, else ``row<i>``; W counts the non-blank, non-comment lines of ``solution``.
+    does not parse or their id is another row's too. The task id is the index's ``task_id``; an index
+    without that column falls back to ``[task].name`` without its ``org/`` prefix, else the last part
+    of ``member_prefix``, else ``row<i>``. ``task_group`` is ``task_group_id``. W counts the non-blank,
+    non-comment lines of ``solution``.
 
     Examples
     --------
@@ -105,19 +129,36 @@ def read_index(path: str | Path, *, dataset: str = "rst") -> tuple[pl.DataFrame,
             continue
         row.update(work_columns(row_fields["solution"], "no solution in the index (solution is null)"))
         extra = {"shard": row_fields.get("shard"), "member_prefix": row_fields.get("member_prefix")}
+        task_id = row_fields.get("task_id")
+        group = row_fields.get("task_group_id")
         row.update(
             dataset=dataset,
-            task=_task_name(config, row_fields.get("member_prefix"), i),
+            task=str(task_id) if task_id is not None else _task_name(config, row_fields.get("member_prefix"), i),
+            task_group=str(group) if group is not None else None,
             difficulty_source="generated" if row["difficulty"] is not None else "none",
             labels=json_object({**(msgspec.json.decode(row["labels"]) if row["labels"] else {}), **extra}),
             instruction_words=len((row_fields["instruction"] or "").split()),
             source=f"{path}#row{i}",
         )
         rows.append(row)
+    rows = _unique_ids(rows, skipped)
     if not rows:
         return schema.empty("tasks"), skipped
     frame = pl.DataFrame(rows, infer_schema_length=None, schema_overrides={"tags": pl.List(pl.String)})
     return schema.conform(frame, "tasks"), skipped
+
+
+def _unique_ids(rows: list[dict[str, Any]], skipped: list[str]) -> list[dict[str, Any]]:
+    """The rows whose id no other row shares; each row sharing one is skipped naming the others."""
+    by_id: dict[str, list[str]] = {}
+    for row in rows:
+        by_id.setdefault(row["task"], []).append(row["source"])
+    for row in rows:
+        sources = by_id[row["task"]]
+        if len(sources) > 1:
+            others = ", ".join(s for s in sources if s != row["source"])
+            skipped.append(f"{row['source']}: task id {row['task']!r} is also the id of {others}")
+    return [row for row in rows if len(by_id[row["task"]]) == 1]
 
 
 def _task_name(config: dict[str, Any], member_prefix: str | None, i: int) -> str:

@@ -18,16 +18,23 @@ Empirical labels
     ``task_difficulty``) it is added to ``labels`` as ``task_difficulty_empirical``.
 Partial credit
     v1 tasks weight their tests (``weights.json``: ``{test name: weight}``); the weights are kept in
-    ``labels`` (``test_weights``). A trial's reward is the weighted share of tests passed, and it
-    **passes only with full reward** (every weighted test passed): see :func:`apply_test_weights`.
+    ``labels`` (``test_weights``). Where a trial's per-test results exist (a TB1 run's
+    ``parser_results``, a Harbor trial's ``verifier/ctrf.json``) its reward is the weighted share of
+    tests passed, and it **passes only with full reward** (every weighted test passed): see
+    :func:`apply_test_weights`. A Harbor SETA task's ``test.sh`` writes a binary reward; without a
+    ``ctrf.json`` that reward stands. A ``weights.json`` that cannot be read rejects its task alone.
 Missing
     No public per-task pass rates; no capped runs.
 
 Layout under ``root``
 ---------------------
+``<root>/SETA_Synth/<source>__<id>/``, ``<root>/SETA_Evolve/<source>__<id>__<variant>/``
+    The paper release's two folders (found up to three levels down): Harbor task dirs
+    (``task.toml``, ``instruction.md``, ``environment/``, ``solution/solve.sh``, ``tests/test.sh``);
+    the folder name is the task id.
 ``<root>/tasks/[seta/]<task>/`` (or ``<root>/<task>/``)
-    Harbor task dirs (``task.toml``, ``solution/solve.sh``) or TB1 task dirs (``task.yaml``,
-    ``solution.sh``, ``weights.json``, ``tests/test_outputs.py``).
+    Harbor task dirs or seta-env v1 TB1 task dirs (``task.yaml``, ``solution.sh``, ``weights.json``,
+    ``tests/test_outputs.py``).
 ``<root>/jobs/[seta/]...``
     Harbor job dirs or TB1 ``tb run`` output.
 """
@@ -42,6 +49,7 @@ import polars as pl
 
 from depthlab.datasets._base import Audit, DatasetInfo, json_object, keep_time_estimates_as_labels, make_audit
 from depthlab.datasets._harbor_tree import load_root
+from depthlab.io import Rejected
 
 INFO = DatasetInfo(
     name="seta",
@@ -51,8 +59,14 @@ INFO = DatasetInfo(
     generated_labels="difficulty easy/medium/hard (written by the synthesis agent)",
     empirical_labels="task_difficulty rollout bucket (per_task_summary.csv, not public; read when present)",
     missing="no public per-task pass rates; no capped runs",
-    layout="<root>/tasks/<task>/ (task.toml or task.yaml + weights.json), <root>/jobs/ (Harbor or tb run output)",
+    layout=(
+        "<root>/SETA_Synth/<source>__<id>/ and SETA_Evolve/<source>__<id>__<variant>/ (release), or "
+        "<root>/tasks/<task>/ (task.toml or task.yaml + weights.json); <root>/jobs/ (Harbor or tb run output)"
+    ),
 )
+
+#: The paper release's folders of task dirs.
+RELEASE_DIRS: tuple[str, ...] = ("SETA_Synth", "SETA_Evolve")
 
 WEIGHTS_FILE = "weights.json"
 SUMMARY_CSV = "per_task_summary.csv"
@@ -61,10 +75,22 @@ SUMMARY_CSV = "per_task_summary.csv"
 def load(root: str | Path, *, name: str = "seta", status_rule: str = "leaderboard") -> Audit:
     """Load SETA under ``root`` (layout in the module docstring); see :func:`depthlab.load_dataset`."""
     root = Path(root)
-    tree = load_root(root, name, difficulty_source="generated", status_rule=status_rule)
-    tasks, trials, rejected, tasks_dir = tree.tasks, tree.trials, tree.rejected, tree.tasks_dir
+    tree = load_root(
+        root,
+        name,
+        difficulty_source="generated",
+        status_rule=status_rule,
+        release_dirs=RELEASE_DIRS,
+        layout=INFO.layout,
+    )
+    tasks, trials, rejected = tree.tasks, tree.trials, list(tree.rejected)
     notes = [*tree.notes, "difficulty is written by the synthesis agent (generated), not a human rating"]
-    weights = read_test_weights(tasks_dir) if tasks_dir is not None else {}
+    task_dirs = {task: Path(source).parent for task, source in zip(tasks["task"], tasks["source"], strict=True)}
+    weights, bad = _weights_of(task_dirs)
+    if bad:  # one unreadable weights.json is that task's rejection, never the load's
+        rejected.extend(bad.values())
+        tasks = tasks.filter(~pl.col("task").is_in(sorted(bad)))
+        trials = trials.filter(~pl.col("task").is_in(sorted(bad)))
     empirical = _empirical_buckets(root / SUMMARY_CSV)
     if weights or empirical:
         tasks = tasks.with_columns(
@@ -74,14 +100,20 @@ def load(root: str | Path, *, name: str = "seta", status_rule: str = "leaderboar
             )
         )
     if weights:
-        outcomes = [  # TB1 runs keep per-test results in results.json; Harbor runs in reward.json
-            (_tb1_parser_results(source) or rewards) if task in weights else None
-            for task, source, rewards in zip(trials["task"], trials["source"], trials["rewards"], strict=True)
+        # per-test results: a TB1 run's parser_results, a Harbor trial's verifier/ctrf.json; a Harbor
+        # reward.json is the binary reward of test.sh, never per-test results
+        outcomes = [
+            (_tb1_parser_results(source) or _ctrf_results(source)) if task in weights else None
+            for task, source in zip(trials["task"], trials["source"], strict=True)
         ]
         trials = apply_test_weights(
             trials.with_columns(_outcomes=pl.Series(outcomes, dtype=pl.String)), weights, outcomes="_outcomes"
         ).drop("_outcomes")
-        notes.append(f"{len(weights)} tasks weight their tests (weights.json): a trial passes only with full reward")
+        n_scored = sum(outcome is not None for outcome in outcomes)
+        notes.append(
+            f"{len(weights)} tasks weight their tests (weights.json): {n_scored} trials with per-test results "
+            "re-scored (a trial passes only with full reward); the others keep their own reward"
+        )
     if empirical:
         notes.append(f"task_difficulty_empirical (rollout bucket) read from {SUMMARY_CSV} for {len(empirical)} tasks")
     return make_audit(name, keep_time_estimates_as_labels(tasks), trials, rejected=rejected, notes=notes)
@@ -99,14 +131,56 @@ def read_test_weights(tasks_dir: str | Path) -> dict[str, dict[str, float]]:
     weights: dict[str, dict[str, float]] = {}
     for path in sorted(Path(tasks_dir).glob(f"*/{WEIGHTS_FILE}")):
         try:
-            raw = msgspec.json.decode(path.read_bytes())
-        except msgspec.DecodeError as error:
-            raise ValueError(f"{path}: not valid JSON ({error})") from None
-        if not isinstance(raw, dict) or not all(isinstance(v, int | float) and v >= 0 for v in raw.values()):
-            raise ValueError(f"{path}: weights.json must be an object of test name -> non-negative weight")
-        if sum(raw.values()) > 0:
-            weights[path.parent.name] = {str(k): float(v) for k, v in raw.items()}
+            task_weights = _read_weights(path)
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
+        if task_weights:
+            weights[path.parent.name] = task_weights
     return weights
+
+
+def _weights_of(task_dirs: Mapping[str, Path]) -> tuple[dict[str, dict[str, float]], dict[str, Rejected]]:
+    """The test weights of every task dir that has a ``weights.json``; a bad file rejects its task."""
+    weights: dict[str, dict[str, float]] = {}
+    bad: dict[str, Rejected] = {}
+    for task, folder in task_dirs.items():
+        path = folder / WEIGHTS_FILE
+        if not path.is_file():
+            continue
+        try:
+            task_weights = _read_weights(path)
+        except ValueError as error:
+            bad[task] = Rejected(str(path), f"{error}; the task is rejected")
+            continue
+        if task_weights:
+            weights[task] = task_weights
+    return weights, bad
+
+
+def _read_weights(path: Path) -> dict[str, float] | None:
+    try:
+        raw = msgspec.json.decode(path.read_bytes())
+    except msgspec.DecodeError as error:
+        raise ValueError(f"not valid JSON ({error})") from None
+    if not isinstance(raw, dict) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in raw.values()
+    ):
+        raise ValueError("weights.json must be an object of test name -> non-negative weight")
+    return {str(k): float(v) for k, v in raw.items()} if sum(raw.values()) > 0 else None
+
+
+def _ctrf_results(source: str | None) -> str | None:
+    """Per-test outcomes of the Harbor trial a row was read from (``verifier/ctrf.json`` beside its result)."""
+    if not source or not source.endswith("result.json"):
+        return None
+    path = Path(source).parent / "verifier" / "ctrf.json"
+    try:
+        report = msgspec.json.decode(path.read_bytes())
+        tests = report["results"]["tests"]
+        outcomes = {str(test["name"]): str(test["status"]) for test in tests if isinstance(test, dict)}
+    except (OSError, msgspec.DecodeError, KeyError, TypeError):
+        return None
+    return msgspec.json.encode(outcomes).decode() if outcomes else None
 
 
 def apply_test_weights(

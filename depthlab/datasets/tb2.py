@@ -61,7 +61,7 @@ PUBLIC_RESULTS_CSV = "tb2_public_results.csv"
 def load(root: str | Path, *, name: str = "tb2", status_rule: str = "leaderboard") -> Audit:
     """Load TB2 under ``root`` (layouts in the module docstring); see :func:`depthlab.load_dataset`."""
     root = Path(root)
-    tree = load_root(root, name, difficulty_source="human", status_rule=status_rule)
+    tree = load_root(root, name, difficulty_source="human", status_rule=status_rule, layout=INFO.layout)
     tasks, trials, rejected, tasks_dir, jobs_dir = tree.tasks, tree.trials, tree.rejected, tree.tasks_dir, tree.jobs_dir
     notes = [*tree.notes, "difficulty, category, tags and time estimates are the task authors' own (human) ratings"]
     if tasks_dir is None and (root / TASKS_CSV).is_file():

@@ -17,9 +17,11 @@ Missing
 
 Layout under ``root``
 ---------------------
-``<root>/tasks/[tw/]<task>/`` (or ``<root>/<task>/``)
-    Harbor task dirs (``artifacts/tw_<id>`` unpacked): ``task.toml``, ``instruction.md``,
-    ``environment/Dockerfile`` (or ``docker-compose.yaml``), ``solution/solve.sh``, ``tests/test.sh``.
+``<root>/artifacts/tw_<id>/`` (found up to three levels down), or ``<root>/tasks/[tw/]<task>/``
+    Harbor task dirs: ``task.toml`` (``version = "1.0"``, no ``[task]`` table: the id is the folder
+    name ``tw_<id>``), ``instruction.md``, ``environment/Dockerfile`` (or ``docker-compose.yaml``),
+    ``solution/solve.sh``, ``tests/test.sh``. The ``[metadata]`` drafter, annotator and refiner names
+    and e-mails are personal data and are dropped (never in ``labels``).
 ``<root>/jobs/[tw/]...``
     Harbor job dirs.
 """
@@ -42,13 +44,23 @@ INFO = DatasetInfo(
     ),
     empirical_labels="none public",
     missing="no difficulty label; no public per-task results; no capped runs",
-    layout="<root>/tasks/<task>/ (Harbor task dirs), <root>/jobs/ (Harbor jobs)",
+    layout="<root>/artifacts/tw_<id>/ or <root>/tasks/<task>/ (Harbor task dirs), <root>/jobs/ (Harbor jobs)",
 )
+
+#: The release's own folder of task dirs (``artifacts/tw_<id>/``).
+RELEASE_DIRS: tuple[str, ...] = ("artifacts",)
 
 
 def load(root: str | Path, *, name: str = "tw", status_rule: str = "leaderboard") -> Audit:
     """Load TerminalWorld under ``root`` (layout in the module docstring); see :func:`depthlab.load_dataset`."""
-    tree = load_root(root, name, difficulty_source="generated", status_rule=status_rule)
+    tree = load_root(
+        root,
+        name,
+        difficulty_source="generated",
+        status_rule=status_rule,
+        release_dirs=RELEASE_DIRS,
+        layout=INFO.layout,
+    )
     tasks, trials, rejected = tree.tasks, tree.trials, tree.rejected
     # an LLM's time estimate is not the human expert estimate the column holds for TB2
     tasks = keep_time_estimates_as_labels(tasks)

@@ -62,8 +62,8 @@ import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_positive_int
-from depthlab.engines.rounds import Echo, EngineError
-from depthlab.io import harbor_writer, load_trials
+from depthlab.engines.rounds import Echo, EngineError, check_api_key
+from depthlab.io import harbor_writer
 
 #: The Harbor versions depthlab's configs are checked against: [lowest, first unsupported).
 SUPPORTED_HARBOR: tuple[str, str] = ("0.26.0", "0.27.0")
@@ -165,7 +165,8 @@ class HarborEngine:
         Harbor's agent name.
     api_key_env : str, optional
         An environment variable whose value Harbor gets as ``OPENAI_API_KEY`` (the child's
-        environment only, never a file).
+        environment only, never a file); :meth:`check` refuses it unset. None leaves Harbor the
+        environment's keys as they are.
     env : mapping, optional
         Extra environment variables for Harbor (e.g. ``HARBOR_TELEMETRY=0``).
 
@@ -197,6 +198,7 @@ class HarborEngine:
         self.concurrency = concurrency
         self.agent = agent
         self.env = {**os.environ, **dict(env or {})}
+        self.api_key_env = api_key_env
         if api_key_env and api_key_env != "OPENAI_API_KEY" and api_key_env in os.environ:
             self.env["OPENAI_API_KEY"] = os.environ[api_key_env]
         self._harbor_spec = harbor
@@ -214,7 +216,8 @@ class HarborEngine:
         return self._harbor
 
     def check(self) -> None:
-        """Harbor present and supported; for the docker environment, ``docker compose`` v2 present."""
+        """The API key set; Harbor present and supported; for the docker environment, ``docker compose`` v2."""
+        check_api_key(self.api_key_env)
         _ = self.harbor
         if self.environment == "docker":
             try:
@@ -266,11 +269,10 @@ class HarborEngine:
                 )
         return configs
 
-    def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, progress: bool) -> None:
-        self.progress = progress
+    def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, echo: Echo) -> None:
         configs = self.round_configs(plan, tasks, number)
         total = int(plan["attempts"].sum())
-        with _bar(total, f"round {number}", progress) as bar:
+        with _bar(total, f"round {number}", self.progress) as bar:
             if self.note:
                 bar.set_postfix_str(self.note)
             for name, config in configs.items():
@@ -280,14 +282,13 @@ class HarborEngine:
                 self._harbor_job(["run", "--config", str(path)], self.jobs_dir / name, n_trials, bar)
 
     def load_trials(self) -> pl.DataFrame:
-        if not any(self.jobs_dir.glob("*/*/result.json")):
-            return schema.empty("trials")
-        return load_trials([self.jobs_dir], cache=False)  # a cache would miss the newest trials
+        from depthlab.runner.output import load_job_trials
+
+        return load_job_trials(self.jobs_dir)
 
     # ------------------------------------------------------------------ resume
     def resume(self, echo: Echo) -> None:
-        """Check Harbor; resume every interrupted ``measure-*`` job with ``harbor jobs resume``."""
-        self.check()
+        """Resume every interrupted ``measure-*`` job with ``harbor jobs resume`` (after :meth:`check`)."""
         echo(f"engine: Harbor {self.harbor.version} ({' '.join(self.harbor.argv)}), environment {self.environment}")
         for job in self._jobs():
             if not (job / "config.json").is_file():
@@ -494,7 +495,7 @@ def oracle_failures(results: Mapping[str, Mapping[str, Any]], task_names: Sequen
         else:
             continue
         rows.append({"task": task, "reason": reason, "output": _verifier_output(result["_dir"])})
-    return pl.DataFrame(rows, schema={"task": pl.String, "reason": pl.String, "output": pl.String})
+    return schema.preflight_failures(rows)
 
 
 def compose_project(name: str) -> str:
@@ -523,20 +524,15 @@ def _verifier_output(trial: Path) -> str:
 
 def _task_folders(tasks: pl.DataFrame) -> dict[str, Path]:
     """Task name -> the folder holding its task folder (Harbor's ``datasets[].path``)."""
-    folders: dict[str, Path] = {}
-    for task, source in tasks.select("task", "source").iter_rows():
-        path = Path(str(source))
-        if path.name in {"task.toml", "task.yaml"}:
-            path = path.parent
-        folders[str(task)] = path.absolute().parent
-    return folders
+    from depthlab.runner.task import task_folder
+
+    return {
+        str(task): task_folder(source).absolute().parent for task, source in tasks.select("task", "source").iter_rows()
+    }
 
 
 def _datasets(task_names: Sequence[str], folders: Mapping[str, Path]) -> list[dict[str, Any]]:
-    grouped: dict[Path, list[str]] = {}
-    for task in task_names:
-        grouped.setdefault(folders[task], []).append(task)
-    return [harbor_writer.dataset_config(str(folder), sorted(names)) for folder, names in sorted(grouped.items())]
+    return harbor_writer.dataset_configs((folders[task], task) for task in task_names)
 
 
 def _n_tasks(config: Mapping[str, Any]) -> int:

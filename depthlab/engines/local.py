@@ -10,8 +10,7 @@ trials already there), so a rerun after ``kill -9`` runs only what is missing.
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,7 @@ import polars as pl
 
 from depthlab import _atomic, schema
 from depthlab._checks import check_positive_int
-from depthlab.engines.rounds import Echo, EngineError
-from depthlab.io import load_trials
+from depthlab.engines.rounds import Echo, EngineError, check_api_key
 
 #: A file of the jobs folder counting the rounds run there (a file: ``harbor view`` lists folders as jobs)
 ROUNDS_FILE = ".depthlab-measure-rounds"
@@ -40,7 +38,12 @@ class LocalEngine:
     concurrency : int, default 2
         Trials at once.
     agent_factory : callable, optional
-        ``(model, cap) -> agent``; default the runner's terminus agent on ``base_url``.
+        ``(model, cap) -> agent``; default the runner's terminus agent on ``base_url``
+        (:func:`depthlab.runner.agent.terminus_factory`, the factory of ``depthlab run``).
+    agent_options : mapping, optional
+        Further options of that factory (``temperature``, ``request_timeout``, ``max_retries``);
+        the provider prefix of a model name is stripped before it is sent (``strip_provider``,
+        default True: what Harbor's LiteLLM does, so both engines send the same request).
     prices : (float or None, float or None), default (None, None)
         USD per million prompt and completion tokens, for the trials' ``cost_usd`` (and ``--max-cost``).
     fill_options : dict, optional
@@ -66,6 +69,7 @@ class LocalEngine:
         agent_factory: Callable[[str, int | None], Any] | None = None,
         fill_options: dict[str, Any] | None = None,
         prices: tuple[float | None, float | None] = (None, None),
+        agent_options: Mapping[str, Any] | None = None,
     ) -> None:
         check_positive_int(concurrency, "concurrency", "LocalEngine")
         self.prices = prices
@@ -75,14 +79,17 @@ class LocalEngine:
         self.concurrency = concurrency
         self.agent_factory = agent_factory
         self.fill_options = dict(fill_options or {})
+        self.agent_options = {"strip_provider": True, **dict(agent_options or {})}
         self.docker_client: Any = None
+        self.progress = True  # the round loop sets it
+        self.note = ""  # the round loop's note (unused: the runner's progress bar has no postfix)
 
     def _client(self) -> Any:
         if self.docker_client is None:
-            import docker
+            from depthlab.runner.container import new_docker_client
 
             try:
-                self.docker_client = docker.from_env()
+                self.docker_client = new_docker_client()
                 self.docker_client.ping()
             except Exception as error:  # any failure to reach the engine
                 raise EngineError(f"the local engine needs a running Docker Engine: {error}") from None
@@ -93,35 +100,45 @@ class LocalEngine:
             return self.agent_factory
         if not self.base_url:
             raise EngineError("the local engine needs --base-url (the model endpoint)")
-        from depthlab.runner import ChatClient, HarnessConfig, TerminusAgent
+        from depthlab.runner.agent import terminus_factory
 
-        base_url, key_env, (price_in, price_out) = self.base_url, self.api_key_env, self.prices
+        return terminus_factory(self.base_url, api_key_env=self.api_key_env, prices=self.prices, **self.agent_options)
 
-        def make(model: str, cap: int | None) -> Any:
-            # LiteLLM (Harbor's client) sends "openai/m" as "m"; so does this, for the same answers
-            client = ChatClient(
-                base_url,
-                model,
-                api_key_env=key_env,
-                strip_provider=True,
-                input_price_per_mtok=price_in,
-                output_price_per_mtok=price_out,
-            )
-            return TerminusAgent(client, HarnessConfig(cap=cap))
-
-        return make
+    def check(self) -> None:
+        """The API key set (unless ``agent_factory`` makes the agents) and Docker reachable."""
+        if self.agent_factory is None:
+            check_api_key(self.api_key_env)
+        self._client()
 
     def resume(self, echo: Echo) -> None:
-        """Check Docker; the fill of the next round resumes the interrupted one by itself."""
-        self._client()
+        """Nothing to do: the fill of the next round resumes the interrupted one by itself."""
         echo(f"engine: depthlab's runner on this machine, jobs in {self.jobs_dir}")
 
     def preflight(self, tasks: pl.DataFrame, echo: Echo) -> pl.DataFrame:
-        """Each task's reference solution once, under the rounds' settings; the failures."""
-        from depthlab.engines._oracle import local_oracle_failures
+        """Each task's reference solution once, under the rounds' settings; the failures.
 
-        options = {**self.fill_options, "concurrency": self.concurrency}
-        return local_oracle_failures(tasks, self.jobs_dir, self._client(), echo, options)
+        :func:`depthlab.runner.preflight.preflight` runs each task's ``solution/solve.sh`` under the
+        settings the models get, caches the result per task checksum and settings, and reports the
+        tasks that cannot pass. It writes into ``<jobs_dir>/.preflight``, the folder and cache
+        ``depthlab fill`` uses, so the rounds' fills (called with ``run_preflight=False``) and a
+        later ``depthlab fill`` on the same jobs reuse it.
+        """
+        from depthlab.runner.preflight import preflight
+        from depthlab.runner.scheduler import PREFLIGHT_FOLDER
+        from depthlab.runner.task import task_folder
+
+        paths = [str(task_folder(source)) for source in tasks["source"].to_list()]
+        options = {key: value for key, value in self.fill_options.items() if key in {"limits", "settings"}}
+        report = preflight(
+            paths,
+            jobs_dir=self.jobs_dir / PREFLIGHT_FOLDER,
+            docker_client=self._client(),
+            concurrency=self.concurrency,
+            **options,
+        )
+        echo(report.summary())
+        rows = [{"task": row.task, "reason": row.reason, "output": row.verifier_tail} for row in report.failed]
+        return schema.preflight_failures(rows)
 
     def next_round(self) -> int:
         try:
@@ -129,7 +146,7 @@ class LocalEngine:
         except (OSError, ValueError):
             return 1
 
-    def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, progress: bool) -> None:
+    def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, echo: Echo) -> None:
         from depthlab.runner import fill
 
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
@@ -144,24 +161,24 @@ class LocalEngine:
                 agent_factory=self._factory(),
                 docker_client=self._client(),
                 concurrency=self.concurrency,
-                progress=progress,
+                progress=self.progress,
                 run_preflight=False,  # measure ran it before round 1, into the same cache
                 **self.fill_options,
             )
             for message in (*summary.skipped, *summary.errors):
-                print(f"  {message}", file=sys.stderr)
+                echo(f"  {message}")
 
     def load_trials(self) -> pl.DataFrame:
-        if not any(self.jobs_dir.glob("*/*/result.json")):
-            return schema.empty("trials")
-        return load_trials([self.jobs_dir], cache=False)
+        from depthlab.runner.output import load_job_trials
+
+        return load_job_trials(self.jobs_dir)
 
 
 def _folders(tasks: pl.DataFrame) -> dict[str, str]:
-    folders = {}
-    for task, source in tasks.select("task", "source").iter_rows():
-        path = Path(str(source))
-        if path.name in {"task.toml", "task.yaml"}:
-            path = path.parent
-        folders[str(task)] = str(path.absolute().parent)
-    return folders
+    """Task name -> the folder holding its task folder (the fill's ``tasks_dir``)."""
+    from depthlab.runner.task import task_folder
+
+    return {
+        str(task): str(task_folder(source).absolute().parent)
+        for task, source in tasks.select("task", "source").iter_rows()
+    }

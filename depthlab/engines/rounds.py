@@ -20,6 +20,7 @@ It stops when
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -30,10 +31,8 @@ import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_caps, check_models, check_number, check_positive_int
-from depthlab.measures import estimate_depth, plan_missing
-
-#: Depth statuses in the order the summaries list them.
-STATUS_ORDER: tuple[str, ...] = ("solved", "unsolved", "incomplete")
+from depthlab.measures import plan_missing
+from depthlab.measures.depth import TASK_KEYS, depth_from_grid, evidence_grid
 
 Echo = Callable[[str], None]
 
@@ -43,24 +42,53 @@ class EngineError(RuntimeError):
 
 
 class Engine(Protocol):
-    """What the round loop needs from an engine."""
+    """What the round loop needs from an engine: every attribute and method it reads or sets."""
 
+    #: The engine's name ("harbor", "local"), recorded in :attr:`MeasureResult.engine`.
     name: str
+    #: Whether the engine shows progress bars (the loop sets it before :meth:`check`).
+    progress: bool
+    #: A short line to show beside the engine's progress bar (the loop sets it before each round).
+    note: str
+
+    def check(self) -> None:
+        """Raise :class:`EngineError` when the engine cannot run (a tool missing, the API key unset)."""
 
     def resume(self, echo: Echo) -> None:
         """Finish or clean up work an interrupted measurement left in the jobs folder."""
 
     def preflight(self, tasks: pl.DataFrame, echo: Echo) -> pl.DataFrame:
-        """Run each task's reference solution once; return the failures (task, reason, output)."""
+        """Run each task's reference solution once; the failures (:data:`depthlab.schema.PREFLIGHT_FAILURES`)."""
 
     def next_round(self) -> int:
         """The number of the next round (one more than the rounds the jobs folder holds)."""
 
-    def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, progress: bool) -> None:
-        """Run every cell of ``plan`` (one adaptive round) into the jobs folder."""
+    def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, echo: Echo) -> None:
+        """Run every cell of ``plan`` (one adaptive round) into the jobs folder; report through ``echo``."""
 
     def load_trials(self) -> pl.DataFrame:
         """Every complete trial in the jobs folder (the trials table)."""
+
+
+def check_api_key(api_key_env: str | None) -> None:
+    """The one key rule of every verb that calls a model: a named variable must be set.
+
+    ``api_key_env`` None or ``""`` means the endpoint takes no key. Checked before any run (the
+    preflight included), so a missing key never costs a round.
+
+    Examples
+    --------
+    >>> check_api_key(None)
+    >>> check_api_key("DEPTHLAB_SURELY_UNSET_KEY")
+    Traceback (most recent call last):
+    ...
+    depthlab.engines.rounds.EngineError: the API key variable DEPTHLAB_SURELY_UNSET_KEY is not set: export it ...
+    """
+    if api_key_env and not os.environ.get(api_key_env):
+        raise EngineError(
+            f"the API key variable {api_key_env} is not set: export it (the key is read from the environment, "
+            "never written), name another with --api-key-env, or pass --api-key-env '' for an endpoint without a key"
+        )
 
 
 @dataclass
@@ -102,6 +130,7 @@ class MeasureResult:
     output_tokens: int = 0
     cost_usd: float | None = None
     sweep_runs: int = 0
+    engine: str = ""  # the engine's name
 
     @property
     def complete(self) -> bool:
@@ -190,10 +219,10 @@ def measure(
     if max_cost is not None:
         max_cost = check_number(max_cost, "max_cost", function, low=0.0)
     say = echo or _stderr
-    if hasattr(engine, "progress"):
-        engine.progress = progress
+    engine.progress = progress
+    engine.check()
     engine.resume(say)
-    excluded = _empty_failures()
+    excluded = schema.preflight_failures()
     if preflight:
         excluded = engine.preflight(tasks, say)
         if excluded.height:
@@ -215,46 +244,66 @@ def measure(
         )
         if plan.is_empty():
             break
-        planned = int(plan["attempts"].sum())
-        if max_runs is not None and spent.height + planned > max_runs:
-            stopped = f"the next round's {planned} runs would pass --max-runs {max_runs} ({spent.height} run so far)"
-            break
-        cost = _sum_or_none(spent["cost_usd"])
-        if max_cost is not None and cost is not None and spent.height:
-            estimate = cost + cost / spent.height * planned
-            if estimate > max_cost:
-                stopped = (
-                    f"the next round's {planned} runs would take the cost to about ${estimate:.2f}, past "
-                    f"--max-cost {max_cost:g} (${cost:.2f} so far)"
-                )
-                break
-        if len(rounds) >= limit:
+        stopped = _budget_stop(spent, plan, max_runs, max_cost)
+        if stopped is None and len(rounds) >= limit:
             stopped = f"{len(rounds)} rounds ran and cells are still missing (invalid trials keep recurring)"
+        if stopped is not None:
             break
-        number = engine.next_round()
-        n_cells = plan.height
-        n_tasks = plan.select("dataset", "task").unique().height
-        pinned = tasks.height - n_tasks
-        say(
-            f"round {number}: {planned} runs in {n_cells} cells over {n_tasks} tasks (caps {_caps(plan)}); "
-            f"{pinned} of {tasks.height} tasks pinned or unsolved so far"
-        )
-        if hasattr(engine, "note"):  # shown beside the engine's progress bar
-            engine.note = f"tasks pinned or unsolved {pinned}/{tasks.height}"
-        before = set(trials["source"].to_list())
-        started = time.monotonic()
-        engine.run_round(plan, number, tasks, progress)
-        trials = engine.load_trials()
-        new = _measured(trials, tasks, models).filter(~pl.col("source").is_in(list(before)))
-        report = _report(number, planned, new, time.monotonic() - started)
-        report.status = _status_counts(depth_table(trials, tasks, models=models, caps=caps, pass_rule=pass_rule))
+        trials, report = _run_round(engine, plan, tasks, trials, say, models=models, caps=caps, pass_rule=pass_rule)
         rounds.append(report)
-        say(report.render())
         if report.valid == 0:
             why = report.first_invalid or "the engine recorded no trial"
-            stopped = f"round {number} recorded no valid trial, nothing was counted: {why}"
+            stopped = f"round {report.number} recorded no valid trial, nothing was counted: {why}"
             break
     return _result(trials, rounds, excluded, engine, models, caps, pass_rule, stopped, sweep, tasks=tasks)
+
+
+def _budget_stop(spent: pl.DataFrame, plan: pl.DataFrame, max_runs: int | None, max_cost: float | None) -> str | None:
+    """Why the next round (``plan``) must not run under ``max_runs`` / ``max_cost``; None when it may."""
+    planned = int(plan["attempts"].sum())
+    if max_runs is not None and spent.height + planned > max_runs:
+        return f"the next round's {planned} runs would pass --max-runs {max_runs} ({spent.height} run so far)"
+    cost = _sum_or_none(spent["cost_usd"])
+    if max_cost is not None and cost is not None and spent.height:
+        estimate = cost + cost / spent.height * planned
+        if estimate > max_cost:
+            return (
+                f"the next round's {planned} runs would take the cost to about ${estimate:.2f}, past "
+                f"--max-cost {max_cost:g} (${cost:.2f} so far)"
+            )
+    return None
+
+
+def _run_round(
+    engine: Engine,
+    plan: pl.DataFrame,
+    tasks: pl.DataFrame,
+    trials: pl.DataFrame,
+    say: Echo,
+    *,
+    models: Sequence[str],
+    caps: Sequence[int],
+    pass_rule: str,
+) -> tuple[pl.DataFrame, RoundReport]:
+    """Run one round of ``plan`` with ``engine``; the trials after it and the round's report (echoed)."""
+    number = engine.next_round()
+    planned = int(plan["attempts"].sum())
+    n_tasks = plan.select("dataset", "task").unique().height
+    pinned = tasks.height - n_tasks
+    say(
+        f"round {number}: {planned} runs in {plan.height} cells over {n_tasks} tasks (caps {_caps(plan)}); "
+        f"{pinned} of {tasks.height} tasks pinned or unsolved so far"
+    )
+    engine.note = f"tasks pinned or unsolved {pinned}/{tasks.height}"  # shown beside the engine's progress bar
+    before = set(trials["source"].to_list())
+    started = time.monotonic()
+    engine.run_round(plan, number, tasks, say)
+    trials = engine.load_trials()
+    new = _measured(trials, tasks, models).filter(~pl.col("source").is_in(list(before)))
+    report = _report(number, planned, new, time.monotonic() - started)
+    report.status = _status_counts(depth_table(trials, tasks, models=models, caps=caps, pass_rule=pass_rule))
+    say(report.render())
+    return trials, report
 
 
 def render_failures(failures: pl.DataFrame) -> str:
@@ -265,10 +314,6 @@ def render_failures(failures: pl.DataFrame) -> str:
         for line in (row.get("output") or "").splitlines()[-5:]:
             lines.append(f"      | {line}")
     return "\n".join(lines)
-
-
-def _empty_failures() -> pl.DataFrame:
-    return pl.DataFrame(schema={"task": pl.String, "reason": pl.String, "output": pl.String})
 
 
 def _result(
@@ -286,7 +331,7 @@ def _result(
 ) -> MeasureResult:
     if tasks is None:
         depth = schema.empty("depth")
-        return MeasureResult(depth, rounds, excluded, stopped, sweep_runs=sweep)
+        return MeasureResult(depth, rounds, excluded, stopped, sweep_runs=sweep, engine=engine.name)
     depth = depth_table(trials, tasks, models=models, caps=caps, pass_rule=pass_rule)
     spent = _measured(trials, tasks, models)
     valid = spent.filter(pl.col("status") != "invalid")
@@ -301,13 +346,14 @@ def _result(
         output_tokens=int(spent["n_output_tokens"].sum() or 0),
         cost_usd=_sum_or_none(spent["cost_usd"]),
         sweep_runs=sweep,
+        engine=engine.name,
     )
 
 
 def depth_table(
     trials: pl.DataFrame, tasks: pl.DataFrame, *, models: Sequence[str], caps: Sequence[int], pass_rule: str = "any"
 ) -> pl.DataFrame:
-    """The depth table of ``tasks``: :func:`depthlab.estimate_depth` on their trials, and a row
+    """The depth table of ``tasks`` (:func:`~depthlab.measures.depth.evidence_grid` over them), a row
     (``incomplete``, every cap missing) for each task with no trial yet.
 
     Examples
@@ -320,18 +366,17 @@ def depth_table(
     >>> depth_table(trials, tasks, models=["a"], caps=(1, 2, 3)).select("task", "depth", "status").rows()
     [('t', 2, 'solved'), ('u', None, 'incomplete')]
     """
-    keys = tasks.select("dataset", "task")
+    keys = tasks.select(TASK_KEYS).unique()
     measured = _measured(trials, tasks, models)
-    depth = estimate_depth(measured, caps=caps, models=models, pass_rule=pass_rule)
-    missing = keys.join(depth.select("dataset", "task"), on=["dataset", "task"], how="anti", nulls_equal=True)
-    if missing.height:
-        filler = missing.with_columns(
-            status=pl.lit("incomplete"),
-            caps_tried=pl.lit([], dtype=pl.List(pl.Int32)),
-            caps_missing=pl.lit(list(caps), dtype=pl.List(pl.Int32)),
-            n_models=pl.lit(0, dtype=pl.Int32),
-        )
-        depth = pl.concat([depth, schema.conform(filler, "depth")], how="diagonal_relaxed")
+    grid = evidence_grid(measured, caps=caps, models=models, pass_rule=pass_rule, tasks=keys)
+    depth = depth_from_grid(grid, keys, caps=caps)
+    # a task no model has run yet counts no model (as estimate_depth, which never sees it, would have it)
+    untried = ~pl.col("task").is_in(measured["task"].to_list()) if measured.height else pl.lit(True)
+    depth = depth.with_columns(
+        n_models=pl.when(untried).then(0).otherwise(pl.col("n_models")).cast(pl.Int32),
+        depth_by_model=pl.when(untried).then(None).otherwise(pl.col("depth_by_model")),
+        non_monotone=pl.when(untried).then(None).otherwise(pl.col("non_monotone")),
+    )
     return schema.conform(depth, "depth").sort("dataset", "task", nulls_last=True)
 
 
@@ -385,7 +430,7 @@ def _status_counts(depth: pl.DataFrame) -> dict[str, int]:
     counts = dict(depth.group_by("status").len().iter_rows())
     return {
         status: int(counts[status])
-        for status in (*STATUS_ORDER, *sorted(set(counts) - set(STATUS_ORDER)))
+        for status in (*schema.DEPTH_STATUSES, *sorted(set(counts) - set(schema.DEPTH_STATUSES)))
         if status in counts
     }
 

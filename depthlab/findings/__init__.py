@@ -22,6 +22,8 @@ importable from here:
 * :mod:`~depthlab.findings.quadrants` (05): the depth/work quadrants;
 * :mod:`~depthlab.findings.segments` (06): the DEPTH-style set, segment reliability, the sign test;
 * :mod:`~depthlab.findings.proxy` (07): the trajectory depth proxy;
+* :mod:`~depthlab.findings.uncertainty` (08): how sure D is: censored shares, split-half D, pass ~ D | W
+  with a permutation p-value and a hierarchical bootstrap;
 * :mod:`~depthlab.findings.results`: a notebook's results JSON and its comparison with the paper.
 
 The row-building engine and the table schema are in the private ``_core``; the docstring
@@ -41,13 +43,9 @@ Examples
 
 from __future__ import annotations
 
+from depthlab.catalog import AUDITED, HUMAN, OWN, SYNTHETIC
 from depthlab.findings._core import (
-    AUDITED,
-    FINDING,
-    HUMAN,
-    OWN,
     POOLED_GROUPS,
-    SYNTHETIC,
     UNSOLVED_RANK,
     computed,
     main_model,
@@ -74,6 +72,8 @@ from depthlab.findings.segments import (
     sign_test_depth,
 )
 from depthlab.findings.turns import depth_given_turns, model_turns_beside_depth, second_model, turns_beside_depth
+from depthlab.findings.uncertainty import censored_depth_shares, depth_reliability, pass_depth_given_work_robust
+from depthlab.schema import FINDING
 
 __all__ = [
     "AUDITED",
@@ -85,9 +85,11 @@ __all__ = [
     "PROXY_FINDINGS",
     "SYNTHETIC",
     "UNSOLVED_RANK",
+    "censored_depth_shares",
     "collection_counts",
     "computed",
     "depth_given_turns",
+    "depth_reliability",
     "depth_shares",
     "depth_vs_author_rating",
     "environment_pairs",
@@ -100,6 +102,7 @@ __all__ = [
     "own_set_summary",
     "pass_at_1",
     "pass_depth_given_work",
+    "pass_depth_given_work_robust",
     "pass_turns_given_depth",
     "pass_turns_given_work",
     "proxy_findings",

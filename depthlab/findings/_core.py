@@ -12,33 +12,10 @@ import polars as pl
 
 from depthlab import stats
 from depthlab.auditdata import AuditData
-from depthlab.schema import MIN_TASKS
 
-#: The six collections the paper audits.
-AUDITED: Final[tuple[str, ...]] = ("tmax", "facet", "seta", "rst", "tb2", "tw")
-#: The paper's synthetic collections (LLM-generated); its own DEPTH-style set is not among them.
-SYNTHETIC: Final[tuple[str, ...]] = ("tmax", "facet", "seta", "rst")
-#: The paper's human-curated collections.
-HUMAN: Final[tuple[str, ...]] = ("tb2", "tw")
-#: The paper's own multi-segment DEPTH-style set.
-OWN: Final[str] = "depth"
-
-#: Columns of every findings table (declared once).
-FINDING: Final[dict[str, pl.DataType]] = {
-    "key": pl.String(),  # the statistic, e.g. "pcorr_pass_depth_given_work"
-    "group": pl.String(),  # the collection, group of collections, model or cell it is computed on
-    "value": pl.Float64(),
-    "ci_low": pl.Float64(),
-    "ci_high": pl.Float64(),
-    "interval": pl.String(),  # "ci95" (confidence interval), "range" (span of values) or null
-    "p": pl.Float64(),
-    "n": pl.Int64(),
-    "unit": pl.String(),  # what n counts: tasks, runs, pairs
-    "collections": pl.String(),  # the collections of the sample, comma-separated
-    "models": pl.String(),  # the models whose runs count, comma-separated
-    "data": pl.String(),  # "simulated" or "real"
-    "detail": pl.String(),  # one line: the definition's choices, counts behind a share
-}
+# the paper's groups of collections are catalog facts (derived from its curation), re-exported by findings
+from depthlab.catalog import HUMAN, OWN
+from depthlab.schema import FINDING, MIN_TASKS
 
 
 class FindingRow(TypedDict):
@@ -349,14 +326,16 @@ def correlation_rows(
         used = base.filter(pl.col("dataset").is_in(collections)).drop_nulls([x, y, covar])
         models = capped_models(data, collections) if solved else public_models(data, collections)
         unit = "solved tasks" if solved else "tasks"
-        if used.height < MIN_TASKS or any(used[c].n_unique() < 2 for c in (x, y, covar)):
+        used, cluster = task_groups(used) if group not in POOLED_GROUPS else (used, None)
+        n_units = used[cluster].n_unique() if cluster else used.height
+        if n_units < MIN_TASKS or any(used[c].n_unique() < 2 for c in (x, y, covar)):
             rows.append(
                 make_row(
                     data,
                     key,
                     group,
                     None,
-                    n=used.height,
+                    n=n_units,
                     unit=unit,
                     collections=collections,
                     models=models,
@@ -373,7 +352,21 @@ def correlation_rows(
                 f"({', '.join(collections)}); stratified bootstrap"
             )
         else:
-            result = stats.partial_spearman(used, x, y, covar, n_boot=n_boot, seed=seed)
-            detail = f"covariate: {covar}"
+            result = stats.partial_spearman(used, x, y, covar, n_boot=n_boot, seed=seed, cluster=cluster)
+            detail = f"covariate: {covar}" + ("; bootstrap resamples task groups" if cluster else "")
         rows.append(corr_row(data, key, group, result, collections, models, detail=detail, unit=unit))
     return make_frame(rows)
+
+
+def task_groups(frame: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
+    """``frame`` ready for a bootstrap over task groups, and the cluster column (None when it has no groups).
+
+    A collection whose tasks come in groups of near-duplicates (RST's rewrites of one seed,
+    ``task_group``) is resampled group by group (``cluster="task_group"`` of
+    :func:`depthlab.stats.partial_spearman`): rewrites of one task are one unit, never independent
+    tasks. A task without a group is a group of its own.
+    """
+    if "task_group" not in frame.columns or frame["task_group"].null_count() == frame.height:
+        return frame, None
+    own = pl.col("dataset") + pl.lit("\x1f") + pl.col("task")
+    return frame.with_columns(task_group=pl.coalesce("task_group", own)), "task_group"

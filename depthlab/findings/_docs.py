@@ -1,9 +1,9 @@
 """Docstring fragments the findings share, written once and substituted into each docstring (seaborn's approach).
 
 A docstring names a fragment on a line of its own, ``{data}``; :func:`docstring` replaces that line
-with the fragment, indented like the line, when the function is defined. Everything else in the
-docstring is left as written (braces included), so a set of choices such as ``{"all", "solved"}``
-needs no escaping.
+with the fragment, indented like the line, when the function is defined (the mechanism, shared with
+the figures' fragments, is :func:`depthlab._docstrings.filler`). Everything else in the docstring is
+left as written (braces included), so a set of choices such as ``{"all", "solved"}`` needs no escaping.
 
 Examples
 --------
@@ -21,10 +21,11 @@ data : AuditData
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final, TypeVar
+from typing import Final
+
+from depthlab._docstrings import filler
 
 __all__ = ["FRAGMENTS", "docstring"]
 
@@ -45,20 +46,5 @@ pl.DataFrame
     }
 )
 
-_PLACEHOLDER = re.compile(r"^([ \t]*)\{(\w+)\}[ \t]*$", re.MULTILINE)
-
-F = TypeVar("F", bound=Callable[..., object])
-
-
-def docstring(function: F) -> F:
-    """Substitute the :data:`FRAGMENTS` named on lines of their own in ``function``'s docstring."""
-
-    def fill(match: re.Match[str]) -> str:
-        indent, name = match.groups()
-        if name not in FRAGMENTS:
-            raise KeyError(f"{function.__qualname__}: no docstring fragment {name!r}; known: {sorted(FRAGMENTS)}")
-        return "\n".join(indent + line if line else line for line in FRAGMENTS[name].splitlines())
-
-    if function.__doc__:
-        function.__doc__ = _PLACEHOLDER.sub(fill, function.__doc__)
-    return function
+#: Fill a finding's docstring with :data:`FRAGMENTS` (the mechanism is :mod:`depthlab._docstrings`).
+docstring = filler(FRAGMENTS)

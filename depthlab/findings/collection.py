@@ -6,10 +6,8 @@ import polars as pl
 
 from depthlab._checks import check_choice
 from depthlab.auditdata import AuditData
+from depthlab.catalog import AUDITED, HUMAN, SYNTHETIC
 from depthlab.findings._core import (
-    AUDITED,
-    HUMAN,
-    SYNTHETIC,
     Sample,
     capped_models,
     make_frame,

@@ -10,8 +10,10 @@ import polars as pl
 from depthlab import stats
 from depthlab._checks import check_choice
 from depthlab.auditdata import AuditData
+from depthlab.catalog import HUMAN
 from depthlab.findings._core import (
-    HUMAN,
+    FindingRow,
+    Sample,
     capped_models,
     make_frame,
     make_row,
@@ -113,59 +115,68 @@ def quadrant_percentiles(
                 )
             ]
         )
-    rows = []
+    sample = Sample(collections=chosen, models=models)
     detail += f" and the median W ({cells['work_split'][0]:g})"
-    for cell in cells.iter_rows(named=True):
-        group = f"{cell['depth_class']}/{cell['work_class']}"
-        rows.append(
-            make_row(
-                data,
-                "quadrant_mean_percentile",
-                group,
-                cell["mean_percentile"],
-                low=cell["ci_low"],
-                high=cell["ci_high"],
-                interval="ci95" if cell["ci_low"] is not None else None,
-                n=cell["n"],
-                unit="solved tasks",
-                collections=chosen,
-                models=models,
-                detail=detail,
-            )
-        )
-    others = cells.filter(~((pl.col("depth_class") == "deep") & (pl.col("work_class") == "large")))
-    values = others["mean_percentile"].drop_nulls()
-    rows.append(
+    rows = [*_cell_rows(data, cells, sample, detail), _other_cells_row(data, cells, sample)]
+    hardest = _hardest_row(data, cells, sample)
+    if hardest is not None:
+        rows.append(hardest)
+    return make_frame(rows)
+
+
+def _cell_rows(data: AuditData, cells: pl.DataFrame, sample: Sample, detail: str) -> list[FindingRow]:
+    """``quadrant_mean_percentile``: one row per cell, with its BCa interval."""
+    return [
         make_row(
             data,
-            "quadrant_other_mean_percentile",
-            "not deep/large",
-            None,
-            low=values.min() if values.len() else None,
-            high=values.max() if values.len() else None,
-            interval="range",
-            n=int(others["n"].sum()),
+            "quadrant_mean_percentile",
+            f"{cell['depth_class']}/{cell['work_class']}",
+            cell["mean_percentile"],
+            low=cell["ci_low"],
+            high=cell["ci_high"],
+            interval="ci95" if cell["ci_low"] is not None else None,
+            n=cell["n"],
             unit="solved tasks",
-            collections=chosen,
-            models=models,
-            detail="range over the three cells other than deep/large",
+            detail=detail,
+            **sample,
         )
+        for cell in cells.iter_rows(named=True)
+    ]
+
+
+def _other_cells_row(data: AuditData, cells: pl.DataFrame, sample: Sample) -> FindingRow:
+    """``quadrant_other_mean_percentile``: the range of the mean percentile over the three cells not deep/large."""
+    others = cells.filter(~((pl.col("depth_class") == "deep") & (pl.col("work_class") == "large")))
+    values = others["mean_percentile"].drop_nulls()
+    return make_row(
+        data,
+        "quadrant_other_mean_percentile",
+        "not deep/large",
+        None,
+        low=values.min() if values.len() else None,
+        high=values.max() if values.len() else None,
+        interval="range",
+        n=int(others["n"].sum()),
+        unit="solved tasks",
+        detail="range over the three cells other than deep/large",
+        **sample,
     )
+
+
+def _hardest_row(data: AuditData, cells: pl.DataFrame, sample: Sample) -> FindingRow | None:
+    """``quadrant_hardest``: the cell with the lowest mean percentile, named from the data (None without one)."""
     filled = cells.drop_nulls("mean_percentile")
-    if filled.height:
-        hardest = filled.sort("mean_percentile").row(0, named=True)
-        name = f"{hardest['depth_class']}/{hardest['work_class']}"
-        rows.append(
-            make_row(
-                data,
-                "quadrant_hardest",
-                name,
-                hardest["mean_percentile"],
-                n=hardest["n"],
-                unit="solved tasks",
-                collections=chosen,
-                models=models,
-                detail=f"the cell with the lowest mean percentile here is {name}",
-            )
-        )
-    return make_frame(rows)
+    if not filled.height:
+        return None
+    hardest = filled.sort("mean_percentile").row(0, named=True)
+    name = f"{hardest['depth_class']}/{hardest['work_class']}"
+    return make_row(
+        data,
+        "quadrant_hardest",
+        name,
+        hardest["mean_percentile"],
+        n=hardest["n"],
+        unit="solved tasks",
+        detail=f"the cell with the lowest mean percentile here is {name}",
+        **sample,
+    )

@@ -12,8 +12,8 @@ import polars as pl
 
 from depthlab import stats
 from depthlab.auditdata import AuditData
+from depthlab.catalog import OWN
 from depthlab.findings._core import (
-    OWN,
     UNSOLVED_RANK,
     DescribedSample,
     FindingRow,
@@ -229,7 +229,10 @@ def segment_reliability(
     Paper: reliability r is 0.88 for the best model and 0.74 for the worst; over six segments it
     compounds to 47% against 16% of runs passing all. Here, per model, on a fixed task set (the
     multi-segment tasks every model has a valid uncapped run on): r = segments passed / segments
-    attempted, counted from the run's own stop: a run stops at its first failed segment, so it
+    attempted, counted from the run's own stop. Segments are read from Harbor's multi-step runs
+    (``step_results`` of ``[[steps]]`` tasks: the trials table's ``n_steps`` and
+    ``first_failed_step``) and, for other runs, from per-segment reward keys ``segment_k``. A run
+    stops at its first failed segment, so it
     attempts the segments up to and including that one (or every segment when it passes them
     all; a segment with no key is where the run stopped), whatever keys a verifier writes after
     it (depthlab's own writes every key, 0 after the first failure); the observed share of runs
@@ -264,7 +267,7 @@ def segment_reliability(
                     n=0,
                     unit="tasks",
                     collections=chosen,
-                    detail="no multi-segment runs (reward keys segment_k)",
+                    detail="no multi-segment runs (Harbor step_results, or reward keys segment_k)",
                 )
             ]
         )
@@ -542,9 +545,19 @@ def merged_segments(data: AuditData, *, caps: Sequence[int] = CAPS) -> pl.DataFr
 
 
 def _segment_runs(data: AuditData, collections: Sequence[str]) -> pl.DataFrame:
-    runs = public_runs(data).filter(
-        pl.col("dataset").is_in(list(collections)) & pl.col("rewards").str.contains('"segment_')
-    )
+    runs = public_runs(data).filter(pl.col("dataset").is_in(list(collections)))
+    if "n_steps" not in runs.columns:  # a trials table saved before multi-step trials were read
+        runs = runs.with_columns(n_steps=pl.lit(None, pl.Int32), first_failed_step=pl.lit(None, pl.Int32))
+    # Harbor's own multi-step runs ([[steps]] tasks: a verifier per step, stop at the first failed
+    # one): the steps passed before the first failed step, of the task's declared steps
+    stepped = runs.filter(pl.col("n_steps").is_not_null())
+    table = [
+        (f"{dataset}/{task}", model, (failed - 1) if failed is not None else steps, failed or steps, steps)
+        for dataset, task, model, steps, failed in stepped.select(
+            "dataset", "task", "model", "n_steps", "first_failed_step"
+        ).iter_rows()
+    ]
+    runs = runs.filter(pl.col("n_steps").is_null() & pl.col("rewards").str.contains('"segment_'))
     read = []
     n_segments: dict[str, int] = {}
     for dataset, task, model, rewards in runs.select("dataset", "task", "model", "rewards").iter_rows():
@@ -555,7 +568,6 @@ def _segment_runs(data: AuditData, collections: Sequence[str]) -> pl.DataFrame:
     # a task's number of segments: the task.toml's `segments` label when given, else the highest key any
     # run has (a run passing all has every key)
     declared = _declared_segments(data, collections)
-    table = []
     for name, model, keys in read:
         segments = declared.get(name, n_segments[name])
         passed = 0
@@ -563,7 +575,8 @@ def _segment_runs(data: AuditData, collections: Sequence[str]) -> pl.DataFrame:
             passed += 1
         # the run's own stop: the first segment not passed (its key 0 or absent) is the last attempted
         table.append((name, model, passed, min(passed + 1, segments), segments))
-    frame = pl.DataFrame(table, schema=["task", "model", "passed", "attempted", "segments"], orient="row")
+    schema = {"task": pl.String, "model": pl.String, "passed": pl.Int64, "attempted": pl.Int64, "segments": pl.Int64}
+    frame = pl.DataFrame(table, schema=schema, orient="row")
     return frame.with_columns(all_passed=pl.col("passed") == pl.col("segments"))
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import polars as pl
 
 from depthlab.auditdata import AuditData
+from depthlab.catalog import AUDITED, OWN
 from depthlab.findings._core import (
-    AUDITED,
-    OWN,
     DescribedSample,
     capped_models,
     depth_models,

@@ -2,8 +2,12 @@
 
 * :func:`read_trials` / :func:`load_trials`: Harbor jobs and trials (TB2), TB1 runs and
   leaderboard trees -> the trials table (``depthlab.schema.TRIALS``).
-* :func:`load_tasks`: Harbor task dirs (task.toml) and TB1 task dirs (task.yaml) -> the
-  tasks table (``depthlab.schema.TASKS``).
+* :func:`load_tasks` / :func:`read_tasks`: Harbor task dirs (task.toml 1.0 to 1.4) and TB1 task
+  dirs (task.yaml) -> the tasks table (``depthlab.schema.TASKS``); :func:`load_task_steps`: the
+  declared steps of multi-step tasks (``depthlab.schema.TASK_STEPS``);
+  :func:`depthlab.io.harbor_task.read_task`: one Harbor task read whole and typed (for a runner).
+* :func:`load_steps`: the steps of multi-step trials, one row per (trial, declared step)
+  (``depthlab.schema.STEPS``).
 * :func:`read_steps`: the turns of one trial (ATIF, chat list or terminus episode dirs) as a
   table: message, commands, observation, tokens per turn.
 * :mod:`depthlab.io.harbor_writer`: the one writer of the Harbor format (job and trial configs
@@ -35,7 +39,8 @@ from depthlab.io._errors import (
 from depthlab.io._files import MAX_FILE_BYTES
 from depthlab.io.atif import read_steps
 from depthlab.io.status import STATUS_RULES, trial_status
-from depthlab.io.tasks import load_tasks
+from depthlab.io.step_table import load_steps
+from depthlab.io.tasks import TaskLoad, load_task_steps, load_tasks, read_tasks
 from depthlab.io.trials import TrialLoad, load_trials, read_trials
 
 __all__ = [
@@ -48,11 +53,15 @@ __all__ = [
     "Reject",
     "Rejected",
     "RejectedFilesWarning",
+    "TaskLoad",
     "TrialLoad",
+    "load_steps",
+    "load_task_steps",
     "load_tasks",
     "load_trials",
     "notes_text",
     "read_steps",
+    "read_tasks",
     "read_trials",
     "trial_status",
     "warning_text",

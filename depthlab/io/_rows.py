@@ -53,7 +53,21 @@ DESCRIPTIVE: Final[frozenset[str]] = frozenset(
         "task_checksum",
         "agent",
         "model",
+        "exception_message",
+        "n_subagent_turns",
+        "task_digest",
+        "cap_mismatch",
     }
+)
+#: Columns a parser may leave out of its row (formats that have no such record): null.
+OPTIONAL: Final[tuple[str, ...]] = (
+    "exception_message",
+    "n_subagent_turns",
+    "n_steps",
+    "steps_passed",
+    "first_failed_step",
+    "task_digest",
+    "cap_mismatch",
 )
 #: The largest cost of one trial taken as real, in US dollars; a larger one is nulled with a note.
 MAX_COST_USD: Final[float] = 1e6
@@ -67,7 +81,19 @@ _INTEGERS: Final[tuple[tuple[str, int, int], ...]] = tuple(
 )
 #: Integer columns that count something, so cannot be negative.
 _COUNTS: Final[frozenset[str]] = frozenset(
-    {"cap", "turn_limit", "n_turns", "n_input_tokens", "n_output_tokens", "n_cache_tokens", "attempt_hint"}
+    {
+        "cap",
+        "turn_limit",
+        "n_turns",
+        "n_subagent_turns",
+        "n_steps",
+        "steps_passed",
+        "first_failed_step",
+        "n_input_tokens",
+        "n_output_tokens",
+        "n_cache_tokens",
+        "attempt_hint",
+    }
 )
 # (name, low, high, the least value a row may hold: 0 for counts)
 _INTEGER_BOUNDS: Final[tuple[tuple[str, int, int, int], ...]] = tuple(
@@ -88,6 +114,8 @@ def check_row(row: dict, notes: list[str] | None = None) -> dict:
     """
     path = row["source"]
     notes = [] if notes is None else notes
+    for name in OPTIONAL:
+        row.setdefault(name, None)
     for name, low, high, least in _INTEGER_BOUNDS:
         value = row[name]
         if value is None or (type(value) is int and least <= value <= high):
@@ -127,7 +155,7 @@ def check_row(row: dict, notes: list[str] | None = None) -> dict:
             raise Reject(path, f"{name} {reason}")
         note(notes, name, reason)
         row[name] = None
-    for name in ("agent", "model", "task_checksum"):
+    for name in ("agent", "model", "task_checksum", "exception_message", "task_digest"):
         if row[name] is not None and not isinstance(row[name], str):
             note(notes, name, f"must be a string, got {row[name]!r}")
             row[name] = None

@@ -1,19 +1,22 @@
-"""Turns of agent trajectories: ATIF v1.0-v1.7, plain chat-message lists, terminus episode dirs.
+"""Turns of agent trajectories: ATIF v1.0-v1.8, plain chat-message lists, terminus episode dirs.
 
 :func:`count_turns` counts the turns of a trajectory file (the trials table's ``n_turns``);
 :func:`read_steps` reads the turns of one trial as a table (what the agent said, typed and saw).
 
 A *turn* is one agent inference followed by its actions:
 
-* ATIF (``schema_version`` ``"ATIF-v1.0"`` ... ``"ATIF-v1.7"``): steps with
+* ATIF (``schema_version`` ``"ATIF-v1.0"`` ... ``"ATIF-v1.8"``): steps with
   ``source == "agent"`` that are not ``is_copied_context``, each counting
   ``llm_call_count`` when the exporter set it (else 1). A ``continued_trajectory_ref``
   chain (Terminus-2 ``linear_history``: ``trajectory.cont-N.json``) is followed and its
   new steps added; the prefix it copies is marked ``is_copied_context`` and so is not
   counted twice. Context-summarization subagent files
-  (``trajectory.summarization-N-*.json``) and embedded ``subagent_trajectories`` are the
-  summarizer's calls, not turns of the agent, so they are not counted; the main file
-  keeps every agent turn before and after the summarization.
+  (``trajectory.summarization-N-*.json``) are the summarizer's calls, not turns of the
+  agent, so they are not counted; the main file keeps every agent turn before and after the
+  summarization. Embedded ``subagent_trajectories`` (ATIF-v1.7+: delegated subagents, each
+  a whole trajectory, nested to any depth) are not turns of the main agent either: their
+  agent turns are counted apart (:func:`trajectory_counts`, the trials table's
+  ``n_subagent_turns``).
 * A JSON list of chat messages (custom agents such as TMax's): messages with
   ``role == "assistant"``.
 * Terminus ``episode-N`` directories (Harbor ``agent/`` without a trajectory, TB1
@@ -35,9 +38,10 @@ import polars as pl
 from depthlab._checks import check_bool, check_positive_int
 from depthlab.io._errors import LoadError, Reject
 from depthlab.io._files import Dep, decode_json, read_bytes, read_bytes_if_exists
+from depthlab.schema import STEPS
 
 #: ATIF versions this loader understands.
-ATIF_VERSIONS: Final[tuple[str, ...]] = tuple(f"ATIF-v1.{minor}" for minor in range(8))
+ATIF_VERSIONS: Final[tuple[str, ...]] = tuple(f"ATIF-v1.{minor}" for minor in range(9))
 
 _MAX_CONTINUATIONS = 10_000
 
@@ -52,6 +56,7 @@ class _Trajectory(msgspec.Struct):
     schema_version: str
     steps: list[_Step]
     continued_trajectory_ref: str | None = None
+    subagent_trajectories: list[_Trajectory] | None = None  # ATIF-v1.7+
 
 
 class _Message(msgspec.Struct):
@@ -60,16 +65,8 @@ class _Message(msgspec.Struct):
 
 _FILE_TYPE = _Trajectory | list[_Message]
 
-#: Columns and dtypes of the table :func:`read_steps` returns.
-STEPS_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "turn": pl.Int32(),
-    "timestamp": pl.Datetime("us", "UTC"),
-    "message": pl.String(),
-    "commands": pl.String(),
-    "observation": pl.String(),
-    "n_input_tokens": pl.Int64(),
-    "n_output_tokens": pl.Int64(),
-}
+#: Columns and dtypes of the table :func:`read_steps` returns (declared in :data:`depthlab.schema.STEPS`).
+STEPS_SCHEMA: Final[dict[str, pl.DataType]] = STEPS
 
 #: Default length (characters) an observation is cut to by :func:`read_steps`.
 OBSERVATION_CHARS: Final[int] = 2000
@@ -171,7 +168,7 @@ def read_steps(
 
     The trial's turns are taken from the first of these that exists:
 
-    1. ``agent/trajectory.json`` (Harbor): ATIF v1.0-v1.7, continuations
+    1. ``agent/trajectory.json`` (Harbor): ATIF v1.0-v1.8, continuations
        (``trajectory.cont-N.json``) followed, copied context and summarization subagents
        left out, exactly as :func:`count_turns` counts; or a chat-message list (one turn per
        assistant message, its observation the tool/user messages up to the next one).
@@ -244,20 +241,44 @@ def read_steps(
 
 def trajectory_turns(agent_dir: str, deps: list[Dep]) -> int | None:
     """Turns recorded in ``agent_dir/trajectory.json``, or None when there is no trajectory."""
+    counts = trajectory_counts(agent_dir, deps)
+    return None if counts is None else counts[0]
+
+
+def trajectory_counts(agent_dir: str, deps: list[Dep]) -> tuple[int, int | None] | None:
+    """(main agent's turns, embedded subagents' turns or None when it has none) of ``agent_dir/trajectory.json``.
+
+    None when there is no trajectory; a trajectory that cannot be read raises :class:`Reject`.
+    """
     path = os.path.join(agent_dir, "trajectory.json")
     data = read_bytes_if_exists(path, deps)
     return None if data is None else _count_bytes(data, path, deps)
 
 
 def _count_file(path: str, deps: list[Dep]) -> int:
-    return _count_bytes(read_bytes(path, deps), path, deps)
+    return _count_bytes(read_bytes(path, deps), path, deps)[0]
 
 
-def _count_bytes(data: bytes | bytearray, path: str, deps: list[Dep]) -> int:
+def _count_bytes(data: bytes | bytearray, path: str, deps: list[Dep]) -> tuple[int, int | None]:
     parsed = decode_json(data, path, _FILE_TYPE)
     if isinstance(parsed, list):
-        return sum(1 for message in parsed if message.role == "assistant")
-    return sum(_step_turns(step) for segment in _segments(parsed, path, deps, _Trajectory) for step in segment.steps)
+        return sum(1 for message in parsed if message.role == "assistant"), None
+    main = 0
+    subagents: int | None = None
+    for segment in _segments(parsed, path, deps, _Trajectory):
+        main += sum(_step_turns(step) for step in segment.steps)
+        if segment.subagent_trajectories:
+            subagents = (subagents or 0) + sum(_subagent_turns(sub, path) for sub in segment.subagent_trajectories)
+    return main, subagents
+
+
+def _subagent_turns(trajectory: _Trajectory, path: str, depth: int = 0) -> int:
+    """Every agent turn of an embedded subagent and of the subagents it embeds in turn."""
+    if depth > 100:
+        raise Reject(path, "subagent_trajectories nested more than 100 deep")
+    _check_version(trajectory.schema_version, path)
+    turns = sum(_step_turns(step) for step in trajectory.steps)
+    return turns + sum(_subagent_turns(sub, path, depth + 1) for sub in trajectory.subagent_trajectories or [])
 
 
 def _step_turns(step: _Step | _FullStep) -> int:
@@ -288,7 +309,9 @@ def _segments(first: Any, path: str, deps: list[Dep], type_: type) -> Iterator[A
 
 def _check_version(version: str, path: str) -> None:
     if version not in ATIF_VERSIONS:
-        raise Reject(path, f"unknown trajectory schema_version {version!r} (known: ATIF-v1.0 to ATIF-v1.7)")
+        raise Reject(
+            path, f"unknown trajectory schema_version {version!r} (known: {ATIF_VERSIONS[0]} to {ATIF_VERSIONS[-1]})"
+        )
 
 
 # reading turns ----------------------------------------------------------------------------------

@@ -22,8 +22,20 @@ Field by field (see ``depthlab.schema.TRIALS``):
   trial then carries a ``reward`` note saying so (a warning line of the load). A
   ``verifier_result`` holding rewards wins over the files, which are then not read.
 * ``n_turns``: terminus-2's ``agent_result.metadata.n_episodes``; else the agent turns of
-  ``agent/trajectory.json`` (ATIF or chat list, :mod:`depthlab.io.atif`); else the number of
-  ``agent/episode-*`` directories; else null.
+  ``agent/trajectory.json`` (ATIF v1.0-v1.8 or chat list, :mod:`depthlab.io.atif`); else the number
+  of ``agent/episode-*`` directories; else null. A trajectory that cannot be read (an unknown ATIF
+  version, broken JSON) costs only N: null, with a field note. ``n_subagent_turns``: the turns of
+  the trajectory's embedded ``subagent_trajectories`` (ATIF-v1.7+), not counted in N.
+* A multi-step trial (``step_results``, :mod:`depthlab.io.multistep`): N is the sum of its steps'
+  turns; tokens, cost and agent seconds are summed over its steps; ``n_steps``, ``steps_passed``,
+  ``first_failed_step`` describe them; its reward is Harbor's ``verifier_result`` (computed from the
+  steps by the task's ``multi_step_reward_strategy`` when none is recorded) and its exception the
+  first recorded (trial-level, then steps in order).
+* ``exception_message``: ``exception_info.exception_message``.
+* ``task_digest``: ``task.digest`` of the trial's ``lock.json`` (:mod:`depthlab.io.harbor_lock`),
+  when it has one. ``cap_mismatch``: the cap stated to the agent (``stated_cap``, or the cap the
+  lock's extra instructions state) differs from the limit the harness enforced, or the two records
+  of the stated cap differ; null when there is nothing to compare.
 * ``turn_limit``: the first of ``max_turns``, ``max_episodes``, ``episodes``, ``max_steps`` in
   ``config.agent.kwargs``; else ``max_steps`` of ``agent/usage.json`` when that file exists and
   the trajectory had to be read anyway. ``hit_limit``: ``n_turns >= turn_limit``.
@@ -41,10 +53,11 @@ from typing import Annotated, Any, overload
 
 import msgspec
 
-from depthlab.io import atif
+from depthlab.io import atif, harbor_lock, multistep
 from depthlab.io._errors import Reject, Rejected
 from depthlab.io._files import ABSENT, Dep, changed_ns, decode_json, probe, read_bytes_if_exists, read_json, read_text
 from depthlab.io._rows import check_row, note
+from depthlab.io.harbor_writer import STATED_CAP_KEY
 from depthlab.io.status import CapRule, _as_int, harness_turn_limit, stated_cap, trial_status
 
 #: A number of turns or steps that fits its Int32 column.
@@ -85,6 +98,7 @@ class _VerifierResult(msgspec.Struct):
 
 class _ExceptionInfo(msgspec.Struct):
     exception_type: str | None = None
+    exception_message: Any = None
 
 
 class _Phase(msgspec.Struct):
@@ -144,6 +158,7 @@ class TrialResult(msgspec.Struct):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     agent_execution: _TypedPhase | None = None
+    step_results: msgspec.Raw = _NULL  # a multi-step trial's steps (depthlab.io.multistep)
     n_total_trials: int | None = None  # only in a job-level result.json
 
 
@@ -165,6 +180,7 @@ class _LenientResult(msgspec.Struct):
     started_at: Any = None
     finished_at: Any = None
     agent_execution: msgspec.Raw = _NULL
+    step_results: msgspec.Raw = _NULL
     n_total_trials: int | None = None  # only in a job-level result.json
 
 
@@ -272,20 +288,31 @@ def result_row(
         raise Reject(path, str(exc)) from None
 
     notes: list[str] = []
-    rewards = _rewards(result, trial_dir, deps, notes)
+    steps = _trial_steps(result, trial_dir, options, deps, path)
+    rewards = _rewards(result, trial_dir, deps, notes, steps)
     reward = _main_reward(rewards)
-    exception = result.exception_info.exception_type if result.exception_info else None
-    if result.exception_info is not None and exception is None:
-        exception = "UnknownException"
+    info = result.exception_info
+    exception = (info.exception_type or "UnknownException") if info is not None else None
+    message = _text(info.exception_message) if info is not None else None
+    if info is None and steps is not None and steps.exception is not None:
+        exception, message = steps.exception, steps.exception_message  # Harbor's recorded_exceptions order
     status = trial_status(reward, exception, options.status_rule)
 
     agent_result = _part(result.agent_result, _AgentResult, "agent_result", notes)
     n_turns = _part(agent_result.metadata, _Metadata, "agent_result.metadata", notes).n_episodes
-    if n_turns is None and trial_dir is not None:
+    n_subagent_turns = None
+    if steps is not None:
+        notes.extend(steps.notes)
+        n_turns, n_subagent_turns = steps.n_turns, steps.n_subagent_turns
+    elif n_turns is None and trial_dir is not None:
         agent_dir = os.path.join(trial_dir, "agent")
-        n_turns = _agent_dir_turns(agent_dir, deps)
+        n_turns, n_subagent_turns = _agent_dir_turns(agent_dir, deps, notes)
         if n_turns is not None and turn_limit is None:
             turn_limit = _usage_max_steps(agent_dir, deps)
+    lock = harbor_lock.read_lock(trial_dir, deps, notes) if trial_dir is not None else None
+    lock_cap = harbor_lock.lock_stated_cap(lock)
+    if cap is None and lock_cap is not None and options.cap_rule == "stated_cap":
+        cap = lock_cap  # the cap the lock's extra instructions state (Harbor's record of what the agent was told)
 
     agent_info = _part(result.agent_info, _AgentInfo, "agent_info", notes)
     execution = _part(result.agent_execution, _Phase, "agent_execution", notes)
@@ -307,16 +334,23 @@ def result_row(
         "passed": None if status == "invalid" else status == "pass",
         "status": status,
         "exception": exception,
+        "exception_message": message,
         "n_turns": n_turns,
+        "n_subagent_turns": n_subagent_turns,
+        "n_steps": steps.n_steps if steps is not None else None,
+        "steps_passed": steps.steps_passed if steps is not None else None,
+        "first_failed_step": steps.first_failed_step if steps is not None else None,
         "hit_limit": None if n_turns is None or turn_limit is None else n_turns >= turn_limit,
-        "n_input_tokens": agent_result.n_input_tokens,
-        "n_output_tokens": agent_result.n_output_tokens,
-        "n_cache_tokens": agent_result.n_cache_tokens,
-        "cost_usd": agent_result.cost_usd,
+        "n_input_tokens": _summed(agent_result.n_input_tokens, steps, "n_input_tokens"),
+        "n_output_tokens": _summed(agent_result.n_output_tokens, steps, "n_output_tokens"),
+        "n_cache_tokens": _summed(agent_result.n_cache_tokens, steps, "n_cache_tokens"),
+        "cost_usd": _summed(agent_result.cost_usd, steps, "cost_usd"),
         "started_at": started_at,
         "finished_at": loose_time(result.finished_at, "finished_at", notes),
-        "agent_seconds": _seconds(execution, notes),
+        "agent_seconds": _summed(_seconds(execution, notes), steps, "agent_seconds"),
         "task_checksum": result.task_checksum,
+        "task_digest": lock.task.digest if lock is not None and lock.task is not None else None,
+        "cap_mismatch": _cap_mismatch(agent_config.kwargs or {}, lock_cap, turn_limit),
         "source": path,
         "identity": identity(job, trial, task, started_at, result.id),
     }
@@ -376,11 +410,21 @@ def _task_name(result: TrialResult | _LenientResult, path: str) -> str:
 
 
 def _rewards(
-    result: TrialResult | _LenientResult, trial_dir: str | None, deps: list[Dep], notes: list[str]
+    result: TrialResult | _LenientResult,
+    trial_dir: str | None,
+    deps: list[Dep],
+    notes: list[str],
+    steps: multistep.TrialSteps | None = None,
 ) -> dict[str, float] | None:
     recorded = result.verifier_result
     if recorded is not msgspec.UNSET and recorded is not None:
         return recorded.rewards  # result.json's record wins; the reward files are not read
+    if steps is not None:  # a multi-step trial: Harbor's reward over its steps, computed as Harbor does
+        computed = steps.rewards()
+        if computed is not None:
+            strategy = steps.strategy or "mean, Harbor's default"
+            note(notes, "reward", f"no trial verifier_result: computed from step_results ({strategy})")
+        return computed
     if trial_dir is None:
         return None
     found = _reward_files(trial_dir, deps)
@@ -432,21 +476,62 @@ def _main_reward(rewards: dict[str, float] | None) -> float | None:
     return sum(rewards.values()) / len(rewards)
 
 
-def _agent_dir_turns(agent_dir: str, deps: list[Dep]) -> int | None:
+def _agent_dir_turns(agent_dir: str, deps: list[Dep], notes: list[str]) -> tuple[int | None, int | None]:
+    """(turns, subagent turns) of a trial's agent folder; a trajectory that cannot be read costs N, with a note."""
     if not os.path.lexists(agent_dir):  # results only (fetch --results-only): one probe, remembered
         deps.append((agent_dir, ABSENT, 0))  # a trajectory or episode dirs appearing later are seen
-        return None
-    turns = atif.trajectory_turns(agent_dir, deps)
-    if turns is not None:
-        return turns
+        return None, None
+    try:
+        counts = atif.trajectory_counts(agent_dir, deps)
+    except Reject as exc:
+        note(notes, "n_turns", f"{exc.reason} ({exc.path})")
+        return None, None
+    if counts is not None:
+        return counts
     try:
         with os.scandir(agent_dir) as entries:
             episodes = sum(1 for entry in entries if entry.name.startswith("episode-") and entry.is_dir())
         info = os.stat(agent_dir)
         deps.append((agent_dir, info.st_size, changed_ns(info)))
     except OSError:
+        return None, None
+    return episodes or None, None
+
+
+def _trial_steps(
+    result: TrialResult | _LenientResult, trial_dir: str | None, options: Options, deps: list[Dep], path: str
+) -> multistep.TrialSteps | None:
+    """A multi-step trial's steps read (None for a single-step trial)."""
+    if result.step_results is None or bytes(result.step_results) == b"null":
         return None
-    return episodes or None
+    decoded = multistep.decode_steps(result.step_results, path)
+    if not decoded:
+        return None
+    task_path = result.task_id.path if result.task_id is not None else None
+    return multistep.read_trial_steps(decoded, trial_dir, task_path, options.status_rule, deps, path)
+
+
+def _summed(value: Any, steps: multistep.TrialSteps | None, field: str) -> Any:
+    """A single-step trial's own value; a multi-step trial's, summed over its steps, when it has none of its own."""
+    if steps is None or value is not None:
+        return value
+    return getattr(steps, field)
+
+
+def _cap_mismatch(kwargs: dict, lock_cap: int | None, turn_limit: int | None) -> bool | None:
+    """Whether the stated cap (kwargs' ``stated_cap``, the lock's) disagrees with the enforced limit or itself."""
+    stated = kwargs.get(STATED_CAP_KEY)
+    stated = stated if isinstance(stated, int) and not isinstance(stated, bool) else None
+    records = [cap for cap in (stated, lock_cap) if cap is not None]
+    if not records:
+        return None
+    if len(set(records)) > 1:
+        return True
+    return None if turn_limit is None else records[0] != turn_limit
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else value if isinstance(value, str) else str(value)
 
 
 def _usage_max_steps(agent_dir: str, deps: list[Dep]) -> int | None:

@@ -16,6 +16,12 @@ Layout of a job (what Harbor writes, and what the loaders read)::
         agent/trajectory.json              ATIF trajectory  (trajectory)
         verifier/reward.txt | reward.json  the rewards      (reward_file)
         exception.txt                      the traceback of exception_info
+        steps/<step>/agent/, verifier/     a multi-step trial's steps (step_result), instead of
+                                           agent/ and verifier/ (Harbor moves them there)
+
+A multi-step trial's ``result.json`` has ``step_results`` (one :func:`step_result` per step that
+ran: a step whose reward misses its ``min_reward`` stops the trial), no ``agent_result`` and no
+``agent_execution``; its ``verifier_result`` is :func:`multi_step_rewards` of its steps.
 
 Harbor's own pydantic models accept every file written here (the test suite checks them with
 the pinned Harbor package). ``harbor view`` needs that: it lists a job's agents, models and
@@ -33,7 +39,6 @@ rule reads :data:`STATED_CAP_KEY`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
@@ -43,6 +48,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, TypedDict
+
+from depthlab import _atomic
 
 #: ``config.agent.kwargs`` key of the turn cap stated to the agent (read by the default cap rule).
 STATED_CAP_KEY: Final[str] = "stated_cap"
@@ -228,6 +235,21 @@ def dataset_config(path: str | None, task_names: Sequence[str] | None = None) ->
     return {"path": path, "task_names": None if task_names is None else list(task_names)}
 
 
+def dataset_configs(tasks: Iterable[tuple[str | os.PathLike[str] | None, str]]) -> list[dict[str, Any]]:
+    """A JobConfig's ``datasets`` for ``(folder, task name)`` pairs: one entry per folder holding
+    task folders, folders and names sorted.
+
+    Examples
+    --------
+    >>> [entry["task_names"] for entry in dataset_configs([("b", "t2"), ("a", "t9"), ("b", "t1")])]
+    [['t9'], ['t1', 't2']]
+    """
+    grouped: dict[str | None, list[str]] = {}
+    for folder, name in tasks:
+        grouped.setdefault(None if folder is None else os.fspath(folder), []).append(name)
+    return [dataset_config(folder, sorted(names)) for folder, names in sorted(grouped.items(), key=lambda i: str(i[0]))]
+
+
 def job_config(
     job_name: str,
     jobs_dir: str | os.PathLike[str],
@@ -391,15 +413,20 @@ def trial_result(
     started_at: str,
     finished_at: str,
     phases: Mapping[str, Mapping[str, str] | None],
+    step_results: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Harbor's ``TrialResult`` (a trial's ``result.json``; its presence marks the trial complete).
 
     ``config`` is the trial's :func:`trial_config`, ``agent`` its :func:`agent_info`,
-    ``phases`` the :func:`phase` of each of :data:`PHASES` (None: not reached).
+    ``phases`` the :func:`phase` of each of :data:`PHASES` (None: not reached). A multi-step
+    trial gives its ``step_results`` (:func:`step_result` each), ``agent_result`` None, no
+    ``agent_execution`` phase, and ``rewards`` = :func:`multi_step_rewards` of its steps.
     """
     unknown = set(phases) - set(PHASES)
     if unknown:
         raise ValueError(f"The 'phases' parameter of trial_result has unknown phases {sorted(unknown)}")
+    if step_results is not None and agent_result is not None:
+        raise ValueError("The 'agent_result' parameter of trial_result must be None for a multi-step trial")
     return {
         "id": result_id,
         "task_name": task_name,
@@ -416,8 +443,77 @@ def trial_result(
         "started_at": started_at,
         "finished_at": finished_at,
         **{name: None if phases.get(name) is None else dict(phases[name]) for name in PHASES},  # type: ignore[arg-type]
-        "step_results": None,
+        "step_results": None if step_results is None else [dict(step) for step in step_results],
     }
+
+
+def step_result(
+    step_name: str,
+    *,
+    agent_result: Mapping[str, Any] | None,
+    rewards: Mapping[str, float] | None,
+    exception: Mapping[str, Any] | None = None,
+    agent_execution: Mapping[str, str] | None = None,
+    verifier: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Harbor's ``StepResult``: one step of a multi-step trial (an entry of ``step_results``).
+
+    Examples
+    --------
+    >>> step = step_result("step-1", agent_result=agent_result(metadata={"n_episodes": 2}), rewards={"reward": 1.0})
+    >>> step["verifier_result"], step["agent_result"]["metadata"]
+    ({'rewards': {'reward': 1.0}}, {'n_episodes': 2})
+    """
+    return {
+        "step_name": step_name,
+        "agent_result": None if agent_result is None else dict(agent_result),
+        "verifier_result": None if rewards is None else {"rewards": dict(rewards)},
+        "exception_info": None if exception is None else dict(exception),
+        "agent_execution": None if agent_execution is None else dict(agent_execution),
+        "verifier": None if verifier is None else dict(verifier),
+    }
+
+
+#: Harbor's ``multi_step_reward_strategy`` values, and its default when a multi-step task leaves it unset.
+REWARD_STRATEGIES: Final[tuple[str, ...]] = ("mean", "final")
+DEFAULT_REWARD_STRATEGY: Final[str] = "mean"
+
+
+def multi_step_rewards(
+    rewards: Sequence[Mapping[str, float] | None], strategy: str | None = None
+) -> dict[str, float] | None:
+    """A multi-step trial's rewards from its steps' rewards, as Harbor 0.26 computes them.
+
+    ``rewards`` holds each step's rewards in order (None: a step with no verifier result).
+
+    ``final``: the last step's rewards as they are. ``mean`` (Harbor's default): per key, the
+    mean over the steps with a verifier result (a key missing from one counts 0 there; a step
+    without a verifier result is left out of the denominator); None when no step has one.
+
+    Examples
+    --------
+    >>> multi_step_rewards([{"reward": 1.0}, {"reward": 0.0}], "mean")
+    {'reward': 0.5}
+    >>> multi_step_rewards([{"reward": 1.0}, None])
+    {'reward': 1.0}
+    >>> multi_step_rewards([{"reward": 1.0}, {"reward": 0.0}], "final")
+    {'reward': 0.0}
+    """
+    if not rewards:
+        return None
+    chosen = strategy or DEFAULT_REWARD_STRATEGY
+    if chosen not in REWARD_STRATEGIES:
+        raise ValueError(
+            f"The 'strategy' parameter of multi_step_rewards must be one of {list(REWARD_STRATEGIES)}, got {strategy!r}"
+        )
+    if chosen == "final":
+        last = rewards[-1]
+        return None if last is None else dict(last)
+    valid = [item for item in rewards if item is not None]
+    keys = sorted({key for item in valid for key in item})
+    if not keys:
+        return None
+    return {key: sum(float(item.get(key, 0.0)) for item in valid) / len(valid) for key in keys}
 
 
 def eval_key(agent_name: str | None, model_name: str | None, source: str | None) -> str:
@@ -607,23 +703,16 @@ class Trajectory:
 # files
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Write ``value`` as indented JSON to ``path`` atomically (temporary file, then rename)."""
-    write_text(path, json.dumps(value, indent=4, default=str) + "\n")
+def write_json(path: Path, value: Any, *, fsync: bool = False) -> None:
+    """Write ``value`` as indented JSON to ``path`` atomically (see :func:`write_text`)."""
+    write_text(path, json.dumps(value, indent=4, default=str) + "\n", fsync=fsync)
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temporary file in the same folder, then rename),
-    so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+def write_text(path: Path, text: str, *, fsync: bool = False) -> None:
+    """Write ``text`` to ``path`` through :mod:`depthlab._atomic`, so a reader never sees half a
+    file and a write cut short leaves a temporary name the cache's leftover check recognises.
+    ``fsync`` flushes to disk before the rename (a finished trial's ``result.json``)."""
+    _atomic.write_text(path, text, fsync=fsync)
 
 
 def _sum(values: Iterable[Any]) -> Any:

@@ -1,17 +1,26 @@
 """Task directories to the tasks table: Harbor (``task.toml``) and TB1 (``task.yaml``).
 
-* Harbor task dir: ``task.toml`` (``version = "1.0"`` with ``[metadata]``, or
-  ``schema_version`` 1.1/1.2 with ``[task]`` and ``[metadata]``), ``instruction.md``,
-  ``solution/solve.sh``. The task name is ``[task].name`` without its ``org/`` prefix, else the
-  directory name.
+* Harbor task dir: ``task.toml`` of schema 1.0 to 1.4 (``version = "1.0"`` with ``[metadata]``;
+  ``schema_version`` 1.1 to 1.4 with ``[task]``, ``[metadata]``, and since 1.4 Harbor 0.26's
+  ``[[steps]]``, ``network_mode`` and verifier ``environment_mode``), read by
+  :func:`depthlab.io.harbor_task.read_task` (a newer minor version with a warning and a ``note``;
+  an unknown major version is a rejection), ``instruction.md``, ``solution/solve.sh``. The task
+  name is ``[task].name`` without its ``org/`` prefix, else the directory name.
+* A multi-step task (``[[steps]]``): ``n_steps`` declared steps; its W is the sum of its steps'
+  W (each step's ``steps/<name>/solution/solve.sh``; null, with a ``work_note``, when one is
+  missing), its ``instruction_words`` the sum over the steps' ``instruction.md``; per step, W,
+  instruction words and the ``min_reward`` gate are rows of the task steps table
+  (:func:`load_task_steps`, ``depthlab.schema.TASK_STEPS``).
 * TB1 task dir: ``task.yaml`` (``instruction``, or the older ``descriptions`` list) and
   ``solution.sh`` (or ``solution.yaml``, a list of ``{command: ...}``); the name is the
   directory name.
 
 Columns: ``difficulty``, ``category``, ``tags`` (``[metadata]`` in Harbor, top level in TB1),
 ``expert_time_min`` / ``junior_time_min`` from ``expert_time_estimate_min`` /
-``junior_time_estimate_min``; the remaining label keys (author name/e-mail excepted) go to
-``labels`` as a JSON object. ``work`` counts the reference solution's lines that are neither
+``junior_time_estimate_min``; the remaining label keys go to ``labels`` as a JSON object, except
+personal data: a key naming a person's name or e-mail (:func:`is_personal_key`: ``author_name``,
+``task_drafter_email``, ``reviewers``, ...) is dropped, at any depth, so no name or address reaches
+a table, an export or a notebook. ``work`` counts the reference solution's lines that are neither
 blank nor comments after stripping (a line starting with ``#`` is a comment, the shebang
 included); ``solution_lines_total`` counts all its lines. ``checksum`` is Harbor's task
 checksum: the Dirhash Standard (name + data, sha256, empty directories skipped) of the whole
@@ -23,9 +32,10 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import tomllib
+import re
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import msgspec
@@ -33,10 +43,11 @@ import polars as pl
 import yaml
 
 from depthlab import schema
-from depthlab._checks import check_choice, check_text
-from depthlab.io._errors import Rejected, RejectedFilesWarning, warning_text
+from depthlab._checks import check_bool, check_choice, check_text
+from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning, warning_text
+from depthlab.io.harbor_task import HarborTask, TaskFormatError, read_task
+from depthlab.io.harbor_task import read_text as _read_text
 
-_KNOWN_TOML_VERSIONS: Final[frozenset[str]] = frozenset({"1.0", "1.1", "1.2"})
 _COLUMNS_FROM_LABELS: Final[frozenset[str]] = frozenset(
     {"difficulty", "category", "tags", "expert_time_estimate_min", "junior_time_estimate_min"}
 )
@@ -54,7 +65,121 @@ _TB1_NOT_LABELS: Final[frozenset[str]] = frozenset(
         "disable_asciinema",
     }
 )
+# a person's role in making a task, alone or as the first part of a ``<role>_name`` key
+_PERSON_ROLES = (
+    "author|drafter|annotator|refiner|reviewer|creator|maintainer|contributor|submitter|owner|"
+    "validator|writer|curator|contact|person"
+)
+_PERSONAL_KEY = re.compile(rf"(?:e_?mail|(?:^|_)(?:{_PERSON_ROLES})s?(?:_names?|_full_?name)?$)")
 _SOURCES: Final[tuple[str | None, ...]] = (None, "human", "generated", "none")
+
+
+@dataclass(frozen=True)
+class TaskLoad:
+    """The result of :func:`read_tasks`.
+
+    Attributes
+    ----------
+    tasks : polars.DataFrame
+        The tasks table (``depthlab.schema.TASKS``), one row per task read.
+    steps : polars.DataFrame
+        The task steps table (``depthlab.schema.TASK_STEPS``), one row per declared step of the
+        multi-step tasks read.
+    rejected : list of Rejected
+        Every task directory that could not be read (or folder that could not be searched), with the reason.
+    """
+
+    tasks: pl.DataFrame
+    steps: pl.DataFrame
+    rejected: list[Rejected] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line: tasks read (with a solution, multi-step) and rejected.
+
+        Examples
+        --------
+        >>> TaskLoad(schema.empty("tasks"), schema.empty("task_steps")).summary()
+        'loaded 0 tasks (0 with a reference solution, 0 multi-step); rejected 0'
+        """
+        solved = int(self.tasks["has_solution"].sum()) if self.tasks.height else 0
+        multi = int(self.tasks["n_steps"].is_not_null().sum()) if self.tasks.height else 0
+        return (
+            f"loaded {self.tasks.height} tasks ({solved} with a reference solution, {multi} multi-step); "
+            f"rejected {len(self.rejected)}"
+        )
+
+
+def read_tasks(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    dataset: str | None = None,
+    difficulty_source: str | None = None,
+    strict: bool = False,
+) -> TaskLoad:
+    """Read every task directory under ``paths``: the tasks table, the steps of multi-step tasks, what was rejected.
+
+    Parameters are those of :func:`load_tasks`. Nothing is warned about: the rejections are in
+    the result (a verb reports them, path and reason, before it says whether any task was found).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> (root / "future").mkdir()
+    >>> _ = (root / "future" / "task.toml").write_text('schema_version = "2.0"\\n')
+    >>> load = read_tasks(root)
+    >>> load.tasks.height, [item.reason for item in load.rejected]
+    (0, ["unknown task.toml schema version '2.0' (known: 1.0 to 1.4)"])
+    """
+    return _read(paths, dataset, difficulty_source, strict, "read_tasks")
+
+
+def _read(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    dataset: str | None,
+    difficulty_source: str | None,
+    strict: bool,
+    function: str,
+) -> TaskLoad:
+    from depthlab.io.trials import _roots
+
+    roots = _roots(paths)
+    if difficulty_source is not None:  # None: not stated
+        check_choice(difficulty_source, "difficulty_source", function, [s for s in _SOURCES if s is not None])
+    check_text(dataset, "dataset", function, optional=True)
+    check_bool(strict, "strict", function)
+    rows: list[dict] = []
+    step_rows: list[dict] = []
+    rejected: list[Rejected] = []
+    for task_dir in _task_dirs(roots, rejected):
+        try:
+            row, steps = _task_row(task_dir, strict)
+            row = _finite(row)
+        except TaskFormatError as exc:
+            rejected.append(Rejected(exc.path, exc.reason))
+            continue
+        except RecursionError:
+            rejected.append(Rejected(task_dir, "a task file nested too deeply to read"))
+            continue
+        except Exception as exc:  # one task's unforeseen failure is its rejection, never the load's
+            rejected.append(Rejected(task_dir, f"could not be read: {type(exc).__name__}: {exc}"))
+            continue
+        row["dataset"] = dataset or os.path.basename(os.path.dirname(task_dir)) or "unknown"
+        if difficulty_source is not None:
+            row["difficulty_source"] = difficulty_source if row["difficulty"] is not None else "none"
+        rows.append(row)
+        step_rows.extend({**step, "dataset": row["dataset"], "task": row["task"]} for step in steps)
+        if strict and rejected:
+            break
+    if strict and rejected:
+        raise LoadError(str(rejected[0]))
+    tasks = schema.conform(pl.from_dicts(rows, schema=schema.TASKS), "tasks") if rows else schema.empty("tasks")
+    steps_table = (
+        schema.conform(pl.from_dicts(step_rows, schema=schema.TASK_STEPS), "task_steps")
+        if step_rows
+        else schema.empty("task_steps")
+    )
+    return TaskLoad(tasks, steps_table, rejected)
 
 
 def load_tasks(
@@ -62,6 +187,7 @@ def load_tasks(
     *,
     dataset: str | None = None,
     difficulty_source: str | None = None,
+    strict: bool = False,
 ) -> pl.DataFrame:
     """Load every task directory under ``paths`` into the tasks table.
 
@@ -75,6 +201,11 @@ def load_tasks(
     difficulty_source : {"human", "generated", "none"}, optional
         Where the difficulty labels come from. A generic load does not guess: left as None
         the column is null. When stated, tasks without a difficulty get ``"none"``.
+    strict : bool, default False
+        Raise :class:`~depthlab.io.LoadError` on the first rejected task directory, and
+        :class:`TaskFormatError` on a task.toml of a newer minor version than known (by default
+        read as the latest known one, with a :class:`~depthlab.io.harbor_task.NewerTaskFormatWarning`
+        and the row's ``note`` saying so).
 
     Returns
     -------
@@ -94,35 +225,48 @@ def load_tasks(
     >>> row["dataset"], row["task"], row["work"], row["solution_lines_total"], row["difficulty_source"]
     ('demo', 'hello', 1, 4, 'human')
     """
-    from depthlab.io.trials import _roots
+    load = _read(paths, dataset, difficulty_source, strict, "load_tasks")
+    if load.rejected:
+        warnings.warn(warning_text(load.rejected, "task directories"), RejectedFilesWarning, stacklevel=2)
+    return load.tasks
 
-    roots = _roots(paths)
-    if difficulty_source is not None:  # None: not stated
-        check_choice(difficulty_source, "difficulty_source", "load_tasks", [s for s in _SOURCES if s is not None])
-    check_text(dataset, "dataset", "load_tasks", optional=True)
-    rows: list[dict] = []
-    rejected: list[Rejected] = []
-    for task_dir in _task_dirs(roots, rejected):
-        try:
-            row = _finite(_task_row(task_dir))
-        except TaskFormatError as exc:
-            rejected.append(Rejected(exc.path, exc.reason))
-            continue
-        except RecursionError:
-            rejected.append(Rejected(task_dir, "a task file nested too deeply to read"))
-            continue
-        except Exception as exc:  # one task's unforeseen failure is its rejection, never the load's
-            rejected.append(Rejected(task_dir, f"could not be read: {type(exc).__name__}: {exc}"))
-            continue
-        row["dataset"] = dataset or os.path.basename(os.path.dirname(task_dir)) or "unknown"
-        if difficulty_source is not None:
-            row["difficulty_source"] = difficulty_source if row["difficulty"] is not None else "none"
-        rows.append(row)
-    if rejected:
-        warnings.warn(warning_text(rejected, "task directories"), RejectedFilesWarning, stacklevel=2)
-    if not rows:
-        return schema.empty("tasks")
-    return schema.conform(pl.from_dicts(rows, schema=schema.TASKS), "tasks")
+
+def load_task_steps(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    dataset: str | None = None,
+    strict: bool = False,
+) -> pl.DataFrame:
+    """The steps of the multi-step tasks under ``paths``: one row per declared step.
+
+    Parameters are those of :func:`load_tasks`.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``depthlab.schema.TASK_STEPS``: per step its W (working lines of
+        ``steps/<name>/solution/solve.sh``), instruction words and ``min_reward`` gate. The
+        task's own row (:func:`load_tasks`) has W = the sum of its steps' W.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> task = pathlib.Path(tempfile.mkdtemp()) / "demo" / "two"
+    >>> for name, lines in (("a", 1), ("b", 2)):
+    ...     (task / "steps" / name / "solution").mkdir(parents=True)
+    ...     _ = (task / "steps" / name / "instruction.md").write_text(f"Do {name}.")
+    ...     _ = (task / "steps" / name / "solution" / "solve.sh").write_text("echo hi\\n" * lines)
+    >>> _ = (task / "task.toml").write_text('schema_version = "1.4"\\n[[steps]]\\nname = "a"\\n'
+    ...     'min_reward = 1.0\\n[[steps]]\\nname = "b"\\n')
+    >>> load_task_steps(task.parent).select("step_index", "step", "work", "min_reward").rows()
+    [(1, 'a', 1, 1.0), (2, 'b', 2, None)]
+    >>> load_tasks(task.parent).select("task", "n_steps", "work", "reward_strategy").row(0)
+    ('two', 2, 3, 'mean')
+    """
+    load = _read(paths, dataset, None, strict, "load_task_steps")
+    if load.rejected:
+        warnings.warn(warning_text(load.rejected, "task directories"), RejectedFilesWarning, stacklevel=2)
+    return load.steps
 
 
 def _finite(row: dict[str, Any]) -> dict[str, Any]:
@@ -168,14 +312,6 @@ def dirhash_sha256(directory: str | os.PathLike[str]) -> str:
     return digest
 
 
-class TaskFormatError(Exception):
-    """A task's metadata has a field of the wrong type; ``path`` and ``reason`` say which."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path, self.reason = path, reason
-
-
 def _task_dirs(roots: list[str], rejected: list[Rejected]) -> list[str]:
     found: list[str] = []
     visited: set[tuple[int, int]] = set()
@@ -209,44 +345,64 @@ def _is_dir(entry: os.DirEntry) -> bool:
         return False
 
 
-def _read_text(path: str) -> str | None:
-    if not os.path.isfile(path):
-        return None
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise TaskFormatError(path, f"cannot read: {exc.strerror or exc}") from None
+def _task_row(task_dir: str, strict: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The task's row of the tasks table, and the rows of its declared steps (none for a single-step task)."""
+    if os.path.exists(os.path.join(task_dir, "task.toml")):
+        return _harbor_row(read_task(task_dir, strict=strict))
+    return _tb1_row(task_dir, os.path.join(task_dir, "task.yaml")), []
 
 
-def _task_row(task_dir: str) -> dict[str, Any]:
-    toml_path = os.path.join(task_dir, "task.toml")
-    if os.path.exists(toml_path):
-        return _harbor_row(task_dir, toml_path)
-    return _tb1_row(task_dir, os.path.join(task_dir, "task.yaml"))
-
-
-def _harbor_row(task_dir: str, path: str) -> dict[str, Any]:
-    text = _config_text(path)
-    try:
-        config = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise TaskFormatError(path, f"not valid TOML: {exc}") from None
-    version = str(config.get("schema_version", config.get("version", "1.0")))
-    if version not in _KNOWN_TOML_VERSIONS:
-        raise TaskFormatError(
-            path, f"unknown task.toml schema version {version!r} (known: {sorted(_KNOWN_TOML_VERSIONS)})"
+def _harbor_row(spec: HarborTask) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    row = label_columns(spec.metadata, NOT_LABELS, spec.config_path)
+    if not row["tags"] and isinstance(spec.package.get("keywords"), list):
+        row["tags"] = [str(tag) for tag in spec.package["keywords"]]
+    row.update(
+        n_steps=len(spec.steps) or None,
+        reward_strategy=spec.reward_strategy,
+        network_mode=spec.network_mode,
+        verifier_mode=spec.verifier_mode,
+        schema_version=spec.schema_version,
+        note=spec.note,
+    )
+    if not spec.multi_step:
+        return _complete_row(
+            row, spec.path, spec.config_path, spec.name, spec.instruction, spec.solution, "no solution/solve.sh"
+        ), []
+    steps: list[dict[str, Any]] = []
+    for step in spec.steps:
+        where = f"steps/{step.name}/solution/solve.sh"
+        step_words = len(step.instruction.split()) if step.instruction is not None else None
+        steps.append(
+            {
+                "step_index": step.index,
+                "step": step.name,
+                **work_columns(step.solution, f"no {where}"),
+                "instruction_words": step_words,
+                "min_reward": step.min_reward,
+                "min_rewards": msgspec.json.encode(step.min_rewards).decode() if step.min_rewards else None,
+                "verifier_mode": step.verifier_mode,
+                "source": spec.config_path,
+            }
         )
-    task_table = _table(config, "task", path)
-    metadata = _table(config, "metadata", path)
-    name = task_table.get("name")
-    task = str(name).rsplit("/", 1)[-1] if name else os.path.basename(task_dir)
-    row = label_columns(metadata, NOT_LABELS, path)
-    if not row["tags"] and isinstance(task_table.get("keywords"), list):
-        row["tags"] = [str(tag) for tag in task_table["keywords"]]
-    instruction = _read_text(os.path.join(task_dir, "instruction.md"))
-    solution = _read_text(os.path.join(task_dir, "solution", "solve.sh"))
-    return _complete_row(row, task_dir, path, task, instruction, solution, "no solution/solve.sh")
+    missing = [step for step in steps if not step["has_solution"]]
+    if missing:
+        work = {**work_columns(None, "; ".join(step["work_note"] for step in missing)), "has_solution": False}
+    else:
+        work = {
+            "work": sum(step["work"] for step in steps),
+            "solution_lines_total": sum(step["solution_lines_total"] for step in steps),
+            "has_solution": True,
+            "work_note": None,
+        }
+    row.update(work)
+    words = [step["instruction_words"] for step in steps]
+    row.update(
+        task=spec.name,
+        instruction_words=None if None in words else sum(words),
+        checksum=_checksum(spec.path),
+        source=spec.config_path,
+    )
+    return row, steps
 
 
 def _tb1_row(task_dir: str, path: str) -> dict[str, Any]:
@@ -306,26 +462,24 @@ def _solution_yaml(path: str) -> str | None:
     return "\n".join(str(step.get("command", "")) for step in steps if isinstance(step, dict))
 
 
-def _table(config: dict, key: str, path: str) -> dict:
-    value = config.get(key, {})
-    if not isinstance(value, dict):
-        raise TaskFormatError(path, f"[{key}] must be a table, got {type(value).__name__}")
-    return value
-
-
 def label_columns(labels: dict, not_labels: frozenset[str], path: str) -> dict[str, Any]:
     """The label columns of the tasks table from a task's ``[metadata]`` table.
 
     Collection adapters that read task metadata from somewhere other than a task dir (RST's parquet
     index) call this so that labels are read exactly as :func:`load_tasks` reads them. Keys in
-    ``not_labels`` are dropped; keys without a column of their own go to ``labels`` as JSON.
+    ``not_labels`` and personal keys (:func:`is_personal_key`) are dropped; keys without a column of
+    their own go to ``labels`` as JSON.
     ``difficulty_source`` is left null: only the caller knows where a label came from.
     Raises :class:`TaskFormatError` naming ``path`` when a field has the wrong type.
     """
     tags = labels.get("tags") or []
     if not isinstance(tags, list):
         raise TaskFormatError(path, f"tags must be a list, got {tags!r}")
-    rest = {key: value for key, value in labels.items() if key not in _COLUMNS_FROM_LABELS | not_labels}
+    rest = {
+        key: without_personal_data(value)
+        for key, value in labels.items()
+        if key not in _COLUMNS_FROM_LABELS | not_labels and not is_personal_key(key)
+    }
     difficulty, category = labels.get("difficulty"), labels.get("category")
     return {
         "difficulty": str(difficulty) if difficulty is not None else None,
@@ -336,6 +490,31 @@ def label_columns(labels: dict, not_labels: frozenset[str], path: str) -> dict[s
         "junior_time_min": _minutes(labels.get("junior_time_estimate_min"), "junior_time_estimate_min", path),
         "labels": msgspec.json.encode(rest, enc_hook=str).decode() if rest else None,
     }
+
+
+def is_personal_key(key: object) -> bool:
+    """Whether a label key names a person's name or e-mail address (the key is then dropped).
+
+    Any key holding ``email`` / ``e_mail``, and any key naming a person's role in making the task
+    (author, drafter, annotator, refiner, reviewer, creator, maintainer, contributor, submitter,
+    owner, validator, writer, curator, contact), alone, plural or with ``_name``: TerminalWorld's
+    ``task_drafter_name``, TB2's ``author_email``, a ``reviewers`` list.
+
+    Examples
+    --------
+    >>> [k for k in ("task_drafter_email", "author_name", "reviewers", "category", "task_name") if is_personal_key(k)]
+    ['task_drafter_email', 'author_name', 'reviewers']
+    """
+    return isinstance(key, str) and _PERSONAL_KEY.search(key.lower()) is not None
+
+
+def without_personal_data(value: Any) -> Any:
+    """``value`` with every personal key (:func:`is_personal_key`) dropped, in nested tables and lists too."""
+    if isinstance(value, dict):
+        return {k: without_personal_data(v) for k, v in value.items() if not is_personal_key(k)}
+    if isinstance(value, list):
+        return [without_personal_data(item) for item in value]
+    return value
 
 
 def _minutes(value: object, key: str, path: str) -> float | None:

@@ -6,15 +6,19 @@ This package knows tables, not files: every function takes polars frames and ret
 from __future__ import annotations
 
 from depthlab.measures.audit import CURATION, audit_table
+from depthlab.measures.censored import censored_depth
 from depthlab.measures.depth import depth_summary, estimate_depth, second_model_effect, second_model_runs
 from depthlab.measures.planning import PLAN_MODES, plan_missing, sweep_runs
 from depthlab.measures.proxy import depth_proxy, proxy_correlations, rung_agreement, turn_dependencies
 from depthlab.measures.public import pass_rates, turn_counts
+from depthlab.measures.reliability import depth_by_rule, split_half_depth
 
 __all__ = [
     "CURATION",
     "PLAN_MODES",
     "audit_table",
+    "censored_depth",
+    "depth_by_rule",
     "depth_proxy",
     "depth_summary",
     "estimate_depth",
@@ -24,6 +28,7 @@ __all__ = [
     "rung_agreement",
     "second_model_effect",
     "second_model_runs",
+    "split_half_depth",
     "sweep_runs",
     "turn_counts",
     "turn_dependencies",

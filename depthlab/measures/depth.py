@@ -30,8 +30,10 @@ from depthlab._checks import (
     check_frame,
     check_model_name,
     check_models,
+    check_number,
     parameter_error,
 )
+from depthlab.measures._rules import cell_passes
 from depthlab.schema import CAPS
 
 TASK_KEYS: tuple[str, str] = ("dataset", "task")
@@ -47,6 +49,7 @@ def evidence_grid(
     pass_rule: str,
     attempts: int = 1,
     tasks: pl.DataFrame | None = None,
+    q: float = 0.5,
 ) -> pl.DataFrame:
     """One row per (dataset, task, model, cap) with the cell's state and whether it is needed.
 
@@ -54,7 +57,9 @@ def evidence_grid(
     by default it is every task in ``trials``. With ``models`` None, the models counted in a
     dataset are those with any trial at a ladder cap in that dataset (invalid ones too: the
     model was run there). ``attempts`` is how many valid trials a cell is planned to have: a
-    cell with fewer is decided only when the missing attempts cannot change its outcome.
+    cell with fewer is decided only when the missing attempts cannot change its outcome
+    (under ``"isotonic"`` a cell is decided once it has ``attempts`` valid trials: its state is
+    the fitted P(pass | cap) against ``q``, which every other cap's attempts move).
 
     Columns: dataset, task, model, cap, n_valid, n_pass, state (pass|fail|missing),
     model_depth (the model's smallest passing cap), upper (min over models), top_state
@@ -84,7 +89,11 @@ def evidence_grid(
         .with_columns(pl.col("n_valid", "n_pass").fill_null(0))
     )
     n_valid, n_pass = pl.col("n_valid"), pl.col("n_pass")
-    if pass_rule == "any":
+    if pass_rule == "isotonic":
+        grid = _isotonic_states(grid.sort(CELL_KEYS), len(caps), q)
+        passes_all = pl.col("_fitted_pass")
+        pass_early = fail_early = pl.lit(False)
+    elif pass_rule == "any":
         passes_all = n_pass > 0
         pass_early, fail_early = n_pass > 0, pl.lit(False)
     else:  # majority: at least half of the valid attempts pass
@@ -100,9 +109,13 @@ def evidence_grid(
         .otherwise(pl.lit("missing"))
     )
     model_keys = [*TASK_KEYS, "model"]
-    grid = grid.with_columns(state=state).with_columns(
-        model_depth=pl.when(pl.col("state") == "pass").then(pl.col("cap")).min().over(model_keys),
-        top_state=pl.col("state").filter(pl.col("cap") == top).first().over(model_keys),
+    grid = (
+        grid.with_columns(state=state)
+        .drop("_fitted_pass", strict=False)
+        .with_columns(
+            model_depth=pl.when(pl.col("state") == "pass").then(pl.col("cap")).min().over(model_keys),
+            top_state=pl.col("state").filter(pl.col("cap") == top).first().over(model_keys),
+        )
     )
     grid = grid.with_columns(upper=pl.col("model_depth").min().over(list(TASK_KEYS)))
     needed = (pl.col("state") == "missing") & (
@@ -113,19 +126,41 @@ def evidence_grid(
     return grid.with_columns(needed=needed).sort(CELL_KEYS)
 
 
+def _isotonic_states(grid: pl.DataFrame, n_caps: int, q: float) -> pl.DataFrame:
+    """Add ``_fitted_pass``: the cell's fitted P(pass | cap) is at least q (rows sorted by CELL_KEYS).
+
+    Every (dataset, task, model) has exactly one row per ladder cap (the grid is a cross join with
+    the ladder), so the sorted counts reshape to (groups, caps) and are fitted at once.
+    """
+    shape = (grid.height // n_caps, n_caps)
+    n_pass = grid["n_pass"].to_numpy().reshape(shape)
+    n_valid = grid["n_valid"].to_numpy().reshape(shape)
+    passes = cell_passes(n_pass, n_valid, "isotonic", q).reshape(-1)
+    return grid.with_columns(_fitted_pass=pl.Series(passes, dtype=pl.Boolean))
+
+
 def estimate_depth(
     trials: pl.DataFrame,
     *,
     caps: Sequence[int] = CAPS,
     models: Sequence[str] | None = None,
     pass_rule: str = "any",
+    q: float = 0.5,
 ) -> pl.DataFrame:
     """Estimate each task's depth D from turn-capped runs.
 
     Only trials with a ``cap`` on the ladder, a ``model`` and a valid status (``pass`` or
     ``fail``; never ``invalid``) count. A cell (model, cap) passes under ``pass_rule``: ``"any"`` valid attempt
-    passes, or a ``"majority"`` (at least half) of the valid attempts pass. D is the minimum
-    over models of each model's smallest passing cap.
+    passes (the paper's rule), a ``"majority"`` (at least half) of the valid attempts pass, or
+    ``"isotonic"``: the model's P(pass | cap) is fitted non-decreasing in the cap over all its
+    attempts (isotonic regression) and the cap passes when the fitted P is at least ``q``. D is
+    the minimum over models of each model's smallest passing cap.
+
+    D is interval-censored: D = 10 on the default ladder says more than 5 turns and at most 10.
+    ``depth_low`` and ``depth_high`` carry the interval, D in (depth_low, depth_high]: for a
+    solved task ``depth_high`` = D and ``depth_low`` the largest ladder cap below D (0 below the
+    first; a ladder with gaps gives a wider interval); for an unsolved task ``depth_low`` = the
+    top cap and ``depth_high`` is null (right-censored); for an incomplete task both are null.
 
     * ``solved``: D is pinned: for every model counted, every ladder cap below D was tried with
       valid trials and failed.
@@ -148,8 +183,11 @@ def estimate_depth(
     models : sequence of str, optional
         The models that count. Default: in each dataset, every model with a trial at a
         ladder cap there. A model with no valid trial on a task leaves every cap missing.
-    pass_rule : {"any", "majority"}, default "any"
+    pass_rule : {"any", "majority", "isotonic"}, default "any"
         How several attempts at one cap combine.
+    q : float, default 0.5
+        The ``"isotonic"`` rule's threshold on the fitted P(pass | cap), in (0, 1]; ignored by
+        the other rules.
 
     Returns
     -------
@@ -166,15 +204,25 @@ def estimate_depth(
     >>> trials = schema.conform(pl.DataFrame({
     ...     "dataset": "demo", "task": "t", "model": "m",
     ...     "cap": [1, 2, 3], "status": ["fail", "fail", "pass"]}), "trials")
-    >>> estimate_depth(trials).select("depth", "status").row(0)
-    (3, 'solved')
+    >>> estimate_depth(trials).select("depth", "depth_low", "depth_high", "status").row(0)
+    (3, 2, 3, 'solved')
+
+    One lucky pass in three attempts at cap 2, every attempt passing at cap 5: the paper's rule
+    takes the lucky pass, the isotonic fit pools it with the failures around it.
+
+    >>> lucky = schema.conform(pl.DataFrame({"dataset": "demo", "task": "t", "model": "m",
+    ...     "cap": [1] * 3 + [2] * 3 + [3] * 3 + [5] * 3,
+    ...     "status": ["fail"] * 3 + ["pass", "fail", "fail"] + ["fail"] * 3 + ["pass"] * 3}), "trials")
+    >>> [estimate_depth(lucky, pass_rule=rule)["depth"].item() for rule in ("any", "isotonic")]
+    [2, 5]
     """
     function = "estimate_depth"
     check_frame(trials, "trials", function, _TRIAL_COLUMNS)
     caps = check_caps(caps, function)
     models = check_models(models, function)
     pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
-    grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule)
+    q = check_number(q, "q", function, low=0, high=1, low_open=True, kind="a share")
+    grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule, q=q)
     return depth_from_grid(grid, trials.select(TASK_KEYS).unique(), caps=caps)
 
 
@@ -220,12 +268,19 @@ def depth_from_grid(grid: pl.DataFrame, task_keys: pl.DataFrame, *, caps: Sequen
         .otherwise(pl.lit("incomplete"))
     )
     all_caps = pl.lit(pl.Series([list(caps)], dtype=pl.List(pl.Int32)))
+    # the rung below each cap: D = caps[i] means more than caps[i - 1] turns (0 below the first)
+    below = dict(zip(caps, (0, *caps[:-1]), strict=True))
     out = (
         task_keys.join(per_task, on=list(TASK_KEYS), how="left", nulls_equal=True)
         .join(per_model, on=list(TASK_KEYS), how="left", nulls_equal=True)
         .with_columns(status=status)
         .with_columns(
             depth=pl.when(pl.col("status") == "solved").then(pl.col("upper")),
+            depth_high=pl.when(pl.col("status") == "solved").then(pl.col("upper")),
+            depth_low=pl.when(pl.col("status") == "solved")
+            .then(pl.col("upper").replace_strict(below, default=None, return_dtype=pl.Int32))
+            .when(pl.col("status") == "unsolved")
+            .then(pl.lit(caps[-1], dtype=pl.Int32)),
             caps_tried=pl.col("caps_tried").fill_null(pl.lit(pl.Series([[]], dtype=pl.List(pl.Int32)))),
             # no model has run the task at all: every cap is missing
             caps_missing=pl.when(pl.col("n_models").fill_null(0) == 0).then(all_caps).otherwise(pl.col("caps_missing")),

@@ -27,12 +27,26 @@ prunes everything above. So the cheapest order is bottom-up:
   wasted when the task ends unsolved.) Bisecting between the largest failure and the
   smallest pass saves rounds but not runs: a failure in the middle still leaves every cap
   below it to be observed.
+
+Attempts where they decide (``attempts="auto"``): the mode's cells are planned with one attempt,
+and a further attempt goes only to a cell whose outcome can still change D under the pass rule
+within the budget of ``max_attempts`` per cell. A cell can still change D when filling its
+remaining budget with passes, or with failures, would move the task's D (the minimum over models
+of each model's smallest passing cap, the missing cells left out). Candidates are the cells run
+fewer than ``max_attempts`` times and, under ``"isotonic"``, each model's next cap above its
+smallest passing cap when not yet run: failures there can pool a lone pass below them away (a
+lucky pass just above a failed cap). A failure far below D, whose neighbours failed too, is
+decided by one attempt: no number of passes within the budget lifts its pooled share to ``q``.
+Under ``"any"`` every failure below D stays open (one pass would lower D), so ``"auto"`` pays
+off under ``"majority"`` and ``"isotonic"``; the benchmark ``tests/bench/bench_depth_rules.py``
+prints its runs and accuracy beside fixed attempts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
 from depthlab._checks import (
@@ -42,20 +56,18 @@ from depthlab._checks import (
     check_frame,
     check_models,
     check_nonnegative_int,
+    check_number,
     check_positive_int,
+    parameter_error,
 )
+from depthlab.measures._rules import model_depth_index
 from depthlab.measures.depth import CELL_KEYS, TASK_KEYS, evidence_grid
-from depthlab.schema import CAPS
+from depthlab.schema import CAPS, PLAN
 
 PLAN_MODES: tuple[str, ...] = ("sweep", "adaptive")
 
-PLAN_SCHEMA: dict[str, pl.DataType] = {
-    "dataset": pl.String(),
-    "task": pl.String(),
-    "model": pl.String(),
-    "cap": pl.Int32(),
-    "attempts": pl.Int32(),  # further valid attempts to run in this cell
-}
+#: The plan table's columns (declared in :data:`depthlab.schema.PLAN`; this name is kept for users).
+PLAN_SCHEMA: dict[str, pl.DataType] = PLAN
 
 
 def plan_missing(
@@ -64,9 +76,11 @@ def plan_missing(
     *,
     models: Sequence[str],
     caps: Sequence[int] = CAPS,
-    attempts: int = 1,
+    attempts: int | str = 1,
     mode: str = "sweep",
     pass_rule: str = "any",
+    q: float = 0.5,
+    max_attempts: int = 3,
 ) -> pl.DataFrame:
     """The cells (dataset, task, model, cap, attempts) still to run to pin D for every task.
 
@@ -86,13 +100,18 @@ def plan_missing(
         The models that must each fail every cap below D.
     caps : sequence of int, default CAPS
         The cap ladder.
-    attempts : int, default 1
-        Valid attempts per cell.
+    attempts : int or "auto", default 1
+        Valid attempts per cell; ``"auto"``: one, and more only in cells whose outcome can still
+        change D (module docstring), up to ``max_attempts``.
     mode : {"sweep", "adaptive"}, default "sweep"
         ``"sweep"``: every needed cell now. ``"adaptive"``: one round of the bottom-up search
         described in the module docstring; re-plan after running it.
-    pass_rule : {"any", "majority"}, default "any"
+    pass_rule : {"any", "majority", "isotonic"}, default "any"
         As in :func:`estimate_depth`.
+    q : float, default 0.5
+        The isotonic rule's threshold, as in :func:`estimate_depth`.
+    max_attempts : int, default 3
+        With ``attempts="auto"``: the most valid attempts any cell gets.
 
     Returns
     -------
@@ -116,17 +135,63 @@ def plan_missing(
     check_frame(tasks, "tasks", function, TASK_KEYS)
     models = check_models(models, function, required=True)
     caps = check_caps(caps, function)
-    attempts = check_positive_int(attempts, "attempts", function)
+    auto = attempts == "auto"
+    if not auto:
+        if isinstance(attempts, str):
+            raise parameter_error("attempts", function, "a positive integer or 'auto'", attempts)
+        attempts = check_positive_int(attempts, "attempts", function)
+    max_attempts = check_positive_int(max_attempts, "max_attempts", function)
     mode = check_choice(mode, "mode", function, PLAN_MODES)
     pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
-    grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule, attempts=attempts, tasks=tasks)
+    q = check_number(q, "q", function, low=0, high=1, low_open=True, kind="a share")
+    per_cell = 1 if auto else int(attempts)
+    grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule, attempts=per_cell, tasks=tasks, q=q)
     planned = _adaptive_round(caps) if mode == "adaptive" else pl.col("needed")
+    if auto:
+        grid = grid.with_columns(_open=_open_cells(grid, len(models), len(caps), pass_rule, q, max_attempts))
+        planned = planned | pl.col("_open")
     return (
         grid.filter(planned)
-        .select(*CELL_KEYS, attempts=(attempts - pl.col("n_valid")).cast(pl.Int32))
+        .select(*CELL_KEYS, attempts=pl.max_horizontal(per_cell - pl.col("n_valid"), 1).cast(pl.Int32))
         .sort(CELL_KEYS)
         .cast(PLAN_SCHEMA)
     )
+
+
+def _open_cells(grid: pl.DataFrame, n_models: int, n_caps: int, rule: str, q: float, budget: int) -> pl.Series:
+    """Per row of the grid (sorted by CELL_KEYS): the cell's outcome can still change D within the budget.
+
+    The grid holds every (task, model, cap) once, so its counts reshape to (tasks, models, caps).
+    For each candidate cell the budget left is filled with passes, then with failures, and the
+    task's D recomputed: the cell is open when either moves it.
+    """
+    shape = (grid.height // (n_models * n_caps), n_models, n_caps)
+    n_pass = grid["n_pass"].to_numpy().astype(np.int64).reshape(shape)
+    n_valid = grid["n_valid"].to_numpy().astype(np.int64).reshape(shape)
+    own = model_depth_index(n_pass, n_valid, rule, q)  # (tasks, models)
+    current = own.min(axis=1)
+    # the smallest D of the other models, per (task, model): the task's D if this model's changes
+    ordered = np.sort(own, axis=1)
+    others = np.where(own == ordered[:, :1], ordered[:, 1:2] if n_models > 1 else n_caps, ordered[:, :1])
+    candidate = (n_valid > 0) & (n_valid < budget)
+    if rule == "isotonic":
+        above = own + 1
+        next_cap = np.arange(n_caps)[None, None, :] == above[:, :, None]
+        candidate |= next_cap & (n_valid == 0)
+    t, m, c = np.nonzero(candidate)
+    open_cell = np.zeros(shape, dtype=bool)
+    if len(t):
+        rows_pass, rows_valid = n_pass[t, m].copy(), n_valid[t, m].copy()  # (k, caps)
+        left = budget - n_valid[t, m, c]
+        changes = np.zeros(len(t), dtype=bool)
+        for passes in (left, np.zeros_like(left)):
+            trial_pass, trial_valid = rows_pass.copy(), rows_valid.copy()
+            trial_pass[np.arange(len(t)), c] += passes
+            trial_valid[np.arange(len(t)), c] += left
+            moved = np.minimum(model_depth_index(trial_pass, trial_valid, rule, q), others[t, m])
+            changes |= moved != current[t]
+        open_cell[t, m, c] = changes
+    return pl.Series(open_cell.reshape(-1))
 
 
 def _adaptive_round(caps: Sequence[int]) -> pl.Expr:

@@ -10,7 +10,7 @@ The rule (version :data:`RULE_VERSION`; fixed before any result was looked at)
 1. A trajectory is read in order: the text given before the first turn (system prompt and
    instruction), then for each turn its command text (every call of the turn together), then
    its output (the observation or tool messages), as :func:`depthlab.io.read_steps`
-   reads ATIF v1.0-v1.7 (continuations followed, copied context and summarization subagents left
+   reads ATIF v1.0-v1.8 (continuations followed, copied context and summarization subagents left
    out), chat-message lists and terminus episode directories. Outputs are read whole, not cut.
 2. Identifiers (:func:`identifiers`): the text is split into tokens, maximal runs of letters,
    digits and ``_ . -`` (so ``/``, ``:``, ``=``, quotes and spaces separate them; a path gives one
@@ -82,7 +82,11 @@ import polars as pl
 from depthlab._checks import check_bool, check_choice, check_frame, check_positive_int
 from depthlab.catalog import DIFFICULTY_ORDER
 from depthlab.io import LoadError, Rejected, RejectedFilesWarning, trajectories, warning_text
-from depthlab.schema import CAPS, MIN_TASKS
+from depthlab.schema import CAPS, MIN_TASKS, PROXY_COVERAGE
+from depthlab.schema import PROXY_CORRELATIONS as CORRELATIONS_SCHEMA
+from depthlab.schema import PROXY_DEPENDENCIES as DEPENDENCIES_SCHEMA
+from depthlab.schema import PROXY_TASKS as PROXY_TASKS_SCHEMA
+from depthlab.schema import PROXY_TRIALS as PROXY_TRIALS_SCHEMA
 
 #: Version of the identifier and dependency rule; cached results of another version are not reused.
 RULE_VERSION: Final[int] = 2
@@ -119,34 +123,6 @@ _VERDICTS: dict[str, str] = {}
 _MAX_VERDICTS = 500_000
 _MAX_CACHED_CHARS = 80  # a base64 blob or a DNA sequence is seen once; keeping it would only cost memory
 
-#: Columns of :func:`turn_dependencies`.
-DEPENDENCIES_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "turn": pl.Int32(),
-    "level": pl.Int32(),
-    "depends_on": pl.List(pl.Int32()),
-    "identifiers": pl.List(pl.List(pl.String())),  # aligned with depends_on
-    "on_chain": pl.Boolean(),  # on one longest chain (the one traced back from the last deepest turn)
-    "uses": pl.String(),  # the same, readable: "t3: a_1, b_2; t5: x_9" (null when the turn depends on nothing)
-}
-#: Columns of ``depth_proxy(per="trial")``.
-PROXY_TRIALS_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "dataset": pl.String(),
-    "task": pl.String(),
-    "model": pl.String(),
-    "trial": pl.String(),
-    "passed": pl.Boolean(),
-    "n_turns": pl.Int32(),  # turns of the trajectory read (may differ from the trials table's count)
-    "proxy_depth": pl.Int32(),  # null when the trajectory could not be read
-}
-#: Columns of ``depth_proxy(per="task")``.
-PROXY_TASKS_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "dataset": pl.String(),
-    "task": pl.String(),
-    "proxy_depth": pl.Int32(),  # lower median over passing trials with a readable trajectory
-    "proxy_depth_min": pl.Int32(),
-    "n_passing": pl.Int32(),  # passing trials with a readable trajectory
-    "proxy_rung": pl.Int32(),  # smallest ladder cap >= proxy_depth (null above the top cap)
-}
 PER: Final[tuple[str, ...]] = ("task", "trial")
 
 _TRIAL_COLUMNS = ("dataset", "task", "model", "trial", "cap", "status", "source")
@@ -638,12 +614,7 @@ def proxy_summary(audit: pl.DataFrame, *, caps: Sequence[int] = CAPS) -> pl.Data
                 "share_same_rung": both.select((_rung(caps) == pl.col("depth")).mean()).item() if both.height else None,
             }
         )
-    schema = {"dataset": pl.String(), **dict.fromkeys(("n_tasks", "n_proxy", "n_depth", "n_both"), pl.Int32())}
-    schema |= dict.fromkeys(
-        ("median_proxy", "median_depth", "median_turns", "rho_proxy_depth", "rho_proxy_turns", "share_same_rung"),
-        pl.Float64(),
-    )
-    return pl.DataFrame(rows, schema=schema)
+    return pl.DataFrame(rows, schema=PROXY_COVERAGE)
 
 
 def _spearman(frame: pl.DataFrame, x: str, y: str) -> float | None:
@@ -659,29 +630,6 @@ PROXY_QUESTIONS: Final[tuple[tuple[str, str, str, str], ...]] = (
     ("pass ~ N | proxy", "n_turns", "pass_rate", "proxy_depth"),
     ("rating ~ proxy | W", "proxy_depth", "difficulty", "work"),
 )
-#: Columns of :func:`proxy_correlations` (those of ``PartialCorr.to_row`` between question and note).
-CORRELATIONS_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "dataset": pl.String(),
-    "question": pl.String(),
-    "label": pl.String(),  # "<dataset>: <question>", for depthlab.plots.forest
-    "r": pl.Float64(),
-    "ci_low": pl.Float64(),
-    "ci_high": pl.Float64(),
-    "p": pl.Float64(),
-    "n": pl.Int64(),
-    "k": pl.Int64(),
-    "method": pl.String(),
-    "n_boot": pl.Int64(),
-    "n_degenerate": pl.Int64(),
-    "n_dropped": pl.Int64(),
-    "x": pl.String(),
-    "y": pl.String(),
-    "covar": pl.String(),
-    "ci": pl.Float64(),
-    "statistic": pl.String(),
-    "cluster": pl.String(),
-    "note": pl.String(),
-}
 
 
 def proxy_correlations(

@@ -2,8 +2,9 @@
 
 A parameter block that many functions take (``order``, ``palette``, ``ax`` ...) is written here
 once; a docstring names it by a line holding only ``{key}`` and :func:`fill` puts the block there,
-indented as that line. Only such whole-line tokens are replaced, so the braces of a dict in an
-example are left alone, and a token with no fragment fails at import (a typo cannot ship).
+indented as that line. The mechanism (shared with the findings' fragments) is
+:func:`depthlab._docstrings.filler`: only whole-line tokens are replaced, and a token with no
+fragment fails at import.
 
 >>> @fill
 ... def f(ax=None):
@@ -19,9 +20,9 @@ example are left alone, and a token with no fragment fails at import (a typo can
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from typing import Final, TypeVar
+from typing import Final
+
+from depthlab._docstrings import filler
 
 __all__ = ["FRAGMENTS", "fill"]
 
@@ -72,23 +73,5 @@ FRAGMENTS: Final[dict[str, str]] = {
     ),
 }
 
-_TOKEN = re.compile(r"^(?P<indent>[ \t]*)\{(?P<key>[a-z_]+)\}[ \t]*$")
-
-Function = TypeVar("Function", bound=Callable[..., object])
-
-
-def fill(function: Function) -> Function:
-    """Replace each whole-line ``{key}`` of ``function``'s docstring by :data:`FRAGMENTS`'s block, indented."""
-    doc = function.__doc__ or ""
-    lines = []
-    for line in doc.split("\n"):
-        match = _TOKEN.match(line)
-        if match is None:
-            lines.append(line)
-            continue
-        key = match["key"]
-        if key not in FRAGMENTS:
-            raise KeyError(f"{function.__qualname__}'s docstring names the fragment {{{key}}}, which does not exist")
-        lines += [match["indent"] + part if part else "" for part in FRAGMENTS[key].split("\n")]
-    function.__doc__ = "\n".join(lines)
-    return function
+#: Fill a figure function's docstring with :data:`FRAGMENTS` (the mechanism is :mod:`depthlab._docstrings`).
+fill = filler(FRAGMENTS)

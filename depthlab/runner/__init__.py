@@ -35,6 +35,7 @@ from depthlab.runner.errors import (
     LLMEndpointError,
     RunnerError,
     UnsupportedTaskError,
+    VerifierCheckError,
     VerifierTamperedError,
     VerifierTimeoutError,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "Trajectory",
     "TrialOutcome",
     "UnsupportedTaskError",
+    "VerifierCheckError",
     "VerifierTamperedError",
     "VerifierTimeoutError",
     "cap_sentence",

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -485,3 +486,42 @@ def _add(total: Any, value: Any) -> Any:
     if value is None:
         return total
     return value if total is None else total + value
+
+
+def terminus_factory(
+    base_url: str,
+    *,
+    api_key_env: str | None = "DEPTHLAB_API_KEY",
+    temperature: float | None = 0.7,
+    request_timeout: float = 600.0,
+    max_retries: int = 4,
+    prices: tuple[float | None, float | None] = (None, None),
+    strip_provider: bool = False,
+) -> Callable[[str, int | None], TerminusAgent]:
+    """``(model, cap) -> TerminusAgent`` on ``base_url``: the one agent factory of ``run``, ``fill``
+    and ``measure --engine local`` (the options are :class:`ChatClient`'s; ``prices`` are USD per
+    million prompt and completion tokens).
+
+    Examples
+    --------
+    >>> make = terminus_factory("http://127.0.0.1:8000/v1", api_key_env=None)
+    >>> make("openai/m", 3).harness.cap
+    3
+    """
+    price_in, price_out = prices
+
+    def make(model: str, cap: int | None) -> TerminusAgent:
+        client = ChatClient(
+            base_url,
+            model,
+            api_key_env=api_key_env,
+            temperature=temperature,
+            timeout=request_timeout,
+            max_retries=max_retries,
+            input_price_per_mtok=price_in,
+            output_price_per_mtok=price_out,
+            strip_provider=strip_provider,
+        )
+        return TerminusAgent(client, HarnessConfig(cap=cap))
+
+    return make

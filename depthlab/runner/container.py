@@ -674,6 +674,13 @@ class _ExecStream:
             self.sock.close()
 
 
+def new_docker_client() -> Any:
+    """A Docker client from the environment (``DOCKER_HOST`` or the local socket): every runner entry point's."""
+    import docker
+
+    return docker.from_env()
+
+
 def forget_headers(archive: tarfile.TarFile) -> None:
     """Drop the headers a streamed tar file keeps of every member read, so memory stays bounded.
 

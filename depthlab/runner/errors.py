@@ -65,5 +65,10 @@ class VerifierTamperedError(RunnerError):
     """Another process changed /tests or the verifier's folder while the tests ran (an invalid trial)."""
 
 
+class VerifierCheckError(RunnerError):
+    """A check of the verifier's files (tampering, the copy, late or foreign writes) could not run, so
+    the reward is not graded (an invalid trial)."""
+
+
 class CancelledError(RunnerError):
     """The run was interrupted (Ctrl-C / SIGTERM); the trial is left incomplete and redone on resume."""

@@ -11,17 +11,30 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import threading
 import uuid
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
+from depthlab import schema
 from depthlab._version import __version__
-from depthlab.io import harbor_writer
+from depthlab.io import harbor_writer, load_trials
 from depthlab.io.harbor_writer import Trajectory, trial_name, utc_now, write_json, write_text
 
-__all__ = ["VERSION", "JobDir", "Trajectory", "remove_incomplete_trials", "utc_now", "write_json", "write_text"]
+__all__ = [
+    "VERSION",
+    "JobDir",
+    "Trajectory",
+    "load_job_trials",
+    "remove_incomplete_trials",
+    "utc_now",
+    "write_json",
+    "write_text",
+]
 
 
 #: depthlab's version, recorded as the runner's agents' version.
@@ -76,10 +89,6 @@ class JobDir:
     def _existing_started_at(self) -> str | None:
         return self._existing_result().get("started_at")
 
-    def remove_incomplete(self) -> list[str]:
-        """Delete trial folders without ``result.json`` (interrupted trials); return their names."""
-        return remove_incomplete_trials(self.path)
-
     def trial_results(self) -> list[dict[str, Any]]:
         """The ``result.json`` of every complete trial in the job."""
         results = []
@@ -114,6 +123,25 @@ class JobDir:
                 n_total_trials=self.n_planned,
             )
             write_json(self.path / "result.json", result)
+
+
+def load_job_trials(jobs_dir: str | os.PathLike[str]) -> pl.DataFrame:
+    """Every complete trial under ``jobs_dir`` (jobs folders being written: a runner's, a measurement's).
+
+    Empty (the trials table's columns) while no trial has a ``result.json`` yet. Loaded without
+    the parquet cache: the folder changes with every round, so an entry would be rewritten on
+    each load and the user's cache would fill with passing states of a jobs folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> load_job_trials(tempfile.mkdtemp()).height
+    0
+    """
+    root = Path(jobs_dir)
+    if not any(root.glob("*/*/result.json")):
+        return schema.empty("trials")
+    return load_trials([root], cache=False)
 
 
 def remove_incomplete_trials(job_path: Path) -> list[str]:

@@ -45,7 +45,7 @@ from typing import Any
 
 from depthlab import _atomic
 from depthlab._checks import check_positive_int
-from depthlab.runner.container import ContainerLimits
+from depthlab.runner.container import ContainerLimits, new_docker_client
 from depthlab.runner.errors import UnsupportedTaskError
 from depthlab.runner.leftovers import remove_live_containers
 from depthlab.runner.oracle import OracleAgent
@@ -143,11 +143,6 @@ class PreflightReport:
     def passed_tasks(self) -> list[TaskSpec]:
         """The tasks whose reference solution passed (to run models on)."""
         return [self.tasks[row.path] for row in self.rows if row.passed and row.path in self.tasks]
-
-    @property
-    def passed_names(self) -> set[str]:
-        """Names (and folder names) of the tasks that passed."""
-        return {name for row in self.rows if row.passed for name in (row.task, Path(row.path).name)}
 
     @property
     def all_failed(self) -> bool:
@@ -273,7 +268,7 @@ def preflight(
         slots.append(None)
         pending.append((len(slots) - 1, task, entry))
     if pending:
-        client = docker_client if docker_client is not None else _docker_client()
+        client = docker_client if docker_client is not None else new_docker_client()
         jobs_root.mkdir(parents=True, exist_ok=True)
         job_name = f"preflight__oracle__{settings.profile}"
         if (jobs_root / job_name).is_dir():
@@ -437,9 +432,3 @@ def _job_config(agent: OracleAgent) -> dict[str, Any]:
     from depthlab.io import harbor_writer
 
     return harbor_writer.job_config("", "", [harbor_writer.agent_config(agent.name, None, agent.config_kwargs())])
-
-
-def _docker_client() -> Any:
-    import docker
-
-    return docker.from_env()

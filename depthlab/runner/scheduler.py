@@ -49,12 +49,12 @@ from typing import Any
 import polars as pl
 
 from depthlab._checks import check_positive_finite, check_positive_int
-from depthlab.io import harbor_writer, load_trials
+from depthlab.io import harbor_writer
 from depthlab.io.harbor_writer import STATED_CAP_KEY
-from depthlab.runner.container import ContainerLimits
+from depthlab.runner.container import ContainerLimits, new_docker_client
 from depthlab.runner.errors import CancelledError, UnsupportedTaskError
 from depthlab.runner.leftovers import remove_leftovers, remove_live_containers
-from depthlab.runner.output import JobDir, remove_incomplete_trials
+from depthlab.runner.output import JobDir, load_job_trials, remove_incomplete_trials
 from depthlab.runner.plan_io import check_plan
 from depthlab.runner.preflight import PreflightReport, preflight
 from depthlab.runner.profiles import RunSettings
@@ -188,7 +188,7 @@ def fill(
     plan = check_plan(plan).group_by(cell, maintain_order=True).agg(pl.col("attempts").max())
     jobs_root = Path(jobs_dir)
     jobs_root.mkdir(parents=True, exist_ok=True)
-    client = docker_client if docker_client is not None else _docker_client()
+    client = docker_client if docker_client is not None else new_docker_client()
     summary = FillSummary(n_cells=plan.height, n_trials_planned=int(plan["attempts"].sum() or 0))
     with _exclusive(jobs_root):
         summary.n_leftover_containers = remove_leftovers(client)
@@ -276,7 +276,7 @@ def run_tasks(
     """
     check_positive_int(attempts, "attempts", "run_tasks")
     check_positive_int(concurrency, "concurrency", "run_tasks")
-    client = docker_client if docker_client is not None else _docker_client()
+    client = docker_client if docker_client is not None else new_docker_client()
     summary = FillSummary(n_cells=len(task_dirs), n_trials_planned=len(task_dirs) * attempts)
     summary.n_leftover_containers = remove_leftovers(client)
     tasks: list[TaskSpec] = []
@@ -406,10 +406,7 @@ def count_valid_trials(jobs_dir: str | os.PathLike[str]) -> dict[tuple[str, str,
     >>> count_valid_trials(tempfile.mkdtemp())
     {}
     """
-    root = Path(jobs_dir)
-    if not any(root.glob("*/*/result.json")):
-        return {}
-    trials = load_trials([root], cache=False)  # a cache would miss the newest trials
+    trials = load_job_trials(jobs_dir)
     valid = trials.filter(pl.col("status") != "invalid")
     counts: dict[tuple[str, str, int | None], int] = {}
     for row in valid.group_by(["task", "model", "cap"]).len().iter_rows(named=True):
@@ -448,12 +445,7 @@ def job_config(
         "",
         "",
         [harbor_writer.agent_config(agent.name, agent.model_name, agent.config_kwargs())],
-        datasets=[
-            harbor_writer.dataset_config(
-                str(folder), sorted(task.path.name for task in tasks if task.path.parent == folder)
-            )
-            for folder in sorted({task.path.parent for task in tasks})
-        ],
+        datasets=harbor_writer.dataset_configs((task.path.parent, task.path.name) for task in tasks),
         n_attempts=n_attempts,
         n_concurrent_trials=n_concurrent_trials,
     )
@@ -491,9 +483,3 @@ def _exclusive(jobs_root: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _docker_client() -> Any:
-    import docker
-
-    return docker.from_env()

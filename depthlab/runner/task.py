@@ -34,6 +34,20 @@ _DEFAULT_MEMORY_MB = 2048
 _NETWORK_MODES = {"no-network": False, "public": True, "allowlist": True}
 
 
+def task_folder(source: str | os.PathLike[str]) -> Path:
+    """The task folder a tasks table's ``source`` names (the folder itself, or its ``task.toml``).
+
+    Examples
+    --------
+    >>> task_folder("tasks/chain-r3/task.toml").as_posix()
+    'tasks/chain-r3'
+    >>> task_folder("tasks/chain-r3/").as_posix()
+    'tasks/chain-r3'
+    """
+    path = Path(os.fspath(source))
+    return path.parent if path.name in {"task.toml", "task.yaml"} else path
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """What the runner reads from one Harbor task directory.

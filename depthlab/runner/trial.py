@@ -225,7 +225,8 @@ def run_trial(
         finished_at=utc_now(),
         phases=phases,
     )
-    write_json(trial_dir / "result.json", result)  # last: its presence marks the trial complete
+    # last, and flushed to disk: its presence marks the trial complete, so it must survive a power cut
+    write_json(trial_dir / "result.json", result, fsync=True)
     return TrialOutcome(
         trial_dir=trial_dir,
         task=task.name,

@@ -43,7 +43,9 @@ import math
 import re
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from depthlab.runner.container import CopyReport, TaskContainer, script_command
 from depthlab.runner.errors import (
@@ -51,6 +53,7 @@ from depthlab.runner.errors import (
     ContainerExitedError,
     RewardFileEmptyError,
     RewardFileNotFoundError,
+    VerifierCheckError,
     VerifierOutputParseError,
     VerifierTamperedError,
     VerifierTimeoutError,
@@ -66,6 +69,8 @@ from depthlab.runner.integrity import (
 )
 from depthlab.runner.output import write_text
 from depthlab.runner.task import TaskSpec
+
+_T = TypeVar("_T")
 
 #: Owner of the verifier's folder: a user no process in the container runs as.
 VERIFIER_UID = 48_271
@@ -116,7 +121,8 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
     user = f"{box.image_user}:{VERIFIER_GID}"
     # bytecode caches go to a private folder: a legitimate run then adds nothing to /tests
     environment = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": f"/tmp/.depthlab-pycache-{nonce}"}
-    report = None
+    checks = _Checks()
+    report: CopyReport | None = None
     problems: list[str] = []
     try:
         box.exec_to_file(
@@ -133,21 +139,22 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
         _agent_broke(box, f"the tests could not start ({error})")
         raise
     finally:
-        with contextlib.suppress(Exception):  # a dead container must not hide the verifier's own error
-            problems = _tampering(box, tests, before, nonce)
-            report = box.get_directory(
-                "/logs/verifier",
-                verifier_dir,
-                file_limit_bytes=FILE_LIMIT_BYTES,
-                only_gid=VERIFIER_GID if strict else None,
-            )
-            problems += _late_writes(box, report)
-            if report is not None:  # a reward file the verifier's group did not write: another writer
-                problems += [
-                    f"/logs/verifier/{name} was written by another process"
-                    for name in report.ignored
-                    if name in ("reward.txt", "reward.json")
-                ]
+        # each check on its own: one that raises is recorded (and stops the grading below), never
+        # skipped with the others; while the tests' own error propagates, it is not replaced by a
+        # check's (a dead container must not hide the verifier's own error)
+        problems += checks.run("the check of /tests and its folder", [], _tampering, box, tests, before, nonce)
+        report = checks.run(
+            "the copy of /logs/verifier",
+            None,
+            box.get_directory,
+            "/logs/verifier",
+            verifier_dir,
+            file_limit_bytes=FILE_LIMIT_BYTES,
+            only_gid=VERIFIER_GID if strict else None,
+        )
+        if report is not None:
+            problems += checks.run("the check for writes after the tests", [], _late_writes, box, report)
+            problems += _foreign_writers(report)
         if staged.exists():
             verifier_dir.mkdir(parents=True, exist_ok=True)
             staged.replace(stdout)
@@ -165,13 +172,19 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
             f"/logs/verifier was replaced while the tests ran (its owner is {report.owner}, not the verifier's "
             f"{(VERIFIER_UID, VERIFIER_GID)})",
         )
-    if problems:
-        for name in ("reward.txt", "reward.json"):  # not the verifier's alone: never read as a grade
+    if problems or checks.failed:
+        for name in ("reward.txt", "reward.json"):  # not known to be the verifier's alone: never read as a grade
             with contextlib.suppress(OSError):
                 (verifier_dir / name).rename(verifier_dir / f"{name}.untrusted")
+    if problems:
         raise VerifierTamperedError(
             "The verifier's files were changed by another process while the tests ran (the trial is invalid): "
             + "; ".join(problems[:10])
+        )
+    if checks.failed:
+        raise VerifierCheckError(
+            "A check of the verifier's files could not run, so the reward is not graded (the trial is invalid): "
+            + "; ".join(checks.failed)
         )
     try:
         return read_rewards(verifier_dir)
@@ -179,6 +192,21 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
         if cause := box.at_pid_limit():  # the tests ran but could not start their programs
             raise RewardFileNotFoundError(f"The verifier wrote no reward: {cause}") from None
         raise
+
+
+class _Checks:
+    """Runs the integrity checks one by one; a check that raises is recorded in :attr:`failed`."""
+
+    def __init__(self) -> None:
+        self.failed: list[str] = []
+
+    def run(self, what: str, failed: _T, check: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """``check(*args, **kwargs)``, or ``failed`` when it raised (recorded, with ``what``)."""
+        try:
+            return check(*args, **kwargs)
+        except Exception as error:  # any failure of a check: the trial cannot be graded without it
+            self.failed.append(f"{what} could not run ({type(error).__name__}: {error})")
+            return failed
 
 
 def _prepare(box: TaskContainer, tests: Path, strict: bool) -> None:
@@ -241,6 +269,15 @@ def _tampering(box: TaskContainer, tests: Path, before: Snapshot, nonce: str) ->
     except docker.errors.NotFound:
         problems.append("/tests was removed")
     return problems
+
+
+def _foreign_writers(report: CopyReport) -> list[str]:
+    """A reward file the verifier's group did not write (left out of the copy): another writer."""
+    return [
+        f"/logs/verifier/{name} was written by another process"
+        for name in report.ignored
+        if name in ("reward.txt", "reward.json")
+    ]
 
 
 def _late_writes(box: TaskContainer, report: CopyReport | None, wait_sec: float = 0.5) -> list[str]:

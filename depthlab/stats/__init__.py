@@ -37,15 +37,19 @@ from depthlab.stats._correlation import (
 )
 from depthlab.stats._groups import quadrants, sign_test, within_percentile
 from depthlab.stats._proportions import adjust_p, proportion_ci
+from depthlab.stats._resampling import Resampled, hierarchical_bootstrap, permutation_pvalue
 from depthlab.stats._results import PartialCorr, SignTest, to_frame
 
 __all__ = [
     "PartialCorr",
+    "Resampled",
     "SignTest",
     "adjust_p",
+    "hierarchical_bootstrap",
     "kendall_tau_b",
     "label_correlations",
     "partial_spearman",
+    "permutation_pvalue",
     "proportion_ci",
     "quadrants",
     "semipartial_spearman",

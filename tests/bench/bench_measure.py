@@ -63,17 +63,22 @@ class BenchEngine:
         self.harbor = HarborEngine("/tmp/bench-measure-jobs", base_url="http://127.0.0.1:8000/v1")
         self.rounds: list[dict[str, float]] = []
         self._mark = time.perf_counter()
+        self.progress = False
+        self.note = ""
+
+    def check(self) -> None:
+        pass
 
     def resume(self, echo) -> None:
         pass
 
     def preflight(self, tasks, echo) -> pl.DataFrame:
-        return pl.DataFrame(schema={"task": pl.String, "reason": pl.String, "output": pl.String})
+        return schema.preflight_failures()
 
     def next_round(self) -> int:
         return len(self.rounds) + 1
 
-    def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, progress: bool) -> None:
+    def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, echo) -> None:
         loop_seconds = time.perf_counter() - self._mark
         started = time.perf_counter()
         configs = self.harbor.round_configs(plan, tasks, number)

@@ -51,8 +51,9 @@ def test_datasets_states_label_semantics_for_every_collection():
     assert sorted(table["name"]) == sorted(ADAPTERS)
     by_name = {row["name"]: row for row in table.iter_rows(named=True)}
     assert by_name["tb2"]["difficulty_source"] == "human"
-    assert {by_name[n]["difficulty_source"] for n in ("seta", "facet")} == {"generated"}
-    assert {by_name[n]["difficulty_source"] for n in ("tmax", "tw", "rst")} == {"none"}
+    # RST's difficulty is inherited from the synthesis seed: a generation-time label
+    assert {by_name[n]["difficulty_source"] for n in ("seta", "facet", "rst")} == {"generated"}
+    assert {by_name[n]["difficulty_source"] for n in ("tmax", "tw")} == {"none"}
     assert by_name["tb2"]["curation"] == "human"
     assert {by_name[n]["curation"] for n in ("tmax", "facet", "seta", "rst")} == {"synthetic"}
     assert "author" in by_name["tb2"]["human_labels"]
@@ -125,7 +126,10 @@ def test_a_collection_missing_from_a_shared_tree_reads_nothing_of_the_others(sim
     audit = dl.load_dataset("tw", tmp_path)
     assert audit.tasks.is_empty()
     assert audit.trials.is_empty()
-    assert any("none named 'tw'" in note for note in audit.notes)
+    foreign = next(note for note in audit.notes if "foreign datasets" in note)
+    assert "facet (" in foreign
+    assert "seta (" in foreign
+    assert any("no task dir of tw's layout" in note for note in audit.notes)
 
 
 # --- TB2 and a user's own tree -------------------------------------------------------------------

@@ -33,6 +33,11 @@ class SimulatedEngine:
         self.oracle_fails = oracle_fails
         self.rows: list[dict] = []
         self.rounds: list[pl.DataFrame] = []
+        self.progress = True
+        self.note = ""
+
+    def check(self) -> None:
+        pass
 
     def resume(self, echo) -> None:
         pass
@@ -40,12 +45,12 @@ class SimulatedEngine:
     def preflight(self, tasks, echo) -> pl.DataFrame:
         rows = [{"task": task, "reason": "the reference solution got reward 0", "output": "FAILED"}
                 for task in self.oracle_fails]  # fmt: skip
-        return pl.DataFrame(rows, schema={"task": pl.String, "reason": pl.String, "output": pl.String})
+        return schema.preflight_failures(rows)
 
     def next_round(self) -> int:
         return len(self.rounds) + 1
 
-    def run_round(self, plan, number, tasks, progress) -> None:
+    def run_round(self, plan, number, tasks, echo) -> None:
         self.rounds.append(plan)
         for row in plan.iter_rows(named=True):
             for _ in range(row["attempts"]):
@@ -223,7 +228,8 @@ def test_the_command_is_listed_and_checks_its_options(tmp_path, capsys):
     assert "no task folders found" in capsys.readouterr().err
 
 
-def test_a_missing_harbor_stops_the_command_before_any_work(tmp_path, capsys):
+def test_a_missing_harbor_stops_the_command_before_any_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-depthlab-units")
     tasks = tmp_path / "tasks"
     write_tasks(tasks, ["a"])
     args = ["measure", str(tasks), "--models", "a", "-o", str(tmp_path / "d.csv"), "--harbor", str(tmp_path / "nope")]
@@ -232,6 +238,32 @@ def test_a_missing_harbor_stops_the_command_before_any_work(tmp_path, capsys):
     assert "Harbor not found" in err
     assert "pip install 'harbor>=0.26,<0.27'" in err
     assert not (tmp_path / "jobs").exists()
+
+
+@pytest.mark.parametrize("engine", ["harbor", "local"])
+def test_an_unset_key_stops_every_engine_before_the_preflight_and_names_the_variable(
+    engine, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.delenv("DEPTHLAB_UNITS_KEY", raising=False)
+    tasks = tmp_path / "tasks"
+    write_tasks(tasks, ["a"])
+    jobs = tmp_path / "jobs"
+    args = ["measure", str(tasks), "--models", "p/a", "-o", str(tmp_path / "d.csv"), "--engine", engine]
+    args += ["--api-key-env", "DEPTHLAB_UNITS_KEY", "--jobs-dir", str(jobs), "--base-url", "http://127.0.0.1:9/v1"]
+    assert cli.main(args) == 1
+    err = capsys.readouterr().err
+    assert "the API key variable DEPTHLAB_UNITS_KEY is not set" in err
+    assert not jobs.exists()  # no preflight, no round
+
+
+def test_the_harbor_engine_refuses_an_unset_key_variable_instead_of_the_environments_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-someone-elses")
+    monkeypatch.delenv("DEPTHLAB_UNITS_KEY", raising=False)
+    engine = HarborEngine(tmp_path, base_url="http://127.0.0.1:9/v1", api_key_env="DEPTHLAB_UNITS_KEY")
+    with pytest.raises(EngineError, match="DEPTHLAB_UNITS_KEY is not set"):
+        engine.check()
+    monkeypatch.setenv("DEPTHLAB_UNITS_KEY", "sk-mine")
+    assert HarborEngine(tmp_path, base_url=None, api_key_env="DEPTHLAB_UNITS_KEY").env["OPENAI_API_KEY"] == "sk-mine"
 
 
 @pytest.mark.harbor

@@ -13,6 +13,7 @@ import shutil
 import tracemalloc
 from pathlib import Path
 
+import polars as pl
 import pytest
 from io_helpers import DROID_RUN, TMAX_TRIALS, write_trial
 
@@ -142,7 +143,7 @@ def test_deep_result_is_a_rejection_not_a_recursion_error(tmp_path):
     _rejected_alone(job, path, "nested too deeply")
 
 
-def test_deep_trajectory_step_is_a_rejection(tmp_path):
+def test_deep_trajectory_costs_only_the_turns_with_a_note(tmp_path):
     job = tmp_path / "job"
     write_trial(job / "good__1")
     bad = write_trial(job / "bad__1", agent_result={"metadata": None})
@@ -150,7 +151,13 @@ def test_deep_trajectory_step_is_a_rejection(tmp_path):
     path = bad / "agent" / "trajectory.json"
     steps = [{"step_id": 1, "source": "agent", "message": "ls", "extra": "__DEEP__"}]
     path.write_text(_deep(json.dumps({"schema_version": "ATIF-v1.6", "steps": steps})))
-    _rejected_alone(job, path, "nested too deeply")
+    load = read_trials(job, cache=False)
+    assert load.rejected == []
+    assert load.trials.height == 2
+    row = load.trials.filter(pl.col("trial") == "bad__1").row(0, named=True)
+    assert row["n_turns"] is None
+    assert row["status"] == "pass"
+    assert [(note.field, "nested too deeply" in note.reason) for note in load.notes] == [("n_turns", True)]
 
 
 def test_deep_tb1_results_file_is_a_rejection(samples, tmp_path):
@@ -186,7 +193,7 @@ def test_deep_files_through_the_process_pool(tmp_path):
 
 
 def test_huge_trajectory_is_refused_from_its_size_without_reading_it(tmp_path):
-    """A 500 MB trajectory (sparse: no disk used) is rejected before a byte is read."""
+    """A 500 MB trajectory (sparse: no disk used) is refused before a byte is read."""
     job = tmp_path / "job"
     write_trial(job / "good__1")
     bad = write_trial(job / "bad__1", agent_result={"metadata": None})
@@ -201,8 +208,12 @@ def test_huge_trajectory_is_refused_from_its_size_without_reading_it(tmp_path):
     finally:
         tracemalloc.stop()
     assert peak < MAX_FILE_BYTES // 16  # nothing near the file's size was allocated
-    assert [item.path for item in load.rejected] == [str(path)]
-    assert "too large" in load.rejected[0].reason
+    # the trajectory costs its turns only (a note naming it), never the trial's reward
+    assert load.rejected == []
+    assert load.trials.height == 2
+    assert [(note.field, "too large" in note.reason, str(path) in note.reason) for note in load.notes] == [
+        ("n_turns", True, True)
+    ]
     assert _reconciles(load)
 
 

@@ -160,12 +160,16 @@ def test_a_bad_continuation_is_reported_with_its_own_path(tmp_path, content, rea
     assert str(tmp_path / "trajectory.cont-2.json") in str(error.value)
 
 
-def test_a_bad_trajectory_rejects_its_trial_naming_the_file(tmp_path):
+def test_a_bad_trajectory_costs_its_trials_turns_with_a_note_naming_the_file(tmp_path):
     trial = write_trial(tmp_path / "job" / "t__1", agent_result={"metadata": None})
     (trial / "agent").mkdir()
     (trial / "agent" / "trajectory.json").write_text("{not json")
     load = read_trials(tmp_path / "job", cache=False)
-    assert [item.path for item in load.rejected] == [str(trial / "agent" / "trajectory.json")]
+    assert load.rejected == []
+    assert load.trials["n_turns"].to_list() == [None]
+    assert [(note.field, str(trial / "agent" / "trajectory.json") in note.reason) for note in load.notes] == [
+        ("n_turns", True)
+    ]
 
 
 def test_a_new_episode_directory_reaches_a_cached_load(tmp_path):

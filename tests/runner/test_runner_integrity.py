@@ -146,3 +146,34 @@ def test_a_fork_bomb_gives_the_same_outcome_every_time(attack_root, docker_clien
         (outcome.status, outcome.exception, "filled its pid limit" in outcome.message) for outcome in summary.outcomes
     }
     assert found == {("fail", "RewardFileNotFoundError", True)}
+
+
+@pytest.mark.parametrize("check", ["_tampering", "_late_writes", "get_directory"])
+def test_a_check_that_raises_makes_the_trial_invalid_and_its_reward_ungraded(
+    check, docker_client, tmp_path, monkeypatch
+):
+    """A check of the verifier's files that cannot run is never skipped: the honest pass is not counted."""
+    from depthlab.runner import verifier
+    from depthlab.runner.container import TaskContainer
+
+    def broken(*args, **kwargs):
+        raise OSError(f"{check} broke (injected)")
+
+    if check == "get_directory":
+        monkeypatch.setattr(TaskContainer, "get_directory", broken)
+    else:
+        monkeypatch.setattr(verifier, check, broken)
+    root = tmp_path / "tasks"
+    root.mkdir()
+    task = write_task(
+        root,
+        f"check-raises-{check.strip('_').replace('_', '-')}",
+        instruction="x",
+        test_sh="echo 1 > /logs/verifier/reward.txt\n",
+        solve_sh="true\n",
+    )
+    summary = run_tasks([task], OracleAgent(), jobs_dir=tmp_path / "jobs", docker_client=docker_client, progress=False)
+    (outcome,) = summary.outcomes
+    assert (outcome.status, outcome.exception, outcome.reward) == ("invalid", "VerifierCheckError", None)
+    assert f"{check} broke (injected)" in outcome.message
+    assert not (outcome.trial_dir / "verifier" / "reward.txt").exists()

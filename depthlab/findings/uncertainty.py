@@ -1,0 +1,193 @@
+"""Notebook 08, how sure is D: its censored distribution, its reliability, and pass ~ D | W beyond BCa.
+
+None of these is a number the paper reports: each is set beside one (a named variant, never in
+its place). Which D rule each uses: the data's own (the ``pass_rule`` the depth table was
+estimated with, the paper's "any" by default), so that the rows describe the D every other
+finding uses.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from depthlab import stats
+from depthlab.auditdata import AuditData
+from depthlab.findings._core import capped_models, make_frame, make_row, public_runs
+from depthlab.findings._docs import docstring
+from depthlab.measures.censored import censored_depth
+from depthlab.measures.reliability import split_half_depth
+
+_STATISTICS = {"share_le_3": "share_depth_le_3", "share_ge_5": "share_depth_ge_5", "median": "median_depth"}
+
+
+@docstring
+def censored_depth_shares(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
+    """Share D ≤ 3, share D ≥ 5 and median D per collection, unsolved tasks counted, beside the solved-only figures.
+
+    The paper's shares and medians are over solved tasks; here the ``censored_*`` rows take every
+    solved or unsolved task, an unsolved one right-censored above the top cap, by Turnbull's
+    estimator (:func:`depthlab.measures.censored.censored_depth`), and the ``solved_only_*`` rows
+    are the paper's definition on the same data. Interval: a 95% percentile bootstrap over tasks
+    (``detail`` says so and counts degenerate resamples); a median beyond the top cap is null.
+
+    Rows per collection: ``censored_share_depth_le_3``, ``censored_share_depth_ge_5``,
+    ``censored_median_depth`` and the three ``solved_only_*``.
+
+    Parameters
+    ----------
+    {data}
+    {n_boot_seed}
+
+    {returns}
+    """
+    table = censored_depth(data.depth.filter(pl.col("dataset").is_in(list(data.datasets))), n_boot=n_boot, seed=seed)
+    rows = []
+    for row in table.iter_rows(named=True):
+        collections = [row["dataset"]]
+        models = capped_models(data, collections)
+        how = "Turnbull, unsolved right-censored" if row["variant"] == "censored" else "solved tasks only"
+        rows.append(
+            make_row(
+                data,
+                f"{row['variant']}_{_STATISTICS[row['statistic']]}",
+                row["dataset"],
+                row["value"] if models else None,
+                n=row["n_tasks"],
+                unit="tasks",
+                collections=collections,
+                models=models,
+                low=row["ci_low"],
+                high=row["ci_high"],
+                interval="ci95" if row["interval"] else None,
+                detail=f"{how}; percentile bootstrap over tasks, {row['n_degenerate']} degenerate resamples"
+                f" left out; {row['n_unsolved']} unsolved",
+            )
+        )
+    return make_frame(rows)
+
+
+@docstring
+def depth_reliability(data: AuditData, *, repeats: int = 20, seed: int = 0) -> pl.DataFrame:
+    """Split-half D per collection from cells with 2+ attempts: share equal, within one rung, rank correlation.
+
+    Each cell's attempts are split in two at random, D estimated on each half with the paper's
+    rule, the halves compared (:func:`depthlab.measures.reliability.split_half_depth`), ``repeats``
+    times. A collection whose cells have one attempt each has nothing to split: its rows are null.
+
+    Rows per collection: ``split_half_share_equal``, ``split_half_within_one``, ``split_half_rank_corr``.
+
+    Parameters
+    ----------
+    {data}
+    repeats, seed : int
+        Random splits and their seed.
+
+    {returns}
+    """
+    capped = data.trials.filter(pl.col("cap").is_not_null() & pl.col("dataset").is_in(list(data.datasets)))
+    table = split_half_depth(capped, repeats=repeats, seed=seed) if capped.height else None
+    rows = []
+    for dataset in data.datasets:
+        found = table.filter(pl.col("dataset") == dataset) if table is not None else pl.DataFrame()
+        row = found.row(0, named=True) if found.height else None
+        usable = row is not None and row["n_multi_cells"] > 0
+        models = capped_models(data, [dataset])
+        for key, column in (
+            ("split_half_share_equal", "share_equal"),
+            ("split_half_within_one", "share_within_one"),
+            ("split_half_rank_corr", "rank_corr"),
+        ):
+            rows.append(
+                make_row(
+                    data,
+                    key,
+                    dataset,
+                    row[column] if usable and row is not None else None,
+                    n=round(row["n_tasks"]) if usable and row is not None else 0,
+                    unit="tasks",
+                    collections=[dataset],
+                    models=models,
+                    detail=f"mean over {repeats} random splits; {row['n_multi_cells']} cells with 2+ attempts"
+                    if usable and row is not None
+                    else "needs two or more attempts per cell",
+                )
+            )
+    return make_frame(rows)
+
+
+@docstring
+def pass_depth_given_work_robust(
+    data: AuditData, *, n_perm: int = 2000, n_boot: int = 2000, seed: int = 0
+) -> pl.DataFrame:
+    """Pass ~ D | W per collection with a permutation p-value and a hierarchical bootstrap interval.
+
+    Where nine tasks in ten sit at D = 1 the BCa interval of :func:`pass_depth_given_work`
+    under-covers (tests/test_stats.py measures it at n = 30). These rows carry the same estimate
+    (solved tasks with a public pass rate and W) with a Freedman-Lane permutation p-value
+    (``pcorr_pass_depth_given_work_perm``, no interval) and a 95% percentile interval from a
+    hierarchical bootstrap, tasks then their public runs (``pcorr_pass_depth_given_work_hier``;
+    the statistic there is on the tasks' mean pass over runs, which is the pass rate).
+
+    Parameters
+    ----------
+    {data}
+    n_perm : int
+        Permutations.
+    {n_boot_seed}
+
+    {returns}
+    """
+    audit = data.audit.filter(
+        (pl.col("depth_status") == "solved") & pl.col("pass_rate").is_not_null() & pl.col("work").is_not_null()
+    )
+    runs = public_runs(data).select("dataset", "task", pl.col("passed").cast(pl.Float64))
+    rows = []
+    for dataset in data.datasets:
+        tasks = audit.filter(pl.col("dataset") == dataset)
+        models = capped_models(data, [dataset])
+        enough = tasks.height >= 4 and tasks["depth"].n_unique() > 1
+        perm = (
+            stats.permutation_pvalue(tasks, "pass_rate", "depth", "work", n_perm=n_perm, seed=seed) if enough else None
+        )
+        rows.append(
+            make_row(
+                data,
+                "pcorr_pass_depth_given_work_perm",
+                dataset,
+                perm.r if perm else None,
+                n=tasks.height,
+                unit="solved tasks",
+                collections=[dataset],
+                models=models,
+                p=perm.p if perm else None,
+                detail=f"Freedman-Lane permutation p, {n_perm} permutations" if perm else "too few tasks or one D",
+            )
+        )
+        hier = None
+        if enough and n_boot:
+            task_runs = runs.join(
+                tasks.select("dataset", "task", pl.col("depth").cast(pl.Float64), pl.col("work").cast(pl.Float64)),
+                on=["dataset", "task"],
+            )
+            hier = stats.hierarchical_bootstrap(
+                task_runs, "passed", "depth", "work", levels=("task",), n_boot=n_boot, seed=seed
+            )
+        rows.append(
+            make_row(
+                data,
+                "pcorr_pass_depth_given_work_hier",
+                dataset,
+                hier.r if hier else None,
+                n=hier.n if hier else tasks.height,
+                unit="solved tasks",
+                collections=[dataset],
+                models=models,
+                low=hier.ci_low if hier else None,
+                high=hier.ci_high if hier else None,
+                interval="ci95" if hier else None,
+                detail=f"hierarchical bootstrap (tasks, then runs), percentile; {hier.n_degenerate} degenerate"
+                if hier
+                else "too few tasks or one D",
+            )
+        )
+    return make_frame(rows)
