@@ -76,6 +76,7 @@ class FastResult(msgspec.Struct):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     agent_execution: harbor._TypedPhase | None = None
+    step_results: msgspec.Raw = harbor._NULL  # a multi-step trial's steps: the careful path reads them
     n_total_trials: int | None = None
 
 
@@ -98,7 +99,12 @@ FIELDS: Final[tuple[str, ...]] = (
     "passed",
     "status",
     "exception",
+    "exception_message",
     "n_turns",
+    "n_subagent_turns",
+    "n_steps",
+    "steps_passed",
+    "first_failed_step",
     "hit_limit",
     "n_input_tokens",
     "n_output_tokens",
@@ -108,6 +114,8 @@ FIELDS: Final[tuple[str, ...]] = (
     "finished_at",
     "agent_seconds",
     "task_checksum",
+    "task_digest",
+    "cap_mismatch",
     "source",
     "attempt_hint",
     "identity",
@@ -131,6 +139,9 @@ _NO_RESULT: Final = _FastAgentResult()
 
 
 _RULES: Final[tuple[str, ...]] = ("stated_cap", "turn_limit")
+
+
+_N_TURNS: Final[int] = FIELDS.index("n_turns")
 
 
 class _Decline(Exception):
@@ -158,8 +169,9 @@ def _utf8(text: str) -> bool:
 
 #: The files a trial taken here has remembered (as the careful path would): its result.json; its
 #: agent/ folder probed and found absent when the result holds no turns; its reward files probed
-#: and found absent when the result holds no verifier result (a trial that timed out or failed).
-NAMES: Final[tuple[str, ...]] = ("result.json", "agent", "verifier/reward.txt", "verifier/reward.json")
+#: and found absent when the result holds no verifier result (a trial that timed out or failed);
+#: its lock.json, probed and found absent.
+NAMES: Final[tuple[str, ...]] = ("result.json", "agent", "verifier/reward.txt", "verifier/reward.json", "lock.json")
 
 
 def stamps() -> Stamps:
@@ -208,11 +220,13 @@ def trial_row(
     sizes[0].append(size)
     times[0].append(info.st_ctime_ns if POSIX else info.st_mtime_ns)
     # no turns in the result: the careful path probed agent/ (absent, as checked)
-    sizes[1].append(ABSENT if row[13] is None else SKIP)
+    sizes[1].append(ABSENT if row[_N_TURNS] is None else SKIP)
     times[1].append(0)
     for column in (2, 3):
         sizes[column].append(ABSENT if probed else SKIP)
         times[column].append(0)
+    sizes[4].append(ABSENT)
+    times[4].append(0)
     return row
 
 
@@ -246,6 +260,9 @@ def _row(
         rewards = None
     else:
         rewards = recorded.rewards
+    steps = result.step_results
+    if steps is not harbor._NULL and bytes(steps) != b"null":
+        raise _Decline  # a multi-step trial (its steps' files, sums and gates: the careful path)
     config = result.config
     agent_config = (config.agent if config is not None else None) or _NO_AGENT
     kwargs = agent_config.kwargs
@@ -262,11 +279,10 @@ def _row(
     if reward is not None and not math.isfinite(reward):
         raise _Decline  # a rejection
     exception_info = result.exception_info
-    exception = None
+    exception = message = None
     if exception_info is not None:
-        exception = exception_info.exception_type
-        if exception is None:
-            exception = "UnknownException"
+        exception = exception_info.exception_type or "UnknownException"
+        message = harbor._text(exception_info.exception_message)
     status = trial_status(reward, exception, options.status_rule)
 
     agent_result = result.agent_result or _NO_RESULT
@@ -279,6 +295,12 @@ def _row(
             pass  # results only: no trajectory to count turns from
         else:
             raise _Decline  # the trajectory or episode dirs are read
+    try:
+        os.lstat(base + NAMES[4])
+    except OSError:
+        pass  # no lock: no task digest, no cap stated in it
+    else:
+        raise _Decline
     agent_info = result.agent_info or _NO_INFO
     started_at = _micros(result.started_at)
     execution = result.agent_execution
@@ -313,7 +335,12 @@ def _row(
         None if status == "invalid" else status == "pass",
         status,
         exception,
+        message,
         n_turns,
+        None,  # n_subagent_turns: no trajectory
+        None,  # n_steps, steps_passed, first_failed_step: a single-step trial
+        None,
+        None,
         None if n_turns is None or turn_limit is None else n_turns >= turn_limit,
         agent_result.n_input_tokens,
         agent_result.n_output_tokens,
@@ -323,6 +350,8 @@ def _row(
         _micros(result.finished_at),
         seconds,
         result.task_checksum,
+        None,  # task_digest: no lock
+        harbor._cap_mismatch(kwargs, None, turn_limit) if kwargs and not _CAP_KEYS.isdisjoint(kwargs) else None,
         path,
         None,
         harbor.identity(job, trial, task, started_at, result.id),

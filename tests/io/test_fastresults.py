@@ -57,7 +57,7 @@ def _taken(trial: Path, options: harbor.Options) -> bool:
     assert len(rows) == 1
     assert dict(zip(_fastresults.FIELDS, row, strict=True)) == rows[0], trial
     expected = [(str(trial / "result.json"), found.sizes[0][0], found.times[0][0])]
-    for column in (2, 3, 1):  # the careful path looks for the reward files before agent/
+    for column in (2, 3, 1, 4):  # the careful path's order: reward files, agent/, lock.json
         if found.sizes[column][0] != SKIP:
             expected.append((str(trial / _fastresults.NAMES[column]), ABSENT, 0))
     assert deps == expected
@@ -120,11 +120,17 @@ def test_a_trial_with_an_agent_folder_and_no_turns_is_left_to_the_careful_path(t
         {"agent_result": {"n_input_tokens": 10.0}},  # a whole float: the careful path makes it an int
         {"agent_execution": {"started_at": "2026-01-01T00:10:00Z", "finished_at": "2026-01-01T00:00:00Z"}},
         {"config": {"agent": {"kwargs": {"max_turns": -1}}}},
+        {"step_results": [{"step_name": "one", "verifier_result": {"rewards": {"reward": 1.0}}}]},  # multi-step
+        {"lock file": True},  # its task digest and stated cap are read
     ],
 )
 def test_what_needs_a_note_a_file_or_a_rejection_is_left_to_the_careful_path(tmp_path, fields):
     reward_file = fields.pop("reward file", False)
+    lock_file = fields.pop("lock file", False)
     trial = write_trial(tmp_path / "job" / "t__1", **fields)
+    if lock_file:
+        assert _taken(trial, OPTIONS[0])  # none there: remembered as absent
+        (trial / "lock.json").write_text("{}")
     if reward_file:
         assert _taken(trial, OPTIONS[0])  # none there: both are remembered as absent
         (trial / "verifier").mkdir()
