@@ -21,7 +21,7 @@ audit
     One row per task joining tasks, depth, N and public pass rate.
 
 Further frames declared here (not in :data:`TABLES`): :data:`PLAN` (the cells still to run),
-:data:`STEPS` (a trajectory's turns) and :data:`PREFLIGHT_FAILURES` (tasks whose oracle failed).
+:data:`TRAJECTORY_STEPS` (a trajectory's turns) and :data:`PREFLIGHT_FAILURES` (tasks whose oracle failed).
 """
 
 from __future__ import annotations
@@ -199,8 +199,8 @@ PLAN: Final[dict[str, pl.DataType]] = {
     "attempts": pl.Int32(),  # further valid attempts to run in this cell
 }
 
-#: One row per agent turn of a trajectory (:func:`depthlab.io.atif.read_steps`).
-STEPS: Final[dict[str, pl.DataType]] = {
+#: One row per agent turn of a trajectory (:func:`depthlab.io.atif.read_steps`; ATIF calls a turn a step).
+TRAJECTORY_STEPS: Final[dict[str, pl.DataType]] = {
     "turn": pl.Int32(),
     "timestamp": _UTC,
     "message": pl.String(),

@@ -38,7 +38,7 @@ import polars as pl
 from depthlab._checks import check_bool, check_positive_int
 from depthlab.io._errors import LoadError, Reject
 from depthlab.io._files import Dep, decode_json, read_bytes, read_bytes_if_exists
-from depthlab.schema import STEPS
+from depthlab.schema import TRAJECTORY_STEPS
 
 #: ATIF versions this loader understands.
 ATIF_VERSIONS: Final[tuple[str, ...]] = tuple(f"ATIF-v1.{minor}" for minor in range(9))
@@ -65,8 +65,8 @@ class _Message(msgspec.Struct):
 
 _FILE_TYPE = _Trajectory | list[_Message]
 
-#: Columns and dtypes of the table :func:`read_steps` returns (declared in :data:`depthlab.schema.STEPS`).
-STEPS_SCHEMA: Final[dict[str, pl.DataType]] = STEPS
+#: Columns and dtypes of the table :func:`read_steps` returns (declared in :data:`depthlab.schema.TRAJECTORY_STEPS`).
+STEPS_SCHEMA: Final[dict[str, pl.DataType]] = TRAJECTORY_STEPS
 
 #: Default length (characters) an observation is cut to by :func:`read_steps`.
 OBSERVATION_CHARS: Final[int] = 2000
