@@ -8,8 +8,8 @@ config.json only). Then, with the OS page cache warm for every contender alike:
 * the naive loader: ``json.load`` of every result.json + a pandas frame;
 * a cold ``read_trials`` (no depthlab cache; it fills it) and a cached reload;
 * the stat floor of the cached reload: one ``stat`` of every file and folder whose change the
-  cache must notice (each trial's ``result.json``; its ``agent/`` and, for a trial without a
-  verifier result, its reward files, probed absent; every folder walked), in a bare loop;
+  cache must notice (each trial's ``result.json``; its ``agent/``, its ``lock.json`` and, for a
+  trial without a verifier result, its reward files, probed absent; every folder walked), in a bare loop;
 * peak memory: the resident set of this process before and after the cold load (``getrusage``)
   and of the largest worker process, beside the size of the trials table itself;
 
@@ -75,7 +75,7 @@ def _stat_floor_paths(tree: Path, files: list[str]) -> tuple[list[bytes], list[b
     probes = []
     for path in files:
         folder = os.path.dirname(path)
-        probes.append(os.fsencode(os.path.join(folder, "agent")))
+        probes += [os.fsencode(os.path.join(folder, name)) for name in ("agent", "lock.json")]
         with open(path, "rb") as handle:
             if msgspec.json.decode(handle.read(), type=_Verifier).verifier_result is None:
                 probes += [
