@@ -172,6 +172,7 @@ def _utf8(text: str) -> bool:
 #: and found absent when the result holds no verifier result (a trial that timed out or failed);
 #: its lock.json, probed and found absent.
 NAMES: Final[tuple[str, ...]] = ("result.json", "agent", "verifier/reward.txt", "verifier/reward.json", "lock.json")
+_VERIFIER: Final[str] = NAMES[2].split("/")[0]  # the reward files' folder
 
 
 def stamps() -> Stamps:
@@ -212,8 +213,10 @@ def trial_row(
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         return DECLINED
     try:
-        row, probed = _row(result, path, base, trial_dir, options, fallback_dataset, jobs)
-    except _Decline:
+        # one listing answers the careful path's probes of agent/, lock.json and the reward files
+        entries = os.listdir(trial_dir)
+        row, probed = _row(result, path, entries, trial_dir, options, fallback_dataset, jobs)
+    except (_Decline, OSError):
         return DECLINED
     found.units.append(trial_dir)
     sizes, times = found.sizes, found.times
@@ -233,7 +236,7 @@ def trial_row(
 def _row(
     result: FastResult,
     path: str,
-    base: str,
+    entries: list[str],
     trial_dir: str,
     options: harbor.Options,
     fallback_dataset: str,
@@ -251,11 +254,7 @@ def _row(
     recorded = result.verifier_result
     probed = recorded is None or recorded is msgspec.UNSET
     if probed:  # the careful path looks for the reward files: taken here only when there are none
-        for name in NAMES[2:]:
-            try:
-                os.lstat(base + name)
-            except OSError:
-                continue
+        if _VERIFIER in entries:
             raise _Decline
         rewards = None
     else:
@@ -288,19 +287,10 @@ def _row(
     agent_result = result.agent_result or _NO_RESULT
     metadata = agent_result.metadata
     n_turns = metadata.n_episodes if metadata is not None else None
-    if n_turns is None:
-        try:
-            os.lstat(base + NAMES[1])
-        except OSError:
-            pass  # results only: no trajectory to count turns from
-        else:
-            raise _Decline  # the trajectory or episode dirs are read
-    try:
-        os.lstat(base + NAMES[4])
-    except OSError:
-        pass  # no lock: no task digest, no cap stated in it
-    else:
-        raise _Decline
+    if n_turns is None and NAMES[1] in entries:
+        raise _Decline  # the trajectory or episode dirs are read (results only: none, nothing to count)
+    if NAMES[4] in entries:
+        raise _Decline  # its task digest and the cap it states are read
     agent_info = result.agent_info or _NO_INFO
     started_at = _micros(result.started_at)
     execution = result.agent_execution
