@@ -31,7 +31,7 @@ import math
 import os
 import stat
 from datetime import UTC, datetime
-from typing import Annotated, Final
+from typing import Annotated, Final, cast
 
 import msgspec
 
@@ -252,13 +252,13 @@ def _row(
     if not task.strip():
         raise _Decline
     recorded = result.verifier_result
-    probed = recorded is None or recorded is msgspec.UNSET
-    if probed:  # the careful path looks for the reward files: taken here only when there are none
-        if _VERIFIER in entries:
-            raise _Decline
-        rewards = None
-    else:
+    probed = not isinstance(recorded, harbor._VerifierResult)  # (null or absent)
+    if isinstance(recorded, harbor._VerifierResult):
         rewards = recorded.rewards
+    elif _VERIFIER in entries:
+        raise _Decline  # the careful path reads the reward files: taken here only when there are none
+    else:
+        rewards = None
     steps = result.step_results
     if steps is not harbor._NULL and bytes(steps) != b"null":
         raise _Decline  # a multi-step trial (its steps' files, sums and gates: the careful path)
@@ -266,7 +266,8 @@ def _row(
     agent_config = (config.agent if config is not None else None) or _NO_AGENT
     kwargs = agent_config.kwargs
     if kwargs and not _CAP_KEYS.isdisjoint(kwargs):
-        kwargs_config = {"agent": {"kwargs": kwargs}, "extra_instructions": config.extra_instructions}
+        extra = config.extra_instructions if config is not None else None
+        kwargs_config = {"agent": {"kwargs": kwargs}, "extra_instructions": extra}
         try:
             turn_limit = harness_turn_limit(kwargs_config)
             cap = turn_limit if options.cap_rule == "turn_limit" else stated_cap(kwargs_config)
@@ -297,7 +298,7 @@ def _row(
     seconds = None
     if execution is not None and execution.started_at is not None and execution.finished_at is not None:
         start, end = _micros(execution.started_at), _micros(execution.finished_at)
-        seconds = (end - start) / 1e6
+        seconds = (end - start) / 1e6  # type: ignore[operator]  # (neither date is None here)
         if seconds < 0:
             raise _Decline  # a note
     trial = result.trial_name or os.path.basename(trial_dir)
@@ -305,9 +306,9 @@ def _row(
     if trials_dir:
         job = jobs.get(trials_dir)
         if job is None:
-            job = jobs[trials_dir] = harbor._job_name(result, trial_dir)
-    else:
-        job = harbor._job_name(result, trial_dir)
+            job = jobs[trials_dir] = harbor._job_name(cast(harbor.TrialResult, result), trial_dir)
+    else:  # (_job_name reads only config.trials_dir, which FastResult shares with TrialResult)
+        job = harbor._job_name(cast(harbor.TrialResult, result), trial_dir)
     dataset = options.dataset or result.source or fallback_dataset
     if not (path.isascii() or _utf8(path)) or not (dataset.isascii() or _utf8(dataset)):
         raise _Decline  # a file name that is not UTF-8 is shown escaped, with a note

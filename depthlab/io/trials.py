@@ -558,11 +558,11 @@ def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> 
         deps: list[Dep] = []
         if fast and kind == _HARBOR:
             try:
-                row = _fastresults.trial_row(path, options, fallback, found, jobs)
+                fast_row = _fastresults.trial_row(path, options, fallback, found, jobs)
             except Exception:  # a failure the fast path did not foresee: the careful path says what it is
-                row = None
-            if row is not None:
-                rows_of_chunk.append(row)
+                fast_row = None
+            if fast_row is not None:
+                rows_of_chunk.append(fast_row)
                 owners.append(path)  # (a path that is not UTF-8 is declined: shown(path) is path)
                 continue
         try:
