@@ -383,7 +383,7 @@ def identity(
     """
     if trial is None:
         return None
-    return "\x1f".join(str(part) for part in (trial_id, job, trial, task, started_at))
+    return f"{trial_id}\x1f{job}\x1f{trial}\x1f{task}\x1f{started_at}"  # str() of each, cheaply
 
 
 def _apply_cap_rule(rule: str | CapRule, config: dict, turn_limit: int | None) -> int | None:
