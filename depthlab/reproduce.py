@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from depthlab import _atomic
 from depthlab._checks import check_int_at_least, check_positive_int, parameter_problem
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
 from depthlab.auditdata import DEMO_SCALE, audit_data, check_scale, check_seed
 
 __all__ = [
@@ -63,7 +64,7 @@ def notebook_names(folder: str | Path | None = None) -> tuple[str, ...]:
 NOTEBOOKS: Final[tuple[str, ...]] = notebook_names()
 
 #: Default bootstrap resamples in a reproduce run.
-DEFAULT_N_BOOT: Final[int] = 2000
+DEFAULT_N_BOOT: Final[int] = AUDIT_N_BOOT
 
 #: The figures README shows, copied to ``docs/img`` by ``depthlab reproduce --docs docs/img``.
 README_FIGURES: Final[tuple[str, ...]] = ("turns_vs_depth", "forest_partial_correlations", "quadrants")
@@ -166,7 +167,7 @@ def reproduce(
     *,
     only: Sequence[str] | None = None,
     scale: float = DEMO_SCALE,
-    seed: int = 0,
+    seed: int = AUDIT_SEED,
     n_boot: int = DEFAULT_N_BOOT,
     datasets: Sequence[str] | None = None,
     models: Sequence[str] | None = None,

@@ -6,7 +6,6 @@ import pytest
 
 from depthlab import _checks
 
-
 # ------------------------------------------------------------------ one string checker
 
 
@@ -27,3 +26,45 @@ def test_the_string_checker_takes_none_only_when_optional():
         _checks.check_string("", "dataset", "f", optional=True)
     with pytest.raises(ValueError, match="must be a plain name, got 'a/b'"):
         _checks.check_string("a/b", "job", "f", expected="a plain name", valid=lambda s: "/" not in s)
+
+
+# ------------------------------------------------------------------ bootstrap defaults, written once
+
+
+def test_bootstrap_defaults_are_read_from_one_place():
+    """No signature in the package states n_boot's or a seed's default as a literal: they read _defaults."""
+    import re
+    from pathlib import Path
+
+    from depthlab import _defaults
+
+    literal = re.compile(r"\b(n_boot|seed)\s*:\s*[^=\n]+=\s*(\d[\d_]*|None)\b")
+    package = Path(_defaults.__file__).parent
+    # demo and simulation seeds pick a data set, not a bootstrap: they stay where they are
+    allowed = {"auditdata.py", "simulate", "commands", "engines", "runner", "widgets.py", "evidence.py", "plots"}
+    found = [
+        f"{path.relative_to(package)}: {match.group(0)}"
+        for path in package.rglob("*.py")
+        if not allowed & {path.name, *path.relative_to(package).parts}
+        for match in literal.finditer(path.read_text())
+    ]
+    assert found == []
+
+
+def test_the_audit_and_the_statistics_keep_their_documented_defaults():
+    import inspect
+
+    from depthlab import _defaults, findings, measures, reproduce, stats
+
+    assert (_defaults.N_BOOT, _defaults.SEED, _defaults.AUDIT_N_BOOT, _defaults.AUDIT_SEED) == (10_000, None, 2000, 0)
+
+    def defaults(f):
+        return {k: p.default for k, p in inspect.signature(f).parameters.items() if k in ("n_boot", "seed")}
+
+    assert defaults(stats.partial_spearman) == {"n_boot": 10_000, "seed": None}
+    assert defaults(stats.quadrants) == {"n_boot": 10_000, "seed": None}
+    assert defaults(measures.proxy_correlations) == {"n_boot": 10_000, "seed": 0}
+    assert defaults(measures.censored_depth) == {"n_boot": 2000, "seed": 0}
+    assert defaults(findings.quadrant_percentiles) == {"n_boot": 2000, "seed": 0}
+    assert defaults(reproduce.reproduce) == {"n_boot": 2000, "seed": 0}
+    assert "default 2,000 and 0" in " ".join(findings.pass_depth_given_work.__doc__.split())

@@ -9,6 +9,7 @@ import polars as pl
 
 from depthlab import stats
 from depthlab._checks import check_choice
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
 from depthlab.auditdata import AuditData
 from depthlab.catalog import HUMAN
 from depthlab.findings._core import (
@@ -31,8 +32,8 @@ def quadrant_cells(
     collections: Sequence[str] = HUMAN,
     percentile_base: Literal["all", "solved"] = "all",
     depth_split: float = 2,
-    n_boot: int = 2000,
-    seed: int = 0,
+    n_boot: int = AUDIT_N_BOOT,
+    seed: int = AUDIT_SEED,
 ) -> pl.DataFrame:
     """The four cells of :func:`quadrant_percentiles` as :func:`depthlab.stats.quadrants` gives them (for plotting).
 
@@ -59,8 +60,8 @@ def quadrant_percentiles(
     collections: Sequence[str] = HUMAN,
     percentile_base: Literal["all", "solved"] = "all",
     depth_split: float = 2,
-    n_boot: int = 2000,
-    seed: int = 0,
+    n_boot: int = AUDIT_N_BOOT,
+    seed: int = AUDIT_SEED,
 ) -> pl.DataFrame:
     """The depth/work quadrants: mean within-collection pass-rate percentile per cell.
 

@@ -18,6 +18,7 @@ import polars as pl
 from scipy import stats as _scipy_stats
 
 from depthlab._checks import PASS_RULES, check_caps, check_choice, check_frame, check_positive_int
+from depthlab._defaults import AUDIT_SEED
 from depthlab.measures.depth import TASK_KEYS, estimate_depth
 from depthlab.schema import CAPS
 
@@ -30,7 +31,7 @@ def split_half_depth(
     repeats: int = 20,
     caps: Sequence[int] = CAPS,
     pass_rule: str = "any",
-    seed: int = 0,
+    seed: int = AUDIT_SEED,
 ) -> pl.DataFrame:
     """Split-half agreement of D per collection (module docstring).
 

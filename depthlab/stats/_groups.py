@@ -11,6 +11,7 @@ import polars as pl
 from scipy import stats as _scipy_stats
 
 from depthlab._checks import check_number, parameter_error, parameter_problem
+from depthlab._defaults import N_BOOT, SEED
 from depthlab.stats._engine import _interval, _mean_statistic, _row_bootstrap
 from depthlab.stats._inputs import (
     Method,
@@ -110,10 +111,10 @@ def quadrants(
     by: str | Sequence[str] | None = "dataset",
     depth_split: float = 2,
     work_split: float | Literal["median"] = "median",
-    n_boot: int = 10_000,
+    n_boot: int = N_BOOT,
     ci: float = 0.95,
     method: Method = "bca",
-    seed: Seed = None,
+    seed: Seed = SEED,
 ) -> pl.DataFrame:
     """The 2×2 depth/work split with each cell's mean within-group percentile of ``value``.
 
