@@ -62,9 +62,35 @@ def test_the_audit_and_the_statistics_keep_their_documented_defaults():
         return {k: p.default for k, p in inspect.signature(f).parameters.items() if k in ("n_boot", "seed")}
 
     assert defaults(stats.partial_spearman) == {"n_boot": 10_000, "seed": None}
-    assert defaults(stats.quadrants) == {"n_boot": 10_000, "seed": None}
+    assert defaults(stats.quadrant_cells) == {"n_boot": 10_000, "seed": None}
     assert defaults(measures.proxy_correlations) == {"n_boot": 10_000, "seed": 0}
     assert defaults(measures.censored_depth) == {"n_boot": 2000, "seed": 0}
     assert defaults(findings.quadrant_percentiles) == {"n_boot": 2000, "seed": 0}
     assert defaults(reproduce.reproduce) == {"n_boot": 2000, "seed": 0}
     assert "default 2,000 and 0" in " ".join(findings.pass_depth_given_work.__doc__.split())
+
+
+# ------------------------------------------------------------------ renamed public names
+
+
+def test_stats_quadrants_is_a_deprecated_alias_of_quadrant_cells():
+    from depthlab import stats
+
+    with pytest.warns(
+        DeprecationWarning, match=r"depthlab\.stats\.quadrants is deprecated: use depthlab\.stats\.quadrant_cells"
+    ):
+        old = stats.quadrants
+    assert old is stats.quadrant_cells
+    with pytest.warns(DeprecationWarning, match="use depthlab.stats.quadrant_cells"):
+        from depthlab.stats import quadrants  # noqa: F401 - the import form users hold
+    assert "quadrants" not in stats.__all__
+    with pytest.raises(AttributeError, match="no attribute 'quadrantz'"):
+        stats.quadrantz  # noqa: B018
+
+
+def test_no_public_name_means_two_things_across_stats_and_plots():
+    """stats and measures compute from tables, plots draw: a name in both must not be two different functions."""
+    from depthlab import measures, plots, stats
+
+    shared = (set(stats.__all__) | set(measures.__all__)) & set(plots.__all__)
+    assert shared == set()

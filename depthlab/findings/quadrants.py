@@ -35,7 +35,7 @@ def quadrant_cells(
     n_boot: int = AUDIT_N_BOOT,
     seed: int = AUDIT_SEED,
 ) -> pl.DataFrame:
-    """The four cells of :func:`quadrant_percentiles` as :func:`depthlab.stats.quadrants` gives them (for plotting).
+    """The four cells of :func:`quadrant_percentiles` as :func:`depthlab.stats.quadrant_cells` gives them (to plot).
 
     A ``collections`` column names the collections split. Empty (no rows) when no task of
     ``collections`` has a pinned D.
@@ -48,7 +48,7 @@ def quadrant_cells(
     part = part.with_columns(depth=pl.when(pl.col("depth_status") == "solved").then(pl.col("depth")))
     if part.filter(pl.col("depth").is_not_null()).height == 0:
         return pl.DataFrame()
-    cells = stats.quadrants(part, depth_split=depth_split, work_split="median", n_boot=n_boot, seed=seed)
+    cells = stats.quadrant_cells(part, depth_split=depth_split, work_split="median", n_boot=n_boot, seed=seed)
     return cells.with_columns(collections=pl.lit(", ".join(chosen)))
 
 
