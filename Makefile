@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= out/reproduce
 
-.PHONY: reproduce test lint bench docs docker userland compose harbor browser r mutate clean
+.PHONY: reproduce test lint bench docs docs-figures docker userland compose harbor browser r mutate clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,11 @@ test: $(VENV)/.installed docker userland compose harbor browser r
 # broken link or API reference fails. `make test` builds it too, into a temporary folder (tests/test_docs.py).
 docs: $(VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir out/site
+
+# The docs' and README's figures (docs/img/*.png and figures.json, the record tests/test_docs.py checks
+# them against): drawn from the default simulated demo; run after a change to what they show.
+docs-figures: $(VENV)/.installed
+	$(BIN)/depthlab reproduce --only 02,03,05 --out out/docs-figures --docs docs/img
 
 bench: $(VENV)/.installed
 	for script in tests/bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

@@ -23,6 +23,7 @@ import polars as pl
 
 from depthlab import _atomic, schema
 from depthlab._checks import check_names, check_nonnegative_int, check_number, parameter_error
+from depthlab._text import count
 from depthlab.catalog import ordered
 from depthlab.datasets import BUNDLED
 from depthlab.schema import CAPS
@@ -37,6 +38,7 @@ __all__ = [
     "audit_data",
     "demo_cache_dir",
     "demo_data",
+    "is_bundled",
 ]
 
 #: Size of the default demo data (1.0 is about the paper's size: 734 audited tasks).
@@ -84,12 +86,19 @@ class AuditData:
         tasks: pl.DataFrame,
         trials: pl.DataFrame,
         *,
+        simulated: bool,
         source: str = "tables given by the caller",
-        simulated: bool = False,
         models: Sequence[str] | None = None,
         caps: Sequence[int] = CAPS,
     ) -> AuditData:
         """Build the depth and audit tables from a tasks and a trials table (e.g. a hand-made case).
+
+        ``simulated`` is required: the tables carry no mark of where they came from, so the caller
+        says whether they are simulated, and every finding's ``data`` column repeats it (never
+        "real" by default). A trial given twice (two rows with the same non-null dataset, job and
+        trial) counts once: the repeats are dropped and :attr:`notes` says how many. Rows with no
+        ``trial`` cannot be told apart and all count (a hand-made case repeats rows for repeated runs).
+        A task given twice in ``tasks`` is an error naming it.
 
         Examples
         --------
@@ -98,16 +107,31 @@ class AuditData:
         >>> tasks = schema.conform(pl.DataFrame({"dataset": "tb2", "task": ["t"], "work": [3]}), "tasks")
         >>> trials = schema.conform(pl.DataFrame({"dataset": "tb2", "task": "t", "model": "m",
         ...     "cap": [1, 2], "status": ["fail", "pass"]}), "trials")
-        >>> AuditData.from_tables(tasks, trials).audit["depth"].to_list()
-        [2]
+        >>> data = AuditData.from_tables(tasks, trials, simulated=False, source="a hand-made case")
+        >>> data.audit["depth"].to_list(), data.kind
+        ([2], 'real')
         """
         from depthlab.measures import audit_table, estimate_depth
 
+        function = "AuditData.from_tables"
+        if not isinstance(simulated, bool):
+            raise parameter_error("simulated", function, "True or False (say what the tables are)", repr(simulated))
         tasks = schema.conform(tasks, "tasks")
+        twice = tasks.filter(pl.struct("dataset", "task").is_duplicated())
+        if twice.height:
+            shown = ", ".join(sorted({f"{d}/{t}" for d, t in twice.select("dataset", "task").rows()})[:5])
+            raise parameter_error("tasks", function, "one row per (dataset, task)", f"tasks given twice: {shown}")
         trials = schema.conform(trials, "trials")
+        identity = ["dataset", "job", "trial"]
+        keyed = pl.col("trial").is_not_null()
+        repeats = trials.filter(keyed & ~pl.struct(*identity).is_first_distinct())
+        notes = []
+        if repeats.height:
+            trials = trials.filter(~keyed | pl.struct(*identity).is_first_distinct())
+            notes.append(f"{count(repeats.height, 'trial')} given twice (same dataset, job and trial) counted once")
         depth = estimate_depth(trials.filter(pl.col("cap").is_not_null()), caps=caps, models=models)
         audit = audit_table(tasks, trials, depth=depth)
-        return cls(source, simulated, tasks, trials, depth, audit)
+        return cls(source, simulated, tasks, trials, depth, audit, notes)
 
     def subset(self, collections: Sequence[str]) -> AuditData:
         """The same data restricted to ``collections`` (names not present are ignored).
@@ -238,6 +262,24 @@ def demo_data(root: str | Path | None = None, *, scale: float = DEMO_SCALE, seed
     return folder
 
 
+def is_bundled(data: object) -> bool:
+    """True when ``data`` names data that ships with depthlab (:data:`BUNDLED_DATA`), not a folder.
+
+    A bundled name wins over a folder of the same name unless that folder holds a collection:
+    ``depthlab reproduce --data tb2 --out tb2`` makes a ``tb2/`` of figures, which must not hide the
+    bundled TB2 facts from its own notebooks. Give such a folder as a path (``./tb2``) to read it.
+
+    Examples
+    --------
+    >>> is_bundled("tb2"), is_bundled("./tb2"), is_bundled(None)
+    (True, False, False)
+    """
+    if not isinstance(data, str) or data not in BUNDLED_DATA:
+        return False
+    folder = Path(data)
+    return not (folder.is_dir() and _discover(folder.resolve()))
+
+
 def audit_data(
     data: str | Path | None = None,
     *,
@@ -259,7 +301,8 @@ def audit_data(
     data : str, Path or None
         A folder holding one or more collections (``tasks/<name>/``, ``jobs/<name>/``, or a
         collection's own layout); a name in :data:`BUNDLED_DATA` (``"tb2"``: the published TB2.0
-        facts that ship with depthlab); or None for the simulated demo data (built once, see
+        facts that ship with depthlab, even beside a folder of that name holding no collection, see
+        :func:`is_bundled`); or None for the simulated demo data (built once, see
         :func:`demo_data`).
     datasets : sequence of str, optional
         Collections to load; default every one found. An unknown name is an error listing the known ones.
@@ -287,7 +330,7 @@ def audit_data(
     function = "audit_data"
     model_list = None if models is None else check_names(models, "models", function)
     cap_list = tuple(sorted({int(c) for c in caps}))
-    if isinstance(data, str) and data in BUNDLED_DATA and not Path(data).is_dir():
+    if isinstance(data, str) and is_bundled(data):
         names = [data] if datasets is None else check_names(datasets, "datasets", function, known=[data])
         loaded = _load_bundled(data, model_list, cap_list)
         _check_models(model_list, loaded, function)

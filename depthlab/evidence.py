@@ -48,7 +48,8 @@ from depthlab._checks import (
 )
 from depthlab.measures.depth import TASK_KEYS, depth_from_grid, evidence_grid
 from depthlab.measures.planning import plan_missing
-from depthlab.plots import RC
+from depthlab.plots import RC, ShownFigure
+from depthlab.plots._core import DataSource, stamp, table_of
 from depthlab.schema import CAPS, EVIDENCE
 
 __all__ = [
@@ -217,7 +218,7 @@ def evidence_plot(
     colours = {**STATE_COLOURS, **(palette or {})}
     if ax is None:
         with mpl.rc_context(RC):
-            ax = Figure(figsize=(4.6, 2.4), layout="constrained").subplots()
+            ax = ShownFigure(figsize=(4.6, 2.4), layout="constrained").subplots()
     if cells.is_empty():
         ax.text(0.5, 0.5, "no model has a capped run here", ha="center", va="center", transform=ax.transAxes)
         ax.set_xticks([])
@@ -285,7 +286,7 @@ def evidence_plot(
 
 
 def evidence_grids(
-    trials: pl.DataFrame,
+    trials: pl.DataFrame | DataSource,
     tasks: pl.DataFrame,
     *,
     models: Sequence[str] | None = None,
@@ -297,8 +298,9 @@ def evidence_grids(
 
     Parameters
     ----------
-    trials : pl.DataFrame
-        The trials table.
+    trials : pl.DataFrame or AuditData
+        The trials table, or an :class:`~depthlab.auditdata.AuditData` (its trials; simulated data
+        is stamped so).
     tasks : pl.DataFrame
         The tasks to draw (columns dataset, task), one panel each in row order, e.g. from
         :func:`example_tasks`.
@@ -321,6 +323,7 @@ def evidence_grids(
     2
     """
     function = "evidence_grids"
+    trials, simulated = table_of(trials, "trials", "trials", function)
     check_frame(tasks, "tasks", function, TASK_KEYS)
     ncols = check_positive_int(ncols, "ncols", function)
     keys = tasks.select(TASK_KEYS).rows()
@@ -328,7 +331,7 @@ def evidence_grids(
     ncols = min(ncols, n)
     nrows = math.ceil(n / ncols)
     with mpl.rc_context(RC):
-        fig = Figure(figsize=(4.8 * ncols, 2.2 * nrows + 0.5), layout="constrained")
+        fig = ShownFigure(figsize=(4.8 * ncols, 2.2 * nrows + 0.5), layout="constrained")
         axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel().tolist()
         for ax in axes[len(keys) :]:
             ax.set_visible(False)
@@ -341,7 +344,7 @@ def evidence_grids(
             evidence_plot(cells, ax=ax, legend=False)
         if keys:
             fig.legend(handles=_legend_handles(STATE_COLOURS), loc="outside lower center", ncols=8, frameon=False)
-    return fig
+    return stamp(fig, simulated)
 
 
 def example_tasks(audit: pl.DataFrame, *, n: int = 4) -> pl.DataFrame:

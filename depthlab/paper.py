@@ -107,7 +107,51 @@ _SYN = "solved tasks of TMax, FACET, SETA, RST"
 _HUM = "solved tasks of TB2 and TW"
 _OWN = "the paper's own DEPTH-style set (105 tasks)"
 _OWN_SET = (OWN,)
-_WITHIN = " (within-collection: percentile ranks per collection, pooled)"
+
+# The choices the paper does not state, each in words once: an entry computed under one says so in
+# its ``differs`` (printed VARIANT: ... beside this data's number; docs/audit.md lists them all)
+_PASS_RATE = (
+    "public pass rate: the paper does not define it; here the share of passing runs over every valid "
+    "uncapped trial of the task, the models pooled (a model with more runs weighs more)"
+)
+_TB2_RUNS = (
+    "the paper's TB2 pass rates are public leaderboard figures; on the bundled TB2 facts this data's "
+    "are the eight small models the TMax authors released"
+)
+_WITHIN_NOTE = (
+    "the paper does not say how it pools collections; here within-collection: D, W and the pass rate "
+    "become percentile ranks, (rank - 0.5) / n, within each collection, then are pooled, so a "
+    "difference between collections counts for nothing; stratified bootstrap"
+)
+_QUADRANT_NOTE = (
+    "the paper states neither the percentile base, nor the percentile rule, nor the median, nor ties: "
+    "here a task's pass-rate percentile is among all its collection's tasks with a pass rate "
+    "(percentile_base='all'), as average rank / n (the within-collection correlations use "
+    "(rank - 0.5) / n); the median W is of the solved tasks, TB2 and TW pooled; a task at the median "
+    "W is large (work_ties='large')"
+)
+_UNSOLVED_AT_LEAST_2 = (
+    "the paper does not say how a task no model solves counts; here every rated TB2 task with D "
+    "pinned or unsolved, an unsolved task counting as D >= 2 (its D is above every cap)"
+)
+_N_WINDOW_NOTE = (
+    "the paper does not say how a task's N is read or whether unsolved tasks count; here N is the "
+    "lower median of the task's uncapped runs (a count some run took), and a task with D pinned or "
+    "unsolved counts (an unsolved task is not D = 1); a task with an incomplete D is left out"
+)
+_UNSOLVED_ABOVE = (
+    "the paper does not say how a task no model solves counts; here its D is above every cap (two "
+    "unsolved tasks tie), so an unsolved derived task counts as D >= 20"
+)
+_SHARE_OF_SOLVED = (
+    "the paper says tasks; here the share among solved tasks (a task no model solves has no D), "
+    "and its just-under-nine-in-ten is entered as 0.9"
+)
+
+
+def _notes(*parts: str) -> str:
+    return "; ".join(parts)
+
 
 REPORTED: tuple[Reported, ...] = (
     _r(
@@ -141,6 +185,28 @@ REPORTED: tuple[Reported, ...] = (
         collections=_SYN_SET,
     ),
     _r(
+        "tmax_solved_share_depth_1",
+        "Share of TMax tasks with D = 1 (the paper: just under nine in ten, for TMax and SETA alike).",
+        "TMax tasks",
+        0.9,
+        "depth_shares",
+        "solved_share_depth_1",
+        "tmax",
+        collections=("tmax",),
+        differs=_SHARE_OF_SOLVED,
+    ),
+    _r(
+        "seta_solved_share_depth_1",
+        "Share of SETA tasks with D = 1 (the paper: just under nine in ten, for TMax and SETA alike).",
+        "SETA tasks",
+        0.9,
+        "depth_shares",
+        "solved_share_depth_1",
+        "seta",
+        collections=("seta",),
+        differs=_SHARE_OF_SOLVED,
+    ),
+    _r(
         "rst_solved_share_depth_le_3",
         "Share of solved RST tasks with D <= 3.",
         "solved RST tasks",
@@ -162,13 +228,15 @@ REPORTED: tuple[Reported, ...] = (
     ),
     _r(
         "synthetic_solved_p90_work",
-        "90th percentile of W over solved synthetic tasks (linear interpolation here).",
-        _SYN,
+        "90th percentile of W over synthetic tasks.",
+        "tasks of TMax, FACET, SETA, RST",
         226,
         "synthetic_vs_human",
         "solved_p90_work",
         "synthetic",
         collections=_SYN_SET,
+        differs="the paper does not say whether its 90th percentile is over solved or all synthetic tasks, "
+        "nor its quantile rule; here over the solved ones (as the median W beside it), linear interpolation",
     ),
     _r(
         "synthetic_solved_share_depth_ge_5",
@@ -305,13 +373,14 @@ REPORTED: tuple[Reported, ...] = (
     ),
     _r(
         "n_6_10_tasks",
-        "Tasks whose uncapped turn count N is 6-10 (N: the task's lower median over runs here).",
-        "tasks of the six audited collections with D pinned or unsolved",
+        "Tasks whose uncapped turn count N is 6-10.",
+        "tasks of the six audited collections",
         170,
         "depth_given_turns",
         "tasks_n_in_window",
         "audited",
         collections=_SIX,
+        differs=_N_WINDOW_NOTE,
     ),
     _r(
         "n_6_10_depth_1",
@@ -322,6 +391,7 @@ REPORTED: tuple[Reported, ...] = (
         "tasks_n_in_window_depth_1",
         "audited",
         collections=_SIX,
+        differs=_N_WINDOW_NOTE,
     ),
     _r(
         "second_model_lowered_depth_existing",
@@ -352,16 +422,18 @@ REPORTED: tuple[Reported, ...] = (
         "pcorr_pass_depth_given_work",
         "tb2",
         collections=("tb2",),
+        differs=_notes(_PASS_RATE, _TB2_RUNS),
     ),
     _r(
         "tb2_tw_pcorr_pass_depth_given_work",
-        "Rank partial correlation of public pass rate with D given W" + _WITHIN + ".",
+        "Rank partial correlation of public pass rate with D given W, TB2 and TW pooled.",
         "solved TB2 + TW tasks (105)",
         -0.31,
         "pass_depth_given_work",
         "pcorr_pass_depth_given_work",
         "tb2+tw",
         collections=_HUM_SET,
+        differs=_notes(_WITHIN_NOTE, _PASS_RATE, _TB2_RUNS),
     ),
     _r(
         "own_pcorr_pass_depth_given_work",
@@ -375,20 +447,22 @@ REPORTED: tuple[Reported, ...] = (
         high=-0.02,
         interval="ci95",
         collections=_OWN_SET,
+        differs=_PASS_RATE,
     ),
     _r(
         "pooled_pcorr_pass_depth_given_work",
-        "Rank partial correlation of pass rate with D given W, pooled" + _WITHIN + ".",
+        "Rank partial correlation of pass rate with D given W, pooled.",
         "the authors' solved tasks with the solved TB2 and TW tasks",
         -0.31,
         "pass_depth_given_work",
         "pcorr_pass_depth_given_work",
         "pooled",
         collections=("tb2", "tw", "depth"),
+        differs=_notes(_WITHIN_NOTE, _PASS_RATE, _TB2_RUNS),
     ),
     _r(
         "tb2_tw_pcorr_pass_turns_given_depth",
-        "Rank partial correlation of pass rate with N given D" + _WITHIN + ".",
+        "Rank partial correlation of pass rate with N given D, TB2 and TW pooled.",
         "solved TB2 + TW tasks",
         0.06,
         "pass_turns_given_depth",
@@ -398,6 +472,7 @@ REPORTED: tuple[Reported, ...] = (
         high=0.26,
         interval="ci95",
         collections=_HUM_SET,
+        differs=_notes(_WITHIN_NOTE, _PASS_RATE, _TB2_RUNS),
     ),
     _r(
         "generated_label_corr_pass",
@@ -410,6 +485,7 @@ REPORTED: tuple[Reported, ...] = (
         low=-0.11,
         high=-0.07,
         interval="range",
+        differs=_PASS_RATE,
     ),
     _r(
         "tb2_author_label_corr_pass",
@@ -420,6 +496,7 @@ REPORTED: tuple[Reported, ...] = (
         "label_corr_pass",
         "tb2",
         collections=("tb2",),
+        differs=_notes(_PASS_RATE, _TB2_RUNS),
     ),
     _r(
         "tb2_pcorr_depth_author_difficulty",
@@ -430,27 +507,31 @@ REPORTED: tuple[Reported, ...] = (
         "pcorr_depth_rating_given_work",
         "tb2",
         collections=("tb2",),
-        differs="the paper does not restate its covariate; here the partial correlation given W",
+        differs="the paper does not restate its covariate, nor how a task no model solves counts; here the "
+        "partial correlation given W over rated TB2 tasks with D pinned or unsolved, an unsolved task "
+        "ranked above every cap",
     ),
     _r(
         "tb2_rated_hard_depth_ge_2",
-        "TB2 tasks rated hard with D >= 2 (of 11 sampled; unsolved counts as >= 2).",
-        "sampled TB2 tasks rated hard (D pinned or unsolved)",
+        "TB2 tasks rated hard with D >= 2 (of 11 sampled).",
+        "sampled TB2 tasks rated hard",
         9,
         "depth_vs_author_rating",
         "rated_hard_depth_ge_2",
         "tb2",
         collections=("tb2",),
+        differs=_UNSOLVED_AT_LEAST_2,
     ),
     _r(
         "tb2_rated_easy_medium_depth_ge_2",
-        "TB2 tasks rated easy or medium with D >= 2 (of 28 sampled; unsolved counts as >= 2).",
-        "sampled TB2 tasks rated easy or medium (D pinned or unsolved)",
+        "TB2 tasks rated easy or medium with D >= 2 (of 28 sampled).",
+        "sampled TB2 tasks rated easy or medium",
         8,
         "depth_vs_author_rating",
         "rated_easy_medium_depth_ge_2",
         "tb2",
         collections=("tb2",),
+        differs=_UNSOLVED_AT_LEAST_2,
     ),
     _r(
         "quadrant_deep_large_mean_percentile",
@@ -461,6 +542,7 @@ REPORTED: tuple[Reported, ...] = (
         "quadrant_mean_percentile",
         "deep/large",
         collections=_HUM_SET,
+        differs=_notes(_QUADRANT_NOTE, _PASS_RATE, _TB2_RUNS),
     ),
     _r(
         "quadrant_other_mean_percentile",
@@ -474,6 +556,7 @@ REPORTED: tuple[Reported, ...] = (
         high=0.59,
         interval="range",
         collections=_HUM_SET,
+        differs=_notes(_QUADRANT_NOTE, _PASS_RATE, _TB2_RUNS),
     ),
     _r(
         "own_tasks",
@@ -636,12 +719,13 @@ REPORTED: tuple[Reported, ...] = (
     ),
     _r(
         "sign_test_p",
-        "Exact two-sided sign test on D, derived versus original (unsolved above every cap).",
+        "Exact two-sided sign test on D, derived versus original.",
         "paired environments (35 pairs)",
         5.8e-11,
         "sign_test_depth",
         "sign_test_p",
         "paired environments",
+        differs=_UNSOLVED_ABOVE,
     ),
     _r(
         "sign_test_original_depth_le_10",
@@ -663,12 +747,13 @@ REPORTED: tuple[Reported, ...] = (
     ),
     _r(
         "sign_test_derived_depth_ge_20",
-        "Pairs whose derived task has D >= 20 (of 35; unsolved counts).",
+        "Pairs whose derived task has D >= 20 (of 35).",
         "paired environments",
         35,
         "sign_test_depth",
         "sign_test_derived_depth_ge_20",
         "paired environments",
+        differs=_UNSOLVED_ABOVE,
     ),
 )
 
@@ -750,14 +835,14 @@ def compare(findings: pl.DataFrame) -> pl.DataFrame:
     >>> import polars as pl
     >>> from depthlab import paper
     >>> from depthlab.findings import FINDING
-    >>> row = {"key": "pcorr_pass_depth_given_work", "group": "tb2", "value": -0.41, "ci_low": -0.6,
-    ...        "ci_high": -0.2, "interval": "ci95", "n": 40, "unit": "solved tasks", "collections": "tb2",
+    >>> row = {"key": "solved_share_depth_le_3", "group": "rst", "value": 0.81, "ci_low": 0.7,
+    ...        "ci_high": 0.9, "interval": "ci95", "n": 40, "unit": "solved tasks", "collections": "rst",
     ...        "models": "a, b", "data": "simulated"}
     >>> out = paper.compare(pl.DataFrame([row], schema=FINDING))
     >>> out.select("key", "paper", "this_data").row(0)
-    ('tb2_pcorr_pass_depth_given_work', '-0.49', '-0.41 [-0.6, -0.2] (95% CI)')
+    ('rst_solved_share_depth_le_3', '0.79', '0.81 [0.7, 0.9] (95% CI)')
     >>> out["this_sample"].item()
-    'SIMULATED: tb2; 40 solved tasks; models a, b'
+    'SIMULATED: rst; 40 solved tasks; models a, b'
     """
     check_frame(findings, "findings", "compare", _FINDING_COLUMNS)
     rows = []

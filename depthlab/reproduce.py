@@ -26,23 +26,30 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from depthlab import _atomic
 from depthlab._checks import check_int_at_least, check_positive_int, parameter_problem
 from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
-from depthlab.auditdata import DEMO_SCALE, audit_data, check_scale, check_seed
+from depthlab.auditdata import DEMO_SCALE, AuditData, audit_data, check_scale, check_seed, is_bundled
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
 
 __all__ = [
     "DEFAULT_N_BOOT",
+    "DOCS_MANIFEST",
     "NOTEBOOKS",
     "README_FIGURES",
     "NotebookFailed",
     "Reproduction",
     "ensure_kernel",
+    "figure_texts",
     "notebook_names",
     "notebooks_dir",
+    "readme_figures",
     "reproduce",
+    "write_docs_figures",
 ]
 
 
@@ -66,8 +73,12 @@ NOTEBOOKS: Final[tuple[str, ...]] = notebook_names()
 #: Default bootstrap resamples in a reproduce run.
 DEFAULT_N_BOOT: Final[int] = AUDIT_N_BOOT
 
-#: The figures README shows, copied to ``docs/img`` by ``depthlab reproduce --docs docs/img``.
+#: The figures README and the docs show, drawn into ``docs/img`` by ``make docs-figures``
+#: (``depthlab reproduce --docs docs/img``) with :func:`readme_figures`.
 README_FIGURES: Final[tuple[str, ...]] = ("turns_vs_depth", "forest_partial_correlations", "quadrants")
+
+#: The record beside the docs' figures of what they were drawn from and every text they show.
+DOCS_MANIFEST: Final[str] = "figures.json"
 
 _KERNEL: Final[str] = "depthlab"
 _README_WIDTH: Final[int] = 1100
@@ -197,7 +208,8 @@ def reproduce(
         Restrict the collections / the models counted for D; a name not in the data is an error
         listing the known ones.
     docs_dir : str, Path or None
-        When given, the figures named in :data:`README_FIGURES` are copied there as small PNGs.
+        When given, the figures named in :data:`README_FIGURES` are drawn there as small PNGs
+        (:func:`write_docs_figures`), with the record of their texts a test checks them against.
     jobs : int
         Notebooks executed at once (each in its own kernel).
     progress : bool
@@ -235,7 +247,7 @@ def reproduce(
     folders = {part: out / part for part in ("notebooks", "figures", "results", "cache")}
     # load once here: a wrong name or a loading error surfaces before any notebook starts, and every
     # notebook reuses the cached tables
-    where = data if isinstance(data, str) and not Path(data).is_dir() else None
+    where = data if is_bundled(data) else None
     if where is None and data is not None:
         where = str(Path(data).expanduser().resolve())
     loaded = audit_data(where, datasets=datasets, models=models, scale=scale, seed=seed, cache_dir=folders["cache"])
@@ -263,7 +275,8 @@ def reproduce(
     results = {nb: json.loads((folders["results"] / f"{nb}.json").read_text()) for nb in listed}
     index = _write_index(out, loaded.banner(), listed, results, runs)
     if docs_dir is not None:
-        _copy_readme_figures(folders["figures"], docs_dir)
+        drawn_from = {"data": None if data is None else str(data), "scale": scale, "seed": seed, "n_boot": n_boot}
+        write_docs_figures(loaded, docs_dir, drawn_from=drawn_from)
     executed = [folders["notebooks"] / f"{notebook}.ipynb" for notebook in names]
     figures = [
         folders["figures"] / f"{figure}.png"
@@ -445,14 +458,73 @@ def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|")
 
 
-def _copy_readme_figures(figures_dir: Path, docs_dir: Path) -> None:
+def readme_figures(data: AuditData, *, n_boot: int = DEFAULT_N_BOOT, seed: int = AUDIT_SEED) -> dict[str, Figure]:
+    """The figures of :data:`README_FIGURES`, drawn from ``data`` by the calls their notebooks make.
+
+    Examples
+    --------
+    >>> from depthlab.auditdata import audit_data
+    >>> sorted(readme_figures(audit_data(None, scale=0.05), n_boot=100))  # doctest: +SKIP
+    ['forest_partial_correlations', 'quadrants', 'turns_vs_depth']
+    """
+    from depthlab import findings, plots
+
+    boot = {"n_boot": n_boot, "seed": seed}
+    correlations = findings.stack(
+        [
+            findings.pass_depth_given_work(data, **boot),
+            findings.pass_turns_given_depth(data, **boot),
+            findings.pass_turns_given_work(data, **boot),
+        ]
+    )
+    return {
+        "turns_vs_depth": plots.turns_vs_depth(data),
+        "forest_partial_correlations": plots.forest(findings.forest_table(correlations)),
+        "quadrants": plots.quadrants(findings.quadrant_cells(data, n_boot=n_boot, seed=seed)),
+    }
+
+
+def figure_texts(fig: Figure) -> list[str]:
+    """Every text ``fig`` shows once drawn (titles, labels, tick labels, legends, notes), sorted.
+
+    What a reader reads in a figure: two figures with the same texts show the same rows, counts
+    and labels (the check that the docs' figures are current).
+    """
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()  # tick labels exist only once the figure is laid out
+    return sorted(text.get_text() for text in fig.findobj(Text) if text.get_visible() and text.get_text().strip())
+
+
+def write_docs_figures(data: AuditData, docs_dir: str | Path, *, drawn_from: Mapping[str, Any]) -> Path:
+    """Draw :func:`readme_figures` into ``docs_dir`` as small PNGs, with :data:`DOCS_MANIFEST`; return it.
+
+    The manifest records ``drawn_from`` (the data, scale, seed and ``n_boot``) and each figure's
+    :func:`figure_texts`, so a test can draw them again and see whether the committed images are
+    current.
+    """
+    import tempfile
+
     from PIL import Image
 
-    docs_dir.mkdir(parents=True, exist_ok=True)
-    for figure in README_FIGURES:
-        source = figures_dir / f"{figure}.png"
-        if not source.is_file():
-            continue
-        with Image.open(source) as image:
-            image.thumbnail((_README_WIDTH, _README_WIDTH * 2))
-            image.save(docs_dir / f"{figure}.png", optimize=True)
+    from depthlab.plots import save
+
+    folder = Path(docs_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    n_boot, seed = int(drawn_from.get("n_boot", DEFAULT_N_BOOT)), int(drawn_from.get("seed", 0))
+    figures = readme_figures(data, n_boot=n_boot, seed=seed)
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, fig in figures.items():
+            png, _pdf = save(fig, name, scratch)
+            with Image.open(png) as image:
+                image.thumbnail((_README_WIDTH, _README_WIDTH * 2))
+                with _atomic.atomic_path(folder / f"{name}.png") as tmp:
+                    image.save(tmp, format="PNG", optimize=True)
+    manifest = {
+        "drawn_from": dict(drawn_from),
+        "simulated": data.simulated,
+        "figures": {name: figure_texts(fig) for name, fig in figures.items()},
+    }
+    path = folder / DOCS_MANIFEST
+    _atomic.write_text(path, json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+    return path

@@ -40,6 +40,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
         "depthlab._tables",
         "depthlab._version",
         "depthlab._docstrings",
+        "depthlab._text",
     ),
     1: ("depthlab.io",),
     2: ("depthlab.datasets", "depthlab.measures", "depthlab.stats"),

@@ -340,3 +340,47 @@ def test_readme_python_runs_on_simulated_logs(tmp_path: Path, monkeypatch: pytes
     assert isinstance(depth, pl.DataFrame)
     assert audit.height > 0
     assert depth.filter(pl.col("status") == "solved").height > 0
+
+
+@pytest.mark.slow
+def test_the_docs_figures_are_current():
+    # docs/img holds the figures README and the audit guide show, with the record of every text each
+    # shows (make docs-figures writes both); drawn again now from the same data, they must read the same
+    import json
+
+    from depthlab.auditdata import audit_data
+    from depthlab.reproduce import DOCS_MANIFEST, README_FIGURES, figure_texts, readme_figures
+
+    manifest = json.loads((ROOT / "docs" / "img" / DOCS_MANIFEST).read_text())
+    drawn_from = manifest["drawn_from"]
+    assert drawn_from["data"] is None, "the docs' figures are of the simulated demo"
+    data = audit_data(None, scale=drawn_from["scale"], seed=drawn_from["seed"])
+    now = readme_figures(data, n_boot=drawn_from["n_boot"], seed=drawn_from["seed"])
+    assert sorted(manifest["figures"]) == sorted(README_FIGURES)
+    for name, fig in now.items():
+        assert (ROOT / "docs" / "img" / f"{name}.png").is_file(), name
+        assert figure_texts(fig) == manifest["figures"][name], f"docs/img/{name}.png is stale: run `make docs-figures`"
+
+
+@pytest.mark.parametrize("path", ["README.md", "docs/library.md"])
+def test_the_verb_lists_name_every_verb(path: str):
+    # "`depthlab VERB --help` describes each verb: ..." lists them all, in the order of cli.VERBS
+    text = " ".join((ROOT / path).read_text().split())
+    listed = re.search(r"`depthlab VERB --help` describes each verb[^`]*(.*?)[;.)]", text)
+    assert listed, f"{path} has no verb list"
+    assert re.findall(r"`([a-z]+)`", listed[1]) == list(VERBS)
+
+
+def test_the_docs_index_says_what_the_proxy_is():
+    # the proxy is not validated as an estimate of D on real runs: no page may call it validated
+    for path in (ROOT / "docs" / "index.md", ROOT / "README.md"):
+        row = next(line for line in path.read_text().splitlines() if "proxy.md" in line and line.startswith("|"))
+        assert "not validated" in row, f"{path.name}: {row}"
+
+
+def test_readme_correlates_through_the_findings_not_across_collections():
+    # pass ~ D | W over several collections is the within-collection finding; a raw partial_spearman over
+    # every collection reads differences between collections as a correlation (CHANGELOG, issue 19)
+    text = (ROOT / "README.md").read_text()
+    assert "dl.stats.partial_spearman(audit" not in text
+    assert "findings.pass_depth_given_work(data)" in text

@@ -369,7 +369,7 @@ def test_bundled_tb2_gives_the_published_pass_rates_and_the_rating_correlation()
     import depthlab as dl
 
     bundle = dl.load_dataset("tb2", status_rule="all")
-    data = AuditData.from_tables(bundle.tasks, bundle.trials, source="bundled TB2, status rule all")
+    data = AuditData.from_tables(bundle.tasks, bundle.trials, source="bundled TB2, status rule all", simulated=False)
     rates = findings.model_pass_rates(data)
     # the same rates from the default (leaderboard) load, re-judged under the rule "all"
     rejudged = findings.model_pass_rates(audit_data("tb2"), status_rule="all")
@@ -692,7 +692,10 @@ def test_second_model_is_against_the_main_model_over_the_models_d_uses():
         trials += _capped("tb2", task, "a-third", None)  # first in name order, never passes, not in D
     models = ["m-main", "m-second"]
     data = AuditData.from_tables(
-        schema.conform(pl.DataFrame(tasks), "tasks"), schema.conform(pl.DataFrame(trials), "trials"), models=models
+        schema.conform(pl.DataFrame(tasks), "tasks"),
+        schema.conform(pl.DataFrame(trials), "trials"),
+        models=models,
+        simulated=False,
     )
     row = _row(findings.second_model(data), "second_model_share_lowered", "existing")
     assert row["value"] == 0  # the third model is neither first nor in D
@@ -930,10 +933,77 @@ def test_compare_says_when_a_sample_is_a_subset_or_unlike_the_papers():
         }
         return pl.DataFrame([row], schema=findings.FINDING)
 
-    assert paper.compare(finding("tb2, tw, depth"))["this_sample"].item() == "real: tb2, tw, depth; 50 tasks; models a"
+    same = paper.compare(finding("tb2, tw, depth"))["this_sample"].item()
+    assert same.startswith("real: tb2, tw, depth; 50 tasks; models a; VARIANT: ")  # within-collection is a choice
+    assert "this data has only" not in same
+    assert "UNLIKE" not in same
     subset = paper.compare(finding("tb2, depth"))["this_sample"].item()
     assert subset.endswith("; this data has only depth, tb2 of the paper's depth, tb2, tw")
     assert "UNLIKE the paper's sample" in paper.compare(finding("tb2, tw, depth, rst"))["this_sample"].item()
+
+
+def _tw_unsolved_case() -> AuditData:
+    # TB2 solved and varied; TW present with public runs but no task solved under any cap
+    tasks, trials = [], []
+    for dataset in ("tb2", "tw"):
+        for i in range(8):
+            task = f"{dataset}-{i}"
+            tasks.append({"dataset": dataset, "task": task, "work": 3 + (i * 7) % 11})
+            depth = CAPS[i % 5] if dataset == "tb2" else None
+            for model in ("a", "b"):
+                trials += _capped(dataset, task, model, depth)
+            trials += _public(dataset, task, "a", [j < 8 - (i * 3) % 7 for j in range(8)], turns=4 + (i * 5) % 9)
+    return _data(tasks, trials)
+
+
+def test_a_pooled_row_names_only_the_collections_that_gave_it_tasks():
+    data = _tw_unsolved_case()
+    table = findings.pass_depth_given_work(data, n_boot=100, seed=1)
+    pair = _row(table, "pcorr_pass_depth_given_work", "tb2+tw")
+    # TB2 alone is not "TB2 + TW": no value, and the sample says why
+    assert pair["value"] is None
+    assert pair["collections"] == "tb2"
+    assert "tw: fewer than 2 solved tasks" in pair["detail"]
+    everything = _row(table, "pcorr_pass_depth_given_work", "all")
+    assert everything["value"] is None
+    assert "at least two collections" in everything["detail"]
+    assert _row(table, "pcorr_pass_depth_given_work", "tb2")["value"] is not None
+    compared = paper.compare(table)
+    # the collections of a row are the first part of its sample ("real: tb2, tw; ..."): none with a value names tw
+    named = compared.filter(pl.col("this_sample").str.split(";").list.first().str.contains(r"\btw\b"))
+    assert named.filter(pl.col("this_value").is_not_null()).height == 0, named
+
+
+def test_the_quadrants_name_only_the_collections_that_gave_them_tasks():
+    data = _tw_unsolved_case()
+    cells = findings.quadrant_cells(data, n_boot=0)
+    assert cells["collections"].unique().to_list() == ["tb2"]
+    table = findings.quadrant_percentiles(data, n_boot=0)
+    assert set(table["collections"].to_list()) == {"tb2"}
+    assert all("tw: no solved task" in detail for detail in table["detail"].drop_nulls().to_list()[:4])
+
+
+def test_from_tables_says_what_the_caller_says_and_counts_a_trial_once():
+    tasks = schema.conform(pl.DataFrame({"dataset": "tb2", "task": ["t"], "work": [3]}), "tasks")
+    runs = [
+        {"dataset": "tb2", "task": "t", "model": "m", "cap": cap, "status": status, "job": "j", "trial": f"r{cap}"}
+        for cap, status in ((1, "fail"), (2, "pass"))
+    ]
+    trials = schema.conform(pl.DataFrame(runs), "trials")
+    with pytest.raises(TypeError, match="simulated"):
+        AuditData.from_tables(tasks, trials)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match=r"'simulated' parameter of AuditData\.from_tables"):
+        AuditData.from_tables(tasks, trials, simulated=None)  # type: ignore[arg-type]
+    assert AuditData.from_tables(tasks, trials, simulated=True).kind == "simulated"
+    # the same trial given twice counts once, and the notes say so
+    twice = AuditData.from_tables(tasks, pl.concat([trials, trials.head(1)]), simulated=False)
+    assert twice.trials.height == 2
+    assert twice.notes == ["1 trial given twice (same dataset, job and trial) counted once"]
+    # rows with no trial id are repeated runs of a hand-made case: all count
+    bare = trials.with_columns(trial=pl.lit(None, pl.String))
+    assert AuditData.from_tables(tasks, pl.concat([bare, bare]), simulated=False).trials.height == 4
+    with pytest.raises(ValueError, match="tasks given twice: tb2/t"):
+        AuditData.from_tables(pl.concat([tasks, tasks]), trials, simulated=False)
 
 
 def test_depth_uncertainty_findings_on_the_demo(demo):
@@ -954,3 +1024,38 @@ def test_depth_uncertainty_findings_on_the_demo(demo):
     perm = robust.filter(pl.col("key") == "pcorr_pass_depth_given_work_perm").drop_nulls("value")
     assert perm.height > 0
     assert perm["p"].is_between(0, 1).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 30: a choice with a natural alternative is a parameter; rows that cannot be computed say why
+
+
+def test_a_task_at_the_median_w_is_large_unless_the_tie_rule_says_small():
+    tasks, trials = [], []
+    # TB2 works 1, 3, 3, 5, 7 (median 3: two tasks tie at it), all shallow; TW alike
+    for dataset in ("tb2", "tw"):
+        for i, work in enumerate((1, 3, 3, 5, 7)):
+            task = f"{dataset}-{i}"
+            tasks.append({"dataset": dataset, "task": task, "work": work})
+            trials += _capped(dataset, task, "m", 1)
+            trials += _public(dataset, task, "m", [j <= i for j in range(5)])
+    data = _data(tasks, trials)
+    sizes = {
+        ties: dict(
+            findings.quadrant_cells(data, work_ties=ties, n_boot=0)
+            .filter(pl.col("depth_class") == "shallow")
+            .select("work_class", "n")
+            .iter_rows()
+        )
+        for ties in ("large", "small")
+    }
+    assert sizes["large"] == {"large": 8, "small": 2}
+    assert sizes["small"] == {"large": 4, "small": 6}
+    table = findings.quadrant_percentiles(data, work_ties="small", n_boot=0)
+    assert "a task at it is small" in _row(table, "quadrant_mean_percentile", "shallow/small")["detail"]
+    with pytest.raises(ValueError, match="'work_ties' parameter of quadrant_percentiles"):
+        findings.quadrant_percentiles(data, work_ties="median")
+    # the statistic itself, on its own
+    frame = pl.DataFrame({"dataset": "a", "depth": [1, 1, 1], "work": [1, 2, 3], "pass_rate": [0.2, 0.5, 0.9]})
+    shallow = stats.quadrant_cells(frame, work_ties="small", n_boot=0).filter(pl.col("depth_class") == "shallow")
+    assert shallow["n"].to_list() == [1, 2]  # W = 2 (the median) is small

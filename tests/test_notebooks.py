@@ -207,7 +207,9 @@ def test_notebooks_on_the_bundled_real_tb2_facts(tmp_path):
     assert comparison["tb2_author_label_corr_pass"]["this_sample"].startswith("real: tb2; 89 tasks")
 
     bundle = dl.load_dataset("tb2")
-    _assert_same_findings(run, AuditData.from_tables(bundle.tasks, bundle.trials, source="independent"))
+    _assert_same_findings(
+        run, AuditData.from_tables(bundle.tasks, bundle.trials, source="independent", simulated=False)
+    )
     assert json.loads((run.out / "runs.json").read_text()).keys() == set(reproduce.NOTEBOOKS)
 
     # 07 the trajectory depth proxy, from the bundled per-trial proxy of the real TMax-27B job

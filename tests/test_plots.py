@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
 import os
 
@@ -173,7 +174,7 @@ def test_turns_vs_depth_legend_does_not_borrow_a_collection_colour(audit):
 
 def test_palette_and_order_override_the_collection_facts(audit):
     fig = plots.turns_vs_depth(audit, order=["facet", "tb2"], palette={"facet": "#123456"})
-    assert [ax.get_title().split(" ")[0] for ax in fig.axes] == ["FACET", "TB2"]
+    assert [ax.get_title().split(":")[0] for ax in fig.axes] == ["FACET", "TB2"]
     assert {to_hex(b.get_facecolor()) for b in fig.axes[0].patches[len(CAPS) + 1 :]} == {"#123456"}
     assert {to_hex(b.get_facecolor()) for b in fig.axes[1].patches[len(CAPS) + 1 :]} == {plots.PALETTE["tb2"].lower()}
     with pytest.raises(ValueError, match="'palette' parameter of turns_vs_depth must map names to matplotlib colours"):
@@ -499,3 +500,122 @@ def test_docstring_fragments_are_filled_and_a_missing_one_fails():
 
     with pytest.raises(KeyError, match="no_such_fragment"):
         fill(broken)
+
+
+def test_a_figure_shows_as_an_image_in_a_fresh_notebook(tmp_path, monkeypatch):
+    # a notebook made fresh, with no %matplotlib magic: a figure as a cell's last expression must
+    # give an image output, not the text "<Figure size ... with N Axes>" alone
+    nbclient = pytest.importorskip("nbclient")
+    import nbformat
+
+    from depthlab.reproduce import ensure_kernel
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
+    source = (
+        "import polars as pl\n"
+        "import depthlab as dl\n"
+        "audit = dl.schema.conform(pl.DataFrame({'dataset': ['tb2'] * 2, 'task': ['a', 'b'], 'depth': [1, 3],\n"
+        "    'depth_status': ['solved'] * 2, 'n_turns': [4.0, 9.0]}), 'audit')\n"
+        "dl.plots.turns_vs_depth(audit)"
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    nbclient.NotebookClient(
+        nb, kernel_name=ensure_kernel(), timeout=120, resources={"metadata": {"path": tmp_path}}
+    ).execute()
+    outputs = nb.cells[0].outputs
+    images = [o for o in outputs if o.output_type == "execute_result" and "image/png" in o.get("data", {})]
+    assert images, f"no image output, got {[o.get('data', o).keys() for o in outputs]}"
+    assert base64.b64decode(images[0]["data"]["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("simulated", [True, False])
+def test_a_figure_of_simulated_data_says_so_inside_the_image(audit, simulated):
+    from depthlab.auditdata import AuditData
+
+    data = AuditData("test", simulated, schema.empty("tasks"), schema.empty("trials"), schema.empty("depth"), audit)
+    kind = "simulated" if simulated else "real"
+    forest_rows = pl.DataFrame(
+        {"label": ["a"], "r": [-0.3], "ci_low": [-0.5], "ci_high": [-0.1], "n": [40], "data": [kind]}
+    )
+    made = {
+        "collection_summary": plots.collection_summary(data),
+        "turns_vs_depth": plots.turns_vs_depth(data),
+        "turns_minus_depth": plots.turns_minus_depth(data),
+        "depth_given_turns": plots.depth_given_turns(data),
+        "work_vs_pass_rate": plots.work_vs_pass_rate(data),
+        "label_pass_rates": plots.label_pass_rates(data),
+        "label_depths": plots.label_depths(data),
+        "turns_by_model": plots.turns_by_model(data),
+        "forest": plots.forest(forest_rows),
+    }
+    for name, fig in made.items():
+        texts = [text.get_text() for text in fig.texts]
+        assert (plots.SIMULATED_STAMP in texts) is simulated, (name, texts)
+        # the stamp is a text of the figure itself, so it is in every PNG and PDF drawn from it
+        assert fig._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_figures_take_the_audit_data_and_its_tables_alike(audit):
+    from depthlab.auditdata import AuditData
+
+    data = AuditData("test", False, schema.empty("tasks"), schema.empty("trials"), schema.empty("depth"), audit)
+    for function in (plots.turns_vs_depth, plots.collection_summary, plots.work_vs_pass_rate):
+        by_data, by_table = function(data), function(audit)
+        assert [ax.get_title() for ax in by_data.axes] == [ax.get_title() for ax in by_table.axes]
+    with pytest.raises(TypeError, match=r"audit.*turns_vs_depth.*DataFrame or an AuditData"):
+        plots.turns_vs_depth({"audit": audit})
+
+
+def test_jittered_pass_rates_stay_within_0_and_100_percent():
+    # tasks at 0% and 100%: a jitter of 0.1 would put half of them outside the possible range
+    rates = [0.0, 1.0] * 20
+    audit = schema.conform(
+        pl.DataFrame(
+            {"dataset": "tb2", "task": [f"t{i}" for i in range(40)], "work": range(1, 41), "pass_rate": rates}
+        ),
+        "audit",
+    )
+    ax = plots.work_vs_pass_rate_plot(audit, jitter=0.1)
+    y = np.concatenate([c.get_offsets()[:, 1] for c in ax.collections if isinstance(c, PathCollection)])
+    assert y.size == 40
+    assert y.min() >= 0.0
+    assert y.max() <= 1.0
+    assert len(set(np.round(y, 6))) > 2  # still jittered inside the range
+
+
+def test_an_axis_says_log_scale_only_where_it_is_one():
+    no_turns = schema.conform(
+        pl.DataFrame({"dataset": "tb2", "task": ["a", "b"], "work": [3, 30], "depth_status": "unsolved"}), "audit"
+    )
+    fig = plots.collection_summary(no_turns)
+    turns_ax = fig.axes[2]
+    assert turns_ax.get_xscale() == "linear"
+    assert "log scale" not in turns_ax.get_xlabel()
+    assert fig.axes[1].get_xscale() == "log"
+    assert "log scale" in fig.axes[1].get_xlabel()
+    empty = plots.turns_by_model(
+        pl.DataFrame({"model": ["m"], "n_turns": [None]}, schema={"model": pl.String, "n_turns": pl.Float64})
+    )
+    assert "log scale" not in empty.axes[0].get_xlabel()
+
+
+def test_turns_vs_depth_says_what_each_bar_counts():
+    audit = schema.conform(
+        pl.DataFrame(
+            {
+                "dataset": "tb2",
+                "task": ["a", "b", "c"],
+                "depth": [2, None, None],
+                "depth_status": ["solved", "unsolved", "incomplete"],
+                "n_turns": [4.0, 9.0, None],
+            }
+        ),
+        "audit",
+    )
+    fig = plots.turns_vs_depth(audit)
+    assert fig.axes[0].get_title() == "TB2: N of 2 tasks, D of 1 solved"
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any("solved tasks only" in text for text in legend)
+    assert any("uncapped runs" in text for text in legend)
+    one = audit.filter(pl.col("task") == "a")
+    assert plots.turns_vs_depth(one).axes[0].get_title() == "TB2: N of 1 task, D of 1 solved"

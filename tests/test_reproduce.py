@@ -298,3 +298,28 @@ def test_the_golden_comparison_sees_a_changed_missing_or_reordered_number():
     nulled = json.loads(json.dumps(golden))
     next(r for r in nulled["06_segments"] if r[3] is not None)[3] = None
     assert differences(nulled, golden)
+
+
+def test_an_output_folder_named_tb2_does_not_hide_the_bundled_tb2_facts(tmp_path, monkeypatch):
+    # `depthlab reproduce --data tb2 --out tb2` makes ./tb2 (figures, results); the notebooks, run in
+    # the same folder, must still read the bundled facts, not that folder
+    monkeypatch.chdir(tmp_path)
+    source = tmp_path / "notebooks"
+    source.mkdir()
+    nb = new_notebook()
+    nb.metadata = {"kernelspec": {"name": "depthlab", "display_name": "depthlab", "language": "python"}}
+    nb.cells = [
+        new_code_cell("data = None\nfigures_dir = None", metadata={"tags": ["parameters"]}),
+        new_code_cell(
+            "from depthlab.auditdata import audit_data\nloaded = audit_data(data)\n"
+            "if (loaded.kind, loaded.audit.height) != ('real', 89):\n    raise RuntimeError(loaded.summary())"
+        ),
+    ]
+    nbformat.write(nb, source / "01_collections.ipynb")
+    reproduce.reproduce("tb2", "tb2", only=["01"], source_dir=source, progress=False, n_boot=100)
+    assert (tmp_path / "tb2" / "notebooks" / "01_collections.ipynb").is_file()
+    assert auditdata.audit_data("tb2").audit.height == 89
+    # a folder named tb2 that holds a collection is still read as a folder; ./tb2 always is
+    (tmp_path / "tb2" / "tasks" / "tb2").mkdir(parents=True)
+    assert not auditdata.is_bundled("tb2")
+    assert not auditdata.is_bundled("./tb2")

@@ -36,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from depthlab._text import count
     from depthlab.reproduce import NotebookFailed, reproduce
 
     try:
@@ -61,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(result.data)
     print(
-        f"ran {len(result.notebooks)} notebooks ({len(result.figures)} figures); the index lists "
-        f"{len(result.results)} notebooks: {result.index}"
+        f"ran {count(len(result.notebooks), 'notebook')} ({count(len(result.figures), 'figure')}); the index lists "
+        f"{count(len(result.results), 'notebook')}: {result.index}"
     )
     return 0
 

@@ -84,6 +84,10 @@ LOG_FILE = "depthlab-harbor.log"
 #: In an oracle job: the tasks' checksums and the environment it ran them in (for reuse)
 ORACLE_FILE = "depthlab-oracle.json"
 _ROUND_JOB = re.compile(r"^measure-r(\d+)__")
+#: The folder of the agent Harbor imports for jobs holding a multi-step task, and its import path:
+#: terminus-2 with the stated cap on the whole run (each step told and held to the turns left).
+HARBOR_SIDE = Path(__file__).resolve().parent / "harbor_side"
+WHOLE_RUN_AGENT = "depthlab_whole_run:WholeRunTerminus2"
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,8 @@ class HarborEngine:
         self.concurrency = concurrency
         self.agent = agent
         self.env = {**os.environ, **dict(env or {})}
+        # Harbor imports the whole-run agent of multi-step jobs from here (its own venv has no depthlab)
+        self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HARBOR_SIDE), self.env.get("PYTHONPATH")]))
         self.api_key_env = api_key_env
         if api_key_env and api_key_env != "OPENAI_API_KEY" and api_key_env in os.environ:
             self.env["OPENAI_API_KEY"] = os.environ[api_key_env]
@@ -246,6 +252,7 @@ class HarborEngine:
         exactly those tasks at that cap.
         """
         folders = _task_folders(tasks)
+        multi_step = set(tasks.filter(pl.col("n_steps") > 0)["task"].to_list()) if "n_steps" in tasks.columns else set()
         configs: dict[str, dict[str, Any]] = {}
         for (cap, attempts), cells in plan.group_by(["cap", "attempts"], maintain_order=True):
             by_models: dict[tuple[str, ...], list[str]] = {}
@@ -256,10 +263,8 @@ class HarborEngine:
                 name = f"{JOB_PREFIX}r{number:02d}__cap-{int(cap):03d}"
                 name += f"__attempts-{int(attempts)}" if int(attempts) != 1 else ""
                 name += f"__part-{index + 1}" if len(by_models) > 1 else ""
-                agents = [
-                    harbor_writer.agent_config(self.agent, model, self._agent_kwargs(int(cap)))
-                    for model in sorted(models)
-                ]
+                whole_run = any(task in multi_step for task in task_names)
+                agents = [self._agent_entry(model, int(cap), whole_run) for model in sorted(models)]
                 configs[name] = self._job(
                     name,
                     agents,
@@ -360,6 +365,15 @@ class HarborEngine:
         return found
 
     # ------------------------------------------------------------------ internals
+    def _agent_entry(self, model: str, cap: int, whole_run: bool) -> dict[str, Any]:
+        """The job's agent entry: terminus-2, or for a job holding a multi-step task terminus-2 with the cap
+        on the whole run (:data:`WHOLE_RUN_AGENT`, Harbor imports it from :data:`HARBOR_SIDE`)."""
+        kwargs = self._agent_kwargs(cap)
+        if not whole_run or self.agent != "terminus-2":
+            return harbor_writer.agent_config(self.agent, model, kwargs)
+        kwargs["cap_template"] = harbor_writer.CAP_TEMPLATE
+        return harbor_writer.agent_config(None, model, kwargs, import_path=WHOLE_RUN_AGENT)
+
     def _agent_kwargs(self, cap: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {harbor_writer.TURN_LIMIT_KEY: cap}
         if self.base_url:
@@ -464,7 +478,9 @@ def _job_results(job: Path) -> dict[str, dict[str, Any]]:
             result = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        results[str(result.get("task_name") or path.parent.name.rsplit("__", 1)[0])] = {**result, "_dir": path.parent}
+        # a task.toml [task].name "org/name" is the task "name" in depthlab's tables (as load_tasks reads it)
+        name = str(result.get("task_name") or path.parent.name.rsplit("__", 1)[0]).rsplit("/", 1)[-1]
+        results[name] = {**result, "_dir": path.parent}
     return results
 
 
@@ -485,17 +501,34 @@ def oracle_failures(results: Mapping[str, Mapping[str, Any]], task_names: Sequen
         if result is None:
             rows.append({"task": task, "reason": "the oracle trial left no result", "output": ""})
             continue
+        where, prefix = Path(result["_dir"]), ""
+        failed = _first_failed_step(result)
+        if failed is not None:  # a multi-step trial: the first step that did not pass is named
+            index, step = failed
+            where, prefix = where / "steps" / str(step.get("step_name")), f"step {index} ({step.get('step_name')!r}) "
+            result = {**result, **step, "exception_info": result.get("exception_info") or step.get("exception_info")}
+            prefix += "is the first that fails: "
         info = result.get("exception_info") or {}
         rewards = (result.get("verifier_result") or {}).get("rewards") or {}
         reward = rewards.get("reward")
         if info:
-            reason = f"{info.get('exception_type')}: {' '.join(str(info.get('exception_message') or '').split())[:300]}"
+            message = " ".join(str(info.get("exception_message") or "").split())[:300]
+            reason = f"{prefix}{info.get('exception_type')}: {message}"
         elif reward is None or float(reward) < 1.0:
-            reason = f"the reference solution got reward {reward}"
+            reason = f"{prefix}the reference solution got reward {reward}"
         else:
             continue
-        rows.append({"task": task, "reason": reason, "output": _verifier_output(result["_dir"])})
+        rows.append({"task": task, "reason": reason, "output": _verifier_output(where)})
     return schema.preflight_failures(rows)
+
+
+def _first_failed_step(result: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None:
+    """A multi-step oracle trial's first step with an exception or a reward below 1, as (1-based index, step)."""
+    for index, step in enumerate(result.get("step_results") or [], start=1):
+        reward = ((step.get("verifier_result") or {}).get("rewards") or {}).get("reward")
+        if step.get("exception_info") or reward is None or float(reward) < 1.0:
+            return index, step
+    return None
 
 
 def compose_project(name: str) -> str:

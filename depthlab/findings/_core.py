@@ -313,15 +313,30 @@ def correlation_rows(
     from depthlab.findings._pooled import within_collection_partial
 
     base = data.audit.filter(pl.col("depth_status") == "solved") if solved else data.audit
+    unit = "solved tasks" if solved else "tasks"
     groups = [(d, [d]) for d in data.datasets]
     human = [d for d in data.datasets if d in HUMAN]
+    pooled: list[tuple[str, list[str]]] = []
     if pairs and len(human) == 2:
-        groups.append(("tb2+tw", human))
+        pooled.append(("tb2+tw", human))
     if pairs and len(human) == 2 and OWN in data.datasets:
-        groups.append(("pooled", [*human, OWN]))
+        pooled.append(("pooled", [*human, OWN]))
     if len(data.datasets) > 1:
-        groups.append(("all", list(data.datasets)))
+        pooled.append(("all", list(data.datasets)))
     rows = []
+    # a pooled row names the collections that gave it tasks, never those merely present: a collection
+    # with fewer than two usable tasks has no percentile ranks, so it contributes nothing
+    usable = base.drop_nulls([x, y, covar])
+    for group, members in pooled:
+        gave = [d for d in members if usable.filter(pl.col("dataset") == d).height >= 2]
+        short = [d for d in members if d not in gave]
+        if (group != "all" and short) or len(gave) < 2:
+            needs = "every one of them" if group != "all" else "at least two collections"
+            why = f"{', '.join(short)}: fewer than 2 {unit} with {x}, {y} and {covar}; the row needs {needs}"
+            models = capped_models(data, gave) if solved else public_models(data, gave)
+            rows.append(make_row(data, key, group, None, n=0, unit=unit, collections=gave, models=models, detail=why))
+        else:
+            groups.append((group, gave))
     for group, collections in groups:
         used = base.filter(pl.col("dataset").is_in(collections)).drop_nulls([x, y, covar])
         models = capped_models(data, collections) if solved else public_models(data, collections)

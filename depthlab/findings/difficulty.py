@@ -145,6 +145,7 @@ def forest_table(findings: pl.DataFrame) -> pl.DataFrame:
                 "n": row["n"],
                 "p": row["p"],
                 "paper": None if reported is None else reported.value,
+                "data": row["data"],
             }
         )
     columns = {
@@ -156,5 +157,6 @@ def forest_table(findings: pl.DataFrame) -> pl.DataFrame:
         "n": pl.Int64,
         "p": pl.Float64,
         "paper": pl.Float64,
+        "data": pl.String,  # simulated or real: the figure says so inside the image
     }
     return pl.DataFrame(rows, schema=columns)

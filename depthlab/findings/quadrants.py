@@ -32,15 +32,18 @@ def quadrant_cells(
     collections: Sequence[str] = HUMAN,
     percentile_base: Literal["all", "solved"] = "all",
     depth_split: float = 2,
+    work_ties: Literal["large", "small"] = "large",
     n_boot: int = AUDIT_N_BOOT,
     seed: int = AUDIT_SEED,
 ) -> pl.DataFrame:
     """The four cells of :func:`quadrant_percentiles` as :func:`depthlab.stats.quadrant_cells` gives them (to plot).
 
-    A ``collections`` column names the collections split. Empty (no rows) when no task of
-    ``collections`` has a pinned D.
+    A ``collections`` column names the collections that gave the cells a task (a collection
+    present with no solved task gives none and is not named), and ``data`` says whether the data is
+    simulated or real. Empty (no rows) when no task of ``collections`` has a pinned D.
     """
     check_choice(percentile_base, "percentile_base", "quadrant_percentiles", ("all", "solved"))
+    check_choice(work_ties, "work_ties", "quadrant_percentiles", ("large", "small"))
     chosen = [d for d in data.datasets if d in collections]
     part = data.audit.filter(pl.col("dataset").is_in(chosen))
     if percentile_base == "solved":
@@ -48,8 +51,12 @@ def quadrant_cells(
     part = part.with_columns(depth=pl.when(pl.col("depth_status") == "solved").then(pl.col("depth")))
     if part.filter(pl.col("depth").is_not_null()).height == 0:
         return pl.DataFrame()
-    cells = stats.quadrant_cells(part, depth_split=depth_split, work_split="median", n_boot=n_boot, seed=seed)
-    return cells.with_columns(collections=pl.lit(", ".join(chosen)))
+    cells = stats.quadrant_cells(
+        part, depth_split=depth_split, work_split="median", work_ties=work_ties, n_boot=n_boot, seed=seed
+    )
+    split = part.drop_nulls(["depth", "work", "pass_rate"])["dataset"].unique().to_list()
+    gave = [d for d in chosen if d in split]
+    return cells.with_columns(collections=pl.lit(", ".join(gave)), data=pl.lit(data.kind))
 
 
 @with_paper_rows
@@ -60,6 +67,7 @@ def quadrant_percentiles(
     collections: Sequence[str] = HUMAN,
     percentile_base: Literal["all", "solved"] = "all",
     depth_split: float = 2,
+    work_ties: Literal["large", "small"] = "large",
     n_boot: int = AUDIT_N_BOOT,
     seed: int = AUDIT_SEED,
 ) -> pl.DataFrame:
@@ -69,7 +77,11 @@ def quadrant_percentiles(
     percentile of 0.29 against 0.53–0.59 for the other three cells (lower = harder). A task's
     percentile ranks its public pass rate within its collection, among ``percentile_base``:
     ``"all"`` its collection's tasks with a pass rate (the default), or ``"solved"`` its solved
-    ones only; the cells hold the solved tasks (D known). BCa bootstrap CI over the cell's tasks.
+    ones only; the cells hold the solved tasks (D known). The split is at the median W of those
+    solved tasks, the collections pooled; a task at the median W is large (``work_ties``). A
+    percentile is the average rank over n (the correlations' within-collection percentiles are
+    (rank − 0.5) / n). None of these choices is stated by the paper: each is a VARIANT note of
+    :mod:`depthlab.paper`. BCa bootstrap CI over the cell's tasks.
 
     Rows: ``quadrant_mean_percentile`` per cell (group ``deep/large``, ``deep/small``,
     ``shallow/large``, ``shallow/small``); ``quadrant_other_mean_percentile`` (group
@@ -85,6 +97,8 @@ def quadrant_percentiles(
         The tasks each pass-rate percentile is taken among (default: all tasks of the collection).
     depth_split : float
         A task is deep when D >= depth_split.
+    work_ties : {"large", "small"}
+        Where a task whose W equals the median goes (default large: W >= median).
     {n_boot_seed}
 
     {returns}
@@ -97,6 +111,7 @@ def quadrant_percentiles(
         collections=collections,
         percentile_base=percentile_base,
         depth_split=depth_split,
+        work_ties=work_ties,
         n_boot=n_boot,
         seed=seed,
     )
@@ -116,8 +131,11 @@ def quadrant_percentiles(
                 )
             ]
         )
-    sample = Sample(collections=chosen, models=models)
-    detail += f" and the median W ({cells['work_split'][0]:g})"
+    gave = [d for d in str(cells["collections"][0]).split(", ") if d]
+    sample = Sample(collections=gave, models=capped_models(data, gave))
+    detail += f" and the median W ({cells['work_split'][0]:g}; a task at it is {work_ties})"
+    if missing := [d for d in chosen if d not in gave]:
+        detail += f"; {', '.join(missing)}: no solved task, so not in the split"
     rows = [*_cell_rows(data, cells, sample, detail), _other_cells_row(data, cells, sample)]
     hardest = _hardest_row(data, cells, sample)
     if hardest is not None:

@@ -409,7 +409,7 @@ def environment_pairs(data: AuditData) -> pl.DataFrame:
 
     Columns dataset, task, o_dataset, o_task, original, derived (D, null unless solved),
     original_status, derived_status, original_rank, derived_rank (D, with an unsolved task ranked
-    above every cap: :data:`UNSOLVED_RANK`; null when D is incomplete).
+    above every cap: :data:`UNSOLVED_RANK`; null when D is incomplete), and data (simulated or real).
     """
     links = (
         data.tasks.select("dataset", "task", derived_from=pl.col("labels").str.json_path_match("$.derived_from"))
@@ -449,6 +449,7 @@ def environment_pairs(data: AuditData) -> pl.DataFrame:
             pl.col("depth_status").alias("derived_status"),
             "original_rank",
             pl.col("rank").alias("derived_rank"),
+            data=pl.lit(data.kind),
         )
     )
 

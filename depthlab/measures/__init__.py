@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from depthlab.measures.audit import CURATION, audit_table
 from depthlab.measures.censored import censored_depth
-from depthlab.measures.depth import depth_summary, estimate_depth, second_model_effect, second_model_runs
+from depthlab.measures.depth import (
+    depth_intervals,
+    depth_summary,
+    estimate_depth,
+    second_model_effect,
+    second_model_runs,
+)
 from depthlab.measures.planning import PLAN_MODES, plan_missing, sweep_runs
 from depthlab.measures.proxy import depth_proxy, proxy_correlations, rung_agreement, turn_dependencies
 from depthlab.measures.public import pass_rates, turn_counts
@@ -19,6 +25,7 @@ __all__ = [
     "audit_table",
     "censored_depth",
     "depth_by_rule",
+    "depth_intervals",
     "depth_proxy",
     "depth_summary",
     "estimate_depth",

@@ -332,6 +332,42 @@ def depth_summary(depth: pl.DataFrame, *, by: str | None = "dataset") -> pl.Data
     return depth.group_by("dataset").agg(aggs).sort("dataset")
 
 
+def depth_intervals(depth: pl.DataFrame) -> pl.DataFrame:
+    """Count tasks by the interval their D stands for on the ladder, per dataset and depth status.
+
+    D lies in (``depth_low``, ``depth_high``]: a solved task's D = 10 on the ladder 1, 2, 3, 5, 10,
+    ... means more than 5 turns and at most 10; an unsolved task is right-censored above the top cap
+    (``depth_high`` null); an incomplete one has neither bound.
+
+    Parameters
+    ----------
+    depth : pl.DataFrame
+        A depth table from :func:`estimate_depth`.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns dataset, status, depth_low, depth_high, n_tasks; sorted by dataset and interval,
+        the right-censored ones last.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> depth = schema.conform(pl.DataFrame({"dataset": "d", "task": ["a", "b", "c"],
+    ...     "status": ["solved", "solved", "unsolved"], "depth_low": [5, 5, 80],
+    ...     "depth_high": [10, 10, None]}), "depth")
+    >>> depth_intervals(depth).rows()
+    [('d', 'solved', 5, 10, 2), ('d', 'unsolved', 80, None, 1)]
+    """
+    check_frame(depth, "depth", "depth_intervals", ("dataset", "status", "depth_low", "depth_high"))
+    return (
+        depth.group_by("dataset", "status", "depth_low", "depth_high")
+        .agg(pl.len().cast(pl.Int32).alias("n_tasks"))
+        .sort("dataset", "depth_high", "depth_low", nulls_last=True)
+    )
+
+
 def second_model_effect(
     trials: pl.DataFrame,
     *,

@@ -173,6 +173,7 @@ def depth_by_rule(
     check_frame(trials, "trials", function, (*_CELL, "status"))
     rules = [check_choice(rule, "rules", function, PASS_RULES) for rule in rules]
     caps = check_caps(caps, function)
+    trials = trials.filter(pl.col("cap").is_not_null())  # D reads the capped runs only
     tables = {
         rule: estimate_depth(trials, caps=caps, pass_rule=rule, q=q).select(
             *TASK_KEYS, pl.col("depth").alias(rule), pl.col("status").alias(f"status_{rule}")

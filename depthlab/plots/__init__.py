@@ -34,7 +34,12 @@ colour; default :func:`depthlab.catalog.color`, the same colour in every figure)
 always means *pooled over collections* and black a *median*; neither ever stands for a
 collection. Every figure shares one style (:data:`RC`) and is built on
 :class:`matplotlib.figure.Figure` directly, without pyplot's global state, so it renders
-headless and never accumulates. :func:`save` writes PNG and PDF.
+headless and never accumulates. A figure-level function takes an
+:class:`~depthlab.auditdata.AuditData` where it takes a table (a :class:`DataSource`), and a figure
+of simulated data carries :data:`SIMULATED_STAMP` across its panels (a table with a ``data``
+column saying ``"simulated"``, as the findings' tables have, is stamped too). Each is a
+:class:`ShownFigure`, which Jupyter shows as an image when it is a cell's last expression (no
+``%matplotlib`` magic needed). :func:`save` writes PNG and PDF.
 
 Plots take tables and return figures; they never read files. The statistics they draw (Wilson
 intervals, Holm-adjusted p-values) come from :mod:`depthlab.stats`.
@@ -70,7 +75,7 @@ from __future__ import annotations
 from typing import Final
 
 from depthlab.catalog import NAMES, ORDER, PALETTE, color, name
-from depthlab.plots._core import RC, Palette, save
+from depthlab.plots._core import RC, SIMULATED_STAMP, DataSource, Palette, ShownFigure, save
 from depthlab.plots.difficulty import forest, forest_plot, work_vs_pass_rate, work_vs_pass_rate_plot
 from depthlab.plots.labels import label_depths, label_depths_plot, label_pass_rates, label_pass_rates_plot, label_plot
 from depthlab.plots.segments import (
@@ -102,7 +107,10 @@ __all__ = [
     "ORDER",
     "PALETTE",
     "RC",
+    "SIMULATED_STAMP",
+    "DataSource",
     "Palette",
+    "ShownFigure",
     "collection_summary",
     "collection_summary_plot",
     "color",

@@ -8,7 +8,9 @@
 * the resolution of ``order`` (which collections, in which order) and ``palette`` (their colours),
   validated through :mod:`depthlab._checks`;
 * the small drawing helpers several topics share (median legend handle, plain log axes, the note of
-  an empty panel).
+  an empty panel, the SIMULATED stamp);
+* :class:`ShownFigure`, the figure class every function here returns: a matplotlib Figure that
+  Jupyter shows as an image when it is a cell's last expression, with no ``%matplotlib`` magic.
 
 The module is private: its names are the plots package's own, and only :data:`RC`, :data:`Palette`
 and :func:`save` are re-exported by :mod:`depthlab.plots`.
@@ -16,11 +18,12 @@ and :func:`save` are re-exported by :mod:`depthlab.plots`.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import matplotlib as mpl
 import numpy as np
@@ -62,6 +65,86 @@ RC: Final[dict[RcKeyType, Any]] = {
 
 #: Ink of legend swatches and reference lines that stand for no collection.
 NEUTRAL: Final[str] = "#444444"
+
+#: The words written across every figure drawn from simulated data (:func:`stamp`).
+SIMULATED_STAMP: Final[str] = "SIMULATED DATA"
+
+
+class DataSource(Protocol):
+    """What a figure-level function takes in place of a table: an :class:`depthlab.auditdata.AuditData`.
+
+    Its tables are drawn and, when it is simulated, the figure says so inside the image.
+    """
+
+    @property
+    def simulated(self) -> bool: ...  # pragma: no cover
+
+    @property
+    def audit(self) -> pl.DataFrame: ...  # pragma: no cover
+
+    @property
+    def trials(self) -> pl.DataFrame: ...  # pragma: no cover
+
+
+def table_of(source: object, table: str, parameter: str, function: str) -> tuple[pl.DataFrame, bool]:
+    """The table to draw and whether it is simulated data, from a table or a :class:`DataSource`.
+
+    A table is simulated when it has a ``data`` column saying so (findings tables, and the tables
+    built from them, carry one); a data source gives its ``table`` attribute (``"audit"``,
+    ``"trials"``) and its own ``simulated``.
+    """
+    if isinstance(source, pl.DataFrame):
+        return source, "data" in source.columns and bool((source["data"] == "simulated").any())
+    given, kind = getattr(source, table, None), getattr(source, "simulated", None)
+    if isinstance(given, pl.DataFrame) and isinstance(kind, bool):
+        return given, kind
+    return check_type(source, parameter, function, pl.DataFrame, "a polars DataFrame or an AuditData"), False
+
+
+def stamp(fig: Figure, simulated: bool) -> Figure:
+    """Write :data:`SIMULATED_STAMP` across ``fig`` when ``simulated``; return ``fig``.
+
+    The words are faint and diagonal, over every panel, so no crop or caption can lose them.
+    """
+    if simulated:
+        width, height = fig.get_size_inches()
+        fig.text(
+            0.5,
+            0.5,
+            SIMULATED_STAMP,
+            ha="center",
+            va="center",
+            rotation=math.degrees(math.atan2(height, width)) * 0.6,
+            fontsize=max(14.0, min(44.0, 5.5 * width)),
+            fontweight="bold",
+            color="#C0392B",
+            alpha=0.16,
+            zorder=100,
+        )
+    return fig
+
+
+class ShownFigure(Figure):
+    """A :class:`~matplotlib.figure.Figure` that IPython and Jupyter display as a PNG image.
+
+    depthlab's figures are built without pyplot (no global state, nothing accumulates), so no backend
+    registers them with IPython's display: a bare ``Figure`` as a cell's last expression shows only
+    ``<Figure size ...>``. This class adds the rich representation IPython looks for
+    (``_repr_png_``), rendered in the shared style exactly as :func:`save` writes it, so a figure shows
+    where it is made, with or without ``%matplotlib inline``.
+
+    Examples
+    --------
+    >>> fig = ShownFigure(figsize=(2, 1))
+    >>> fig._repr_png_()[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+    True
+    """
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        with style():
+            self.savefig(buffer, format="png", dpi=RC["figure.dpi"], bbox_inches="tight")
+        return buffer.getvalue()
 
 
 def save(fig: Figure, name: str, figures_dir: str | Path) -> tuple[Path, Path]:
@@ -122,7 +205,7 @@ def into_axes(ax: Axes | None, function: str, figsize: tuple[float, float]) -> I
     """The axes-level preamble: the shared style, and ``ax`` (checked) or a new figure's single Axes."""
     with style():
         if ax is None:
-            yield Figure(figsize=figsize, layout="constrained").subplots()
+            yield ShownFigure(figsize=figsize, layout="constrained").subplots()
         else:
             yield check_type(ax, "ax", function, Axes, "a matplotlib Axes or None")
 
@@ -131,7 +214,7 @@ def into_axes(ax: Axes | None, function: str, figsize: tuple[float, float]) -> I
 def new_figure(figsize: tuple[float, float]) -> Iterator[tuple[Figure, Axes]]:
     """The figure-level preamble of a one-panel figure: the shared style, a new figure and its Axes."""
     with style():
-        fig = Figure(figsize=figsize, layout="constrained")
+        fig = ShownFigure(figsize=figsize, layout="constrained")
         yield fig, fig.subplots()
 
 
@@ -146,7 +229,7 @@ def new_panels(
     with style():
         ncols = max(1, min(ncols, n))
         nrows = max(1, math.ceil(n / ncols))
-        fig = Figure(figsize=(width * ncols, height * nrows + 0.4), layout="constrained")
+        fig = ShownFigure(figsize=(width * ncols, height * nrows + 0.4), layout="constrained")
         grid = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False, sharex=sharex, sharey=sharey)).ravel().tolist()
         for ax in grid[n:]:
             ax.set_visible(False)
@@ -188,6 +271,15 @@ def plain_log(ax: Axes, axis: str) -> None:
     target.set_major_locator(mpl.ticker.LogLocator(subs=(1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)))
     target.set_major_formatter(mpl.ticker.FuncFormatter(lambda value, _pos: f"{value:g}"))
     target.set_minor_formatter(mpl.ticker.NullFormatter())
+
+
+def scale_words(ax: Axes, axis: str) -> str:
+    """``", log scale"`` when ``axis`` ("x" or "y") of ``ax`` is drawn on a log scale, else ``""``.
+
+    An axis label says "log scale" only where the axis is one (an empty panel stays linear).
+    """
+    scale = ax.get_xscale() if axis == "x" else ax.get_yscale()
+    return ", log scale" if scale == "log" else ""
 
 
 def empty_note(ax: Axes, text: str) -> None:

@@ -23,9 +23,11 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from depthlab._checks import check_choice, check_frame, check_number
+from depthlab._text import count
 from depthlab.catalog import POOLED_COLOUR, name
 from depthlab.plots._core import (
     NEUTRAL,
+    DataSource,
     Palette,
     empty_note,
     into_axes,
@@ -34,6 +36,9 @@ from depthlab.plots._core import (
     order_of,
     palette_of,
     plain_log,
+    scale_words,
+    stamp,
+    table_of,
 )
 from depthlab.plots._docstrings import fill
 
@@ -127,7 +132,8 @@ def forest(
     table : pl.DataFrame
         Columns ``label`` (row name), ``r``, ``ci_low``, ``ci_high``, ``n``; optional ``dataset``
         (colours the row; null = pooled, grey), ``p`` (printed raw and adjusted over all rows) and
-        ``paper`` (the paper's value, drawn as an open diamond).
+        ``paper`` (the paper's value, drawn as an open diamond) and ``data`` (``"simulated"``
+        stamps the figure so, as :func:`depthlab.findings.forest_table` sets it).
     title : str
         Figure title.
     {palette}
@@ -143,6 +149,7 @@ def forest(
     >>> forest(table).axes[0].get_xlabel()
     'rank partial correlation (Spearman)'
     """
+    table, simulated = table_of(table, "audit", "table", "forest")
     check_frame(table, "table", "forest", ("label", "r", "ci_low", "ci_high", "n"))
     with new_figure((8.2, 0.42 * max(table.height, 1) + 1.6)) as (fig, ax):
         forest_plot(table, palette=palette, adjust=adjust, ax=ax)
@@ -172,7 +179,7 @@ def forest(
             )
         fig.legend(handles=handles, loc="outside lower center", ncol=len(handles))
         ax.set_title(title)
-    return fig
+    return stamp(fig, simulated)
 
 
 @fill
@@ -188,7 +195,8 @@ def work_vs_pass_rate_plot(
     """Public pass rate of each task against its work W (log scale), with pooled rates per W quartile.
 
     Points are jittered vertically by up to ``jitter`` (a pass rate over few runs takes few
-    values, which would stack points on a handful of lines). With an ``n_public_trials`` column,
+    values, which would stack points on a handful of lines), and kept within 0–100%: a jittered
+    point never shows a pass rate that cannot be. With an ``n_public_trials`` column,
     each collection also gets the pooled pass rate (passes / runs) of its tasks in each quartile of
     W, at the quartile's median W, with a Wilson interval (:func:`depthlab.stats.proportion_ci`).
     The panel of :func:`work_vs_pass_rate` (formerly ``work_pass_plot``).
@@ -226,7 +234,7 @@ def work_vs_pass_rate_plot(
             shift = np.random.default_rng(_seed(dataset)).uniform(-jitter, jitter, part.height)
             ax.scatter(
                 part["work"].to_numpy(),
-                part["pass_rate"].to_numpy() + shift,
+                np.clip(part["pass_rate"].to_numpy() + shift, 0.0, 1.0),
                 s=12,
                 alpha=0.55,
                 color=colour(dataset),
@@ -241,14 +249,14 @@ def work_vs_pass_rate_plot(
             plain_log(ax, "x")
         ax.set_ylim(-0.05, 1.05)
         ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
-        ax.set_xlabel("work W (solution lines, log scale)")
+        ax.set_xlabel(f"work W (solution lines{scale_words(ax, 'x')})")
         ax.set_ylabel("public pass rate")
     return ax
 
 
 @fill
 def work_vs_pass_rate(
-    audit: pl.DataFrame,
+    audit: pl.DataFrame | DataSource,
     *,
     order: Sequence[str] | None = None,
     palette: Palette = None,
@@ -261,8 +269,9 @@ def work_vs_pass_rate(
 
     Parameters
     ----------
-    audit : pl.DataFrame
-        The audit table (dataset, work, pass_rate; optional n_public_trials for pooled rates).
+    audit : pl.DataFrame or AuditData
+        The audit table (dataset, work, pass_rate; optional n_public_trials for pooled rates), or an
+        :class:`~depthlab.auditdata.AuditData` (its audit table; simulated data is stamped so).
     {order}
     {palette}
     {jitter}
@@ -279,6 +288,7 @@ def work_vs_pass_rate(
     'public pass rate'
     """
     function = "work_vs_pass_rate"
+    audit, simulated = table_of(audit, "audit", "audit", function)
     check_frame(audit, "audit", function, ("dataset", "work", "pass_rate"))
     rows = _with_work_and_rate(audit)
     keys = order_of(rows, order, function)
@@ -287,7 +297,7 @@ def work_vs_pass_rate(
             work_vs_pass_rate_plot(rows, ax=axes[0])
         for ax, dataset in zip(axes, keys, strict=False):
             work_vs_pass_rate_plot(rows, order=[dataset], palette=palette, jitter=jitter, ax=ax)
-            ax.set_title(f"{name(dataset)} ({rows.filter(pl.col('dataset') == dataset).height} tasks)")
+            ax.set_title(f"{name(dataset)} ({count(rows.filter(pl.col('dataset') == dataset).height, 'task')})")
         ncols = min(4, max(len(keys), 1))
         for i, ax in enumerate(axes):
             if i % ncols:
@@ -301,7 +311,7 @@ def work_vs_pass_rate(
             handles.append(Line2D([], [], marker="s", color=NEUTRAL, label="pooled per W quartile, 95% Wilson CI"))
         fig.legend(handles=handles, loc="outside lower center", ncol=2)
         fig.suptitle("Public pass rate against work W, per collection", fontsize=10)
-    return fig
+    return stamp(fig, simulated)
 
 
 def _with_work_and_rate(audit: pl.DataFrame) -> pl.DataFrame:

@@ -23,7 +23,18 @@ from matplotlib.figure import Figure
 from depthlab import catalog
 from depthlab._checks import check_frame
 from depthlab.catalog import DIFFICULTY_ORDER, MEDIAN_COLOUR, name
-from depthlab.plots._core import Palette, empty_note, into_axes, median_handle, new_panels, order_of, palette_of
+from depthlab.plots._core import (
+    DataSource,
+    Palette,
+    empty_note,
+    into_axes,
+    median_handle,
+    new_panels,
+    order_of,
+    palette_of,
+    stamp,
+    table_of,
+)
 from depthlab.plots._docstrings import fill
 from depthlab.schema import CAPS
 
@@ -172,7 +183,11 @@ def _label_panel(
 
 @fill
 def label_pass_rates(
-    audit: pl.DataFrame, *, label: str = "difficulty", order: Sequence[str] | None = None, palette: Palette = None
+    audit: pl.DataFrame | DataSource,
+    *,
+    label: str = "difficulty",
+    order: Sequence[str] | None = None,
+    palette: Palette = None,
 ) -> Figure:
     """Public pass rate by an ordinal label, one panel per collection that has the label.
 
@@ -180,8 +195,9 @@ def label_pass_rates(
 
     Parameters
     ----------
-    audit : pl.DataFrame
-        The audit table (dataset, pass_rate, difficulty_source and the ``label`` column).
+    audit : pl.DataFrame or AuditData
+        The audit table (dataset, pass_rate, difficulty_source and the ``label`` column), or an
+        :class:`~depthlab.auditdata.AuditData` (its audit table; simulated data is stamped so).
     {label}
     {order}
     {palette}
@@ -198,12 +214,18 @@ def label_pass_rates(
     >>> label_pass_rates(audit).axes[0].get_ylabel()
     'public pass rate'
     """
-    return _by_label(audit, label, "pass_rate", "label_pass_rates", order, palette, label_pass_rates_plot)
+    table, simulated = table_of(audit, "audit", "audit", "label_pass_rates")
+    fig = _by_label(table, label, "pass_rate", "label_pass_rates", order, palette, label_pass_rates_plot)
+    return stamp(fig, simulated)
 
 
 @fill
 def label_depths(
-    audit: pl.DataFrame, *, label: str = "difficulty", order: Sequence[str] | None = None, palette: Palette = None
+    audit: pl.DataFrame | DataSource,
+    *,
+    label: str = "difficulty",
+    order: Sequence[str] | None = None,
+    palette: Palette = None,
 ) -> Figure:
     """Depth D of solved tasks by an ordinal label, one panel per collection that has both.
 
@@ -211,8 +233,9 @@ def label_depths(
 
     Parameters
     ----------
-    audit : pl.DataFrame
-        The audit table (dataset, depth, depth_status, difficulty_source and ``label``).
+    audit : pl.DataFrame or AuditData
+        The audit table (dataset, depth, depth_status, difficulty_source and ``label``), or an
+        :class:`~depthlab.auditdata.AuditData` (its audit table; simulated data is stamped so).
     {label}
     {order}
     {palette}
@@ -229,9 +252,10 @@ def label_depths(
     >>> label_depths(audit).axes[0].get_ylabel()
     'depth D (turns, log scale)'
     """
-    check_frame(audit, "audit", "label_depths", ("depth_status",))
-    solved = audit.filter(pl.col("depth_status") == "solved")
-    return _by_label(solved, label, "depth", "label_depths", order, palette, label_depths_plot)
+    table, simulated = table_of(audit, "audit", "audit", "label_depths")
+    check_frame(table, "audit", "label_depths", ("depth_status",))
+    solved = table.filter(pl.col("depth_status") == "solved")
+    return stamp(_by_label(solved, label, "depth", "label_depths", order, palette, label_depths_plot), simulated)
 
 
 def _label_order(values: Sequence[str]) -> list[str]:

@@ -21,7 +21,18 @@ from matplotlib.figure import Figure
 from depthlab import catalog
 from depthlab._checks import check_frame, check_string
 from depthlab.catalog import MEDIAN_COLOUR, POOLED_COLOUR, name
-from depthlab.plots._core import NEUTRAL, Palette, empty_note, into_axes, new_figure, palette_of, style
+from depthlab.plots._core import (
+    NEUTRAL,
+    Palette,
+    ShownFigure,
+    empty_note,
+    into_axes,
+    new_figure,
+    palette_of,
+    stamp,
+    style,
+    table_of,
+)
 from depthlab.plots._docstrings import fill
 from depthlab.schema import CAPS
 
@@ -166,6 +177,7 @@ def segment_reliability(
     (['segment position', 'segments completed'], 'Multi-segment tasks of DEPTH: 2 segment positions')
     """
     function = "segment_reliability"
+    table, simulated = table_of(table, "audit", "table", function)
     check_frame(table, "table", function, _SEGMENT_COLUMNS)
     if collection is None and "dataset" in table.columns and table["dataset"].drop_nulls().n_unique() == 1:
         collection = table["dataset"].drop_nulls()[0]
@@ -174,14 +186,14 @@ def segment_reliability(
     hue = POOLED_COLOUR if collection is None else palette_of(palette, function)(collection)
     where = f"of {name(collection)}" if collection else "pooled over collections"
     with style():
-        fig = Figure(figsize=(8, 3.6), layout="constrained")
+        fig = ShownFigure(figsize=(8, 3.6), layout="constrained")
         ax_each, ax_all = fig.subplots(1, 2)
         segment_reliability_plot(table, color=hue, ci=ci, ax=ax_each)
         ax_each.set_title(f"Per-segment reliability ({ci:.0%} Wilson CI)")
         compounding_plot(table, color=hue, ax=ax_all)
         ax_all.set_title("Passing every segment so far")
         fig.suptitle(f"Multi-segment tasks {where}: {table.height} segment positions", fontsize=10)
-    return fig
+    return stamp(fig, simulated)
 
 
 @fill
@@ -262,6 +274,7 @@ def paired_depths(pairs: pl.DataFrame, *, palette: Palette = None) -> Figure:
     'depth D of the original task (turns)'
     """
     function = "paired_depths"
+    pairs, simulated = table_of(pairs, "audit", "pairs", function)
     check_frame(pairs, "pairs", function, ("original", "derived"))
     rows = pairs.drop_nulls(["original", "derived"])
     derived = catalog.ordered(rows["dataset"].to_list()) if "dataset" in rows.columns else []
@@ -273,7 +286,7 @@ def paired_depths(pairs: pl.DataFrame, *, palette: Palette = None) -> Figure:
             shallower = int((rows["derived"] < rows["original"]).sum())
             which = f"{', '.join(name(d) for d in derived)} tasks" if derived else "derived tasks"
             ax.set_title(f"{rows.height} {which} vs their originals:\nderived deeper {deeper}, shallower {shallower}")
-    return fig
+    return stamp(fig, simulated)
 
 
 #: The rows of :func:`depthlab.findings.segment_reliability` drawn per model, and their legend labels.
@@ -367,6 +380,7 @@ def segment_reliability_by_model(findings: pl.DataFrame, *, palette: Palette = N
     'Multi-segment tasks of DEPTH: per-model reliability (95% task-bootstrap CIs)'
     """
     function = "segment_reliability_by_model"
+    findings, simulated = table_of(findings, "audit", "findings", function)
     check_frame(findings, "findings", function, ("key", "group", "value", "ci_low", "ci_high", "collections"))
     where = catalog.ordered(
         part.strip() for text in findings["collections"].drop_nulls().to_list() for part in text.split(",") if part
@@ -376,7 +390,7 @@ def segment_reliability_by_model(findings: pl.DataFrame, *, palette: Palette = N
         segment_reliability_by_model_plot(findings, color=hue, ax=ax)
         which = ", ".join(name(d) for d in where) or "no collection"
         ax.set_title(f"Multi-segment tasks of {which}: per-model reliability (95% task-bootstrap CIs)")
-    return fig
+    return stamp(fig, simulated)
 
 
 def _pair_area(counts: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from depthlab import catalog
 from depthlab._checks import check_frame
 from depthlab.catalog import name
-from depthlab.plots._core import into_axes, new_figure
+from depthlab.plots._core import into_axes, new_figure, stamp, table_of
 from depthlab.plots._docstrings import fill
 
 
@@ -80,7 +80,8 @@ def quadrants(table: pl.DataFrame) -> Figure:
         The output of :func:`depthlab.stats.quadrant_cells`: one row per cell with ``depth_class``
         (deep/shallow), ``work_class`` (large/small), ``n``, ``mean_percentile``, ``ci_low``,
         ``ci_high``, ``depth_split`` and ``work_split``.
-        An optional ``collections`` column (comma-separated) names the collections in the title.
+        An optional ``collections`` column (comma-separated) names the collections in the title,
+        and an optional ``data`` column saying ``"simulated"`` stamps the figure so.
 
     {returns_figure}
 
@@ -94,6 +95,7 @@ def quadrants(table: pl.DataFrame) -> Figure:
     >>> quadrants(cells).axes[0].get_title()
     'Mean within-collection pass-rate percentile (lower = harder)'
     """
+    table, simulated = table_of(table, "audit", "table", "quadrants")
     with new_figure((5.6, 4.2)) as (fig, ax):
         quadrants_plot(table, ax=ax)
         title = "Mean within-collection pass-rate percentile (lower = harder)"
@@ -104,4 +106,4 @@ def quadrants(table: pl.DataFrame) -> Figure:
                 f"{' + '.join(name(d) for d in where)}: mean within-collection\npass-rate percentile (lower = harder)"
             )
         ax.set_title(title)
-    return fig
+    return stamp(fig, simulated)

@@ -18,7 +18,20 @@ from matplotlib.figure import Figure
 
 from depthlab._checks import check_frame
 from depthlab.catalog import MEDIAN_COLOUR, name
-from depthlab.plots._core import Palette, into_axes, median_handle, order_of, palette_of, plain_log, style
+from depthlab.plots._core import (
+    DataSource,
+    Palette,
+    ShownFigure,
+    into_axes,
+    median_handle,
+    order_of,
+    palette_of,
+    plain_log,
+    scale_words,
+    stamp,
+    style,
+    table_of,
+)
 from depthlab.plots._docstrings import fill
 
 # depth bins for shares of solved tasks, as in the paper: D = 1, 2-3, 5-10, 20+ (a sequential
@@ -163,12 +176,19 @@ def strip_plot(
         ax.set_ylabel("")
         if log and rows.height:
             plain_log(ax, "x")
+        if not rows.height:
+            ax.text(
+                0.5, 0.5, f"no task has {column}", ha="center", va="center", transform=ax.transAxes, color="#666666"
+            )
+            ax.set_xticks([])
         ax.grid(axis="y", visible=False)
     return ax
 
 
 @fill
-def collection_summary(audit: pl.DataFrame, *, order: Sequence[str] | None = None, palette: Palette = None) -> Figure:
+def collection_summary(
+    audit: pl.DataFrame | DataSource, *, order: Sequence[str] | None = None, palette: Palette = None
+) -> Figure:
     """Per collection: depth shares of solved tasks, work W and uncapped turns N.
 
     Left: :func:`collection_summary_plot`. Middle and right: :func:`strip_plot` of W and N per task
@@ -176,8 +196,9 @@ def collection_summary(audit: pl.DataFrame, *, order: Sequence[str] | None = Non
 
     Parameters
     ----------
-    audit : pl.DataFrame
-        The audit table (columns dataset, depth, depth_status, work, n_turns).
+    audit : pl.DataFrame or AuditData
+        The audit table (columns dataset, depth, depth_status, work, n_turns), or an
+        :class:`~depthlab.auditdata.AuditData` (its audit table; simulated data is stamped so).
     {order}
     {palette}
 
@@ -194,16 +215,17 @@ def collection_summary(audit: pl.DataFrame, *, order: Sequence[str] | None = Non
     ['share of solved tasks', 'work W (solution lines, log scale)', 'turns N (median uncapped, log scale)']
     """
     function = "collection_summary"
+    audit, simulated = table_of(audit, "audit", "audit", function)
     check_frame(audit, "audit", function, ("dataset", "depth", "depth_status", "work", "n_turns"))
     keys = order_of(audit, order, function)
     with style():
-        fig = Figure(figsize=(10, max(2.8, 0.45 * len(keys) + 1.6)), layout="constrained")
+        fig = ShownFigure(figsize=(10, max(2.8, 0.45 * len(keys) + 1.6)), layout="constrained")
         ax_depth, ax_work, ax_turns = fig.subplots(1, 3, sharey=True, gridspec_kw={"width_ratios": [1.3, 1, 1]})
         collection_summary_plot(audit, order=keys, ax=ax_depth)
         strip_plot(audit, "work", order=keys, palette=palette, ax=ax_work)
         strip_plot(audit, "n_turns", order=keys, palette=palette, ax=ax_turns)
-        ax_work.set_xlabel("work W (solution lines, log scale)")
-        ax_turns.set_xlabel("turns N (median uncapped, log scale)")
+        ax_work.set_xlabel(f"work W (solution lines{scale_words(ax_work, 'x')})")
+        ax_turns.set_xlabel(f"turns N (median uncapped{scale_words(ax_turns, 'x')})")
         for ax in (ax_work, ax_turns):
             ax.tick_params(labelleft=False)
         # one legend row: the depth bins (when a task is solved), then the median ticks of W and N
@@ -212,4 +234,4 @@ def collection_summary(audit: pl.DataFrame, *, order: Sequence[str] | None = Non
         title = "depth of solved tasks; median of W and N" if solved else None
         fig.legend(handles=[*handles, median_handle()], loc="outside lower left", ncol=len(handles) + 1, title=title)
         fig.suptitle("Collections: how deep are the solved tasks, how much work, how many turns", fontsize=10)
-    return fig
+    return stamp(fig, simulated)

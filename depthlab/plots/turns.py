@@ -27,9 +27,12 @@ from matplotlib.patches import Patch
 
 from depthlab import catalog
 from depthlab._checks import check_caps, check_frame, check_interval, check_names
+from depthlab._text import count
 from depthlab.catalog import MEDIAN_COLOUR, name
+from depthlab.measures.public import turn_counts
 from depthlab.plots._core import (
     NEUTRAL,
+    DataSource,
     Palette,
     check_palette,
     empty_note,
@@ -40,6 +43,9 @@ from depthlab.plots._core import (
     order_of,
     palette_of,
     plain_log,
+    scale_words,
+    stamp,
+    table_of,
 )
 from depthlab.plots._docstrings import fill
 from depthlab.schema import CAPS
@@ -68,9 +74,10 @@ def turns_vs_depth_plot(
 ) -> Axes:
     """One collection's histograms of N (outlined bars) beside D (filled bars) on the cap ladder.
 
-    Each bar group is one rung of the ladder: D counts the solved tasks whose depth is that cap;
-    N counts the tasks whose median uncapped turn count falls in the interval ending at that cap
-    (above the previous rung). Tasks with N above the top cap form a last group. Both bars take
+    Each bar group is one rung of the ladder: D counts the solved tasks whose depth is that cap
+    (an unsolved or incomplete task has no D); N counts the tasks with uncapped runs whose median
+    turn count falls in the interval ending at that cap (above the previous rung). The title gives
+    both counts. Tasks with N above the top cap form a last group. Both bars take
     the collection's colour; the fill tells N from D. The panel of :func:`turns_vs_depth`
     (formerly ``turns_depth_plot``).
 
@@ -92,7 +99,7 @@ def turns_vs_depth_plot(
     >>> audit = schema.conform(pl.DataFrame({"dataset": ["tb2"] * 2, "task": ["a", "b"], "depth": [1, 3],
     ...     "depth_status": ["solved"] * 2, "n_turns": [4.0, 9.0]}), "audit")
     >>> turns_vs_depth_plot(audit, "tb2").get_title()
-    'TB2 (2 tasks, 2 solved)'
+    'TB2: N of 2 tasks, D of 2 solved'
     """
     function = "turns_vs_depth_plot"
     check_frame(audit, "audit", function, _TURNS_AND_DEPTH)
@@ -112,11 +119,11 @@ def turns_vs_depth_plot(
             facecolor="white",
             edgecolor=hue,
             linewidth=1.1,
-            label="turns N (uncapped)",
+            label="turns N (tasks with uncapped runs)",
         )
-        ax.bar(x + 0.2, depth_counts, width=0.4, color=hue, label="depth D (solved)")
+        ax.bar(x + 0.2, depth_counts, width=0.4, color=hue, label="depth D (solved tasks)")
         ax.set_xticks(x, labels, fontsize=7)
-        ax.set_title(f"{name(dataset)} ({rows.height} tasks, {depth.size} solved)")
+        ax.set_title(f"{name(dataset)}: N of {count(turns.size, 'task')}, D of {depth.size} solved")
         ax.set_xlabel("turns (ladder rung)")
         ax.set_ylabel("tasks")
         ax.grid(axis="x", visible=False)
@@ -126,7 +133,7 @@ def turns_vs_depth_plot(
 
 @fill
 def turns_vs_depth(
-    audit: pl.DataFrame,
+    audit: pl.DataFrame | DataSource,
     *,
     caps: Sequence[int] = CAPS,
     order: Sequence[str] | None = None,
@@ -134,10 +141,14 @@ def turns_vs_depth(
 ) -> Figure:
     """Histograms of turns N beside depth D, one panel per collection (:func:`turns_vs_depth_plot`).
 
+    N counts every task with uncapped runs; D counts the solved tasks only (an unsolved or
+    incomplete task has no D), and each panel's title gives both numbers.
+
     Parameters
     ----------
-    audit : pl.DataFrame
-        The audit table (dataset, depth, depth_status, n_turns).
+    audit : pl.DataFrame or AuditData
+        The audit table (dataset, depth, depth_status, n_turns), or an
+        :class:`~depthlab.auditdata.AuditData` (its audit table; simulated data is stamped so).
     {caps}
     {order}
     {palette}
@@ -151,9 +162,10 @@ def turns_vs_depth(
     >>> audit = schema.conform(pl.DataFrame({"dataset": ["tb2"] * 2, "task": ["a", "b"], "depth": [1, 3],
     ...     "depth_status": ["solved"] * 2, "n_turns": [4.0, 9.0]}), "audit")
     >>> turns_vs_depth(audit).axes[0].get_title()
-    'TB2 (2 tasks, 2 solved)'
+    'TB2: N of 2 tasks, D of 2 solved'
     """
     function = "turns_vs_depth"
+    audit, simulated = table_of(audit, "audit", "audit", function)
     check_frame(audit, "audit", function, _TURNS_AND_DEPTH)
     _ladder(caps, function)
     keys = order_of(audit, order, function)
@@ -163,8 +175,8 @@ def turns_vs_depth(
             turns_vs_depth_plot(audit, dataset, caps=caps, color=colour(dataset), ax=ax)
         # neutral legend swatches: the fill, not the colour, tells N from D in every panel
         handles = [
-            Patch(facecolor="white", edgecolor=NEUTRAL, label="turns N (uncapped, median per task)"),
-            Patch(facecolor=NEUTRAL, label="depth D (solved tasks)"),
+            Patch(facecolor="white", edgecolor=NEUTRAL, label="turns N: tasks with uncapped runs (median per task)"),
+            Patch(facecolor=NEUTRAL, label="depth D: solved tasks only"),
         ]
         fig.legend(handles=handles, loc="outside upper right", ncol=2)
         fig.suptitle(
@@ -173,7 +185,7 @@ def turns_vs_depth(
             x=0.02,
             ha="left",
         )
-    return fig
+    return stamp(fig, simulated)
 
 
 @fill
@@ -288,15 +300,18 @@ def turns_minus_depth_plot(
 
 
 @fill
-def turns_minus_depth(audit: pl.DataFrame, *, order: Sequence[str] | None = None, palette: Palette = None) -> Figure:
+def turns_minus_depth(
+    audit: pl.DataFrame | DataSource, *, order: Sequence[str] | None = None, palette: Palette = None
+) -> Figure:
     """How many more turns than its depth a solved task takes uncapped: :func:`turns_minus_depth_plot`.
 
     The figure's note says why N − D can be negative.
 
     Parameters
     ----------
-    audit : pl.DataFrame
-        The audit table (dataset, depth, depth_status, n_turns).
+    audit : pl.DataFrame or AuditData
+        The audit table (dataset, depth, depth_status, n_turns), or an
+        :class:`~depthlab.auditdata.AuditData` (its audit table; simulated data is stamped so).
     {order}
     {palette}
 
@@ -311,6 +326,7 @@ def turns_minus_depth(audit: pl.DataFrame, *, order: Sequence[str] | None = None
     >>> turns_minus_depth(audit).axes[0].get_xlabel()
     'N − D (turns taken minus depth)'
     """
+    audit, simulated = table_of(audit, "audit", "audit", "turns_minus_depth")
     check_frame(audit, "audit", "turns_minus_depth", _TURNS_AND_DEPTH)
     n = len(order_of(audit, order, "turns_minus_depth")) if audit.height else 1
     with new_figure((7.2, 0.42 * max(n, 1) + 2.0)) as (fig, ax):
@@ -321,7 +337,7 @@ def turns_minus_depth(audit: pl.DataFrame, *, order: Sequence[str] | None = None
         # new_figure lays out with "constrained"; only that engine takes a vertical pad
         if isinstance(engine, ConstrainedLayoutEngine):
             engine.set(h_pad=0.25)
-    return fig
+    return stamp(fig, simulated)
 
 
 #: Why N − D can be negative (printed under :func:`turns_minus_depth`).
@@ -395,7 +411,7 @@ def depth_given_turns_plot(
 
 @fill
 def depth_given_turns(
-    audit: pl.DataFrame,
+    audit: pl.DataFrame | DataSource,
     *,
     turns: tuple[float, float] = (6, 10),
     order: Sequence[str] | None = None,
@@ -405,8 +421,9 @@ def depth_given_turns(
 
     Parameters
     ----------
-    audit : pl.DataFrame
-        The audit table (dataset, depth, depth_status, n_turns).
+    audit : pl.DataFrame or AuditData
+        The audit table (dataset, depth, depth_status, n_turns), or an
+        :class:`~depthlab.auditdata.AuditData` (its audit table; simulated data is stamped so).
     {turns}
     {order}
     {palette}
@@ -423,6 +440,7 @@ def depth_given_turns(
     'solved tasks with N in 6–10'
     """
     function = "depth_given_turns"
+    audit, simulated = table_of(audit, "audit", "audit", function)
     check_frame(audit, "audit", function, _TURNS_AND_DEPTH)
     low, high = check_interval(turns, "turns", function)
     with new_figure((6, 3.4)) as (fig, ax):
@@ -430,8 +448,8 @@ def depth_given_turns(
         rows = _turn_window(audit, low, high)
         if rows.height:
             share = float(np.mean(rows["depth"].to_numpy() == 1))
-            ax.set_title(f"{rows.height} tasks take {low:g}–{high:g} turns; {share:.0%} of them have D = 1")
-    return fig
+            ax.set_title(f"{count(rows.height, 'task')} take {low:g}–{high:g} turns; {share:.0%} of them have D = 1")
+    return stamp(fig, simulated)
 
 
 @fill
@@ -508,14 +526,14 @@ def turns_by_model_plot(
             ax.legend(handles=handles, loc="lower right", fontsize=7)
         ax.set_ylim(0, 1.02)
         ax.yaxis.set_major_formatter(mpl.ticker.PercentFormatter(1.0))
-        ax.set_xlabel("turns N per task (median over uncapped runs, log scale)")
+        ax.set_xlabel(f"turns N per task (median over uncapped runs{scale_words(ax, 'x')})")
         ax.set_ylabel("share of tasks with at most N turns")
     return ax
 
 
 @fill
 def turns_by_model(
-    turns: pl.DataFrame,
+    turns: pl.DataFrame | DataSource,
     *,
     turn_limit: int | None = None,
     order: Sequence[str] | None = None,
@@ -525,9 +543,11 @@ def turns_by_model(
 
     Parameters
     ----------
-    turns : pl.DataFrame
+    turns : pl.DataFrame or AuditData
         Columns ``model`` and ``n_turns`` (one row per task and model, from
-        :func:`depthlab.turn_counts`); optional ``dataset``.
+        :func:`depthlab.turn_counts`); optional ``dataset``. Or an
+        :class:`~depthlab.auditdata.AuditData`: the turn counts of its trials, its ``turn_limit``
+        when none is given, and the SIMULATED stamp when it is simulated.
     turn_limit : int, optional
         The harness's safety limit, drawn as a vertical line when given.
     {model_order}
@@ -542,11 +562,20 @@ def turns_by_model(
     >>> turns_by_model(turns).axes[0].get_xlabel()
     'turns N per task (median over uncapped runs, log scale)'
     """
-    check_frame(turns, "turns", "turns_by_model", ("model", "n_turns"))
+    function = "turns_by_model"
+    if isinstance(turns, pl.DataFrame):
+        table, simulated = table_of(turns, "trials", "turns", function)
+    else:
+        trials, simulated = table_of(turns, "trials", "turns", function)
+        table = turn_counts(trials)
+        if turn_limit is None:
+            limits = trials.filter(pl.col("cap").is_null())["turn_limit"].drop_nulls()
+            turn_limit = int(limits.max()) if limits.len() else None
+    check_frame(table, "turns", function, ("model", "n_turns"))
     with new_figure((6, 3.6)) as (fig, ax):
-        turns_by_model_plot(turns, order=order, palette=palette, turn_limit=turn_limit, ax=ax)
+        turns_by_model_plot(table, order=order, palette=palette, turn_limit=turn_limit, ax=ax)
         ax.set_title("Uncapped turn counts per model")
-    return fig
+    return stamp(fig, simulated)
 
 
 def _ladder(caps: Sequence[int], function: str) -> tuple[int, ...]:

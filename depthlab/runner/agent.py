@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +232,28 @@ class TerminusAgent:
     def config_kwargs(self) -> dict[str, Any]:
         """Everything recorded in ``config.agent.kwargs`` (never the API key)."""
         return {**self.harness.as_kwargs(), **self.client.describe()}
+
+    @property
+    def turn_budget(self) -> int:
+        """The turns of a whole run: the cap, else the safety limit (a multi-step run shares them)."""
+        return self.harness.max_turns
+
+    def with_turns(self, turns: int) -> TerminusAgent:
+        """A fresh agent of the same model and harness that states and enforces ``turns`` turns.
+
+        A multi-step run gives each step one (a fresh conversation, as terminus-2 under Harbor)
+        with the turns its earlier steps left.
+
+        Examples
+        --------
+        >>> agent = TerminusAgent(ChatClient("http://127.0.0.1:8000/v1", "openai/m"), HarnessConfig(cap=5))
+        >>> agent.with_turns(2).harness.cap, agent.harness.cap
+        (2, 5)
+        """
+        harness = self.harness
+        if harness.cap is None:
+            return TerminusAgent(self.client, replace(harness, safety_turns=turns))
+        return TerminusAgent(self.client, replace(harness, cap=turns))
 
     def run(
         self,

@@ -54,12 +54,13 @@ from depthlab.io.harbor_writer import STATED_CAP_KEY
 from depthlab.runner.container import ContainerLimits, new_docker_client
 from depthlab.runner.errors import CancelledError, UnsupportedTaskError
 from depthlab.runner.leftovers import remove_leftovers, remove_live_containers
+from depthlab.runner.multistep import run_task_trial
 from depthlab.runner.output import JobDir, load_job_trials, remove_incomplete_trials
 from depthlab.runner.plan_io import check_plan
 from depthlab.runner.preflight import PreflightReport, preflight
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import TaskSpec, load_task
-from depthlab.runner.trial import Agent, TrialOutcome, run_trial
+from depthlab.runner.trial import Agent, TrialOutcome
 
 # what load_task raises for a task that cannot run here: the task is skipped with a message
 _UNRUNNABLE_TASK: tuple[type[Exception], ...] = (UnsupportedTaskError, FileNotFoundError, ValueError)
@@ -340,7 +341,7 @@ def execute(
             except queue.Empty:
                 return
             try:
-                outcome = run_trial(
+                outcome = run_task_trial(
                     item.task,
                     item.agent,
                     item.job,

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 from scipy import stats as _scipy_stats
 
-from depthlab._checks import check_number, parameter_error, parameter_problem
+from depthlab._checks import check_choice, check_number, parameter_error, parameter_problem
 from depthlab._defaults import N_BOOT, SEED
 from depthlab.stats._engine import _interval, _mean_statistic, _row_bootstrap
 from depthlab.stats._inputs import (
@@ -111,6 +111,7 @@ def quadrant_cells(
     by: str | Sequence[str] | None = "dataset",
     depth_split: float = 2,
     work_split: float | Literal["median"] = "median",
+    work_ties: Literal["large", "small"] = "large",
     n_boot: int = N_BOOT,
     ci: float = 0.95,
     method: Method = "bca",
@@ -119,7 +120,8 @@ def quadrant_cells(
     """The 2×2 depth/work split with each cell's mean within-group percentile of ``value``.
 
     A task is *deep* when ``depth >= depth_split`` and has *large* work when ``work >= work_split``
-    (``"median"``: the median work of the tasks used, pooled over groups). The percentile is
+    (``"median"``: the median work of the tasks used, pooled over groups); a task whose work equals
+    the split is *large* by default, *small* with ``work_ties="small"`` (``work > work_split``). The percentile is
     :func:`within_percentile` of ``value`` by ``by``, computed among every row with a value (so a
     task's percentile does not depend on whether its depth is known); rows with a null depth or
     work are then left out. In the audit table an unsolved task (D above the top cap) has a null
@@ -136,6 +138,8 @@ def quadrant_cells(
         Groups within which the percentile is taken.
     depth_split : float, default 2
     work_split : float or "median", default "median"
+    work_ties : {"large", "small"}, default "large"
+        The work class of a task whose work equals the split.
     n_boot, ci, method, seed
         As in :func:`partial_spearman`; one generator serves the four cells.
 
@@ -173,11 +177,13 @@ def quadrant_cells(
         split = float(work_split)
     else:
         raise parameter_error("work_split", "quadrant_cells", "'median' or a number", work_split)
+    check_choice(work_ties, "work_ties", "quadrant_cells", ("large", "small"))
+    is_large = pl.col(work) >= split if work_ties == "large" else pl.col(work) > split
     rng = np.random.default_rng(seed)
     rows = []
     for depth_class, deep in (("deep", True), ("shallow", False)):
         for work_class, large in (("large", True), ("small", False)):
-            cell = frame.filter((pl.col(depth) >= depth_split) == deep, (pl.col(work) >= split) == large)
+            cell = frame.filter((pl.col(depth) >= depth_split) == deep, is_large == large)
             percentiles = cell.get_column(percentile_name).to_numpy().astype(np.float64)
             mean = float(percentiles.mean()) if len(percentiles) else None
             low = high = None

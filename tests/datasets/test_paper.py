@@ -131,7 +131,7 @@ def test_compare_puts_this_data_beside_the_paper():
     assert first["paper_value"] == paper.get("tb2_pcorr_pass_depth_given_work").value
     assert first["this_value"] == pytest.approx(-0.4123)
     assert first["this_data"] == "-0.412"
-    assert first["this_sample"] == "real: tb2; 40 solved tasks; models a, b"
+    assert first["this_sample"].startswith("real: tb2; 40 solved tasks; models a, b; VARIANT: public pass rate")
     second = out.row(1, named=True)
     assert (second["this_low"], second["this_high"]) == (-0.45, 0.05)
     assert second["this_data"] == "-0.2 [-0.45, 0.05] (95% CI)"
@@ -154,3 +154,79 @@ def test_compare_rejects_what_is_not_a_findings_table():
         paper.compare(pl.DataFrame({"key": ["x"]}))
     with pytest.raises(ValueError, match="'key' parameter of get"):
         paper.get("nope")
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 30: every choice the paper does not state is a VARIANT note, and the docs list them
+
+
+_POOLED_KEYS = ("tb2_tw_pcorr_pass_depth_given_work", "pooled_pcorr_pass_depth_given_work")
+_PASS_RATE_KEYS = (
+    *_POOLED_KEYS,
+    "tb2_pcorr_pass_depth_given_work",
+    "own_pcorr_pass_depth_given_work",
+    "tb2_tw_pcorr_pass_turns_given_depth",
+    "generated_label_corr_pass",
+    "tb2_author_label_corr_pass",
+    "quadrant_deep_large_mean_percentile",
+    "quadrant_other_mean_percentile",
+)
+
+
+def test_every_choice_the_paper_does_not_state_is_a_variant_note():
+    for key in (*_POOLED_KEYS, "tb2_tw_pcorr_pass_turns_given_depth"):
+        assert "within-collection" in paper.get(key).differs, key
+        assert "(rank - 0.5) / n" in paper.get(key).differs, key
+    for key in ("quadrant_deep_large_mean_percentile", "quadrant_other_mean_percentile"):
+        differs = paper.get(key).differs
+        for choice in ("percentile_base='all'", "average rank / n", "TB2 and TW pooled", "work_ties='large'"):
+            assert choice in differs, (key, choice)
+    for key in _PASS_RATE_KEYS:
+        assert "public pass rate" in paper.get(key).differs, key
+        tb2 = "tb2" in (paper.get(key).collections or ())
+        assert ("eight small models" in paper.get(key).differs) == tb2, key
+    # our choices are not written into the paper's own sample or description
+    for reported in paper.REPORTED:
+        for word in ("pinned", "unsolved"):
+            assert word not in reported.sample, reported.key
+        for text in (reported.sample, reported.description):
+            for word in ("interpolation", " here"):
+                assert word not in text, reported.key
+    assert paper.get("n_6_10_tasks").sample == "tasks of the six audited collections"
+    assert "unsolved" in paper.get("n_6_10_tasks").differs
+    assert "solved" not in paper.get("synthetic_solved_p90_work").sample
+    assert "over the solved ones" in paper.get("synthetic_solved_p90_work").differs
+
+
+def _variant_table() -> list[tuple[str, list[str]]]:
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "audit.md").read_text(encoding="utf-8")
+    section = text.split("### Choices the paper does not state", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")][1:]  # the header left out
+    cells = [row.strip("|").split(" | ") for row in rows]
+    return [(choice.strip(), re.findall(r"`([^`]+)`", keys)) for choice, keys in cells]
+
+
+def test_the_docs_list_every_variant_note_in_one_table():
+    table = _variant_table()
+    parts: dict[str, list[str]] = {}
+    for choice, keys in table:
+        assert keys, choice
+        for key in keys:
+            assert choice in paper.get(key).differs, (key, choice)
+            parts.setdefault(key, []).append(choice)
+    for reported in paper.REPORTED:
+        listed = parts.get(reported.key, [])
+        # the entry's note is exactly the choices the table lists for it, joined by "; "
+        assert len(reported.differs) == (sum(map(len, listed)) + 2 * (len(listed) - 1) if listed else 0), reported.key
+
+
+def test_the_share_of_d_1_in_tmax_and_seta_has_an_entry():
+    for key, group in (("tmax_solved_share_depth_1", "tmax"), ("seta_solved_share_depth_1", "seta")):
+        reported = paper.get(key)
+        assert (reported.function, reported.statistic) == ("depth_shares", "solved_share_depth_1")
+        assert reported.group == group
+        assert reported.value == 0.9
+        assert "solved" in reported.differs
