@@ -1057,5 +1057,5 @@ def test_a_task_at_the_median_w_is_large_unless_the_tie_rule_says_small():
         findings.quadrant_percentiles(data, work_ties="median")
     # the statistic itself, on its own
     frame = pl.DataFrame({"dataset": "a", "depth": [1, 1, 1], "work": [1, 2, 3], "pass_rate": [0.2, 0.5, 0.9]})
-    shallow = stats.quadrants(frame, work_ties="small", n_boot=0).filter(pl.col("depth_class") == "shallow")
+    shallow = stats.quadrant_cells(frame, work_ties="small", n_boot=0).filter(pl.col("depth_class") == "shallow")
     assert shallow["n"].to_list() == [1, 2]  # W = 2 (the median) is small

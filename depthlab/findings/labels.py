@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from depthlab import stats
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
 from depthlab.auditdata import AuditData
 from depthlab.catalog import DIFFICULTY_ORDER
 from depthlab.findings._core import (
@@ -26,7 +27,7 @@ from depthlab.findings._docs import docstring
 
 @with_paper_rows
 @docstring
-def label_pass_correlations(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
+def label_pass_correlations(data: AuditData, *, n_boot: int = AUDIT_N_BOOT, seed: int = AUDIT_SEED) -> pl.DataFrame:
     """Spearman correlation of each collection's difficulty label with its public pass rate.
 
     Paper: generation-time labels (written by an LLM when the task was made) correlate −0.07 to
@@ -96,7 +97,7 @@ def label_pass_correlations(data: AuditData, *, n_boot: int = 2000, seed: int = 
 
 @with_paper_rows
 @docstring
-def depth_vs_author_rating(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
+def depth_vs_author_rating(data: AuditData, *, n_boot: int = AUDIT_N_BOOT, seed: int = AUDIT_SEED) -> pl.DataFrame:
     """D against the TB2 authors' difficulty rating.
 
     Paper: D correlates +0.55 with the authors' rating; of the TB2 tasks rated hard, 9 of 11 have

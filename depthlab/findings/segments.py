@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 
 from depthlab import stats
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
 from depthlab.auditdata import AuditData
 from depthlab.catalog import OWN
 from depthlab.findings._core import (
@@ -222,7 +223,7 @@ def pass_at_1(data: AuditData, *, collections: Sequence[str] = (OWN,)) -> pl.Dat
 @with_paper_rows
 @docstring
 def segment_reliability(
-    data: AuditData, *, collections: Sequence[str] = (OWN,), n_boot: int = 2000, seed: int = 0
+    data: AuditData, *, collections: Sequence[str] = (OWN,), n_boot: int = AUDIT_N_BOOT, seed: int = AUDIT_SEED
 ) -> pl.DataFrame:
     """Per-model segment reliability r of multi-segment tasks, and how it compounds.
 
