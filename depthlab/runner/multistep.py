@@ -55,6 +55,7 @@ from depthlab.runner.trial import (
     Agent,
     TrialOutcome,
     _Attempt,
+    _dataset_name,
     _discard,
     _exception_record,
     _request_timeout,
@@ -75,7 +76,8 @@ class StepSetupError(RunnerError):
 def run_task_trial(task: TaskSpec, agent: Agent, job: JobDir, **options: Any) -> TrialOutcome:
     """One trial of ``task``: :func:`run_multistep_trial` for a ``[[steps]]`` task, else :func:`run_trial`.
 
-    ``options`` are theirs (``docker_client``, ``limits``, ``settings``, ``source``, the timeouts, ``cancel``).
+    ``options`` are theirs (``docker_client``, ``limits``, ``settings``, ``dataset``, the timeouts, ``cancel``;
+    ``source``, ``dataset``'s deprecated alias, with a DeprecationWarning).
     """
     if task.multi_step:
         return run_multistep_trial(task, agent, job, **options)
@@ -90,10 +92,11 @@ def run_multistep_trial(
     docker_client: Any,
     limits: ContainerLimits | None = None,
     settings: RunSettings | None = None,
-    source: str | None = None,
+    dataset: str | None = None,
     agent_timeout_sec: float | None = None,
     verifier_timeout_sec: float | None = None,
     cancel: threading.Event | None = None,
+    source: str | None = None,
 ) -> TrialOutcome:
     """Run ``agent`` on the multi-step ``task`` once in a fresh container; write the trial folder into ``job``.
 
@@ -118,9 +121,9 @@ def run_multistep_trial(
     for name, value in (("agent_timeout_sec", agent_timeout_sec), ("verifier_timeout_sec", verifier_timeout_sec)):
         if value is not None:
             _timeout(value, name, value)
-    source = source or task.path.parent.name
+    dataset = _dataset_name(dataset, source, "run_multistep_trial") or task.path.parent.name
     trial_dir = job.new_trial_dir(task.name)
-    config = _trial_config(task, agent, job, trial_dir.name, limits, source, agent_timeout_sec, verifier_timeout_sec)
+    config = _trial_config(task, agent, job, trial_dir.name, limits, dataset, agent_timeout_sec, verifier_timeout_sec)
     write_json(trial_dir / "config.json", config)
     started_at = utc_now()
     attempt = _Attempt(trial_dir, cancel)
@@ -179,7 +182,7 @@ def run_multistep_trial(
         task_name=task.name,
         task_path=task.path,
         trial_dir=trial_dir,
-        source=source,
+        source=dataset,
         task_checksum=checksum,
         agent=harbor_writer.agent_info(agent.name, agent.version, agent.model_name),
         agent_result=None,

@@ -12,6 +12,7 @@ import threading
 import time
 import traceback
 import uuid
+import warnings
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -94,10 +95,11 @@ def run_trial(
     docker_client: Any,
     limits: ContainerLimits | None = None,
     settings: RunSettings | None = None,
-    source: str | None = None,
+    dataset: str | None = None,
     agent_timeout_sec: float | None = None,
     verifier_timeout_sec: float | None = None,
     cancel: threading.Event | None = None,
+    source: str | None = None,
 ) -> TrialOutcome:
     """Run ``agent`` on ``task`` once in a fresh container and write the trial folder into ``job``.
 
@@ -114,12 +116,15 @@ def run_trial(
     settings : RunSettings, optional
         The profile and options (default: the ``harbor`` profile); its ``force_build`` decides
         whether a prebuilt ``docker_image`` is used.
-    source : str, optional
-        Dataset name recorded as the trial's ``source`` (default: the task folder's parent name).
+    dataset : str, optional
+        The name of the dataset the task belongs to, recorded as the trial's ``source`` (Harbor's
+        word; default: the task folder's parent name).
     agent_timeout_sec, verifier_timeout_sec : float, optional
         Override the task's timeouts (positive, finite).
     cancel : threading.Event, optional
         When set, the trial stops at the next step, its folder is deleted and CancelledError is raised.
+    source : str, optional
+        Deprecated alias of ``dataset`` (a DeprecationWarning; see the glossary's ``source``).
 
     Returns
     -------
@@ -136,9 +141,9 @@ def run_trial(
     limits = limits or settings.limits(task)
     agent_timeout = _timeout(agent_timeout_sec, "agent_timeout_sec", task.agent_timeout_sec)
     verifier_timeout = _timeout(verifier_timeout_sec, "verifier_timeout_sec", task.verifier_timeout_sec)
-    source = source or task.path.parent.name
+    dataset = _dataset_name(dataset, source, "run_trial") or task.path.parent.name
     trial_dir = job.new_trial_dir(task.name)
-    config = _trial_config(task, agent, job, trial_dir.name, limits, source, agent_timeout_sec, verifier_timeout_sec)
+    config = _trial_config(task, agent, job, trial_dir.name, limits, dataset, agent_timeout_sec, verifier_timeout_sec)
     write_json(trial_dir / "config.json", config)
     started_at = utc_now()
     attempt = _Attempt(trial_dir, cancel)
@@ -188,7 +193,7 @@ def run_trial(
         task_name=task.name,
         task_path=task.path,
         trial_dir=trial_dir,
-        source=source,
+        source=dataset,
         task_checksum=checksum,
         agent=harbor_writer.agent_info(agent.name, agent.version, agent.model_name),
         agent_result=attempt.context.as_record(),
@@ -302,12 +307,12 @@ def _trial_config(
     job: JobDir,
     name: str,
     limits: ContainerLimits,
-    source: str,
+    dataset: str,
     agent_timeout_sec: float | None,
     verifier_timeout_sec: float | None,
 ) -> dict[str, Any]:
     return harbor_writer.trial_config(
-        harbor_writer.task_config(task.path, source),
+        harbor_writer.task_config(task.path, dataset),
         name,
         job.path,
         harbor_writer.agent_config(
@@ -320,6 +325,29 @@ def _trial_config(
         ),
         verifier=harbor_writer.verifier_config(verifier_timeout_sec),
     )
+
+
+def _dataset_name(dataset: str | None, source: str | None, function: str) -> str | None:
+    """``dataset``, or the deprecated ``source`` it replaced (a DeprecationWarning; both given: TypeError).
+
+    The runner's parameter was ``source``, Harbor's word, which in depthlab's tables is a file path
+    (docs/glossary.md).
+
+    Examples
+    --------
+    >>> _dataset_name("terminal-bench", None, "run_trial")
+    'terminal-bench'
+    """
+    if source is None:
+        return dataset
+    if dataset is not None:
+        raise TypeError(f"{function}() got both 'dataset' and its deprecated alias 'source': pass 'dataset' only")
+    warnings.warn(
+        f"The 'source' parameter of {function} is deprecated: pass dataset= (the dataset's name)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return source
 
 
 def _discard(box: TaskContainer | None, trial_dir: Path) -> None:
