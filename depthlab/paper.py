@@ -861,7 +861,8 @@ def compare(findings: pl.DataFrame) -> pl.DataFrame:
     pl.DataFrame
         ``key, description, paper, paper_sample, this_data, this_sample, function`` (as printed),
         ``paper_value``, ``this_value``, ``this_low``, ``this_high``, ``data`` (simulated or real).
-        A finding this data cannot compute prints as "not computable here".
+        A finding this data cannot compute prints as "not computable here", and its ``this_sample``
+        says why (``real: not computable: no capped runs (D unknown)``: the finding's ``detail``).
 
     Examples
     --------
