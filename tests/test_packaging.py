@@ -177,3 +177,17 @@ def test_the_bundled_tb2_tables_are_package_data():
     shipped = {path.relative_to(ROOT / "depthlab").as_posix() for p in patterns for path in (ROOT / "depthlab").glob(p)}
     for name in ("tasks.parquet", "trials.parquet", "PROVENANCE.md"):
         assert f"datasets/data/tb2/{name}" in shipped, name
+
+
+def test_harbors_side_of_the_whole_run_cap_is_package_data():
+    # Harbor loads depthlab's terminus-2 wrapper by file path (import_path); a wheel must carry it,
+    # though harbor_side/ is not a package (Harbor imports it, never depthlab)
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    patterns = [part.strip() for part in cfg["options.package_data"]["depthlab"].split(",")]
+    shipped = {path.relative_to(ROOT / "depthlab").as_posix() for p in patterns for path in (ROOT / "depthlab").glob(p)}
+    side = sorted(
+        p.relative_to(ROOT / "depthlab").as_posix() for p in (ROOT / "depthlab/engines/harbor_side").glob("*.py")
+    )
+    assert side, "no harbor_side module found"
+    assert set(side) <= shipped

@@ -132,6 +132,9 @@ class HarborTask:
         The declared ``[[steps]]``, in order; empty for a single-step task.
     agent_timeout_sec, verifier_timeout_sec : float or None
         ``[agent]`` / ``[verifier]`` ``timeout_sec``.
+    config : dict
+        task.toml as parsed (what a runner checks it can run as Harbor does: artifacts,
+        healthchecks, users).
     """
 
     path: str
@@ -150,6 +153,7 @@ class HarborTask:
     steps: tuple[TaskStep, ...] = field(default_factory=tuple)
     agent_timeout_sec: float | None = None
     verifier_timeout_sec: float | None = None
+    config: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def multi_step(self) -> bool:
@@ -228,6 +232,7 @@ def read_task(task_dir: str | os.PathLike[str], *, strict: bool = False) -> Harb
         steps=steps,
         agent_timeout_sec=_seconds(agent.get("timeout_sec"), "[agent].timeout_sec", path),
         verifier_timeout_sec=_seconds(verifier.get("timeout_sec"), "[verifier].timeout_sec", path),
+        config=config,
     )
 
 

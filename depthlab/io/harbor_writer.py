@@ -167,12 +167,16 @@ def cap_sentence(cap: int | None) -> str:
     """
     if cap is None:
         return ""
-    unit = "turn" if cap == 1 else "turns"
-    return (
-        f"You have at most {cap} {unit}: every reply you send is one turn, and after your reply number "
-        f"{cap} the session ends and your work is graded as it is. Plan so that the task is done within "
-        f"{cap} {unit}.\n\n"
-    )
+    return CAP_TEMPLATE.format(cap=cap, unit="turn" if cap == 1 else "turns") + "\n\n"
+
+
+#: The sentence of :func:`cap_sentence` (``{cap}``, ``{unit}``); Harbor's whole-run agent gets it as
+#: ``cap_template`` to state a multi-step run's turns left in the same words.
+CAP_TEMPLATE: Final[str] = (
+    "You have at most {cap} {unit}: every reply you send is one turn, and after your reply number "
+    "{cap} the session ends and your work is graded as it is. Plan so that the task is done within "
+    "{cap} {unit}."
+)
 
 
 def stated_cap_instructions(cap: int) -> list[str]:
@@ -186,17 +190,26 @@ def stated_cap_instructions(cap: int) -> list[str]:
     return [cap_sentence(cap).strip()]
 
 
+#: The variable holding the model endpoint's key unless told otherwise, in every verb that calls a
+#: model (``run``, ``fill``, ``measure`` on both engines): Harbor's and LiteLLM's for OpenAI-compatible endpoints.
+DEFAULT_API_KEY_ENV: Final[str] = "OPENAI_API_KEY"
+
+
 def agent_config(
     name: str | None,
     model_name: str | None,
     kwargs: Mapping[str, Any] | None = None,
     *,
     override_timeout_sec: float | None = None,
+    import_path: str | None = None,
 ) -> dict[str, Any]:
-    """Harbor's ``AgentConfig`` (``config.agent`` of a trial, an entry of ``agents`` of a job)."""
+    """Harbor's ``AgentConfig`` (``config.agent`` of a trial, an entry of ``agents`` of a job).
+
+    ``import_path`` (``"module:Class"``) names an agent class Harbor imports instead of a named agent.
+    """
     return {
         "name": name,
-        "import_path": None,
+        "import_path": import_path,
         "model_name": model_name,
         "override_timeout_sec": override_timeout_sec,
         "override_setup_timeout_sec": None,

@@ -43,13 +43,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from depthlab._checks import check_choice, check_int_at_least, check_positive_finite, check_positive_int
 from depthlab.io import harbor_writer
-from depthlab.io.harbor_writer import cap_sentence
+from depthlab.io.harbor_writer import DEFAULT_API_KEY_ENV, cap_sentence
 from depthlab.runner.container import TaskContainer
 from depthlab.runner.errors import AgentTimeoutError
 from depthlab.runner.llm import ChatClient
@@ -232,6 +232,28 @@ class TerminusAgent:
     def config_kwargs(self) -> dict[str, Any]:
         """Everything recorded in ``config.agent.kwargs`` (never the API key)."""
         return {**self.harness.as_kwargs(), **self.client.describe()}
+
+    @property
+    def turn_budget(self) -> int:
+        """The turns of a whole run: the cap, else the safety limit (a multi-step run shares them)."""
+        return self.harness.max_turns
+
+    def with_turns(self, turns: int) -> TerminusAgent:
+        """A fresh agent of the same model and harness that states and enforces ``turns`` turns.
+
+        A multi-step run gives each step one (a fresh conversation, as terminus-2 under Harbor)
+        with the turns its earlier steps left.
+
+        Examples
+        --------
+        >>> agent = TerminusAgent(ChatClient("http://127.0.0.1:8000/v1", "openai/m"), HarnessConfig(cap=5))
+        >>> agent.with_turns(2).harness.cap, agent.harness.cap
+        (2, 5)
+        """
+        harness = self.harness
+        if harness.cap is None:
+            return TerminusAgent(self.client, replace(harness, safety_turns=turns))
+        return TerminusAgent(self.client, replace(harness, cap=turns))
 
     def run(
         self,
@@ -491,16 +513,18 @@ def _add(total: Any, value: Any) -> Any:
 def terminus_factory(
     base_url: str,
     *,
-    api_key_env: str | None = "DEPTHLAB_API_KEY",
+    api_key_env: str | None = DEFAULT_API_KEY_ENV,
     temperature: float | None = 0.7,
     request_timeout: float = 600.0,
     max_retries: int = 4,
     prices: tuple[float | None, float | None] = (None, None),
-    strip_provider: bool = False,
+    strip_provider: bool = True,
 ) -> Callable[[str, int | None], TerminusAgent]:
     """``(model, cap) -> TerminusAgent`` on ``base_url``: the one agent factory of ``run``, ``fill``
     and ``measure --engine local`` (the options are :class:`ChatClient`'s; ``prices`` are USD per
-    million prompt and completion tokens).
+    million prompt and completion tokens). The provider prefix of a model name (``openai/``) is
+    not sent (``strip_provider``), as LiteLLM, Harbor's client, does not send it: every verb and
+    both engines send the same request.
 
     Examples
     --------

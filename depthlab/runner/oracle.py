@@ -34,6 +34,12 @@ class OracleAgent:
     def config_kwargs(self) -> dict[str, Any]:
         return harbor_writer.cap_kwargs(None)
 
+    #: No turns: a multi-step run gives every step the same oracle.
+    turn_budget = None
+
+    def with_turns(self, turns: int) -> OracleAgent:
+        return self
+
     def run(
         self,
         box: TaskContainer,
@@ -44,9 +50,10 @@ class OracleAgent:
         *,
         timeout_sec: float | None = None,
     ) -> None:
-        solution = task.path / "solution"
+        solution = task.solution_path
         if not (solution / "solve.sh").is_file():
-            raise FileNotFoundError(f"The task {task.name!r} has no solution/solve.sh for the oracle")
+            where = solution.relative_to(task.path) if solution.is_relative_to(task.path) else solution
+            raise FileNotFoundError(f"The task {task.name!r} has no {where}/solve.sh for the oracle")
         box.put_directory(solution, "/solution")
         try:  # the output streams to disk, cut to FILE_LIMIT_BYTES
             exit_code, _ = box.exec_to_file(

@@ -48,11 +48,11 @@ from depthlab._checks import check_positive_int
 from depthlab.runner.container import ContainerLimits, new_docker_client
 from depthlab.runner.errors import UnsupportedTaskError
 from depthlab.runner.leftovers import remove_live_containers
+from depthlab.runner.multistep import run_task_trial
 from depthlab.runner.oracle import OracleAgent
 from depthlab.runner.output import JobDir, remove_incomplete_trials
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import TaskSpec, load_task
-from depthlab.runner.trial import run_trial
 
 __all__ = ["PREFLIGHT_VERSION", "PreflightReport", "PreflightRow", "preflight"]
 
@@ -256,8 +256,8 @@ def preflight(
             slots.append(PreflightRow(Path(path).name, path, False, f"the task does not load: {error}", ""))
             continue
         report.tasks[str(task.path)] = task
-        if not (task.path / "solution" / "solve.sh").is_file():
-            note = "not checked: the task has no solution/solve.sh"
+        if missing := task.missing_solution:
+            note = f"not checked: the task has no {missing}"
             slots.append(PreflightRow(task.name, str(task.path), True, note, "", checked=False))
             continue
         entry = cache / f"{task.checksum[:32]}-{_key(task, settings, limits_of)}.json"
@@ -279,7 +279,7 @@ def preflight(
         cancel = threading.Event()
 
         def check(task: TaskSpec) -> PreflightRow:
-            outcome = run_trial(
+            outcome = run_task_trial(
                 task, agent, job, docker_client=client, limits=limits_of(task), settings=settings, cancel=cancel
             )
             return _row(task.name, str(task.path), outcome, tail_lines, limits_of(task))
@@ -319,19 +319,26 @@ _CACHED_EXCEPTIONS = (
 
 def _row(name: str, path: str, outcome: Any, tail_lines: int, limits: ContainerLimits | None = None) -> PreflightRow:
     trial_dir = Path(outcome.trial_dir)
-    tail = _tail(trial_dir / "verifier" / "test-stdout.txt", tail_lines)
+    step = getattr(outcome, "failed_step", None)
+    # a multi-step trial: the files of its first failed step
+    where = trial_dir / "steps" / step.split(" ", 1)[1] if step else trial_dir
+    tail = _tail(where / "verifier" / "test-stdout.txt", tail_lines)
     if not tail:
-        tail = _tail(trial_dir / "agent" / "oracle.txt", tail_lines)
+        tail = _tail(where / "agent" / "oracle.txt", tail_lines)
     reward = outcome.reward
     passed = outcome.status == "pass"
     reason = ""
+    if not passed and step:
+        index, step_name = step.split(" ", 1)
+        reason = f"step {index} ({step_name!r}) is the first that fails: "
     if not passed:
         if outcome.exception == "NonZeroAgentExitCodeError":
-            reason = f"the reference solution failed ({outcome.message})"
+            reason += f"the reference solution failed ({outcome.message})"
         elif outcome.exception:
-            reason = f"{outcome.exception}: {(outcome.message or '').strip().splitlines()[0][:300]}"
+            reason += f"{outcome.exception}: {(outcome.message or '').strip().splitlines()[0][:300]}"
         else:
-            reason = f"the reference solution got reward {reward:g}, not 1: the verifier does not pass it"
+            shown = "no reward" if reward is None else f"reward {reward:g}"
+            reason += f"the reference solution got {shown}, not 1: the verifier does not pass it"
         script = _read(Path(path) / "tests" / "test.sh") if limits is not None else ""
         if need := _need(tail, script, limits):
             reason += f"; the verifier needs {need}"

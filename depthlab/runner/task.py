@@ -1,15 +1,25 @@
-"""A Harbor task directory as the runner needs it: instruction, limits, timeouts, checksum.
+"""A Harbor task directory as the runner needs it: instruction, limits, timeouts, checksum, steps.
 
 Layout (Harbor, TB 2.x)::
 
     <task>/instruction.md  task.toml  environment/Dockerfile  solution/solve.sh  tests/test.sh
 
+A multi-step task (Harbor 0.26, ``[[steps]]``) has ``steps/<name>/instruction.md``,
+``solution/solve.sh``, ``tests/`` (else the task's ``tests/``) and ``workdir/`` per step instead
+of the top-level instruction; :mod:`depthlab.runner.multistep` runs it. Its steps, reward
+strategy and verifier modes come from :func:`depthlab.io.harbor_task.read_task`, the one reader of
+task.toml's Harbor fields.
+
 Only the ``task.toml`` fields that change how a trial runs are read here; labels
-(difficulty, tags, ...) belong to :func:`depthlab.load_tasks`.
+(difficulty, tags, ...) belong to :func:`depthlab.load_tasks`. What the runner cannot run as
+Harbor does (an ``allowlist`` network, a verifier environment other than a ``tests/Dockerfile``
+or the task's own image, healthchecks, per-step users, artifacts given as tables) is refused
+when the task is read (:class:`UnsupportedTaskError`, one line naming ``--engine harbor``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import tomllib
@@ -17,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from depthlab.io.harbor_task import HarborTask, TaskFormatError, read_task
 from depthlab.io.tasks import dirhash_sha256
 from depthlab.runner.errors import UnsupportedTaskError
 
@@ -32,6 +43,58 @@ _DEFAULT_MEMORY_MB = 2048
 # Harbor 0.26's [environment].network_mode -> whether the container gets a network ("allowlist"
 # is a network with a firewall Harbor sets up; the runner gives the network without it)
 _NETWORK_MODES = {"no-network": False, "public": True, "allowlist": True}
+# the end of every refusal: the other engine runs what this runner cannot
+_USE_HARBOR = "run it with `depthlab measure --engine harbor` (or `harbor run`)"
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One step of a multi-step task, as the runner runs it.
+
+    Attributes
+    ----------
+    index : int
+        1-based position.
+    name : str
+        The step's folder under ``steps/``.
+    instruction : str
+        ``steps/<name>/instruction.md``.
+    tests_dir, solution_dir : Path
+        The step's ``tests/`` (else the task's) and ``solution/``.
+    workdir : Path or None
+        ``steps/<name>/workdir``: copied into the container's working folder before the step
+        (its ``setup.sh``, if any, then run there with bash).
+    min_reward : float or None
+        The gate on ``reward``; ``min_rewards`` a per-key gate.
+    verifier_mode : str
+        ``shared`` (in the agent's container) or ``separate`` (in a container of its own).
+    agent_timeout_sec, verifier_timeout_sec : float or None
+        The step's own timeouts (None: the task's).
+    """
+
+    index: int
+    name: str
+    instruction: str
+    tests_dir: Path
+    solution_dir: Path
+    workdir: Path | None
+    min_reward: float | None
+    min_rewards: dict[str, float] | None
+    verifier_mode: str
+    agent_timeout_sec: float | None = None
+    verifier_timeout_sec: float | None = None
+
+    def passes_gate(self, rewards: dict[str, float] | None) -> bool:
+        """Whether the step's ``min_reward`` lets the trial go on (Harbor's rule: a missing key is -inf).
+
+        Examples
+        --------
+        >>> step = StepSpec(1, "a", "", Path("t"), Path("s"), None, 1.0, None, "shared")
+        >>> step.passes_gate({"reward": 1.0}), step.passes_gate({"reward": 0.5}), step.passes_gate(None)
+        (True, False, False)
+        """
+        gates = {"reward": self.min_reward} if self.min_reward is not None else dict(self.min_rewards or {})
+        return all((rewards or {}).get(key, -math.inf) >= value for key, value in gates.items())
 
 
 def task_folder(source: str | os.PathLike[str]) -> Path:
@@ -76,6 +139,18 @@ class TaskSpec:
     storage_mb : int or None
         ``[environment].storage_mb`` (or the older ``storage = "10G"``): the most the agent may
         write to the container's disk. None: no bound.
+    steps : tuple of StepSpec
+        The ``[[steps]]`` of a multi-step task (empty otherwise; ``instruction`` is then empty).
+    reward_strategy : str or None
+        ``mean`` or ``final`` for a multi-step task (Harbor's rule), None otherwise.
+    verifier_mode : str
+        ``shared`` or ``separate``: where the task's (or this step's) tests run.
+    artifacts : tuple of str
+        ``artifacts`` of task.toml: paths in the agent's container copied into a separate
+        verifier's container (beside ``/logs/artifacts``, always copied).
+    tests_dir, solution_dir, environment_path : Path or None
+        Where the tests, the reference solution and the image's build context are, when not
+        ``tests/``, ``solution/`` and ``environment/`` (a step's, a separate verifier's).
     """
 
     path: Path
@@ -89,6 +164,13 @@ class TaskSpec:
     allow_internet: bool | None
     docker_image: str | None
     storage_mb: int | None = None
+    steps: tuple[StepSpec, ...] = ()
+    reward_strategy: str | None = None
+    verifier_mode: str = "shared"
+    artifacts: tuple[str, ...] = ()
+    tests_dir: Path | None = None
+    solution_dir: Path | None = None
+    environment_path: Path | None = None
 
     @property
     def internet(self) -> bool:
@@ -97,7 +179,54 @@ class TaskSpec:
 
     @property
     def environment_dir(self) -> Path:
-        return self.path / "environment"
+        return self.environment_path or self.path / "environment"
+
+    @property
+    def tests_path(self) -> Path:
+        """The tests the verifier copies to ``/tests``."""
+        return self.tests_dir or self.path / "tests"
+
+    @property
+    def solution_path(self) -> Path:
+        """The reference solution the oracle copies to ``/solution``."""
+        return self.solution_dir or self.path / "solution"
+
+    @property
+    def multi_step(self) -> bool:
+        return bool(self.steps)
+
+    @property
+    def missing_solution(self) -> str | None:
+        """The reference solution the oracle lacks (``solution/solve.sh``, or the first step's without one), or None."""
+        for step in self.steps or ():
+            if not (step.solution_dir / "solve.sh").is_file():
+                return f"steps/{step.name}/solution/solve.sh"
+        if not self.steps and not (self.solution_path / "solve.sh").is_file():
+            return "solution/solve.sh"
+        return None
+
+    def for_step(self, step: StepSpec) -> TaskSpec:
+        """The task as one step of it is run: the step's instruction, tests, solution, timeouts and verifier mode."""
+        return dataclasses.replace(
+            self,
+            instruction=step.instruction,
+            tests_dir=step.tests_dir,
+            solution_dir=step.solution_dir,
+            agent_timeout_sec=step.agent_timeout_sec or self.agent_timeout_sec,
+            verifier_timeout_sec=step.verifier_timeout_sec or self.verifier_timeout_sec,
+            verifier_mode=step.verifier_mode,
+            steps=(),
+        )
+
+    def verifier_image_task(self) -> TaskSpec | None:
+        """The task whose image a separate verifier runs in: ``tests/Dockerfile`` when there is one, else
+        None (the task's own image, with the tests copied in)."""
+        for folder in (self.tests_path, self.path / "tests"):  # the step's tests first (Harbor's order)
+            if (folder / "Dockerfile").is_file():
+                return dataclasses.replace(
+                    self, name=f"{self.name}-verifier", environment_path=folder, docker_image=None
+                )
+        return None
 
     @property
     def checksum(self) -> str:
@@ -151,13 +280,23 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
     instruction_file = root / "instruction.md"
     toml_file = root / "task.toml"
     dockerfile = root / "environment" / "Dockerfile"
-    for required in (instruction_file, toml_file):
-        if not required.is_file():
-            raise FileNotFoundError(f"The task {str(root)!r} has no {required.name}")
+    if not toml_file.is_file():
+        raise FileNotFoundError(f"The task {str(root)!r} has no task.toml")
     try:
         config = tomllib.loads(toml_file.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as error:
         raise ValueError(f"The file {str(toml_file)!r} is not valid TOML: {error}") from None
+    try:
+        harbor = read_task(root)
+    except TaskFormatError as error:
+        raise ValueError(f"The task {str(root)!r}: {error.reason}") from None
+    steps = _steps(harbor, root)
+    if not steps and not instruction_file.is_file():
+        raise FileNotFoundError(f"The task {str(root)!r} has no instruction.md")
+    if problem := unsupported(harbor):
+        raise UnsupportedTaskError(
+            f"The task {str(root)!r} {problem}: the local runner cannot run it as Harbor does; {_USE_HARBOR}."
+        )
     environment = _table(config, "environment")
     if not dockerfile.is_file() and not environment.get("docker_image"):
         raise FileNotFoundError(f"The task {str(root)!r} has no environment/Dockerfile and no docker_image")
@@ -180,7 +319,7 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
     return TaskSpec(
         path=root,
         name=str(task_table.get("name") or root.name),
-        instruction=instruction_file.read_text(encoding="utf-8"),
+        instruction="" if steps else instruction_file.read_text(encoding="utf-8"),
         agent_timeout_sec=number("agent", "timeout_sec", _DEFAULT_AGENT_TIMEOUT_SEC),
         verifier_timeout_sec=number("verifier", "timeout_sec", _DEFAULT_VERIFIER_TIMEOUT_SEC),
         build_timeout_sec=number("environment", "build_timeout_sec", _DEFAULT_BUILD_TIMEOUT_SEC),
@@ -189,7 +328,77 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
         allow_internet=allow_internet,
         docker_image=environment.get("docker_image") or None,
         storage_mb=_size_mb(environment, "storage", where),
+        steps=steps,
+        reward_strategy=harbor.reward_strategy,
+        verifier_mode=harbor.verifier_mode,
+        artifacts=tuple(str(item) for item in harbor.config.get("artifacts") or ()),
     )
+
+
+def unsupported(task: HarborTask) -> str | None:
+    """What of ``task`` the local runner cannot run as Harbor does (a phrase), or None.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (root / "task.toml").write_text('[environment]\\nnetwork_mode = "allowlist"\\n')
+    >>> unsupported(read_task(root))[:30]
+    'has network_mode = "allowlist"'
+    """
+    config = task.config
+    if task.network_mode == "allowlist":
+        return 'has network_mode = "allowlist" (Harbor\'s firewall)'
+    environment = _table(config, "environment")
+    if environment.get("healthcheck") is not None:
+        return "has an [environment.healthcheck]"
+    if any(not isinstance(item, str) for item in config.get("artifacts") or ()):
+        return "gives artifacts as tables"
+    tables = [("[verifier]", _table(config, "verifier"), _table(config, "agent"), task.path + "/tests")]
+    for index, step in enumerate(config.get("steps") or ()):
+        if not isinstance(step, dict):
+            continue
+        where = f"steps[{index}]"
+        if step.get("healthcheck") is not None:
+            return f"has a healthcheck in {where}"
+        if any(not isinstance(item, str) for item in step.get("artifacts") or ()):
+            return f"gives artifacts in {where}"
+        name = str(step.get("name"))
+        tables.append(
+            (f"{where}.verifier", _table(step, "verifier"), _table(step, "agent"), f"{task.path}/steps/{name}/tests")
+        )
+    for where, verifier, agent, tests in tables:
+        if verifier.get("user") is not None or agent.get("user") is not None:
+            return f"sets a user in {where} or its agent"
+        if verifier.get("collect"):
+            return f"has collect hooks in {where}"
+        separate = _table(verifier, "environment")
+        if separate and (separate.get("docker_image") or os.path.isfile(os.path.join(tests, "docker-compose.yaml"))):
+            return f"has a verifier environment other than a tests/Dockerfile in {where}"
+    return None
+
+
+def _steps(task: HarborTask, root: Path) -> tuple[StepSpec, ...]:
+    steps = []
+    for step in task.steps:
+        if step.instruction is None:
+            raise FileNotFoundError(f"The task {str(root)!r} has no steps/{step.name}/instruction.md")
+        steps.append(
+            StepSpec(
+                index=step.index,
+                name=step.name,
+                instruction=step.instruction,
+                tests_dir=Path(step.tests_dir),
+                solution_dir=Path(step.path) / "solution",
+                workdir=Path(step.workdir) if step.workdir else None,
+                min_reward=step.min_reward,
+                min_rewards=step.min_rewards,
+                verifier_mode=step.verifier_mode,
+                agent_timeout_sec=step.agent_timeout_sec,
+                verifier_timeout_sec=step.verifier_timeout_sec,
+            )
+        )
+    return tuple(steps)
 
 
 def positive_number(value: object, what: str) -> float:

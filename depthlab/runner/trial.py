@@ -32,7 +32,7 @@ from depthlab.runner.image import ensure_image
 from depthlab.runner.output import JobDir, utc_now, write_json, write_text
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import TaskSpec
-from depthlab.runner.verifier import verify
+from depthlab.runner.verifier_env import run_verifier
 
 # a container's deadline beyond its trial's longest run: copying files, starting the shell
 _LIFETIME_MARGIN_SEC = 600.0
@@ -71,6 +71,8 @@ class TrialOutcome:
     exception: str | None
     message: str | None
     n_turns: int | None
+    #: A multi-step trial's first step that did not pass, as ``"<index> <name>"`` (else None).
+    failed_step: str | None = None
 
     @property
     def reward(self) -> float | None:
@@ -182,7 +184,16 @@ def run_trial(
         box.check_alive()
         begin = utc_now()
         try:
-            rewards = verify(box, task, trial_dir / "verifier", timeout_sec=verifier_timeout)
+            rewards = run_verifier(
+                docker_client,
+                box,
+                task,
+                trial_dir / "verifier",
+                timeout_sec=verifier_timeout,
+                limits=limits,
+                force_build=settings.force_build,
+                name_hint=trial_dir.name,
+            )
         finally:
             phases["verifier"] = {"started_at": begin, "finished_at": utc_now()}
     except CancelledError:

@@ -109,7 +109,7 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
     >>> verify(box, task, Path("trial/verifier"), timeout_sec=600)  # doctest: +SKIP
     {'reward': 1.0}
     """
-    tests = task.path / "tests"
+    tests = task.tests_path
     if not (tests / "test.sh").is_file():
         raise AddTestsDirError(f"The task {task.name!r} has no tests/test.sh")
     strict = box.limits.profile == "strict"

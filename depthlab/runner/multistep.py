@@ -1,0 +1,343 @@
+"""One trial of a multi-step task, as Harbor 0.26 runs it (``harbor.trial.multi_step``), with a cap on the whole run.
+
+A ``[[steps]]`` task runs in one container, its steps in order. For each step:
+
+1. before every step but the first, what a shared verifier left (``/tests``, ``/logs/verifier``)
+   and the agent's log folder are emptied, so the next step's agent never sees the tests;
+2. ``steps/<name>/workdir/`` is copied into the container's working folder and its ``setup.sh``,
+   if any, runs there with bash (a failure is the step's exception and stops the trial);
+3. a fresh agent gets the step's instruction (terminus-2 has no resume, so under Harbor each step
+   starts a new conversation in the same container);
+4. the step's verifier runs (``shared``: in the container; ``separate``: in a container of its
+   own, :mod:`depthlab.runner.verifier_env`), also after an agent timeout or error, as Harbor's
+   error policy grades them;
+5. the trial stops when the step raised with no reward, or when its reward misses its
+   ``min_reward`` (a missing key counts as minus infinity); the steps after it are not run.
+
+The trial's reward is the task's ``multi_step_reward_strategy`` over the steps that ran
+(:func:`depthlab.io.harbor_writer.multi_step_rewards`: ``mean`` per key over the steps with a
+reward, or the ``final`` step's). The trial folder is Harbor's multi-step layout: ``result.json``
+with ``step_results`` and no top-level ``agent_result``, each step's files under
+``steps/<name>/agent/`` and ``steps/<name>/verifier/``.
+
+The cap on the whole run
+------------------------
+The stated cap K is the trial's turns in all (the paper's D of a segmented task counts turns over
+the whole run). Each step's agent states and enforces the turns left (K minus the turns its earlier
+steps used; :meth:`depthlab.runner.TerminusAgent.with_turns`), and a step's turns include
+terminus-2's confirmation reply (every reply is a turn, as Harbor's ``n_episodes`` counts it).
+When the turns are spent, each later step gets no agent turn but is still graded as the container
+is, so the gates and the reward strategy decide the trial by Harbor's rules (an untouched step's
+tests fail and its gate stops the trial). An oracle run has no turns.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+import time
+import traceback
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from depthlab.io import harbor_writer
+from depthlab.io.multistep import main_reward
+from depthlab.io.status import trial_status
+from depthlab.runner.agent import AgentContext
+from depthlab.runner.container import ContainerLimits, TaskContainer
+from depthlab.runner.errors import CancelledError, RunnerError
+from depthlab.runner.image import ensure_image
+from depthlab.runner.output import JobDir, utc_now, write_json, write_text
+from depthlab.runner.profiles import RunSettings
+from depthlab.runner.task import StepSpec, TaskSpec
+from depthlab.runner.trial import (
+    _LIFETIME_MARGIN_SEC,
+    Agent,
+    TrialOutcome,
+    _container_fault,
+    _discard,
+    _is_docker_error,
+    _request_timeout,
+    _timeout,
+    _trial_config,
+    run_trial,
+)
+from depthlab.runner.verifier_env import run_verifier
+
+# emptied before every step but the first: the tests a shared verifier left, the agent's logs
+_BETWEEN_STEPS = "rm -rf /tests /logs/verifier; mkdir -p /logs/agent && find /logs/agent -mindepth 1 -delete"
+
+
+class StepSetupError(RunnerError):
+    """A step's ``workdir/setup.sh`` failed (the step's exception; the trial stops)."""
+
+
+def run_task_trial(task: TaskSpec, agent: Agent, job: JobDir, **options: Any) -> TrialOutcome:
+    """One trial of ``task``: :func:`run_multistep_trial` for a ``[[steps]]`` task, else :func:`run_trial`.
+
+    ``options`` are theirs (``docker_client``, ``limits``, ``settings``, ``source``, the timeouts, ``cancel``).
+    """
+    if task.multi_step:
+        return run_multistep_trial(task, agent, job, **options)
+    return run_trial(task, agent, job, **options)
+
+
+def run_multistep_trial(
+    task: TaskSpec,
+    agent: Agent,
+    job: JobDir,
+    *,
+    docker_client: Any,
+    limits: ContainerLimits | None = None,
+    settings: RunSettings | None = None,
+    source: str | None = None,
+    agent_timeout_sec: float | None = None,
+    verifier_timeout_sec: float | None = None,
+    cancel: threading.Event | None = None,
+) -> TrialOutcome:
+    """Run ``agent`` on the multi-step ``task`` once in a fresh container; write the trial folder into ``job``.
+
+    The parameters are :func:`depthlab.runner.run_trial`'s; the timeouts override every step's.
+    ``agent``'s turns (its cap) are the whole run's (module docstring).
+
+    Returns
+    -------
+    TrialOutcome
+        ``rewards``: the trial's, by the task's reward strategy; ``n_turns``: the turns of all steps.
+
+    Examples
+    --------
+    >>> import docker, depthlab.runner as runner  # doctest: +SKIP
+    >>> task = runner.load_task("tasks/two-step")  # doctest: +SKIP
+    >>> run_multistep_trial(task, runner.OracleAgent(), job, docker_client=docker.from_env())  # doctest: +SKIP
+    """
+    if not task.multi_step:
+        raise ValueError(f"The task {task.name!r} has no [[steps]]: run it with run_trial")
+    settings = settings or RunSettings()
+    limits = limits or settings.limits(task)
+    for name, value in (("agent_timeout_sec", agent_timeout_sec), ("verifier_timeout_sec", verifier_timeout_sec)):
+        if value is not None:
+            _timeout(value, name, value)
+    source = source or task.path.parent.name
+    trial_dir = job.new_trial_dir(task.name)
+    config = _trial_config(task, agent, job, trial_dir.name, limits, source, agent_timeout_sec, verifier_timeout_sec)
+    write_json(trial_dir / "config.json", config)
+    started_at = utc_now()
+    phases: dict[str, dict[str, str] | None] = dict.fromkeys(harbor_writer.PHASES)
+    steps: list[dict[str, Any]] = []
+    step_rewards: list[dict[str, float] | None] = []
+    budget: int | None = getattr(agent, "turn_budget", None)
+    used = 0
+    error: BaseException | None = None
+    occurred_at = ""
+    box: TaskContainer | None = None
+    checksum = task.checksum
+    specs = [(step, task.for_step(step)) for step in task.steps]
+
+    def check_cancel() -> None:
+        if cancel is not None and cancel.is_set():
+            raise CancelledError("The run was interrupted")
+
+    try:
+        check_cancel()
+        begin = utc_now()
+        image = ensure_image(docker_client, task, force_build=settings.force_build, network=limits.build_network)
+        lifetime = sum(
+            (agent_timeout_sec or spec.agent_timeout_sec) + (verifier_timeout_sec or spec.verifier_timeout_sec)
+            for _, spec in specs
+        )
+        lifetime += len(specs) * _request_timeout(agent) + _LIFETIME_MARGIN_SEC
+        box = TaskContainer(docker_client, image, limits, name_hint=trial_dir.name, lifetime_sec=lifetime).start()
+        phases["environment_setup"] = {"started_at": begin, "finished_at": utc_now()}
+        phases["agent_setup"] = {"started_at": utc_now(), "finished_at": utc_now()}
+        verifier_begin = None
+        for step, spec in specs:
+            check_cancel()
+            left = None if budget is None else max(budget - used, 0)
+            record, rewards, turns = _run_step(
+                box,
+                step,
+                spec,
+                agent,
+                left,
+                trial_dir,
+                docker_client=docker_client,
+                limits=limits,
+                settings=settings,
+                agent_timeout_sec=agent_timeout_sec or spec.agent_timeout_sec,
+                verifier_timeout_sec=verifier_timeout_sec or spec.verifier_timeout_sec,
+                first=step.index == 1,
+                check_cancel=check_cancel,
+            )
+            used += turns
+            steps.append(record)
+            step_rewards.append(rewards)
+            verifier_begin = verifier_begin or (record.get("verifier") or {}).get("started_at")
+            stopped = record["exception_info"] is not None and rewards is None
+            if stopped or not step.passes_gate(rewards):
+                break
+        if verifier_begin:
+            phases["verifier"] = {"started_at": verifier_begin, "finished_at": utc_now()}
+    except CancelledError:
+        _discard(box, trial_dir)
+        raise
+    except Exception as failure:  # a fault outside the steps (image, container): the trial's exception
+        if cancel is not None and cancel.is_set():
+            _discard(box, trial_dir)
+            raise CancelledError("The run was interrupted") from None
+        if box is not None and _is_docker_error(failure):
+            failure = _container_fault(box, failure)
+        error, occurred_at = failure, datetime.now().isoformat()
+    finally:
+        if box is not None:
+            box.remove()
+    if cancel is not None and cancel.is_set():
+        _discard(None, trial_dir)
+        raise CancelledError("The run was interrupted")
+    exception = None
+    if error is not None:
+        text = "".join(traceback.format_exception(error))
+        write_text(trial_dir / "exception.txt", text)
+        exception = harbor_writer.exception_info(type(error).__name__, str(error), text, occurred_at)
+    rewards = harbor_writer.multi_step_rewards(step_rewards, task.reward_strategy) if step_rewards else None
+    result = harbor_writer.trial_result(
+        config,
+        result_id=str(uuid.uuid4()),
+        task_name=task.name,
+        task_path=task.path,
+        trial_dir=trial_dir,
+        source=source,
+        task_checksum=checksum,
+        agent=harbor_writer.agent_info(agent.name, agent.version, agent.model_name),
+        agent_result=None,
+        rewards=rewards,
+        exception=exception,
+        started_at=started_at,
+        finished_at=utc_now(),
+        phases=phases,
+        step_results=steps,
+    )
+    write_json(trial_dir / "result.json", result)  # last: its presence marks the trial complete
+    first = exception or next((step["exception_info"] for step in steps if step["exception_info"]), None)
+    failed = next((index for index, record in enumerate(steps) if not _passed(record)), None)
+    if failed is None and len(steps) < len(specs):
+        failed = len(steps)  # every step run passed, yet the run stopped (a fault outside the steps)
+    return TrialOutcome(
+        trial_dir=trial_dir,
+        task=task.name,
+        rewards=rewards,
+        exception=None if first is None else first["exception_type"],
+        message=None if first is None else first["exception_message"],
+        n_turns=None if budget is None else used,
+        failed_step=None if failed is None else f"{failed + 1} {task.steps[failed].name}",
+    )
+
+
+def _passed(record: dict[str, Any]) -> bool:
+    """A step's pass by the loaders' rule (its main reward, its exception)."""
+    rewards = (record.get("verifier_result") or {}).get("rewards")
+    exception = (record.get("exception_info") or {}).get("exception_type")
+    return trial_status(main_reward(rewards), exception, "leaderboard") == "pass"
+
+
+def _run_step(
+    box: TaskContainer,
+    step: StepSpec,
+    spec: TaskSpec,
+    agent: Agent,
+    left: int | None,
+    trial_dir: Path,
+    *,
+    docker_client: Any,
+    limits: ContainerLimits,
+    settings: RunSettings,
+    agent_timeout_sec: float,
+    verifier_timeout_sec: float,
+    first: bool,
+    check_cancel: Any,
+) -> tuple[dict[str, Any], dict[str, float] | None, int]:
+    """One step: prepare, agent, verifier. Returns (its StepResult record, its rewards, the turns it used)."""
+    step_dir = trial_dir / "steps" / step.name
+    context = AgentContext()
+    rewards: dict[str, float] | None = None
+    failure: BaseException | None = None
+    occurred_at = ""
+    agent_phase = verifier_phase = None
+    try:
+        _prepare(box, step, first)
+    except Exception as problem:  # the step's setup failed: no agent, no verifier (Harbor's order)
+        failure, occurred_at = problem, datetime.now().isoformat()
+    if failure is None:
+        check_cancel()
+        begin = utc_now()
+        try:
+            if left == 0:  # the run's turns are spent: the step is graded as the container is
+                context.metadata.update({"n_episodes": 0, "hit_cap": True, "turns_left": 0})
+            else:
+                runner = agent if left is None else agent.with_turns(left)  # type: ignore[attr-defined]
+                deadline = time.monotonic() + agent_timeout_sec
+                runner.run(box, spec, step_dir / "agent", deadline, context, timeout_sec=agent_timeout_sec)
+                if left is not None:
+                    context.metadata["turns_left"] = left
+        except CancelledError:
+            raise
+        except Exception as problem:  # graded all the same, as Harbor's error policy grades agent errors
+            failure, occurred_at = problem, datetime.now().isoformat()
+        agent_phase = {"started_at": begin, "finished_at": utc_now()}
+        check_cancel()
+        begin = utc_now()
+        try:
+            box.check_alive()
+            rewards = run_verifier(
+                docker_client,
+                box,
+                spec,
+                step_dir / "verifier",
+                timeout_sec=verifier_timeout_sec,
+                limits=limits,
+                force_build=settings.force_build,
+                name_hint=f"{trial_dir.name}-{step.index}",
+            )
+        except CancelledError:
+            raise
+        except Exception as problem:
+            if failure is None:  # the agent's own error stays the step's
+                failure, occurred_at = problem, datetime.now().isoformat()
+        verifier_phase = {"started_at": begin, "finished_at": utc_now()}
+    exception = None
+    if failure is not None:
+        text = "".join(traceback.format_exception(failure))
+        write_text(step_dir / "exception.txt", text)
+        exception = harbor_writer.exception_info(type(failure).__name__, str(failure), text, occurred_at)
+    turns = int(context.metadata.get("n_episodes") or 0)
+    record = harbor_writer.step_result(
+        step.name,
+        agent_result=context.as_record(),
+        rewards=rewards,
+        exception=exception,
+        agent_execution=agent_phase,
+        verifier=verifier_phase,
+    )
+    return record, rewards, turns
+
+
+def _prepare(box: TaskContainer, step: StepSpec, first: bool) -> None:
+    """Empty what the last step left for the agent to see, copy the step's workdir in, run its setup.sh."""
+    if not first:
+        code, output = box.exec(["sh", "-c", _BETWEEN_STEPS], timeout=60, user="0")
+        if code != 0:
+            raise StepSetupError(f"Emptying /tests and /logs before step {step.name!r} failed: {output[-300:]!r}")
+    if step.workdir is None:
+        return
+    code, where = box.exec(["sh", "-c", "pwd"], timeout=30, user=box.agent_user)
+    workdir = where.decode(errors="replace").strip() if code == 0 else "/"
+    for entry in sorted(step.workdir.iterdir()):
+        box.put_directory(entry, f"{workdir.rstrip('/')}/{entry.name}")
+    if (step.workdir / "setup.sh").is_file():
+        script = f"{workdir.rstrip('/')}/setup.sh"
+        code, output = box.exec(["bash", "-c", f"bash {shlex.quote(script)}"], timeout=600, user=box.agent_user)
+        if code != 0:
+            text = output[-500:].decode(errors="replace")
+            raise StepSetupError(f"Step {step.name!r} setup.sh exited with code {code}: {text}")

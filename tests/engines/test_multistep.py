@@ -1,0 +1,229 @@
+"""Multi-step tasks on the local runner, as Harbor 0.26 runs them: a 2-step chain task FROM the real Debian
+userland, real Docker, depthlab's oracle and a scripted model on 127.0.0.1 (multistep_helpers.py).
+
+* the oracle runs every step's solution in order; a wrong first step stops the trial at its gate
+  (the second step skipped), the trial reward is Harbor's ``mean`` over the steps that ran;
+* the cap is the whole run's turns: each step's prompt states the turns left, a step's turns
+  include terminus-2's confirmation reply, and the run passes at 5 turns, not at 4;
+* a separate verifier runs in its own container built from tests/Dockerfile, seeing the agent's
+  work only through the artifacts;
+* what the runner cannot run as Harbor does is refused in one line naming ``--engine harbor``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from engines_helpers import scripted_server
+from multistep_helpers import chains_policy, write_separate_verifier_task, write_two_step_task
+
+import depthlab as dl
+from depthlab.io.harbor_writer import cap_sentence
+from depthlab.runner import ChatClient, HarnessConfig, JobDir, OracleAgent, TerminusAgent, load_task
+from depthlab.runner.errors import UnsupportedTaskError
+from depthlab.runner.multistep import run_task_trial
+
+pytestmark = [pytest.mark.docker]
+
+
+@pytest.fixture(scope="module")
+def docker_client():
+    import docker
+
+    return docker.from_env()
+
+
+@pytest.fixture(scope="module")
+def tasks(userland: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("multistep") / "tasks"
+    write_two_step_task(root, userland)
+    write_two_step_task(root, userland, name="ms-chain-wrong", wrong_first=True)
+    write_separate_verifier_task(root, userland)
+    return root
+
+
+def _result(outcome) -> dict:
+    return json.loads((outcome.trial_dir / "result.json").read_text())
+
+
+def test_the_oracle_runs_every_step_in_order_and_loads_as_harbors_format(tasks, docker_client, tmp_path):
+    job = JobDir(tmp_path, "oracle", {})
+    right = run_task_trial(load_task(tasks / "ms-chain"), OracleAgent(), job, docker_client=docker_client)
+    wrong = run_task_trial(load_task(tasks / "ms-chain-wrong"), OracleAgent(), job, docker_client=docker_client)
+    result = _result(right)
+    assert result["agent_result"] is None
+    assert [step["step_name"] for step in result["step_results"]] == ["first", "second"]
+    assert [step["verifier_result"]["rewards"] for step in result["step_results"]] == [{"reward": 1.0}] * 2
+    assert right.rewards == {"reward": 1.0}
+    assert right.failed_step is None
+    assert (right.trial_dir / "steps" / "second" / "verifier" / "reward.txt").is_file()
+    # the gate stops the trial after the first step: the second is not run, the mean is over step one
+    wrong_result = _result(wrong)
+    assert [step["step_name"] for step in wrong_result["step_results"]] == ["first"]
+    assert wrong.rewards == {"reward": 0.0}
+    assert wrong.failed_step == "1 first"
+    steps = dl.load_steps(tmp_path / "oracle").sort(["task", "step_index"])
+    by_task = {task: rows for task, rows in steps.group_by("task")}
+    assert by_task[("ms-chain",)]["reward"].to_list() == [1.0, 1.0]
+    assert by_task[("ms-chain-wrong",)]["status"].to_list() == ["fail", "skipped"]
+    trials = dl.load_trials(tmp_path / "oracle").sort("task")
+    assert trials["status"].to_list() == ["pass", "fail"]
+
+
+def test_the_cap_counts_turns_over_the_whole_run(tasks, docker_client, tmp_path):
+    task = load_task(tasks / "ms-chain")
+    with scripted_server(chains_policy) as server:
+        outcomes = {}
+        for cap in (4, 5):
+            agent = TerminusAgent(ChatClient(server.url, "openai/m1", api_key_env=None), HarnessConfig(cap=cap))
+            outcomes[cap] = run_task_trial(task, agent, JobDir(tmp_path, f"cap-{cap}", {}), docker_client=docker_client)
+    # step one: read, copy (complete), confirm = 3 turns; step two needs 2 more
+    assert outcomes[5].rewards == {"reward": 1.0}
+    assert outcomes[5].n_turns == 5
+    assert outcomes[4].rewards == {"reward": 0.5}
+    assert outcomes[4].n_turns == 4
+    assert outcomes[4].status == "fail"
+    turns = [step["agent_result"]["metadata"]["n_episodes"] for step in _result(outcomes[5])["step_results"]]
+    assert turns == [3, 2]
+    # each step's prompt states the turns the run has left
+    for step, left in (("first", 5), ("second", 2)):
+        trajectory = json.loads((outcomes[5].trial_dir / "steps" / step / "agent" / "trajectory.json").read_text())
+        assert cap_sentence(left).strip() in trajectory["steps"][0]["message"]
+    trials = dl.load_trials([tmp_path / "cap-4", tmp_path / "cap-5"]).sort("cap")
+    assert trials["n_turns"].to_list() == [4, 5]
+    assert trials["cap"].to_list() == [4, 5]
+
+
+def test_a_separate_verifier_sees_only_the_artifacts(tasks, docker_client, tmp_path):
+    outcome = run_task_trial(
+        load_task(tasks / "sep-verifier"), OracleAgent(), JobDir(tmp_path, "sep", {}), docker_client=docker_client
+    )
+    assert outcome.exception is None, outcome.message
+    assert outcome.rewards == {"reward": 1.0}
+
+
+@pytest.mark.parametrize(
+    ("toml", "what"),
+    [
+        ('[environment]\nnetwork_mode = "allowlist"\n', "allowlist"),
+        ('[[steps]]\nname = "a"\n[steps.healthcheck]\ncommand = "true"\n', "healthcheck"),
+        ('[verifier]\nuser = "tester"\n', "user"),
+    ],
+)
+def test_what_the_runner_cannot_run_as_harbor_does_is_refused_naming_the_harbor_engine(tmp_path, toml, what):
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "environment" / "Dockerfile").write_text("FROM scratch\n")
+    (tmp_path / "instruction.md").write_text("Do it.")
+    (tmp_path / "steps" / "a").mkdir(parents=True)
+    (tmp_path / "steps" / "a" / "instruction.md").write_text("Do a.")
+    (tmp_path / "task.toml").write_text('schema_version = "1.4"\n' + toml)
+    with pytest.raises(UnsupportedTaskError) as error:
+        load_task(tmp_path)
+    message = str(error.value)
+    assert "\n" not in message
+    assert "--engine harbor" in message
+    assert what in message
+
+
+def test_the_merged_task_runs_every_steps_solution_and_tests_as_one(tasks, docker_client, tmp_path):
+    from depthlab.io.task_merge import merge_steps
+
+    merged = load_task(merge_steps(tasks / "ms-chain", tmp_path / "merged", dataset="mine"))
+    assert not merged.multi_step
+    assert merged.name == "depthlab/ms-chain-merged"
+    oracle = run_task_trial(merged, OracleAgent(), JobDir(tmp_path, "oracle", {}), docker_client=docker_client)
+    assert oracle.rewards == {"reward": 1.0, "segment_1": 1.0, "segment_2": 1.0}, oracle.message
+    with scripted_server(chains_policy) as server:
+        outcomes = {}
+        for cap in (3, 4):
+            agent = TerminusAgent(ChatClient(server.url, "openai/m1", api_key_env=None), HarnessConfig(cap=cap))
+            outcomes[cap] = run_task_trial(
+                merged, agent, JobDir(tmp_path, f"cap-{cap}", {}), docker_client=docker_client
+            )
+    # one conversation: read a, copy a, read b, copy b = 4 turns, no confirmation between
+    assert outcomes[4].rewards["reward"] == 1.0
+    assert outcomes[4].n_turns == 4
+    assert outcomes[3].rewards == {"reward": 0.0, "segment_1": 1.0, "segment_2": 0.0}
+    tasks_table = dl.load_tasks(tmp_path / "merged")
+    assert tasks_table["labels"].str.json_path_match("$.merged_from").to_list() == ["mine/ms-chain"]
+
+
+def test_the_local_preflight_runs_every_steps_solution_and_names_the_first_failing_step(tasks, docker_client, tmp_path):
+    from depthlab.runner import preflight
+
+    report = preflight(
+        [tasks / "ms-chain", tasks / "ms-chain-wrong"], jobs_dir=tmp_path, docker_client=docker_client, use_cache=False
+    )
+    rows = {row.task.rsplit("/", 1)[-1]: row for row in report.rows}
+    assert rows["ms-chain"].passed
+    assert rows["ms-chain"].checked
+    assert not rows["ms-chain-wrong"].passed
+    assert rows["ms-chain-wrong"].reason.startswith("step 1 ('first') is the first that fails"), rows["ms-chain-wrong"]
+
+
+MEASURE = [sys.executable, "-c", "import sys; from depthlab.cli import main; sys.exit(main())", "measure"]
+
+
+@pytest.mark.harbor
+def test_measure_gives_the_known_d_on_both_engines_counting_turns_over_the_whole_run(
+    userland, measure_env, harbor_cmd, tmp_path
+):
+    from depthlab.io.task_merge import merge_steps
+
+    tasks = tmp_path / "tasks"
+    write_two_step_task(tasks, userland, name="ms-d5")
+    merge_steps(tasks / "ms-d5", tasks, dataset="tasks")
+    tables = {}
+    with scripted_server(chains_policy) as server:
+        for engine in ("local", "harbor"):
+            out = tmp_path / f"{engine}.csv"
+            args = [str(tasks), "--models", "openai/m1", "--caps", "3,4,5", "--base-url", server.url]
+            args += ["--jobs-dir", str(tmp_path / f"jobs-{engine}"), "-o", str(out), "--no-progress", "-n", "2"]
+            args += ["--engine", engine] + (["--harbor", harbor_cmd] if engine == "harbor" else [])
+            done = subprocess.run([*MEASURE, *args], env=measure_env, capture_output=True, text=True, timeout=1500)
+            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+            assert "reference solution fails" not in done.stdout + done.stderr  # both pass their oracle (every step's)
+            tables[engine] = pl.read_csv(out).select("task", "depth").sort("task")
+    # the steps: 3 turns (read, copy, confirmation) + 2; merged: 4 turns in one conversation
+    assert dict(tables["local"].iter_rows()) == {"ms-d5": 5, "ms-d5-merged": 4}
+    assert tables["harbor"].equals(tables["local"])
+    harbor = dl.load_trials(tmp_path / "jobs-harbor").filter(pl.col("task") == "ms-d5")
+    local = dl.load_trials(tmp_path / "jobs-local").filter(pl.col("task") == "ms-d5")
+    for trials in (harbor, local):
+        by_cap = dict(trials.filter(pl.col("cap").is_not_null()).select("cap", "n_turns").iter_rows())
+        assert by_cap[5] == 5
+        assert by_cap[4] == 4
+
+
+@pytest.mark.harbor
+def test_harbors_oracle_gives_the_local_runners_step_rewards_and_passes_a_separate_verifier(
+    tasks, docker_client, harbor_cmd, harbor_env, tmp_path
+):
+    names = ["ms-chain", "ms-chain-wrong", "sep-verifier"]
+    local_job = JobDir(tmp_path / "local", "oracle", {})
+    for name in names:
+        run_task_trial(load_task(tasks / name), OracleAgent(), local_job, docker_client=docker_client)
+    for name in names:
+        done = subprocess.run(
+            [harbor_cmd, "run", "-p", str(tasks / name), "-a", "oracle", "-o", str(tmp_path / "harbor"), "-n", "1"],
+            env=harbor_env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    columns = ["task", "step_index", "step", "status", "reward"]
+    harbor_steps = dl.load_steps(tmp_path / "harbor").select(columns).sort(columns[:2])
+    local_steps = dl.load_steps(tmp_path / "local").select(columns).sort(columns[:2])
+    assert harbor_steps.equals(local_steps)
+    assert harbor_steps["status"].to_list() == ["pass", "pass", "fail", "skipped"]
+    trials = {
+        where: dict(dl.load_trials(tmp_path / where).select("task", "reward").iter_rows())
+        for where in ("harbor", "local")
+    }
+    assert trials["harbor"] == trials["local"] == {"ms-chain": 1.0, "ms-chain-wrong": 0.0, "sep-verifier": 1.0}
