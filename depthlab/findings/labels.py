@@ -74,7 +74,21 @@ def label_pass_correlations(data: AuditData, *, n_boot: int = 2000, seed: int = 
             rows.append(row)
             if source == "generated":
                 generated.append((dataset, result.r, result.n))
-    if generated:
+    if not generated:
+        # the paper's span over generation-time labels, with the reason this data gives none
+        rows.append(
+            make_row(
+                data,
+                "label_corr_pass",
+                "generated",
+                None,
+                n=0,
+                unit="tasks",
+                models=[],
+                detail=f"no collection with a generation-time label on {MIN_TASKS} or more tasks with a pass rate",
+            )
+        )
+    else:
         values = [r for _, r, _ in generated]
         collections = sorted({d for d, _, _ in generated})
         rows.append(
