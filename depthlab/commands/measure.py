@@ -7,8 +7,8 @@ import re
 import sys
 from pathlib import Path
 
+from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab._tables import output_table
-from depthlab.io.harbor_writer import DEFAULT_API_KEY_ENV
 
 HELP = "Measure every task's depth D: oracle preflight, then adaptive capped rounds (Harbor or local)."
 
