@@ -1,4 +1,5 @@
-"""The bootstrap's default resamples and seed, written once for every layer that reads them.
+"""Defaults written once for every layer that reads them: the bootstrap's resamples and seed, and
+the environment variable holding a model endpoint's API key.
 
 Two sets of defaults, on purpose, and neither can move to the other without changing numbers:
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["AUDIT_N_BOOT", "AUDIT_SEED", "N_BOOT", "SEED"]
+__all__ = ["AUDIT_N_BOOT", "AUDIT_SEED", "DEFAULT_API_KEY_ENV", "N_BOOT", "SEED"]
 
 #: Bootstrap resamples of a statistic called on its own.
 N_BOOT: Final[int] = 10_000
@@ -34,3 +35,6 @@ SEED: Final[None] = None
 AUDIT_N_BOOT: Final[int] = 2000
 #: Seed of the audit's findings, notebooks, reproduce runs and own measures.
 AUDIT_SEED: Final[int] = 0
+#: The environment variable every verb reads a model endpoint's API key from, unless told another
+#: (``--api-key-env``): Harbor's and LiteLLM's own. The key itself is never written anywhere.
+DEFAULT_API_KEY_ENV: Final[str] = "OPENAI_API_KEY"

@@ -7,8 +7,8 @@ import re
 import sys
 from pathlib import Path
 
+from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab._tables import output_table
-from depthlab.io.harbor_writer import DEFAULT_API_KEY_ENV
 
 HELP = "Measure every task's depth D: oracle preflight, then adaptive capped rounds (Harbor or local)."
 
@@ -58,8 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--profile",
         choices=("harbor", "strict"),
         default="harbor",
-        help="--engine local's security profile (docs/runner.md): 'harbor' (default) runs a task as Harbor does, "
-        "'strict' drops every capability and has no network",
+        help="security profile (docs/runner.md): 'harbor' (default) runs a task as Harbor does; 'strict': on "
+        "--engine local no capability and no network, on --engine harbor every process the agent left is killed "
+        "before the tests",
     )
     parser.add_argument(
         "--price-in", type=float, metavar="USD", help="--engine local: USD per million prompt tokens (cost accounting)"
@@ -164,9 +165,6 @@ def run(args: argparse.Namespace) -> int:
     if duplicated:
         print(f"depthlab measure: task names must be unique across TASKS; repeated: {duplicated}", file=sys.stderr)
         return 1
-    if args.engine == "harbor" and args.profile != "harbor":
-        print("depthlab measure: --profile is --engine local's (Harbor's environment decides)", file=sys.stderr)
-        return 2
     if args.engine == "harbor":
         engine: Engine = HarborEngine(
             args.jobs_dir,
@@ -175,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
             environment=args.harbor_env,
             concurrency=args.concurrency,
             api_key_env=args.api_key_env,
+            guard="all" if args.profile == "strict" else "suspects",
         )
     else:
         if not args.base_url:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from depthlab.io.harbor_writer import DEFAULT_API_KEY_ENV
+from depthlab._defaults import DEFAULT_API_KEY_ENV
 
 if TYPE_CHECKING:
     from depthlab.runner import FillSummary, TerminusAgent

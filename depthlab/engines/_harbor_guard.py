@@ -239,10 +239,18 @@ OUTAGE = "ModelEndpointOutage"
 #: Beside a trial's result.json once depthlab recorded a verdict in it: Harbor's own result, unchanged.
 HARBOR_RESULT = "depthlab-harbor-result.json"
 #: The folder of the agents Harbor imports (its venv has no depthlab), and depthlab's guarded terminus-2:
-#: every run ends with the processes the agent left killed and its tamper evidence recorded
+#: every run ends with the processes the agent left that reach for the verifier's files killed, and its
+#: tamper evidence recorded
 #: (``harbor_side/depthlab_guard.py``) in :data:`GUARD_FILE` of the agent's log folder.
 HARBOR_SIDE = Path(__file__).resolve().parent / "harbor_side"
 GUARDED_AGENT = "depthlab_guard:GuardedTerminus2"
+#: The agent Harbor imports for jobs holding a multi-step task: the guarded terminus-2 with the stated
+#: cap on the whole run (each step told and held to the turns left), guarded as :data:`GUARDED_AGENT`.
+WHOLE_RUN_AGENT = "depthlab_whole_run:WholeRunTerminus2"
+#: What the guard kills when an agent's run ends: the processes reaching for the verifier's files
+#: (``suspects``, the default: a server the task asked for runs on into the tests, as under Harbor), or
+#: every process the agent left (``all``, the strict profile).
+GUARD_MODES = ("suspects", "all")
 GUARD_FILE = "depthlab-guard.json"
 #: Exceptions the leaderboard charges to the model: an outage behind one of them is not the model's.
 _MODELS_EXCEPTIONS = frozenset({"AgentTimeoutError", "NonZeroAgentExitCodeError"})
@@ -256,7 +264,7 @@ def tamper_evidence(trial: Path, result: Mapping[str, Any]) -> str | None:
     running), and a reward file or verifier folder that is a link was put there by the agent.
     """
     verifier_dir = trial / "verifier"
-    guarded = ((result.get("config") or {}).get("agent") or {}).get("import_path") == GUARDED_AGENT
+    guarded = ((result.get("config") or {}).get("agent") or {}).get("import_path") in (GUARDED_AGENT, WHOLE_RUN_AGENT)
     if guarded and (found := guard_evidence(trial)):
         return found
     if verifier_dir.is_symlink():
@@ -281,8 +289,9 @@ def tamper_evidence(trial: Path, result: Mapping[str, Any]) -> str | None:
 def guard_evidence(trial: Path) -> str | None:
     """What depthlab's guarded agent recorded against ``trial`` (:data:`GUARD_FILE`); None when its runs were clean.
 
-    Every run of the agent must have left a finished entry: the processes it left killed, no write
-    into ``/logs/verifier`` after its run, ``/logs/verifier`` still a folder, ``/tests`` unchanged.
+    Every run of the agent must have left a finished entry: no write into ``/logs/verifier`` after
+    its run, no process left reaching for the verifier's or the tests' files (the guard killed it),
+    ``/logs/verifier`` still a folder, ``/tests`` unchanged.
     """
     files = sorted([trial / "agent" / GUARD_FILE, *trial.glob(f"steps/*/agent/{GUARD_FILE}")])
     runs: list[Any] = []
@@ -304,6 +313,9 @@ def guard_evidence(trial: Path) -> str | None:
             return f"a process the agent left kept writing the verifier's folder after the agent's run ({shown})" + (
                 f"; killed: {killed}" if killed else ""
             )
+        if run.get("mode", "suspects") == "suspects" and run.get("killed"):
+            killed = "; ".join(str(line) for line in run["killed"][:3])
+            return f"a process the agent left reached for the verifier's or the tests' files (killed: {killed})"
         if run.get("verifier_folder"):
             return f"/logs/verifier is {run['verifier_folder']} at the end of the agent's run, not Harbor's folder"
         if run.get("tests_before") != run.get("tests_after"):

@@ -63,10 +63,12 @@ from typing import Any
 import polars as pl
 
 from depthlab import schema
-from depthlab._checks import check_positive_int
+from depthlab._checks import check_choice, check_positive_int
 from depthlab.engines._harbor_guard import (
+    GUARD_MODES,
     GUARDED_AGENT,
     HARBOR_SIDE,
+    WHOLE_RUN_AGENT,
     DiskWatch,
     bounds_overlay,
     compose_project,
@@ -98,9 +100,6 @@ LOG_FILE = "depthlab-harbor.log"
 #: In an oracle job: the tasks' checksums and the environment it ran them in (for reuse)
 ORACLE_FILE = "depthlab-oracle.json"
 _ROUND_JOB = re.compile(r"^measure-r(\d+)__")
-#: The agent Harbor imports (from :data:`HARBOR_SIDE`) for jobs holding a multi-step task: the guarded
-#: terminus-2 with the stated cap on the whole run (each step told and held to the turns left).
-WHOLE_RUN_AGENT = "depthlab_whole_run:WholeRunTerminus2"
 
 
 @dataclass(frozen=True)
@@ -186,6 +185,11 @@ class HarborEngine:
         environment's keys as they are.
     env : mapping, optional
         Extra environment variables for Harbor (e.g. ``HARBOR_TELEMETRY=0``).
+    guard : {"suspects", "all"}, default "suspects"
+        What depthlab's guarded terminus-2 kills when the agent's run ends, before the tests: the
+        processes the agent left that reach for the verifier's or the tests' files (each one tamper
+        evidence), or every process the agent left (``depthlab measure --profile strict``; a task
+        whose tests need a server the agent started then cannot pass).
 
     Examples
     --------
@@ -206,8 +210,10 @@ class HarborEngine:
         agent: str = "terminus-2",
         api_key_env: str | None = None,
         env: Mapping[str, str] | None = None,
+        guard: str = "suspects",
     ) -> None:
         check_positive_int(concurrency, "concurrency", "HarborEngine")
+        self.guard = check_choice(guard, "guard", "HarborEngine", GUARD_MODES)
         self.jobs_dir = Path(jobs_dir).absolute()
         self.base_url = base_url
         self.environment = environment
@@ -397,6 +403,7 @@ class HarborEngine:
         kwargs = self._agent_kwargs(cap)
         if self.agent != "terminus-2":
             return harbor_writer.agent_config(self.agent, model, kwargs)
+        kwargs["guard"] = self.guard
         if not whole_run:
             return harbor_writer.agent_config(None, model, kwargs, import_path=GUARDED_AGENT)
         kwargs["cap_template"] = harbor_writer.CAP_TEMPLATE

@@ -190,11 +190,6 @@ def stated_cap_instructions(cap: int) -> list[str]:
     return [cap_sentence(cap).strip()]
 
 
-#: The variable holding the model endpoint's key unless told otherwise, in every verb that calls a
-#: model (``run``, ``fill``, ``measure`` on both engines): Harbor's and LiteLLM's for OpenAI-compatible endpoints.
-DEFAULT_API_KEY_ENV: Final[str] = "OPENAI_API_KEY"
-
-
 def agent_config(
     name: str | None,
     model_name: str | None,

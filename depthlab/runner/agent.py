@@ -48,8 +48,9 @@ from pathlib import Path
 from typing import Any
 
 from depthlab._checks import check_choice, check_int_at_least, check_positive_finite, check_positive_int
+from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab.io import harbor_writer
-from depthlab.io.harbor_writer import DEFAULT_API_KEY_ENV, cap_sentence
+from depthlab.io.harbor_writer import cap_sentence
 from depthlab.runner.container import TaskContainer
 from depthlab.runner.errors import AgentTimeoutError
 from depthlab.runner.llm import ChatClient, ChatReply

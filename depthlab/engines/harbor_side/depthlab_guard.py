@@ -10,7 +10,12 @@ run ends, before Harbor's verifier starts, this guard
 
 * watches ``/logs/verifier`` for half a second: nothing may write there between the agent and the
   tests, so a file changed in that window has a writer the agent left (tamper evidence);
-* kills every process the agent left in the environment (stopped first, so none forks away): every
+* kills the processes the agent left that reach for the verifier's files (stopped first, so none
+  forks away): those whose command line names ``/logs/verifier``, ``/tests`` or a reward file, or
+  whose working folder or an open file is under ``/logs/verifier`` or ``/tests``; a process so
+  killed is itself tamper evidence. Every other process the agent left (a server the task asked
+  for) runs on into the tests, as under Harbor's own terminus-2: the task is graded as Harbor grades
+  it. With ``guard="all"`` (``depthlab measure --engine harbor --profile strict``) it kills every
   process but the container's own (those that ran before the agent and are not its terminal) and
   the guard's; the terminal (tmux) goes too, and is started again if another step runs;
 * hashes ``/tests`` at the run's start and end (the tests are copied in after the agent: a file the
@@ -35,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harbor.agents.terminus_2 import Terminus2
+from harbor.agents.terminus_2.terminus_2 import Terminus2, Terminus2Options
 
 #: The evidence file in the agent's log folder (read by depthlab.engines._harbor_guard).
 GUARD_FILE = "depthlab-guard.json"
@@ -66,6 +71,18 @@ _WATCH = (
     'if [ -L /logs/verifier ]; then echo "V link to $(readlink /logs/verifier)"; '
     "elif [ ! -d /logs/verifier ]; then echo 'V not a folder'; fi"
 )
+# is pid $1 reaching for the verifier's files? (its command line, working folder or open files)
+_SUSPECT = r"""
+suspect() {
+  c=$(tr '\0' ' ' < /proc/$1/cmdline 2>/dev/null)
+  case "$c" in *"/logs/verifier"*|*"/tests"*|*reward.txt*|*reward.json*) return 0;; esac
+  for f in /proc/$1/cwd /proc/$1/fd/*; do
+    t=$(readlink "$f" 2>/dev/null) || continue
+    case "$t" in /logs/verifier|/logs/verifier/*|/tests|/tests/*) return 0;; esac
+  done
+  return 1
+}
+"""
 _KILL = r"""
 keep=" $KEEP "; killed=0
 for round in 1 2 3 4 5 6 7 8; do
@@ -75,6 +92,7 @@ for round in 1 2 3 4 5 6 7 8; do
     read -r line < $d/stat 2>/dev/null || continue
     set -- ${line##*) }; [ "$2" = "$self" ] && continue
     shift 19; case "$keep" in *" $p:$1 "*) continue;; esac
+    [ "$MODE" = all ] || suspect "$p" || continue
     victims="$victims $p"
   done
   [ -z "$victims" ] && break
@@ -86,11 +104,27 @@ done
 """
 
 
+#: What the guard kills when the agent's run ends: the processes reaching for the verifier's files
+#: (default), or every process the agent left (the strict profile).
+GUARD_MODES = ("suspects", "all")
+
+
+class GuardedOptions(Terminus2Options):
+    """terminus-2's options and the guard's mode (Harbor checks an agent's kwargs against these)."""
+
+    guard: str = "suspects"
+
+
 class GuardedTerminus2(Terminus2):
     """terminus-2 whose every run ends with depthlab's guard (module docstring)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    options_model = GuardedOptions
+
+    def __init__(self, *args: Any, guard: str = "suspects", **kwargs: Any) -> None:
+        if guard not in GUARD_MODES:
+            raise ValueError(f"guard must be one of {GUARD_MODES}, got {guard!r}")
         super().__init__(*args, **kwargs)
+        self._guard_mode = guard
         self._guard_entries: list[dict[str, Any]] = []
 
     async def run(self, instruction: str, environment: Any, context: Any) -> None:
@@ -109,13 +143,15 @@ class GuardedTerminus2(Terminus2):
             keep = _container_processes(processes)
             watch = await _shell(environment, _WATCH)
             chain = _PROCESSES.split("for d in")[0]  # the guard's own chain, as in the listing
-            killed = await _shell(environment, chain + f"KEEP={shlex.quote(' '.join(keep))}\n" + _KILL + _TESTS)
+            settings = f"KEEP={shlex.quote(' '.join(keep))}\nMODE={self._guard_mode}\n"
+            killed = await _shell(environment, chain + settings + _SUSPECT + _KILL + _TESTS)
             entry.update(
                 tests_before=_lines(start, "T ")[:1] or None,
                 tests_after=_lines(killed, "T ")[:1] or None,
                 verifier_writes=_lines(watch, "W "),
                 verifier_folder=(_lines(watch, "V ") or [""])[0],
                 killed=_lines(killed, "K "),
+                mode=self._guard_mode,
                 done=True,
             )
         except Exception as error:  # the trial goes on; depthlab takes an unfinished guard as no guard
