@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from depthlab import schema
+from depthlab.io.harbor_task import TaskFormatError, read_config
 
 _SIZE = re.compile(r"^\s*(\d+(\.\d*)?|\.\d+)\s*[GMK]\s*$", re.IGNORECASE)
 _TIMES = (("agent", "timeout_sec"), ("verifier", "timeout_sec"), ("environment", "build_timeout_sec"))
@@ -51,9 +51,9 @@ def task_config_problems(tasks: pl.DataFrame) -> pl.DataFrame:
         if not path.is_file():
             continue  # a TB1 task (task.yaml): Harbor does not read it
         try:
-            config = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-            rows.append({"task": task, "reason": f"task.toml cannot be read: {error}", "output": ""})
+            config = read_config(path, decode_errors="strict")  # as Harbor reads it
+        except TaskFormatError as error:
+            rows.append({"task": task, "reason": f"task.toml cannot be read: {error.__cause__ or error}", "output": ""})
             continue
         problems = config_problems(config)
         if problems:
@@ -100,6 +100,16 @@ def _table(config: object, key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _config_or_empty(source: object) -> dict[str, Any]:
+    """The task.toml a tasks table's ``source`` names, parsed; empty when it cannot be read."""
+    path = Path(str(source))
+    path = path if path.name == "task.toml" else path / "task.toml"
+    try:
+        return read_config(path, decode_errors="strict")
+    except TaskFormatError:
+        return {}
+
+
 def _get(config: dict[str, Any], table: str, key: str) -> Any:
     return _table(config, table).get(key, _MISSING)
 
@@ -126,12 +136,7 @@ def storage_bounds(tasks: pl.DataFrame) -> dict[str, int | None]:
     """Task -> its ``[environment] storage_mb`` (or ``storage`` size) in MB; None when it states none."""
     bounds: dict[str, int | None] = {}
     for task, source in tasks.select("task", "source").iter_rows():
-        path = Path(str(source))
-        path = path if path.name == "task.toml" else path / "task.toml"
-        try:
-            environment = _table(tomllib.loads(path.read_text(encoding="utf-8")), "environment")
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            environment = {}
+        environment = _table(_config_or_empty(source), "environment")
         value = environment.get("storage_mb")
         size = environment.get("storage")
         if isinstance(value, int | float) and _int(value) and value > 0:
@@ -147,11 +152,6 @@ def agent_timeouts(tasks: pl.DataFrame, default: float = 600.0) -> dict[str, flo
     """Task -> its ``[agent] timeout_sec`` (``default``, Harbor's and the runner's, when unset or unusable)."""
     timeouts: dict[str, float] = {}
     for task, source in tasks.select("task", "source").iter_rows():
-        path = Path(str(source))
-        path = path if path.name == "task.toml" else path / "task.toml"
-        try:
-            value = _table(tomllib.loads(path.read_text(encoding="utf-8")), "agent").get("timeout_sec")
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            value = None
+        value = _table(_config_or_empty(source), "agent").get("timeout_sec")
         timeouts[str(task)] = float(value) if isinstance(value, int | float) and _positive(value) else default
     return timeouts

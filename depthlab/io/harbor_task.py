@@ -161,7 +161,7 @@ class HarborTask:
         return bool(self.steps)
 
 
-def read_task(task_dir: str | os.PathLike[str], *, strict: bool = False) -> HarborTask:
+def read_task(task_dir: str | os.PathLike[str], *, strict: bool = False, decode_errors: str = "replace") -> HarborTask:
     """Read one Harbor task directory (``task.toml`` and the files it names).
 
     Parameters
@@ -171,6 +171,8 @@ def read_task(task_dir: str | os.PathLike[str], *, strict: bool = False) -> Harb
     strict : bool, default False
         Raise :class:`TaskFormatError` on a newer minor version instead of reading it with a
         :class:`NewerTaskFormatWarning`.
+    decode_errors : {"replace", "strict"}, default "replace"
+        How undecodable bytes in task.toml are taken (:func:`read_config`).
 
     Returns
     -------
@@ -197,13 +199,7 @@ def read_task(task_dir: str | os.PathLike[str], *, strict: bool = False) -> Harb
     """
     folder = os.path.abspath(os.fspath(task_dir))
     path = os.path.join(folder, "task.toml")
-    text = read_text(path)
-    if text is None:
-        raise TaskFormatError(path, "not a regular file")
-    try:
-        config = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise TaskFormatError(path, f"not valid TOML: {exc}") from None
+    config = read_config(path, decode_errors=decode_errors)
     version, note = _version(config, path, strict)
     package = _table(config, "task", path)
     metadata = _table(config, "metadata", path)
@@ -259,6 +255,47 @@ def step_gates(config: dict, path: str) -> tuple[list[tuple[str, float | None, d
         gates.append((name, *_min_reward(item.get("min_reward"), f"steps[{index}].min_reward", path)))
     strategy = _choice(config.get("multi_step_reward_strategy"), REWARD_STRATEGIES, "multi_step_reward_strategy", path)
     return gates, (strategy or DEFAULT_REWARD_STRATEGY) if gates else None
+
+
+def read_config(path: str | os.PathLike[str], *, decode_errors: str = "replace") -> dict[str, Any]:
+    """A ``task.toml`` parsed, and nothing checked: the one place task.toml files are read.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The task.toml file.
+    decode_errors : {"replace", "strict"}, default "replace"
+        How undecodable bytes are taken: replaced (the loaders), or refused as Harbor's own
+        reader refuses them (a check of what Harbor would make of the file).
+
+    Raises
+    ------
+    TaskFormatError
+        When the file is missing, cannot be read or is not TOML; the underlying error, when there
+        is one, is its ``__cause__``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> toml = pathlib.Path(tempfile.mkdtemp()) / "task.toml"
+    >>> _ = toml.write_text("[agent]\\ntimeout_sec = 60.0\\n")
+    >>> read_config(toml)
+    {'agent': {'timeout_sec': 60.0}}
+    """
+    where = os.fspath(path)
+    if not os.path.isfile(where):
+        raise TaskFormatError(where, "not a regular file")
+    try:
+        with open(where, "rb") as handle:
+            text = handle.read().decode("utf-8", errors=decode_errors)
+    except OSError as exc:
+        raise TaskFormatError(where, f"cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise TaskFormatError(where, f"cannot read: {exc}") from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskFormatError(where, f"not valid TOML: {exc}") from exc
 
 
 def read_text(path: str) -> str | None:

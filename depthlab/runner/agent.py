@@ -53,7 +53,7 @@ from depthlab.io import harbor_writer
 from depthlab.io.harbor_writer import cap_sentence
 from depthlab.runner.container import TaskContainer
 from depthlab.runner.errors import AgentTimeoutError
-from depthlab.runner.llm import ChatClient
+from depthlab.runner.llm import ChatClient, ChatReply
 from depthlab.runner.output import VERSION, Trajectory, write_text
 from depthlab.runner.shell import SHELL_BUFFER_BYTES
 from depthlab.runner.task import TaskSpec
@@ -273,20 +273,7 @@ class TerminusAgent:
         harness = self.harness
         timeout_text = f"{timeout_sec if timeout_sec is not None else task.agent_timeout_sec:g}"
         shell = self._open_terminal(box, context)
-        if shell.echoes:
-            code, where = box.exec(["sh", "-c", "pwd"], timeout=10, user=box.agent_user)
-            cwd = where.decode(errors="replace").strip() if code == 0 else "/"
-            shell.run("", 0.5)
-            shell.observe()  # the pane's first state: later observations show only what is new
-        else:
-            cwd = shell.run("pwd\n", 10.0).strip() or "/"
-        prompt = (_TMUX_PROMPT if shell.echoes else _PROMPT).format(
-            cap=cap_sentence(harness.cap),
-            max_command=f"{harness.max_command_sec:g}",
-            limit=harness.output_limit_bytes,
-            instruction=self._instruction(box, task),
-            cwd=cwd,
-        )
+        prompt = self._first_prompt(box, task, shell)
         trajectory = Trajectory(
             agent_dir / "trajectory.json",
             agent_name=self.name,
@@ -304,28 +291,10 @@ class TerminusAgent:
         try:
             for episode in range(harness.max_turns):
                 metadata["n_episodes"] = episode + 1
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AgentTimeoutError(f"Agent execution timed out after {timeout_text} seconds")
-                episode_dir = agent_dir / f"episode-{episode}"
-                write_text(episode_dir / "prompt.txt", messages[-1]["content"])
-                # an endpoint that fails or hangs raises LLMEndpointError: an invalid trial, not a timeout
-                reply = self.client.complete(messages, timeout=remaining)
-                write_text(episode_dir / "response.txt", reply.content)
-                if time.monotonic() >= deadline:
-                    raise AgentTimeoutError(
-                        f"Agent execution timed out after {timeout_text} seconds (the model's reply to turn "
-                        f"{episode + 1} came after the deadline)"
-                    )
+                reply = self._ask(messages, agent_dir / f"episode-{episode}", deadline, timeout_text, episode)
                 metadata["api_request_times_msec"].append(round(reply.seconds * 1000, 1))
                 context.add_usage(reply.prompt_tokens, reply.cached_tokens, reply.completion_tokens, reply.cost_usd)
-                metrics = {
-                    "prompt_tokens": reply.prompt_tokens,
-                    "completion_tokens": reply.completion_tokens,
-                    "cached_tokens": reply.cached_tokens,
-                    "cost_usd": reply.cost_usd,
-                }
-                metrics = {key: value for key, value in metrics.items() if value is not None}
+                metrics = _reply_metrics(reply)
                 parsed, error = parse_reply(reply.content, default_duration=harness.default_duration_sec)
                 if parsed is None:
                     metadata["parse_errors"] += 1
@@ -340,55 +309,78 @@ class TerminusAgent:
                         observation={"results": [{"content": observation}]},
                         metrics=metrics,
                     )
-                    messages += [
-                        {"role": "assistant", "content": reply.content},
-                        {"role": "user", "content": observation},
-                    ]
-                    continue
-                tool_calls = [
-                    {
-                        "tool_call_id": f"call_{episode}_{index + 1}",
-                        "function_name": "bash_command",
-                        "arguments": command,
-                    }
-                    for index, command in enumerate(parsed["commands"])
-                ]
-                if parsed["task_complete"]:
-                    tool_calls.append(
-                        {
-                            "tool_call_id": f"call_{episode}_task_complete",
-                            "function_name": "mark_task_complete",
-                            "arguments": {},
-                        }
-                    )
-                output, timed_out = self._execute(shell, parsed["commands"], deadline)
-                observation = "New terminal output:\n" + output
-                done = False
-                if parsed["task_complete"] and not timed_out:
-                    if confirming or not harness.confirm_completion:
-                        done = True
-                    else:
-                        observation += "\n\n" + _CONFIRM
-                    confirming = not done
                 else:
-                    confirming = False
-                trajectory.add(
-                    "agent",
-                    f"Analysis: {parsed['analysis']}\nPlan: {parsed['plan']}",
-                    model_name=self.model_name,
-                    tool_calls=tool_calls or None,
-                    observation={"results": [{"content": observation}]},
-                    metrics=metrics,
-                )
-                if timed_out:
-                    raise AgentTimeoutError(f"Agent execution timed out after {timeout_text} seconds")
-                if done:
-                    metadata["task_complete"] = True
-                    return
+                    output, timed_out = self._execute(shell, parsed["commands"], deadline)
+                    observation, done, confirming = self._observe(parsed, output, timed_out, confirming)
+                    trajectory.add(
+                        "agent",
+                        f"Analysis: {parsed['analysis']}\nPlan: {parsed['plan']}",
+                        model_name=self.model_name,
+                        tool_calls=_tool_calls(parsed, episode) or None,
+                        observation={"results": [{"content": observation}]},
+                        metrics=metrics,
+                    )
+                    if timed_out:
+                        raise AgentTimeoutError(f"Agent execution timed out after {timeout_text} seconds")
+                    if done:
+                        metadata["task_complete"] = True
+                        return
                 messages += [{"role": "assistant", "content": reply.content}, {"role": "user", "content": observation}]
             metadata["hit_cap"] = True
         finally:
             shell.close()
+
+    def _first_prompt(self, box: TaskContainer, task: TaskSpec, shell: Any) -> str:
+        """The opening user message: the protocol, the cap sentence, the instruction and the starting folder."""
+        harness = self.harness
+        if shell.echoes:
+            code, where = box.exec(["sh", "-c", "pwd"], timeout=10, user=box.agent_user)
+            cwd = where.decode(errors="replace").strip() if code == 0 else "/"
+            shell.run("", 0.5)
+            shell.observe()  # the pane's first state: later observations show only what is new
+        else:
+            cwd = shell.run("pwd\n", 10.0).strip() or "/"
+        return (_TMUX_PROMPT if shell.echoes else _PROMPT).format(
+            cap=cap_sentence(harness.cap),
+            max_command=f"{harness.max_command_sec:g}",
+            limit=harness.output_limit_bytes,
+            instruction=self._instruction(box, task),
+            cwd=cwd,
+        )
+
+    def _ask(
+        self, messages: list[dict[str, str]], episode_dir: Path, deadline: float, timeout_text: str, episode: int
+    ) -> ChatReply:
+        """One model request within the agent's deadline; the prompt and reply are kept in ``episode_dir``."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AgentTimeoutError(f"Agent execution timed out after {timeout_text} seconds")
+        write_text(episode_dir / "prompt.txt", messages[-1]["content"])
+        # an endpoint that fails or hangs raises LLMEndpointError: an invalid trial, not a timeout
+        reply = self.client.complete(messages, timeout=remaining)
+        write_text(episode_dir / "response.txt", reply.content)
+        if time.monotonic() >= deadline:
+            raise AgentTimeoutError(
+                f"Agent execution timed out after {timeout_text} seconds (the model's reply to turn "
+                f"{episode + 1} came after the deadline)"
+            )
+        return reply
+
+    def _observe(
+        self, parsed: dict[str, Any], output: str, timed_out: bool, confirming: bool
+    ) -> tuple[str, bool, bool]:
+        """The next observation, whether the run is done, and whether a completion awaits confirmation."""
+        observation = "New terminal output:\n" + output
+        done = False
+        if parsed["task_complete"] and not timed_out:
+            if confirming or not self.harness.confirm_completion:
+                done = True
+            else:
+                observation += "\n\n" + _CONFIRM
+            confirming = not done
+        else:
+            confirming = False
+        return observation, done, confirming
 
     def _open_terminal(self, box: TaskContainer, context: AgentContext) -> Any:
         """The agent's terminal: tmux when asked for or (``auto``) when the image has it, else the shell."""
@@ -503,6 +495,30 @@ def limit_output(text: str, limit: int, *, already_dropped: int = 0) -> str:
         tail_start += 1
     head, tail = data[:head_end].decode("utf-8", errors="replace"), data[tail_start:].decode("utf-8", errors="replace")
     return head + note.format(tail_start - head_end + already_dropped) + tail
+
+
+def _reply_metrics(reply: ChatReply) -> dict[str, Any]:
+    """A trajectory step's metrics: the reply's token counts and cost that the endpoint reported."""
+    metrics = {
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "cached_tokens": reply.cached_tokens,
+        "cost_usd": reply.cost_usd,
+    }
+    return {key: value for key, value in metrics.items() if value is not None}
+
+
+def _tool_calls(parsed: dict[str, Any], episode: int) -> list[dict[str, Any]]:
+    """A parsed reply's commands as ATIF tool calls, plus ``mark_task_complete`` when it asks to stop."""
+    calls: list[dict[str, Any]] = [
+        {"tool_call_id": f"call_{episode}_{index + 1}", "function_name": "bash_command", "arguments": command}
+        for index, command in enumerate(parsed["commands"])
+    ]
+    if parsed["task_complete"]:
+        calls.append(
+            {"tool_call_id": f"call_{episode}_task_complete", "function_name": "mark_task_complete", "arguments": {}}
+        )
+    return calls
 
 
 def _add(total: Any, value: Any) -> Any:

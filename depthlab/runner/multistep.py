@@ -36,7 +36,6 @@ from __future__ import annotations
 import shlex
 import threading
 import time
-import traceback
 import uuid
 from datetime import datetime
 from pathlib import Path
@@ -48,17 +47,17 @@ from depthlab.io.status import trial_status
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import ContainerLimits, TaskContainer
 from depthlab.runner.errors import CancelledError, RunnerError
-from depthlab.runner.image import ensure_image
-from depthlab.runner.output import JobDir, utc_now, write_json, write_text
+from depthlab.runner.output import JobDir, utc_now, write_json
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import StepSpec, TaskSpec
 from depthlab.runner.trial import (
     _LIFETIME_MARGIN_SEC,
     Agent,
     TrialOutcome,
-    _container_fault,
+    _Attempt,
+    _dataset_name,
     _discard,
-    _is_docker_error,
+    _exception_record,
     _request_timeout,
     _timeout,
     _trial_config,
@@ -77,7 +76,8 @@ class StepSetupError(RunnerError):
 def run_task_trial(task: TaskSpec, agent: Agent, job: JobDir, **options: Any) -> TrialOutcome:
     """One trial of ``task``: :func:`run_multistep_trial` for a ``[[steps]]`` task, else :func:`run_trial`.
 
-    ``options`` are theirs (``docker_client``, ``limits``, ``settings``, ``source``, the timeouts, ``cancel``).
+    ``options`` are theirs (``docker_client``, ``limits``, ``settings``, ``dataset``, the timeouts, ``cancel``;
+    ``source``, ``dataset``'s deprecated alias, with a DeprecationWarning).
     """
     if task.multi_step:
         return run_multistep_trial(task, agent, job, **options)
@@ -92,10 +92,11 @@ def run_multistep_trial(
     docker_client: Any,
     limits: ContainerLimits | None = None,
     settings: RunSettings | None = None,
-    source: str | None = None,
+    dataset: str | None = None,
     agent_timeout_sec: float | None = None,
     verifier_timeout_sec: float | None = None,
     cancel: threading.Event | None = None,
+    source: str | None = None,
 ) -> TrialOutcome:
     """Run ``agent`` on the multi-step ``task`` once in a fresh container; write the trial folder into ``job``.
 
@@ -120,41 +121,26 @@ def run_multistep_trial(
     for name, value in (("agent_timeout_sec", agent_timeout_sec), ("verifier_timeout_sec", verifier_timeout_sec)):
         if value is not None:
             _timeout(value, name, value)
-    source = source or task.path.parent.name
+    dataset = _dataset_name(dataset, source, "run_multistep_trial") or task.path.parent.name
     trial_dir = job.new_trial_dir(task.name)
-    config = _trial_config(task, agent, job, trial_dir.name, limits, source, agent_timeout_sec, verifier_timeout_sec)
+    config = _trial_config(task, agent, job, trial_dir.name, limits, dataset, agent_timeout_sec, verifier_timeout_sec)
     write_json(trial_dir / "config.json", config)
     started_at = utc_now()
-    phases: dict[str, dict[str, str] | None] = dict.fromkeys(harbor_writer.PHASES)
+    attempt = _Attempt(trial_dir, cancel)
     steps: list[dict[str, Any]] = []
     step_rewards: list[dict[str, float] | None] = []
     budget: int | None = getattr(agent, "turn_budget", None)
     used = 0
-    error: BaseException | None = None
-    occurred_at = ""
-    box: TaskContainer | None = None
     checksum = task.checksum
     specs = [(step, task.for_step(step)) for step in task.steps]
-
-    def check_cancel() -> None:
-        if cancel is not None and cancel.is_set():
-            raise CancelledError("The run was interrupted")
-
     try:
-        check_cancel()
-        begin = utc_now()
-        image = ensure_image(docker_client, task, force_build=settings.force_build, network=limits.build_network)
-        lifetime = sum(
-            (agent_timeout_sec or spec.agent_timeout_sec) + (verifier_timeout_sec or spec.verifier_timeout_sec)
-            for _, spec in specs
-        )
-        lifetime += len(specs) * _request_timeout(agent) + _LIFETIME_MARGIN_SEC
-        box = TaskContainer(docker_client, image, limits, name_hint=trial_dir.name, lifetime_sec=lifetime).start()
-        phases["environment_setup"] = {"started_at": begin, "finished_at": utc_now()}
-        phases["agent_setup"] = {"started_at": utc_now(), "finished_at": utc_now()}
+        attempt.check_cancel()
+        lifetime = _lifetime([spec for _, spec in specs], agent, agent_timeout_sec, verifier_timeout_sec)
+        box = attempt.open_box(docker_client, task, limits, settings, lifetime)
+        attempt.phases["agent_setup"] = {"started_at": utc_now(), "finished_at": utc_now()}
         verifier_begin = None
         for step, spec in specs:
-            check_cancel()
+            attempt.check_cancel()
             left = None if budget is None else max(budget - used, 0)
             record, rewards, turns = _run_step(
                 box,
@@ -169,7 +155,7 @@ def run_multistep_trial(
                 agent_timeout_sec=agent_timeout_sec or spec.agent_timeout_sec,
                 verifier_timeout_sec=verifier_timeout_sec or spec.verifier_timeout_sec,
                 first=step.index == 1,
-                check_cancel=check_cancel,
+                check_cancel=attempt.check_cancel,
             )
             used += turns
             steps.append(record)
@@ -179,28 +165,16 @@ def run_multistep_trial(
             if stopped or not step.passes_gate(rewards):
                 break
         if verifier_begin:
-            phases["verifier"] = {"started_at": verifier_begin, "finished_at": utc_now()}
+            attempt.phases["verifier"] = {"started_at": verifier_begin, "finished_at": utc_now()}
     except CancelledError:
-        _discard(box, trial_dir)
+        _discard(attempt.box, trial_dir)
         raise
     except Exception as failure:  # a fault outside the steps (image, container): the trial's exception
-        if cancel is not None and cancel.is_set():
-            _discard(box, trial_dir)
-            raise CancelledError("The run was interrupted") from None
-        if box is not None and _is_docker_error(failure):
-            failure = _container_fault(box, failure)
-        error, occurred_at = failure, datetime.now().isoformat()
+        attempt.error, attempt.occurred_at = attempt.fault(failure), datetime.now().isoformat()
     finally:
-        if box is not None:
-            box.remove()
-    if cancel is not None and cancel.is_set():
-        _discard(None, trial_dir)
-        raise CancelledError("The run was interrupted")
-    exception = None
-    if error is not None:
-        text = "".join(traceback.format_exception(error))
-        write_text(trial_dir / "exception.txt", text)
-        exception = harbor_writer.exception_info(type(error).__name__, str(error), text, occurred_at)
+        attempt.remove_box()
+    attempt.discard_if_cancelled()
+    exception = attempt.exception_record(trial_dir)
     rewards = harbor_writer.multi_step_rewards(step_rewards, task.reward_strategy) if step_rewards else None
     result = harbor_writer.trial_result(
         config,
@@ -208,7 +182,7 @@ def run_multistep_trial(
         task_name=task.name,
         task_path=task.path,
         trial_dir=trial_dir,
-        source=source,
+        source=dataset,
         task_checksum=checksum,
         agent=harbor_writer.agent_info(agent.name, agent.version, agent.model_name),
         agent_result=None,
@@ -216,13 +190,37 @@ def run_multistep_trial(
         exception=exception,
         started_at=started_at,
         finished_at=utc_now(),
-        phases=phases,
+        phases=attempt.phases,
         step_results=steps,
     )
     write_json(trial_dir / "result.json", result)  # last: its presence marks the trial complete
+    return _outcome(task, trial_dir, rewards, exception, steps, len(specs), None if budget is None else used)
+
+
+def _lifetime(
+    specs: list[TaskSpec], agent: Agent, agent_timeout_sec: float | None, verifier_timeout_sec: float | None
+) -> float:
+    """The container's longest life: every step's agent and verifier timeouts, one request each, a margin."""
+    lifetime = sum(
+        (agent_timeout_sec or spec.agent_timeout_sec) + (verifier_timeout_sec or spec.verifier_timeout_sec)
+        for spec in specs
+    )
+    return lifetime + len(specs) * _request_timeout(agent) + _LIFETIME_MARGIN_SEC
+
+
+def _outcome(
+    task: TaskSpec,
+    trial_dir: Path,
+    rewards: dict[str, float] | None,
+    exception: dict[str, Any] | None,
+    steps: list[dict[str, Any]],
+    n_specs: int,
+    n_turns: int | None,
+) -> TrialOutcome:
+    """The trial's summary: its first exception (the trial's, else a step's) and its first step that did not pass."""
     first = exception or next((step["exception_info"] for step in steps if step["exception_info"]), None)
     failed = next((index for index, record in enumerate(steps) if not _passed(record)), None)
-    if failed is None and len(steps) < len(specs):
+    if failed is None and len(steps) < n_specs:
         failed = len(steps)  # every step run passed, yet the run stopped (a fault outside the steps)
     return TrialOutcome(
         trial_dir=trial_dir,
@@ -230,7 +228,7 @@ def run_multistep_trial(
         rewards=rewards,
         exception=None if first is None else first["exception_type"],
         message=None if first is None else first["exception_message"],
-        n_turns=None if budget is None else used,
+        n_turns=n_turns,
         failed_step=None if failed is None else f"{failed + 1} {task.steps[failed].name}",
     )
 
@@ -306,11 +304,7 @@ def _run_step(
             if failure is None:  # the agent's own error stays the step's
                 failure, occurred_at = problem, datetime.now().isoformat()
         verifier_phase = {"started_at": begin, "finished_at": utc_now()}
-    exception = None
-    if failure is not None:
-        text = "".join(traceback.format_exception(failure))
-        write_text(step_dir / "exception.txt", text)
-        exception = harbor_writer.exception_info(type(failure).__name__, str(failure), text, occurred_at)
+    exception = _exception_record(failure, occurred_at, step_dir)
     turns = int(context.metadata.get("n_episodes") or 0)
     record = harbor_writer.step_result(
         step.name,

@@ -79,7 +79,7 @@ class WorkItem:
     agent: Agent
     cap: int | None
     job: JobDir
-    source: str
+    dataset: str
 
 
 @dataclass
@@ -224,8 +224,8 @@ def fill(
                 agents[job_key] = agent_factory(row["model"], cap)
                 jobs[job_key] = JobDir(jobs_root, job_name(row["model"], cap), job_config(agents[job_key]))
             jobs[job_key].n_planned += remaining
-            source = row["dataset"] or task.path.parent.name
-            items += [WorkItem(task, agents[job_key], cap, jobs[job_key], source) for _ in range(remaining)]
+            dataset = row["dataset"] or task.path.parent.name
+            items += [WorkItem(task, agents[job_key], cap, jobs[job_key], dataset) for _ in range(remaining)]
         if run_preflight and items:
             unique = list({str(item.task.path): item.task for item in items}.values())
             report = preflight(
@@ -355,7 +355,7 @@ def execute(
                     docker_client=docker_client,
                     limits=limits(item.task) if limits else None,
                     settings=settings,
-                    source=item.source,
+                    dataset=item.dataset,
                     agent_timeout_sec=agent_timeout_sec,
                     cancel=cancel,
                 )

@@ -283,13 +283,14 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
     if not toml_file.is_file():
         raise FileNotFoundError(f"The task {str(root)!r} has no task.toml")
     try:
-        config = tomllib.loads(toml_file.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"The file {str(toml_file)!r} is not valid TOML: {error}") from None
-    try:
-        harbor = read_task(root)
+        harbor = read_task(root, decode_errors="strict")  # Harbor reads task.toml as strict UTF-8
     except TaskFormatError as error:
-        raise ValueError(f"The task {str(root)!r}: {error.reason}") from None
+        if isinstance(error.__cause__, UnicodeDecodeError):
+            raise error.__cause__ from None
+        if isinstance(error.__cause__, tomllib.TOMLDecodeError):
+            raise ValueError(f"The file {str(toml_file)!r} is not valid TOML: {error.__cause__}") from None
+        raise ValueError(f"The task {str(root)!r}: task.toml {error.reason}") from None
+    config = harbor.config
     steps = _steps(harbor, root)
     if not steps and not instruction_file.is_file():
         raise FileNotFoundError(f"The task {str(root)!r} has no instruction.md")

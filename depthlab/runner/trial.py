@@ -12,6 +12,7 @@ import threading
 import time
 import traceback
 import uuid
+import warnings
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -94,10 +95,11 @@ def run_trial(
     docker_client: Any,
     limits: ContainerLimits | None = None,
     settings: RunSettings | None = None,
-    source: str | None = None,
+    dataset: str | None = None,
     agent_timeout_sec: float | None = None,
     verifier_timeout_sec: float | None = None,
     cancel: threading.Event | None = None,
+    source: str | None = None,
 ) -> TrialOutcome:
     """Run ``agent`` on ``task`` once in a fresh container and write the trial folder into ``job``.
 
@@ -114,12 +116,15 @@ def run_trial(
     settings : RunSettings, optional
         The profile and options (default: the ``harbor`` profile); its ``force_build`` decides
         whether a prebuilt ``docker_image`` is used.
-    source : str, optional
-        Dataset name recorded as the trial's ``source`` (default: the task folder's parent name).
+    dataset : str, optional
+        The name of the dataset the task belongs to, recorded as the trial's ``source`` (Harbor's
+        word; default: the task folder's parent name).
     agent_timeout_sec, verifier_timeout_sec : float, optional
         Override the task's timeouts (positive, finite).
     cancel : threading.Event, optional
         When set, the trial stops at the next step, its folder is deleted and CancelledError is raised.
+    source : str, optional
+        Deprecated alias of ``dataset`` (a DeprecationWarning; see the glossary's ``source``).
 
     Returns
     -------
@@ -136,55 +141,27 @@ def run_trial(
     limits = limits or settings.limits(task)
     agent_timeout = _timeout(agent_timeout_sec, "agent_timeout_sec", task.agent_timeout_sec)
     verifier_timeout = _timeout(verifier_timeout_sec, "verifier_timeout_sec", task.verifier_timeout_sec)
-    source = source or task.path.parent.name
+    dataset = _dataset_name(dataset, source, "run_trial") or task.path.parent.name
     trial_dir = job.new_trial_dir(task.name)
-    config = _trial_config(task, agent, job, trial_dir.name, limits, source, agent_timeout_sec, verifier_timeout_sec)
+    config = _trial_config(task, agent, job, trial_dir.name, limits, dataset, agent_timeout_sec, verifier_timeout_sec)
     write_json(trial_dir / "config.json", config)
     started_at = utc_now()
-    phases: dict[str, dict[str, str] | None] = dict.fromkeys(harbor_writer.PHASES)
-    context = AgentContext()
-    rewards: dict[str, float] | None = None
-    error: BaseException | None = None
-    occurred_at: str | None = None
-    box: TaskContainer | None = None
+    attempt = _Attempt(trial_dir, cancel)
     checksum = task.checksum
-
-    def check_cancel() -> None:
-        if cancel is not None and cancel.is_set():
-            raise CancelledError("The run was interrupted")
-
     try:
-        check_cancel()
-        begin = utc_now()
-        image = ensure_image(docker_client, task, force_build=settings.force_build, network=limits.build_network)
+        attempt.check_cancel()
         lifetime = agent_timeout + verifier_timeout + _request_timeout(agent) + _LIFETIME_MARGIN_SEC
-        box = TaskContainer(docker_client, image, limits, name_hint=trial_dir.name, lifetime_sec=lifetime).start()
-        phases["environment_setup"] = {"started_at": begin, "finished_at": utc_now()}
-        check_cancel()
-        phases["agent_setup"] = {"started_at": utc_now(), "finished_at": utc_now()}
-        begin = utc_now()
-        try:
-            deadline = time.monotonic() + agent_timeout
-            agent.run(box, task, trial_dir / "agent", deadline, context, timeout_sec=agent_timeout)
-        except AgentTimeoutError as timeout:  # Harbor verifies a timed-out agent's work all the same
-            error, occurred_at = timeout, datetime.now().isoformat()
-        except (NonZeroAgentExitCodeError, ContainerExitedError) as failure:
-            # a fork bomb the agent left, or its stopping the container, makes its own commands fail too:
-            # the same fail as when the verifier cannot start, with its cause (a command killed by the
-            # container's end exits 137: the container is waited for a moment)
-            killed = isinstance(failure, ContainerExitedError) or context.metadata.get("exit_code") == 137
-            if cause := box.ended_from_inside(wait_sec=2.0 if killed else 0.0) or box.at_pid_limit():
-                raise RewardFileNotFoundError(f"The verifier could not start: {cause}") from None
-            raise
-        finally:
-            phases["agent_execution"] = {"started_at": begin, "finished_at": utc_now()}
-        check_cancel()
+        box = attempt.open_box(docker_client, task, limits, settings, lifetime)
+        attempt.check_cancel()
+        attempt.phases["agent_setup"] = {"started_at": utc_now(), "finished_at": utc_now()}
+        _run_agent(attempt, box, task, agent, agent_timeout)
+        attempt.check_cancel()
         if cause := box.check_disk():  # the agent's writes passed the task's storage bound
             raise RewardFileNotFoundError(f"The verifier could not start: {cause}")
         box.check_alive()
         begin = utc_now()
         try:
-            rewards = run_verifier(
+            attempt.rewards = run_verifier(
                 docker_client,
                 box,
                 task,
@@ -195,57 +172,133 @@ def run_trial(
                 name_hint=trial_dir.name,
             )
         finally:
-            phases["verifier"] = {"started_at": begin, "finished_at": utc_now()}
+            attempt.phases["verifier"] = {"started_at": begin, "finished_at": utc_now()}
     except CancelledError:
-        _discard(box, trial_dir)
+        _discard(attempt.box, trial_dir)
         raise
     except Exception as failure:  # every fault becomes the trial's recorded exception
-        if cancel is not None and cancel.is_set():
-            _discard(box, trial_dir)
-            raise CancelledError("The run was interrupted") from None
-        if box is not None and _is_docker_error(failure):
-            failure = _container_fault(box, failure)
-        if box is not None and isinstance(failure, ContainerExitedError) and (cause := box.ended_from_inside()):
+        failure = attempt.fault(failure)
+        opened = attempt.box
+        if opened is not None and isinstance(failure, ContainerExitedError) and (cause := opened.ended_from_inside()):
             # the agent stopped its own container: its fail, not an infrastructure failure
             failure = RewardFileNotFoundError(f"The verifier could not start: {cause}")
-        error, occurred_at = failure, datetime.now().isoformat()
+        attempt.error, attempt.occurred_at = failure, datetime.now().isoformat()
     finally:
-        if box is not None:
-            box.remove()
-    if cancel is not None and cancel.is_set():
-        _discard(None, trial_dir)
-        raise CancelledError("The run was interrupted")
-    exception = None
-    if error is not None:
-        text = "".join(traceback.format_exception(error))
-        write_text(trial_dir / "exception.txt", text)
-        exception = harbor_writer.exception_info(type(error).__name__, str(error), text, occurred_at or "")
+        attempt.remove_box()
+    attempt.discard_if_cancelled()
+    exception = attempt.exception_record(trial_dir)
     result = harbor_writer.trial_result(
         config,
         result_id=str(uuid.uuid4()),
         task_name=task.name,
         task_path=task.path,
         trial_dir=trial_dir,
-        source=source,
+        source=dataset,
         task_checksum=checksum,
         agent=harbor_writer.agent_info(agent.name, agent.version, agent.model_name),
-        agent_result=context.as_record(),
-        rewards=rewards,
+        agent_result=attempt.context.as_record(),
+        rewards=attempt.rewards,
         exception=exception,
         started_at=started_at,
         finished_at=utc_now(),
-        phases=phases,
+        phases=attempt.phases,
     )
     # last, and flushed to disk: its presence marks the trial complete, so it must survive a power cut
     write_json(trial_dir / "result.json", result, fsync=True)
+    error = attempt.error
     return TrialOutcome(
         trial_dir=trial_dir,
         task=task.name,
-        rewards=rewards,
+        rewards=attempt.rewards,
         exception=None if error is None else type(error).__name__,
         message=None if error is None else str(error),
-        n_turns=context.metadata.get("n_episodes"),
+        n_turns=attempt.context.metadata.get("n_episodes"),
     )
+
+
+class _Attempt:
+    """What one trial gathered so far (its phases, agent context, rewards, container, error).
+
+    Kept outside the steps that fill it, so a step that raises leaves the rest for the record.
+    """
+
+    def __init__(self, trial_dir: Path, cancel: threading.Event | None) -> None:
+        self.trial_dir = trial_dir
+        self.cancel = cancel
+        self.phases: dict[str, dict[str, str] | None] = dict.fromkeys(harbor_writer.PHASES)
+        self.context = AgentContext()
+        self.rewards: dict[str, float] | None = None
+        self.error: BaseException | None = None
+        self.occurred_at = ""
+        self.box: TaskContainer | None = None
+
+    def check_cancel(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise CancelledError("The run was interrupted")
+
+    def open_box(
+        self, docker_client: Any, task: TaskSpec, limits: ContainerLimits, settings: RunSettings, lifetime: float
+    ) -> TaskContainer:
+        """The task's image, built if needed, and a started container living at most ``lifetime`` seconds."""
+        begin = utc_now()
+        image = ensure_image(docker_client, task, force_build=settings.force_build, network=limits.build_network)
+        box = TaskContainer(docker_client, image, limits, name_hint=self.trial_dir.name, lifetime_sec=lifetime)
+        self.box = box.start()
+        self.phases["environment_setup"] = {"started_at": begin, "finished_at": utc_now()}
+        return self.box
+
+    def fault(self, failure: Exception) -> Exception:
+        """The exception to record for ``failure``; an interrupt discards the trial and raises CancelledError."""
+        if self.cancel is not None and self.cancel.is_set():
+            _discard(self.box, self.trial_dir)
+            raise CancelledError("The run was interrupted") from None
+        if self.box is not None and _is_docker_error(failure):
+            return _container_fault(self.box, failure)
+        return failure
+
+    def remove_box(self) -> None:
+        if self.box is not None:
+            self.box.remove()
+
+    def discard_if_cancelled(self) -> None:
+        """An interrupt that came while the trial ran discards its folder (CancelledError)."""
+        if self.cancel is not None and self.cancel.is_set():
+            _discard(None, self.trial_dir)
+            raise CancelledError("The run was interrupted")
+
+    def exception_record(self, where: Path) -> dict[str, Any] | None:
+        """Harbor's ``exception_info`` of the recorded error (None without one); its traceback goes to ``where``."""
+        return _exception_record(self.error, self.occurred_at, where)
+
+
+def _exception_record(error: BaseException | None, occurred_at: str, where: Path) -> dict[str, Any] | None:
+    """Harbor's ``exception_info`` for ``error`` (None for none), its traceback written to ``where/exception.txt``."""
+    if error is None:
+        return None
+    text = "".join(traceback.format_exception(error))
+    write_text(where / "exception.txt", text)
+    return harbor_writer.exception_info(type(error).__name__, str(error), text, occurred_at)
+
+
+def _run_agent(attempt: _Attempt, box: TaskContainer, task: TaskSpec, agent: Agent, timeout: float) -> None:
+    """The agent's phase; its timeout is recorded and the trial goes on to the verifier (as Harbor's)."""
+    begin = utc_now()
+    context = attempt.context
+    try:
+        deadline = time.monotonic() + timeout
+        agent.run(box, task, attempt.trial_dir / "agent", deadline, context, timeout_sec=timeout)
+    except AgentTimeoutError as timeout_error:  # Harbor verifies a timed-out agent's work all the same
+        attempt.error, attempt.occurred_at = timeout_error, datetime.now().isoformat()
+    except (NonZeroAgentExitCodeError, ContainerExitedError) as failure:
+        # a fork bomb the agent left, or its stopping the container, makes its own commands fail too:
+        # the same fail as when the verifier cannot start, with its cause (a command killed by the
+        # container's end exits 137: the container is waited for a moment)
+        killed = isinstance(failure, ContainerExitedError) or context.metadata.get("exit_code") == 137
+        if cause := box.ended_from_inside(wait_sec=2.0 if killed else 0.0) or box.at_pid_limit():
+            raise RewardFileNotFoundError(f"The verifier could not start: {cause}") from None
+        raise
+    finally:
+        attempt.phases["agent_execution"] = {"started_at": begin, "finished_at": utc_now()}
 
 
 def _trial_config(
@@ -254,12 +307,12 @@ def _trial_config(
     job: JobDir,
     name: str,
     limits: ContainerLimits,
-    source: str,
+    dataset: str,
     agent_timeout_sec: float | None,
     verifier_timeout_sec: float | None,
 ) -> dict[str, Any]:
     return harbor_writer.trial_config(
-        harbor_writer.task_config(task.path, source),
+        harbor_writer.task_config(task.path, dataset),
         name,
         job.path,
         harbor_writer.agent_config(
@@ -272,6 +325,29 @@ def _trial_config(
         ),
         verifier=harbor_writer.verifier_config(verifier_timeout_sec),
     )
+
+
+def _dataset_name(dataset: str | None, source: str | None, function: str) -> str | None:
+    """``dataset``, or the deprecated ``source`` it replaced (a DeprecationWarning; both given: TypeError).
+
+    The runner's parameter was ``source``, Harbor's word, which in depthlab's tables is a file path
+    (docs/glossary.md).
+
+    Examples
+    --------
+    >>> _dataset_name("terminal-bench", None, "run_trial")
+    'terminal-bench'
+    """
+    if source is None:
+        return dataset
+    if dataset is not None:
+        raise TypeError(f"{function}() got both 'dataset' and its deprecated alias 'source': pass 'dataset' only")
+    warnings.warn(
+        f"The 'source' parameter of {function} is deprecated: pass dataset= (the dataset's name)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return source
 
 
 def _discard(box: TaskContainer | None, trial_dir: Path) -> None:

@@ -193,3 +193,26 @@ def test_job_dir_resumes_its_id_and_drops_incomplete_trials(tmp_path):
     result = json.loads((job.path / "result.json").read_text())
     assert result["stats"]["n_completed_trials"] == 1
     assert json.loads((job.path / "config.json").read_text())["job_name"] == "job"
+
+
+# ---------------------------------------------------------------- deprecated names ---------
+def test_run_trial_takes_dataset_and_source_only_as_a_deprecated_alias(tmp_path):
+    """The runner's dataset name was ``source`` (a file path in depthlab's tables): the old keyword warns."""
+    import warnings
+
+    from depthlab.runner import OracleAgent, run_trial
+    from depthlab.runner.multistep import run_task_trial
+    from depthlab.runner.trial import _dataset_name
+
+    with pytest.warns(DeprecationWarning, match="'source' parameter of run_trial is deprecated: pass dataset="):
+        assert _dataset_name(None, "tb2", "run_trial") == "tb2"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new name warns of nothing
+        assert _dataset_name("tb2", None, "run_trial") == "tb2"
+        assert _dataset_name(None, None, "run_trial") is None
+    task = load_task(write_task(tmp_path / "tasks", "hello", instruction="x", test_sh="true\n"))
+    job = JobDir(tmp_path / "jobs", "job", {"n_attempts": 1})
+    for function in (run_trial, run_task_trial):
+        with pytest.raises(TypeError, match="both 'dataset' and its deprecated alias 'source'"):
+            function(task, OracleAgent(), job, docker_client=None, dataset="a", source="b")
+    assert not list((tmp_path / "jobs" / "job").glob("hello*"))  # refused before a trial folder was made
