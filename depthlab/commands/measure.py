@@ -26,6 +26,7 @@ The jobs stay in --jobs-dir: `harbor view JOBS_DIR` and `depthlab depth JOBS_DIR
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from depthlab.commands.depth import add_ladder_arguments
+    from depthlab.commands.plan import add_attempts_arguments
 
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -44,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o", "--output", required=True, type=output_table, metavar="FILE", help="the depth table (.csv or .parquet)"
     )
     parser.add_argument("-n", "--concurrency", type=int, default=2, help="trials at once (default 2)")
-    parser.add_argument("--attempts", type=int, default=1, metavar="K", help="valid attempts per cell (default 1)")
+    add_attempts_arguments(parser)
     parser.add_argument("--max-runs", type=int, default=None, metavar="N", help="stop before passing N runs")
     parser.add_argument("--max-cost", type=float, default=None, metavar="USD", help="stop before passing this cost")
     parser.add_argument(
@@ -75,9 +76,9 @@ def run(args: argparse.Namespace) -> int:
     from depthlab.engines import Engine, EngineError, HarborEngine, LocalEngine, measure
     from depthlab.io import read_tasks
 
-    for option, least in (("concurrency", 1), ("attempts", 1), ("max_runs", 1)):
+    for option, least in (("concurrency", 1), ("attempts", 1), ("max_attempts", 1), ("max_runs", 1)):
         value = getattr(args, option)
-        if value is not None and value < least:
+        if isinstance(value, int) and value < least:  # --attempts may be "auto"
             print(
                 f"depthlab measure: --{option.replace('_', '-')} must be at least {least}, got {value}", file=sys.stderr
             )
@@ -136,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
                 caps=args.caps,
                 attempts=args.attempts,
                 pass_rule=args.pass_rule,
+                max_attempts=args.max_attempts,
                 max_runs=args.max_runs,
                 max_cost=args.max_cost,
                 preflight=not args.no_preflight,

@@ -14,8 +14,9 @@ It stops when
   from the mean cost per trial so far; before any trial has a cost, a round is not refused);
 * a round records no valid trial (an endpoint that is down, an environment that does not
   start): nothing is counted, the reason is the first invalid trial's exception;
-* more rounds than the ladder can need (``2 * len(caps) + 1``) have run, which only happens
-  when invalid trials keep cells missing.
+* more rounds than the ladder can need (``2 * len(caps) + 1``, times ``max_attempts`` with
+  ``attempts="auto"``, where a round adds at most one attempt to a cell) have run, which only
+  happens when invalid trials keep cells missing.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Protocol
 import polars as pl
 
 from depthlab import schema
-from depthlab._checks import check_caps, check_models, check_number, check_positive_int
+from depthlab._checks import check_caps, check_models, check_number, check_positive_int, parameter_error
 from depthlab.measures import plan_missing
 from depthlab.measures.depth import TASK_KEYS, depth_from_grid, evidence_grid
 
@@ -165,8 +166,9 @@ def measure(
     *,
     models: Sequence[str],
     caps: Sequence[int],
-    attempts: int = 1,
+    attempts: int | str = 1,
     pass_rule: str = "any",
+    max_attempts: int = 3,
     max_runs: int | None = None,
     max_cost: float | None = None,
     preflight: bool = True,
@@ -185,10 +187,13 @@ def measure(
         Every model must fail every cap below D.
     caps : sequence of int
         The cap ladder.
-    attempts : int, default 1
-        Valid attempts per cell.
-    pass_rule : {"any", "majority"}, default "any"
+    attempts : int or "auto", default 1
+        Valid attempts per cell; ``"auto"``: each round planned with ``plan_missing(attempts="auto")``,
+        another attempt only in cells whose outcome can still change D (up to ``max_attempts``).
+    pass_rule : {"any", "majority", "isotonic"}, default "any"
         As in :func:`depthlab.estimate_depth`.
+    max_attempts : int, default 3
+        With ``attempts="auto"``: the most valid attempts any cell gets.
     max_runs : int, optional
         Stop before a round that would take the measurement's trials past this many.
     max_cost : float, optional
@@ -213,7 +218,8 @@ def measure(
     function = "measure"
     models = check_models(models, function, required=True) or ()
     caps = check_caps(caps, function)
-    attempts = check_positive_int(attempts, "attempts", function)
+    attempts, max_attempts = check_attempts(attempts, max_attempts, function)
+    per_cell = max_attempts if attempts == "auto" else int(attempts)
     if max_runs is not None:
         max_runs = check_positive_int(max_runs, "max_runs", function)
     if max_cost is not None:
@@ -228,7 +234,7 @@ def measure(
         if excluded.height:
             say(render_failures(excluded))
             tasks = tasks.filter(~pl.col("task").is_in(excluded["task"].to_list()))
-    sweep = tasks.height * len(models) * len(caps) * attempts
+    sweep = tasks.height * len(models) * len(caps) * per_cell
     if tasks.height == 0:
         return _result(
             pl.DataFrame(), [], excluded, engine, models, caps, pass_rule, "every task failed its oracle", sweep
@@ -236,12 +242,13 @@ def measure(
     rounds: list[RoundReport] = []
     stopped: str | None = None
     trials = engine.load_trials()
-    limit = 2 * len(caps) + 1
+    limit = (2 * len(caps) + 1) * (max_attempts if attempts == "auto" else 1)
     while True:
         spent = _measured(trials, tasks, models)
         plan = plan_missing(
-            spent, tasks, models=models, caps=caps, attempts=attempts, mode="adaptive", pass_rule=pass_rule
-        )
+            spent, tasks, models=models, caps=caps, attempts=attempts, mode="adaptive", pass_rule=pass_rule,
+            max_attempts=max_attempts,
+        )  # fmt: skip
         if plan.is_empty():
             break
         stopped = _budget_stop(spent, plan, max_runs, max_cost)
@@ -256,6 +263,26 @@ def measure(
             stopped = f"round {report.number} recorded no valid trial, nothing was counted: {why}"
             break
     return _result(trials, rounds, excluded, engine, models, caps, pass_rule, stopped, sweep, tasks=tasks)
+
+
+def check_attempts(attempts: int | str, max_attempts: int, function: str = "measure") -> tuple[int | str, int]:
+    """``attempts`` (a positive int or ``"auto"``) and ``max_attempts`` checked, as :func:`measure` uses them.
+
+    Examples
+    --------
+    >>> check_attempts("auto", 3)
+    ('auto', 3)
+    >>> check_attempts(0, 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'attempts' parameter of measure must be an int >= 1, got 0
+    """
+    max_attempts = check_positive_int(max_attempts, "max_attempts", function)
+    if attempts == "auto":
+        return "auto", max_attempts
+    if isinstance(attempts, str):
+        raise parameter_error("attempts", function, "a positive integer or 'auto'", attempts)
+    return check_positive_int(attempts, "attempts", function), max_attempts
 
 
 def _budget_stop(spent: pl.DataFrame, plan: pl.DataFrame, max_runs: int | None, max_cost: float | None) -> str | None:
