@@ -283,23 +283,56 @@ def check_rows(df: pl.DataFrame, name: str, function: str, *, noun: str = "row")
     return df
 
 
+@overload
 def check_string(
     value: object,
     name: str,
     function: str,
     *,
-    expected: str = "a non-empty string",
+    expected: str | None = ...,
+    valid: Callable[[str], bool] | None = ...,
+    optional: Literal[False] = ...,
+) -> str: ...
+@overload
+def check_string(
+    value: object,
+    name: str,
+    function: str,
+    *,
+    expected: str | None = ...,
+    valid: Callable[[str], bool] | None = ...,
+    optional: bool,
+) -> str | None: ...
+def check_string(
+    value: object,
+    name: str,
+    function: str,
+    *,
+    expected: str | None = None,
     valid: Callable[[str], bool] | None = None,
-) -> str:
-    """Return ``value`` when it is a non-empty string that ``valid`` accepts; raise otherwise.
+    optional: bool = False,
+) -> str | None:
+    """Return ``value`` when it is a non-blank string that ``valid`` accepts (or None when ``optional``).
+
+    The one string checker: a string of only whitespace counts as empty. ``expected`` words the
+    message (default ``"a non-empty string"``, ``" or None"`` added when ``optional``).
 
     >>> check_string("a/b", "job_name", "f", expected="a plain name", valid=lambda s: "/" not in s)
     Traceback (most recent call last):
     ...
     ValueError: The 'job_name' parameter of f must be a plain name, got 'a/b'
+    >>> check_string(None, "dataset", "f", optional=True) is None
+    True
+    >>> check_string("  ", "dataset", "f", optional=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'dataset' parameter of f must be a non-empty string or None, got '  '
     """
-    if not isinstance(value, str) or not value or (valid is not None and not valid(value)):
-        raise _fail(name, function, expected, value)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip() or (valid is not None and not valid(value)):
+        wanted = expected or ("a non-empty string or None" if optional else "a non-empty string")
+        raise _fail(name, function, wanted, value)
     return value
 
 
@@ -398,10 +431,5 @@ def check_pattern(value: object, name: str, function: str, pattern: str, expecte
     return value
 
 
-def check_text(value: object, name: str, function: str, *, optional: bool = False) -> str | None:
-    """Return ``value`` when it is a non-blank str (or None when ``optional``); raise ValueError otherwise."""
-    if value is None and optional:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise _fail(name, function, "a non-empty str or None" if optional else "a non-empty str", value)
-    return value
+#: :func:`check_string` under its older name (one checker; new code calls ``check_string``).
+check_text = check_string

@@ -59,7 +59,10 @@ class Reported:
         this data over other collections says why in its sample text.
     differs : str
         Empty when this data's row is the paper's quantity on the same kind of sample; otherwise
-        why it can only be a variant (printed after this data's sample, ``VARIANT: ...``).
+        the choices the paper does not state that it rests on, or why it can only be a variant
+        (printed after this data's sample, ``VARIANT: ...``).
+    needs_depth : bool
+        Whether the number needs D (capped runs): a row of data with no capped runs says so.
     """
 
     key: str
@@ -74,6 +77,7 @@ class Reported:
     group: str = ""
     collections: tuple[str, ...] | None = None
     differs: str = ""
+    needs_depth: bool = True
 
     def text(self) -> str:
         """The number as printed beside this data's: ``-0.29 [-0.53, -0.02] (95% CI)``, ``1 to 2 (range)``."""
@@ -94,9 +98,22 @@ def _r(
     interval: str | None = None,
     collections: tuple[str, ...] | None = None,
     differs: str = "",
+    needs_depth: bool = True,
 ) -> Reported:
     return Reported(
-        key, description, sample, value, low, high, interval, function, statistic, group, collections, differs
+        key,
+        description,
+        sample,
+        value,
+        low,
+        high,
+        interval,
+        function,
+        statistic,
+        group,
+        collections,
+        differs,
+        needs_depth,
     )
 
 
@@ -163,6 +180,7 @@ REPORTED: tuple[Reported, ...] = (
         "audited_tasks",
         "audited",
         collections=_SIX,
+        needs_depth=False,
     ),
     _r(
         "synthetic_solved_tasks",
@@ -299,6 +317,7 @@ REPORTED: tuple[Reported, ...] = (
         collections=("tmax",),
         differs="the paper quotes the TMax authors' own figure; here the mean over the loaded uncapped runs, "
         "models pooled",
+        needs_depth=False,
     ),
     _r(
         "facet_mean_turns",
@@ -311,6 +330,7 @@ REPORTED: tuple[Reported, ...] = (
         collections=("facet",),
         differs="the paper quotes the FACET authors' own figure; here the mean over the loaded uncapped runs, "
         "models pooled",
+        needs_depth=False,
     ),
     _r(
         "tmax_solved_median_depth",
@@ -350,6 +370,7 @@ REPORTED: tuple[Reported, ...] = (
         high=9,
         interval="range",
         collections=_SIX,
+        needs_depth=False,
     ),
     _r(
         "tmax_model_median_turns",
@@ -486,6 +507,7 @@ REPORTED: tuple[Reported, ...] = (
         high=-0.07,
         interval="range",
         differs=_PASS_RATE,
+        needs_depth=False,
     ),
     _r(
         "tb2_author_label_corr_pass",
@@ -497,11 +519,12 @@ REPORTED: tuple[Reported, ...] = (
         "tb2",
         collections=("tb2",),
         differs=_notes(_PASS_RATE, _TB2_RUNS),
+        needs_depth=False,
     ),
     _r(
         "tb2_pcorr_depth_author_difficulty",
         "Rank correlation of D with the TB2 authors' rating.",
-        "solved TB2 tasks",
+        "TB2 tasks with a rating",
         0.55,
         "depth_vs_author_rating",
         "pcorr_depth_rating_given_work",
@@ -567,6 +590,7 @@ REPORTED: tuple[Reported, ...] = (
         "own_tasks",
         "depth",
         collections=_OWN_SET,
+        needs_depth=False,
     ),
     _r(
         "own_median_work",
@@ -577,6 +601,7 @@ REPORTED: tuple[Reported, ...] = (
         "own_median_work",
         "depth",
         collections=_OWN_SET,
+        needs_depth=False,
     ),
     _r(
         "own_median_turns",
@@ -587,6 +612,7 @@ REPORTED: tuple[Reported, ...] = (
         "own_median_turns",
         "depth",
         collections=_OWN_SET,
+        needs_depth=False,
     ),
     _r(
         "own_solved_by_main",
@@ -617,6 +643,7 @@ REPORTED: tuple[Reported, ...] = (
         "own_tasks_run_by_all",
         "depth",
         collections=_OWN_SET,
+        needs_depth=False,
     ),
     _r(
         "own_passed_by_no_model",
@@ -627,6 +654,7 @@ REPORTED: tuple[Reported, ...] = (
         "own_passed_by_no_model",
         "depth",
         collections=_OWN_SET,
+        needs_depth=False,
     ),
     _r(
         "own_pass_at_1",
@@ -640,6 +668,7 @@ REPORTED: tuple[Reported, ...] = (
         high=0.47,
         interval="range",
         collections=_OWN_SET,
+        needs_depth=False,
     ),
     _r(
         "segment_reliability_best",
@@ -650,6 +679,7 @@ REPORTED: tuple[Reported, ...] = (
         "segment_reliability",
         "best model",
         collections=_OWN_SET,
+        needs_depth=False,
     ),
     _r(
         "segment_reliability_worst",
@@ -660,6 +690,7 @@ REPORTED: tuple[Reported, ...] = (
         "segment_reliability",
         "worst model",
         collections=_OWN_SET,
+        needs_depth=False,
     ),
     _r(
         "segment_pass_all_best",
@@ -670,6 +701,7 @@ REPORTED: tuple[Reported, ...] = (
         "segment_pass_all_compounded",
         "best model",
         collections=_OWN_SET,
+        needs_depth=False,
     ),
     _r(
         "segment_pass_all_worst",
@@ -680,6 +712,7 @@ REPORTED: tuple[Reported, ...] = (
         "segment_pass_all_compounded",
         "worst model",
         collections=_OWN_SET,
+        needs_depth=False,
     ),
     _r(
         "merged_pairs",
@@ -828,7 +861,8 @@ def compare(findings: pl.DataFrame) -> pl.DataFrame:
     pl.DataFrame
         ``key, description, paper, paper_sample, this_data, this_sample, function`` (as printed),
         ``paper_value``, ``this_value``, ``this_low``, ``this_high``, ``data`` (simulated or real).
-        A finding this data cannot compute prints as "not computable here".
+        A finding this data cannot compute prints as "not computable here", and its ``this_sample``
+        says why (``real: not computable: no capped runs (D unknown)``: the finding's ``detail``).
 
     Examples
     --------
@@ -855,9 +889,14 @@ def compare(findings: pl.DataFrame) -> pl.DataFrame:
         computable = value is not None or (row["interval"] == "range" and low is not None)
         this = _format(value, low, high, row["interval"], digits=".3g") if computable else "not computable here"
         kind = "SIMULATED" if row["data"] == "simulated" else "real"
-        sample = f"{kind}: {row['collections'] or 'none'}; {row['n']} {row['unit']}"
-        if row["models"]:
-            sample += f"; models {row['models']}"
+        if computable:
+            sample = f"{kind}: {row['collections'] or 'none'}; {row['n']} {row['unit']}"
+            if row["models"]:
+                sample += f"; models {row['models']}"
+        else:
+            # a number this data cannot give says why (the finding's detail), never "none; 0 tasks"
+            named = f"{row['collections']}; " if row["collections"] else ""
+            sample = f"{kind}: {named}not computable: {row.get('detail') or 'this data has no such sample'}"
         if reported.differs:
             sample += f"; VARIANT: {reported.differs}"
         if computable:
@@ -881,7 +920,8 @@ def compare(findings: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=PAPER_COMPARISON)
 
 
-# the columns of a findings table compare reads (p and detail are not printed beside the paper's numbers)
+# the columns of a findings table compare reads (p is not printed beside the paper's numbers; detail says why a
+# row is not computable, and a table saved without it still compares)
 _FINDING_COLUMNS = tuple(c for c in FINDING if c not in ("p", "detail"))
 
 

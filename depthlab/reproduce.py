@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from depthlab import _atomic
 from depthlab._checks import check_int_at_least, check_positive_int, parameter_problem
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
 from depthlab.auditdata import DEMO_SCALE, AuditData, audit_data, check_scale, check_seed, is_bundled
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,7 +71,7 @@ def notebook_names(folder: str | Path | None = None) -> tuple[str, ...]:
 NOTEBOOKS: Final[tuple[str, ...]] = notebook_names()
 
 #: Default bootstrap resamples in a reproduce run.
-DEFAULT_N_BOOT: Final[int] = 2000
+DEFAULT_N_BOOT: Final[int] = AUDIT_N_BOOT
 
 #: The figures README and the docs show, drawn into ``docs/img`` by ``make docs-figures``
 #: (``depthlab reproduce --docs docs/img``) with :func:`readme_figures`.
@@ -177,7 +178,7 @@ def reproduce(
     *,
     only: Sequence[str] | None = None,
     scale: float = DEMO_SCALE,
-    seed: int = 0,
+    seed: int = AUDIT_SEED,
     n_boot: int = DEFAULT_N_BOOT,
     datasets: Sequence[str] | None = None,
     models: Sequence[str] | None = None,
@@ -457,7 +458,7 @@ def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|")
 
 
-def readme_figures(data: AuditData, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0) -> dict[str, Figure]:
+def readme_figures(data: AuditData, *, n_boot: int = DEFAULT_N_BOOT, seed: int = AUDIT_SEED) -> dict[str, Figure]:
     """The figures of :data:`README_FIGURES`, drawn from ``data`` by the calls their notebooks make.
 
     Examples

@@ -146,7 +146,7 @@ class Explorer:
     def __init__(self, audit: pl.DataFrame, trials: pl.DataFrame) -> None:
         import ipywidgets as w
 
-        self._audit = audit
+        self._audit_table = audit
         self._trials = trials if "trial" in trials.columns else trials.with_columns(trial=pl.lit(None, pl.String))
         self._quiet = False
         datasets = ordered(audit["dataset"].to_list())
@@ -249,7 +249,7 @@ class Explorer:
         counts = runs.group_by("task").agg(
             runs=pl.len().cast(pl.Int64), passes=(pl.col("status") == "pass").sum().cast(pl.Int64)
         )
-        tasks = self._audit.filter(pl.col("dataset") == self.collection.value)
+        tasks = self._audit_table.filter(pl.col("dataset") == self.collection.value)
         columns = [c for c in _TASK_COLUMNS if c in tasks.columns]
         table = tasks.select(columns).join(counts, on="task", how="left")
         if not self._unfiltered():
@@ -373,7 +373,7 @@ class Explorer:
 
     def _refresh_table(self) -> None:
         table = self.task_table()
-        n_all = self._audit.filter(pl.col("dataset") == self.collection.value).height
+        n_all = self._audit_table.filter(pl.col("dataset") == self.collection.value).height
         runs = int(table["runs"].sum()) if table.height else 0
         collection = html.escape(str(self.collection.value))
         if table.is_empty():

@@ -32,6 +32,7 @@ MAX_LINES = 1000
 LAYERS: dict[int, tuple[str, ...]] = {
     0: (
         "depthlab.schema",
+        "depthlab._defaults",
         "depthlab._checks",
         "depthlab._atomic",
         "depthlab.catalog",

@@ -80,3 +80,44 @@ def test_unknown_verb_and_bad_option_are_one_line(capsys):
     assert _one_line(capsys.readouterr().err).startswith("depthlab: argument VERB: invalid choice: 'depht'")
     assert cli.main(["depth", "x", "-o", "x.csv", "--caps", "1,two"]) == 2
     assert _one_line(capsys.readouterr().err).startswith("depthlab depth: argument --caps: expected comma-separated")
+
+
+# ---------------------------------------------------------------- measure (issue 32, case 6) ---
+def _a_task(root: Path) -> Path:
+    task = root / "tasks" / "t1"
+    (task / "tests").mkdir(parents=True)
+    (task / "task.toml").write_text('version = "1.0"\n[agent]\ntimeout_sec = 60.0\n')
+    (task / "instruction.md").write_text("do it")
+    (task / "tests" / "test.sh").write_text("exit 0\n")
+    return task
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--price-in", "nan"], "--price-in must be a finite amount in USD >= 0, got nan"),
+        (["--price-out", "inf"], "--price-out must be a finite amount in USD >= 0, got inf"),
+        (["--price-in", "-5"], "--price-in must be a finite amount in USD >= 0, got -5.0"),
+        (["--max-cost", "nan"], "--max-cost must be a cost in USD in the interval [0, inf], got nan"),
+        (["--attempts", "0"], "--attempts must be an int >= 1, got 0"),
+        (["--concurrency", "0"], "--concurrency must be an int >= 1, got 0"),
+        (["--caps", "5,1,1"], "--caps must be a non-empty, strictly increasing sequence of positive ints"),
+        (["--caps", "0"], "--caps must be a non-empty, strictly increasing sequence of positive ints"),
+        (["--models", "a,a"], "--models must be a non-empty sequence of distinct model names"),
+        (["-o", "{file}/depth.csv"], "is a file"),
+    ],
+)
+def test_measure_mistakes_exit_2_before_anything_runs(extra, expected, tmp_path, capsys):
+    """Each mistake was found after the money was spent (or exited 1); now exit 2, one line, nothing made."""
+    task = _a_task(tmp_path)
+    (tmp_path / "a-file").write_text("")
+    extra = [part.replace("{file}", str(tmp_path / "a-file")) for part in extra]
+    jobs = tmp_path / "jobs"
+    # Harbor is missing: anything past the command line's checks would fail with exit 1 instead
+    args = ["measure", str(task), "--models", "openai/m1", "--jobs-dir", str(jobs), "-o", str(tmp_path / "d.csv")]
+    code = cli.main([*args, "--harbor", str(tmp_path / "no-harbor"), "--no-progress", *extra])
+    assert code == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("depthlab measure: ")
+    assert expected in line, line
+    assert not jobs.exists()

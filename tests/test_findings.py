@@ -604,7 +604,7 @@ def test_the_pooled_row_needs_all_three_collections_of_the_papers_sample():
     data = _between_only_case().subset(["tb2", "depth"])
     row = _row(findings.pass_depth_given_work(data, n_boot=0), "pcorr_pass_depth_given_work", "pooled")
     assert row["value"] is None
-    assert row["detail"] == "this data has no such sample"
+    assert row["detail"] == "this data has no TW-Verified"  # says which (issue 30)
 
 
 def _planted(rng, n: int, slope: float, offsets: list[tuple[float, float]]) -> pl.DataFrame:
@@ -1057,8 +1057,121 @@ def test_a_task_at_the_median_w_is_large_unless_the_tie_rule_says_small():
         findings.quadrant_percentiles(data, work_ties="median")
     # the statistic itself, on its own
     frame = pl.DataFrame({"dataset": "a", "depth": [1, 1, 1], "work": [1, 2, 3], "pass_rate": [0.2, 0.5, 0.9]})
-    shallow = stats.quadrants(frame, work_ties="small", n_boot=0).filter(pl.col("depth_class") == "shallow")
+    shallow = stats.quadrant_cells(frame, work_ties="small", n_boot=0).filter(pl.col("depth_class") == "shallow")
     assert shallow["n"].to_list() == [1, 2]  # W = 2 (the median) is small
+
+
+def test_rows_that_cannot_be_computed_say_why_in_the_comparison():
+    tb2 = audit_data("tb2")  # real TB2 facts: no capped runs, no TW
+    seen = 0
+    for function in sorted({r.function for r in paper.REPORTED}):
+        finding = getattr(findings, function)
+        kwargs = {"n_boot": 0} if "n_boot" in inspect.signature(finding).parameters else {}
+        for row in paper.compare(finding(tb2, **kwargs)).iter_rows(named=True):
+            assert "none; 0" not in row["this_sample"], row
+            if row["this_data"] == "not computable here":
+                seen += 1
+                why = row["this_sample"].split("not computable: ", 1)[1]
+                assert not why.startswith("; VARIANT"), row
+                assert "no such sample" not in why, row  # a reason, not a shrug
+    assert seen > 40
+    compared = paper.compare(findings.pass_depth_given_work(tb2, n_boot=0))
+    by_key = {r["key"]: r["this_sample"] for r in compared.iter_rows(named=True)}
+    assert by_key["tb2_pcorr_pass_depth_given_work"].startswith("real: tb2; not computable: no capped runs (D unknown)")
+    assert "this data has no TW-Verified" in by_key["tb2_tw_pcorr_pass_depth_given_work"]
+    assert "this data has no TW-Verified, DEPTH" in by_key["pooled_pcorr_pass_depth_given_work"]
+    # a number that needs no D is not said to lack capped runs
+    own = paper.compare(findings.own_set_summary(tb2)).filter(pl.col("key") == "own_tasks")["this_sample"].item()
+    assert own == "real: not computable: this data has no DEPTH"
+
+
+def test_tasks_with_an_incomplete_d_leaving_the_solved_counts_are_noted():
+    tasks, trials = [], []
+    for i, depth in enumerate((1, 1, 2, None)):
+        tasks.append({"dataset": "tmax", "task": f"t{i}", "work": 5})
+        # t3 was run up to cap 5 only, failing everywhere: neither solved nor unsolved
+        trials += _capped("tmax", f"t{i}", "m", depth, top=80 if depth else 5)
+    data = _data(tasks, trials)
+    assert data.audit.filter(pl.col("depth_status") == "incomplete").height == 1
+    shares = findings.depth_shares(data)
+    for key in ("solved_tasks", "solved_depth_1", "solved_share_depth_1"):
+        assert "1 task with an incomplete D left out" in _row(shares, key, "tmax")["detail"], key
+    assert _row(shares, "solved_share_depth_1", "tmax")["value"] == pytest.approx(2 / 3)
+    split = findings.synthetic_vs_human(data)
+    assert "1 task with an incomplete D left out" in _row(split, "solved_tasks", "synthetic")["detail"]
+    complete = _data(tasks[:3], [t for t in trials if t["task"] != "t3"])
+    assert _row(findings.depth_shares(complete), "solved_tasks", "tmax")["detail"] is None
+
+
+def test_a_collection_with_two_labels_gives_two_distinct_label_rows():
+    complexity = ["short", "short", "moderate", "moderate", "complex", "complex", "intricate", "intricate"]
+    difficulty = ["easy", "medium", "easy", "hard", "medium", "hard", "hard", "medium"]
+    tasks, trials = [], []
+    for i in range(8):
+        tasks.append(
+            {
+                "dataset": "tmax",
+                "task": f"t{i}",
+                "work": 4,
+                "difficulty": difficulty[i],
+                "difficulty_source": "generated",
+                "labels": json.dumps({"task_complexity": complexity[i]}),
+            }
+        )
+        trials += _public("tmax", f"t{i}", "a", [j < 8 - i for j in range(8)])
+    table = findings.label_pass_correlations(_data(tasks, trials), n_boot=0)
+    rows = table.filter(pl.col("key") == "label_corr_pass")
+    assert rows.select("key", "group").is_duplicated().sum() == 0
+    assert _row(table, "label_corr_pass", "tmax")["detail"] == "difficulty (generated)"
+    assert _row(table, "label_corr_pass", "tmax: task_complexity")["detail"] == "task_complexity (generated)"
+    generated = _row(table, "label_corr_pass", "generated")
+    assert generated["ci_low"] <= generated["ci_high"]
+    assert "2 generation-time labels" in generated["detail"]
+
+
+def test_depth_against_the_rating_treats_an_unsolved_task_one_way():
+    spec = [("easy", 1), ("easy", 2), ("medium", 1), ("medium", 3), ("hard", 2), ("hard", 5), ("hard", None)]
+    spec += [("medium", None)]
+    tasks, trials = [], []
+    for i, (rating, depth) in enumerate(spec):
+        tasks.append(
+            {
+                "dataset": "tb2",
+                "task": f"t{i}",
+                "work": 3 + (4 * i) % 7,
+                "difficulty": rating,
+                "difficulty_source": "human",
+            }
+        )
+        trials += [r for m in ("a", "b") for r in _capped("tb2", f"t{i}", m, depth)]
+    data = _data(tasks, trials)
+    table = findings.depth_vs_author_rating(data, n_boot=0)
+    corr = _row(table, "pcorr_depth_rating_given_work", "tb2")
+    counted = _row(table, "rated_hard_depth_ge_2", "tb2")["n"] + _row(table, "rated_easy_medium_depth_ge_2", "tb2")["n"]
+    assert corr["n"] == counted == 8  # the two unsolved tasks in both (the correlation had 6 before)
+    # by hand: an unsolved task's D is above every cap (any number above 80 ranks the same)
+    frame = data.audit.with_columns(depth=pl.col("depth").fill_null(1000))
+    expected = stats.partial_spearman(
+        frame, "depth", "difficulty", "work", order={"difficulty": list(DIFFICULTY_ORDER)}, n_boot=0
+    )
+    assert corr["value"] == pytest.approx(expected.r)
+    assert "2 unsolved ranked above every cap" in corr["detail"]
+    assert "unsolved" in inspect.getdoc(findings.depth_vs_author_rating).split("Rows")[0]
+
+
+def test_segment_reliability_counts_a_valid_run_with_no_segment_key():
+    tasks = [{"dataset": "depth", "task": "t1", "work": 9, "labels": json.dumps({"segments": 3})}]
+    trials = [_segment_run("t1", "a", 2), _segment_run("t1", "a", 1)]  # 2 of 3 and 1 of 2 attempted: 3/5
+    keyless = {"dataset": "depth", "task": "t1", "model": "a", "cap": None, "status": "fail"}
+    trials += [{**keyless, "rewards": json.dumps({"reward": 0.0})}, {**keyless, "rewards": None}]
+    table = findings.segment_reliability(_data(tasks, trials), n_boot=0)
+    row = _row(table, "segment_reliability", "a")
+    assert row["value"] == pytest.approx(3 / 7)  # read 0.600 "from 2 runs" before
+    assert row["detail"].startswith("a: 4 runs (2 with no segment key) on 1 task")
+    # a keyless run that passed passed every segment
+    passed = [*trials[:2], {**keyless, "status": "pass", "rewards": json.dumps({"reward": 1.0})}]
+    table = findings.segment_reliability(_data(tasks, passed), n_boot=0)
+    assert _row(table, "segment_reliability", "a")["value"] == pytest.approx(6 / 8)
 
 
 def test_second_model_drops_set_beside_those_noise_alone_gives():

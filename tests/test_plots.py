@@ -60,7 +60,7 @@ def figures(audit: pl.DataFrame) -> dict[str, Figure]:
             "paper": [-0.49, None],
         }
     )
-    cells = stats.quadrants(audit, n_boot=200, seed=0)
+    cells = stats.quadrant_cells(audit, n_boot=200, seed=0)
     segments = pl.DataFrame(
         {
             "segment": [1, 2, 3],
@@ -306,7 +306,7 @@ def test_depth_given_turns_counts_only_tasks_in_the_turn_window(audit):
 
 
 def test_quadrant_cells_show_the_stats_values(audit):
-    cells = stats.quadrants(audit, n_boot=200, seed=1)
+    cells = stats.quadrant_cells(audit, n_boot=200, seed=1)
     fig = plots.quadrants(cells)
     texts = {t.get_text() for t in fig.axes[0].texts}
     for row in cells.iter_rows(named=True):

@@ -608,7 +608,7 @@ def test_quadrant_percentiles_rank_rows_with_a_null_depth_too():
     df = audit_like(5, n=60).with_columns(
         depth=pl.when(pl.int_range(pl.len()) % 4 == 0).then(None).otherwise(pl.col("depth"))
     )
-    table = stats.quadrants(df, n_boot=0)
+    table = stats.quadrant_cells(df, n_boot=0)
     percentile = rankdata_percentile(df, "pass_rate")  # over all 60 rows, null depths included
     known = df["depth"].is_not_null()
     median = float(np.median(df.filter(known)["work"].to_numpy()))
@@ -625,7 +625,7 @@ def test_quadrant_percentiles_rank_rows_with_a_null_depth_too():
 
 def test_quadrants_counts_means_and_intervals():
     df = audit_like(0)
-    table = stats.quadrants(df, n_boot=800, seed=2)
+    table = stats.quadrant_cells(df, n_boot=800, seed=2)
     percentile = rankdata_percentile(df, "pass_rate")
     median = float(np.median(df["work"].to_numpy()))
     assert table["work_split"].to_list() == [median] * 4
@@ -649,7 +649,7 @@ def test_quadrants_counts_means_and_intervals():
 
 def test_quadrants_numeric_split_and_empty_cell():
     df = audit_like(1, n=40)
-    table = stats.quadrants(df, work_split=1000, depth_split=3, n_boot=0)
+    table = stats.quadrant_cells(df, work_split=1000, depth_split=3, n_boot=0)
     large = table.filter(pl.col("work_class") == "large")
     assert large["n"].to_list() == [0, 0]
     assert large["mean_percentile"].null_count() == 2
@@ -707,9 +707,9 @@ def test_invalid_input_rows_and_frames(ppcor_data):
     with pytest.raises(ValueError, match="'method' parameter of kendall_tau_b"):
         stats.kendall_tau_b(ppcor_data, "x", "y", method="abc")
     with pytest.raises(
-        ValueError, match="'work_split' parameter of quadrants must be 'median' or a number, got 'mean'"
+        ValueError, match="'work_split' parameter of quadrant_cells must be 'median' or a number, got 'mean'"
     ):
-        stats.quadrants(audit_like(0), work_split="mean", n_boot=0)
+        stats.quadrant_cells(audit_like(0), work_split="mean", n_boot=0)
     with pytest.raises(ValueError, match="'value' parameter of within_percentile names column 'nope'"):
         stats.within_percentile(audit_like(0), "nope")
 
@@ -919,7 +919,7 @@ def test_a_one_task_quadrant_gets_its_interval_without_warnings():
     df = pl.DataFrame({"dataset": "d", "depth": [1, 1, 1, 5], "work": [1, 9, 2, 9], "pass_rate": [0.9, 0.5, 0.7, 0.1]})
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        table = stats.quadrants(df, n_boot=50, seed=0, method="bca")
+        table = stats.quadrant_cells(df, n_boot=50, seed=0, method="bca")
     deep_large = table.filter((pl.col("depth_class") == "deep") & (pl.col("work_class") == "large")).row(0, named=True)
     assert deep_large["n"] == 1
     assert deep_large["mean_percentile"] == deep_large["ci_low"] == deep_large["ci_high"] == 0.25

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from pathlib import Path
 
+from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab._tables import output_table
 
 HELP = "Measure every task's depth D: oracle preflight, then adaptive capped rounds (Harbor or local)."
@@ -36,9 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", default=None, metavar="URL", help="the model endpoint (OpenAI-compatible)")
     parser.add_argument(
         "--api-key-env",
-        default="OPENAI_API_KEY",
+        default=DEFAULT_API_KEY_ENV,
         metavar="VAR",
-        help="environment variable holding the API key (default OPENAI_API_KEY; never written to disk)",
+        help=f"environment variable holding the API key (default {DEFAULT_API_KEY_ENV}; never written to disk)",
     )
     parser.add_argument("--jobs-dir", default="jobs", metavar="DIR", help="where the jobs go and resume from")
     parser.add_argument(
@@ -56,8 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--profile",
         choices=("harbor", "strict"),
         default="harbor",
-        help="--engine local's security profile (docs/runner.md): 'harbor' (default) runs a task as Harbor does, "
-        "'strict' drops every capability and has no network",
+        help="security profile (docs/runner.md): 'harbor' (default) runs a task as Harbor does; 'strict': on "
+        "--engine local no capability and no network, on --engine harbor every process the agent left is killed "
+        "before the tests",
     )
     parser.add_argument(
         "--price-in", type=float, metavar="USD", help="--engine local: USD per million prompt tokens (cost accounting)"
@@ -65,9 +69,78 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--price-out", type=float, metavar="USD", help="--engine local: USD per million completion tokens"
     )
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=None,
+        metavar="SEC",
+        help="--engine local: seconds one model request may take (default: the task's agent timeout)",
+    )
     parser.add_argument("--no-preflight", action="store_true", help="skip the oracle preflight")
     parser.add_argument("--dataset", default=None, help="tag every task with this dataset name")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def command_line_mistake(args: argparse.Namespace) -> str | None:
+    """The first mistake on the command line that would only show after the money is spent (None if none).
+
+    Every one is found before any run: ``measure``'s own arguments by its own check
+    (:func:`depthlab.engines.rounds.check_arguments`: models, caps, attempts, budgets), the local
+    engine's prices and request timeout finite (a NaN price would be written into every trial's
+    result and make it unreadable; a negative one makes ``--max-cost`` do nothing), the output
+    file writable.
+    """
+    import math
+
+    from depthlab._checks import check_positive_int
+    from depthlab.engines.rounds import check_arguments
+
+    try:
+        check_arguments(
+            args.models, args.caps, args.attempts, args.max_runs, args.max_cost, function=_CLI,
+            max_attempts=args.max_attempts,
+        )  # fmt: skip
+        check_positive_int(args.concurrency, "concurrency", _CLI)
+    except (TypeError, ValueError) as error:
+        return re.sub(rf"^The '(\w+)' parameter of {_CLI}", lambda m: "--" + m.group(1).replace("_", "-"), str(error))
+    for option in ("price_in", "price_out"):
+        value = getattr(args, option, None)
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            return f"--{option.replace('_', '-')} must be a finite amount in USD >= 0, got {value}"
+    timeout = getattr(args, "request_timeout", None)
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        return f"--request-timeout must be a finite number of seconds > 0, got {timeout}"
+    return unwritable(args.output)
+
+
+_CLI = "depthlab measure"
+
+
+def unwritable(path: Path) -> str | None:
+    """Why the table could not be written to ``path`` (None when it could): checked before any run.
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> (folder / "file").write_text("")
+    0
+    >>> unwritable(folder / "file" / "depth.csv")
+    "-o: cannot write ... its folder ... is a file"
+    """
+    import os
+
+    target = path.absolute()
+    if target.exists() and not target.is_file():
+        return f"-o: cannot write {str(path)!r}: it exists and is not a file"
+    if target.exists() and not os.access(target, os.W_OK):
+        return f"-o: cannot write {str(path)!r}: permission denied"
+    folder = target.parent
+    while not folder.exists():  # the table's folders are made when it is written
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"-o: cannot write {str(path)!r}: its folder {str(folder)!r} is a file"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"-o: cannot write {str(path)!r}: the folder {str(folder)!r} is not writable"
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,15 +149,9 @@ def run(args: argparse.Namespace) -> int:
     from depthlab.engines import Engine, EngineError, HarborEngine, LocalEngine, measure
     from depthlab.io import read_tasks
 
-    for option, least in (("concurrency", 1), ("attempts", 1), ("max_attempts", 1), ("max_runs", 1)):
-        value = getattr(args, option)
-        if isinstance(value, int) and value < least:  # --attempts may be "auto"
-            print(
-                f"depthlab measure: --{option.replace('_', '-')} must be at least {least}, got {value}", file=sys.stderr
-            )
-            return 2
-    if args.max_cost is not None and not args.max_cost >= 0:
-        print(f"depthlab measure: --max-cost must be a cost >= 0, got {args.max_cost}", file=sys.stderr)
+    mistake = command_line_mistake(args)
+    if mistake:
+        print(f"depthlab measure: {mistake}", file=sys.stderr)
         return 2
     try:
         load = read_tasks(args.tasks, dataset=args.dataset)
@@ -102,9 +169,6 @@ def run(args: argparse.Namespace) -> int:
     if duplicated:
         print(f"depthlab measure: task names must be unique across TASKS; repeated: {duplicated}", file=sys.stderr)
         return 1
-    if args.engine == "harbor" and args.profile != "harbor":
-        print("depthlab measure: --profile is --engine local's (Harbor's environment decides)", file=sys.stderr)
-        return 2
     if args.engine == "harbor":
         engine: Engine = HarborEngine(
             args.jobs_dir,
@@ -113,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
             environment=args.harbor_env,
             concurrency=args.concurrency,
             api_key_env=args.api_key_env,
+            guard="all" if args.profile == "strict" else "suspects",
         )
     else:
         if not args.base_url:
@@ -127,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             fill_options={"settings": RunSettings(profile=args.profile)},
             prices=(args.price_in, args.price_out),
+            request_timeout=args.request_timeout,
         )
     try:
         with sigterm_as_interrupt():
@@ -148,7 +214,12 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(result.render(), file=sys.stderr)
     if result.depth.height:
-        write_table(result.depth, args.output)
+        try:
+            write_table(result.depth, args.output)
+        except OSError as exc:  # the folder changed since the check: the trials stay in --jobs-dir
+            where = f"the trials are in {args.jobs_dir}"
+            print(f"depthlab measure: cannot write {args.output}: {exc}; {where}", file=sys.stderr)
+            return 1
         print(f"wrote the depth table of {result.depth.height} task(s) to {args.output}", file=sys.stderr)
     if result.excluded.height and result.depth.height == 0:
         return 1  # every task failed its oracle

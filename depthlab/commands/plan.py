@@ -6,10 +6,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from depthlab._tables import output_table
+
+if TYPE_CHECKING:
+    import polars as pl
 
 HELP = "List the (task, model, cap) runs still missing to pin D (-o FILE)."
 
@@ -150,6 +152,8 @@ def harbor_job_configs(plan: pl.DataFrame, tasks: pl.DataFrame, *, agent: str = 
     config has both as run at that stated cap) and ``n_attempts`` = the cell's further attempts.
     """
     # imported here, not at the top: `depthlab --help` imports every verb module for its HELP
+    import polars as pl
+
     from depthlab.io import harbor_writer
 
     located = plan.join(

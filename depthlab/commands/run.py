@@ -9,6 +9,8 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from depthlab._defaults import DEFAULT_API_KEY_ENV
+
 if TYPE_CHECKING:
     from depthlab.runner import FillSummary, TerminusAgent
 
@@ -30,7 +32,9 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``run`` and ``fill``."""
     parser.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="OpenAI-compatible endpoint root")
     parser.add_argument(
-        "--api-key-env", default="DEPTHLAB_API_KEY", help="environment variable holding the API key (never stored)"
+        "--api-key-env",
+        default=DEFAULT_API_KEY_ENV,
+        help=f"environment variable holding the API key (default {DEFAULT_API_KEY_ENV}; never stored)",
     )
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument(
@@ -43,7 +47,16 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-retries", type=int, default=4, help="retries of a failed model request (default 4; backoff doubles)"
     )
-    parser.add_argument("--strip-provider", action="store_true", help="send the model name without its provider/")
+    provider = parser.add_mutually_exclusive_group()
+    provider.add_argument(
+        "--keep-provider",
+        dest="strip_provider",
+        action="store_false",
+        help="send the model name with its provider/ (by default 'openai/m' is sent as 'm', as LiteLLM does)",
+    )
+    # the default since issue 25; kept so that older command lines still run
+    provider.add_argument("--strip-provider", dest="strip_provider", action="store_true", help=argparse.SUPPRESS)
+    parser.set_defaults(strip_provider=True)
     parser.add_argument("--price-in", type=float, help="USD per million prompt tokens (cost accounting)")
     parser.add_argument("--price-out", type=float, help="USD per million completion tokens")
     parser.add_argument("--concurrency", type=int, default=2, help="trials at once (default 2)")

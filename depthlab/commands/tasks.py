@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         args.output = output_table(args.output)
     except argparse.ArgumentTypeError as error:
-        print(f"depthlab tasks: -o: {error}", file=sys.stderr)
+        print(f"depthlab tasks: argument -o/--output: {error}", file=sys.stderr)
         return 2
 
     with warnings.catch_warnings(record=True) as caught:

@@ -54,7 +54,7 @@ import msgspec
 import polars as pl
 
 from depthlab import _atomic
-from depthlab._checks import check_bool, check_choice, check_text
+from depthlab._checks import check_bool, check_choice, check_string
 
 if TYPE_CHECKING:  # pragma: no cover
     from huggingface_hub import HfApi
@@ -250,7 +250,7 @@ def fetch(
     check_choice(name, "name", "fetch", sorted(SOURCES))
     source = SOURCES[name]
     if revision is not None:
-        check_text(revision, "revision", "fetch")
+        check_string(revision, "revision", "fetch")
         if source.kind == "git" and not _is_commit(revision):
             raise ValueError(
                 f"The 'revision' parameter of fetch must be a full 40-hex commit id for git, got {revision!r}"

@@ -51,7 +51,9 @@ import re
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,9 +63,23 @@ from typing import Any
 import polars as pl
 
 from depthlab import schema
-from depthlab._checks import check_positive_int
+from depthlab._checks import check_choice, check_positive_int
+from depthlab.engines._harbor_guard import (
+    GUARD_MODES,
+    GUARDED_AGENT,
+    HARBOR_SIDE,
+    WHOLE_RUN_AGENT,
+    DiskWatch,
+    bounds_overlay,
+    compose_project,
+    judge_trials,
+    remove_temp_leftovers,
+    strip_setuid,
+)
+from depthlab.engines._taskcheck import storage_bounds
 from depthlab.engines.rounds import Echo, EngineError, check_api_key
 from depthlab.io import harbor_writer
+from depthlab.io.harbor import read_json_object, read_text_head
 
 #: The Harbor versions depthlab's configs are checked against: [lowest, first unsupported).
 SUPPORTED_HARBOR: tuple[str, str] = ("0.26.0", "0.27.0")
@@ -84,10 +100,6 @@ LOG_FILE = "depthlab-harbor.log"
 #: In an oracle job: the tasks' checksums and the environment it ran them in (for reuse)
 ORACLE_FILE = "depthlab-oracle.json"
 _ROUND_JOB = re.compile(r"^measure-r(\d+)__")
-#: The folder of the agent Harbor imports for jobs holding a multi-step task, and its import path:
-#: terminus-2 with the stated cap on the whole run (each step told and held to the turns left).
-HARBOR_SIDE = Path(__file__).resolve().parent / "harbor_side"
-WHOLE_RUN_AGENT = "depthlab_whole_run:WholeRunTerminus2"
 
 
 @dataclass(frozen=True)
@@ -173,6 +185,11 @@ class HarborEngine:
         environment's keys as they are.
     env : mapping, optional
         Extra environment variables for Harbor (e.g. ``HARBOR_TELEMETRY=0``).
+    guard : {"suspects", "all"}, default "suspects"
+        What depthlab's guarded terminus-2 kills when the agent's run ends, before the tests: the
+        processes the agent left that reach for the verifier's or the tests' files (each one tamper
+        evidence), or every process the agent left (``depthlab measure --profile strict``; a task
+        whose tests need a server the agent started then cannot pass).
 
     Examples
     --------
@@ -193,8 +210,10 @@ class HarborEngine:
         agent: str = "terminus-2",
         api_key_env: str | None = None,
         env: Mapping[str, str] | None = None,
+        guard: str = "suspects",
     ) -> None:
         check_positive_int(concurrency, "concurrency", "HarborEngine")
+        self.guard = check_choice(guard, "guard", "HarborEngine", GUARD_MODES)
         self.jobs_dir = Path(jobs_dir).absolute()
         self.base_url = base_url
         self.environment = environment
@@ -202,7 +221,7 @@ class HarborEngine:
         self.concurrency = concurrency
         self.agent = agent
         self.env = {**os.environ, **dict(env or {})}
-        # Harbor imports the whole-run agent of multi-step jobs from here (its own venv has no depthlab)
+        # Harbor imports depthlab's agents (guarded terminus-2, the whole-run cap) from here (its venv has no depthlab)
         self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HARBOR_SIDE), self.env.get("PYTHONPATH")]))
         self.api_key_env = api_key_env
         if api_key_env and api_key_env != "OPENAI_API_KEY" and api_key_env in os.environ:
@@ -211,6 +230,7 @@ class HarborEngine:
         self.progress = True  # the round loop sets it
         self.note = ""  # the round loop's note for the progress bar (tasks pinned so far)
         self._harbor: HarborCommand | None = harbor if isinstance(harbor, HarborCommand) else None
+        self.storage_bounds: dict[str, int | None] = {}  # task -> its disk bound (MB), set by each round
 
     # ------------------------------------------------------------------ checks
     @property
@@ -275,6 +295,7 @@ class HarborEngine:
         return configs
 
     def run_round(self, plan: pl.DataFrame, number: int, tasks: pl.DataFrame, echo: Echo) -> None:
+        self.storage_bounds = storage_bounds(tasks)
         configs = self.round_configs(plan, tasks, number)
         total = int(plan["attempts"].sum())
         with _bar(total, f"round {number}", self.progress) as bar:
@@ -295,19 +316,30 @@ class HarborEngine:
     def resume(self, echo: Echo) -> None:
         """Resume every interrupted ``measure-*`` job with ``harbor jobs resume`` (after :meth:`check`)."""
         echo(f"engine: Harbor {self.harbor.version} ({' '.join(self.harbor.argv)}), environment {self.environment}")
+        if self.environment == "docker" and self.jobs_dir.is_dir():
+            removed = remove_temp_leftovers(self.jobs_dir, self.env.get("TMPDIR"))
+            if removed:
+                echo(f"removed {removed} temporary folder(s) killed Harbor trials of this jobs folder left")
+        trials = self.load_trials()  # read once, by the loaders (a FIFO or a link in place of a result is refused)
         for job in self._jobs():
-            if not (job / "config.json").is_file():
+            config = read_json_object(job / "config.json")
+            if config is None:
                 shutil.rmtree(job)  # it never started: no trial ran
                 continue
-            cancelled = _cancelled(job)
+            kept = trials.filter(pl.col("job") == job.name)
+            # Harbor records a trial cancelled by Ctrl-C as CancelledError; `harbor jobs resume` reruns it
+            cancelled = int((kept["exception"] == "CancelledError").sum())
             if _finished(job) and not cancelled:
+                _report_verdicts(job)  # a measurement killed between Harbor's end and the verdicts
                 continue
-            incomplete = [path for path in job.iterdir() if path.is_dir() and not (path / "result.json").is_file()]
-            done = sum(1 for path in job.glob("*/result.json")) - cancelled
+            incomplete = [path for path in job.iterdir() if path.is_dir() and not _regular(path / "result.json")]
+            for path in incomplete:
+                if (path / "result.json").exists() or (path / "result.json").is_symlink():
+                    shutil.rmtree(path)  # a FIFO or a link in place of its result: Harbor's resume would read it
+            done = kept.height - cancelled
             redo = len(incomplete) + cancelled
             echo(f"resuming the interrupted Harbor job {job.name}: {done} trial(s) kept, {redo} to redo")
             self._remove_leftovers(incomplete)
-            config = json.loads((job / "config.json").read_text(encoding="utf-8"))
             n_trials = config.get("n_attempts", 1) * len(config.get("agents") or [1]) * _n_tasks(config)
             with _bar(n_trials, f"resume {job.name}", self.progress) as bar:
                 self._harbor_job(["jobs", "resume", "--job-path", str(job)], job, n_trials, bar)
@@ -353,9 +385,8 @@ class HarborEngine:
         found: dict[str, tuple[str, dict[str, Any]]] = {}
         jobs = [job for job in self._jobs() if job.name.startswith(f"{JOB_PREFIX}oracle__") and _finished(job)]
         for job in sorted(jobs, key=lambda path: (path / "result.json").stat().st_mtime):  # the newest wins
-            try:
-                meta = json.loads((job / ORACLE_FILE).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+            meta = read_json_object(job / ORACLE_FILE)
+            if meta is None:
                 continue
             if {key: meta.get(key) for key in setting} != dict(setting):
                 continue
@@ -366,11 +397,15 @@ class HarborEngine:
 
     # ------------------------------------------------------------------ internals
     def _agent_entry(self, model: str, cap: int, whole_run: bool) -> dict[str, Any]:
-        """The job's agent entry: terminus-2, or for a job holding a multi-step task terminus-2 with the cap
-        on the whole run (:data:`WHOLE_RUN_AGENT`, Harbor imports it from :data:`HARBOR_SIDE`)."""
+        """The job's agent entry: terminus-2 as depthlab's guarded agent (:data:`GUARDED_AGENT`), for a job
+        holding a multi-step task the guarded terminus-2 with the cap on the whole run (:data:`WHOLE_RUN_AGENT`;
+        Harbor imports both from :data:`HARBOR_SIDE`); another agent as named."""
         kwargs = self._agent_kwargs(cap)
-        if not whole_run or self.agent != "terminus-2":
+        if self.agent != "terminus-2":
             return harbor_writer.agent_config(self.agent, model, kwargs)
+        kwargs["guard"] = self.guard
+        if not whole_run:
+            return harbor_writer.agent_config(None, model, kwargs, import_path=GUARDED_AGENT)
         kwargs["cap_template"] = harbor_writer.CAP_TEMPLATE
         return harbor_writer.agent_config(None, model, kwargs, import_path=WHOLE_RUN_AGENT)
 
@@ -389,6 +424,9 @@ class HarborEngine:
         n_attempts: int = 1,
         extra_instructions: Sequence[str] = (),
     ) -> dict[str, Any]:
+        environment = harbor_writer.environment_config(self.environment, self.environment_kwargs)
+        if self.environment == "docker":  # Harbor's docker environment sets no pid limit itself
+            environment["extra_docker_compose"] = [str(bounds_overlay(self.jobs_dir))]
         return harbor_writer.job_config(
             name,
             str(self.jobs_dir),
@@ -396,7 +434,7 @@ class HarborEngine:
             datasets=datasets,
             n_attempts=n_attempts,
             n_concurrent_trials=self.concurrency,
-            environment=harbor_writer.environment_config(self.environment, self.environment_kwargs),
+            environment=environment,
             extra_instructions=extra_instructions,
         )
 
@@ -421,9 +459,12 @@ class HarborEngine:
                 env=self.env,
                 preexec_fn=_die_with_parent,
             )
+            watch = DiskWatch(job, self.storage_bounds) if self.environment == "docker" else None
             try:
                 while process.poll() is None:
                     _advance(bar, start + min(_n_results(job), n_trials))
+                    if watch is not None:
+                        watch.check()
                     time.sleep(0.5)
             except KeyboardInterrupt:
                 # Harbor cancels its trials on SIGINT/SIGTERM and records them as cancelled;
@@ -436,6 +477,8 @@ class HarborEngine:
                     process.wait()
                 raise
         _advance(bar, start + min(_n_results(job), n_trials))
+        strip_setuid(job)  # what a root agent left in /logs/agent or /logs/verifier is on this host
+        _report_verdicts(job)
         if process.returncode in _INTERRUPTED:  # Harbor stopped by Ctrl-C or SIGTERM (the terminal's, say)
             raise KeyboardInterrupt
         if process.returncode != 0:
@@ -471,12 +514,15 @@ class HarborEngine:
 
 
 def _job_results(job: Path) -> dict[str, dict[str, Any]]:
-    """Task name -> its trial's result.json (with ``_dir``, the trial folder) in ``job``."""
+    """Task name -> its trial's result.json (with ``_dir``, the trial folder) in ``job``.
+
+    Read raw (through io's one reader of a Harbor file): a multi-step oracle's ``step_results``
+    name its first failing step, which the trials table does not hold.
+    """
     results: dict[str, dict[str, Any]] = {}
     for path in sorted(job.glob("*/result.json")):
-        try:
-            result = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        result = read_json_object(path)
+        if result is None:
             continue
         # a task.toml [task].name "org/name" is the task "name" in depthlab's tables (as load_tasks reads it)
         name = str(result.get("task_name") or path.parent.name.rsplit("__", 1)[0]).rsplit("/", 1)[-1]
@@ -531,27 +577,11 @@ def _first_failed_step(result: Mapping[str, Any]) -> tuple[int, Mapping[str, Any
     return None
 
 
-def compose_project(name: str) -> str:
-    """The Docker Compose project name Harbor's docker environment gives a session ``name``.
-
-    Examples
-    --------
-    >>> compose_project("chain-r2__AbC1234__env")
-    'chain-r2__abc1234__env'
-    """
-    name = name.lower()
-    if not re.match(r"^[a-z0-9]", name):
-        name = "0" + name
-    return re.sub(r"[^a-z0-9_-]", "-", name)
-
-
 def _verifier_output(trial: Path) -> str:
     for relative in ("verifier/test-stdout.txt", "verifier/test-stderr.txt", "exception.txt"):
-        path = trial / relative
-        if path.is_file():
-            text = path.read_text(encoding="utf-8", errors="replace").strip()
-            if text:
-                return "\n".join(text.splitlines()[-5:])
+        text = read_text_head(trial / relative).strip()  # what the agent could write: never a link or FIFO read
+        if text:
+            return "\n".join(text.splitlines()[-5:])
     return ""
 
 
@@ -568,6 +598,20 @@ def _datasets(task_names: Sequence[str], folders: Mapping[str, Path]) -> list[di
     return harbor_writer.dataset_configs((folders[task], task) for task in task_names)
 
 
+def _report_verdicts(job: Path) -> None:
+    """Record and print depthlab's verdicts (forged grade, outage) on ``job``'s finished trials."""
+    for trial, exception, reason in judge_trials(job):
+        print(f"  {job.name}/{trial}: invalid, {exception}: {reason}", file=sys.stderr)
+
+
+def _regular(path: Path) -> bool:
+    """A regular file, not through a link (a FIFO or a link in place of a result.json is not one)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
 def _n_tasks(config: Mapping[str, Any]) -> int:
     return sum(len(entry.get("task_names") or []) for entry in config.get("datasets") or []) or 1
 
@@ -580,24 +624,10 @@ def _n_results(job: Path) -> int:
 _INTERRUPTED = frozenset({130, 143, -signal.SIGINT, -signal.SIGTERM})
 
 
-def _cancelled(job: Path) -> int:
-    """Trials of ``job`` that Harbor recorded as cancelled (a Ctrl-C): ``harbor jobs resume`` reruns them."""
-    count = 0
-    for path in job.glob("*/result.json"):
-        try:
-            info = json.loads(path.read_text(encoding="utf-8")).get("exception_info") or {}
-        except (OSError, ValueError):
-            continue
-        count += info.get("exception_type") == "CancelledError"
-    return count
-
-
 def _finished(job: Path) -> bool:
-    try:
-        result = json.loads((job / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return bool(result.get("finished_at"))
+    """Whether Harbor finished ``job`` (its job-level result.json records ``finished_at``)."""
+    result = read_json_object(job / "result.json")
+    return result is not None and bool(result.get("finished_at"))
 
 
 def _version(text: str) -> tuple[int, ...]:

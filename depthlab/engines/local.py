@@ -17,7 +17,10 @@ from typing import Any
 import polars as pl
 
 from depthlab import _atomic, schema
-from depthlab._checks import check_positive_int
+from depthlab._checks import check_positive_finite, check_positive_int
+from depthlab._defaults import DEFAULT_API_KEY_ENV
+from depthlab.engines._harbor_guard import judge_trials
+from depthlab.engines._taskcheck import agent_timeouts
 from depthlab.engines.rounds import Echo, EngineError, check_api_key
 
 #: A file of the jobs folder counting the rounds run there (a file: ``harbor view`` lists folders as jobs)
@@ -46,6 +49,10 @@ class LocalEngine:
         default True: what Harbor's LiteLLM does, so both engines send the same request).
     prices : (float or None, float or None), default (None, None)
         USD per million prompt and completion tokens, for the trials' ``cost_usd`` (and ``--max-cost``).
+    request_timeout : float, optional
+        Seconds one model request may take (``--request-timeout``); by default the agent's timeout
+        (``fill_options["agent_timeout_sec"]``, else the longest ``[agent] timeout_sec`` of the
+        round's tasks), so an endpoint that stalls is an outage within the trial's own time.
     fill_options : dict, optional
         Further keyword options of :func:`depthlab.runner.fill` (``settings``, ``limits``,
         ``agent_timeout_sec``); the preflight gets the same ``settings`` and ``limits``.
@@ -64,14 +71,19 @@ class LocalEngine:
         jobs_dir: str | os.PathLike[str],
         *,
         base_url: str | None = None,
-        api_key_env: str | None = "OPENAI_API_KEY",
+        api_key_env: str | None = DEFAULT_API_KEY_ENV,
         concurrency: int = 2,
         agent_factory: Callable[[str, int | None], Any] | None = None,
         fill_options: dict[str, Any] | None = None,
         prices: tuple[float | None, float | None] = (None, None),
         agent_options: Mapping[str, Any] | None = None,
+        request_timeout: float | None = None,
     ) -> None:
         check_positive_int(concurrency, "concurrency", "LocalEngine")
+        if request_timeout is not None:
+            check_positive_finite(request_timeout, "request_timeout", "LocalEngine")
+        self.request_timeout = request_timeout
+        self._agent_timeout = 600.0  # the round's longest agent timeout (set by each round)
         self.prices = prices
         self.jobs_dir = Path(jobs_dir).absolute()
         self.base_url = base_url
@@ -79,7 +91,7 @@ class LocalEngine:
         self.concurrency = concurrency
         self.agent_factory = agent_factory
         self.fill_options = dict(fill_options or {})
-        self.agent_options = {"strip_provider": True, **dict(agent_options or {})}
+        self.agent_options = dict(agent_options or {})
         self.docker_client: Any = None
         self.progress = True  # the round loop sets it
         self.note = ""  # the round loop's note (unused: the runner's progress bar has no postfix)
@@ -102,11 +114,19 @@ class LocalEngine:
             raise EngineError("the local engine needs --base-url (the model endpoint)")
         from depthlab.runner.agent import terminus_factory
 
-        return terminus_factory(self.base_url, api_key_env=self.api_key_env, prices=self.prices, **self.agent_options)
+        options = dict(self.agent_options)
+        # an endpoint that stalls is an outage within the trial's own time, not five times it
+        options.setdefault(
+            "request_timeout",
+            self.request_timeout or self.fill_options.get("agent_timeout_sec") or self._agent_timeout,
+        )
+        return terminus_factory(self.base_url, api_key_env=self.api_key_env, prices=self.prices, **options)
 
     def check(self) -> None:
         """The API key set (unless ``agent_factory`` makes the agents) and Docker reachable."""
         if self.agent_factory is None:
+            if not self.base_url:
+                raise EngineError("the local engine needs --base-url (the model endpoint)")
             check_api_key(self.api_key_env)
         self._client()
 
@@ -151,6 +171,7 @@ class LocalEngine:
 
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
         _atomic.write_text(self.jobs_dir / ROUNDS_FILE, f"{number}\n")
+        self._agent_timeout = max(agent_timeouts(tasks).values(), default=600.0)
         folders = _folders(tasks)
         located = plan.with_columns(folder=pl.col("task").replace_strict(folders, default=None))
         for (folder,), cells in located.group_by(["folder"], maintain_order=True):
@@ -167,6 +188,10 @@ class LocalEngine:
             )
             for message in (*summary.skipped, *summary.errors):
                 echo(f"  {message}")
+        for job in sorted(self.jobs_dir.glob("fill__*")):
+            # the runner checks the verifier's integrity itself; an outage behind a timeout is judged here
+            for trial, exception, reason in judge_trials(job, tampering=False):
+                echo(f"  {job.name}/{trial}: invalid, {exception}: {reason}")
 
     def load_trials(self) -> pl.DataFrame:
         from depthlab.runner.output import load_job_trials

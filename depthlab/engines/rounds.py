@@ -21,17 +21,21 @@ It stops when
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_caps, check_models, check_number, check_positive_int, parameter_error
+from depthlab.engines._lock import jobs_folder_lock
+from depthlab.engines._taskcheck import task_config_problems
 from depthlab.measures import plan_missing
 from depthlab.measures.depth import TASK_KEYS, depth_from_grid, evidence_grid
 
@@ -47,6 +51,14 @@ class Engine(Protocol):
 
     #: The engine's name ("harbor", "local"), recorded in :attr:`MeasureResult.engine`.
     name: str
+
+    @property
+    def jobs_dir(self) -> Path | None:
+        """The jobs folder the engine writes: the loop holds its lock (one measurement per folder).
+
+        None: the engine keeps its trials elsewhere (a simulation), and no folder is locked.
+        """
+
     #: Whether the engine shows progress bars (the loop sets it before :meth:`check`).
     progress: bool
     #: A short line to show beside the engine's progress bar (the loop sets it before each round).
@@ -131,6 +143,7 @@ class MeasureResult:
     output_tokens: int = 0
     cost_usd: float | None = None
     sweep_runs: int = 0
+    set_aside: int = 0  # trials of an earlier version of their task, left out
     engine: str = ""  # the engine's name
 
     @property
@@ -151,6 +164,8 @@ class MeasureResult:
             f"tasks: {_statuses(self.status_counts())}"
             + (f"; {self.excluded.height} left out by the oracle preflight" if self.excluded.height else ""),
         ]
+        if self.set_aside:
+            lines.append(f"set aside: {self.set_aside} trial(s) of an earlier version of their task (not counted)")
         if self.stopped:
             unpinned = self.depth.filter(pl.col("status") == "incomplete")["task"].to_list()
             shown = ", ".join(unpinned[:10]) + (f" and {len(unpinned) - 10} more" if len(unpinned) > 10 else "")
@@ -215,33 +230,90 @@ def measure(
     >>> measure(LocalEngine("jobs", base_url="http://127.0.0.1:8000/v1"), tasks,
     ...         models=["openai/m1"], caps=(1, 2, 3))  # doctest: +SKIP
     """
-    function = "measure"
-    models = check_models(models, function, required=True) or ()
-    caps = check_caps(caps, function)
-    attempts, max_attempts = check_attempts(attempts, max_attempts, function)
-    per_cell = max_attempts if attempts == "auto" else int(attempts)
+    models, caps, attempts, max_runs, max_cost = check_arguments(
+        models, caps, attempts, max_runs, max_cost, max_attempts=max_attempts
+    )
+    say = echo or _stderr
+    engine.progress = progress
+    engine.check()  # an engine that cannot run at all (or a key unset) leaves no trace in the jobs folder
+    with jobs_folder_lock(engine.jobs_dir) if engine.jobs_dir is not None else contextlib.nullcontext():
+        return _measure_locked(
+            engine, tasks, models, caps, (attempts, max_attempts), pass_rule, max_runs, max_cost, preflight, say
+        )
+
+
+def check_arguments(
+    models: Sequence[str],
+    caps: Sequence[int],
+    attempts: int | str = 1,
+    max_runs: int | None = None,
+    max_cost: float | None = None,
+    function: str = "measure",
+    *,
+    max_attempts: int = 3,
+) -> tuple[tuple[str, ...], tuple[int, ...], int | str, int | None, float | None]:
+    """:func:`measure`'s arguments checked, as it uses them: the one check of ``measure`` and of its command line.
+
+    Examples
+    --------
+    >>> check_arguments(["openai/m"], [1, 2], max_cost=5)
+    (('openai/m',), (1, 2), 1, None, 5.0)
+    >>> check_arguments(["openai/m"], [2, 1])
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'caps' parameter of measure must be a non-empty, strictly increasing sequence of positive ints, ...
+    """
+    checked_models = check_models(models, function, required=True)
+    checked_caps = check_caps(caps, function)
+    attempts, _ = check_attempts(attempts, max_attempts, function)
     if max_runs is not None:
         max_runs = check_positive_int(max_runs, "max_runs", function)
     if max_cost is not None:
-        max_cost = check_number(max_cost, "max_cost", function, low=0.0)
-    say = echo or _stderr
-    engine.progress = progress
-    engine.check()
+        max_cost = check_number(max_cost, "max_cost", function, low=0.0, kind="a cost in USD")
+    return checked_models, checked_caps, attempts, max_runs, max_cost
+
+
+def _measure_locked(
+    engine: Engine,
+    tasks: pl.DataFrame,
+    models: Sequence[str],
+    caps: Sequence[int],
+    attempts_max: tuple[int | str, int],
+    pass_rule: str,
+    max_runs: int | None,
+    max_cost: float | None,
+    preflight: bool,
+    say: Echo,
+) -> MeasureResult:
+    """:func:`measure` once it holds the jobs folder (``attempts_max``: attempts and max_attempts)."""
+    attempts, max_attempts = attempts_max
+    per_cell = max_attempts if attempts == "auto" else int(attempts)
+    # values Harbor would misread are refused before anything runs, with or without the preflight
+    excluded = task_config_problems(tasks)
+    if excluded.height:
+        say(render_failures(excluded, "the task's configuration would be misread"))
+        tasks = tasks.filter(~pl.col("task").is_in(excluded["task"].to_list()))
     engine.resume(say)
-    excluded = schema.preflight_failures()
-    if preflight:
-        excluded = engine.preflight(tasks, say)
-        if excluded.height:
-            say(render_failures(excluded))
-            tasks = tasks.filter(~pl.col("task").is_in(excluded["task"].to_list()))
+    if preflight and tasks.height:
+        failed = engine.preflight(tasks, say)
+        if failed.height:
+            say(render_failures(failed))
+            tasks = tasks.filter(~pl.col("task").is_in(failed["task"].to_list()))
+            excluded = pl.concat([excluded, failed])
     sweep = tasks.height * len(models) * len(caps) * per_cell
     if tasks.height == 0:
-        return _result(
-            pl.DataFrame(), [], excluded, engine, models, caps, pass_rule, "every task failed its oracle", sweep
-        )
+        return _result(pl.DataFrame(), [], excluded, engine, models, caps, pass_rule, "every task was left out", sweep)
     rounds: list[RoundReport] = []
     stopped: str | None = None
     trials = engine.load_trials()
+    old = set_aside(trials, tasks, models)
+    if old.height:
+        changed = sorted(set(old["task"].to_list()))
+        shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
+        say(
+            f"set aside: {old.height} trial(s) of {len(changed)} task(s) that changed since they ran (their "
+            f"task_checksum is not the task's now); their cells are planned again: {shown}"
+        )
     limit = (2 * len(caps) + 1) * (max_attempts if attempts == "auto" else 1)
     while True:
         spent = _measured(trials, tasks, models)
@@ -262,7 +334,9 @@ def measure(
             why = report.first_invalid or "the engine recorded no trial"
             stopped = f"round {report.number} recorded no valid trial, nothing was counted: {why}"
             break
-    return _result(trials, rounds, excluded, engine, models, caps, pass_rule, stopped, sweep, tasks=tasks)
+    result = _result(trials, rounds, excluded, engine, models, caps, pass_rule, stopped, sweep, tasks=tasks)
+    result.set_aside = set_aside(trials, tasks, models).height
+    return result
 
 
 def check_attempts(attempts: int | str, max_attempts: int, function: str = "measure") -> tuple[int | str, int]:
@@ -333,9 +407,9 @@ def _run_round(
     return trials, report
 
 
-def render_failures(failures: pl.DataFrame) -> str:
-    """The preflight's table of tasks whose oracle failed, and one summary line."""
-    lines = [f"oracle preflight: {failures.height} task(s) left out, their reference solution fails:"]
+def render_failures(failures: pl.DataFrame, why: str = "their reference solution fails") -> str:
+    """The preflight's table of tasks left out (their oracle failed, or ``why``), and one summary line."""
+    lines = [f"oracle preflight: {failures.height} task(s) left out, {why}:"]
     for row in failures.iter_rows(named=True):
         lines.append(f"  {row['task']}: {row['reason']}")
         for line in (row.get("output") or "").splitlines()[-5:]:
@@ -408,14 +482,39 @@ def depth_table(
 
 
 def _measured(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) -> pl.DataFrame:
-    """The capped trials of ``models`` on ``tasks``: the runs this measurement made."""
+    """The capped trials of ``models`` on ``tasks`` as they are now: the runs this measurement counts."""
+    owned = _owned(trials, tasks, models)
+    return owned.filter(~_other_version()).select(trials.columns) if owned.height else trials
+
+
+def _other_version() -> pl.Expr:
+    """A trial of another version of its task: both checksums known, and different."""
+    return (
+        pl.col("task_checksum").is_not_null()
+        & pl.col("_checksum_now").is_not_null()
+        & (pl.col("task_checksum") != pl.col("_checksum_now"))
+    )
+
+
+def _owned(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) -> pl.DataFrame:
+    """The capped trials of ``models`` on ``tasks``, with the task's checksum now (``_checksum_now``)."""
     if trials.height == 0:
         return trials
-    names = tasks.select("task", "dataset").unique("task", keep="first")
+    now = tasks["checksum"] if "checksum" in tasks.columns else pl.Series([None] * tasks.height, dtype=pl.String)
+    names = tasks.select("task", "dataset").with_columns(_checksum_now=now).unique("task", keep="first")
     capped = trials.filter(pl.col("cap").is_not_null() & pl.col("model").is_in(list(models)))
     # a trial belongs to the task of its name; its dataset is the tasks table's (Harbor records
     # the task folder's name, the local runner the plan's dataset)
-    return capped.drop("dataset").join(names, on="task", how="inner").select(trials.columns)
+    return capped.drop("dataset").join(names, on="task", how="inner").select(*trials.columns, "_checksum_now")
+
+
+def set_aside(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) -> pl.DataFrame:
+    """The trials of an earlier (or other) version of a task: their ``task_checksum`` is not the task's now.
+
+    Such evidence never decides D: the loop leaves them out, and their cells are planned again.
+    """
+    owned = _owned(trials, tasks, models)
+    return owned.filter(_other_version()).drop("_checksum_now") if owned.height else owned
 
 
 def _report(number: int, planned: int, new: pl.DataFrame, seconds: float) -> RoundReport:
@@ -423,7 +522,7 @@ def _report(number: int, planned: int, new: pl.DataFrame, seconds: float) -> Rou
     first = None
     if invalid.height:
         row = invalid.row(0, named=True)
-        message = _exception_message(row.get("source"))
+        message = row.get("exception_message") or ""
         first = f"{row.get('exception') or 'invalid'}" + (f": {_one_line(message)}" if message else "")
     return RoundReport(
         number=number,
@@ -437,18 +536,6 @@ def _report(number: int, planned: int, new: pl.DataFrame, seconds: float) -> Rou
         seconds=seconds,
         first_invalid=first,
     )
-
-
-def _exception_message(result_path: str | None) -> str:
-    """The exception message a trial's result.json records ('' when it cannot be read)."""
-    import json
-    from pathlib import Path
-
-    try:
-        info = json.loads(Path(str(result_path)).read_text(encoding="utf-8")).get("exception_info") or {}
-    except (OSError, ValueError, AttributeError):
-        return ""
-    return str(info.get("exception_message") or "")
 
 
 def _status_counts(depth: pl.DataFrame) -> dict[str, int]:

@@ -11,10 +11,11 @@ from typing import Any, Final, TypedDict, TypeVar, cast
 import polars as pl
 
 from depthlab import stats
+from depthlab._text import count
 from depthlab.auditdata import AuditData
 
 # the paper's groups of collections are catalog facts (derived from its curation), re-exported by findings
-from depthlab.catalog import HUMAN, OWN
+from depthlab.catalog import HUMAN, OWN, name
 from depthlab.schema import FINDING, MIN_TASKS
 
 
@@ -61,7 +62,8 @@ _Finding = TypeVar("_Finding", bound=Callable[..., pl.DataFrame])
 
 def with_paper_rows(function: _Finding) -> _Finding:
     # every row the paper reports from this finding is in its table, "not computable" when this data has no
-    # such sample (e.g. TB2 + TW on TB2 alone), so a comparison never silently leaves a paper number out
+    # such sample (e.g. TB2 + TW on TB2 alone), so a comparison never silently leaves a paper number out; a
+    # paper row without a value says why first (no capped runs, a collection this data lacks)
     @functools.wraps(function)
     def wrapper(data: AuditData, *args: Any, **kwargs: Any) -> pl.DataFrame:
         from depthlab import paper
@@ -78,16 +80,52 @@ def with_paper_rows(function: _Finding) -> _Finding:
                 unit="tasks",
                 collections=[],
                 models=[],
-                detail="this data has no such sample",
+                detail=NO_SAMPLE,
             )
             for r in paper.REPORTED
             if r.function == function.__name__ and (r.statistic, r.group) not in present
         ]
-        return stack([table, make_frame(missing)]) if missing else table
+        table = stack([table, make_frame(missing)]) if missing else table
+        return _explained(data, table)
 
     # the finding's own signature is kept for its callers (a ParamSpec with Concatenate would make ``data``
     # positional-only, which the wrapper, taking ``data=`` too, is not): the wrapper passes every argument on
     return cast("_Finding", wrapper)
+
+
+#: The detail of a paper row a finding does not compute at all on this data (no reason more precise known).
+NO_SAMPLE: Final[str] = "this data has no such sample"
+
+
+def _explained(data: AuditData, table: pl.DataFrame) -> pl.DataFrame:
+    # a paper row without a value: its detail starts with why (the finding's own detail kept after it)
+    from depthlab import paper
+
+    details = []
+    for key, group, value, low, detail in table.select("key", "group", "value", "ci_low", "detail").iter_rows():
+        reported = paper.reported_for(key, group)
+        if reported is None or value is not None or low is not None:
+            details.append(detail)
+            continue
+        reasons = why_not_computable(data, reported.collections, needs_depth=reported.needs_depth)
+        kept = [detail] if detail and detail != NO_SAMPLE and detail not in "; ".join(reasons) else []
+        details.append("; ".join([*reasons, *kept]) or detail)
+    return table.with_columns(detail=pl.Series(details, dtype=pl.String))
+
+
+def why_not_computable(data: AuditData, collections: Sequence[str] | None, *, needs_depth: bool) -> list[str]:
+    """The reasons a row over ``collections`` (None: any) cannot be computed on this data, in words.
+
+    ``no capped runs (D unknown)`` when it needs D and none of its collections present has a run at a
+    stated cap; ``this data has no TW-Verified`` naming the collections this data lacks.
+    """
+    reasons = []
+    here = [d for d in (collections or data.datasets) if d in data.datasets]
+    if needs_depth and not capped_models(data, here):
+        reasons.append("no capped runs (D unknown)")
+    if lacking := [d for d in (collections or ()) if d not in data.datasets]:
+        reasons.append(f"this data has no {', '.join(map(name, lacking))}")
+    return reasons
 
 
 def computed(table: pl.DataFrame, what: str) -> bool:
@@ -207,6 +245,16 @@ def share_row(
 
 def solved_tasks(data: AuditData, collections: Sequence[str]) -> pl.DataFrame:
     return data.audit.filter(pl.col("dataset").is_in(list(collections)) & (pl.col("depth_status") == "solved"))
+
+
+def incomplete_note(data: AuditData, collections: Sequence[str]) -> str | None:
+    """``"3 tasks with an incomplete D left out"`` for the tasks of ``collections`` whose D is incomplete, or None.
+
+    A task some cap was not run on (or whose runs there are all invalid) has neither a pinned D nor
+    "unsolved": a count of solved tasks leaves it out, and says so.
+    """
+    n = data.audit.filter(pl.col("dataset").is_in(list(collections)) & (pl.col("depth_status") == "incomplete")).height
+    return f"{count(n, 'task')} with an incomplete D left out" if n else None
 
 
 def public_runs(data: AuditData) -> pl.DataFrame:

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
 from depthlab._docstrings import filler
 
 __all__ = ["FRAGMENTS", "docstring"]
@@ -35,9 +36,10 @@ FRAGMENTS: Final[Mapping[str, str]] = MappingProxyType(
         "data": """\
 data : AuditData
     The tables of one data source (:func:`depthlab.auditdata.audit_data`).""",
-        "n_boot_seed": """\
+        "n_boot_seed": f"""\
 n_boot, seed : int
-    Bootstrap resamples for the CIs (0: none) and their seed.""",
+    Bootstrap resamples for the CIs (0: none) and their seed; default {AUDIT_N_BOOT:,} and {AUDIT_SEED},
+    the audit's (:mod:`depthlab._defaults` says why they differ from :mod:`depthlab.stats`').""",
         "returns": """\
 Returns
 -------

@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 from scipy import stats as scipy_stats
 
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
 from depthlab.stats import PartialCorr
 
 __all__ = ["STATISTIC", "within_collection_partial"]
@@ -38,7 +39,14 @@ STATISTIC: Final[str] = "within_collection_spearman"
 
 
 def within_collection_partial(
-    frame: pl.DataFrame, x: str, y: str, covar: str, *, by: str = "dataset", n_boot: int = 2000, seed: int = 0
+    frame: pl.DataFrame,
+    x: str,
+    y: str,
+    covar: str,
+    *,
+    by: str = "dataset",
+    n_boot: int = AUDIT_N_BOOT,
+    seed: int = AUDIT_SEED,
 ) -> PartialCorr:
     """The within-collection rank partial correlation of ``x`` and ``y`` given ``covar`` (module docstring).
 

@@ -10,6 +10,7 @@ from depthlab.catalog import AUDITED, HUMAN, SYNTHETIC
 from depthlab.findings._core import (
     Sample,
     capped_models,
+    incomplete_note,
     make_frame,
     make_row,
     share_row,
@@ -55,7 +56,8 @@ def depth_shares(data: AuditData) -> pl.DataFrame:
 
     Paper: among solved tasks, most synthetic tasks are shallow: 278 of the 296 solved synthetic
     tasks (TMax, FACET, SETA, RST) have D ≤ 3; RST has 79% at D ≤ 3. Shares carry a 95% Wilson
-    interval.
+    interval. A task with an incomplete D (a cap not run) is neither solved nor unsolved: it is left
+    out of every count, and the rows' ``detail`` says how many.
 
     Rows per group (each collection, and ``synthetic``): ``solved_tasks``, ``solved_depth_1``,
     ``solved_depth_le_3``, ``solved_depth_ge_5`` (counts) and ``solved_share_depth_1``,
@@ -75,6 +77,7 @@ def depth_shares(data: AuditData) -> pl.DataFrame:
     for group, collections in groups:
         solved = solved_tasks(data, collections)
         models = capped_models(data, collections)
+        note = incomplete_note(data, collections)
         rows.append(
             make_row(
                 data,
@@ -85,6 +88,7 @@ def depth_shares(data: AuditData) -> pl.DataFrame:
                 unit="solved tasks",
                 collections=collections,
                 models=models,
+                detail=note,
             )
         )
         for name, condition in (
@@ -103,9 +107,13 @@ def depth_shares(data: AuditData) -> pl.DataFrame:
                     unit="solved tasks",
                     collections=collections,
                     models=models,
+                    detail=note,
                 )
             )
-            rows.append(share_row(data, f"solved_share_{name}", group, count, solved.height, collections, models))
+            wilson = f"{count} of {solved.height} (Wilson interval)" + (f"; {note}" if note else "")
+            rows.append(
+                share_row(data, f"solved_share_{name}", group, count, solved.height, collections, models, detail=wilson)
+            )
     return make_frame(rows)
 
 
@@ -120,6 +128,7 @@ def synthetic_vs_human(data: AuditData) -> pl.DataFrame:
 
     The paper also sets the DEPTH-style set's median W (315) above the 90th percentile of W over
     the solved synthetic tasks (226; linear interpolation here, the paper's rule is not restated).
+    A task with an incomplete D is left out of every count (``detail`` says how many).
 
     Rows per group (``synthetic``, ``human``): ``solved_tasks``, ``solved_median_work``,
     ``solved_p90_work``, ``solved_depth_ge_5`` (count) and ``solved_share_depth_ge_5`` (95% Wilson
@@ -139,6 +148,7 @@ def synthetic_vs_human(data: AuditData) -> pl.DataFrame:
         work = solved["work"].drop_nulls()
         deep = solved.filter(pl.col("depth") >= 5).height
         common: Sample = {"collections": collections, "models": models}
+        note = incomplete_note(data, collections)
         rows += [
             make_row(
                 data,
@@ -147,6 +157,7 @@ def synthetic_vs_human(data: AuditData) -> pl.DataFrame:
                 solved.height if models else None,
                 n=solved.height,
                 unit="solved tasks",
+                detail=note,
                 **common,
             ),
             make_row(
@@ -156,6 +167,7 @@ def synthetic_vs_human(data: AuditData) -> pl.DataFrame:
                 work.median() if work.len() else None,
                 n=work.len(),
                 unit="solved tasks with W",
+                detail=note,
                 **common,
             ),
             make_row(
@@ -165,7 +177,7 @@ def synthetic_vs_human(data: AuditData) -> pl.DataFrame:
                 work.quantile(0.9, "linear") if work.len() else None,
                 n=work.len(),
                 unit="solved tasks with W",
-                detail="90th percentile, linear interpolation",
+                detail="90th percentile, linear interpolation" + (f"; {note}" if note else ""),
                 **common,
             ),
             make_row(
@@ -175,9 +187,19 @@ def synthetic_vs_human(data: AuditData) -> pl.DataFrame:
                 deep if models else None,
                 n=solved.height,
                 unit="solved tasks",
+                detail=note,
                 **common,
             ),
-            share_row(data, "solved_share_depth_ge_5", group, deep, solved.height, collections, models),
+            share_row(
+                data,
+                "solved_share_depth_ge_5",
+                group,
+                deep,
+                solved.height,
+                collections,
+                models,
+                detail=f"{deep} of {solved.height} (Wilson interval)" + (f"; {note}" if note else ""),
+            ),
         ]
     return make_frame(rows)
 

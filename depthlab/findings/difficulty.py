@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
 from depthlab.auditdata import AuditData
 from depthlab.findings._core import (
     POOLED_GROUPS,
@@ -18,7 +19,7 @@ from depthlab.findings._docs import docstring
 
 @with_paper_rows
 @docstring
-def pass_depth_given_work(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
+def pass_depth_given_work(data: AuditData, *, n_boot: int = AUDIT_N_BOOT, seed: int = AUDIT_SEED) -> pl.DataFrame:
     """Rank partial correlation of the public pass rate with D given W.
 
     Paper: −0.49 on TB2, −0.31 on the 105 solved TB2 and TW tasks, −0.29 [−0.53, −0.02] on the
@@ -57,7 +58,7 @@ def pass_depth_given_work(data: AuditData, *, n_boot: int = 2000, seed: int = 0)
 
 @with_paper_rows
 @docstring
-def pass_turns_given_depth(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
+def pass_turns_given_depth(data: AuditData, *, n_boot: int = AUDIT_N_BOOT, seed: int = AUDIT_SEED) -> pl.DataFrame:
     """Rank partial correlation of the public pass rate with N given D: once D is known, does N add anything?
 
     Paper: +0.06 [−0.18, +0.26] on TB2 + TW. Solved tasks with a public pass rate and N.
@@ -86,7 +87,7 @@ def pass_turns_given_depth(data: AuditData, *, n_boot: int = 2000, seed: int = 0
 
 
 @docstring
-def pass_turns_given_work(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
+def pass_turns_given_work(data: AuditData, *, n_boot: int = AUDIT_N_BOOT, seed: int = AUDIT_SEED) -> pl.DataFrame:
     """Rank partial correlation of the public pass rate with N given W (needs no capped runs).
 
     Not a number the paper reports; it runs on public leaderboard data alone. Every task with a

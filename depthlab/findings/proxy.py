@@ -17,6 +17,7 @@ from typing import Final
 
 import polars as pl
 
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
 from depthlab.auditdata import AuditData
 from depthlab.findings._core import correlation_rows, make_frame, make_row, stack
 from depthlab.findings._docs import docstring
@@ -33,7 +34,7 @@ PROXY_FINDINGS: Final[dict[str, str]] = {
 
 
 @docstring
-def proxy_findings(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
+def proxy_findings(data: AuditData, *, n_boot: int = AUDIT_N_BOOT, seed: int = AUDIT_SEED) -> pl.DataFrame:
     """The proxy's findings: pass rate and rating against the proxy given W, and N against pass rate.
 
     Per collection (and pooled when there are several), on the tasks with a proxy, W and a public

@@ -9,6 +9,7 @@ import polars as pl
 
 from depthlab import stats
 from depthlab._checks import check_choice
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
 from depthlab.auditdata import AuditData
 from depthlab.catalog import HUMAN
 from depthlab.findings._core import (
@@ -32,10 +33,10 @@ def quadrant_cells(
     percentile_base: Literal["all", "solved"] = "all",
     depth_split: float = 2,
     work_ties: Literal["large", "small"] = "large",
-    n_boot: int = 2000,
-    seed: int = 0,
+    n_boot: int = AUDIT_N_BOOT,
+    seed: int = AUDIT_SEED,
 ) -> pl.DataFrame:
-    """The four cells of :func:`quadrant_percentiles` as :func:`depthlab.stats.quadrants` gives them (for plotting).
+    """The four cells of :func:`quadrant_percentiles` as :func:`depthlab.stats.quadrant_cells` gives them (to plot).
 
     A ``collections`` column names the collections that gave the cells a task (a collection
     present with no solved task gives none and is not named), and ``data`` says whether the data is
@@ -50,7 +51,7 @@ def quadrant_cells(
     part = part.with_columns(depth=pl.when(pl.col("depth_status") == "solved").then(pl.col("depth")))
     if part.filter(pl.col("depth").is_not_null()).height == 0:
         return pl.DataFrame()
-    cells = stats.quadrants(
+    cells = stats.quadrant_cells(
         part, depth_split=depth_split, work_split="median", work_ties=work_ties, n_boot=n_boot, seed=seed
     )
     split = part.drop_nulls(["depth", "work", "pass_rate"])["dataset"].unique().to_list()
@@ -67,8 +68,8 @@ def quadrant_percentiles(
     percentile_base: Literal["all", "solved"] = "all",
     depth_split: float = 2,
     work_ties: Literal["large", "small"] = "large",
-    n_boot: int = 2000,
-    seed: int = 0,
+    n_boot: int = AUDIT_N_BOOT,
+    seed: int = AUDIT_SEED,
 ) -> pl.DataFrame:
     """The depth/work quadrants: mean within-collection pass-rate percentile per cell.
 

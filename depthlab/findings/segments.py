@@ -11,6 +11,8 @@ import numpy as np
 import polars as pl
 
 from depthlab import stats
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
+from depthlab._text import count
 from depthlab.auditdata import AuditData
 from depthlab.catalog import OWN
 from depthlab.findings._core import (
@@ -222,7 +224,7 @@ def pass_at_1(data: AuditData, *, collections: Sequence[str] = (OWN,)) -> pl.Dat
 @with_paper_rows
 @docstring
 def segment_reliability(
-    data: AuditData, *, collections: Sequence[str] = (OWN,), n_boot: int = 2000, seed: int = 0
+    data: AuditData, *, collections: Sequence[str] = (OWN,), n_boot: int = AUDIT_N_BOOT, seed: int = AUDIT_SEED
 ) -> pl.DataFrame:
     """Per-model segment reliability r of multi-segment tasks, and how it compounds.
 
@@ -235,7 +237,9 @@ def segment_reliability(
     stops at its first failed segment, so it
     attempts the segments up to and including that one (or every segment when it passes them
     all; a segment with no key is where the run stopped), whatever keys a verifier writes after
-    it (depthlab's own writes every key, 0 after the first failure); the observed share of runs
+    it (depthlab's own writes every key, 0 after the first failure). A valid run with no segment key
+    at all on a multi-segment task counts too: failed, it stopped at its first segment (one
+    attempted, none passed); passed, it passed them all. Then the observed share of runs
     passing every segment; and the compounded share r⁶, the paper's k = 6 segments
     (:data:`PAPER_SEGMENTS`), the number set beside the paper's 47% and 16%. A variant,
     ``segment_pass_all_compounded_task_k``, averages rᵏ over runs with k = the run's task's own
@@ -290,19 +294,22 @@ def segment_reliability(
                 attempted=pl.col("attempted").sum(),
                 runs=pl.len(),
                 all_passed=pl.col("all_passed").sum(),
+                keyless=pl.col("keyless").sum(),
             )
             .sort("task")
         )
         vectors = {c: per_task[c].to_numpy().astype(float) for c in ("passed", "attempted", "runs", "all_passed")}
         point = _segment_stats(np.ones((1, len(task_ids))), vectors, k_by_task)
         boot = None if counts is None else _segment_stats(counts, vectors, k_by_task)
-        results[model] = (point, boot, int(vectors["runs"].sum()))
+        results[model] = (point, boot, int(vectors["runs"].sum()), int(per_task["keyless"].sum()))
     rows = []
     ranked = sorted(models, key=lambda m: results[m][0][0][0])
     labelled = [(m, m) for m in models] + [("best model", ranked[-1]), ("worst model", ranked[0])]
     k_text = f"k = {int(k_by_task.min())}" + ("" if k_by_task.min() == k_by_task.max() else f"–{int(k_by_task.max())}")
     for group, model in labelled:
-        point, boot, n_runs = results[model]
+        point, boot, n_runs, keyless = results[model]
+        runs_text = count(n_runs, "run") + (f" ({keyless} with no segment key)" if keyless else "")
+        runs_text += f" on {count(len(task_ids), 'task')}"
         for j, key in enumerate(SEGMENT_KEYS):
             low = high = None
             if boot is not None:
@@ -322,7 +329,7 @@ def segment_reliability(
                     unit="tasks",
                     collections=chosen,
                     models=[model],
-                    detail=f"{model}: {n_runs} runs on {len(task_ids)} tasks ({k_text} segments){SEGMENT_NOTES[j]}",
+                    detail=f"{model}: {runs_text} ({k_text} segments){SEGMENT_NOTES[j]}",
                 )
             )
     return make_frame(rows)
@@ -553,30 +560,48 @@ def _segment_runs(data: AuditData, collections: Sequence[str]) -> pl.DataFrame:
     # one): the steps passed before the first failed step, of the task's declared steps
     stepped = runs.filter(pl.col("n_steps").is_not_null())
     table = [
-        (f"{dataset}/{task}", model, (failed - 1) if failed is not None else steps, failed or steps, steps)
+        (f"{dataset}/{task}", model, (failed - 1) if failed is not None else steps, failed or steps, steps, False)
         for dataset, task, model, steps, failed in stepped.select(
             "dataset", "task", "model", "n_steps", "first_failed_step"
         ).iter_rows()
     ]
-    runs = runs.filter(pl.col("n_steps").is_null() & pl.col("rewards").str.contains('"segment_'))
+    runs = runs.filter(pl.col("n_steps").is_null())
     read = []
     n_segments: dict[str, int] = {}
-    for dataset, task, model, rewards in runs.select("dataset", "task", "model", "rewards").iter_rows():
-        keys = {k: v for k, v in json.loads(rewards).items() if _SEGMENT_KEY.fullmatch(k)}
+    for dataset, task, model, rewards, status in runs.select(
+        "dataset", "task", "model", "rewards", "status"
+    ).iter_rows():
+        keys = {k: v for k, v in json.loads(rewards or "{}").items() if _SEGMENT_KEY.fullmatch(k)}
         name = f"{dataset}/{task}"
-        read.append((name, model, keys))
-        n_segments[name] = max([n_segments.get(name, 0), *(int(k.split("_")[1]) for k in keys)])
+        read.append((name, model, keys, status))
+        if keys:
+            n_segments[name] = max([n_segments.get(name, 0), *(int(k.split("_")[1]) for k in keys)])
     # a task's number of segments: the task.toml's `segments` label when given, else the highest key any
     # run has (a run passing all has every key)
     declared = _declared_segments(data, collections)
-    for name, model, keys in read:
-        segments = declared.get(name, n_segments[name])
+    for name, model, keys, status in read:
+        segments = declared.get(name, n_segments.get(name, 0))
+        if not segments:  # no run of this task has a segment key and none is declared: not multi-segment
+            continue
+        if not keys:
+            # a valid run with no segment key still attempted: a failed one stopped at its first segment
+            # (where a run stops, no key is written), a passed one passed them all
+            passed = segments if status == "pass" else 0
+            table.append((name, model, passed, min(passed + 1, segments), segments, True))
+            continue
         passed = 0
         while passed < segments and (keys.get(f"segment_{passed + 1}") or 0) >= 1:
             passed += 1
         # the run's own stop: the first segment not passed (its key 0 or absent) is the last attempted
-        table.append((name, model, passed, min(passed + 1, segments), segments))
-    schema = {"task": pl.String, "model": pl.String, "passed": pl.Int64, "attempted": pl.Int64, "segments": pl.Int64}
+        table.append((name, model, passed, min(passed + 1, segments), segments, False))
+    schema = {
+        "task": pl.String,
+        "model": pl.String,
+        "passed": pl.Int64,
+        "attempted": pl.Int64,
+        "segments": pl.Int64,
+        "keyless": pl.Boolean,
+    }
     frame = pl.DataFrame(table, schema=schema, orient="row")
     return frame.with_columns(all_passed=pl.col("passed") == pl.col("segments"))
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from depthlab import stats
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
 from depthlab.auditdata import AuditData
 from depthlab.findings._core import capped_models, make_frame, make_row, public_runs
 from depthlab.findings._docs import docstring
@@ -26,7 +27,7 @@ _STATISTICS = {"share_le_3": "share_depth_le_3", "share_ge_5": "share_depth_ge_5
 
 
 @docstring
-def censored_depth_shares(data: AuditData, *, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
+def censored_depth_shares(data: AuditData, *, n_boot: int = AUDIT_N_BOOT, seed: int = AUDIT_SEED) -> pl.DataFrame:
     """Share D ≤ 3, share D ≥ 5 and median D per collection, unsolved tasks counted, beside the solved-only figures.
 
     The paper's shares and medians are over solved tasks; here the ``censored_*`` rows take every
@@ -72,7 +73,7 @@ def censored_depth_shares(data: AuditData, *, n_boot: int = 2000, seed: int = 0)
 
 
 @docstring
-def depth_reliability(data: AuditData, *, repeats: int = 20, seed: int = 0) -> pl.DataFrame:
+def depth_reliability(data: AuditData, *, repeats: int = 20, seed: int = AUDIT_SEED) -> pl.DataFrame:
     """Split-half D per collection from cells with 2+ attempts: share equal, within one rung, rank correlation.
 
     Each cell's attempts are split in two at random, D estimated on each half with the paper's
@@ -122,7 +123,7 @@ def depth_reliability(data: AuditData, *, repeats: int = 20, seed: int = 0) -> p
 
 @docstring
 def pass_depth_given_work_robust(
-    data: AuditData, *, n_perm: int = 2000, n_boot: int = 2000, seed: int = 0
+    data: AuditData, *, n_perm: int = 2000, n_boot: int = AUDIT_N_BOOT, seed: int = AUDIT_SEED
 ) -> pl.DataFrame:
     """Pass ~ D | W per collection with a permutation p-value and a hierarchical bootstrap interval.
 

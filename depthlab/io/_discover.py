@@ -130,8 +130,9 @@ def _walk(root: str, fallback: str, found: Found) -> None:
                 continue
             # a job: every sub-directory is sent to be parsed as a trial; the few without a
             # result.json come back to be walked (this saves a stat per trial here)
+            start = len(os.path.join(folder, ""))  # each sub-directory's name, cut from its path (scandir's join)
             found.harbor_jobs.append(
-                (os.path.join(folder, "result.json"), frozenset(os.path.basename(sub) for sub, _ in subdirs), fallback)
+                (os.path.join(folder, "result.json"), frozenset(sub[start:] for sub, _ in subdirs), fallback)
             )
             for sub, is_link in subdirs:
                 if is_link:

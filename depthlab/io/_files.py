@@ -1,4 +1,4 @@
-"""Safe reading of run-log files: regular files only, bounded size, every failure a reason.
+"""Safe reading of run-log files: regular files only, never through a link, bounded size, every failure a reason.
 
 Every file a reader looks at is recorded in a dependency list with ``(size, change time)``,
 *before* it is read, so that the parquet cache notices when a file it rejected (a FIFO, a
@@ -11,6 +11,7 @@ modification time is still seen); elsewhere it is ``st_mtime_ns``.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from typing import Any, Final
@@ -29,6 +30,9 @@ BROKEN_LINK: Final[int] = -3
 #: Largest run-log file (result, trajectory, run file, reward) a loader reads, in bytes. Larger
 #: files are refused from their size alone, before a byte is read.
 MAX_FILE_BYTES: Final[int] = 256 * 1024 * 1024
+
+#: Open flag refusing a final symbolic link (0 where the system has none)
+_NOFOLLOW: Final[int] = getattr(os, "O_NOFOLLOW", 0)
 
 #: Whether the change time compared is the status-change time (POSIX) or the modification time.
 POSIX: Final[bool] = os.name == "posix"
@@ -50,12 +54,17 @@ def read_bytes(path: str, deps: list[Dep], limit: int = MAX_FILE_BYTES) -> bytea
 def read_bytes_if_exists(path: str, deps: list[Dep], limit: int = MAX_FILE_BYTES) -> bytearray | None:
     """Like :func:`read_bytes`, but None (remembered as absent) when nothing at all is at ``path``."""
     try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
+        # O_NOFOLLOW: a file that is a link is never followed: an agent that can write in its
+        # trial's folders (Harbor bind-mounts /logs/agent and /logs/verifier there) could point a
+        # link at any file of the host
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | _NOFOLLOW)
     except FileNotFoundError:
         _remember_missing(path, deps)
         return None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            _refuse_link(path, deps)
         _remember_path(path, deps)
         raise Reject(path, f"cannot open: {exc.strerror or exc}") from None
     try:
@@ -100,6 +109,20 @@ def _remember_missing(path: str, deps: list[Dep]) -> None:
         return
     deps.append((path, BROKEN_LINK, changed_ns(info)))
     raise Reject(path, f"broken symbolic link (to {_link_target(path)!r})")
+
+
+def _refuse_link(path: str, deps: list[Dep]) -> None:
+    """A link in place of a file: a dangling one is a broken link, any other is refused unfollowed."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    if not stat.S_ISLNK(info.st_mode):
+        return
+    if not os.path.exists(path):
+        _remember_missing(path, deps)  # raises: broken symbolic link
+    deps.append((path, info.st_size, changed_ns(info)))
+    raise Reject(path, f"a symbolic link (to {_link_target(path)!r}), not followed")
 
 
 def _link_target(path: str) -> str:

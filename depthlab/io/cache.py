@@ -48,7 +48,8 @@ import os
 import stat
 import time
 import warnings
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 from typing import Final
@@ -81,13 +82,50 @@ _MAGIC = b"depthlab-trials-cache\n"
 _LENGTH = 8  # bytes of the header's meta length
 
 
+#: A size in :class:`Stamps` meaning "this unit has no such file remembered".
+SKIP: Final[int] = -1
+
+
+@dataclass
+class Stamps:
+    """Files remembered for many units at once, as columns (the fast path's trials: 100,000 of them).
+
+    Unit ``units[i]`` has the file ``<unit>/<names[k]>`` remembered as ``(sizes[k][i], times[k][i])``
+    (:data:`depthlab.io._files.ABSENT` for a probe found absent), unless ``sizes[k][i]`` is :data:`SKIP`.
+    Each (file, unit) pair is there once, and no unit here has other files remembered.
+    """
+
+    names: tuple[str, ...]
+    units: list[str] = field(default_factory=list)
+    sizes: list[list[int]] = field(default_factory=list)
+    times: list[list[int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.sizes:
+            self.sizes = [[] for _ in self.names]
+            self.times = [[] for _ in self.names]
+
+    def extend(self, other: Stamps) -> None:
+        self.units.extend(other.units)
+        for mine, theirs in zip(self.sizes + self.times, other.sizes + other.times, strict=True):
+            mine.extend(theirs)
+
+
 class _Meta(msgspec.Struct):
     version: int
-    n_present: int  # the first n_present paths are files and directories that were there
-    paths: list[bytes]  # as bytes: stat skips encoding each one, and a name that is not UTF-8 is kept as it is
+    n_present: int  # the first n_present files are files and directories that were there
+    # A file is bases[base[i]] + names[name[i]]: a unit's own files are its folder and a name
+    # relative to it (so 100,000 trials' paths are not stored whole twice); a file outside any
+    # unit has the base "" and its whole path as name. Both are "\0"-joined file-system bytes
+    # (stat takes them as they are, and a name that is not UTF-8 is kept as it is).
+    bases: bytes
+    names: bytes
+    base: list[int]
+    name: list[int]
     sizes: list[int]
     times: list[int]
-    owners: msgspec.Raw  # list[str], decoded only when something changed (the common reload never needs it)
+    owners: bytes  # "\0"-joined units; split only when something changed (the common reload never needs it)
+    owner: msgspec.Raw  # list[int], the unit of each file, index into owners
     rejected: list[tuple[str, str, str]]  # path, reason, unit
     n_seen: int
     duplicates: list[str]
@@ -118,6 +156,8 @@ class Entry:
 
     def kept(self) -> pl.DataFrame:
         """The rows of the load (copies of a trial already loaded left out)."""
+        if not self.table[DUPLICATE].any():  # the common case: no copy of the table
+            return self.table
         return self.table.filter(~pl.col(DUPLICATE))
 
     def reusable(self, unit: str) -> bool:
@@ -130,7 +170,7 @@ class Entry:
         """The remembered files of ``units``, and the unit of each."""
         meta = self._meta
         deps, owners = [], []
-        for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, _owners(meta), strict=True):
+        for path, size, when, owner in zip(_paths(meta), meta.sizes, meta.times, _owners(meta), strict=True):
             if owner in units:
                 deps.append((os.fsdecode(path), size, when))
                 owners.append(owner)
@@ -211,28 +251,54 @@ def save(
     deps: list[Dep],
     owners: list[str],
     duplicates: list[str],
+    stamps: Stamps | None = None,
 ) -> None:
-    """Store a load (``table`` with its :data:`UNIT` column) as one file; failing to write only costs the cache."""
+    """Store a load (``table`` with its :data:`UNIT` column) as one file; failing to write only costs the cache.
+
+    ``deps`` (with the unit of each in ``owners``) and ``stamps`` are the files remembered.
+    """
     # One file can matter to several units (a TB1 run's metadata to each of its trials); a
-    # (path, unit) pair remembered twice keeps its last stamp. Built with C-level zips: a load of
-    # 100,000 trials remembers 200,000 paths or more.
-    paths_in, sizes_in, times_in = (list(column) for column in zip(*deps, strict=True)) if deps else ([], [], [])
-    unique = dict(zip(zip(paths_in, owners, strict=True), zip(sizes_in, times_in, strict=True), strict=True))
-    del paths_in, sizes_in, times_in
-    # files and directories first: a reload stats them in one pass, the few probes after
-    present = [item for item, (size, _) in unique.items() if size >= 0]
-    probes = [item for item, (size, _) in unique.items() if size < 0]
-    stamps = [unique[item] for item in present] + [unique[item] for item in probes]
-    keys = present + probes
+    # (path, unit) pair remembered twice keeps its last stamp (the stamps' pairs are unique).
+    unique = dict(zip(zip((dep[0] for dep in deps), owners, strict=True), (dep[1:] for dep in deps), strict=True))
+    units: dict[str, int] = {GLOBAL: 0}
+    names: dict[str, int] = {}
+    # (base, name, size, time, owner) columns, files and directories first: a reload stats them in
+    # one pass, the few probes after
+    present: tuple[list[int], ...] = ([], [], [], [], [])
+    probes: tuple[list[int], ...] = ([], [], [], [], [])
+    for (path, owner), (size, when) in unique.items():
+        unit = units.setdefault(owner, len(units))
+        inside = owner != GLOBAL and path.startswith(owner) and path[len(owner) : len(owner) + 1] == os.sep
+        base, relative = (unit, path[len(owner) :]) if inside else (0, path)
+        values = (base, names.setdefault(relative, len(names)), size, when, unit)
+        for column, value in zip(present if size >= 0 else probes, values, strict=True):
+            column.append(value)
     del unique
-    paths = [path.encode("utf-8", "surrogateescape") for path, _ in keys]  # os.fsencode, without its checks
+    if stamps is not None and stamps.units:
+        first = len(units)
+        units.update(zip(stamps.units, range(first, first + len(stamps.units)), strict=True))
+        indices = range(first, first + len(stamps.units))
+        for name, sizes, times in zip(stamps.names, stamps.sizes, stamps.times, strict=True):
+            name_index = names.setdefault(os.sep + name, len(names))
+            for size, when, unit in zip(sizes, times, indices, strict=True):
+                if size != SKIP:
+                    columns = present if size >= 0 else probes
+                    columns[0].append(unit)
+                    columns[1].append(name_index)
+                    columns[2].append(size)
+                    columns[3].append(when)
+                    columns[4].append(unit)
     meta = _Meta(
         version=FORMAT_VERSION,
-        n_present=len(present),
-        paths=paths,
-        sizes=[size for size, _ in stamps],
-        times=[when for _, when in stamps],
-        owners=msgspec.Raw(msgspec.msgpack.encode([owner for _, owner in keys])),
+        n_present=len(present[0]),
+        bases=_joined(units),
+        names=_joined(names),
+        base=present[0] + probes[0],
+        name=present[1] + probes[1],
+        sizes=present[2] + probes[2],
+        times=present[3] + probes[3],
+        owners=_joined(units),
+        owner=msgspec.Raw(msgspec.msgpack.encode(present[4] + probes[4])),
         rejected=[(item.path, item.reason, unit) for item, unit in rejected],
         n_seen=n_seen,
         duplicates=duplicates,
@@ -247,7 +313,9 @@ def save(
             out.write(len(encoded).to_bytes(_LENGTH, "little"))
             out.write(encoded)
             del encoded
-            table.write_parquet(out, compression="uncompressed")  # decoded 4x faster; the size hardly matters
+            # uncompressed: decoded 4x faster, the size hardly matters; small row groups: the writer holds
+            # one group at a time (a 100,000-trial table written whole took 3 times its size)
+            table.write_parquet(out, compression="uncompressed", row_group_size=4096)
     except (OSError, pl.exceptions.PolarsError) as exc:  # polars reports a full disk as a ComputeError
         warn_unwritable(exc)
         return
@@ -255,6 +323,15 @@ def save(
         evict(keep=key)
     except ValueError as exc:  # a bad DEPTHLAB_CACHE_MAX_MB costs the eviction, not the load
         warnings.warn(f"the trials cache was not evicted: {exc}", UserWarning, stacklevel=3)
+
+
+def _joined(texts: dict[str, int]) -> bytes:
+    """The keys (in index order) as one "\\0"-joined block of file-system bytes (no path holds a NUL)."""
+    return "\0".join(texts).encode("utf-8", "surrogateescape")  # os.fsencode, without its checks
+
+
+def _split(block: bytes) -> list[bytes]:
+    return block.split(b"\0")
 
 
 class CacheNotWrittenWarning(UserWarning):
@@ -438,7 +515,17 @@ _SIZE = attrgetter("st_size")
 
 
 def _owners(meta: _Meta) -> list[str]:
-    return msgspec.msgpack.decode(meta.owners, type=list[str])
+    """The unit of each remembered file."""
+    units = [unit.decode("utf-8", "surrogateescape") for unit in _split(meta.owners)]
+    return [units[index] for index in msgspec.msgpack.decode(meta.owner, type=list[int])]
+
+
+def _paths(meta: _Meta, start: int = 0, stop: int | None = None) -> Iterator[bytes]:
+    """The remembered files ``start:stop``, as file-system bytes, each built as it is used (C-level maps)."""
+    bases, names = _split(meta.bases), _split(meta.names)
+    return map(
+        bytes.__add__, map(bases.__getitem__, meta.base[start:stop]), map(names.__getitem__, meta.name[start:stop])
+    )
 
 
 def _changed_owners(meta: _Meta) -> set[str]:
@@ -451,7 +538,7 @@ def _changed_owners(meta: _Meta) -> set[str]:
     if _all_present_unchanged(meta) and not _probes_changed(meta):
         return set()
     changed: set[str] = set()
-    for path, size, when, owner in zip(meta.paths, meta.sizes, meta.times, _owners(meta), strict=True):
+    for path, size, when, owner in zip(_paths(meta), meta.sizes, meta.times, _owners(meta), strict=True):
         if dep_changed(path, size, when):
             changed.add(owner)
     return changed
@@ -463,10 +550,10 @@ def _changed_owners(meta: _Meta) -> set[str]:
 # statting half the files (no faster on a busy two-core machine, where the other core is taken).
 def _all_present_unchanged(meta: _Meta) -> bool:
     present = meta.n_present
-    return _unchanged(meta.paths[:present], meta.sizes[:present], meta.times[:present])
+    return _unchanged(_paths(meta, 0, present), meta.sizes[:present], meta.times[:present])
 
 
-def _unchanged(paths: list[bytes], sizes: list[int], times: list[int]) -> bool:
+def _unchanged(paths: Iterable[bytes], sizes: list[int], times: list[int]) -> bool:
     """One tight pass: each stat result compared and dropped at once."""
     stat = os.stat
     try:
@@ -488,7 +575,7 @@ def _unchanged(paths: list[bytes], sizes: list[int], times: list[int]) -> bool:
 def _probes_changed(meta: _Meta) -> bool:
     present = meta.n_present
     lstat = os.lstat
-    for path, size, when in zip(meta.paths[present:], meta.sizes[present:], meta.times[present:], strict=True):
+    for path, size, when in zip(_paths(meta, present), meta.sizes[present:], meta.times[present:], strict=True):
         if size == ABSENT:  # the common probe (a results-only trial has one), checked inline
             try:
                 lstat(path)

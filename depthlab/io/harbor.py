@@ -48,6 +48,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, overload
 
@@ -382,7 +383,7 @@ def identity(
     """
     if trial is None:
         return None
-    return "\x1f".join(str(part) for part in (trial_id, job, trial, task, started_at))
+    return f"{trial_id}\x1f{job}\x1f{trial}\x1f{task}\x1f{started_at}"  # str() of each, cheaply
 
 
 def _apply_cap_rule(rule: str | CapRule, config: dict, turn_limit: int | None) -> int | None:
@@ -612,3 +613,55 @@ def _short(value: Any) -> str:
 
 def _raw_config(raw: bytes | bytearray, path: str) -> dict:
     return decode_json(raw, path, _ConfigOnly).config or {}
+
+
+def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The JSON object in one Harbor file read whole (a job's ``config.json`` or ``result.json``, a
+    trial's ``result.json`` to be rewritten), as the loaders read: a regular file only, never through
+    a link, never blocking on a FIFO; None when absent, unreadable, not JSON or not an object.
+
+    The one raw read of a Harbor file outside the loaders (the engines' resume and verdicts).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(folder, "result.json"), "w").write('{"finished_at": "2026-01-01T00:00:00Z"}')
+    >>> read_json_object(os.path.join(folder, "result.json"))
+    {'finished_at': '2026-01-01T00:00:00Z'}
+    >>> os.mkfifo(os.path.join(folder, "fifo.json"))
+    >>> read_json_object(os.path.join(folder, "fifo.json")) is None
+    True
+    """
+    try:
+        value = read_json(os.fspath(path), [])
+    except Reject:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def read_text_head(path: str | os.PathLike[str], limit: int = 1 << 20) -> str:
+    """At most ``limit`` bytes of one Harbor text file (a verifier's output, ``trial.log``) as text, read as
+    :func:`read_json_object` reads: a regular file only, never through a link or blocking on a FIFO; '' otherwise.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(folder, "out.txt"), "w").write("passed")
+    >>> os.symlink("/etc/hostname", os.path.join(folder, "link.txt"))
+    >>> read_text_head(os.path.join(folder, "out.txt")), read_text_head(os.path.join(folder, "link.txt"))
+    ('passed', '')
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return ""
+        return os.read(descriptor, limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(descriptor)

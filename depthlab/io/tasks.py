@@ -43,7 +43,7 @@ import polars as pl
 import yaml
 
 from depthlab import schema
-from depthlab._checks import check_bool, check_choice, check_text
+from depthlab._checks import check_bool, check_choice, check_string
 from depthlab.io._errors import LoadError, Rejected, RejectedFilesWarning, warning_text
 from depthlab.io.harbor_task import HarborTask, TaskFormatError, read_task
 from depthlab.io.harbor_task import read_text as _read_text
@@ -146,7 +146,7 @@ def _read(
     roots = _roots(paths)
     if difficulty_source is not None:  # None: not stated
         check_choice(difficulty_source, "difficulty_source", function, [s for s in _SOURCES if s is not None])
-    check_text(dataset, "dataset", function, optional=True)
+    check_string(dataset, "dataset", function, optional=True)
     check_bool(strict, "strict", function)
     rows: list[dict] = []
     step_rows: list[dict] = []

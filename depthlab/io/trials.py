@@ -7,7 +7,7 @@ import pickle
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -18,8 +18,8 @@ import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_bool, check_choice, check_text
+from depthlab.io import _fastresults, harbor, tb1
 from depthlab.io import cache as _cache
-from depthlab.io import harbor, tb1
 from depthlab.io._discover import Found, discover, discover_more
 from depthlab.io._errors import (
     DuplicateTrialsWarning,
@@ -218,14 +218,17 @@ def read_trials(
 
     assembly = _Assembly(strict)
     _parse(discover(roots, follow_links), options, entry, assembly, progress)
-    frame = _frame(assembly, entry)
-    trials, dropped = _collapse(frame)
-    trials = _table(trials)
+    unordered, dropped = _collapse(_frame(assembly, entry))
+    handed = [unordered]
+    del unordered  # (so the unordered table is freed column by column as it is ordered)
+    trials = _table(handed)
     duplicates = assembly.duplicates + dropped["source"].to_list()
     rejected = [item for item, _ in assembly.rejected]
     if key is not None:
-        stored = pl.concat([trials, dropped], how="diagonal_relaxed")
-        _cache.save(key, stored, assembly.rejected, assembly.n_seen, assembly.deps, assembly.owners, duplicates)
+        stored = pl.concat([trials, dropped], how="diagonal_relaxed") if dropped.height else trials
+        _cache.save(
+            key, stored, assembly.rejected, assembly.n_seen, assembly.deps, assembly.owners, duplicates, assembly.stamps
+        )
     return _finish(trials, rejected, assembly.n_seen, duplicates, strict)
 
 
@@ -322,9 +325,10 @@ def _cap_rule(cap_rule: str | CapRule | None) -> str | CapRule:
 # whether it has to be walked instead (a job's sub-directory without result.json), and the
 # files it depends on.
 _UnitResult = tuple[int, list[Rejected], bool, list[Dep]]
-# A parsed chunk of units: each unit's (rows, rejections, walk instead, files), and the rows of the
+# A parsed chunk of units: (index in the chunk, its result) of each unit the careful path read, the
+# files of the units the fast path read (each gave one row and nothing else), and the rows of the
 # whole chunk as columns (ROW_SCHEMA and the unit), built in the worker so the parent only extends lists.
-_ChunkResult = tuple[list[_UnitResult], dict[str, list]]
+_ChunkResult = tuple[list[tuple[int, _UnitResult]], _cache.Stamps, dict[str, list]]
 
 
 @dataclass
@@ -337,6 +341,7 @@ class _Assembly:
     rejected: list[tuple[Rejected, str]] = field(default_factory=list)
     deps: list[Dep] = field(default_factory=list)
     owners: list[str] = field(default_factory=list)  # the unit of each of deps
+    stamps: _cache.Stamps = field(default_factory=_fastresults.stamps)  # the fast path's trials' files
     duplicates: list[str] = field(default_factory=list)
     n_seen: int = 0
 
@@ -390,6 +395,7 @@ def _parse(
         assembly.add_deps(found.deps, _cache.GLOBAL)
         units = [(_HARBOR, path, fallback) for path, fallback in found.harbor_trials]
         units += [(_TB1, path, fallback) for path, fallback in found.tb1_trials]
+        found.harbor_trials = []  # (the units hold them now)
         todo = []
         for unit in units:
             if unit[1] in reached:  # overlapping paths: the same trial directory or file again
@@ -400,9 +406,12 @@ def _parse(
             else:
                 reached.add(unit[1])
                 todo.append(unit)
+        del units
         walk = []
-        for chunk, (results, columns) in _run_units(todo, options, assembly.strict, progress):
-            for (_, path, fallback), (n_rows, rejections, walk_instead, deps) in zip(chunk, results, strict=True):
+        for chunk, (results, stamps, columns) in _run_units(todo, options, assembly.strict, progress):
+            assembly.stamps.extend(stamps)
+            for index, (n_rows, rejections, walk_instead, deps) in results:
+                _, path, fallback = chunk[index]
                 if walk_instead:
                     walk.append((path, fallback))
                     assembly.add_deps(deps, _cache.GLOBAL)
@@ -459,30 +468,61 @@ def _rejection(exc: Exception, path: str) -> Rejected:
 def _run_units(
     units: list[tuple[int, str, str]], options: harbor.Options, strict: bool, progress: Progress | None
 ) -> Iterator[tuple[list[tuple[int, str, str]], _ChunkResult]]:
-    """Each unit's result in order, as soon as its chunk is parsed (nothing waits for the whole load in memory)."""
+    """Each unit's result in order, as soon as its chunk is parsed (nothing waits for the whole load in memory).
+
+    A large load is shared between this process and ``cores - 1`` worker processes: the workers
+    take the chunks in turn, and this process parses the next chunk itself whenever the one due
+    is not ready yet (its own chunks cost no hand-off), so every core parses and the chunks held
+    at once stay few.
+    """
     total = len(units)
     context = _pool_context()
-    workers = os.cpu_count() or 1
-    start = 0
-    if total >= _PARALLEL_MIN_UNITS and workers > 1 and context is not None and not strict and _picklable(options):
-        size = max(64, min(2048, total // (workers * 8)))
+    workers = (os.cpu_count() or 1) - 1
+    done = 0
+    if total >= _PARALLEL_MIN_UNITS and workers > 0 and context is not None and not strict and _picklable(options):
+        size = max(64, min(2048, total // ((workers + 1) * 8)))
         chunks = [units[at : at + size] for at in range(0, total, size)]
         try:
             with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                for chunk, result in zip(chunks, pool.map(_parse_chunk, chunks, repeat(options)), strict=True):
-                    start += len(chunk)
+                for chunk, result in _shared(chunks, options, pool, 2 * workers):
+                    done += len(chunk)
                     if progress is not None:
-                        progress(start, total)
+                        progress(done, total)
                     yield chunk, result
             return
         except BrokenProcessPool:
             pass  # a worker died (killed, out of memory): the units not yet yielded are parsed here
-    size = max(1, min(500, (total - start) // 20 or 1))
-    for at in range(start, total, size):
+    size = max(1, min(500, (total - done) // 20 or 1))
+    for at in range(done, total, size):
         chunk = units[at : at + size]
         yield chunk, _parse_chunk(chunk, options)
         if progress is not None:
             progress(min(at + size, total), total)
+
+
+def _shared(
+    chunks: list[list[tuple[int, str, str]]], options: harbor.Options, pool: ProcessPoolExecutor, in_flight: int
+) -> Iterator[tuple[list[tuple[int, str, str]], _ChunkResult]]:
+    """The chunks' results in order, parsed by ``pool`` (at most ``in_flight`` at once) and by this process."""
+    pending: dict[int, Future[_ChunkResult] | _ChunkResult] = {}
+    assigned = 0
+    for due in range(len(chunks)):
+        while True:
+            while assigned < len(chunks) and sum(isinstance(item, Future) for item in pending.values()) < in_flight:
+                pending[assigned] = pool.submit(_parse_chunk, chunks[assigned], options)
+                assigned += 1
+            if due not in pending:  # (every chunk before it is assigned: this one is next)
+                pending[due] = _parse_chunk(chunks[due], options)
+                assigned += 1
+            item = pending[due]
+            if not isinstance(item, Future) or item.done() or assigned == len(chunks):
+                break
+            pending[assigned] = _parse_chunk(chunks[assigned], options)  # the due chunk is not ready: work meanwhile
+            assigned += 1
+        item = pending.pop(due)
+        result = item.result() if isinstance(item, Future) else item
+        del item
+        yield chunks[due], result
 
 
 def _pool_context() -> BaseContext | None:
@@ -505,17 +545,31 @@ def _columns(rows: list[dict], units: str | list[str]) -> dict[str, list]:
 
 
 def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> _ChunkResult:
-    results: list[_UnitResult] = []
-    rows_of_chunk: list[dict] = []
+    """Parse a chunk of units: a results-only Harbor trial by the fast path, any other by the careful one."""
+    results: list[tuple[int, _UnitResult]] = []
+    found = _fastresults.stamps()
+    rows_of_chunk: list[tuple] = []
     owners: list[str] = []
     runs: dict = {}
-    for kind, path, fallback in units:
+    jobs: dict[str, str | None] = {}
+    fast = isinstance(options.cap_rule, str)
+    fields = _fastresults.FIELDS
+    for index, (kind, path, fallback) in enumerate(units):
         deps: list[Dep] = []
+        if fast and kind == _HARBOR:
+            try:
+                fast_row = _fastresults.trial_row(path, options, fallback, found, jobs)
+            except Exception:  # a failure the fast path did not foresee: the careful path says what it is
+                fast_row = None
+            if fast_row is not None:
+                rows_of_chunk.append(fast_row)
+                owners.append(path)  # (a path that is not UTF-8 is declined: shown(path) is path)
+                continue
         try:
             if kind == _HARBOR:
                 parsed = harbor.trial_dir_rows(path, options, fallback, deps)
                 if parsed is None:
-                    results.append((0, [], True, deps))
+                    results.append((index, (0, [], True, deps)))
                     continue
                 rows, rejected = parsed
             else:
@@ -526,13 +580,18 @@ def _parse_chunk(units: list[tuple[int, str, str]], options: harbor.Options) -> 
                     rows, rejected = tb1.run_file_rows(path, set(), options, fallback, deps) or ([], [])
         except Exception as exc:  # one trial's failure is its rejection, never the load's
             where = os.path.join(path, "result.json") if kind == _HARBOR else path
-            results.append((0, [_rejection(exc, where)], False, deps))
+            results.append((index, (0, [_rejection(exc, where)], False, deps)))
             continue
-        results.append((len(rows), rejected, False, deps))
+        results.append((index, (len(rows), rejected, False, deps)))
         if rows:
-            rows_of_chunk.extend(rows)
+            rows_of_chunk.extend(tuple(row[name] for name in fields) for row in rows)
             owners.extend(repeat(shown(path), len(rows)))
-    return results, _columns(rows_of_chunk, owners)
+    if rows_of_chunk:
+        columns = {name: list(values) for name, values in zip(fields, zip(*rows_of_chunk, strict=True), strict=True)}
+    else:
+        columns = {name: [] for name in fields}
+    columns[_cache.UNIT] = owners
+    return results, found, columns
 
 
 def _picklable(options: harbor.Options) -> bool:
@@ -566,17 +625,35 @@ def _collapse(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split rows into the first of each trial (by source path) and the later copies of it."""
     # the copy kept is the one whose path sorts first; found per identity without sorting the whole
     # table (a sorted copy of 100,000 rows was the load's largest allocation after the table itself)
+    if not frame["identity"].is_duplicated().any():  # the common case, decided without ordering anything
+        return frame.with_columns(pl.lit(False).alias(_cache.DUPLICATE)), frame.clear().with_columns(
+            pl.lit(False).alias(_cache.DUPLICATE)
+        )
     index = pl.col("_row")
     first_index = index.sort_by(["source", "_row"]).first().over("identity")
     duplicate = pl.col("identity").is_not_null() & (index != first_index)
     flagged = frame.with_row_index("_row").with_columns(duplicate.alias(_cache.DUPLICATE)).drop("_row")
+    del frame
+    if not flagged[_cache.DUPLICATE].any():  # the common case: no copy of the table
+        return flagged, flagged.clear()
     return flagged.filter(~pl.col(_cache.DUPLICATE)), flagged.filter(pl.col(_cache.DUPLICATE)).sort("source")
 
 
-def _table(frame: pl.DataFrame) -> pl.DataFrame:
-    """Rebuild ``attempt`` and order the rows; keeps the extra columns (dropped by the caller)."""
+def _table(handed: list[pl.DataFrame]) -> pl.DataFrame:
+    """Rebuild ``attempt`` and order the rows; keeps the extra columns (dropped by the caller).
+
+    The table is taken out of ``handed`` and reordered one column at a time, each old column freed
+    as its ordered copy is made: the load holds one table and one column, not two tables.
+    """
+    frame = handed.pop()
     job_start = pl.col("started_at").min().over([*_GROUP, "job"])
-    ordered = frame.with_columns(_job_start=job_start).sort(
-        [*_GROUP, "_job_start", "job", "attempt_hint", "started_at", "trial", "source"], nulls_last=True
-    )
-    return ordered.with_columns(attempt=pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over(_GROUP)).drop("_job_start")
+    keys = [*_GROUP, job_start, "job", "attempt_hint", "started_at", "trial", "source"]
+    order = frame.select(pl.arg_sort_by(keys, nulls_last=True)).to_series()
+    columns = frame.get_columns()
+    del frame
+    for index, column in enumerate(columns):
+        columns[index] = column.gather(order)
+        del column
+    ordered = pl.DataFrame(columns)
+    del columns
+    return ordered.with_columns(attempt=pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over(_GROUP))

@@ -26,6 +26,7 @@ import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_frame, check_nonnegative_int, check_number
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
 from depthlab.measures.depth import TASK_KEYS
 
 #: Columns of :func:`censored_depth`'s table (declared in :mod:`depthlab.schema`).
@@ -114,7 +115,9 @@ def _solved_statistics(depth: np.ndarray, weights: np.ndarray) -> dict[str, np.n
         }
 
 
-def censored_depth(depth: pl.DataFrame, *, n_boot: int = 2000, ci: float = 0.95, seed: int | None = 0) -> pl.DataFrame:
+def censored_depth(
+    depth: pl.DataFrame, *, n_boot: int = AUDIT_N_BOOT, ci: float = 0.95, seed: int | None = AUDIT_SEED
+) -> pl.DataFrame:
     """Per collection: share D <= 3, share D >= 5 and median D over every task (Turnbull) beside the solved-only ones.
 
     The ``censored`` variant counts unsolved tasks as right-censored above the top cap (module

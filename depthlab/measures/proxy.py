@@ -80,6 +80,7 @@ import numpy as np
 import polars as pl
 
 from depthlab._checks import check_bool, check_choice, check_frame, check_positive_int
+from depthlab._defaults import AUDIT_SEED, N_BOOT
 from depthlab.catalog import DIFFICULTY_ORDER
 from depthlab.io import LoadError, Rejected, RejectedFilesWarning, trajectories, warning_text
 from depthlab.schema import CAPS, MIN_TASKS, PROXY_COVERAGE
@@ -636,9 +637,9 @@ def proxy_correlations(
     audit: pl.DataFrame,
     *,
     by_dataset: bool = True,
-    n_boot: int = 10_000,
+    n_boot: int = N_BOOT,
     ci: float = 0.95,
-    seed: int | None = 0,
+    seed: int | None = AUDIT_SEED,
 ) -> pl.DataFrame:
     """Rank partial correlations of difficulty with the proxy, the way D is tested, per collection.
 

@@ -18,6 +18,7 @@ import polars as pl
 from scipy import stats as _scipy_stats
 
 from depthlab._checks import PASS_RULES, check_caps, check_choice, check_frame, check_positive_int
+from depthlab._defaults import AUDIT_SEED
 from depthlab.measures.depth import TASK_KEYS, estimate_depth
 from depthlab.schema import CAPS
 
@@ -30,7 +31,7 @@ def split_half_depth(
     repeats: int = 20,
     caps: Sequence[int] = CAPS,
     pass_rule: str = "any",
-    seed: int = 0,
+    seed: int = AUDIT_SEED,
 ) -> pl.DataFrame:
     """Split-half agreement of D per collection (module docstring).
 
@@ -73,46 +74,12 @@ def split_half_depth(
     valid = valid.select(*_CELL, "status").sort(_CELL)
     multi = valid.group_by(["dataset", "task", "model", "cap"]).len().filter(pl.col("len") >= 2)
     rng = np.random.default_rng(seed)
-    rung = {cap: i for i, cap in enumerate(caps)}
     per: dict[str | None, list[tuple[int, float, float, float | None]]] = {}
     for _ in range(repeats):
-        halves = valid.with_columns(
-            _u=pl.Series(rng.random(valid.height)),
-        ).with_columns(_order=pl.col("_u").rank("ordinal").over(list(_CELL)), _n=pl.len().over(list(_CELL)))
-        # half of each cell's attempts (rounded down) to side A; a lone attempt to a random side
-        side_a = pl.when(pl.col("_n") == 1).then(pl.col("_u") < 0.5).otherwise(pl.col("_order") <= pl.col("_n") // 2)
-        halves = halves.with_columns(_a=side_a)
-        depth_a = estimate_depth(
-            halves.filter(pl.col("_a")).drop("_u", "_order", "_n", "_a"), caps=caps, pass_rule=pass_rule
-        )
-        depth_b = estimate_depth(
-            halves.filter(~pl.col("_a")).drop("_u", "_order", "_n", "_a"), caps=caps, pass_rule=pass_rule
-        )
-        both = depth_a.join(depth_b, on=list(TASK_KEYS), suffix="_b").filter(
-            pl.col("status").is_in(("solved", "unsolved")) & pl.col("status_b").is_in(("solved", "unsolved"))
-        )
-        for (dataset,), group in both.group_by("dataset"):
-            a = np.array([rung.get(d, len(caps)) if d is not None else len(caps) for d in group["depth"].to_list()])
-            b = np.array([rung.get(d, len(caps)) if d is not None else len(caps) for d in group["depth_b"].to_list()])
-            corr = None
-            if len(a) > 2 and a.std() > 0 and b.std() > 0:
-                corr = float(_scipy_stats.spearmanr(a, b).statistic)
-            per.setdefault(dataset, []).append(
-                (len(a), float((a == b).mean()), float((np.abs(a - b) <= 1).mean()), corr)
-            )
-    rows = []
-    for dataset, values in sorted(per.items(), key=lambda item: str(item[0])):
-        corrs = [v[3] for v in values if v[3] is not None]
-        rows.append(
-            {
-                "dataset": dataset,
-                "n_tasks": float(np.mean([v[0] for v in values])),
-                "n_multi_cells": multi.filter(pl.col("dataset").eq_missing(dataset)).height,
-                "share_equal": float(np.mean([v[1] for v in values])),
-                "share_within_one": float(np.mean([v[2] for v in values])),
-                "rank_corr": float(np.mean(corrs)) if corrs else None,
-            }
-        )
+        depth_a, depth_b = _split_depths(valid, rng, caps, pass_rule)
+        for dataset, agreement in _agreement(depth_a, depth_b, caps):
+            per.setdefault(dataset, []).append(agreement)
+    rows = [_summary_row(dataset, values, multi) for dataset, values in sorted(per.items(), key=lambda i: str(i[0]))]
     schema = {
         "dataset": pl.String(),
         "n_tasks": pl.Float64(),
@@ -122,6 +89,59 @@ def split_half_depth(
         "rank_corr": pl.Float64(),
     }
     return pl.DataFrame(rows, schema=schema)
+
+
+def _split_depths(
+    valid: pl.DataFrame, rng: np.random.Generator, caps: Sequence[int], pass_rule: str
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """D of each half of one random split of every cell's attempts (one draw per attempt)."""
+    halves = valid.with_columns(
+        _u=pl.Series(rng.random(valid.height)),
+    ).with_columns(_order=pl.col("_u").rank("ordinal").over(list(_CELL)), _n=pl.len().over(list(_CELL)))
+    # half of each cell's attempts (rounded down) to side A; a lone attempt to a random side
+    side_a = pl.when(pl.col("_n") == 1).then(pl.col("_u") < 0.5).otherwise(pl.col("_order") <= pl.col("_n") // 2)
+    halves = halves.with_columns(_a=side_a)
+    depth_a = estimate_depth(
+        halves.filter(pl.col("_a")).drop("_u", "_order", "_n", "_a"), caps=caps, pass_rule=pass_rule
+    )
+    depth_b = estimate_depth(
+        halves.filter(~pl.col("_a")).drop("_u", "_order", "_n", "_a"), caps=caps, pass_rule=pass_rule
+    )
+    return depth_a, depth_b
+
+
+def _agreement(
+    depth_a: pl.DataFrame, depth_b: pl.DataFrame, caps: Sequence[int]
+) -> list[tuple[str | None, tuple[int, float, float, float | None]]]:
+    """Per collection: tasks compared, share equal, share within one rung, rank correlation (or None)."""
+    rung = {cap: i for i, cap in enumerate(caps)}
+    both = depth_a.join(depth_b, on=list(TASK_KEYS), suffix="_b").filter(
+        pl.col("status").is_in(("solved", "unsolved")) & pl.col("status_b").is_in(("solved", "unsolved"))
+    )
+    out = []
+    for (dataset,), group in both.group_by("dataset"):
+        a = np.array([rung.get(d, len(caps)) if d is not None else len(caps) for d in group["depth"].to_list()])
+        b = np.array([rung.get(d, len(caps)) if d is not None else len(caps) for d in group["depth_b"].to_list()])
+        corr = None
+        if len(a) > 2 and a.std() > 0 and b.std() > 0:
+            corr = float(_scipy_stats.spearmanr(a, b).statistic)
+        out.append((dataset, (len(a), float((a == b).mean()), float((np.abs(a - b) <= 1).mean()), corr)))
+    return out
+
+
+def _summary_row(
+    dataset: str | None, values: list[tuple[int, float, float, float | None]], multi: pl.DataFrame
+) -> dict[str, object]:
+    """One collection's split-half agreement, averaged over the splits."""
+    corrs = [v[3] for v in values if v[3] is not None]
+    return {
+        "dataset": dataset,
+        "n_tasks": float(np.mean([v[0] for v in values])),
+        "n_multi_cells": multi.filter(pl.col("dataset").eq_missing(dataset)).height,
+        "share_equal": float(np.mean([v[1] for v in values])),
+        "share_within_one": float(np.mean([v[2] for v in values])),
+        "rank_corr": float(np.mean(corrs)) if corrs else None,
+    }
 
 
 def depth_by_rule(

@@ -24,7 +24,7 @@ def quadrants_plot(table: pl.DataFrame, *, ax: Axes | None = None) -> Axes:
     Parameters
     ----------
     table : pl.DataFrame
-        The output of :func:`depthlab.stats.quadrants`: one row per cell with ``depth_class``
+        The output of :func:`depthlab.stats.quadrant_cells`: one row per cell with ``depth_class``
         (deep/shallow), ``work_class`` (large/small), ``n``, ``mean_percentile``, ``ci_low``,
         ``ci_high``, ``depth_split`` and ``work_split``.
     {ax}
@@ -77,7 +77,7 @@ def quadrants(table: pl.DataFrame) -> Figure:
     Parameters
     ----------
     table : pl.DataFrame
-        The output of :func:`depthlab.stats.quadrants`: one row per cell with ``depth_class``
+        The output of :func:`depthlab.stats.quadrant_cells`: one row per cell with ``depth_class``
         (deep/shallow), ``work_class`` (large/small), ``n``, ``mean_percentile``, ``ci_low``,
         ``ci_high``, ``depth_split`` and ``work_split``.
         An optional ``collections`` column (comma-separated) names the collections in the title,

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from depthlab._checks import check_choice, check_int_at_least, check_positive_finite, check_positive_int
+from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab.io import harbor_writer
 from depthlab.io.harbor_writer import cap_sentence
 from depthlab.runner.container import TaskContainer
@@ -513,16 +514,18 @@ def _add(total: Any, value: Any) -> Any:
 def terminus_factory(
     base_url: str,
     *,
-    api_key_env: str | None = "DEPTHLAB_API_KEY",
+    api_key_env: str | None = DEFAULT_API_KEY_ENV,
     temperature: float | None = 0.7,
     request_timeout: float = 600.0,
     max_retries: int = 4,
     prices: tuple[float | None, float | None] = (None, None),
-    strip_provider: bool = False,
+    strip_provider: bool = True,
 ) -> Callable[[str, int | None], TerminusAgent]:
     """``(model, cap) -> TerminusAgent`` on ``base_url``: the one agent factory of ``run``, ``fill``
     and ``measure --engine local`` (the options are :class:`ChatClient`'s; ``prices`` are USD per
-    million prompt and completion tokens).
+    million prompt and completion tokens). The provider prefix of a model name (``openai/``) is
+    not sent (``strip_provider``), as LiteLLM, Harbor's client, does not send it: every verb and
+    both engines send the same request.
 
     Examples
     --------

@@ -195,22 +195,29 @@ def fill(
         summary.n_leftover_containers = remove_leftovers(client)
         for job_path in sorted(path for path in jobs_root.iterdir() if (path / "config.json").is_file()):
             summary.n_incomplete_removed += len(remove_incomplete_trials(job_path))
-        done = count_valid_trials(jobs_root)
+        done = count_valid_trials(jobs_root, by_checksum=True)
         items: list[WorkItem] = []
         jobs: dict[tuple[str, int | None], JobDir] = {}
         agents: dict[tuple[str, int | None], Agent] = {}
+        loaded: dict[str, TaskSpec | Exception] = {}
         for row in plan.iter_rows(named=True):
             cap = None if row["cap"] is None else int(row["cap"])
+            if row["task"] not in loaded:
+                try:
+                    loaded[row["task"]] = load_task(_task_path(Path(tasks_dir), row["task"]))
+                except _UNRUNNABLE_TASK as error:
+                    loaded[row["task"]] = error
+            task = loaded[row["task"]]
+            # a trial of another version of the task (its task_checksum not the task's now) fills no cell
+            version = task.checksum if isinstance(task, TaskSpec) else None
             key = (_short(row["task"]), row["model"], cap)
-            already = min(done.get(key, 0), int(row["attempts"]))
+            already = min(done.get((*key, version), 0) + done.get((*key, None), 0), int(row["attempts"]))
             summary.n_trials_already_done += already
             remaining = int(row["attempts"]) - already
             if remaining <= 0:
                 continue
-            try:
-                task = load_task(_task_path(Path(tasks_dir), row["task"]))
-            except _UNRUNNABLE_TASK as error:
-                summary.skipped.append(f"{row['task']}: {error}")
+            if not isinstance(task, TaskSpec):
+                summary.skipped.append(f"{row['task']}: {task}")
                 continue
             job_key = (row["model"], cap)
             if job_key not in jobs:
@@ -398,8 +405,9 @@ def execute(
         _finish(job, summary)
 
 
-def count_valid_trials(jobs_dir: str | os.PathLike[str]) -> dict[tuple[str, str, int | None], int]:
-    """Valid complete trials per (task, model, cap) under ``jobs_dir``, by :func:`depthlab.load_trials`.
+def count_valid_trials(jobs_dir: str | os.PathLike[str], *, by_checksum: bool = False) -> dict[tuple[Any, ...], int]:
+    """Valid complete trials per (task, model, cap) under ``jobs_dir``, by :func:`depthlab.load_trials`;
+    with ``by_checksum``, per (task, model, cap, task_checksum) (the version of the task each ran on).
 
     Examples
     --------
@@ -409,9 +417,10 @@ def count_valid_trials(jobs_dir: str | os.PathLike[str]) -> dict[tuple[str, str,
     """
     trials = load_job_trials(jobs_dir)
     valid = trials.filter(pl.col("status") != "invalid")
-    counts: dict[tuple[str, str, int | None], int] = {}
-    for row in valid.group_by(["task", "model", "cap"]).len().iter_rows(named=True):
-        key = (_short(row["task"]), row["model"], row["cap"])
+    counts: dict[tuple[Any, ...], int] = {}
+    keys = ["task", "model", "cap", *(["task_checksum"] if by_checksum else [])]
+    for row in valid.group_by(keys).len().iter_rows(named=True):
+        key = (_short(row["task"]), row["model"], row["cap"], *([row["task_checksum"]] if by_checksum else []))
         counts[key] = counts.get(key, 0) + int(row["len"])
     return counts
 

@@ -11,6 +11,8 @@ One module per concern, every public name importable from here:
   :data:`MODEL_VERSION` and :data:`PUBLIC_TURN_LIMIT`;
 * :mod:`depthlab.simulate.writing`: :func:`write_runs`, the writing of a simulation's task dirs and
   Harbor job dirs, every document built by the one Harbor writer :mod:`depthlab.io.harbor_writer`;
+* :mod:`depthlab.simulate.steps`: the multi-step layout of segmented tasks and their runs
+  (``write_runs(segments_as="steps")``: Harbor ``[[steps]]`` tasks and ``step_results`` trials);
 * :mod:`depthlab.simulate.truth`: :class:`SimulationSummary` and its truth tables (true D*, W* and
   each model's effective depth);
 * :mod:`depthlab.simulate.replay`: the planner replay, :func:`run_cells`, :func:`write_cells`,

@@ -22,9 +22,10 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from depthlab._checks import check_nonnegative_int, check_number
+from depthlab._checks import check_choice, check_nonnegative_int, check_number
 from depthlab.io import harbor_writer
 from depthlab.schema import CAPS
+from depthlab.simulate import steps as _steps
 from depthlab.simulate.model import (
     _MODEL_SPECS,
     COLLECTIONS,
@@ -58,6 +59,7 @@ def write_runs(
     flip_rate: float = 0.0,
     invalid_rate: float = 0.03,
     public_attempts: int = 3,
+    segments_as: str = "rewards",
 ) -> SimulationSummary:
     """Write simulated task dirs and Harbor job dirs of known depth under ``out_dir``.
 
@@ -77,6 +79,13 @@ def write_runs(
         Chance that a cell also has an infrastructure-error trial (invalid).
     public_attempts : int, default 3
         Uncapped public runs per task and model.
+    segments_as : {"rewards", "steps"}, default "rewards"
+        How a segmented task (the ``depth`` collection) and its runs are written: ``"rewards"``,
+        one task with one verifier writing a reward key per segment (``segment_1`` ...);
+        ``"steps"``, a Harbor multi-step task (schema 1.4 ``[[steps]]``, a step per segment with its
+        ``min_reward`` gate) whose runs are Harbor multi-step trials (``step_results``), see
+        :mod:`depthlab.simulate.steps`. The draws, hence the truth and every run's outcome, are the
+        same in both.
 
     Returns
     -------
@@ -98,6 +107,8 @@ def write_runs(
     for name, rate in (("flip_rate", flip_rate), ("invalid_rate", invalid_rate)):
         check_number(rate, name, function, low=0, high=1, high_open=True)
     check_nonnegative_int(public_attempts, "public_attempts", function)
+    check_choice(segments_as, "segments_as", function, _steps.SEGMENT_LAYOUTS)
+    as_steps = segments_as == "steps"
 
     out = Path(out_dir)
     tasks_dir, jobs_dir = out / "tasks", out / "jobs"
@@ -106,9 +117,9 @@ def write_runs(
             shutil.rmtree(folder)
     rng = np.random.default_rng(seed)
     tasks = _generate_tasks(rng, scale)
-    n_files = sum(_write_task_dir(tasks_dir, task) for task in tasks)
+    n_files = sum(_write_task_dir(tasks_dir, task, as_steps=as_steps) for task in tasks)
 
-    writer = _JobWriter(jobs_dir, rng)
+    writer = _JobWriter(jobs_dir, rng, as_steps=as_steps)
     _write_all_jobs(writer, tasks, rng, flip_rate=flip_rate, invalid_rate=invalid_rate, public_attempts=public_attempts)
     truth, model_truth = _truth_frames(tasks)
     return SimulationSummary(
@@ -159,21 +170,22 @@ def _write_all_jobs(
                 writer.write_job(dataset, f"{dataset}__{_slug(spec.name)}__public", spec.name, None, trials)
 
 
-def _write_task_dir(tasks_dir: Path, task: _Task) -> int:
+def _write_task_dir(tasks_dir: Path, task: _Task, *, as_steps: bool = False) -> int:
     root = tasks_dir / task.dataset / task.name
-    (root / "solution").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "environment").mkdir()
-    files = {
-        "task.toml": _task_toml(task),
-        "instruction.md": task.instruction,
-        "solution/solve.sh": _solve_sh(task),
-        "tests/test.sh": _test_sh(task),
-        "environment/Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\n",
-    }
+    if as_steps and task.segments:
+        files = _steps.task_files(task, _toml_value)
+    else:
+        files = {
+            "task.toml": _task_toml(task),
+            "instruction.md": task.instruction,
+            "solution/solve.sh": _solve_sh(task),
+            "tests/test.sh": _test_sh(task),
+            "environment/Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\n",
+        }
     digest = hashlib.sha256()
     for relative in sorted(files):
         data = files[relative].encode()
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).write_bytes(data)
         digest.update(relative.encode() + b"\0" + hashlib.sha256(data).digest())
     task.checksum = digest.hexdigest()
@@ -252,9 +264,10 @@ def _iso(moment: datetime) -> str:
 class _JobWriter:
     """Writes Harbor job dirs (JobConfig, JobResult, one trial dir per trial) with :mod:`depthlab.io.harbor_writer`."""
 
-    def __init__(self, jobs_dir: Path, rng: np.random.Generator) -> None:
+    def __init__(self, jobs_dir: Path, rng: np.random.Generator, *, as_steps: bool = False) -> None:
         self.jobs_dir = jobs_dir
         self.rng = rng
+        self.as_steps = as_steps
         self.job_dirs: list[Path] = []
         self.n_trials = self.n_invalid = self.n_files = 0
 
@@ -308,11 +321,15 @@ class _JobWriter:
         setup_end = started + timedelta(seconds=20)
         agent_end = setup_end + timedelta(seconds=11 * turns + 3)
         finished = agent_end + timedelta(seconds=15)
+        stepped = self.as_steps and bool(task.segments)
         task_path = f"tasks/{dataset}/{task.name}"
+        if stepped:  # absolute, as Harbor records it, so a reader finds the task's declared steps
+            task_path = os.path.abspath(self.jobs_dir.parent / task_path)
         config = harbor_writer.trial_config(
             harbor_writer.task_config(task_path, dataset), name, f"jobs/{dataset}/{job_name}", agent, job_id=job_id
         )
         invalid = trial.exception is not None
+        step_results: list[dict[str, Any]] = []
         dirs = [trial_dir]
         files: list[tuple[str, bytes]] = []
         exception = None
@@ -324,6 +341,8 @@ class _JobWriter:
             )
             files.append((os.path.join(trial_dir, "exception.txt"), traceback.encode()))
             self.n_invalid += 1
+        elif stepped:
+            step_results, finished = self._write_steps(trial, name, trial_dir, setup_end, dirs, files)
         else:
             agent_dir, verifier_dir = os.path.join(trial_dir, "agent"), os.path.join(trial_dir, "verifier")
             dirs += [agent_dir, verifier_dir]
@@ -341,8 +360,14 @@ class _JobWriter:
         phases = {"environment_setup": harbor_writer.phase(_iso(started), _iso(setup_end))}
         if not invalid:
             phases["agent_setup"] = harbor_writer.phase(_iso(setup_end), _iso(setup_end))
+        if not invalid and not stepped:  # a multi-step trial times its agent and verifier per step
             phases["agent_execution"] = harbor_writer.phase(_iso(setup_end), _iso(agent_end))
             phases["verifier"] = harbor_writer.phase(_iso(agent_end), _iso(finished))
+        rewards = trial.rewards
+        if stepped and not invalid:
+            rewards = harbor_writer.multi_step_rewards(
+                [step["verifier_result"]["rewards"] for step in step_results], _steps.STEP_REWARD_STRATEGY
+            )
         result = harbor_writer.trial_result(
             config,
             result_id=str(uuid.UUID(bytes=self.rng.bytes(16), version=4)),
@@ -352,12 +377,13 @@ class _JobWriter:
             source=dataset,
             task_checksum=task.checksum,
             agent=harbor_writer.agent_info(_AGENT, _AGENT_VERSION, trial.model),
-            agent_result=None if invalid else usage,
-            rewards=trial.rewards,
+            agent_result=None if invalid or stepped else usage,
+            rewards=rewards,
             exception=exception,
             started_at=_iso(started),
             finished_at=_iso(setup_end if invalid else finished),
             phases=phases,
+            step_results=step_results if stepped and not invalid else None,
         )
         files.append((os.path.join(trial_dir, "config.json"), _ENCODER.encode(config)))
         files.append((os.path.join(trial_dir, "result.json"), _ENCODER.encode(result)))
@@ -366,19 +392,61 @@ class _JobWriter:
         self.n_files += len(files)
         return result, finished
 
+    def _write_steps(
+        self,
+        trial: _Trial,
+        name: str,
+        trial_dir: str,
+        agent_start: datetime,
+        dirs: list[str],
+        files: list[tuple[str, bytes]],
+    ) -> tuple[list[dict[str, Any]], datetime]:
+        """A valid run of a segmented task as Harbor's multi-step trial: its step results, and the
+        files of each step under ``steps/<name>/`` (added to ``dirs`` and ``files``); and its end."""
+        script = _turn_script(trial.n_turns or 0, trial.chain, name)
+        ran = _steps.trial_steps(trial, script, agent_start)
+        step_results = []
+        dirs.append(os.path.join(trial_dir, "steps"))
+        done = 0
+        for index, (step, turns, reward, started, agent_end, verifier_end) in enumerate(ran, start=1):
+            step_dir = os.path.join(trial_dir, "steps", step)
+            agent_dir, verifier_dir = os.path.join(step_dir, "agent"), os.path.join(step_dir, "verifier")
+            dirs += [step_dir, agent_dir, verifier_dir]
+            message = _steps.step_instruction(trial.task, index)
+            document = _trajectory(trial, f"{name}.{step}", started, script=turns, message=message, first=done)
+            files.append((os.path.join(agent_dir, "trajectory.json"), _ENCODER.encode(document)))
+            reward_name, reward_text = harbor_writer.reward_file({"reward": reward})
+            files.append((os.path.join(verifier_dir, reward_name), reward_text.encode()))
+            step_results.append(_steps.step_result(step, len(turns), reward, started, agent_end, verifier_end, _iso))
+            done += len(turns)
+        finished = (ran[-1][5] if ran else agent_start) + timedelta(seconds=5)
+        return step_results, finished
 
-def _trajectory(trial: _Trial, session: str, started: datetime) -> dict[str, Any]:
+
+def _trajectory(
+    trial: _Trial,
+    session: str,
+    started: datetime,
+    *,
+    script: list[tuple[str, str]] | None = None,
+    message: str | None = None,
+    first: int = 0,
+) -> dict[str, Any]:
     """An ATIF trajectory: the prompt as a user step, then one agent step per turn.
 
     The turns carry the trial's planted chain (:func:`_turn_script`); the root's
-    ``extra.planted_chain`` records its length, the truth a depth proxy should recover.
+    ``extra.planted_chain`` records its length, the truth a depth proxy should recover. A step of
+    a multi-step trial gives its ``script`` (its share of the run's turns, ``first`` turns ran
+    before it) and its instruction as ``message``; each step's agent marks its step complete on
+    its last turn, and its trajectory records no chain (the chain spans the steps).
     """
-    cap_line = f"\n\nYou have at most {trial.cap} turns." if trial.cap is not None else ""
-    steps: list[dict[str, Any]] = [
-        {"step_id": 1, "timestamp": _iso(started), "source": "user", "message": trial.task.instruction + cap_line}
-    ]
-    turns = trial.n_turns or 0
-    for turn, (command, output) in enumerate(_turn_script(turns, trial.chain, session)):
+    cap_line = f"\n\nYou have at most {trial.cap} turns." if trial.cap is not None and not first else ""
+    prompt = (trial.task.instruction if message is None else message) + cap_line
+    steps: list[dict[str, Any]] = [{"step_id": 1, "timestamp": _iso(started), "source": "user", "message": prompt}]
+    if script is None:
+        script = _turn_script(trial.n_turns or 0, trial.chain, session)
+    turns = len(script)
+    for turn, (command, output) in enumerate(script):
         calls = [
             {
                 "tool_call_id": f"call_{turn}_1",
@@ -396,7 +464,7 @@ def _trajectory(trial: _Trial, session: str, started: datetime) -> dict[str, Any
                 "timestamp": _iso(started + timedelta(seconds=11 * (turn + 1))),
                 "source": "agent",
                 "model_name": trial.model,
-                "message": f"Analysis: step {turn + 1} output read.\nPlan: run the next operation.",
+                "message": f"Analysis: step {first + turn + 1} output read.\nPlan: run the next operation.",
                 "tool_calls": calls,
                 # the terminal echoes the command line before its output
                 "observation": {"results": [{"content": f"root@sim:/app# {command}\n{output}"}]},
@@ -411,7 +479,8 @@ def _trajectory(trial: _Trial, session: str, started: datetime) -> dict[str, Any
         model_name=trial.model,
         extra={"parser": "json"},
     )
-    document["extra"] = {"planted_chain": trial.chain}  # ATIF's root extra (v1.1 on)
+    if message is None:
+        document["extra"] = {"planted_chain": trial.chain}  # ATIF's root extra (v1.1 on)
     return document
 
 

@@ -28,6 +28,9 @@ draw its trials with replacement.
 
 from __future__ import annotations
 
+import warnings
+from typing import Any, Final
+
 from depthlab.stats._correlation import (
     kendall_tau_b,
     label_correlations,
@@ -35,7 +38,7 @@ from depthlab.stats._correlation import (
     semipartial_spearman,
     spearman,
 )
-from depthlab.stats._groups import quadrants, sign_test, within_percentile
+from depthlab.stats._groups import quadrant_cells, sign_test, within_percentile
 from depthlab.stats._proportions import adjust_p, proportion_ci
 from depthlab.stats._resampling import Resampled, hierarchical_bootstrap, permutation_pvalue
 from depthlab.stats._results import PartialCorr, SignTest, to_frame
@@ -51,10 +54,25 @@ __all__ = [
     "partial_spearman",
     "permutation_pvalue",
     "proportion_ci",
-    "quadrants",
+    "quadrant_cells",
     "semipartial_spearman",
     "sign_test",
     "spearman",
     "to_frame",
     "within_percentile",
 ]
+
+#: Old name -> new name of every renamed function: importable under the old name with a
+#: DeprecationWarning, to be removed in a later release (kept out of ``__all__``).
+#: ``quadrants`` became :func:`quadrant_cells` because :func:`depthlab.plots.quadrants` draws them.
+DEPRECATED_ALIASES: Final[dict[str, str]] = {"quadrants": "quadrant_cells"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in DEPRECATED_ALIASES:
+        new = DEPRECATED_ALIASES[name]
+        warnings.warn(
+            f"depthlab.stats.{name} is deprecated: use depthlab.stats.{new}", DeprecationWarning, stacklevel=2
+        )
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

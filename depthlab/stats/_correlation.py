@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 from scipy import stats as _scipy_stats
 
+from depthlab._defaults import N_BOOT, SEED
 from depthlab.stats._engine import (
     _batch_size,
     _interval,
@@ -38,10 +39,10 @@ def partial_spearman(
     y: str,
     covar: str | Sequence[str] | None,
     *,
-    n_boot: int = 10_000,
+    n_boot: int = N_BOOT,
     ci: float = 0.95,
     method: Method = "bca",
-    seed: Seed = None,
+    seed: Seed = SEED,
     cluster: str | None = None,
     order: Order = None,
 ) -> PartialCorr:
@@ -127,10 +128,10 @@ def semipartial_spearman(
     y: str,
     covar: str | Sequence[str] | None,
     *,
-    n_boot: int = 10_000,
+    n_boot: int = N_BOOT,
     ci: float = 0.95,
     method: Method = "bca",
-    seed: Seed = None,
+    seed: Seed = SEED,
     cluster: str | None = None,
     order: Order = None,
 ) -> PartialCorr:
@@ -181,10 +182,10 @@ def spearman(
     x: str,
     y: str,
     *,
-    n_boot: int = 10_000,
+    n_boot: int = N_BOOT,
     ci: float = 0.95,
     method: Method = "bca",
-    seed: Seed = None,
+    seed: Seed = SEED,
     cluster: str | None = None,
     order: Order = None,
 ) -> PartialCorr:
@@ -212,10 +213,10 @@ def kendall_tau_b(
     x: str,
     y: str,
     *,
-    n_boot: int = 10_000,
+    n_boot: int = N_BOOT,
     ci: float = 0.95,
     method: Method = "bca",
-    seed: Seed = None,
+    seed: Seed = SEED,
     order: Order = None,
 ) -> PartialCorr:
     """Kendall's tau-b of ``x`` and ``y`` with a bootstrap CI over rows.
@@ -270,10 +271,10 @@ def label_correlations(
     value: str,
     *,
     order: Sequence[Any] | None = None,
-    n_boot: int = 10_000,
+    n_boot: int = N_BOOT,
     ci: float = 0.95,
     method: Method = "bca",
-    seed: Seed = None,
+    seed: Seed = SEED,
 ) -> pl.DataFrame:
     """Spearman and Kendall tau-b of an ordinal label with a value, with bootstrap CIs.
 

@@ -11,6 +11,7 @@ import polars as pl
 from scipy import stats as _scipy_stats
 
 from depthlab._checks import check_choice, check_number, parameter_error, parameter_problem
+from depthlab._defaults import N_BOOT, SEED
 from depthlab.stats._engine import _interval, _mean_statistic, _row_bootstrap
 from depthlab.stats._inputs import (
     Method,
@@ -101,7 +102,7 @@ def within_percentile(df: Any, value: str, by: str | Sequence[str] | None = "dat
     return frame.select(percentile.alias(f"{value}_percentile")).to_series()
 
 
-def quadrants(
+def quadrant_cells(
     df: Any,
     *,
     depth: str = "depth",
@@ -111,10 +112,10 @@ def quadrants(
     depth_split: float = 2,
     work_split: float | Literal["median"] = "median",
     work_ties: Literal["large", "small"] = "large",
-    n_boot: int = 10_000,
+    n_boot: int = N_BOOT,
     ci: float = 0.95,
     method: Method = "bca",
-    seed: Seed = None,
+    seed: Seed = SEED,
 ) -> pl.DataFrame:
     """The 2×2 depth/work split with each cell's mean within-group percentile of ``value``.
 
@@ -154,18 +155,18 @@ def quadrants(
     >>> import polars as pl
     >>> df = pl.DataFrame({"dataset": ["a"] * 6, "depth": [1, 1, 5, 5, 2, 1], "work": [3, 30, 4, 40, 35, 5],
     ...                    "pass_rate": [0.9, 0.7, 0.5, 0.1, 0.2, 0.8]})
-    >>> quadrants(df, n_boot=0).select("depth_class", "work_class", "n").rows()
+    >>> quadrant_cells(df, n_boot=0).select("depth_class", "work_class", "n").rows()
     [('deep', 'large', 2), ('deep', 'small', 1), ('shallow', 'large', 1), ('shallow', 'small', 2)]
     """
-    _check_common("quadrants", columns=[], names=(), n_boot=n_boot, ci=ci, method=method)
-    frame = _as_polars(df, "quadrants")
-    groups = _as_column_list(by, "by", "quadrants")
+    _check_common("quadrant_cells", columns=[], names=(), n_boot=n_boot, ci=ci, method=method)
+    frame = _as_polars(df, "quadrant_cells")
+    groups = _as_column_list(by, "by", "quadrant_cells")
     _require_columns(
-        frame, [depth, work, value, *groups], ("depth", "work", "value", *["by"] * len(groups)), "quadrants"
+        frame, [depth, work, value, *groups], ("depth", "work", "value", *["by"] * len(groups)), "quadrant_cells"
     )
     for column, name in ((depth, "depth"), (work, "work")):
-        _require_numeric(frame, column, name, "quadrants")
-    check_number(depth_split, "depth_split", "quadrants")
+        _require_numeric(frame, column, name, "quadrant_cells")
+    check_number(depth_split, "depth_split", "quadrant_cells")
     percentile_name = f"{value}_percentile"
     frame = frame.with_columns(within_percentile(frame, value, by=groups or None)).filter(
         pl.col(percentile_name).is_not_null() & pl.col(depth).is_not_null() & pl.col(work).is_not_null()
@@ -175,8 +176,8 @@ def quadrants(
     elif isinstance(work_split, int | float) and not isinstance(work_split, bool):
         split = float(work_split)
     else:
-        raise parameter_error("work_split", "quadrants", "'median' or a number", work_split)
-    check_choice(work_ties, "work_ties", "quadrants", ("large", "small"))
+        raise parameter_error("work_split", "quadrant_cells", "'median' or a number", work_split)
+    check_choice(work_ties, "work_ties", "quadrant_cells", ("large", "small"))
     is_large = pl.col(work) >= split if work_ties == "large" else pl.col(work) > split
     rng = np.random.default_rng(seed)
     rows = []

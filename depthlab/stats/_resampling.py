@@ -26,6 +26,7 @@ import polars as pl
 from scipy import stats as _scipy_stats
 
 from depthlab._checks import check_frame, check_nonnegative_int, check_number, check_positive_int
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def permutation_pvalue(
     covar: str | Sequence[str] | None = None,
     *,
     n_perm: int = 10_000,
-    seed: int | None = 0,
+    seed: int | None = AUDIT_SEED,
 ) -> Resampled:
     """Freedman-Lane permutation p-value of the (partial) Spearman correlation of ``x`` and ``y`` given ``covar``.
 
@@ -110,9 +111,9 @@ def hierarchical_bootstrap(
     covar: str | Sequence[str] | None = None,
     *,
     levels: Sequence[str] = ("dataset", "task"),
-    n_boot: int = 2000,
+    n_boot: int = AUDIT_N_BOOT,
     ci: float = 0.95,
-    seed: int | None = 0,
+    seed: int | None = AUDIT_SEED,
 ) -> Resampled:
     """Percentile interval of the (partial) Spearman of task means, resampling every level in turn, then runs.
 

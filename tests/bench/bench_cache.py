@@ -143,7 +143,8 @@ def check_changes(root: Path) -> list[tuple[str, bool]]:
     shutil.rmtree(trials[2])
     outcomes.append(("a trial removed", read_trials(root).trials.height == before.trials.height - 1))
 
-    # 4. a trajectory replaced by a FIFO (rejected, not hung), then repaired
+    # 4. a trajectory replaced by a FIFO (not hung; since issue 26 it costs only N, with a note naming
+    # it), then repaired
     trajectory = trials[3] / "agent" / "trajectory.json"
     data = trajectory.read_bytes()
     trajectory.unlink()
@@ -155,7 +156,10 @@ def check_changes(root: Path) -> list[tuple[str, bool]]:
     outcomes.append(
         (
             "trajectory became a FIFO, then a file",
-            [r.path for r in fifo.rejected] == [str(trajectory)] and not repaired.rejected,
+            any(note.field == "n_turns" and str(trajectory) in note.reason for note in fifo.notes)
+            and not repaired.notes
+            and not fifo.rejected
+            and not repaired.rejected,
         )
     )
     return outcomes

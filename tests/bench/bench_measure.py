@@ -65,6 +65,7 @@ class BenchEngine:
         self._mark = time.perf_counter()
         self.progress = False
         self.note = ""
+        self.jobs_dir = None  # the trials live in memory: no folder to lock
 
     def check(self) -> None:
         pass

@@ -7,9 +7,9 @@ fixtures are written here, nothing is copied. Trials come from the real simulato
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
+from types import ModuleType
 
 import msgspec
 import polars as pl
@@ -64,9 +64,17 @@ def test_datasets_states_label_semantics_for_every_collection():
 
 @pytest.mark.parametrize("name", sorted(ADAPTERS))
 def test_each_adapter_docstring_says_what_is_human_generated_and_missing(name):
-    doc = importlib.import_module(ADAPTERS[name]).__doc__
+    doc = ADAPTERS[name].__doc__
     for section in ("Human ratings", "Generated labels", "Missing", "Layout under ``root``"):
         assert section in doc, (name, section)
+
+
+def test_the_registry_holds_the_adapter_modules_not_import_strings():
+    for name, adapter in ADAPTERS.items():
+        assert isinstance(adapter, ModuleType), name
+        assert adapter.__name__ == f"depthlab.datasets.{name}"
+        assert adapter.INFO.name == name
+        assert callable(adapter.load), name
 
 
 def test_datasets_is_callable_however_the_package_was_imported():

@@ -28,6 +28,7 @@ import pytest
 from engines_helpers import CAPS, MODELS
 
 import depthlab as dl
+from depthlab.engines._harbor_guard import harbor_temp_leftovers
 from depthlab.engines.harbor import compose_project
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
@@ -177,6 +178,7 @@ def _harbor_measure(work: Path, chain_tasks: Path, server, harbor_cmd: str, meas
     left_images = sorted(image for project in left for image in project_images(project))
     interrupted = [path.name for path in round_one.iterdir() if path.is_dir() and not (path / "result.json").exists()]
     kept = sorted(path.parent.name for path in round_one.glob("*/result.json"))
+    temp_left = [str(path) for path in harbor_temp_leftovers(jobs)]  # Harbor's Compose overrides in /tmp
     second = run_measure(args, measure_env)
     return {
         "returncode": second.returncode,
@@ -187,6 +189,8 @@ def _harbor_measure(work: Path, chain_tasks: Path, server, harbor_cmd: str, meas
         "left_images": left_images,
         "interrupted": interrupted,
         "kept": kept,
+        "temp_left": temp_left,
+        "temp_after": [str(path) for path in harbor_temp_leftovers(jobs)],
         "seconds": time.monotonic() - started,
     }
 
@@ -213,6 +217,13 @@ def test_harbor_resume_kept_the_done_trials_and_duplicated_none(harbor_measured)
     # and their images (Harbor builds one per trial and removes it at the trial's end)
     assert harbor_measured["left_images"]
     assert not [image for project in harbor_measured["left"] for image in project_images(project)]
+
+
+def test_harbors_temp_folders_of_killed_trials_are_removed_by_the_rerun(harbor_measured):
+    """Issue 32, case 7: a group kill leaves Harbor's temporary Compose folders; the next run removes them."""
+    assert harbor_measured["temp_left"]
+    assert harbor_measured["temp_after"] == []
+    assert not [path for path in harbor_measured["temp_left"] if Path(path).exists()]
 
 
 def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, harbor_check, harbor_viewer):

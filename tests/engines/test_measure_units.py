@@ -35,6 +35,7 @@ class SimulatedEngine:
         self.rounds: list[pl.DataFrame] = []
         self.progress = True
         self.note = ""
+        self.jobs_dir = None  # the trials live in memory: no folder to lock
 
     def check(self) -> None:
         pass
@@ -145,7 +146,7 @@ def test_the_oracle_preflight_leaves_failing_tasks_out_and_all_failing_stops():
     assert any("1 task(s) left out" in line and "never: the reference solution got reward 0" in line for line in lines)
     everyone = SimulatedEngine(DEPTHS, oracle_fails=tuple(DEPTHS))
     result = measure(everyone, tasks_table(DEPTHS), models=MODELS, caps=(1, 2), echo=print)
-    assert result.stopped == "every task failed its oracle"
+    assert result.stopped == "every task was left out"
     assert not everyone.rounds
 
 
@@ -206,7 +207,7 @@ def test_attempts_auto_is_checked_and_reaches_measure_from_the_command_line(tmp_
     out = str(tmp_path / "d.csv")
     base = ["measure", str(tmp_path), "--models", "a", "-o", out]
     assert cli.main([*base, "--attempts", "auto", "--max-attempts", "0"]) == 2
-    assert "--max-attempts must be at least 1" in capsys.readouterr().err
+    assert "--max-attempts must be an int >= 1, got 0" in capsys.readouterr().err
     assert cli.main([*base, "--attempts", "many"]) == 2
     assert "expected a positive integer or 'auto'" in capsys.readouterr().err
     # auto passes the checks and stops only at the missing task folders
@@ -287,7 +288,7 @@ def test_the_command_is_listed_and_checks_its_options(tmp_path, capsys):
     assert "measure" in capsys.readouterr().out
     out = str(tmp_path / "d.csv")
     assert cli.main(["measure", str(tmp_path), "--models", "a", "-o", out, "-n", "0"]) == 2
-    assert "--concurrency must be at least 1" in capsys.readouterr().err
+    assert "--concurrency must be an int >= 1, got 0" in capsys.readouterr().err
     assert cli.main(["measure", str(tmp_path), "--models", "a", "-o", str(tmp_path / "d.xlsx")]) == 2
     assert cli.main(["measure", str(tmp_path), "--models", "a", "-o", out]) == 1
     assert "no task folders found" in capsys.readouterr().err
@@ -342,6 +343,7 @@ def test_harbor_dry_run_accepts_a_cloud_rounds_configs(environment, tmp_path, ha
     harbor = str(harbor_python.parent / "harbor")
     # the environment's preflight only checks that its credentials are set; the dry run contacts no one
     env = {**harbor_env, "DAYTONA_API_KEY": "dry-run", "MODAL_TOKEN_ID": "dry-run", "MODAL_TOKEN_SECRET": "dry-run"}
+    env["PYTHONPATH"] = engine.env["PYTHONPATH"]  # where Harbor imports depthlab's guarded agent from
     for name, config in list(configs.items())[: 2 if environment == "daytona" else 1]:  # each takes seconds
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(config))
@@ -453,8 +455,14 @@ def test_resume_hands_interrupted_jobs_to_harbors_own_resume(tmp_path):
         (folder / "result.json").write_text(json.dumps({"finished_at": "2026-12-01T00:00:00" if finished else None}))
         for index, exception in enumerate(exceptions):
             (folder / f"t__{index}").mkdir()
-            info = {"exception_type": exception} if exception else None
-            (folder / f"t__{index}" / "result.json").write_text(json.dumps({"exception_info": info}))
+            info = {"exception_type": exception, "exception_message": ""} if exception else None
+            result = {  # the fields Harbor 0.26 writes that the trials table reads
+                "task_name": "t", "trial_name": f"t__{index}", "exception_info": info,
+                "agent_info": {"name": "terminus-2", "version": "2", "model_info": {"name": "m", "provider": "openai"}},
+                "config": {"trials_dir": str(folder), "agent": {"name": "terminus-2", "kwargs": {"max_turns": 2}}},
+                "verifier_result": {"rewards": {"reward": 0.0}},
+            }  # fmt: skip
+            (folder / f"t__{index}" / "result.json").write_text(json.dumps(result))
         return folder
 
     done = job("measure-r01__cap-001", True, [None, None])
@@ -470,3 +478,24 @@ def test_resume_hands_interrupted_jobs_to_harbors_own_resume(tmp_path):
     assert done.name not in calls.read_text()
     assert not (jobs / "measure-r03__cap-010").exists()
     assert f"resuming the interrupted Harbor job {cancelled.name}: 1 trial(s) kept, 1 to redo" in lines
+
+
+def test_trials_of_an_earlier_version_of_a_task_are_set_aside_and_their_cells_planned_again():
+    """Issue 32, case 4: a task changed since its trials ran (D 3 -> 5) keeps no old evidence."""
+    depths = {"t": {"p/a": 5, "p/b": 5}}
+    engine = SimulatedEngine(depths)
+    old = {"dataset": "d", "task": "t", "status": "pass", "n_input_tokens": 1, "n_output_tokens": 1,
+           "cost_usd": 0.01, "task_checksum": "old"}  # fmt: skip
+    engine.rows = [
+        {**old, "model": model, "cap": cap, "status": "pass" if cap >= 3 else "fail", "source": f"old/{model}{cap}"}
+        for model in MODELS
+        for cap in (2, 3)
+    ]
+    tasks = tasks_table(["t"]).with_columns(checksum=pl.lit("new"))
+    lines: list[str] = []
+    result = measure(engine, tasks, models=MODELS, caps=(2, 3, 5), echo=lines.append)
+    assert any("set aside: 4 trial(s) of 1 task(s) that changed since they ran" in line for line in lines)
+    assert result.set_aside == 4
+    assert engine.rounds, "the cells the old trials filled were planned again"
+    assert result.depth.select("task", "depth", "status").rows() == [("t", 5, "solved")]
+    assert "set aside: 4 trial(s)" in result.render()

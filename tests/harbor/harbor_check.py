@@ -1,8 +1,11 @@
 """Validate Harbor files with Harbor's own pydantic models; run inside the Harbor side venv.
 
 Input (stdin): a JSON list of ``[kind, path]`` pairs, kind one of ``job_config``,
-``job_result``, ``trial_config``, ``trial_result``, ``trajectory``, or ``job_plan`` (a job
-config that Harbor also expands into the trial configs it would run, as ``harbor run`` does).
+``job_result``, ``trial_config``, ``trial_result``, ``trajectory``, ``job_plan`` (a job
+config that Harbor also expands into the trial configs it would run, as ``harbor run`` does), or
+``task`` (a task folder, loaded as Harbor's ``Task``: its task.toml by ``TaskConfig``, its files
+checked as Harbor checks them before a run; the entry also has ``task``: name, validity, reward
+strategy, and each step's name, gate and instruction).
 Output (stdout): ``{"harbor": VERSION, "files": [{"kind", "path", "error"}, ...]}`` (``error``
 null when the file loads; a ``job_plan`` entry also has ``trial_configs``).
 
@@ -24,6 +27,8 @@ def _models() -> dict:
     from harbor.job_plan import JobPlan
     from harbor.models.job.config import JobConfig
     from harbor.models.job.result import JobResult
+    from harbor.models.task.config import TaskConfig
+    from harbor.models.task.task import Task
     from harbor.models.trajectories import Trajectory
     from harbor.models.trial.config import TrialConfig
     from harbor.models.trial.result import TrialResult
@@ -39,7 +44,19 @@ def _models() -> dict:
         plan = asyncio.run(JobPlan.from_config(JobConfig.model_validate_json(text)))
         return {"trial_configs": [config.model_dump(mode="json") for config in plan.trial_configs]}
 
+    def task(folder: Path) -> dict:
+        config = TaskConfig.model_validate_toml((folder / "task.toml").read_text(encoding="utf-8"))
+        loaded = Task(folder)
+        steps = [
+            {"name": step.name, "min_reward": step.min_reward, "instruction": loaded.step_instruction(step.name)}
+            for step in config.steps or []
+        ]
+        strategy = config.model_dump(mode="json").get("multi_step_reward_strategy")
+        valid = Task.is_valid_dir(folder)
+        return {"task": {"name": loaded.name, "valid": valid, "strategy": strategy, "steps": steps}}
+
     return {
+        "task": task,
         "job_plan": job_plan,
         "job_config": lambda text: JobConfig.model_validate_json(text),
         "job_result": lambda text: JobResult.model_validate_json(text),
@@ -55,7 +72,8 @@ def main() -> int:
     for kind, path in json.load(sys.stdin):
         entry = {"kind": kind, "path": path, "error": None}
         try:
-            extra = models[kind](Path(path).read_text(encoding="utf-8"))
+            given = Path(path)
+            extra = models[kind](given if kind == "task" else given.read_text(encoding="utf-8"))
             if isinstance(extra, dict):
                 entry.update(extra)
         except Exception as failure:  # every failure is reported with its file, none stops the run

@@ -12,7 +12,7 @@ import pytest
 from io_helpers import TMAX_TRIALS, write_trial
 
 from depthlab.cli import main
-from depthlab.io import cache, harbor, read_trials
+from depthlab.io import _fastresults, cache, harbor, read_trials
 from depthlab.io._files import MAX_FILE_BYTES
 from depthlab.io.cache import cache_dir
 
@@ -26,15 +26,21 @@ def _rewrite_keep_stat(path, text):
 
 @pytest.fixture
 def parsed(monkeypatch):
-    """The trial directories the loader parses (small loads stay in this process)."""
+    """The trial directories the loader parses, by its fast path or its careful one (small loads: one process)."""
     seen: list[str] = []
-    original = harbor.trial_dir_rows
+    careful, fast = harbor.trial_dir_rows, _fastresults.trial_row
 
     def spy(trial_dir, *args, **kwargs):
+        if not seen or seen[-1] != os.path.basename(trial_dir):  # (a trial the fast path declined is seen once)
+            seen.append(os.path.basename(trial_dir))
+        return careful(trial_dir, *args, **kwargs)
+
+    def fast_spy(trial_dir, *args, **kwargs):
         seen.append(os.path.basename(trial_dir))
-        return original(trial_dir, *args, **kwargs)
+        return fast(trial_dir, *args, **kwargs)
 
     monkeypatch.setattr(harbor, "trial_dir_rows", spy)
+    monkeypatch.setattr(_fastresults, "trial_row", fast_spy)
     return seen
 
 

@@ -284,17 +284,19 @@ def test_unreadable_job_file_beside_its_trials_is_a_rejection(tmp_path):
 
 
 def test_an_unforeseen_error_in_one_trial_is_its_rejection(tmp_path, monkeypatch):
-    """Whatever a parser raises (here a bug simulated in the row builder) rejects that trial only."""
-    from depthlab.io import harbor
+    """Whatever a parser raises (here a bug simulated in both row builders) rejects that trial only."""
+    from depthlab.io import _fastresults, harbor
 
-    original = harbor.result_row
+    def flaky(original):
+        def builder(result, path, *args, **kwargs):
+            if "bad__1" in path:
+                raise ZeroDivisionError("simulated parser bug")
+            return original(result, path, *args, **kwargs)
 
-    def flaky(result, path, *args, **kwargs):
-        if "bad__1" in path:
-            raise ZeroDivisionError("simulated parser bug")
-        return original(result, path, *args, **kwargs)
+        return builder
 
-    monkeypatch.setattr(harbor, "result_row", flaky)
+    monkeypatch.setattr(harbor, "result_row", flaky(harbor.result_row))
+    monkeypatch.setattr(_fastresults, "_row", flaky(_fastresults._row))  # the fast path hands the trial on
     job = tmp_path / "job"
     write_trial(job / "good__1")
     write_trial(job / "bad__1")

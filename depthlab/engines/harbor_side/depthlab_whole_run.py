@@ -14,24 +14,27 @@ the turns the earlier steps used, and for each step:
 * once the turns are spent, gives the step no turn (``n_episodes`` 0): Harbor still verifies it as
   the container is, so the gates and the reward strategy decide, as on depthlab's runner.
 
+Every step's run ends with depthlab's guard (``depthlab_guard``, beside this file): a forged grade
+counts no more in a multi-step task than in a single-step one.
+
 It runs in Harbor's own environment (Python >= 3.12, Harbor importable, depthlab not): it imports
-Harbor only, and nothing of depthlab.
+Harbor and its sibling ``depthlab_guard`` only, and nothing of depthlab.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from harbor.agents.terminus_2.terminus_2 import Terminus2, Terminus2Options
+from depthlab_guard import GuardedOptions, GuardedTerminus2
 
 
-class WholeRunOptions(Terminus2Options):
-    """terminus-2's options and the sentence that states the turns left (Harbor checks kwargs against these)."""
+class WholeRunOptions(GuardedOptions):
+    """The guarded terminus-2's options and the sentence stating the turns left (Harbor checks kwargs by these)."""
 
     cap_template: str = ""
 
 
-class WholeRunTerminus2(Terminus2):
+class WholeRunTerminus2(GuardedTerminus2):
     """terminus-2 whose ``max_turns`` (the stated cap) counts the turns of all steps of a trial."""
 
     options_model = WholeRunOptions

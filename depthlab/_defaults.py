@@ -1,0 +1,40 @@
+"""Defaults written once for every layer that reads them: the bootstrap's resamples and seed, and
+the environment variable holding a model endpoint's API key.
+
+Two sets of defaults, on purpose, and neither can move to the other without changing numbers:
+
+- A statistic called on its own (:mod:`depthlab.stats`' correlations and quadrants,
+  :func:`depthlab.measures.proxy_correlations`): :data:`N_BOOT` = 10,000 resamples, the order of
+  :func:`scipy.stats.bootstrap`'s 9,999, so one interval's Monte Carlo error is small. Its seed,
+  :data:`SEED`, is None (fresh draws each call, numpy's and scipy's convention) where the function
+  is a general statistic, and :data:`AUDIT_SEED` where it is one of the audit's own measures.
+- The audit (:mod:`depthlab.findings`, the notebooks' ``n_boot``/``seed`` parameters,
+  ``depthlab reproduce``, :func:`depthlab.measures.censored_depth`, the hierarchical bootstrap and
+  the permutation test's seed): :data:`AUDIT_N_BOOT` = 2,000 resamples and :data:`AUDIT_SEED` = 0. A
+  notebook computes dozens of intervals, so fewer resamples each; a fixed seed makes its numbers
+  repeat run to run, and the golden results (``tests/golden``) were computed with these two.
+
+Examples
+--------
+>>> from depthlab import _defaults
+>>> _defaults.N_BOOT, _defaults.SEED, _defaults.AUDIT_N_BOOT, _defaults.AUDIT_SEED
+(10000, None, 2000, 0)
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["AUDIT_N_BOOT", "AUDIT_SEED", "DEFAULT_API_KEY_ENV", "N_BOOT", "SEED"]
+
+#: Bootstrap resamples of a statistic called on its own.
+N_BOOT: Final[int] = 10_000
+#: Seed of a general statistic called on its own: fresh draws each call.
+SEED: Final[None] = None
+#: Bootstrap resamples of the audit's findings, notebooks and reproduce runs.
+AUDIT_N_BOOT: Final[int] = 2000
+#: Seed of the audit's findings, notebooks, reproduce runs and own measures.
+AUDIT_SEED: Final[int] = 0
+#: The environment variable every verb reads a model endpoint's API key from, unless told another
+#: (``--api-key-env``): Harbor's and LiteLLM's own. The key itself is never written anywhere.
+DEFAULT_API_KEY_ENV: Final[str] = "OPENAI_API_KEY"
