@@ -397,6 +397,16 @@ EVIDENCE: Final[dict[str, pl.DataType]] = {
     "next": pl.Boolean(),  # plan_missing's adaptive mode runs this cell in its next round
 }
 
+#: Columns of :func:`depthlab.measures.censored.censored_distribution`: D's share per ladder cap, two variants.
+CENSORED_DISTRIBUTION: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "variant": pl.String(),  # censored (Turnbull, every task) | solved_only (the paper's)
+    "depth": pl.Int32(),  # the cap D is read as (the right end of its interval); null: beyond the top cap
+    "share": pl.Float64(),  # the mass at this D
+    "cumulative": pl.Float64(),  # the mass at this D or below
+    "n_tasks": pl.Int64(),  # tasks in the variant's sample
+}
+
 #: Columns of :func:`depthlab.measures.censored.censored_depth`: D's distribution with unsolved tasks right-censored.
 CENSORED_DEPTH: Final[dict[str, pl.DataType]] = {
     "dataset": pl.String(),

@@ -1172,3 +1172,44 @@ def test_segment_reliability_counts_a_valid_run_with_no_segment_key():
     passed = [*trials[:2], {**keyless, "status": "pass", "rewards": json.dumps({"reward": 1.0})}]
     table = findings.segment_reliability(_data(tasks, passed), n_boot=0)
     assert _row(table, "segment_reliability", "a")["value"] == pytest.approx(6 / 8)
+
+
+def test_second_model_drops_set_beside_those_noise_alone_gives():
+    # issue 29: on runs where the second model's drops are noise alone (every model's horizon the task's),
+    # the observed share and the fitted model's noise-alone share agree; the observed one is second_model_effect's
+    import numpy as np
+
+    from depthlab.measures import second_model_effect
+    from depthlab.simulate.noisy import counts_to_trials
+    from depthlab.simulate.noisy_fit import NoisyFit, draw_noise_alone
+
+    truth = NoisyFit(models=("a", "b"), caps=CAPS, slopes=(2.5, 4.0), luck=0.04, beyond=0.1, depth_median=4.0,
+                     depth_sigma=1.2, model_spread=0.0, log_likelihood=0.0, n_tasks=300, attempts=1,
+                     converged=True)  # fmt: skip
+    rng = np.random.default_rng(3)
+    drawn = draw_noise_alone(truth, 300, rng)
+    ones = np.ones(drawn.prob.shape, dtype=np.int64)
+    trials = counts_to_trials(drawn, rng.binomial(ones, drawn.prob), ones).with_columns(dataset=pl.lit("tb2"))
+    tasks = schema.conform(pl.DataFrame({"dataset": "tb2", "task": drawn.names}), "tasks")
+    data = AuditData.from_tables(tasks, trials, simulated=True)
+    rows = {r["key"]: r for r in findings.second_model_noise(data, replications=10, seed=2).iter_rows(named=True)}
+    observed, noise = rows["second_model_drop_share"], rows["second_model_drop_share_noise"]
+    effect = second_model_effect(trials, by=None)
+    assert observed["value"] == pytest.approx(effect["n_lowered"].sum() / effect["n_determined"].sum())
+    assert observed["n"] == effect["n_determined"].sum()
+    assert noise["interval"] == "range"
+    assert noise["ci_low"] <= noise["value"] <= noise["ci_high"]
+    assert noise["value"] == pytest.approx(observed["value"], abs=0.06)
+    assert "fitted slopes" in noise["detail"]
+
+
+def test_second_model_noise_on_the_demo_is_below_its_observed_drops(demo):
+    # the demo's models pass exactly from their own depth on: no luck, its drops are the models' own
+    rows = findings.second_model_noise(demo, replications=2, seed=1)
+    assert set(rows["key"]) == {"second_model_drop_share", "second_model_drop_share_noise"}
+    wide = rows.pivot(on="key", index="group", values="value").drop_nulls()
+    assert wide.height > 0
+    assert wide["second_model_drop_share_noise"].mean() < wide["second_model_drop_share"].mean() / 2
+    noise = rows.filter(pl.col("key") == "second_model_drop_share_noise").drop_nulls("value")
+    assert (noise["interval"] == "range").all()
+    assert "luck 0.0" in noise["detail"][0]

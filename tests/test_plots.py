@@ -619,3 +619,41 @@ def test_turns_vs_depth_says_what_each_bar_counts():
     assert any("uncapped runs" in text for text in legend)
     one = audit.filter(pl.col("task") == "a")
     assert plots.turns_vs_depth(one).axes[0].get_title() == "TB2: N of 1 task, D of 1 solved"
+
+
+def test_depth_distribution_draws_every_task_beside_the_solved_ones_and_stamps_simulated_data():
+    # issue 29: the censored distribution (unsolved counted) reaches its plateau lower than the solved-only one
+    from depthlab.auditdata import AuditData
+    from depthlab.measures import censored_distribution
+
+    depth = schema.conform(
+        pl.DataFrame(
+            {
+                "dataset": ["tb2"] * 4 + ["tw"] * 2,
+                "task": list("abcdef"),
+                "status": ["solved", "solved", "solved", "unsolved", "solved", "solved"],
+                "depth": [1, 2, 10, None, 3, 3],
+                "depth_low": [0, 1, 5, 80, 2, 2],
+                "depth_high": [1, 2, 10, None, 3, 3],
+            }
+        ),
+        "depth",
+    )
+    for simulated in (True, False):
+        data = AuditData("test", simulated, schema.empty("tasks"), schema.empty("trials"), depth, schema.empty("audit"))
+        fig = plots.depth_distribution(data)
+        assert (plots.SIMULATED_STAMP in [t.get_text() for t in fig.texts]) is simulated
+    fig = plots.depth_distribution(depth)
+    tb2 = fig.axes[0]
+    assert tb2.get_title() == "TB2: 4 tasks, 1 unsolved"
+    assert [t.get_text() for t in tb2.get_xticklabels()] == ["1", "2", "10", "> 10"]
+    censored, solved = tb2.get_lines()[:2]
+    # before the top cap every task counts: 3 of 4 solved by 10; among solved tasks all 3 are
+    assert censored.get_ydata()[-2] == pytest.approx(0.75)
+    assert censored.get_ydata()[-1] == pytest.approx(1.0)
+    assert solved.get_ydata()[-1] == pytest.approx(1.0)
+    assert solved.get_ydata()[2] == pytest.approx(2 / 3)
+    assert "n = 4" in tb2.get_legend().get_texts()[0].get_text()
+    with pytest.raises(ValueError, match="'table' parameter of depth_distribution_plot"):
+        plots.depth_distribution_plot(censored_distribution(depth))
+    assert fig._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n"

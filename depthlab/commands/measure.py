@@ -29,6 +29,7 @@ The jobs stay in --jobs-dir: `harbor view JOBS_DIR` and `depthlab depth JOBS_DIR
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from depthlab.commands.depth import add_ladder_arguments
+    from depthlab.commands.plan import add_attempts_arguments
 
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -47,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o", "--output", required=True, type=output_table, metavar="FILE", help="the depth table (.csv or .parquet)"
     )
     parser.add_argument("-n", "--concurrency", type=int, default=2, help="trials at once (default 2)")
-    parser.add_argument("--attempts", type=int, default=1, metavar="K", help="valid attempts per cell (default 1)")
+    add_attempts_arguments(parser)
     parser.add_argument("--max-runs", type=int, default=None, metavar="N", help="stop before passing N runs")
     parser.add_argument("--max-cost", type=float, default=None, metavar="USD", help="stop before passing this cost")
     parser.add_argument(
@@ -95,7 +96,10 @@ def command_line_mistake(args: argparse.Namespace) -> str | None:
     from depthlab.engines.rounds import check_arguments
 
     try:
-        check_arguments(args.models, args.caps, args.attempts, args.max_runs, args.max_cost, function=_CLI)
+        check_arguments(
+            args.models, args.caps, args.attempts, args.max_runs, args.max_cost, function=_CLI,
+            max_attempts=args.max_attempts,
+        )  # fmt: skip
         check_positive_int(args.concurrency, "concurrency", _CLI)
     except (TypeError, ValueError) as error:
         return re.sub(rf"^The '(\w+)' parameter of {_CLI}", lambda m: "--" + m.group(1).replace("_", "-"), str(error))
@@ -199,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
                 caps=args.caps,
                 attempts=args.attempts,
                 pass_rule=args.pass_rule,
+                max_attempts=args.max_attempts,
                 max_runs=args.max_runs,
                 max_cost=args.max_cost,
                 preflight=not args.no_preflight,

@@ -55,6 +55,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow --models with no runs among the PATHs (plan their runs from scratch)",
     )
+    add_attempts_arguments(parser)
+    parser.add_argument("--mode", choices=["sweep", "adaptive"], default="sweep", help="default: sweep")
+    parser.add_argument("--harbor-configs", default=None, metavar="DIR", help="also write Harbor job configs here")
+    parser.add_argument("--agent", default="terminus-2", help="agent name in the Harbor configs")
+    parser.add_argument("--dataset", default=None, help="tag every trial and task with this dataset name")
+    parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
+
+
+def add_attempts_arguments(parser: argparse.ArgumentParser) -> None:
+    """--attempts K|auto and --max-attempts (``plan`` and ``measure``)."""
     parser.add_argument(
         "--attempts",
         type=_attempts,
@@ -65,11 +75,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-attempts", type=int, default=3, metavar="K", help="with --attempts auto: the most per cell (default 3)"
     )
-    parser.add_argument("--mode", choices=["sweep", "adaptive"], default="sweep", help="default: sweep")
-    parser.add_argument("--harbor-configs", default=None, metavar="DIR", help="also write Harbor job configs here")
-    parser.add_argument("--agent", default="terminus-2", help="agent name in the Harbor configs")
-    parser.add_argument("--dataset", default=None, help="tag every trial and task with this dataset name")
-    parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
 
 
 def _attempts(text: str) -> int | str:

@@ -14,8 +14,9 @@ It stops when
   from the mean cost per trial so far; before any trial has a cost, a round is not refused);
 * a round records no valid trial (an endpoint that is down, an environment that does not
   start): nothing is counted, the reason is the first invalid trial's exception;
-* more rounds than the ladder can need (``2 * len(caps) + 1``) have run, which only happens
-  when invalid trials keep cells missing.
+* more rounds than the ladder can need (``2 * len(caps) + 1``, times ``max_attempts`` with
+  ``attempts="auto"``, where a round adds at most one attempt to a cell) have run, which only
+  happens when invalid trials keep cells missing.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Protocol
 import polars as pl
 
 from depthlab import schema
-from depthlab._checks import check_caps, check_models, check_number, check_positive_int
+from depthlab._checks import check_caps, check_models, check_number, check_positive_int, parameter_error
 from depthlab.engines._lock import jobs_folder_lock
 from depthlab.engines._taskcheck import task_config_problems
 from depthlab.measures import plan_missing
@@ -180,8 +181,9 @@ def measure(
     *,
     models: Sequence[str],
     caps: Sequence[int],
-    attempts: int = 1,
+    attempts: int | str = 1,
     pass_rule: str = "any",
+    max_attempts: int = 3,
     max_runs: int | None = None,
     max_cost: float | None = None,
     preflight: bool = True,
@@ -200,10 +202,13 @@ def measure(
         Every model must fail every cap below D.
     caps : sequence of int
         The cap ladder.
-    attempts : int, default 1
-        Valid attempts per cell.
-    pass_rule : {"any", "majority"}, default "any"
+    attempts : int or "auto", default 1
+        Valid attempts per cell; ``"auto"``: each round planned with ``plan_missing(attempts="auto")``,
+        another attempt only in cells whose outcome can still change D (up to ``max_attempts``).
+    pass_rule : {"any", "majority", "isotonic"}, default "any"
         As in :func:`depthlab.estimate_depth`.
+    max_attempts : int, default 3
+        With ``attempts="auto"``: the most valid attempts any cell gets.
     max_runs : int, optional
         Stop before a round that would take the measurement's trials past this many.
     max_cost : float, optional
@@ -225,22 +230,28 @@ def measure(
     >>> measure(LocalEngine("jobs", base_url="http://127.0.0.1:8000/v1"), tasks,
     ...         models=["openai/m1"], caps=(1, 2, 3))  # doctest: +SKIP
     """
-    models, caps, attempts, max_runs, max_cost = check_arguments(models, caps, attempts, max_runs, max_cost)
+    models, caps, attempts, max_runs, max_cost = check_arguments(
+        models, caps, attempts, max_runs, max_cost, max_attempts=max_attempts
+    )
     say = echo or _stderr
     engine.progress = progress
     engine.check()  # an engine that cannot run at all (or a key unset) leaves no trace in the jobs folder
     with jobs_folder_lock(engine.jobs_dir) if engine.jobs_dir is not None else contextlib.nullcontext():
-        return _measure_locked(engine, tasks, models, caps, attempts, pass_rule, max_runs, max_cost, preflight, say)
+        return _measure_locked(
+            engine, tasks, models, caps, (attempts, max_attempts), pass_rule, max_runs, max_cost, preflight, say
+        )
 
 
 def check_arguments(
     models: Sequence[str],
     caps: Sequence[int],
-    attempts: int = 1,
+    attempts: int | str = 1,
     max_runs: int | None = None,
     max_cost: float | None = None,
     function: str = "measure",
-) -> tuple[tuple[str, ...], tuple[int, ...], int, int | None, float | None]:
+    *,
+    max_attempts: int = 3,
+) -> tuple[tuple[str, ...], tuple[int, ...], int | str, int | None, float | None]:
     """:func:`measure`'s arguments checked, as it uses them: the one check of ``measure`` and of its command line.
 
     Examples
@@ -254,7 +265,7 @@ def check_arguments(
     """
     checked_models = check_models(models, function, required=True)
     checked_caps = check_caps(caps, function)
-    attempts = check_positive_int(attempts, "attempts", function)
+    attempts, _ = check_attempts(attempts, max_attempts, function)
     if max_runs is not None:
         max_runs = check_positive_int(max_runs, "max_runs", function)
     if max_cost is not None:
@@ -267,14 +278,16 @@ def _measure_locked(
     tasks: pl.DataFrame,
     models: Sequence[str],
     caps: Sequence[int],
-    attempts: int,
+    attempts_max: tuple[int | str, int],
     pass_rule: str,
     max_runs: int | None,
     max_cost: float | None,
     preflight: bool,
     say: Echo,
 ) -> MeasureResult:
-    """:func:`measure` once it holds the jobs folder."""
+    """:func:`measure` once it holds the jobs folder (``attempts_max``: attempts and max_attempts)."""
+    attempts, max_attempts = attempts_max
+    per_cell = max_attempts if attempts == "auto" else int(attempts)
     # values Harbor would misread are refused before anything runs, with or without the preflight
     excluded = task_config_problems(tasks)
     if excluded.height:
@@ -287,7 +300,7 @@ def _measure_locked(
             say(render_failures(failed))
             tasks = tasks.filter(~pl.col("task").is_in(failed["task"].to_list()))
             excluded = pl.concat([excluded, failed])
-    sweep = tasks.height * len(models) * len(caps) * attempts
+    sweep = tasks.height * len(models) * len(caps) * per_cell
     if tasks.height == 0:
         return _result(pl.DataFrame(), [], excluded, engine, models, caps, pass_rule, "every task was left out", sweep)
     rounds: list[RoundReport] = []
@@ -301,12 +314,13 @@ def _measure_locked(
             f"set aside: {old.height} trial(s) of {len(changed)} task(s) that changed since they ran (their "
             f"task_checksum is not the task's now); their cells are planned again: {shown}"
         )
-    limit = 2 * len(caps) + 1
+    limit = (2 * len(caps) + 1) * (max_attempts if attempts == "auto" else 1)
     while True:
         spent = _measured(trials, tasks, models)
         plan = plan_missing(
-            spent, tasks, models=models, caps=caps, attempts=attempts, mode="adaptive", pass_rule=pass_rule
-        )
+            spent, tasks, models=models, caps=caps, attempts=attempts, mode="adaptive", pass_rule=pass_rule,
+            max_attempts=max_attempts,
+        )  # fmt: skip
         if plan.is_empty():
             break
         stopped = _budget_stop(spent, plan, max_runs, max_cost)
@@ -323,6 +337,26 @@ def _measure_locked(
     result = _result(trials, rounds, excluded, engine, models, caps, pass_rule, stopped, sweep, tasks=tasks)
     result.set_aside = set_aside(trials, tasks, models).height
     return result
+
+
+def check_attempts(attempts: int | str, max_attempts: int, function: str = "measure") -> tuple[int | str, int]:
+    """``attempts`` (a positive int or ``"auto"``) and ``max_attempts`` checked, as :func:`measure` uses them.
+
+    Examples
+    --------
+    >>> check_attempts("auto", 3)
+    ('auto', 3)
+    >>> check_attempts(0, 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'attempts' parameter of measure must be an int >= 1, got 0
+    """
+    max_attempts = check_positive_int(max_attempts, "max_attempts", function)
+    if attempts == "auto":
+        return "auto", max_attempts
+    if isinstance(attempts, str):
+        raise parameter_error("attempts", function, "a positive integer or 'auto'", attempts)
+    return check_positive_int(attempts, "attempts", function), max_attempts
 
 
 def _budget_stop(spent: pl.DataFrame, plan: pl.DataFrame, max_runs: int | None, max_cost: float | None) -> str | None:

@@ -22,8 +22,8 @@ importable from here:
 * :mod:`~depthlab.findings.quadrants` (05): the depth/work quadrants;
 * :mod:`~depthlab.findings.segments` (06): the DEPTH-style set, segment reliability, the sign test;
 * :mod:`~depthlab.findings.proxy` (07): the trajectory depth proxy;
-* :mod:`~depthlab.findings.uncertainty` (08): how sure D is: censored shares, split-half D, pass ~ D | W
-  with a permutation p-value and a hierarchical bootstrap;
+* :mod:`~depthlab.findings.uncertainty` (08): how sure D is: censored shares, split-half D, the
+  second-model drops noise alone gives, pass ~ D | W with a permutation p-value and a hierarchical bootstrap;
 * :mod:`~depthlab.findings.results`: a notebook's results JSON and its comparison with the paper.
 
 The row-building engine and the table schema are in the private ``_core``; the docstring
@@ -72,7 +72,12 @@ from depthlab.findings.segments import (
     sign_test_depth,
 )
 from depthlab.findings.turns import depth_given_turns, model_turns_beside_depth, second_model, turns_beside_depth
-from depthlab.findings.uncertainty import censored_depth_shares, depth_reliability, pass_depth_given_work_robust
+from depthlab.findings.uncertainty import (
+    censored_depth_shares,
+    depth_reliability,
+    pass_depth_given_work_robust,
+    second_model_noise,
+)
 from depthlab.schema import FINDING
 
 __all__ = [
@@ -111,6 +116,7 @@ __all__ = [
     "quadrant_percentiles",
     "record_results",
     "second_model",
+    "second_model_noise",
     "segment_reliability",
     "sign_test_depth",
     "stack",

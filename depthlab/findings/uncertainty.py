@@ -1,4 +1,5 @@
-"""Notebook 08, how sure is D: its censored distribution, its reliability, and pass ~ D | W beyond BCa.
+"""Notebook 08, how sure is D: its censored distribution, its reliability, the second-model drops noise
+alone gives, and pass ~ D | W beyond BCa.
 
 None of these is a number the paper reports: each is set beside one (a named variant, never in
 its place). Which D rule each uses: the data's own (the ``pass_rule`` the depth table was
@@ -7,6 +8,8 @@ finding uses.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -17,6 +20,8 @@ from depthlab.findings._core import capped_models, make_frame, make_row, public_
 from depthlab.findings._docs import docstring
 from depthlab.measures.censored import censored_depth
 from depthlab.measures.reliability import split_half_depth
+from depthlab.schema import CAPS
+from depthlab.simulate.noisy_fit import drop_share, fit_noisy_model, noise_drop_share
 
 _STATISTICS = {"share_le_3": "share_depth_le_3", "share_ge_5": "share_depth_ge_5", "median": "median_depth"}
 
@@ -189,6 +194,90 @@ def pass_depth_given_work_robust(
                 detail=f"hierarchical bootstrap (tasks, then runs), percentile; {hier.n_degenerate} degenerate"
                 if hier
                 else "too few tasks or one D",
+            )
+        )
+    return make_frame(rows)
+
+
+@docstring
+def second_model_noise(
+    data: AuditData, *, replications: int = 20, seed: int = 0, caps: Sequence[int] = CAPS
+) -> pl.DataFrame:
+    """The share of second-model drops per collection, beside the share noise alone would produce.
+
+    The observed share: tasks whose D another model lowered below what one model alone gives,
+    over the tasks where that is determined, pooled over every model taken first
+    (:func:`depthlab.measures.second_model_effect`; the paper reports 25% of existing tasks).
+    The noise-alone share: the noisy model (:mod:`depthlab.simulate.noisy`) fitted to the
+    collection's capped runs by maximum likelihood (a slope per model, luck, the horizons'
+    spread; :func:`depthlab.simulate.noisy_fit.fit_noisy_model`), then ``replications`` draws of
+    as many tasks from it with every model's horizon the task's, so that the true D is the same
+    for every model and a drop is luck alone
+    (:func:`depthlab.simulate.noisy_fit.noise_drop_share`). Its value is the mean over the draws,
+    its interval their range. D under the paper's rule ("any").
+
+    Rows per collection: ``second_model_drop_share`` and ``second_model_drop_share_noise`` (null
+    with fewer than two capped models or no determined task).
+
+    Parameters
+    ----------
+    {data}
+    replications, seed : int
+        Noise-alone draws and their seed.
+    caps : sequence of int, default CAPS
+        The cap ladder.
+
+    {returns}
+    """
+    ladder = tuple(caps)
+    rows = []
+    for dataset in data.datasets:
+        models = capped_models(data, [dataset])
+        capped = data.trials.filter(
+            (pl.col("dataset") == dataset) & pl.col("cap").is_not_null() & pl.col("model").is_in(list(models))
+        )
+        share, determined = drop_share(capped, caps=ladder, models=models) if len(models) > 1 else (None, 0)
+        rows.append(
+            make_row(
+                data,
+                "second_model_drop_share",
+                dataset,
+                share,
+                n=determined,
+                unit="solved tasks",
+                collections=[dataset],
+                models=models,
+                detail="lowered over determined tasks, pooled over every model taken first"
+                if share is not None
+                else "needs two or more capped models and a determined task",
+            )
+        )
+        noise = None
+        detail = "needs two or more capped models and a determined task"
+        if share is not None:
+            fit = fit_noisy_model(capped, models=models, caps=ladder)
+            draws = noise_drop_share(fit, replications=replications, seed=seed)
+            if len(draws):
+                noise = draws
+                detail = (
+                    f"noisy model fitted by maximum likelihood ({fit.describe()}); {len(draws)} noise-alone draws "
+                    f"of {fit.n_tasks} tasks, {fit.attempts} attempt(s) per cell, every model's horizon the task's; "
+                    "interval: the draws' range"
+                )
+        rows.append(
+            make_row(
+                data,
+                "second_model_drop_share_noise",
+                dataset,
+                float(noise.mean()) if noise is not None else None,
+                n=determined,
+                unit="solved tasks",
+                collections=[dataset],
+                models=models,
+                low=float(noise.min()) if noise is not None else None,
+                high=float(noise.max()) if noise is not None else None,
+                interval="range" if noise is not None else None,
+                detail=detail,
             )
         )
     return make_frame(rows)

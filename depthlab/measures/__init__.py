@@ -6,7 +6,7 @@ This package knows tables, not files: every function takes polars frames and ret
 from __future__ import annotations
 
 from depthlab.measures.audit import CURATION, audit_table
-from depthlab.measures.censored import censored_depth
+from depthlab.measures.censored import censored_depth, censored_distribution
 from depthlab.measures.depth import (
     depth_intervals,
     depth_summary,
@@ -24,6 +24,7 @@ __all__ = [
     "PLAN_MODES",
     "audit_table",
     "censored_depth",
+    "censored_distribution",
     "depth_by_rule",
     "depth_intervals",
     "depth_proxy",

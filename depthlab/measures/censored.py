@@ -207,5 +207,55 @@ def censored_depth(
     return pl.DataFrame(rows, schema=CENSORED_COLUMNS)
 
 
+def censored_distribution(depth: pl.DataFrame) -> pl.DataFrame:
+    """Per collection: D's share at each cap, over every task (Turnbull) and over solved tasks only.
+
+    The distribution :func:`censored_depth`'s statistics are read from: the ``censored`` variant's
+    mass of each innermost interval, at its right end (null: beyond the top cap, the unsolved
+    tasks), and the ``solved_only`` variant's share of the solved tasks at each D (the paper's).
+
+    Parameters
+    ----------
+    depth : pl.DataFrame
+        A depth table, as in :func:`censored_depth`.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`depthlab.schema.CENSORED_DISTRIBUTION`, one row per collection, variant and D, D
+        ascending (beyond the top last).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> depth = schema.conform(pl.DataFrame({"dataset": "d", "task": list("abcd"),
+    ...     "status": ["solved", "solved", "solved", "unsolved"], "depth": [1, 2, 10, None],
+    ...     "depth_low": [0, 1, 5, 80], "depth_high": [1, 2, 10, None]}), "depth")
+    >>> censored_distribution(depth).filter(variant="censored").select("depth", "share").rows()
+    [(1, 0.25), (2, 0.25), (10, 0.25), (None, 0.25)]
+    """
+    function = "censored_distribution"
+    check_frame(depth, "depth", function, (*TASK_KEYS, "status", "depth", "depth_low", "depth_high"))
+    rows: list[dict[str, object]] = []
+    known = depth.filter(pl.col("status").is_in(("solved", "unsolved")))
+    for (dataset,), group in known.sort(TASK_KEYS).group_by("dataset", maintain_order=True):
+        low = group["depth_low"].cast(pl.Float64).to_numpy()
+        high = group["depth_high"].cast(pl.Float64).fill_null(math.inf).to_numpy()
+        inner, mass = turnbull(low, high)
+        right = inner[:, 1]
+        censored = {r: float(mass[right == r].sum()) for r in np.unique(right)}
+        solved = group.filter(pl.col("status") == "solved")["depth"].to_numpy().astype(np.float64)
+        solved_only = {d: float((solved == d).mean()) for d in np.unique(solved)}
+        for variant, shares, size in (("censored", censored, group.height), ("solved_only", solved_only, len(solved))):
+            total = 0.0
+            for d in sorted(shares):
+                total += shares[d]
+                depth_at = None if math.isinf(d) else int(d)
+                rows.append({"dataset": dataset, "variant": variant, "depth": depth_at, "share": shares[d],
+                             "cumulative": total, "n_tasks": size})  # fmt: skip
+    return pl.DataFrame(rows, schema=schema.CENSORED_DISTRIBUTION)
+
+
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None

@@ -25,6 +25,7 @@ question (the notebooks' topics), every name importable from here:
 * :mod:`depthlab.plots.segments` (``06_segments``): :func:`segment_reliability` (and
   :func:`compounding_plot`, its right panel), :func:`segment_reliability_by_model`,
   :func:`paired_depths`;
+* :mod:`depthlab.plots.uncertainty` (``08_depth_uncertainty``): :func:`depth_distribution`;
 * ``_core`` (private): the style, :func:`save`, ``order``/``palette`` resolution and the preamble
   every figure function shares; ``_docstrings`` (private): the parameter blocks written once.
 
@@ -100,6 +101,7 @@ from depthlab.plots.turns import (
     turns_vs_depth,
     turns_vs_depth_plot,
 )
+from depthlab.plots.uncertainty import depth_distribution, depth_distribution_plot
 
 __all__ = [
     "NAMES",
@@ -115,6 +117,8 @@ __all__ = [
     "collection_summary_plot",
     "color",
     "compounding_plot",
+    "depth_distribution",
+    "depth_distribution_plot",
     "depth_given_turns",
     "depth_given_turns_plot",
     "forest",

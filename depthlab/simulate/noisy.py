@@ -64,6 +64,7 @@ class NoisyTasks:
     model: NoisyModel
     prob: np.ndarray
     true_rung: np.ndarray  # (tasks,) index of the true D on the ladder; len(caps) = beyond the top
+    slope: np.ndarray | None = None  # (models,) the slopes drawn, to check a fit against
 
     @property
     def names(self) -> list[str]:
@@ -100,7 +101,7 @@ def draw_tasks(model: NoisyModel, rng: np.random.Generator) -> NoisyTasks:
     prob = model.luck + (1.0 - model.luck) * curve
     reaches = prob >= 0.5
     rung = np.where(reaches.any(axis=2), reaches.argmax(axis=2), len(model.caps)).min(axis=1)
-    return NoisyTasks(model=model, prob=prob, true_rung=rung)
+    return NoisyTasks(model=model, prob=prob, true_rung=rung, slope=slope)
 
 
 def draw_counts(tasks: NoisyTasks, attempts: np.ndarray | int, rng: np.random.Generator) -> np.ndarray:

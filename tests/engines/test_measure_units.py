@@ -150,6 +150,71 @@ def test_the_oracle_preflight_leaves_failing_tasks_out_and_all_failing_stops():
     assert not everyone.rounds
 
 
+class LuckyEngine(SimulatedEngine):
+    """As :class:`SimulatedEngine`, but a cell in ``luck`` gives its listed outcomes attempt by attempt
+    (then the depth's), so one lucky pass can sit below a task's true depth."""
+
+    def __init__(self, depths, luck: dict[tuple[str, str, int], list[str]]) -> None:
+        super().__init__(depths)
+        self.luck = {cell: list(outcomes) for cell, outcomes in luck.items()}
+
+    def run_round(self, plan, number, tasks, echo) -> None:
+        start = len(self.rows)
+        super().run_round(plan, number, tasks, echo)
+        for row in self.rows[start:]:
+            outcomes = self.luck.get((row["task"], row["model"], row["cap"]))
+            if outcomes:
+                row["status"] = outcomes.pop(0)
+
+
+# "lucky": p/a's true depth is 3, but its first attempt at cap 2 passes by luck; p/b never passes
+LUCKY = {"lucky": {"p/a": 3, "p/b": None}, "t5": {"p/a": 5, "p/b": 5}}
+
+
+def test_attempts_auto_runs_more_attempts_only_where_they_can_still_change_d():
+    caps = (1, 2, 3, 5, 10)
+    luck = {("lucky", "p/a", 2): ["pass"]}
+    once = measure(LuckyEngine(LUCKY, luck), tasks_table(LUCKY), models=MODELS, caps=caps,
+                   pass_rule="isotonic", echo=print)  # fmt: skip
+    assert dict(once.depth.select("task", "depth").iter_rows()) == {"lucky": 2, "t5": 5}  # luck sets D
+    engine = LuckyEngine(LUCKY, luck)
+    auto = measure(engine, tasks_table(LUCKY), models=MODELS, caps=caps, pass_rule="isotonic",
+                   attempts="auto", max_attempts=3, echo=print)  # fmt: skip
+    assert auto.complete
+    # the lone pass at cap 2 is pooled away by the failures auto ran beside it
+    assert dict(auto.depth.select("task", "depth").iter_rows()) == {"lucky": 3, "t5": 5}
+    trials = engine.load_trials()
+    per_cell = trials.group_by("task", "model", "cap").len()
+    assert per_cell["len"].max() <= 3
+    lucky_cell = per_cell.filter((pl.col("task") == "lucky") & (pl.col("model") == "p/a") & (pl.col("cap") == 2))
+    assert lucky_cell["len"].item() == 3
+    assert auto.sweep_runs == 2 * 2 * len(caps) * 3
+    assert auto.runs == len(engine.rows) < auto.sweep_runs
+    # a cell far above D is never run; t5's failures at caps 1 and 2 of both models are settled sooner than
+    # by three attempts each under a fixed K = 3
+    fixed = measure(LuckyEngine(LUCKY, luck), tasks_table(LUCKY), models=MODELS, caps=caps,
+                    pass_rule="isotonic", attempts=3, echo=print)  # fmt: skip
+    assert dict(fixed.depth.select("task", "depth").iter_rows()) == {"lucky": 3, "t5": 5}
+    assert auto.runs < fixed.runs
+
+
+def test_attempts_auto_is_checked_and_reaches_measure_from_the_command_line(tmp_path, capsys):
+    with pytest.raises(ValueError, match="'attempts' parameter of measure must be a positive integer or 'auto'"):
+        measure(SimulatedEngine(DEPTHS), tasks_table(DEPTHS), models=MODELS, caps=(1, 2), attempts="some")
+    with pytest.raises(ValueError, match="'max_attempts' parameter of measure"):
+        measure(SimulatedEngine(DEPTHS), tasks_table(DEPTHS), models=MODELS, caps=(1, 2), attempts="auto",
+                max_attempts=0)  # fmt: skip
+    out = str(tmp_path / "d.csv")
+    base = ["measure", str(tmp_path), "--models", "a", "-o", out]
+    assert cli.main([*base, "--attempts", "auto", "--max-attempts", "0"]) == 2
+    assert "--max-attempts must be an int >= 1, got 0" in capsys.readouterr().err
+    assert cli.main([*base, "--attempts", "many"]) == 2
+    assert "expected a positive integer or 'auto'" in capsys.readouterr().err
+    # auto passes the checks and stops only at the missing task folders
+    assert cli.main([*base, "--attempts", "auto", "--max-attempts", "2"]) == 1
+    assert "no task folders found" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------- the Harbor engine ---------
 def write_tasks(root: Path, names) -> pl.DataFrame:
     from depthlab.io import load_tasks
