@@ -126,7 +126,8 @@ if set(FIELDS) != set(ROW_SCHEMA) or len(FIELDS) != len(ROW_SCHEMA):
 
 _DECODER = msgspec.json.Decoder(FastResult)
 _ENCODE = msgspec.json.encode
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+# O_NOFOLLOW: a link in place of result.json (an agent's, to a host file) is the careful path's to refuse
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
 _EPOCH = harbor._EPOCH
 _MICROSECOND = harbor._MICROSECOND
 _UTC = UTC
@@ -195,7 +196,7 @@ def trial_row(
     try:
         descriptor = os.open(path, _OPEN_FLAGS)
     except OSError:
-        return DECLINED  # absent (walk instead), unreadable or a dangling link: the careful path says which
+        return DECLINED  # absent (walk instead), unreadable or a link: the careful path says which
     try:
         info = os.fstat(descriptor)
         size = info.st_size

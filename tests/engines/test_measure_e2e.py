@@ -245,7 +245,10 @@ def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, ha
         listed = view.api("/api/jobs?page_size=100")["items"]
     assert sorted(job["name"] for job in listed) == names
     round_two = next(job for job in listed if job["name"] == "measure-r02__cap-005")
-    assert (round_two["agents"], round_two["models"]) == (["terminus-2"], ["m1", "m2"])
+    # terminus-2 runs as depthlab's guarded subclass, named by import_path (a registered name would win
+    # over it in Harbor's factory), so the job's listing names no registered agent
+    assert (round_two["agents"], round_two["models"]) == ([], ["m1", "m2"])
+    assert {agent["import_path"] for agent in config["agents"]} == {"depthlab_guard:GuardedTerminus2"}
     # depthlab depth on the jobs folder reads the same table
     from depthlab import cli
 

@@ -243,7 +243,7 @@ def test_a_round_is_one_job_per_cap_shared_by_the_models_that_need_the_same_task
     assert sorted(configs) == ["measure-r04__cap-003", "measure-r04__cap-010__part-1", "measure-r04__cap-010__part-2"]
     shared = configs["measure-r04__cap-003"]
     assert [agent["model_name"] for agent in shared["agents"]] == ["p/a", "p/b"]
-    assert shared["agents"][0]["kwargs"] == {"max_turns": 3, "api_base": "http://127.0.0.1:9/v1"}
+    assert shared["agents"][0]["kwargs"] == {"max_turns": 3, "api_base": "http://127.0.0.1:9/v1", "guard": "suspects"}
     assert shared["datasets"] == [{"path": str((tmp_path / "tasks").absolute()), "task_names": ["a", "b"]}]
     assert shared["extra_instructions"] == stated_cap_instructions(3)
     assert shared["environment"]["type"] == "daytona"

@@ -166,9 +166,7 @@ def _bad_reward(trial, kind):
 
 
 def _repair(path, kind):
-    if kind == "dangling link":
-        (path.parent.parent / "target.txt").write_text("1\n")  # the link now resolves
-        return
+    # a link is never followed, even once it resolves (issue 32): the repair is a real file in its place
     if kind == "directory":
         path.rmdir()
     else:
@@ -189,13 +187,19 @@ def test_a_file_rejected_before_reading_is_read_again_once_repaired(tmp_path, ki
     assert second.trials["reward"].to_list() == [1.0]
 
 
-def test_a_dangling_result_link_repaired_is_seen(tmp_path):
+def test_a_result_link_is_never_followed_and_a_file_in_its_place_is_seen(tmp_path):
     write_trial(tmp_path / "job" / "good__1")
     (tmp_path / "job" / "t__1").mkdir()
-    (tmp_path / "job" / "t__1" / "result.json").symlink_to(tmp_path / "real.json")
+    link = tmp_path / "job" / "t__1" / "result.json"
+    link.symlink_to(tmp_path / "real.json")
     assert len(read_trials(tmp_path / "job").rejected) == 1
     write_trial(tmp_path / "scratch")
     shutil.copy(tmp_path / "scratch" / "result.json", tmp_path / "real.json")
+    # the link now resolves: still refused, whatever it points at (an agent's link to a host file)
+    (refused,) = read_trials(tmp_path / "job").rejected
+    assert "not followed" in refused.reason
+    link.unlink()
+    shutil.copy(tmp_path / "real.json", link)
     load = read_trials(tmp_path / "job")
     assert load.rejected == []
     assert load.trials.height == 2
