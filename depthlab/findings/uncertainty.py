@@ -201,7 +201,7 @@ def pass_depth_given_work_robust(
 
 @docstring
 def second_model_noise(
-    data: AuditData, *, replications: int = 20, seed: int = 0, caps: Sequence[int] = CAPS
+    data: AuditData, *, replications: int = 20, seed: int = AUDIT_SEED, caps: Sequence[int] = CAPS
 ) -> pl.DataFrame:
     """The share of second-model drops per collection, beside the share noise alone would produce.
 
