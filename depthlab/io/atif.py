@@ -37,7 +37,7 @@ import polars as pl
 
 from depthlab._checks import check_bool, check_positive_int
 from depthlab.io._errors import LoadError, Reject
-from depthlab.io._files import Dep, decode_json, read_bytes, read_bytes_if_exists
+from depthlab.io._files import ABSENT, Dep, changed_ns, decode_json, read_bytes, read_bytes_if_exists
 from depthlab.schema import TRAJECTORY_STEPS
 
 #: ATIF versions this loader understands.
@@ -253,6 +253,29 @@ def trajectory_counts(agent_dir: str, deps: list[Dep]) -> tuple[int, int | None]
     path = os.path.join(agent_dir, "trajectory.json")
     data = read_bytes_if_exists(path, deps)
     return None if data is None else _count_bytes(data, path, deps)
+
+
+def agent_dir_counts(agent_dir: str, deps: list[Dep]) -> tuple[int | None, int | None]:
+    """(turns, subagent turns) of an agent folder: its trajectory, else its ``episode-*`` folders.
+
+    An absent folder (a results-only trial) is one probe, remembered in ``deps`` so a trajectory or
+    episode dirs appearing later are seen; a trajectory that cannot be read raises :class:`Reject`
+    (the caller turns it into a note: it costs N, never the trial).
+    """
+    if not os.path.lexists(agent_dir):
+        deps.append((agent_dir, ABSENT, 0))
+        return None, None
+    counts = trajectory_counts(agent_dir, deps)
+    if counts is not None:
+        return counts
+    try:
+        with os.scandir(agent_dir) as entries:
+            episodes = sum(1 for entry in entries if entry.name.startswith("episode-") and entry.is_dir())
+        info = os.stat(agent_dir)
+        deps.append((agent_dir, info.st_size, changed_ns(info)))
+    except OSError:
+        return None, None
+    return episodes or None, None
 
 
 def _count_file(path: str, deps: list[Dep]) -> int:

@@ -56,7 +56,7 @@ import msgspec
 
 from depthlab.io import atif, harbor_lock, multistep
 from depthlab.io._errors import Reject, Rejected
-from depthlab.io._files import ABSENT, Dep, changed_ns, decode_json, probe, read_bytes_if_exists, read_json, read_text
+from depthlab.io._files import Dep, decode_json, probe, read_bytes_if_exists, read_json, read_text
 from depthlab.io._rows import check_row, note
 from depthlab.io.harbor_writer import STATED_CAP_KEY
 from depthlab.io.status import CapRule, _as_int, harness_turn_limit, stated_cap, trial_status
@@ -307,7 +307,11 @@ def result_row(
         n_turns, n_subagent_turns = steps.n_turns, steps.n_subagent_turns
     elif n_turns is None and trial_dir is not None:
         agent_dir = os.path.join(trial_dir, "agent")
-        n_turns, n_subagent_turns = _agent_dir_turns(agent_dir, deps, notes)
+        try:  # a trajectory that cannot be read costs N, with a note, never the trial
+            n_turns, n_subagent_turns = atif.agent_dir_counts(agent_dir, deps)
+        except Reject as exc:
+            note(notes, "n_turns", f"{exc.reason} ({exc.path})")
+            n_turns = n_subagent_turns = None
         if n_turns is not None and turn_limit is None:
             turn_limit = _usage_max_steps(agent_dir, deps)
     lock = harbor_lock.read_lock(trial_dir, deps, notes) if trial_dir is not None else None
@@ -475,28 +479,6 @@ def _main_reward(rewards: dict[str, float] | None) -> float | None:
     if "reward" in rewards:
         return rewards["reward"]
     return sum(rewards.values()) / len(rewards)
-
-
-def _agent_dir_turns(agent_dir: str, deps: list[Dep], notes: list[str]) -> tuple[int | None, int | None]:
-    """(turns, subagent turns) of a trial's agent folder; a trajectory that cannot be read costs N, with a note."""
-    if not os.path.lexists(agent_dir):  # results only (fetch --results-only): one probe, remembered
-        deps.append((agent_dir, ABSENT, 0))  # a trajectory or episode dirs appearing later are seen
-        return None, None
-    try:
-        counts = atif.trajectory_counts(agent_dir, deps)
-    except Reject as exc:
-        note(notes, "n_turns", f"{exc.reason} ({exc.path})")
-        return None, None
-    if counts is not None:
-        return counts
-    try:
-        with os.scandir(agent_dir) as entries:
-            episodes = sum(1 for entry in entries if entry.name.startswith("episode-") and entry.is_dir())
-        info = os.stat(agent_dir)
-        deps.append((agent_dir, info.st_size, changed_ns(info)))
-    except OSError:
-        return None, None
-    return episodes or None, None
 
 
 def _trial_steps(

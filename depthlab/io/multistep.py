@@ -38,7 +38,7 @@ import msgspec
 
 from depthlab.io import atif
 from depthlab.io._errors import Reject
-from depthlab.io._files import ABSENT, Dep, changed_ns, read_bytes_if_exists
+from depthlab.io._files import Dep, read_bytes_if_exists
 from depthlab.io._rows import note
 from depthlab.io.harbor_task import TaskFormatError, step_gates
 from depthlab.io.harbor_writer import multi_step_rewards
@@ -216,7 +216,11 @@ def _step(
     turns = _count(agent.metadata.n_episodes if agent.metadata else None, "n_turns", name, notes)
     subagents = None
     if turns is None and trial_dir is not None:
-        turns, subagents = _agent_dir_turns(os.path.join(trial_dir, "steps", name, "agent"), deps, notes, name)
+        try:  # a step's trajectory that cannot be read costs its N, with a note
+            turns, subagents = atif.agent_dir_counts(os.path.join(trial_dir, "steps", name, "agent"), deps)
+        except Reject as exc:
+            note(notes, "n_turns", f"step {name}: {exc.reason} ({exc.path})")
+            turns = subagents = None
     return StepRead(
         step_index=index,
         step=name,
@@ -233,28 +237,6 @@ def _step(
         exception=exception,
         exception_message=message,
     )
-
-
-def _agent_dir_turns(agent_dir: str, deps: list[Dep], notes: list[str], name: str) -> tuple[int | None, int | None]:
-    """A step's turns from its agent folder: its trajectory, else its episode folders; a bad trajectory is a note."""
-    if not os.path.lexists(agent_dir):
-        deps.append((agent_dir, ABSENT, 0))
-        return None, None
-    try:
-        counts = atif.trajectory_counts(agent_dir, deps)
-    except Reject as exc:
-        note(notes, "n_turns", f"step {name}: {exc.reason} ({exc.path})")
-        return None, None
-    if counts is not None:
-        return counts
-    try:
-        with os.scandir(agent_dir) as entries:
-            episodes = sum(1 for entry in entries if entry.name.startswith("episode-") and entry.is_dir())
-        info = os.stat(agent_dir)
-        deps.append((agent_dir, info.st_size, changed_ns(info)))
-    except OSError:
-        return None, None
-    return (episodes or None), None
 
 
 def _declared(task_path: str | None, deps: list[Dep]) -> tuple[list[str] | None, str | None]:
