@@ -160,6 +160,22 @@ def _micros(value: datetime | None) -> int | None:
     return (value - _EPOCH) // _MICROSECOND  # (an aware difference: the offset is applied exactly)
 
 
+def _seconds(start: datetime, end: datetime) -> float:
+    """The careful path's ``(micros(end) - micros(start)) / 1e6``, from one difference when both dates are aware.
+
+    ``timedelta.total_seconds`` divides the same whole number of microseconds by a million, so the
+    float is the same; a naive date (taken as UTC) or an edge year goes through :func:`_micros`.
+    """
+    if start.tzinfo is None or end.tzinfo is None or start.year in _EDGE_YEARS or end.year in _EDGE_YEARS:
+        return (_micros(end) - _micros(start)) / 1e6  # type: ignore[operator]  # (neither date is None)
+    return (end - start).total_seconds()
+
+
+def _there(path: str) -> bool:
+    """The careful path's probe (``lstat`` finds anything, a dangling link too) without raising for an absent file."""
+    return os.access(path, os.F_OK, follow_symlinks=False)
+
+
 def _utf8(text: str) -> bool:
     try:
         text.encode("utf-8")
@@ -214,9 +230,7 @@ def trial_row(
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         return DECLINED
     try:
-        # one listing answers the careful path's probes of agent/, lock.json and the reward files
-        entries = os.listdir(trial_dir)
-        row, probed = _row(result, path, entries, trial_dir, options, fallback_dataset, jobs)
+        row, probed = _row(result, path, base, trial_dir, options, fallback_dataset, jobs)
     except (_Decline, OSError):
         return DECLINED
     found.units.append(trial_dir)
@@ -237,7 +251,7 @@ def trial_row(
 def _row(
     result: FastResult,
     path: str,
-    entries: list[str],
+    base: str,
     trial_dir: str,
     options: harbor.Options,
     fallback_dataset: str,
@@ -256,7 +270,7 @@ def _row(
     probed = not isinstance(recorded, harbor._VerifierResult)  # (null or absent)
     if isinstance(recorded, harbor._VerifierResult):
         rewards = recorded.rewards
-    elif _VERIFIER in entries:
+    elif _there(base + _VERIFIER):
         raise _Decline  # the careful path reads the reward files: taken here only when there are none
     else:
         rewards = None
@@ -289,17 +303,16 @@ def _row(
     agent_result = result.agent_result or _NO_RESULT
     metadata = agent_result.metadata
     n_turns = metadata.n_episodes if metadata is not None else None
-    if n_turns is None and NAMES[1] in entries:
+    if n_turns is None and _there(base + NAMES[1]):
         raise _Decline  # the trajectory or episode dirs are read (results only: none, nothing to count)
-    if NAMES[4] in entries:
+    if _there(base + NAMES[4]):
         raise _Decline  # its task digest and the cap it states are read
     agent_info = result.agent_info or _NO_INFO
     started_at = _micros(result.started_at)
     execution = result.agent_execution
     seconds = None
     if execution is not None and execution.started_at is not None and execution.finished_at is not None:
-        start, end = _micros(execution.started_at), _micros(execution.finished_at)
-        seconds = (end - start) / 1e6  # type: ignore[operator]  # (neither date is None here)
+        seconds = _seconds(execution.started_at, execution.finished_at)
         if seconds < 0:
             raise _Decline  # a note
     trial = result.trial_name or os.path.basename(trial_dir)

@@ -49,6 +49,7 @@ import stat
 import time
 import warnings
 from collections.abc import Iterable, Iterator
+from itertools import compress, repeat
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -280,14 +281,14 @@ def save(
         indices = range(first, first + len(stamps.units))
         for name, sizes, times in zip(stamps.names, stamps.sizes, stamps.times, strict=True):
             name_index = names.setdefault(os.sep + name, len(names))
-            for size, when, unit in zip(sizes, times, indices, strict=True):
-                if size != SKIP:
-                    columns = present if size >= 0 else probes
-                    columns[0].append(unit)
-                    columns[1].append(name_index)
-                    columns[2].append(size)
-                    columns[3].append(when)
-                    columns[4].append(unit)
+            # whole columns at a time (itertools.compress): 100,000 trials' stamps were a Python loop of 500,000 turns
+            for columns, keep in ((present, [size >= 0 for size in sizes]), (probes, [size < 0 and size != SKIP for size in sizes])):
+                kept = list(compress(indices, keep))
+                columns[0].extend(kept)
+                columns[1].extend(repeat(name_index, len(kept)))
+                columns[2].extend(compress(sizes, keep))
+                columns[3].extend(compress(times, keep))
+                columns[4].extend(kept)
     meta = _Meta(
         version=FORMAT_VERSION,
         n_present=len(present[0]),
