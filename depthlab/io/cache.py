@@ -292,13 +292,13 @@ def save(
     meta = _Meta(
         version=FORMAT_VERSION,
         n_present=len(present[0]),
-        bases=_joined(units),
+        bases=(joined_units := _joined(units)),
         names=_joined(names),
         base=present[0] + probes[0],
         name=present[1] + probes[1],
         sizes=present[2] + probes[2],
         times=present[3] + probes[3],
-        owners=_joined(units),
+        owners=joined_units,  # (the same block: a unit's files are found from its own folder)
         owner=msgspec.Raw(msgspec.msgpack.encode(present[4] + probes[4])),
         rejected=[(item.path, item.reason, unit) for item, unit in rejected],
         n_seen=n_seen,
