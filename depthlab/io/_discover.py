@@ -27,6 +27,7 @@ Rules (by the files present, never by parsing, so the walk stays cheap):
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from depthlab.io._errors import Rejected
@@ -51,6 +52,18 @@ class Found:
 def discover(roots: list[str], follow_links: bool = False) -> Found:
     """Walk ``roots`` (existing files or directories) and classify what they hold."""
     found = Found()
+    for _ in discover_stream(roots, found, follow_links):
+        pass
+    return found
+
+
+def discover_stream(roots: list[str], found: Found, follow_links: bool = False) -> Iterator[Found]:
+    """:func:`discover` into ``found``, yielding it whenever trials were added, so they are parsed as the walk goes on.
+
+    The caller may take ``found.harbor_trials`` and ``found.tb1_trials`` (and empty them) at each
+    yield; everything else (jobs, run files, rejections, folders remembered) is complete when the
+    stream ends.
+    """
     if not follow_links:
         found.inside = tuple(os.path.realpath(root) for root in roots if os.path.isdir(root))
     walked: set[tuple[int, int]] = set()
@@ -58,12 +71,12 @@ def discover(roots: list[str], follow_links: bool = False) -> Found:
         fallback = _dataset_name(root)
         if os.path.isdir(root):
             found.visited = set()  # links are followed once per path argument
-            _walk(root, fallback, found)
+            yield from _walk(root, fallback, found)
             walked |= found.visited
         else:
             _add_file(root, fallback, found)
+            yield found
     found.visited = walked
-    return found
 
 
 def discover_more(
@@ -78,7 +91,8 @@ def discover_more(
         info = _stat(folder)
         if info is not None:  # a linked sub-directory was marked visited when its job was listed
             visited.discard((info.st_dev, info.st_ino))
-        _walk(folder, fallback, found)
+        for _ in _walk(folder, fallback, found):
+            pass
     return found
 
 
@@ -102,7 +116,8 @@ def _add_file(path: str, fallback: str, found: Found) -> None:
         found.rejected.append(Rejected(path, "not a run-log file (expected result.json or results.json)"))
 
 
-def _walk(root: str, fallback: str, found: Found) -> None:
+def _walk(root: str, fallback: str, found: Found) -> Iterator[Found]:
+    """Walk one folder into ``found``; yields it after each folder that added trials."""
     visited = found.visited
     stack = [root]
     while stack:
@@ -127,6 +142,7 @@ def _walk(root: str, fallback: str, found: Found) -> None:
             # lexists: a trial whose result.json is a dangling link is still a trial, to reject
             if not any(os.path.lexists(os.path.join(sub, "result.json")) for sub, _ in subdirs):
                 found.harbor_trials.append((folder, fallback))
+                yield found
                 continue
             # a job: every sub-directory is sent to be parsed as a trial; the few without a
             # result.json come back to be walked (this saves a stat per trial here)
@@ -141,9 +157,11 @@ def _walk(root: str, fallback: str, found: Found) -> None:
                         continue
                     visited.add((sub_info.st_dev, sub_info.st_ino))
                 found.harbor_trials.append((sub, fallback))
+            yield found
             continue
         if "results.json" in files and is_trial_dir_name(os.path.basename(folder)):
             found.tb1_trials.append((os.path.join(folder, "results.json"), fallback))
+            yield found
             continue
         for name in sorted(files):
             if name == "results.json" or name.endswith(RUN_FILE_SUFFIXES):

@@ -192,9 +192,9 @@ NAMES: Final[tuple[str, ...]] = ("result.json", "agent", "verifier/reward.txt", 
 _VERIFIER: Final[str] = NAMES[2].split("/")[0]  # the reward files' folder
 
 
-def stamps() -> Stamps:
-    """An empty set of the files of trials taken here."""
-    return Stamps(NAMES)
+def stamps(compact: bool = False) -> Stamps:
+    """An empty set of the files of trials taken here (``compact``: see :class:`depthlab.io.cache.Stamps`)."""
+    return Stamps(NAMES, compact=compact)
 
 
 def trial_row(

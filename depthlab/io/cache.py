@@ -48,9 +48,10 @@ import os
 import stat
 import time
 import warnings
-from collections.abc import Iterable, Iterator
-from itertools import compress, repeat
+from array import array
+from collections.abc import Iterable, Iterator, MutableSequence
 from dataclasses import dataclass, field
+from itertools import compress, repeat
 from operator import attrgetter
 from pathlib import Path
 from typing import Final
@@ -98,13 +99,15 @@ class Stamps:
 
     names: tuple[str, ...]
     units: list[str] = field(default_factory=list)
-    sizes: list[list[int]] = field(default_factory=list)
-    times: list[list[int]] = field(default_factory=list)
+    sizes: list[MutableSequence[int]] = field(default_factory=list)
+    times: list[MutableSequence[int]] = field(default_factory=list)
+    #: Machine integers instead of Python ones: a load's stamps, held until it is saved (a chunk's stay lists).
+    compact: bool = False
 
     def __post_init__(self) -> None:
         if not self.sizes:
-            self.sizes = [[] for _ in self.names]
-            self.times = [[] for _ in self.names]
+            self.sizes = [array("q") if self.compact else [] for _ in self.names]
+            self.times = [array("q") if self.compact else [] for _ in self.names]
 
     def extend(self, other: Stamps) -> None:
         self.units.extend(other.units)
@@ -275,14 +278,18 @@ def save(
         for column, value in zip(present if size >= 0 else probes, values, strict=True):
             column.append(value)
     del unique
+    stamped: list[str] = []
     if stamps is not None and stamps.units:
+        # the stamped units follow the others, in order (none of them has files remembered in deps)
+        stamped = stamps.units
         first = len(units)
-        units.update(zip(stamps.units, range(first, first + len(stamps.units)), strict=True))
-        indices = range(first, first + len(stamps.units))
+        indices = range(first, first + len(stamped))
         for name, sizes, times in zip(stamps.names, stamps.sizes, stamps.times, strict=True):
             name_index = names.setdefault(os.sep + name, len(names))
             # whole columns at a time (itertools.compress): 100,000 trials' stamps were a Python loop of 500,000 turns
-            for columns, keep in ((present, [size >= 0 for size in sizes]), (probes, [size < 0 and size != SKIP for size in sizes])):
+            here = [size >= 0 for size in sizes]
+            absent = [size < 0 and size != SKIP for size in sizes]
+            for columns, keep in ((present, here), (probes, absent)):
                 kept = list(compress(indices, keep))
                 columns[0].extend(kept)
                 columns[1].extend(repeat(name_index, len(kept)))
@@ -292,7 +299,7 @@ def save(
     meta = _Meta(
         version=FORMAT_VERSION,
         n_present=len(present[0]),
-        bases=(joined_units := _joined(units)),
+        bases=(joined_units := _joined([*units, *stamped])),
         names=_joined(names),
         base=present[0] + probes[0],
         name=present[1] + probes[1],
@@ -326,7 +333,7 @@ def save(
         warnings.warn(f"the trials cache was not evicted: {exc}", UserWarning, stacklevel=3)
 
 
-def _joined(texts: dict[str, int]) -> bytes:
+def _joined(texts: Iterable[str]) -> bytes:
     """The keys (in index order) as one "\\0"-joined block of file-system bytes (no path holds a NUL)."""
     return "\0".join(texts).encode("utf-8", "surrogateescape")  # os.fsencode, without its checks
 

@@ -8,11 +8,11 @@ import pickle
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, repeat
 from multiprocessing import get_context
 from multiprocessing.context import BaseContext
 
@@ -23,7 +23,7 @@ from depthlab import schema
 from depthlab._checks import check_bool, check_choice, check_text
 from depthlab.io import _fastresults, harbor, tb1
 from depthlab.io import cache as _cache
-from depthlab.io._discover import Found, discover, discover_more
+from depthlab.io._discover import Found, discover_more, discover_stream
 from depthlab.io._errors import (
     DuplicateTrialsWarning,
     FieldNote,
@@ -221,7 +221,7 @@ def read_trials(
 
     assembly = _Assembly(strict)
     with _collection_paused():
-        _parse(discover(roots, follow_links), options, entry, assembly, progress)
+        _parse(roots, follow_links, options, entry, assembly, progress)
     unordered, dropped = _collapse(_frame(assembly, entry))
     handed = [unordered]
     del unordered  # (so the unordered table is freed column by column as it is ordered)
@@ -366,7 +366,7 @@ class _Assembly:
     rejected: list[tuple[Rejected, str]] = field(default_factory=list)
     deps: list[Dep] = field(default_factory=list)
     owners: list[str] = field(default_factory=list)  # the unit of each of deps
-    stamps: _cache.Stamps = field(default_factory=_fastresults.stamps)  # the fast path's trials' files
+    stamps: _cache.Stamps = field(default_factory=lambda: _fastresults.stamps(compact=True))  # fast trials' files
     duplicates: list[str] = field(default_factory=list)
     n_seen: int = 0
 
@@ -406,34 +406,23 @@ class _Assembly:
 
 
 def _parse(
-    found: Found,
+    roots: list[str],
+    follow_links: bool,
     options: harbor.Options,
     entry: _cache.Entry | None,
     assembly: _Assembly,
     progress: Progress | None,
 ) -> None:
-    visited = found.visited
-    reached: set[str] = set()
+    """Parse every unit found under ``roots``, starting while the walk still goes on."""
+    found = Found()
+    stream = discover_stream(roots, found, follow_links)
+    # one path walked reaches each trial once (a folder is listed once, a link to a trial found as
+    # itself); only paths that overlap reach a trial again, by the same path: then they are kept
+    reached: set[str] | None = set() if len(roots) > 1 else None
     while True:
-        for item in found.rejected:
-            assembly.add_rejected(item, _cache.GLOBAL)
-        assembly.add_deps(found.deps, _cache.GLOBAL)
-        units = [(_HARBOR, path, fallback) for path, fallback in found.harbor_trials]
-        units += [(_TB1, path, fallback) for path, fallback in found.tb1_trials]
-        found.harbor_trials = []  # (the units hold them now)
-        todo = []
-        for unit in units:
-            if unit[1] in reached:  # overlapping paths: the same trial directory or file again
-                assembly.add_duplicate(unit[1])
-            elif entry is not None and entry.reusable(shown(unit[1])):
-                reached.add(unit[1])
-                assembly.reused.add(shown(unit[1]))
-            else:
-                reached.add(unit[1])
-                todo.append(unit)
-        del units
         walk = []
-        for chunk, (results, stamps, columns) in _run_units(todo, options, assembly.strict, progress):
+        units = _new_units(stream, found, entry, assembly, reached)
+        for chunk, (results, stamps, columns) in _run_units(units, options, assembly.strict, progress):
             assembly.stamps.extend(stamps)
             for index, (n_rows, rejections, walk_instead, deps) in results:
                 _, path, fallback = chunk[index]
@@ -449,7 +438,44 @@ def _parse(
         _parse_run_files(found, options, assembly)
         if not walk:
             return
-        found = discover_more(walk, visited, found.inside)
+        found = discover_more(walk, found.visited, found.inside)
+        stream = iter([found])
+
+
+def _new_units(
+    stream: Iterator[Found], found: Found, entry: _cache.Entry | None, assembly: _Assembly, reached: set[str] | None
+) -> Iterator[list[tuple[int, str, str]]]:
+    """The units to parse, a batch for each step of the walk.
+
+    A trial reached again is a duplicate; one the cache holds unchanged is reused.
+    """
+    tb1_taken = 0  # (TB1 trial files stay in found: its run files are read knowing them)
+    for _ in chain(stream, [found]):  # (once more at the end: what the walk found after its last trials)
+        for item in found.rejected:
+            assembly.add_rejected(item, _cache.GLOBAL)
+        found.rejected = []
+        assembly.add_deps(found.deps, _cache.GLOBAL)
+        found.deps = []
+        units = [(_HARBOR, path, fallback) for path, fallback in found.harbor_trials]
+        units += [(_TB1, path, fallback) for path, fallback in found.tb1_trials[tb1_taken:]]
+        tb1_taken = len(found.tb1_trials)
+        found.harbor_trials = []  # (the units hold them now)
+        if reached is None and entry is None:
+            todo = units
+        else:
+            todo = []
+            for unit in units:
+                if reached is not None and unit[1] in reached:  # overlapping paths: the same trial again
+                    assembly.add_duplicate(unit[1])
+                    continue
+                if reached is not None:
+                    reached.add(unit[1])
+                if entry is not None and entry.reusable(shown(unit[1])):
+                    assembly.reused.add(shown(unit[1]))
+                else:
+                    todo.append(unit)
+        if todo:
+            yield todo
 
 
 def _parse_run_files(found: Found, options: harbor.Options, assembly: _Assembly) -> None:
@@ -490,64 +516,134 @@ def _rejection(exc: Exception, path: str) -> Rejected:
     return Rejected(path, f"could not be read: {type(exc).__name__}: {exc}")
 
 
+class _Chunks:
+    """The units to parse, cut into chunks as the walk finds them: small at first (a worker starts at once)."""
+
+    def __init__(self, batches: Iterator[list[tuple[int, str, str]]]) -> None:
+        self.batches = batches
+        self.buffer: list[tuple[int, str, str]] = []
+        self.found = 0  # units found so far (the total, once the walk has ended)
+        self.made = 0
+        self.ended = False
+
+    def fill(self, count: int) -> None:
+        """Walk on until ``count`` units wait here, or the walk ends."""
+        while len(self.buffer) < count and not self.ended:
+            batch = next(self.batches, None)
+            if batch is None:
+                self.ended = True
+            else:
+                self.buffer += batch
+                self.found += len(batch)
+
+    def next(self, size: int | None = None) -> list[tuple[int, str, str]] | None:
+        """The next chunk (``size`` units, or the next of the growing sizes), None once every unit was taken."""
+        if size is None:
+            size = min(_CHUNK_MAX, _CHUNK_FIRST << min(self.made, 8))
+        self.fill(size)
+        if not self.buffer:
+            return None
+        chunk, self.buffer = self.buffer[:size], self.buffer[size:]
+        self.made += 1
+        return chunk
+
+    def put_back(self, chunks: list[list[tuple[int, str, str]]]) -> None:
+        self.buffer = [unit for chunk in chunks for unit in chunk] + self.buffer
+
+
+# A worker's first chunk is small, so it starts while this process is still walking; chunks double
+# up to the largest, whose hand-off costs little beside its parse.
+_CHUNK_FIRST = 256
+_CHUNK_MAX = 2048
+
+
 def _run_units(
-    units: list[tuple[int, str, str]], options: harbor.Options, strict: bool, progress: Progress | None
+    batches: Iterator[list[tuple[int, str, str]]], options: harbor.Options, strict: bool, progress: Progress | None
 ) -> Iterator[tuple[list[tuple[int, str, str]], _ChunkResult]]:
     """Each unit's result in order, as soon as its chunk is parsed (nothing waits for the whole load in memory).
 
-    A large load is shared between this process and ``cores - 1`` worker processes: the workers
-    take the chunks in turn, and this process parses the next chunk itself whenever the one due
-    is not ready yet (its own chunks cost no hand-off), so every core parses and the chunks held
-    at once stay few.
+    The walk and the parse go on together: a large load is shared between this process and
+    ``cores - 1`` worker processes, the workers taking chunks as the walk finds them, and this
+    process walking on or parsing a chunk itself whenever the one due is not ready yet (its own
+    chunks cost no hand-off), so every core works and the units and chunks held at once stay few.
     """
-    total = len(units)
+    chunks = _Chunks(batches)
+    chunks.fill(_PARALLEL_MIN_UNITS)
     context = _pool_context()
     workers = (os.cpu_count() or 1) - 1
-    done = 0
-    if total >= _PARALLEL_MIN_UNITS and workers > 0 and context is not None and not strict and _picklable(options):
-        size = max(64, min(2048, total // ((workers + 1) * 8)))
-        chunks = [units[at : at + size] for at in range(0, total, size)]
+    large = chunks.found >= _PARALLEL_MIN_UNITS
+    if large and workers > 0 and context is not None and not strict and _picklable(options):
         try:
             with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_start) as pool:
-                for chunk, result in _shared(chunks, options, pool, 2 * workers):
-                    done += len(chunk)
-                    if progress is not None:
-                        progress(done, total)
-                    yield chunk, result
+                yield from _shared(chunks, options, pool, 3 * workers, progress)
             return
         except BrokenProcessPool:
             pass  # a worker died (killed, out of memory): the units not yet yielded are parsed here
-    size = max(1, min(500, (total - done) // 20 or 1))
-    for at in range(done, total, size):
-        chunk = units[at : at + size]
+    chunks.fill(sys.maxsize)  # (one process: the walk ends first, so the chunks can be sized to the load)
+    done, total = 0, chunks.found
+    size = max(1, min(500, len(chunks.buffer) // 20 or 1))
+    while (chunk := chunks.next(size)) is not None:
         yield chunk, _parse_chunk(chunk, options)
+        done += len(chunk)
         if progress is not None:
-            progress(min(at + size, total), total)
+            progress(done, total)
 
 
 def _shared(
-    chunks: list[list[tuple[int, str, str]]], options: harbor.Options, pool: ProcessPoolExecutor, in_flight: int
+    chunks: _Chunks, options: harbor.Options, pool: ProcessPoolExecutor, in_flight: int, progress: Progress | None
 ) -> Iterator[tuple[list[tuple[int, str, str]], _ChunkResult]]:
-    """The chunks' results in order, parsed by ``pool`` (at most ``in_flight`` at once) and by this process."""
-    pending: dict[int, Future[_ChunkResult] | _ChunkResult] = {}
-    assigned = 0
-    for due in range(len(chunks)):
+    """The chunks' results in order, parsed by ``pool`` (at most ``in_flight`` at once) and by this process.
+
+    When the pool breaks, the chunks not yet yielded go back to ``chunks`` before the error is raised.
+    """
+    made: dict[int, list[tuple[int, str, str]]] = {}
+    pending: dict[int, Future[_ChunkResult | _Packed] | _ChunkResult] = {}
+    due = done = 0
+
+    def take() -> int | None:
+        chunk = chunks.next()
+        if chunk is None:
+            return None
+        index = chunks.made - 1
+        made[index] = chunk
+        return index
+
+    try:
         while True:
-            while assigned < len(chunks) and sum(isinstance(item, Future) for item in pending.values()) < in_flight:
-                pending[assigned] = pool.submit(_parse_chunk_packed, chunks[assigned], options)
-                assigned += 1
-            if due not in pending:  # (every chunk before it is assigned: this one is next)
-                pending[due] = _parse_chunk(chunks[due], options)
-                assigned += 1
+            # the worker is kept fed: a chunk it finished but that is not due yet does not count
+            # (counting it starved the worker for a tenth of the load), up to a bound on results held
+            while len(pending) < 4 * in_flight and _running(pending) < in_flight:
+                index = take()
+                if index is None:
+                    break
+                pending[index] = pool.submit(_parse_chunk_packed, made[index], options)
+            if due not in pending:  # (every chunk made is yielded: the next one is due)
+                index = take()
+                if index is None:
+                    return
+                pending[index] = _parse_chunk(made[index], options)
             item = pending[due]
-            if not isinstance(item, Future) or item.done() or assigned == len(chunks):
-                break
-            pending[assigned] = _parse_chunk(chunks[assigned], options)  # the due chunk is not ready: work meanwhile
-            assigned += 1
-        item = pending.pop(due)
-        result = _unpacked(item.result()) if isinstance(item, Future) else item
-        del item
-        yield chunks[due], result
+            if isinstance(item, Future) and not item.done():
+                index = take()  # the due chunk is not ready: work meanwhile
+                if index is not None:
+                    pending[index] = _parse_chunk(made[index], options)
+                    continue
+            item = pending.pop(due)
+            result = _unpacked(item.result()) if isinstance(item, Future) else item
+            del item
+            chunk = made.pop(due)
+            due += 1
+            done += len(chunk)
+            if progress is not None:
+                progress(done, chunks.found)
+            yield chunk, result
+    except BrokenProcessPool:
+        chunks.put_back([made[index] for index in sorted(made)])
+        raise
+
+
+def _running(pending: dict[int, Future[_ChunkResult | _Packed] | _ChunkResult]) -> int:
+    return sum(isinstance(item, Future) and not item.done() for item in pending.values())
 
 
 def _pool_context() -> BaseContext | None:
