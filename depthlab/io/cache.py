@@ -101,18 +101,38 @@ class Stamps:
     units: list[str] = field(default_factory=list)
     sizes: list[MutableSequence[int]] = field(default_factory=list)
     times: list[MutableSequence[int]] = field(default_factory=list)
-    #: Machine integers instead of Python ones: a load's stamps, held until it is saved (a chunk's stay lists).
+    #: Held compactly (a load's stamps, kept until it is saved; a chunk's are plain lists): machine
+    #: integers, and the units taken in as ``blocks`` of :func:`joined` paths, after ``units``.
     compact: bool = False
+    blocks: list[bytes] = field(default_factory=list)
+    n_blocked: int = 0  # units in blocks
 
     def __post_init__(self) -> None:
         if not self.sizes:
             self.sizes = [array("q") if self.compact else [] for _ in self.names]
             self.times = [array("q") if self.compact else [] for _ in self.names]
 
+    def __len__(self) -> int:
+        return len(self.units) + self.n_blocked
+
     def extend(self, other: Stamps) -> None:
-        self.units.extend(other.units)
+        if self.compact:  # (in the order they come: blocks follow one another)
+            if other.units:
+                self.blocks.append(joined(other.units))
+                self.n_blocked += len(other.units)
+            self.blocks += other.blocks
+            self.n_blocked += other.n_blocked
+        elif other.blocks:
+            raise ValueError("only compact stamps take units in blocks")  # (their order would be lost)
+        else:
+            self.units += other.units
         for mine, theirs in zip(self.sizes + self.times, other.sizes + other.times, strict=True):
             mine.extend(theirs)
+
+    def joined_units(self) -> bytes:
+        """Every unit, in order, as one :func:`joined` block."""
+        blocks = [joined(self.units), *self.blocks] if self.units else self.blocks
+        return b"\0".join(blocks)  # (a block holds one unit at least: a chunk with none adds no block)
 
 
 class _Meta(msgspec.Struct):
@@ -278,12 +298,12 @@ def save(
         for column, value in zip(present if size >= 0 else probes, values, strict=True):
             column.append(value)
     del unique
-    stamped: list[str] = []
-    if stamps is not None and stamps.units:
+    stamped = b""
+    if stamps is not None and len(stamps):
         # the stamped units follow the others, in order (none of them has files remembered in deps)
-        stamped = stamps.units
+        stamped = stamps.joined_units()
         first = len(units)
-        indices = range(first, first + len(stamped))
+        indices = range(first, first + len(stamps))
         for name, sizes, times in zip(stamps.names, stamps.sizes, stamps.times, strict=True):
             name_index = names.setdefault(os.sep + name, len(names))
             # whole columns at a time (itertools.compress): 100,000 trials' stamps were a Python loop of 500,000 turns
@@ -299,8 +319,8 @@ def save(
     meta = _Meta(
         version=FORMAT_VERSION,
         n_present=len(present[0]),
-        bases=(joined_units := _joined([*units, *stamped])),
-        names=_joined(names),
+        bases=(joined_units := joined(units) + (b"\0" + stamped if stamps is not None and len(stamps) else b"")),
+        names=joined(names),
         base=present[0] + probes[0],
         name=present[1] + probes[1],
         sizes=present[2] + probes[2],
@@ -333,7 +353,7 @@ def save(
         warnings.warn(f"the trials cache was not evicted: {exc}", UserWarning, stacklevel=3)
 
 
-def _joined(texts: Iterable[str]) -> bytes:
+def joined(texts: Iterable[str]) -> bytes:
     """The keys (in index order) as one "\\0"-joined block of file-system bytes (no path holds a NUL)."""
     return "\0".join(texts).encode("utf-8", "surrogateescape")  # os.fsencode, without its checks
 

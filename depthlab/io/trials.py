@@ -725,7 +725,7 @@ def _parse_chunk_packed(units: list[tuple[int, str, str]], options: harbor.Optio
     """:func:`_parse_chunk` in a worker, its columns and stamps packed for the trip back."""
     results, stamps, columns = _parse_chunk(units, options)
     try:
-        packed = _PACK([*columns.values(), stamps.units, *stamps.sizes, *stamps.times])
+        packed = _PACK([*columns.values(), _cache.joined(stamps.units), *stamps.sizes, *stamps.times])
     except UnicodeEncodeError:
         return results, stamps, columns
     return results, packed
@@ -740,7 +740,9 @@ def _unpacked(result: _ChunkResult | _Packed) -> _ChunkResult:
     columns = dict(zip(names, values[: len(names)], strict=True))
     stamps = _fastresults.stamps()
     at, count = len(names) + 1, len(stamps.names)
-    stamps.units, stamps.sizes, stamps.times = values[at - 1], values[at : at + count], values[at + count :]
+    stamps.sizes, stamps.times = values[at : at + count], values[at + count :]
+    stamps.n_blocked = len(stamps.sizes[0])
+    stamps.blocks = [values[at - 1]] if stamps.n_blocked else []
     return results, stamps, columns
 
 

@@ -305,3 +305,35 @@ def test_cache_command_info_and_clear(tmax_job, capsys):
     assert "removed 1 entries" in capsys.readouterr().out
     assert list(cache_dir().iterdir()) == []
     assert cache.info().entries == 0
+
+
+def test_a_load_shared_with_workers_is_remembered_whole(tmp_path, parsed):
+    """Over the parallel threshold (chunks parsed by a worker and by this process, the walk still going):
+    the reload is the same table, and a change in the first chunk, in the last, or a trial gone is seen."""
+    root = tmp_path / "board"
+    for job in range(3):
+        (root / f"job-{job}").mkdir(parents=True)
+        (root / f"job-{job}" / "result.json").write_text(json.dumps({"n_total_trials": 400}))
+        for index in range(400):
+            write_trial(root / f"job-{job}" / f"t{index:03d}__x", task_name=f"task-{index % 7}", trial_name=f"{job}-{index}")
+    first = read_trials(root)
+    assert first.trials.height == 1200 and not first.rejected
+    parsed.clear()
+    again = read_trials(root)
+    assert parsed == []  # every trial's files remembered as they are: nothing parsed again
+    assert again.trials.equals(first.trials)
+    for trial in ("job-0/t000__x", "job-2/t399__x"):
+        result = root / trial / "result.json"
+        data = json.loads(result.read_text())
+        data["verifier_result"]["rewards"]["reward"] = 0.0
+        result.write_text(json.dumps(data))
+    shutil.rmtree(root / "job-1" / "t200__x")
+    parsed.clear()
+    changed = read_trials(root)
+    assert sorted(parsed) == ["t000__x", "t399__x"]  # only what changed (a trial gone is dropped)
+    assert changed.trials.height == 1199
+    failed = changed.trials.filter(pl.col("reward") == 0.0)["source"].to_list()
+    assert sorted(os.path.relpath(path, root) for path in failed) == [
+        os.path.join("job-0", "t000__x", "result.json"),
+        os.path.join("job-2", "t399__x", "result.json"),
+    ]
