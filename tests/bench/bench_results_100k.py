@@ -14,9 +14,9 @@ config.json only). Then, with the OS page cache warm for every contender alike:
   and of the largest worker process, beside the size of the trials table itself;
 
 each contender runs ``--rounds`` times, taking turns, and its best wall and CPU time are kept (the
-memory is that of the first cold load); and the ratios, each against its target (issue 31): cold / read and parse <= 1.5 in wall time and
-<= 2 in CPU time, naive / cold >= 3, cached / stat floor <= 2, and the memory left over by the
-load once the table is subtracted <= 100 MiB. Usage:
+memory is that of the first cold load); and the ratios, each against its target (issue 31): cold /
+read and parse <= 1.5 in wall time and <= 2 in CPU time, naive / cold >= 3, cached / stat floor
+<= 2, and the memory left over by the load once the table is subtracted <= 100 MiB. Usage:
 ``python tests/bench/bench_results_100k.py [--trials 100000] [--root DIR] [--keep] [--rounds 3]``.
 """
 

@@ -315,9 +315,11 @@ def test_a_load_shared_with_workers_is_remembered_whole(tmp_path, parsed):
         (root / f"job-{job}").mkdir(parents=True)
         (root / f"job-{job}" / "result.json").write_text(json.dumps({"n_total_trials": 400}))
         for index in range(400):
-            write_trial(root / f"job-{job}" / f"t{index:03d}__x", task_name=f"task-{index % 7}", trial_name=f"{job}-{index}")
+            trial = root / f"job-{job}" / f"t{index:03d}__x"
+            write_trial(trial, task_name=f"task-{index % 7}", trial_name=f"{job}-{index}")
     first = read_trials(root)
-    assert first.trials.height == 1200 and not first.rejected
+    assert first.trials.height == 1200
+    assert not first.rejected
     parsed.clear()
     again = read_trials(root)
     assert parsed == []  # every trial's files remembered as they are: nothing parsed again
