@@ -316,7 +316,10 @@ def test_a_load_shared_with_workers_is_remembered_whole(tmp_path, parsed):
         (root / f"job-{job}" / "result.json").write_text(json.dumps({"n_total_trials": 400}))
         for index in range(400):
             trial = root / f"job-{job}" / f"t{index:03d}__x"
-            write_trial(trial, task_name=f"task-{index % 7}", trial_name=f"{job}-{index}")
+            fields = {"task_name": f"task-{index % 7}", "trial_name": f"{job}-{index}"}
+            if index % 5 == 0:  # no verifier result and no turns: its reward files and agent/ are probes
+                fields.update(verifier_result=None, agent_result={"n_input_tokens": 10})
+            write_trial(trial, **fields)
     first = read_trials(root)
     assert first.trials.height == 1200
     assert not first.rejected
@@ -324,18 +327,21 @@ def test_a_load_shared_with_workers_is_remembered_whole(tmp_path, parsed):
     again = read_trials(root)
     assert parsed == []  # every trial's files remembered as they are: nothing parsed again
     assert again.trials.equals(first.trials)
-    for trial in ("job-0/t000__x", "job-2/t399__x"):
+    for trial in ("job-0/t001__x", "job-2/t399__x"):
         result = root / trial / "result.json"
         data = json.loads(result.read_text())
         data["verifier_result"]["rewards"]["reward"] = 0.0
         result.write_text(json.dumps(data))
     shutil.rmtree(root / "job-1" / "t200__x")
+    (root / "job-1" / "t205__x" / "verifier").mkdir()  # a reward file appears where none was
+    (root / "job-1" / "t205__x" / "verifier" / "reward.txt").write_text("1")
     parsed.clear()
     changed = read_trials(root)
-    assert sorted(parsed) == ["t000__x", "t399__x"]  # only what changed (a trial gone is dropped)
+    assert sorted(parsed) == ["t001__x", "t205__x", "t399__x"]  # only what changed (a trial gone is dropped)
+    assert changed.trials.filter(pl.col("trial") == "1-205")["reward"].to_list() == [1.0]
     assert changed.trials.height == 1199
     failed = changed.trials.filter(pl.col("reward") == 0.0)["source"].to_list()
     assert sorted(os.path.relpath(path, root) for path in failed) == [
-        os.path.join("job-0", "t000__x", "result.json"),
+        os.path.join("job-0", "t001__x", "result.json"),
         os.path.join("job-2", "t399__x", "result.json"),
     ]
