@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -180,6 +181,38 @@ def test_fuzzed_result_never_crashes_and_counts_reconcile(field, value, raw, use
         for item in load.rejected:
             assert item.path.startswith(str(job))
             assert item.reason
+
+
+class _DYING:
+    parent = 0
+    packed = None
+
+
+def _dies_in_the_worker(units, options):
+    """A worker's chunk parse (sent by name: workers are forked from the test) that kills the worker at one trial."""
+    if os.getpid() != _DYING.parent and any(path.endswith("t100__x") for _, path, _ in units):
+        os._exit(9)
+    return _DYING.packed(units, options)
+
+
+_NO_WORKER = (os.cpu_count() or 1) < 2 or sys.platform != "linux"
+
+
+@pytest.mark.skipif(_NO_WORKER, reason="needs a worker process (Linux, 2 cores)")
+def test_a_worker_killed_mid_load_costs_no_trial(tmp_path, monkeypatch):
+    """A worker that dies (killed, out of memory) while the walk still goes on: this process parses the rest."""
+    from depthlab.io import trials
+
+    for job in range(3):
+        for index in range(400):
+            write_trial(tmp_path / f"job-{job}" / f"t{index:03d}__x", trial_name=f"{job}-{index}")
+    expected = read_trials(tmp_path, cache=False).trials  # (a parent and a worker share it)
+    monkeypatch.setattr(_DYING, "parent", os.getpid())
+    monkeypatch.setattr(_DYING, "packed", trials._parse_chunk_packed)
+    monkeypatch.setattr(trials, "_parse_chunk_packed", _dies_in_the_worker)
+    load = read_trials(tmp_path, cache=False)
+    assert not load.rejected
+    assert load.trials.equals(expected)
 
 
 def test_many_trials_use_the_process_pool_and_keep_every_row(tmp_path):
