@@ -158,7 +158,8 @@ def read_trials(
         "kwargs"}}``); loads with a callable are not cached, and use one process unless the
         callable can be pickled.
     progress : callable, optional
-        Called as ``progress(done, total)`` while trials are parsed.
+        Called as ``progress(done, total)`` while trials are parsed; ``total`` is the number
+        found so far (a large tree is parsed while it is still being walked).
     follow_links : bool, default False
         Follow symbolic links to directories outside ``paths`` (by default such a link is a
         rejection naming it and its target, so a link to ``/`` does not walk the whole
