@@ -599,6 +599,7 @@ def _shared(
     """
     made: dict[int, list[tuple[int, str, str]]] = {}
     pending: dict[int, Future[_ChunkResult | _Packed] | _ChunkResult] = {}
+    held = 4 * in_flight  # results held at once, ready or not: a worker stuck on one file bounds them
     due = done = 0
 
     def take() -> int | None:
@@ -613,7 +614,7 @@ def _shared(
         while True:
             # the worker is kept fed: a chunk it finished but that is not due yet does not count
             # (counting it starved the worker for a tenth of the load), up to a bound on results held
-            while len(pending) < 4 * in_flight and _running(pending) < in_flight:
+            while len(pending) < held and _running(pending) < in_flight:
                 index = take()
                 if index is None:
                     break
@@ -624,8 +625,8 @@ def _shared(
                     return
                 pending[index] = _parse_chunk(made[index], options)
             item = pending[due]
-            if isinstance(item, Future) and not item.done():
-                index = take()  # the due chunk is not ready: work meanwhile
+            if isinstance(item, Future) and not item.done() and len(pending) < held:
+                index = take()  # the due chunk is not ready: work meanwhile (a stuck worker: then wait)
                 if index is not None:
                     pending[index] = _parse_chunk(made[index], options)
                     continue

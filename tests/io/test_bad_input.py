@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -213,6 +214,42 @@ def test_a_worker_killed_mid_load_costs_no_trial(tmp_path, monkeypatch):
     load = read_trials(tmp_path, cache=False)
     assert not load.rejected
     assert load.trials.equals(expected)
+
+
+def _slow_in_the_worker(units, options):
+    """A worker's chunk parse that hangs a while on its first chunk (a file on a stalled network mount)."""
+    if os.getpid() != _DYING.parent and any(path.endswith("t000__x") for _, path, _ in units):
+        time.sleep(3)
+    return _DYING.packed(units, options)
+
+
+@pytest.mark.skipif(_NO_WORKER or (os.cpu_count() or 1) > 8, reason="needs 2 to 8 cores (a bound below 149 chunks)")
+def test_a_stuck_worker_bounds_the_chunks_parsed_ahead(tmp_path, monkeypatch):
+    """While the chunk due waits on a stuck worker, this process parses only a bounded number ahead, then waits."""
+    from depthlab.io import trials
+
+    for index in range(1200):
+        write_trial(tmp_path / "job" / f"t{index:03d}__x", trial_name=f"trial-{index}")
+    expected = read_trials(tmp_path, cache=False).trials
+    monkeypatch.setattr(trials, "_CHUNK_FIRST", 8)
+    monkeypatch.setattr(trials, "_CHUNK_MAX", 8)  # 150 chunks
+    monkeypatch.setattr(_DYING, "parent", os.getpid())
+    monkeypatch.setattr(_DYING, "packed", trials._parse_chunk_packed)
+    monkeypatch.setattr(trials, "_parse_chunk_packed", _slow_in_the_worker)
+    parsed_at: list[float] = []
+    parse_chunk = trials._parse_chunk
+
+    def timed(units, options):
+        parsed_at.append(time.monotonic())
+        return parse_chunk(units, options)
+
+    monkeypatch.setattr(trials, "_parse_chunk", timed)
+    start = time.monotonic()
+    load = read_trials(tmp_path, cache=False)
+    assert load.trials.equals(expected)
+    # the first chunk (the worker's) is due for 3 s; in 2 s, unbounded, this process parsed the other 149
+    during = [at for at in parsed_at if at < start + 2]
+    assert 0 < len(during) <= 12 * ((os.cpu_count() or 2) - 1)  # (four results per chunk kept in flight)
 
 
 def test_many_trials_use_the_process_pool_and_keep_every_row(tmp_path):
