@@ -51,7 +51,7 @@ import warnings
 from array import array
 from collections.abc import Iterable, Iterator, MutableSequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import compress
 from operator import attrgetter
 from pathlib import Path
 from typing import Final, cast
@@ -310,10 +310,10 @@ def save(
             name_index = names.setdefault(os.sep + name, len(names))
             for kind, keep in _stamp_parts(sizes):
                 # whole columns at a time: 100,000 trials' stamps were a Python loop of 500,000 turns
-                kept = indices if keep is None else array("q", compress(indices, keep))
+                kept = array("q", indices if keep is None else compress(indices, keep))
                 columns = present if kind == "present" else probes
-                columns[0].extend(kept)
-                columns[1].extend(repeat(name_index, len(kept)))
+                columns[0].extend(kept)  # (array to array: a copy of memory, no Python integers)
+                columns[1].extend(array("q", [name_index]) * len(kept))
                 columns[2].extend(sizes if keep is None else compress(sizes, keep))
                 columns[3].extend(times if keep is None else compress(times, keep))
                 columns[4].extend(kept)
