@@ -60,9 +60,9 @@ def discover(roots: list[str], follow_links: bool = False) -> Found:
 def discover_stream(roots: list[str], found: Found, follow_links: bool = False) -> Iterator[Found]:
     """:func:`discover` into ``found``, yielding it whenever trials were added, so they are parsed as the walk goes on.
 
-    The caller may take ``found.harbor_trials`` and ``found.tb1_trials`` (and empty them) at each
-    yield; everything else (jobs, run files, rejections, folders remembered) is complete when the
-    stream ends.
+    At each yield the caller may take the trials added since the last one (``found.harbor_trials``
+    may be emptied; ``found.tb1_trials`` must stay whole, TB1 run files are read knowing them);
+    everything else (jobs, run files, rejections, folders remembered) is complete when the stream ends.
     """
     if not follow_links:
         found.inside = tuple(os.path.realpath(root) for root in roots if os.path.isdir(root))

@@ -581,7 +581,8 @@ def _run_units(
         except BrokenProcessPool:
             pass  # a worker died (killed, out of memory): the units not yet yielded are parsed here
     chunks.fill(sys.maxsize)  # (one process: the walk ends first, so the chunks can be sized to the load)
-    done, total = 0, chunks.found
+    total = chunks.found
+    done = total - len(chunks.buffer)  # (after a broken pool: the chunks already given)
     size = max(1, min(500, len(chunks.buffer) // 20 or 1))
     while (chunk := chunks.next(size)) is not None:
         yield chunk, _parse_chunk(chunk, options)
