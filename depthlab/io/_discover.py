@@ -49,16 +49,10 @@ class Found:
     inside: tuple[str, ...] | None = None  # real paths links may lead into (None: follow every link)
 
 
-def discover(roots: list[str], follow_links: bool = False) -> Found:
-    """Walk ``roots`` (existing files or directories) and classify what they hold."""
-    found = Found()
-    for _ in discover_stream(roots, found, follow_links):
-        pass
-    return found
-
-
 def discover_stream(roots: list[str], found: Found, follow_links: bool = False) -> Iterator[Found]:
-    """:func:`discover` into ``found``, yielding it whenever trials were added, so they are parsed as the walk goes on.
+    """Walk ``roots`` (existing files or directories) and classify what they hold into ``found``.
+
+    It yields ``found`` whenever trials were added, so they are parsed as the walk goes on.
 
     At each yield the caller may take the trials added since the last one (``found.harbor_trials``
     may be emptied; ``found.tb1_trials`` must stay whole, TB1 run files are read knowing them);

@@ -41,7 +41,6 @@ A cap rule given as a function cannot be keyed, so such loads are never cached.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import io
 import os
@@ -61,7 +60,7 @@ import polars as pl
 
 from depthlab import _atomic
 from depthlab.io._errors import Rejected
-from depthlab.io._files import ABSENT, BROKEN_LINK, POSIX, Dep
+from depthlab.io._files import ABSENT, BROKEN_LINK, POSIX, Dep, collection_paused
 
 # Bump when the loaders change what they produce, so old entries are not reused.
 FORMAT_VERSION: Final[int] = 6
@@ -228,12 +227,7 @@ def _entry_path(key: str) -> Path:
 def load(key: str) -> Entry | None:
     """The cache entry for ``key`` with what changed since, or None when there is none (or it is unusable)."""
     path = _entry_path(key)
-    # The garbage collector is held off while the entry is decoded and its files are stat'ed: the
-    # tens of thousands of short-lived stat results and paths hold no cycles, yet each 700 of them
-    # would start a collection (a tenth of a reload's time).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collection_paused():  # (while the entry is decoded and its files are stat'ed)
         try:
             data = _read_regular(path)
             meta, table = _decode(data)
@@ -244,9 +238,6 @@ def load(key: str) -> Entry | None:
         if meta is None:
             return None
         changed = frozenset(_changed_owners(meta))
-    finally:
-        if collecting:
-            gc.enable()
     _touch(path)
     return Entry(table, meta, changed)
 

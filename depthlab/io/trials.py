@@ -10,7 +10,6 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from multiprocessing import get_context
@@ -35,7 +34,7 @@ from depthlab.io._errors import (
     notes_text,
     warning_text,
 )
-from depthlab.io._files import Dep
+from depthlab.io._files import Dep, collection_paused
 from depthlab.io._rows import NOTES, ROW_SCHEMA, TIMES, shown
 from depthlab.io.status import STATUS_RULES, CapRule, stated_cap
 
@@ -221,7 +220,7 @@ def read_trials(
             return _finish(kept, rejected, entry.n_seen, entry.duplicates, strict)
 
     assembly = _Assembly(strict)
-    with _collection_paused():
+    with collection_paused():
         _parse(roots, follow_links, options, entry, assembly, progress)
     unordered, dropped = _collapse(_frame(assembly, entry))
     handed = [unordered]
@@ -235,22 +234,6 @@ def read_trials(
             key, stored, assembly.rejected, assembly.n_seen, assembly.deps, assembly.owners, duplicates, assembly.stamps
         )
     return _finish(trials, rejected, assembly.n_seen, duplicates, strict)
-
-
-@contextmanager
-def _collection_paused() -> Iterator[None]:
-    """Python's cycle collector off while trials are parsed (and back as it was after).
-
-    The parse makes no cycles, but it allocates millions of objects while this process holds the
-    walk's hundred thousand paths: the collector's passes over them cost a tenth of the load.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _worker_start() -> None:

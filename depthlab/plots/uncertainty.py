@@ -54,8 +54,7 @@ def depth_distribution_plot(
         depth, share, cumulative, n_tasks).
     dataset : str, optional
         The collection to draw; default the table's only one.
-    color : str, optional
-        The line colour (default the collection's).
+    {color}
     {ax}
 
     {returns_axes}

@@ -173,17 +173,22 @@ def trial_steps(
     return out
 
 
-def step_result(
-    name: str, turns: int, reward: float, started: datetime, agent_end: datetime, verifier_end: datetime, iso: Any
-) -> dict[str, Any]:
-    """Harbor's ``StepResult`` of one simulated step (usage as the single-step layout counts it per turn)."""
-    usage = harbor_writer.agent_result(
+def agent_usage(turns: int) -> dict[str, Any]:
+    """Harbor's ``agent_result`` of a simulated agent that took ``turns`` turns (tokens and cost grow per turn)."""
+    return harbor_writer.agent_result(
         n_input_tokens=2500 * turns + 1800,
         n_cache_tokens=1200 * turns,
         n_output_tokens=310 * turns,
         cost_usd=round(0.0000025 * 2500 * turns + 0.00001 * 310 * turns, 6),
         metadata={"n_episodes": turns, "summarization_count": 0},
     )
+
+
+def step_result(
+    name: str, turns: int, reward: float, started: datetime, agent_end: datetime, verifier_end: datetime, iso: Any
+) -> dict[str, Any]:
+    """Harbor's ``StepResult`` of one simulated step (usage as the single-step layout counts it per turn)."""
+    usage = agent_usage(turns)
     return harbor_writer.step_result(
         name,
         agent_result=usage,

@@ -350,13 +350,7 @@ class _JobWriter:
             files.append((os.path.join(agent_dir, "trajectory.json"), trajectory))
             reward_name, reward_text = harbor_writer.reward_file(trial.rewards or {"reward": 0.0})
             files.append((os.path.join(verifier_dir, reward_name), reward_text.encode()))
-        usage = harbor_writer.agent_result(
-            n_input_tokens=2500 * turns + 1800,
-            n_cache_tokens=1200 * turns,
-            n_output_tokens=310 * turns,
-            cost_usd=round(0.0000025 * 2500 * turns + 0.00001 * 310 * turns, 6),
-            metadata={"n_episodes": turns, "summarization_count": 0},
-        )
+        usage = _steps.agent_usage(turns)
         phases = {"environment_setup": harbor_writer.phase(_iso(started), _iso(setup_end))}
         if not invalid:
             phases["agent_setup"] = harbor_writer.phase(_iso(setup_end), _iso(setup_end))
