@@ -152,8 +152,10 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
             file_limit_bytes=FILE_LIMIT_BYTES,
             only_gid=VERIFIER_GID if strict else None,
         )
+        # after a copy that failed too: a writer racing the copy truncates its archive, and the
+        # late write is then the cause to name, not the copy's failure
+        problems += checks.run("the check for writes after the tests", [], _late_writes, box)
         if report is not None:
-            problems += checks.run("the check for writes after the tests", [], _late_writes, box, report)
             problems += _foreign_writers(report)
         if staged.exists():
             verifier_dir.mkdir(parents=True, exist_ok=True)
@@ -179,7 +181,7 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
     if problems:
         raise VerifierTamperedError(
             "The verifier's files were changed by another process while the tests ran (the trial is invalid): "
-            + "; ".join(problems[:10])
+            + "; ".join(problems[:10] + checks.failed)
         )
     if checks.failed:
         raise VerifierCheckError(
@@ -280,12 +282,10 @@ def _foreign_writers(report: CopyReport) -> list[str]:
     ]
 
 
-def _late_writes(box: TaskContainer, report: CopyReport | None, wait_sec: float = 0.5) -> list[str]:
+def _late_writes(box: TaskContainer, wait_sec: float = 0.5) -> list[str]:
     """A reward file that changes after the tests ended has another writer than the verifier."""
     import docker.errors
 
-    if report is None:
-        return []
     first = {}
     for name in ("reward.txt", "reward.json"):
         with contextlib.suppress(docker.errors.NotFound):

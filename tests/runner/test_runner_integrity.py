@@ -23,6 +23,9 @@ HONEST_ZERO = "sleep 1; echo 0 > /logs/verifier/reward.txt\n"
 ATTACKS = {
     # write a reward of 1 over and over into the verifier's folder
     "forge-reward": "(while :; do echo 1 > /logs/verifier/reward.txt 2>/dev/null; done) >/dev/null 2>&1 &\n",
+    # rewrite a long reward file over and over: the copy's archive breaks on it, the late writes still show
+    "forge-reward-racing-the-copy": "(while :; do head -c 4000000 /dev/zero > /logs/verifier/reward.txt 2>/dev/null; "
+    "done) >/dev/null 2>&1 &\n",
     # swap the verifier's folder for a link to a folder holding a reward of 1
     "forge-links": "mkdir -p /tmp/forge; echo 1 > /tmp/forge/reward.txt; (while :; do if [ ! -L /logs/verifier ]; "
     "then rm -rf /logs/verifier 2>/dev/null; ln -s /tmp/forge /logs/verifier 2>/dev/null; fi; done) "
@@ -90,7 +93,8 @@ def test_tampering_names_what_changed(outcomes):
     if profile != "harbor":
         pytest.skip("under strict the forgers cannot write: nothing to name")
     assert "/tests/test.sh was rewritten" in found["forge-tests"].message
-    assert "reward.txt was written after the tests ended" in found["forge-reward"].message
+    for attack in ("forge-reward", "forge-reward-racing-the-copy"):
+        assert "reward.txt was written after the tests ended" in found[attack].message
     assert "/logs/verifier" in found["forge-links"].message
 
 
@@ -177,3 +181,23 @@ def test_a_check_that_raises_makes_the_trial_invalid_and_its_reward_ungraded(
     assert (outcome.status, outcome.exception, outcome.reward) == ("invalid", "VerifierCheckError", None)
     assert f"{check} broke (injected)" in outcome.message
     assert not (outcome.trial_dir / "verifier" / "reward.txt").exists()
+
+
+def test_a_copy_broken_by_a_racing_writer_names_the_late_write(docker_client, tmp_path, monkeypatch):
+    """A writer racing the copy truncates its archive (the copy fails); the trial is still tampered, named."""
+    import tarfile
+
+    from depthlab.runner.container import TaskContainer
+
+    def truncated(*args, **kwargs):
+        raise tarfile.ReadError("unexpected end of data")
+
+    monkeypatch.setattr(TaskContainer, "get_directory", truncated)
+    root = tmp_path / "tasks"
+    root.mkdir()
+    task = write_task(root, "forge-reward", instruction="x", test_sh=HONEST_ZERO, solve_sh=ATTACKS["forge-reward"])
+    summary = run_tasks([task], OracleAgent(), jobs_dir=tmp_path / "jobs", docker_client=docker_client, progress=False)
+    (outcome,) = summary.outcomes
+    assert (outcome.status, outcome.exception, outcome.reward) == ("invalid", "VerifierTamperedError", None)
+    assert "reward.txt was written after the tests ended" in outcome.message
+    assert "the copy of /logs/verifier could not run (ReadError: unexpected end of data)" in outcome.message
