@@ -36,7 +36,7 @@ from typing import Annotated, Final, cast
 import msgspec
 
 from depthlab.io import harbor
-from depthlab.io._files import ABSENT, MAX_FILE_BYTES, POSIX
+from depthlab.io._files import ABSENT, MAX_FILE_BYTES, POSIX, there
 from depthlab.io._rows import MAX_COST_USD, NOTES, ROW_SCHEMA
 from depthlab.io.cache import SKIP, Stamps
 from depthlab.io.harbor_writer import STATED_CAP_KEY
@@ -171,11 +171,6 @@ def _seconds(start: datetime, end: datetime) -> float:
     return (end - start).total_seconds()
 
 
-def _there(path: str) -> bool:
-    """The careful path's probe (``lstat`` finds anything, a dangling link too) without raising for an absent file."""
-    return os.access(path, os.F_OK, follow_symlinks=False)
-
-
 def _utf8(text: str) -> bool:
     try:
         text.encode("utf-8")
@@ -270,7 +265,7 @@ def _row(
     probed = not isinstance(recorded, harbor._VerifierResult)  # (null or absent)
     if isinstance(recorded, harbor._VerifierResult):
         rewards = recorded.rewards
-    elif _there(base + _VERIFIER):
+    elif there(base + _VERIFIER):
         raise _Decline  # the careful path reads the reward files: taken here only when there are none
     else:
         rewards = None
@@ -303,9 +298,9 @@ def _row(
     agent_result = result.agent_result or _NO_RESULT
     metadata = agent_result.metadata
     n_turns = metadata.n_episodes if metadata is not None else None
-    if n_turns is None and _there(base + NAMES[1]):
+    if n_turns is None and there(base + NAMES[1]):
         raise _Decline  # the trajectory or episode dirs are read (results only: none, nothing to count)
-    if _there(base + NAMES[4]):
+    if there(base + NAMES[4]):
         raise _Decline  # its task digest and the cap it states are read
     agent_info = result.agent_info or _NO_INFO
     started_at = _micros(result.started_at)

@@ -42,28 +42,28 @@ A cap rule given as a function cannot be keyed, so such loads are never cached.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import stat
+import sys
 import time
 import warnings
 from array import array
-from collections.abc import Iterable, Iterator, MutableSequence
+from collections.abc import Iterable, Iterator, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
 from pathlib import Path
-from typing import Final, cast
+from typing import BinaryIO, Final
 
 import msgspec
 import polars as pl
 
 from depthlab import _atomic
 from depthlab.io._errors import Rejected
-from depthlab.io._files import ABSENT, BROKEN_LINK, POSIX, Dep, collection_paused
+from depthlab.io._files import ABSENT, BROKEN_LINK, POSIX, Dep, collection_paused, there
 
 # Bump when the loaders change what they produce, so old entries are not reused.
-FORMAT_VERSION: Final[int] = 6
+FORMAT_VERSION: Final[int] = 7
 
 #: Column of the cached table naming the unit each row came from ("" = a run-level file).
 UNIT: Final[str] = "_unit"
@@ -143,17 +143,42 @@ class _Meta(msgspec.Struct):
     # (stat takes them as they are, and a name that is not UTF-8 is kept as it is).
     bases: bytes
     names: bytes
-    base: list[int]
-    name: list[int]
-    sizes: list[int]
-    times: list[int]
-    owners: bytes  # "\0"-joined units; split only when something changed (the common reload never needs it)
-    owner: msgspec.Raw  # list[int], the unit of each file, index into owners
+    # The integer columns, one per file, each a block of little-endian int64 (:func:`_int_block`):
+    # read in place, a reload makes no Python integer it does not use (as lists, 100,000 trials'
+    # 300,000 files were 50 MiB of integers, the reload's largest allocation after its table)
+    base: bytes
+    name: bytes
+    sizes: bytes
+    times: bytes
+    # the unit of each file, an index into bases: a unit is the base of its own files (split and
+    # decoded only when something changed; the common reload never needs it)
+    owner: bytes
     rejected: list[tuple[str, str, str]]  # path, reason, unit
     n_seen: int
     duplicates: list[str]
     rows: int
     columns: list[tuple[str, str]]  # name, dtype of the parquet table
+
+
+@dataclass(frozen=True)
+class _Files:
+    """The remembered files of an entry: its meta's integer columns read in place, their lengths checked."""
+
+    n_present: int
+    bases: bytes
+    names: bytes
+    base: Sequence[int]
+    name: Sequence[int]
+    sizes: Sequence[int]
+    times: Sequence[int]
+    owner: Sequence[int]
+
+    @classmethod
+    def of(cls, meta: _Meta) -> _Files:
+        columns = [_ints(block) for block in (meta.base, meta.name, meta.sizes, meta.times, meta.owner)]
+        if len({len(column) for column in columns}) != 1 or not 0 <= meta.n_present <= len(columns[0]):
+            raise ValueError("the entry's file columns differ in length")  # (a damaged entry: a miss)
+        return cls(meta.n_present, meta.bases, meta.names, *columns)
 
 
 class Entry:
@@ -163,13 +188,13 @@ class Entry:
     so that the common case, nothing changed, stays a stat per file and a parquet read.
     """
 
-    def __init__(self, table: pl.DataFrame, meta: _Meta, changed: frozenset[str]) -> None:
+    def __init__(self, table: pl.DataFrame, meta: _Meta, files: _Files, changed: frozenset[str]) -> None:
         self.table = table
         self.n_seen = meta.n_seen
         self.duplicates = list(meta.duplicates)
         self.changed = changed  # units (and GLOBAL) with a changed, added or removed file
         self.rejected = [(Rejected(path, reason), unit) for path, reason, unit in meta.rejected]
-        self._meta = meta
+        self._files = files
         self._units: frozenset[str] | None = None
 
     @property
@@ -191,9 +216,9 @@ class Entry:
 
     def deps_of(self, units: set[str]) -> tuple[list[Dep], list[str]]:
         """The remembered files of ``units``, and the unit of each."""
-        meta = self._meta
+        files = self._files
         deps, owners = [], []
-        for path, size, when, owner in zip(_paths(meta), meta.sizes, meta.times, _owners(meta), strict=True):
+        for path, size, when, owner in zip(_paths(files), files.sizes, files.times, _owners(files), strict=True):
             if owner in units:
                 deps.append((os.fsdecode(path), size, when))
                 owners.append(owner)
@@ -229,28 +254,36 @@ def load(key: str) -> Entry | None:
     path = _entry_path(key)
     with collection_paused():  # (while the entry is decoded and its files are stat'ed)
         try:
-            data = _read_regular(path)
-            meta, table = _decode(data)
+            with _open_regular(path) as handle:
+                meta, table = _decode(handle)
+            if meta is None:
+                return None
+            files = _Files.of(meta)
         except Exception:  # any damage to an entry is a miss, never the load's failure
             return None
         except pl.exceptions.PanicException:  # a corrupt parquet can panic polars' reader (a BaseException)
             return None
-        if meta is None:
-            return None
-        changed = frozenset(_changed_owners(meta))
+        changed = frozenset(_changed_owners(files))
     _touch(path)
-    return Entry(table, meta, changed)
+    return Entry(table, meta, files, changed)
 
 
-def _decode(data: bytes) -> tuple[_Meta | None, pl.DataFrame]:
-    start = len(_MAGIC) + _LENGTH
-    if data[: len(_MAGIC)] != _MAGIC:
+def _decode(handle: BinaryIO) -> tuple[_Meta | None, pl.DataFrame]:
+    """The meta and the table of an entry read from ``handle`` (the meta alone, then the table from its offset)."""
+    header = handle.read(len(_MAGIC) + _LENGTH)
+    if header[: len(_MAGIC)] != _MAGIC or len(header) != len(_MAGIC) + _LENGTH:
         return None, pl.DataFrame()
-    length = int.from_bytes(data[len(_MAGIC) : start], "little")
-    meta = msgspec.msgpack.decode(data[start : start + length], type=_Meta)
+    length = int.from_bytes(header[len(_MAGIC) :], "little")
+    encoded = handle.read(length)  # (a length past the end reads short: not an entry)
+    if len(encoded) != length:
+        return None, pl.DataFrame()
+    meta = msgspec.msgpack.decode(encoded, type=_Meta)
+    del encoded
     if meta.version != FORMAT_VERSION:
         return None, pl.DataFrame()
-    table = pl.read_parquet(io.BytesIO(memoryview(data)[start + length :]))
+    # polars reads the parquet from where the handle stands: no copy of the whole entry in memory
+    # (reading it whole and handing polars a view of its end cost 1.5 times the table at its peak)
+    table = pl.read_parquet(handle)
     if table.height != meta.rows or [(name, str(dtype)) for name, dtype in table.schema.items()] != [
         tuple(column) for column in meta.columns
     ]:
@@ -308,18 +341,19 @@ def save(
                 columns[2].extend(sizes if keep is None else compress(sizes, keep))
                 columns[3].extend(times if keep is None else compress(times, keep))
                 columns[4].extend(kept)
+    n_present = len(present[0])
+    blocks = [_int_block(first + then) for first, then in zip(present, probes, strict=True)]
+    del present, probes
     meta = _Meta(
         version=FORMAT_VERSION,
-        n_present=len(present[0]),
-        bases=(joined_units := joined(units) + (b"\0" + stamped if stamps is not None and len(stamps) else b"")),
+        n_present=n_present,
+        bases=joined(units) + (b"\0" + stamped if stamps is not None and len(stamps) else b""),
         names=joined(names),
-        # (each list encoded ahead, a msgspec.Raw in place of the list it decodes as)
-        base=cast(list[int], _encoded(present[0], probes[0])),
-        name=cast(list[int], _encoded(present[1], probes[1])),
-        sizes=cast(list[int], _encoded(present[2], probes[2])),
-        times=cast(list[int], _encoded(present[3], probes[3])),
-        owners=joined_units,  # (the same block: a unit's files are found from its own folder)
-        owner=_encoded(present[4], probes[4]),
+        base=blocks[0],
+        name=blocks[1],
+        sizes=blocks[2],
+        times=blocks[3],
+        owner=blocks[4],
         rejected=[(item.path, item.reason, unit) for item, unit in rejected],
         n_seen=n_seen,
         duplicates=duplicates,
@@ -328,6 +362,7 @@ def save(
     )
     try:
         encoded = msgspec.msgpack.encode(meta)
+        del meta, blocks  # (the encoded copy is all that is written)
         # written straight to the temporary file (no copy of the table in memory), then renamed
         with _atomic.atomic_path(_entry_path(key)) as temporary, open(temporary, "wb") as out:
             out.write(_MAGIC)
@@ -346,13 +381,23 @@ def save(
         warnings.warn(f"the trials cache was not evicted: {exc}", UserWarning, stacklevel=3)
 
 
-def _encoded(first: array, second: array) -> msgspec.Raw:
-    """The integers of ``first`` then ``second`` as a msgpack list, encoded ahead.
+def _int_block(values: array) -> bytes:
+    """An integer column of an entry: ``values`` (machine integers) as little-endian int64 bytes."""
+    if sys.byteorder == "big":
+        values = array("q", values)
+        values.byteswap()
+    return values.tobytes()
 
-    msgspec writes a :class:`msgspec.Raw` as it is, so the entry holds the same list of integers
-    and decodes as ever; only one column is ever held as Python integers, while it is encoded.
-    """
-    return msgspec.Raw(msgspec.msgpack.encode((first + second).tolist()))
+
+def _ints(block: bytes) -> Sequence[int]:
+    """An integer column of an entry, read in place: each integer is made only when it is used."""
+    if len(block) % 8:
+        raise ValueError("an integer column of the entry is cut short")
+    if sys.byteorder == "big":
+        values = array("q", block)
+        values.byteswap()
+        return values
+    return memoryview(block).cast("q")
 
 
 def _stamp_parts(sizes: MutableSequence[int]) -> list[tuple[str, list[bool] | None]]:
@@ -544,47 +589,48 @@ def _touch(path: Path) -> None:
         return
 
 
-def _read_regular(path: Path) -> bytes:
-    """The bytes of a regular file; anything else (a FIFO must not hang the load) is an OSError."""
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading when it is a regular file; anything else (a FIFO must not hang the load) is an
+    OSError."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             raise OSError(f"{path} is not a regular file")
-        with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            return handle.read()
-    finally:
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
         os.close(descriptor)
+        raise
 
 
 _CHANGE_TIME = attrgetter("st_ctime_ns" if POSIX else "st_mtime_ns")
 _SIZE = attrgetter("st_size")
 
 
-def _owners(meta: _Meta) -> list[str]:
+def _owners(files: _Files) -> list[str]:
     """The unit of each remembered file."""
-    units = [unit.decode("utf-8", "surrogateescape") for unit in _split(meta.owners)]
-    return [units[index] for index in msgspec.msgpack.decode(meta.owner, type=list[int])]
+    units = [unit.decode("utf-8", "surrogateescape") for unit in _split(files.bases)]
+    return [units[index] for index in files.owner]
 
 
-def _paths(meta: _Meta, start: int = 0, stop: int | None = None) -> Iterator[bytes]:
+def _paths(files: _Files, start: int = 0, stop: int | None = None) -> Iterator[bytes]:
     """The remembered files ``start:stop``, as file-system bytes, each built as it is used (C-level maps)."""
-    bases, names = _split(meta.bases), _split(meta.names)
+    bases, names = _split(files.bases), _split(files.names)
     return map(
-        bytes.__add__, map(bases.__getitem__, meta.base[start:stop]), map(names.__getitem__, meta.name[start:stop])
+        bytes.__add__, map(bases.__getitem__, files.base[start:stop]), map(names.__getitem__, files.name[start:stop])
     )
 
 
-def _changed_owners(meta: _Meta) -> set[str]:
+def _changed_owners(files: _Files) -> set[str]:
     """The units with a changed, added or removed file: one stat per remembered path.
 
     The common case, nothing changed, is one tight pass over the files and directories that were
     there (each stat result compared and dropped at once); only when it finds a change is each
     path looked at again to name the units it belongs to.
     """
-    if _all_present_unchanged(meta) and not _probes_changed(meta):
+    if _all_present_unchanged(files) and not _probes_changed(files):
         return set()
     changed: set[str] = set()
-    for path, size, when, owner in zip(_paths(meta), meta.sizes, meta.times, _owners(meta), strict=True):
+    for path, size, when, owner in zip(_paths(files), files.sizes, files.times, _owners(files), strict=True):
         if dep_changed(path, size, when):
             changed.add(owner)
     return changed
@@ -594,12 +640,12 @@ def _changed_owners(meta: _Meta) -> set[str]:
 # path walk), so the pass is kept tight. Measured and dropped: threads (os.stat releases the GIL,
 # but for so short a call handing the GIL back and forth costs twice the calls) and a forked child
 # statting half the files (no faster on a busy two-core machine, where the other core is taken).
-def _all_present_unchanged(meta: _Meta) -> bool:
-    present = meta.n_present
-    return _unchanged(_paths(meta, 0, present), meta.sizes[:present], meta.times[:present])
+def _all_present_unchanged(files: _Files) -> bool:
+    present = files.n_present
+    return _unchanged(_paths(files, 0, present), files.sizes[:present], files.times[:present])
 
 
-def _unchanged(paths: Iterable[bytes], sizes: list[int], times: list[int]) -> bool:
+def _unchanged(paths: Iterable[bytes], sizes: Sequence[int], times: Sequence[int]) -> bool:
     """One tight pass: each stat result compared and dropped at once."""
     stat = os.stat
     try:
@@ -618,16 +664,13 @@ def _unchanged(paths: Iterable[bytes], sizes: list[int], times: list[int]) -> bo
     return True
 
 
-def _probes_changed(meta: _Meta) -> bool:
-    present = meta.n_present
-    lstat = os.lstat
-    for path, size, when in zip(_paths(meta, present), meta.sizes[present:], meta.times[present:], strict=True):
+def _probes_changed(files: _Files) -> bool:
+    present = files.n_present
+    for path, size, when in zip(_paths(files, present), files.sizes[present:], files.times[present:], strict=True):
         if size == ABSENT:  # the common probe (a results-only trial has one), checked inline
-            try:
-                lstat(path)
-            except OSError:
-                continue
-            return True
+            if there(path):
+                return True
+            continue
         if dep_changed(path, size, when):
             return True
     return False
@@ -651,11 +694,7 @@ def dep_changed(path: str | bytes, size: int, when: int) -> bool:
     True
     """
     if size == ABSENT:
-        try:
-            os.lstat(path)
-        except OSError:
-            return False
-        return True  # something (even a dangling link) has appeared where nothing was
+        return there(path)  # something (even a dangling link) has appeared where nothing was
     try:
         info = os.stat(path)
     except OSError:

@@ -9,9 +9,11 @@ config.json only). Then, with the OS page cache warm for every contender alike:
 * a cold ``read_trials`` (no depthlab cache; it fills it) and a cached reload;
 * the stat floor of the cached reload: one ``stat`` of every file and folder whose change the
   cache must notice (each trial's ``result.json``; its ``agent/``, its ``lock.json`` and, for a
-  trial without a verifier result, its reward files, probed absent; every folder walked), in a bare loop;
+  trial without a verifier result, its reward files, probed absent by ``access``, the cheapest call
+  that answers; every folder walked), in a bare loop;
 * peak memory: the resident set of this process before and after the cold load (``getrusage``)
-  and of the largest worker process, beside the size of the trials table itself;
+  and of the largest worker process, beside the size of the trials table itself; and a cached
+  reload in a new process (as a new notebook kernel makes it), its time and its peak beyond the table;
 
 each contender runs ``--rounds`` times, taking turns, and its best wall and CPU time are kept (the
 memory is that of the first cold load); and the ratios, each against its target (issue 31): cold /
@@ -90,14 +92,12 @@ def _stat_floor_paths(tree: Path, files: list[str]) -> tuple[list[bytes], list[b
 
 
 def _stat_floor(present: list[bytes], probes: list[bytes]) -> None:
-    stat, lstat = os.stat, os.lstat
+    # a probe by the cheapest call that answers it (access, which does not raise for an absent path)
+    stat, access, exists = os.stat, os.access, os.F_OK
     for path in present:
         stat(path)
     for path in probes:
-        try:
-            lstat(path)
-        except OSError:  # (absent: the common case)
-            continue
+        access(path, exists, follow_symlinks=False)
 
 
 def _naive(files: list[str]):
@@ -150,6 +150,33 @@ def _current_mib() -> float:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+# A cached reload as a new notebook kernel makes it: its own process, the cache written by this one.
+# (its peak is the kernel's high-water mark of its own memory: getrusage would report the larger
+# one of this process, from which it was forked before it ran Python anew)
+_FRESH_RELOAD = """
+import json, sys, time
+sys.path[:0] = json.loads(sys.argv[2])
+from depthlab.io import read_trials
+def status(field):
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) / 1024 for line in handle if line.startswith(field + ":"))
+before = status("VmRSS")
+start = time.perf_counter()
+load = read_trials(sys.argv[1])
+seconds = time.perf_counter() - start
+print(json.dumps([seconds, status("VmHWM") - before - load.trials.estimated_size() / 2**20]))
+"""
+
+
+def _fresh_reload(tree: Path) -> tuple[float, float]:
+    """Wall seconds and peak MiB beyond the table of a cached reload in a new process."""
+    import subprocess
+
+    command = [sys.executable, "-c", _FRESH_RELOAD, str(tree), json.dumps(sys.path)]
+    seconds, beyond = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+    return seconds, beyond
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=100_000)
@@ -194,6 +221,7 @@ def main() -> None:
             cached = min(cached, _timed(lambda: read_trials(tree), "cached")[0])
             floor = min(floor, _timed(lambda: _stat_floor(present, probes), "floor")[0])
             naive = min(naive, _timed(lambda: _naive(files), "naive")[0])
+        fresh_seconds, fresh_beyond = _fresh_reload(tree)  # (the last round's cold load filled the cache)
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
         if not args.keep and args.root is None:
@@ -212,6 +240,10 @@ def main() -> None:
     print(
         f"memory: this process {before:.0f} MiB before the load, peak {after_own:.0f} MiB; largest worker "
         f"{children:.0f} MiB; the trials table {table_mib:.0f} MiB"
+    )
+    print(
+        f"cached reload in a new process: {fresh_seconds:.2f} s, peak {fresh_beyond:.0f} MiB beyond the table "
+        "(what a new notebook kernel spends)"
     )
     beyond = after_own - before - table_mib
     checks = [

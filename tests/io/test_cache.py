@@ -253,6 +253,25 @@ def test_a_truncated_or_garbage_entry_is_a_miss(tmax_job, cut):
     assert read_trials(tmax_job).trials.equals(first.trials)
 
 
+@pytest.mark.parametrize("cut", [8, 3])
+def test_an_entry_whose_file_columns_differ_in_length_is_a_miss(tmax_job, cut):
+    """The remembered files' integer columns are read in place: a damaged one is a miss, never a crash."""
+    import msgspec
+
+    first = read_trials(tmax_job)
+    path = _entry_file()
+    data = path.read_bytes()
+    start = len(cache._MAGIC) + cache._LENGTH
+    end = start + int.from_bytes(data[len(cache._MAGIC) : start], "little")
+    meta = msgspec.msgpack.decode(data[start:end], type=cache._Meta)
+    meta.sizes = meta.sizes[:-cut]  # one integer fewer, or a column cut inside an integer
+    encoded = msgspec.msgpack.encode(meta)
+    path.write_bytes(cache._MAGIC + len(encoded).to_bytes(cache._LENGTH, "little") + encoded + data[end:])
+    second = read_trials(tmax_job)
+    assert second.trials.equals(first.trials)
+    assert cache.load(_entry_file().name[len("trials-") : -len(".entry")]) is not None  # (written anew)
+
+
 def _entry(key, size, used):
     folder = cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
