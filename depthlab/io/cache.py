@@ -274,7 +274,9 @@ def _decode(handle: BinaryIO) -> tuple[_Meta | None, pl.DataFrame]:
     if header[: len(_MAGIC)] != _MAGIC or len(header) != len(_MAGIC) + _LENGTH:
         return None, pl.DataFrame()
     length = int.from_bytes(header[len(_MAGIC) :], "little")
-    encoded = handle.read(length)  # (a length past the end reads short: not an entry)
+    if length > os.fstat(handle.fileno()).st_size - len(header):  # (a damaged length is never allocated)
+        return None, pl.DataFrame()
+    encoded = handle.read(length)
     if len(encoded) != length:
         return None, pl.DataFrame()
     meta = msgspec.msgpack.decode(encoded, type=_Meta)

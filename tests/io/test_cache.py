@@ -272,6 +272,15 @@ def test_an_entry_whose_file_columns_differ_in_length_is_a_miss(tmax_job, cut):
     assert cache.load(_entry_file().name[len("trials-") : -len(".entry")]) is not None  # (written anew)
 
 
+def test_an_entry_whose_header_states_a_huge_length_is_a_miss(tmax_job):
+    first = read_trials(tmax_job)
+    path = _entry_file()
+    data = path.read_bytes()
+    at = len(cache._MAGIC)
+    path.write_bytes(data[:at] + (2**62).to_bytes(cache._LENGTH, "little") + data[at + cache._LENGTH :])
+    assert read_trials(tmax_job).trials.equals(first.trials)
+
+
 def _entry(key, size, used):
     folder = cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
