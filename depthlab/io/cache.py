@@ -284,7 +284,7 @@ def _decode(handle: BinaryIO) -> tuple[_Meta | None, pl.DataFrame]:
     if meta.version != FORMAT_VERSION:
         return None, pl.DataFrame()
     # polars reads the parquet from where the handle stands: no copy of the whole entry in memory
-    # (reading it whole and handing polars a view of its end cost 1.5 times the table at its peak)
+    # (reading the whole entry and copying its end for polars cost 66 MiB more at 100,000 trials)
     table = pl.read_parquet(handle)
     if table.height != meta.rows or [(name, str(dtype)) for name, dtype in table.schema.items()] != [
         tuple(column) for column in meta.columns
