@@ -159,7 +159,7 @@ def probe(path: str, deps: list[Dep]) -> bool:
 def there(path: str | bytes) -> bool:
     """True when anything (a dangling link too) is at ``path``: what ``lstat`` answers, without raising.
 
-    A probe mostly finds nothing, and an ``lstat`` that raises costs a third more than ``access``
+    A probe mostly finds nothing, and an ``lstat`` that raises costs a quarter more than ``access``
     (F_OK, the last link not followed), which answers the same question with a boolean.
 
     Examples
