@@ -263,7 +263,10 @@ def load(key: str) -> Entry | None:
             return None
         except pl.exceptions.PanicException:  # a corrupt parquet can panic polars' reader (a BaseException)
             return None
-        changed = frozenset(_changed_owners(files))
+        try:
+            changed = frozenset(_changed_owners(files))
+        except IndexError:  # a damaged index into the paths (found only by using it: no pass to check them)
+            return None
     _touch(path)
     return Entry(table, meta, files, changed)
 

@@ -253,8 +253,20 @@ def test_a_truncated_or_garbage_entry_is_a_miss(tmax_job, cut):
     assert read_trials(tmax_job).trials.equals(first.trials)
 
 
-@pytest.mark.parametrize("cut", [8, 3])
-def test_an_entry_whose_file_columns_differ_in_length_is_a_miss(tmax_job, cut):
+_DAMAGE = {
+    "one integer fewer": lambda meta: setattr(meta, "sizes", meta.sizes[:-8]),
+    "a column cut inside an integer": lambda meta: setattr(meta, "sizes", meta.sizes[:-3]),
+    "a base past the last unit": lambda meta: setattr(
+        meta, "base", (2**40).to_bytes(8, "little") * (len(meta.base) // 8)
+    ),
+    "a name past the last name": lambda meta: setattr(
+        meta, "name", (2**40).to_bytes(8, "little") * (len(meta.name) // 8)
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(_DAMAGE))
+def test_an_entry_whose_file_columns_are_damaged_is_a_miss(tmax_job, damage):
     """The remembered files' integer columns are read in place: a damaged one is a miss, never a crash."""
     import msgspec
 
@@ -264,7 +276,7 @@ def test_an_entry_whose_file_columns_differ_in_length_is_a_miss(tmax_job, cut):
     start = len(cache._MAGIC) + cache._LENGTH
     end = start + int.from_bytes(data[len(cache._MAGIC) : start], "little")
     meta = msgspec.msgpack.decode(data[start:end], type=cache._Meta)
-    meta.sizes = meta.sizes[:-cut]  # one integer fewer, or a column cut inside an integer
+    _DAMAGE[damage](meta)
     encoded = msgspec.msgpack.encode(meta)
     path.write_bytes(cache._MAGIC + len(encoded).to_bytes(cache._LENGTH, "little") + encoded + data[end:])
     second = read_trials(tmax_job)
