@@ -5,7 +5,8 @@ tasks table from it, and a runner reads from it what a trial needs (per step: th
 tests, the reference solution, the workdir, the ``min_reward`` gate; the reward strategy, the
 verifier's environment mode, the network mode).
 
-Versions (``schema_version``, or the older ``version`` key; none written means 1.0):
+Versions (``schema_version``, or the older ``version`` key; none written is Harbor's current one, 1.4,
+as Harbor's own ``TaskConfig`` defaults it):
 
 * 1.0 to 1.4 are read as they are (1.4 is Harbor 0.26's: ``[task]`` package table, ``[[steps]]``,
   ``[verifier] environment_mode``, ``[environment] network_mode``, ``artifacts``);
@@ -22,34 +23,50 @@ Harbor's rules followed here (``harbor.models.task``):
 * A multi-step task has no top-level instruction: each step's ``steps/<name>/instruction.md`` is
   given in turn; its tests are ``steps/<name>/tests/`` (else the task's ``tests/``), its reference
   solution ``steps/<name>/solution/solve.sh``, its files ``steps/<name>/workdir/``.
+* The reference solution is ``solve.bat`` for ``[environment] os = "windows"``, ``solve.sh`` otherwise
+  (Harbor's oracle looks only for its OS's script).
+* The agent sees an instruction without its leading canary lines (``agent_instruction``).
+
+The rules themselves are :mod:`depthlab.io.harbor_models`'s (:class:`~depthlab.io.harbor_models.TaskConfig`);
+this module reads the task's files beside them.
 * ``multi_step_reward_strategy``: ``mean`` (Harbor's default when unset on a multi-step task) or ``final``.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import tomllib
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from depthlab.io.harbor_writer import DEFAULT_REWARD_STRATEGY, REWARD_STRATEGIES
+from depthlab.io.harbor_models import (
+    CURRENT_TASK_SCHEMA,
+    NETWORK_MODES,
+    TASK_SCHEMA_VERSIONS,
+    VERIFIER_MODES,
+    TaskConfig,
+    TaskFormatError,
+    strip_canary,
+)
 
 #: task.toml versions read as they are.
-KNOWN_VERSIONS: Final[tuple[str, ...]] = ("1.0", "1.1", "1.2", "1.3", "1.4")
-#: Harbor's values of ``network_mode``, ``environment_mode`` and ``multi_step_reward_strategy``.
-NETWORK_MODES: Final[tuple[str, ...]] = ("no-network", "public", "allowlist")
-VERIFIER_MODES: Final[tuple[str, ...]] = ("shared", "separate")
-_LATEST: Final[tuple[int, int]] = (1, 4)
+KNOWN_VERSIONS: Final[tuple[str, ...]] = TASK_SCHEMA_VERSIONS
+_LATEST: Final[tuple[int, int]] = tuple(int(part) for part in CURRENT_TASK_SCHEMA.split("."))  # type: ignore[assignment]
 
-
-class TaskFormatError(Exception):
-    """A task's files cannot be read as a task; ``path`` and ``reason`` say which and why."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path, self.reason = path, reason
+__all__ = [
+    "KNOWN_VERSIONS",
+    "NETWORK_MODES",
+    "VERIFIER_MODES",
+    "HarborTask",
+    "NewerTaskFormatWarning",
+    "TaskFormatError",
+    "TaskStep",
+    "read_config",
+    "read_task",
+    "read_text",
+    "step_gates",
+]
 
 
 class NewerTaskFormatWarning(UserWarning):
@@ -86,6 +103,8 @@ class TaskStep:
         The step's verifier environment mode (``shared`` or ``separate``), resolved as Harbor does.
     agent_timeout_sec, verifier_timeout_sec : float or None
         ``[steps.agent]`` / ``[steps.verifier]`` ``timeout_sec`` (None: the task's).
+    verifier_env : dict
+        ``[steps.verifier.env]``: the variables the step's verifier is given (over the task's).
     """
 
     index: int
@@ -100,6 +119,12 @@ class TaskStep:
     verifier_mode: str
     agent_timeout_sec: float | None = None
     verifier_timeout_sec: float | None = None
+    verifier_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def agent_instruction(self) -> str | None:
+        """The instruction as the agent sees it (Harbor strips its leading canary lines)."""
+        return None if self.instruction is None else strip_canary(self.instruction)
 
 
 @dataclass(frozen=True)
@@ -113,13 +138,14 @@ class HarborTask:
     name : str
         ``[task].name`` without its ``org/`` prefix, else the directory name.
     schema_version : str
-        The version as written (``"1.0"`` when none is).
+        The version as written (Harbor's current one, ``"1.4"``, when none is).
     note : str or None
         How the file was read when not plainly (a newer minor version read as 1.4).
     metadata, package : dict
         ``[metadata]`` (the labels) and ``[task]`` (name, version, description, authors, keywords).
     instruction, solution : str or None
-        ``instruction.md`` and ``solution/solve.sh`` (a multi-step task has its steps' instead).
+        ``instruction.md`` and the reference solution (``solution/solve.sh``, ``solution/solve.bat``
+        for a Windows task); a multi-step task has its steps' instead.
     network_mode : str or None
         ``no-network``, ``public`` or ``allowlist`` (``allow_internet`` mapped); None: unstated.
     verifier_mode : str
@@ -135,6 +161,16 @@ class HarborTask:
     config : dict
         task.toml as parsed (what a runner checks it can run as Harbor does: artifacts,
         healthchecks, users).
+    model : TaskConfig
+        task.toml as :mod:`depthlab.io.harbor_models` types it (every section, Harbor's rules as methods).
+    task_os : str
+        ``linux`` or ``windows`` (``[environment] os``).
+    solution_file : str
+        The reference solution's file name for the task's OS (``solve.sh`` or ``solve.bat``).
+    verifier_env, environment_env : dict
+        ``[verifier.env]`` (the verifier's variables) and ``[environment.env]`` (the container's).
+    skills_dir : str or None
+        ``[environment] skills_dir`` (copied into the agent's skills folder).
     """
 
     path: str
@@ -154,11 +190,22 @@ class HarborTask:
     agent_timeout_sec: float | None = None
     verifier_timeout_sec: float | None = None
     config: dict[str, Any] = field(default_factory=dict, repr=False)
+    model: TaskConfig = field(default_factory=TaskConfig, repr=False)
+    task_os: str = "linux"
+    solution_file: str = "solve.sh"
+    verifier_env: dict[str, str] = field(default_factory=dict)
+    environment_env: dict[str, str] = field(default_factory=dict)
+    skills_dir: str | None = None
 
     @property
     def multi_step(self) -> bool:
         """Whether the task declares ``[[steps]]``."""
         return bool(self.steps)
+
+    @property
+    def agent_instruction(self) -> str | None:
+        """The instruction as the agent sees it (Harbor strips its leading canary lines)."""
+        return None if self.instruction is None else strip_canary(self.instruction)
 
 
 def read_task(task_dir: str | os.PathLike[str], *, strict: bool = False, decode_errors: str = "replace") -> HarborTask:
@@ -200,35 +247,36 @@ def read_task(task_dir: str | os.PathLike[str], *, strict: bool = False, decode_
     folder = os.path.abspath(os.fspath(task_dir))
     path = os.path.join(folder, "task.toml")
     config = read_config(path, decode_errors=decode_errors)
-    version, note = _version(config, path, strict)
-    package = _table(config, "task", path)
-    metadata = _table(config, "metadata", path)
-    environment = _table(config, "environment", path)
-    verifier = _table(config, "verifier", path)
-    agent = _table(config, "agent", path)
-    name = package.get("name")
-    task_mode = _verifier_mode(verifier, path, "verifier") or "shared"
-    steps = tuple(_steps(config, folder, path, task_mode))
-    strategy = _choice(config.get("multi_step_reward_strategy"), REWARD_STRATEGIES, "multi_step_reward_strategy", path)
+    model = TaskConfig.from_toml_dict(config, path)
+    version, note = _version(model, path, strict)
+    task_mode = model.verifier_mode()
+    solution = model.solution_file()
+    steps = tuple(_steps(model, folder, solution))
     dockerfile = os.path.join(folder, "tests", "Dockerfile")
     return HarborTask(
         path=folder,
         config_path=path,
-        name=str(name).rsplit("/", 1)[-1] if name else os.path.basename(folder),
+        name=model.short_name() or os.path.basename(folder),
         schema_version=version,
         note=note,
-        metadata=metadata,
-        package=package,
+        metadata=model.metadata,
+        package=_table(config, "task", path),
         instruction=read_text(os.path.join(folder, "instruction.md")),
-        solution=read_text(os.path.join(folder, "solution", "solve.sh")),
-        network_mode=_network_mode(environment, path),
+        solution=read_text(os.path.join(folder, "solution", solution)),
+        network_mode=model.network_mode(),
         verifier_mode=task_mode,
         verifier_dockerfile=dockerfile if os.path.isfile(dockerfile) else None,
-        reward_strategy=(strategy or DEFAULT_REWARD_STRATEGY) if steps else None,
+        reward_strategy=model.reward_strategy(),
         steps=steps,
-        agent_timeout_sec=_seconds(agent.get("timeout_sec"), "[agent].timeout_sec", path),
-        verifier_timeout_sec=_seconds(verifier.get("timeout_sec"), "[verifier].timeout_sec", path),
+        agent_timeout_sec=model.agent.timeout_sec,
+        verifier_timeout_sec=model.verifier.timeout_sec,
         config=config,
+        model=model,
+        task_os=model.task_os(),
+        solution_file=solution,
+        verifier_env=dict(model.verifier.env or {}),
+        environment_env=dict(model.environment.env or {}),
+        skills_dir=model.environment.skills_dir,
     )
 
 
@@ -242,19 +290,9 @@ def step_gates(config: dict, path: str) -> tuple[list[tuple[str, float | None, d
     >>> step_gates({"steps": [{"name": "a", "min_reward": 1}], "multi_step_reward_strategy": "final"}, "task.toml")
     ([('a', 1.0, None)], 'final')
     """
-    steps = config.get("steps")
-    if steps is None:
-        return [], None
-    if not isinstance(steps, list) or not all(isinstance(item, dict) for item in steps):
-        raise TaskFormatError(path, f"[[steps]] must be an array of tables, got {type(steps).__name__}")
-    gates = []
-    for index, item in enumerate(steps):
-        name = item.get("name")
-        if not isinstance(name, str) or not name:
-            raise TaskFormatError(path, f"steps[{index}].name must be a folder name, got {name!r}")
-        gates.append((name, *_min_reward(item.get("min_reward"), f"steps[{index}].min_reward", path)))
-    strategy = _choice(config.get("multi_step_reward_strategy"), REWARD_STRATEGIES, "multi_step_reward_strategy", path)
-    return gates, (strategy or DEFAULT_REWARD_STRATEGY) if gates else None
+    model = TaskConfig.from_toml_dict(config, path)
+    gates = [(step.name, *step.gate()) for step in model.steps or []]
+    return gates, model.reward_strategy()
 
 
 def read_config(path: str | os.PathLike[str], *, decode_errors: str = "replace") -> dict[str, Any]:
@@ -309,9 +347,8 @@ def read_text(path: str) -> str | None:
         raise TaskFormatError(path, f"cannot read: {exc.strerror or exc}") from None
 
 
-def _version(config: dict, path: str, strict: bool) -> tuple[str, str | None]:
-    raw = config.get("schema_version", config.get("version", "1.0"))
-    version = str(raw)
+def _version(model: TaskConfig, path: str, strict: bool) -> tuple[str, str | None]:
+    version = model.version()
     if version in KNOWN_VERSIONS:
         return version, None
     known = f"known: {KNOWN_VERSIONS[0]} to {KNOWN_VERSIONS[-1]}"
@@ -327,94 +364,35 @@ def _version(config: dict, path: str, strict: bool) -> tuple[str, str | None]:
     raise TaskFormatError(path, f"unknown task.toml schema version {version!r} ({known})")
 
 
-def _steps(config: dict, folder: str, path: str, task_mode: str) -> list[TaskStep]:
-    declared = config.get("steps")
-    if declared is None:
-        return []
-    if not isinstance(declared, list) or not all(isinstance(item, dict) for item in declared):
-        raise TaskFormatError(path, f"[[steps]] must be an array of tables, got {type(declared).__name__}")
-    steps, seen = [], set()
-    for index, item in enumerate(declared, start=1):
-        name = item.get("name")
-        if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name:
-            raise TaskFormatError(path, f"steps[{index - 1}].name must be a folder name, got {name!r}")
-        if name.casefold() in seen:
-            raise TaskFormatError(path, f"step name {name!r} is given twice")
-        seen.add(name.casefold())
-        where = f"steps[{index - 1}]"
-        step_dir = os.path.join(folder, "steps", name)
+def _steps(model: TaskConfig, folder: str, solution: str) -> list[TaskStep]:
+    steps = []
+    for index, step in enumerate(model.steps or [], start=1):
+        step_dir = os.path.join(folder, "steps", step.name)
         tests = os.path.join(step_dir, "tests")
         workdir = os.path.join(step_dir, "workdir")
-        min_reward, min_rewards = _min_reward(item.get("min_reward"), f"{where}.min_reward", path)
-        step_verifier = _table(item, "verifier", path, where)
-        step_agent = _table(item, "agent", path, where)
+        min_reward, min_rewards = step.gate()
         steps.append(
             TaskStep(
                 index=index,
-                name=name,
+                name=step.name,
                 path=step_dir,
                 instruction=read_text(os.path.join(step_dir, "instruction.md")),
-                solution=read_text(os.path.join(step_dir, "solution", "solve.sh")),
+                solution=read_text(os.path.join(step_dir, "solution", solution)),
                 tests_dir=tests if os.path.isdir(tests) else os.path.join(folder, "tests"),
                 workdir=workdir if os.path.isdir(workdir) else None,
                 min_reward=min_reward,
                 min_rewards=min_rewards,
-                verifier_mode=_verifier_mode(step_verifier, path, f"{where}.verifier") or task_mode,
-                agent_timeout_sec=_seconds(step_agent.get("timeout_sec"), f"{where}.agent.timeout_sec", path),
-                verifier_timeout_sec=_seconds(step_verifier.get("timeout_sec"), f"{where}.verifier.timeout_sec", path),
+                verifier_mode=model.step_verifier_mode(step),
+                agent_timeout_sec=step.agent.timeout_sec,
+                verifier_timeout_sec=step.verifier.timeout_sec,
+                verifier_env=dict(step.verifier.env or {}),
             )
         )
     return steps
 
 
-def _table(config: dict, key: str, path: str, where: str | None = None) -> dict:
+def _table(config: dict, key: str, path: str) -> dict:
     value = config.get(key, {})
     if not isinstance(value, dict):
-        shown = f"{where}.{key}" if where else f"[{key}]"
-        raise TaskFormatError(path, f"{shown} must be a table, got {type(value).__name__}")
+        raise TaskFormatError(path, f"[{key}] must be a table, got {type(value).__name__}")
     return value
-
-
-def _choice(value: Any, choices: tuple[str, ...], where: str, path: str) -> str | None:
-    if value is None:
-        return None
-    if value not in choices:
-        raise TaskFormatError(path, f"{where} must be one of {list(choices)}, got {value!r}")
-    return str(value)
-
-
-def _network_mode(environment: dict, path: str) -> str | None:
-    mode = _choice(environment.get("network_mode"), NETWORK_MODES, "[environment].network_mode", path)
-    if mode is not None:
-        return mode
-    allow = environment.get("allow_internet")
-    if allow is None:
-        return None
-    if not isinstance(allow, bool):
-        raise TaskFormatError(path, f"[environment].allow_internet must be true or false, got {allow!r}")
-    return "public" if allow else "no-network"
-
-
-def _verifier_mode(verifier: dict, path: str, where: str) -> str | None:
-    mode = _choice(verifier.get("environment_mode"), VERIFIER_MODES, f"[{where}].environment_mode", path)
-    if mode is not None:
-        return mode
-    return "separate" if verifier.get("environment") is not None else None
-
-
-def _min_reward(value: Any, where: str, path: str) -> tuple[float | None, dict[str, float] | None]:
-    if value is None:
-        return None, None
-    if isinstance(value, dict):
-        return None, {str(key): _number(item, f"{where}.{key}", path) for key, item in value.items()}
-    return _number(value, where, path), None
-
-
-def _number(value: Any, where: str, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise TaskFormatError(path, f"{where} must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _seconds(value: Any, where: str, path: str) -> float | None:
-    return None if value is None else _number(value, where, path)

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, Final, TypedDict
 
 from depthlab import _atomic
+from depthlab.io.harbor_models import DEFAULT_REWARD_STRATEGY, REWARD_STRATEGIES, multi_step_rewards
 
 #: ``config.agent.kwargs`` key of the turn cap stated to the agent (read by the default cap rule).
 STATED_CAP_KEY: Final[str] = "stated_cap"
@@ -480,48 +481,6 @@ def step_result(
         "agent_execution": None if agent_execution is None else dict(agent_execution),
         "verifier": None if verifier is None else dict(verifier),
     }
-
-
-#: Harbor's ``multi_step_reward_strategy`` values, and its default when a multi-step task leaves it unset.
-REWARD_STRATEGIES: Final[tuple[str, ...]] = ("mean", "final")
-DEFAULT_REWARD_STRATEGY: Final[str] = "mean"
-
-
-def multi_step_rewards(
-    rewards: Sequence[Mapping[str, float] | None], strategy: str | None = None
-) -> dict[str, float] | None:
-    """A multi-step trial's rewards from its steps' rewards, as Harbor 0.26 computes them.
-
-    ``rewards`` holds each step's rewards in order (None: a step with no verifier result).
-
-    ``final``: the last step's rewards as they are. ``mean`` (Harbor's default): per key, the
-    mean over the steps with a verifier result (a key missing from one counts 0 there; a step
-    without a verifier result is left out of the denominator); None when no step has one.
-
-    Examples
-    --------
-    >>> multi_step_rewards([{"reward": 1.0}, {"reward": 0.0}], "mean")
-    {'reward': 0.5}
-    >>> multi_step_rewards([{"reward": 1.0}, None])
-    {'reward': 1.0}
-    >>> multi_step_rewards([{"reward": 1.0}, {"reward": 0.0}], "final")
-    {'reward': 0.0}
-    """
-    if not rewards:
-        return None
-    chosen = strategy or DEFAULT_REWARD_STRATEGY
-    if chosen not in REWARD_STRATEGIES:
-        raise ValueError(
-            f"The 'strategy' parameter of multi_step_rewards must be one of {list(REWARD_STRATEGIES)}, got {strategy!r}"
-        )
-    if chosen == "final":
-        last = rewards[-1]
-        return None if last is None else dict(last)
-    valid = [item for item in rewards if item is not None]
-    keys = sorted({key for item in valid for key in item})
-    if not keys:
-        return None
-    return {key: sum(float(item.get(key, 0.0)) for item in valid) / len(valid) for key in keys}
 
 
 def eval_key(agent_name: str | None, model_name: str | None, source: str | None) -> str:
