@@ -31,14 +31,24 @@ import math
 import os
 import stat
 from datetime import UTC, datetime
-from typing import Annotated, Final, cast
+from typing import Annotated, Final
 
 import msgspec
 
 from depthlab.io import harbor
 from depthlab.io._files import ABSENT, MAX_FILE_BYTES, POSIX, there
-from depthlab.io._rows import MAX_COST_USD, NOTES, ROW_SCHEMA
+from depthlab.io._rows import MAX_COST_USD, ROW_SCHEMA
 from depthlab.io.cache import SKIP, Stamps
+from depthlab.io.harbor_models import (
+    NULL,
+    AgentConfig,
+    AgentInfo,
+    TrialResultBase,
+    Turns,
+    TypedPhase,
+    VerifierResult,
+    main_reward,
+)
 from depthlab.io.harbor_writer import STATED_CAP_KEY
 from depthlab.io.status import TURN_LIMIT_KEYS, harness_turn_limit, stated_cap, trial_status
 
@@ -48,7 +58,7 @@ _Cost = Annotated[float, msgspec.Meta(ge=0, le=MAX_COST_USD)]
 
 
 class _FastMetadata(msgspec.Struct):
-    n_episodes: harbor.Turns | None = None
+    n_episodes: Turns | None = None
 
 
 class _FastAgentResult(msgspec.Struct):
@@ -59,83 +69,36 @@ class _FastAgentResult(msgspec.Struct):
     metadata: _FastMetadata | None = None
 
 
-class FastResult(msgspec.Struct):
-    """:class:`depthlab.io.harbor.TrialResult` bounded as the row's columns are (what it decodes needs no check)."""
+class FastResult(TrialResultBase):
+    """Harbor's ``TrialResult`` bounded as the row's columns are (what it decodes needs no check)."""
 
-    id: str | None = None
-    task_name: str | None = None
-    trial_name: str | None = None
-    task_id: harbor._TaskId | None = None
-    source: str | None = None
-    task_checksum: str | None = None
-    config: harbor._TrialConfig | None = None
-    agent_info: harbor._AgentInfo | None = None
+    agent_info: AgentInfo | None = None
     agent_result: _FastAgentResult | None = None
-    verifier_result: harbor._VerifierResult | msgspec.UnsetType | None = msgspec.UNSET
-    exception_info: harbor._ExceptionInfo | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
-    agent_execution: harbor._TypedPhase | None = None
-    step_results: msgspec.Raw = harbor._NULL  # a multi-step trial's steps: the careful path reads them
-    n_total_trials: int | None = None
+    agent_execution: TypedPhase | None = None
 
 
 #: What :func:`trial_row` returns for a trial the careful path must read.
 DECLINED: Final = None
 
-#: The columns of a row tuple, in order: exactly those of ROW_SCHEMA (checked below, so a column
-#: added to the schema without a place here fails at import, not in a table).
-FIELDS: Final[tuple[str, ...]] = (
-    "dataset",
-    "task",
-    "agent",
-    "model",
-    "cap",
-    "turn_limit",
-    "job",
-    "trial",
-    "reward",
-    "rewards",
-    "passed",
-    "status",
-    "exception",
-    "exception_message",
-    "n_turns",
-    "n_subagent_turns",
-    "n_steps",
-    "steps_passed",
-    "first_failed_step",
-    "hit_limit",
-    "n_input_tokens",
-    "n_output_tokens",
-    "n_cache_tokens",
-    "cost_usd",
-    "started_at",
-    "finished_at",
-    "agent_seconds",
-    "task_checksum",
-    "task_digest",
-    "cap_mismatch",
-    "source",
-    "attempt_hint",
-    "identity",
-    NOTES,
-)
-if set(FIELDS) != set(ROW_SCHEMA) or len(FIELDS) != len(ROW_SCHEMA):
-    raise ImportError(f"_fastresults.FIELDS {sorted(FIELDS)} differ from ROW_SCHEMA {sorted(ROW_SCHEMA)}")
+#: The columns of a row tuple, in order: those of ROW_SCHEMA, declared there once. :func:`_row` builds
+#: its tuple in this order (``tests/io/test_fastresults.py`` checks each column against the careful
+#: path's row on a trial whose values all differ, so two columns swapped fail there).
+FIELDS: Final[tuple[str, ...]] = tuple(ROW_SCHEMA)
 
 _DECODER = msgspec.json.Decoder(FastResult)
 _ENCODE = msgspec.json.encode
 # O_NOFOLLOW: a link in place of result.json (an agent's, to a host file) is the careful path's to refuse
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
-_EPOCH = harbor._EPOCH
-_MICROSECOND = harbor._MICROSECOND
+_EPOCH = harbor.EPOCH
+_MICROSECOND = harbor.MICROSECOND
 _UTC = UTC
 _EDGE_YEARS: Final[frozenset[int]] = frozenset({1, 9999})
 # The kwargs the cap rules read: a trial without any of them has neither a stated cap nor a turn limit.
 _CAP_KEYS: Final[frozenset[str]] = frozenset({STATED_CAP_KEY, *TURN_LIMIT_KEYS})
-_NO_AGENT: Final = harbor._AgentConfig()
-_NO_INFO: Final = harbor._AgentInfo()
+_NO_AGENT: Final = AgentConfig()
+_NO_INFO: Final = AgentInfo()
 _NO_RESULT: Final = _FastAgentResult()
 
 
@@ -262,15 +225,15 @@ def _row(
     if not task.strip():
         raise _Decline
     recorded = result.verifier_result
-    probed = not isinstance(recorded, harbor._VerifierResult)  # (null or absent)
-    if isinstance(recorded, harbor._VerifierResult):
+    probed = not isinstance(recorded, VerifierResult)  # (null or absent)
+    if isinstance(recorded, VerifierResult):
         rewards = recorded.rewards
     elif there(base + _VERIFIER):
         raise _Decline  # the careful path reads the reward files: taken here only when there are none
     else:
         rewards = None
     steps = result.step_results
-    if steps is not harbor._NULL and bytes(steps) != b"null":
+    if steps is not NULL and bytes(steps) != b"null":
         raise _Decline  # a multi-step trial (its steps' files, sums and gates: the careful path)
     config = result.config
     agent_config = (config.agent if config is not None else None) or _NO_AGENT
@@ -285,15 +248,17 @@ def _row(
             raise _Decline from None
     else:
         turn_limit = cap = None
-    reward = harbor._main_reward(rewards)
+    reward = main_reward(rewards)
     if reward is not None and not math.isfinite(reward):
         raise _Decline  # a rejection
     exception_info = result.exception_info
-    exception = message = None
+    exception = message = valid = None
     if exception_info is not None:
-        exception = exception_info.exception_type or "UnknownException"
-        message = harbor._text(exception_info.exception_message)
-    status = trial_status(reward, exception, options.status_rule)
+        exception = exception_info.kind()
+        message = exception_info.message()
+    if rewards and (exception_info is not None or result.reward_valid_ is not None):
+        valid = result.reward_valid()  # Harbor's verdict (a trial without an exception or record: valid)
+    status = trial_status(reward, exception, options.status_rule, reward_valid=valid)
 
     agent_result = result.agent_result or _NO_RESULT
     metadata = agent_result.metadata
@@ -315,9 +280,9 @@ def _row(
     if trials_dir:
         job = jobs.get(trials_dir)
         if job is None:
-            job = jobs[trials_dir] = harbor._job_name(cast(harbor.TrialResult, result), trial_dir)
-    else:  # (_job_name reads only config.trials_dir, which FastResult shares with TrialResult)
-        job = harbor._job_name(cast(harbor.TrialResult, result), trial_dir)
+            job = jobs[trials_dir] = harbor.job_name(trials_dir, trial_dir)
+    else:
+        job = harbor.job_name(None, trial_dir)
     dataset = options.dataset or result.source or fallback_dataset
     if not (path.isascii() or _utf8(path)) or not (dataset.isascii() or _utf8(dataset)):
         raise _Decline  # a file name that is not UTF-8 is shown escaped, with a note
@@ -325,7 +290,7 @@ def _row(
         dataset,
         task,
         agent_info.name or agent_config.name or agent_config.import_path,
-        agent_config.model_name or harbor._model_from_info(agent_info.model_info),
+        agent_config.model_name or (agent_info.model_info.label() if agent_info.model_info is not None else None),
         cap,
         turn_limit,
         job,
@@ -351,7 +316,7 @@ def _row(
         seconds,
         result.task_checksum,
         None,  # task_digest: no lock
-        harbor._cap_mismatch(kwargs, None, turn_limit) if kwargs and not _CAP_KEYS.isdisjoint(kwargs) else None,
+        harbor.cap_mismatch(kwargs, None, turn_limit) if kwargs and not _CAP_KEYS.isdisjoint(kwargs) else None,
         path,
         None,
         harbor.identity(job, trial, task, started_at, result.id),

@@ -50,7 +50,7 @@ import os
 import re
 import stat
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, overload
+from typing import Any, Final, overload
 
 import msgspec
 
@@ -58,143 +58,26 @@ from depthlab.io import atif, harbor_lock, multistep
 from depthlab.io._errors import Reject, Rejected
 from depthlab.io._files import Dep, decode_json, probe, read_bytes_if_exists, read_json, read_text
 from depthlab.io._rows import check_row, note
+from depthlab.io.harbor_models import (
+    AgentConfig,
+    AgentInfo,
+    AgentResult,
+    ConfigOnly,
+    JobResult,
+    LenientTrialResult,
+    Metadata,
+    Phase,
+    TrialResult,
+    TrialResultBase,
+    Turns,
+    TypedPhase,
+    Usage,
+    main_reward,
+)
 from depthlab.io.harbor_writer import STATED_CAP_KEY
-from depthlab.io.status import CapRule, _as_int, harness_turn_limit, stated_cap, trial_status
+from depthlab.io.status import CapRule, apply_cap_rule, harness_turn_limit, trial_status
 
-#: A number of turns or steps that fits its Int32 column.
-Turns = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
-
-
-_NULL = msgspec.Raw(b"null")
-
-
-class _Metadata(msgspec.Struct):
-    n_episodes: Any = None  # terminus-2's turns
-
-
-class _ModelInfo(msgspec.Struct):
-    name: str | None = None
-    provider: str | None = None
-
-
-class _AgentInfo(msgspec.Struct):
-    name: str | None = None
-    version: str | None = None
-    model_info: _ModelInfo | None = None
-
-
-class _AgentResult(msgspec.Struct):
-    # what only describes the run is decoded as any JSON value and checked field by field
-    # (depthlab.io._rows.check_row): a bad one is nulled with a note, the trial is kept
-    n_input_tokens: Any = None
-    n_cache_tokens: Any = None
-    n_output_tokens: Any = None
-    cost_usd: Any = None
-    metadata: msgspec.Raw = _NULL
-
-
-class _VerifierResult(msgspec.Struct):
-    rewards: dict[str, float] | None = None
-
-
-class _ExceptionInfo(msgspec.Struct):
-    exception_type: str | None = None
-    exception_message: Any = None
-
-
-class _Phase(msgspec.Struct):
-    started_at: Any = None
-    finished_at: Any = None
-
-
-class _AgentConfig(msgspec.Struct):
-    name: str | None = None
-    import_path: str | None = None
-    model_name: str | None = None
-    kwargs: dict[str, Any] | None = None
-
-
-class _TrialConfig(msgspec.Struct):
-    agent: _AgentConfig | None = None
-    trials_dir: str | None = None
-    extra_instructions: list[str] | None = None  # may state the cap (io.status.stated_cap)
-
-
-class _TaskId(msgspec.Struct):
-    path: str | None = None
-    name: str | None = None
-
-
-class _TypedAgentResult(msgspec.Struct):
-    n_input_tokens: Any = None
-    n_cache_tokens: Any = None
-    n_output_tokens: Any = None
-    cost_usd: Any = None
-    metadata: _Metadata | None = None
-
-
-class _TypedPhase(msgspec.Struct):
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-
-
-class TrialResult(msgspec.Struct):
-    """The part of Harbor's ``TrialResult`` the trials table uses (unknown keys are skipped), in one typed pass.
-
-    A file whose describing parts do not fit (a date that is not one, an ``agent_result`` that is
-    not an object) is decoded again as :class:`_LenientResult`, part by part.
-    """
-
-    id: str | None = None
-    task_name: str | None = None
-    trial_name: str | None = None
-    task_id: _TaskId | None = None
-    source: str | None = None
-    task_checksum: str | None = None
-    config: _TrialConfig | None = None
-    agent_info: _AgentInfo | None = None
-    agent_result: _TypedAgentResult | None = None
-    verifier_result: _VerifierResult | msgspec.UnsetType | None = msgspec.UNSET
-    exception_info: _ExceptionInfo | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    agent_execution: _TypedPhase | None = None
-    step_results: msgspec.Raw = _NULL  # a multi-step trial's steps (depthlab.io.multistep)
-    n_total_trials: int | None = None  # only in a job-level result.json
-
-
-class _LenientResult(msgspec.Struct):
-    """:class:`TrialResult` with every describing part kept raw or untyped, checked field by field."""
-
-    id: str | None = None
-    task_name: str | None = None
-    trial_name: str | None = None
-    task_id: _TaskId | None = None
-    source: str | None = None
-    task_checksum: str | None = None
-    config: _TrialConfig | None = None
-    # decoded on their own (_part): a mis-shaped one costs its fields, not the trial
-    agent_info: msgspec.Raw = _NULL
-    agent_result: msgspec.Raw = _NULL
-    verifier_result: _VerifierResult | msgspec.UnsetType | None = msgspec.UNSET
-    exception_info: _ExceptionInfo | None = None
-    started_at: Any = None
-    finished_at: Any = None
-    agent_execution: msgspec.Raw = _NULL
-    step_results: msgspec.Raw = _NULL
-    n_total_trials: int | None = None  # only in a job-level result.json
-
-
-class _JobResult(msgspec.Struct):
-    trial_results: list[msgspec.Raw] | None = None
-
-
-class _ConfigOnly(msgspec.Struct):
-    config: dict[str, Any] | None = None
-
-
-class _Usage(msgspec.Struct):
-    max_steps: Turns | None = None
+__all__ = ["TrialResult", "Turns"]  # (their home is harbor_models; kept importable from here)
 
 
 class Options(msgspec.Struct, frozen=True):
@@ -219,7 +102,7 @@ def trial_dir_rows(
         return None
     result = decode_result(raw, path)
     if result.task_name is None and result.trial_name is None and result.task_id is None:
-        job = decode_json(raw, path, _JobResult)
+        job = decode_json(raw, path, JobResult)
         if job.trial_results:
             return job_embedded_rows(path, set(), options, fallback_dataset, deps, job)
         if job.trial_results is not None or result.n_total_trials is not None:
@@ -234,7 +117,7 @@ def job_embedded_rows(
     options: Options,
     fallback_dataset: str,
     deps: list[Dep],
-    job: _JobResult | None = None,
+    job: JobResult | None = None,
 ) -> tuple[list[dict], list[Rejected]]:
     """Rows of the ``trial_results`` list kept in an older job-level result.json, and its bad entries.
 
@@ -243,7 +126,7 @@ def job_embedded_rows(
     ``<path>#trial_results[<index>]``.
     """
     if job is None:
-        job = read_json(path, deps, _JobResult)
+        job = read_json(path, deps, JobResult)
     rows, rejected = [], []
     for index, raw in enumerate(job.trial_results or []):
         where = f"{path}#trial_results[{index}]"
@@ -260,16 +143,16 @@ def job_embedded_rows(
     return rows, rejected
 
 
-def decode_result(raw: bytes | bytearray, path: str) -> TrialResult | _LenientResult:
+def decode_result(raw: bytes | bytearray, path: str) -> TrialResultBase:
     """One typed pass (the common case); a file whose describing parts do not fit is decoded leniently."""
     try:
         return msgspec.json.decode(raw, type=TrialResult)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
-        return decode_json(raw, path, _LenientResult)  # the same reasons as ever for what cannot be read at all
+        return decode_json(raw, path, LenientTrialResult)  # the same reasons as ever for what cannot be read at all
 
 
 def result_row(
-    result: TrialResult | _LenientResult,
+    result: TrialResultBase,
     path: str,
     trial_dir: str | None,
     options: Options,
@@ -279,28 +162,29 @@ def result_row(
 ) -> dict:
     """Turn a decoded TrialResult into a row (see the module docstring for the rules)."""
     task = _task_name(result, path)
-    agent_config = (result.config.agent if result.config else None) or _AgentConfig()
+    agent_config = (result.config.agent if result.config else None) or AgentConfig()
     extra = result.config.extra_instructions if result.config else None
     kwargs_config = {"agent": {"kwargs": agent_config.kwargs or {}}, "extra_instructions": extra}
     try:
         turn_limit = harness_turn_limit(kwargs_config)
-        cap = _apply_cap_rule(options.cap_rule, config if config is not None else kwargs_config, turn_limit)
+        cap = apply_cap_rule(options.cap_rule, config if config is not None else kwargs_config, turn_limit)
     except ValueError as exc:
         raise Reject(path, str(exc)) from None
 
     notes: list[str] = []
     steps = _trial_steps(result, trial_dir, options, deps, path)
     rewards = _rewards(result, trial_dir, deps, notes, steps)
-    reward = _main_reward(rewards)
+    reward = main_reward(rewards)
     info = result.exception_info
-    exception = (info.exception_type or "UnknownException") if info is not None else None
-    message = _text(info.exception_message) if info is not None else None
+    exception = info.kind() if info is not None else None
+    message = info.message() if info is not None else None
     if info is None and steps is not None and steps.exception is not None:
         exception, message = steps.exception, steps.exception_message  # Harbor's recorded_exceptions order
-    status = trial_status(reward, exception, options.status_rule)
+    valid = _reward_valid(result, rewards, steps)
+    status = trial_status(reward, exception, options.status_rule, reward_valid=valid)
 
-    agent_result = _part(result.agent_result, _AgentResult, "agent_result", notes)
-    n_turns = _part(agent_result.metadata, _Metadata, "agent_result.metadata", notes).n_episodes
+    agent_result = _part(result.agent_result, AgentResult, "agent_result", notes)
+    n_turns = _part(agent_result.metadata, Metadata, "agent_result.metadata", notes).n_episodes
     n_subagent_turns = None
     if steps is not None:
         notes.extend(steps.notes)
@@ -319,16 +203,16 @@ def result_row(
     if cap is None and lock_cap is not None and options.cap_rule == "stated_cap":
         cap = lock_cap  # the cap the lock's extra instructions state (Harbor's record of what the agent was told)
 
-    agent_info = _part(result.agent_info, _AgentInfo, "agent_info", notes)
-    execution = _part(result.agent_execution, _Phase, "agent_execution", notes)
+    agent_info = _part(result.agent_info, AgentInfo, "agent_info", notes)
+    execution = _part(result.agent_execution, Phase, "agent_execution", notes)
     trial = result.trial_name or (os.path.basename(trial_dir) if trial_dir else None)
-    job = _job_name(result, trial_dir)
+    job = job_name(result.job_trials_dir(), trial_dir)
     started_at = loose_time(result.started_at, "started_at", notes)
     row = {
         "dataset": options.dataset or result.source or fallback_dataset,
         "task": task,
         "agent": agent_info.name or agent_config.name or agent_config.import_path,
-        "model": agent_config.model_name or _model_from_info(agent_info.model_info),
+        "model": agent_config.model_name or (agent_info.model_info.label() if agent_info.model_info else None),
         "cap": cap,
         "turn_limit": turn_limit,
         "job": job,
@@ -355,15 +239,16 @@ def result_row(
         "agent_seconds": _summed(_seconds(execution, notes), steps, "agent_seconds"),
         "task_checksum": result.task_checksum,
         "task_digest": lock.task.digest if lock is not None and lock.task is not None else None,
-        "cap_mismatch": _cap_mismatch(agent_config.kwargs or {}, lock_cap, turn_limit),
+        "cap_mismatch": cap_mismatch(agent_config.kwargs or {}, lock_cap, turn_limit),
         "source": path,
         "identity": identity(job, trial, task, started_at, result.id),
     }
     return check_row(row, notes)
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
+#: The epoch and one microsecond: a date's column value is ``(date - EPOCH) // MICROSECOND``.
+EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND: Final = timedelta(microseconds=1)
 
 
 @overload
@@ -390,17 +275,7 @@ def identity(
     return f"{trial_id}\x1f{job}\x1f{trial}\x1f{task}\x1f{started_at}"  # str() of each, cheaply
 
 
-def _apply_cap_rule(rule: str | CapRule, config: dict, turn_limit: int | None) -> int | None:
-    if rule == "stated_cap":
-        return stated_cap(config)
-    if rule == "turn_limit":
-        return turn_limit
-    if isinstance(rule, str):  # read_trials admits only the two names above; say so if another gets here
-        raise ValueError(f"cap_rule must be 'stated_cap', 'turn_limit' or a callable, got {rule!r}")
-    return _as_int(rule(config), "the cap_rule's result")
-
-
-def _task_name(result: TrialResult | _LenientResult, path: str) -> str:
+def _task_name(result: TrialResultBase, path: str) -> str:
     name = result.task_name
     if not name and result.task_id is not None:
         name = result.task_id.name or (
@@ -415,7 +290,7 @@ def _task_name(result: TrialResult | _LenientResult, path: str) -> str:
 
 
 def _rewards(
-    result: TrialResult | _LenientResult,
+    result: TrialResultBase,
     trial_dir: str | None,
     deps: list[Dep],
     notes: list[str],
@@ -437,7 +312,7 @@ def _rewards(
         return None
     where, rewards = found
     if recorded is None:  # Harbor recorded no verifier result, yet the verifier wrote a reward
-        shown = _main_reward(rewards)
+        shown = main_reward(rewards)
         note(notes, "reward", f'"verifier_result" is null but {where} holds {shown:g}: the reward file is used')
     return rewards
 
@@ -473,25 +348,30 @@ def parse_reward(text: str, path: str) -> float:
     return value
 
 
-def _main_reward(rewards: dict[str, float] | None) -> float | None:
-    if not rewards:
-        return None
-    if "reward" in rewards:
-        return rewards["reward"]
-    return sum(rewards.values()) / len(rewards)
-
-
 def _trial_steps(
-    result: TrialResult | _LenientResult, trial_dir: str | None, options: Options, deps: list[Dep], path: str
+    result: TrialResultBase, trial_dir: str | None, options: Options, deps: list[Dep], path: str
 ) -> multistep.TrialSteps | None:
     """A multi-step trial's steps read (None for a single-step trial)."""
-    if result.step_results is None or bytes(result.step_results) == b"null":
+    if not result.multi_step():
         return None
     decoded = multistep.decode_steps(result.step_results, path)
     if not decoded:
         return None
-    task_path = result.task_id.path if result.task_id is not None else None
-    return multistep.read_trial_steps(decoded, trial_dir, task_path, options.status_rule, deps, path)
+    task_dir = result.task_dir(trial_dir)  # task_id.path as Harbor meant it, never against this process's cwd
+    return multistep.read_trial_steps(decoded, trial_dir, task_dir, options.status_rule, deps, path)
+
+
+def _reward_valid(
+    result: TrialResultBase, rewards: dict[str, float] | None, steps: multistep.TrialSteps | None
+) -> bool | None:
+    """Harbor's verdict on the trial's reward (None without one). A reward depthlab took from the reward files
+    or computed from the steps, where Harbor recorded none, is judged by the exceptions' policies alone."""
+    if not rewards:
+        return None
+    results = steps.results if steps is not None else ()
+    if result.rewards():
+        return result.reward_valid(results)
+    return result.exceptions_allow_reward(results)
 
 
 def _summed(value: Any, steps: multistep.TrialSteps | None, field: str) -> Any:
@@ -501,7 +381,7 @@ def _summed(value: Any, steps: multistep.TrialSteps | None, field: str) -> Any:
     return getattr(steps, field)
 
 
-def _cap_mismatch(kwargs: dict, lock_cap: int | None, turn_limit: int | None) -> bool | None:
+def cap_mismatch(kwargs: dict, lock_cap: int | None, turn_limit: int | None) -> bool | None:
     """Whether the stated cap (kwargs' ``stated_cap``, the lock's) disagrees with the enforced limit or itself."""
     stated = kwargs.get(STATED_CAP_KEY)
     stated = stated if isinstance(stated, int) and not isinstance(stated, bool) else None
@@ -513,32 +393,23 @@ def _cap_mismatch(kwargs: dict, lock_cap: int | None, turn_limit: int | None) ->
     return None if turn_limit is None else records[0] != turn_limit
 
 
-def _text(value: Any) -> str | None:
-    return None if value is None else value if isinstance(value, str) else str(value)
-
-
 def _usage_max_steps(agent_dir: str, deps: list[Dep]) -> int | None:
     path = os.path.join(agent_dir, "usage.json")
     try:
         data = read_bytes_if_exists(path, deps)
-        return None if data is None else decode_json(data, path, _Usage).max_steps
+        return None if data is None else decode_json(data, path, Usage).max_steps
     except Reject:
         return None  # usage.json is an optional extra of some agents; a bad one costs only turn_limit
 
 
-def _model_from_info(info: _ModelInfo | None) -> str | None:
-    if info is None or not info.name:
-        return None
-    return f"{info.provider}/{info.name}" if info.provider else info.name
-
-
-def _job_name(result: TrialResult | _LenientResult, trial_dir: str | None) -> str | None:
-    if result.config is not None and result.config.trials_dir:
-        return os.path.basename(result.config.trials_dir.rstrip("/\\"))
+def job_name(trials_dir: str | None, trial_dir: str | None) -> str | None:
+    """The job a trial belongs to: the last part of its config's ``trials_dir``, else its folder's parent."""
+    if trials_dir:
+        return os.path.basename(trials_dir.rstrip("/\\"))
     return os.path.basename(os.path.dirname(trial_dir)) if trial_dir else None
 
 
-def _seconds(phase: _Phase | _TypedPhase | None, notes: list[str]) -> float | None:
+def _seconds(phase: Phase | TypedPhase | None, notes: list[str]) -> float | None:
     if phase is None or phase.started_at is None or phase.finished_at is None:
         return None
     start = loose_time(phase.started_at, "agent_seconds", notes, "agent_execution.started_at")
@@ -570,7 +441,7 @@ def loose_time(value: Any, field: str, notes: list[str], what: str | None = None
             note(notes, field, f"{prefix}not a date: {_short(value)}")
             return None
     try:
-        return (utc(value) - _EPOCH) // _MICROSECOND
+        return (utc(value) - EPOCH) // MICROSECOND
     except OverflowError:
         note(notes, field, f"{prefix}{value.isoformat()} is out of range in UTC")
         return None
@@ -594,7 +465,7 @@ def _short(value: Any) -> str:
 
 
 def _raw_config(raw: bytes | bytearray, path: str) -> dict:
-    return decode_json(raw, path, _ConfigOnly).config or {}
+    return decode_json(raw, path, ConfigOnly).config or {}
 
 
 def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:

@@ -18,32 +18,16 @@ import os
 from functools import cache
 from typing import Final
 
-import msgspec
-
 from depthlab.io._errors import Reject
 from depthlab.io._files import Dep, decode_json, read_bytes_if_exists
 from depthlab.io._rows import note
+from depthlab.io.harbor_models import InstructionLock, TrialLock
 from depthlab.io.harbor_writer import stated_cap_instructions
+
+__all__ = ["MAX_STATED_CAP", "InstructionLock", "TrialLock", "lock_stated_cap", "read_lock"]
 
 #: The largest cap recognised from a lock's instruction digests.
 MAX_STATED_CAP: Final[int] = 1000
-
-
-class _TaskLock(msgspec.Struct):
-    digest: str | None = None
-
-
-class _InstructionLock(msgspec.Struct):
-    digest: str | None = None
-    path: str | None = None
-
-
-class TrialLock(msgspec.Struct):
-    """The part of Harbor's ``TrialLock`` read here."""
-
-    schema_version: int | None = None
-    task: _TaskLock | None = None
-    extra_instructions: list[_InstructionLock] | None = None
 
 
 def read_lock(trial_dir: str, deps: list[Dep], notes: list[str]) -> TrialLock | None:
@@ -65,7 +49,7 @@ def lock_stated_cap(lock: TrialLock | None) -> int | None:
     >>> from depthlab.io.harbor_writer import stated_cap_instructions
     >>> text = stated_cap_instructions(5)[0]
     >>> digest = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-    >>> lock_stated_cap(TrialLock(extra_instructions=[_InstructionLock(digest=digest)]))
+    >>> lock_stated_cap(TrialLock(extra_instructions=[InstructionLock(digest=digest)]))
     5
     """
     if lock is None or not lock.extra_instructions:

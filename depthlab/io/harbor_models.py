@@ -513,7 +513,7 @@ def multi_step_rewards(
 
 
 class TaskId(msgspec.Struct):
-    """``task_id``: a local task (``path``), a git one (``git_url``, ``path`` in the repository) or a package (``name``)."""
+    """``task_id``: a local task (``path``), a git one (``git_url``, ``path`` in its repository) or a package."""
 
     path: str | None = None
     name: str | None = None
@@ -551,7 +551,7 @@ class AgentInfo(msgspec.Struct):
 
 
 class AgentResult(msgspec.Struct):
-    """``agent_result`` (Harbor's ``AgentContext``), each describing value kept as any JSON value (checked by the loader)."""
+    """``agent_result`` (Harbor's ``AgentContext``), its values kept as any JSON value (the loader checks them)."""
 
     n_input_tokens: Any = None
     n_cache_tokens: Any = None
@@ -649,8 +649,8 @@ class StepResult(msgspec.Struct):
     agent_execution: TypedPhase | None = None
 
 
-class _Result(msgspec.Struct):
-    """The fields and rules every decoding of a trial's result.json shares."""
+class TrialResultBase(msgspec.Struct):
+    """The fields and rules every decoding of a trial's result.json shares (the careful, lenient and fast ones)."""
 
     id: str | None = None
     task_name: str | None = None
@@ -684,8 +684,10 @@ class _Result(msgspec.Struct):
         (rewards recorded, and every recorded exception's policy gives a valid reward)."""
         if self.reward_valid_ is not None:
             return self.reward_valid_
-        if not self.rewards():
-            return False
+        return bool(self.rewards()) and self.exceptions_allow_reward(steps)
+
+    def exceptions_allow_reward(self, steps: Sequence[StepResult] = ()) -> bool:
+        """Whether every recorded exception's policy (with its recorded override) gives a valid reward."""
         return all(info.policy().has_valid_reward for info in self.recorded_exceptions(steps))
 
     def job_trials_dir(self) -> str | None:
@@ -698,7 +700,7 @@ class _Result(msgspec.Struct):
         return resolve_task_path(self.task_id.path, trial_dir, self.job_trials_dir())
 
 
-class TrialResult(_Result):
+class TrialResult(TrialResultBase):
     """Harbor's ``TrialResult`` (a trial's result.json), as the trials table uses it, in one typed pass.
 
     A file whose describing parts do not fit (a date that is not one, an ``agent_result`` that is
@@ -712,7 +714,7 @@ class TrialResult(_Result):
     agent_execution: TypedPhase | None = None
 
 
-class LenientTrialResult(_Result):
+class LenientTrialResult(TrialResultBase):
     """:class:`TrialResult` with every describing part kept raw or untyped, checked field by field."""
 
     agent_info: msgspec.Raw = NULL

@@ -52,6 +52,9 @@ from typing import Any, Final, TypedDict
 from depthlab import _atomic
 from depthlab.io.harbor_models import DEFAULT_REWARD_STRATEGY, REWARD_STRATEGIES, multi_step_rewards
 
+# The reward strategies' facts and rule live in harbor_models; the runner and the simulator reach them here too.
+__all__ = ["DEFAULT_REWARD_STRATEGY", "REWARD_STRATEGIES", "multi_step_rewards"]
+
 #: ``config.agent.kwargs`` key of the turn cap stated to the agent (read by the default cap rule).
 STATED_CAP_KEY: Final[str] = "stated_cap"
 #: ``config.agent.kwargs`` key of the turn limit the harness enforced (terminus-2's ``max_turns``).

@@ -16,13 +16,14 @@ What depthlab reads (this module; :mod:`depthlab.io.harbor` builds the trial's r
   ``steps/<name>/agent/trajectory.json``, else its ``episode-*`` folders; a trajectory that cannot
   be read costs the step's turns, with a note), tokens, cost, agent seconds, exception;
 * the declared steps, from the task's ``task.toml`` when the task folder the trial names is on
-  this machine (else the steps that ran are all that is known); declared steps with no entry are
-  ``skipped``;
+  this machine (``task_id.path`` as Harbor recorded it; a relative one is resolved against the folder
+  Harbor ran in, recovered from the job's own folder, never against this process's working
+  directory); else the steps that ran are all that is known; declared steps with no entry are ``skipped``;
 * the trial: ``n_steps`` (declared, else run), ``steps_passed``, ``first_failed_step``, N = the sum
   of its steps' turns (null when one step's is unknown), tokens and cost summed over the steps
   (Harbor's ``compute_token_cost_totals``), the first exception (trial-level first, then steps in
   order: Harbor's ``recorded_exceptions``), and, when ``result.json`` records no trial reward, the
-  reward Harbor computes (:func:`depthlab.io.harbor_writer.multi_step_rewards`).
+  reward Harbor computes (:func:`depthlab.io.harbor_models.multi_step_rewards`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import math
 import os
 import tomllib
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -40,45 +40,19 @@ from depthlab.io import atif
 from depthlab.io._errors import Reject
 from depthlab.io._files import Dep, read_bytes_if_exists
 from depthlab.io._rows import note
-from depthlab.io.harbor_task import TaskFormatError, step_gates
-from depthlab.io.harbor_writer import multi_step_rewards
+from depthlab.io.harbor_models import (
+    StepAgentResult,
+    StepResult,
+    TaskConfig,
+    TaskFormatError,
+    TypedPhase,
+    main_reward,
+    multi_step_rewards,
+)
+from depthlab.io.harbor_models import decode_steps as _decode
 from depthlab.io.status import trial_status
 
-
-class _Metadata(msgspec.Struct):
-    n_episodes: Any = None
-
-
-class _StepAgentResult(msgspec.Struct):
-    n_input_tokens: Any = None
-    n_cache_tokens: Any = None
-    n_output_tokens: Any = None
-    cost_usd: Any = None
-    metadata: _Metadata | None = None
-
-
-class _StepVerifierResult(msgspec.Struct):
-    rewards: dict[str, float] | None = None
-
-
-class _StepException(msgspec.Struct):
-    exception_type: str | None = None
-    exception_message: Any = None
-
-
-class _Phase(msgspec.Struct):
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-
-
-class StepResult(msgspec.Struct):
-    """The part of Harbor's ``StepResult`` read here (unknown keys skipped)."""
-
-    step_name: str | None = None
-    agent_result: _StepAgentResult | None = None
-    verifier_result: _StepVerifierResult | None = None
-    exception_info: _StepException | None = None
-    agent_execution: _Phase | None = None
+__all__ = ["StepResult", "main_reward"]  # (their home is harbor_models; kept importable from here)
 
 
 @dataclass
@@ -121,6 +95,7 @@ class TrialSteps:
     exception: str | None
     exception_message: str | None
     notes: list[str] = field(default_factory=list)
+    results: list[StepResult] = field(default_factory=list)  # step_results decoded (for Harbor's reward_valid)
 
     def rewards(self) -> dict[str, float] | None:
         """The trial's rewards as Harbor computes them from the steps (its strategy, else ``mean``)."""
@@ -130,7 +105,7 @@ class TrialSteps:
 def decode_steps(raw: msgspec.Raw | bytes, path: str) -> list[StepResult]:
     """``step_results`` of a trial's result.json; a list that does not fit rejects the trial (its rewards are in it)."""
     try:
-        return msgspec.json.decode(raw, type=list[StepResult])
+        return _decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
         raise Reject(path, f"step_results: unexpected shape ({exc})") from None
 
@@ -138,14 +113,15 @@ def decode_steps(raw: msgspec.Raw | bytes, path: str) -> list[StepResult]:
 def read_trial_steps(
     results: list[StepResult],
     trial_dir: str | None,
-    task_path: str | None,
+    task_dir: str | None,
     status_rule: str,
     deps: list[Dep],
     path: str,
 ) -> TrialSteps:
-    """Read every step of a multi-step trial (``results``: its decoded ``step_results``)."""
+    """Read every step of a multi-step trial (``results``: its decoded ``step_results``; ``task_dir``: the
+    task folder it ran, resolved by :meth:`depthlab.io.harbor_models.TrialResultBase.task_dir`)."""
     notes: list[str] = []
-    declared, strategy = _declared(task_path, deps)
+    declared, strategy = _declared(task_dir, deps)
     steps = []
     for index, result in enumerate(results, start=1):
         steps.append(_step(index, result, trial_dir, status_rule, deps, notes, path))
@@ -182,16 +158,8 @@ def read_trial_steps(
         exception=first.exception if first else None,
         exception_message=first.exception_message if first else None,
         notes=notes,
+        results=list(results),
     )
-
-
-def main_reward(rewards: dict[str, float] | None) -> float | None:
-    """``reward`` when present, else the mean of the keys (None when there are none)."""
-    if not rewards:
-        return None
-    if "reward" in rewards:
-        return rewards["reward"]
-    return sum(rewards.values()) / len(rewards)
 
 
 def _step(
@@ -210,9 +178,10 @@ def _step(
             raise Reject(path, f"step_results[{index - 1}] reward {key!r} is not finite: {value!r}")
     reward = main_reward(rewards)
     info = result.exception_info
-    exception = (info.exception_type or "UnknownException") if info is not None else None
-    message = str(info.exception_message) if info is not None and info.exception_message is not None else None
-    agent = result.agent_result or _StepAgentResult()
+    exception = info.kind() if info is not None else None
+    message = info.message() if info is not None else None
+    valid = (info.policy().has_valid_reward if info is not None else True) if rewards else None
+    agent = result.agent_result or StepAgentResult()
     turns = _count(agent.metadata.n_episodes if agent.metadata else None, "n_turns", name, notes)
     subagents = None
     if turns is None and trial_dir is not None:
@@ -224,7 +193,7 @@ def _step(
     return StepRead(
         step_index=index,
         step=name,
-        status=trial_status(reward, exception, status_rule),
+        status=trial_status(reward, exception, status_rule, reward_valid=valid),
         rewards=rewards,
         reward=reward,
         n_turns=turns,
@@ -239,11 +208,11 @@ def _step(
     )
 
 
-def _declared(task_path: str | None, deps: list[Dep]) -> tuple[list[str] | None, str | None]:
+def _declared(task_dir: str | None, deps: list[Dep]) -> tuple[list[str] | None, str | None]:
     """The task's declared step names and reward strategy, when its task.toml is on this machine."""
-    if not task_path:
+    if not task_dir:
         return None, None
-    path = os.path.join(task_path, "task.toml")
+    path = os.path.join(task_dir, "task.toml")
     try:
         data = read_bytes_if_exists(path, deps)
     except Reject:
@@ -251,11 +220,10 @@ def _declared(task_path: str | None, deps: list[Dep]) -> tuple[list[str] | None,
     if data is None:
         return None, None
     try:
-        config = tomllib.loads(data.decode("utf-8", errors="replace"))
-        gates, strategy = step_gates(config, path)
+        config = TaskConfig.from_toml_dict(tomllib.loads(data.decode("utf-8", errors="replace")), path)
     except (tomllib.TOMLDecodeError, TaskFormatError):
         return None, None  # the task's own load reports it; the trial keeps the steps it ran
-    return [name for name, _, _ in gates] or None, strategy
+    return [step.name for step in config.steps or []] or None, config.reward_strategy()
 
 
 def _count(value: Any, field: str, name: str, notes: list[str]) -> int | None:
@@ -278,7 +246,7 @@ def _cost(value: Any, name: str, notes: list[str]) -> float | None:
     return float(value)
 
 
-def _seconds(phase: _Phase | None) -> float | None:
+def _seconds(phase: TypedPhase | None) -> float | None:
     if phase is None or phase.started_at is None or phase.finished_at is None:
         return None
     start, end = phase.started_at, phase.finished_at

@@ -1,9 +1,11 @@
 """Trial status rules: which trials count, and whether they passed.
 
-``"leaderboard"`` (default; the Terminal-Bench 2 leaderboard's rule)
+``"leaderboard"`` (default; the Terminal-Bench 2 leaderboard's rule, within Harbor's error policy)
     A trial with no exception, or with one of :data:`VALID_EXCEPTIONS`, is valid and a
     missing reward counts as 0; any other exception makes the trial ``invalid`` (an
-    infrastructure failure: that cell is still missing).
+    infrastructure failure: that cell is still missing). A recorded reward Harbor calls invalid
+    (``reward_valid`` false: an exception whose policy gives no valid reward, such as a verifier
+    timeout) is ``invalid`` too.
 ``"all"`` (Harbor's default job metric)
     Every trial is valid; a missing reward counts as 0.
 
@@ -17,17 +19,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+from depthlab.io.harbor_models import policy_for
 from depthlab.io.harbor_writer import STATED_CAP_KEY, TURN_LIMIT_KEY, stated_cap_instructions
 
-#: Exceptions after which the leaderboard still counts the trial (its reward, or 0).
+# The exceptions the TB2 leaderboard counts a trial after; Harbor's error policy drops from them those
+# whose reward it calls invalid (VerifierTimeoutError, RewardFileNotFoundError).
+_LEADERBOARD_COUNTED: Final[tuple[str, ...]] = (
+    "AgentTimeoutError",
+    "VerifierTimeoutError",
+    "RewardFileNotFoundError",
+    "PermissionError",
+    "NonZeroAgentExitCodeError",
+)
+#: Exceptions after which the leaderboard rule still counts the trial (its reward, or 0).
 VALID_EXCEPTIONS: Final[frozenset[str]] = frozenset(
-    {
-        "AgentTimeoutError",
-        "VerifierTimeoutError",
-        "RewardFileNotFoundError",
-        "PermissionError",
-        "NonZeroAgentExitCodeError",
-    }
+    name for name in _LEADERBOARD_COUNTED if policy_for(name).has_valid_reward
 )
 
 STATUS_RULES: Final[tuple[str, ...]] = ("leaderboard", "all")
@@ -36,8 +42,11 @@ STATUS_RULES: Final[tuple[str, ...]] = ("leaderboard", "all")
 PASS_REWARD: Final[float] = 1.0
 
 
-def trial_status(reward: float | None, exception: str | None, rule: str) -> str:
+def trial_status(reward: float | None, exception: str | None, rule: str, *, reward_valid: bool | None = None) -> str:
     """Return ``"pass"``, ``"fail"`` or ``"invalid"`` for one Harbor trial under ``rule``.
+
+    ``reward_valid`` is Harbor's verdict on a recorded reward
+    (:meth:`depthlab.io.harbor_models.TrialResultBase.reward_valid`; None: no reward recorded).
 
     Examples
     --------
@@ -45,10 +54,14 @@ def trial_status(reward: float | None, exception: str | None, rule: str) -> str:
     'pass'
     >>> trial_status(None, "DaytonaError", "leaderboard")
     'invalid'
+    >>> trial_status(0.0, "VerifierTimeoutError", "leaderboard")
+    'invalid'
     >>> trial_status(None, "DaytonaError", "all")
     'fail'
     """
-    if rule == "leaderboard" and exception is not None and exception not in VALID_EXCEPTIONS:
+    if rule == "leaderboard" and (
+        reward_valid is False or (exception is not None and exception not in VALID_EXCEPTIONS)
+    ):
         return "invalid"
     return "pass" if reward is not None and reward >= PASS_REWARD else "fail"
 
@@ -87,6 +100,23 @@ def stated_cap(trial_config: dict) -> int | None:
     if limit and isinstance(extra, list) and stated_cap_instructions(limit)[0] in extra:
         return limit
     return None
+
+
+def apply_cap_rule(rule: str | CapRule, config: dict, turn_limit: int | None) -> int | None:
+    """A trial's cap under ``rule`` (``"stated_cap"``, ``"turn_limit"`` or a callable on its ``config``).
+
+    Examples
+    --------
+    >>> apply_cap_rule("turn_limit", {}, 40), apply_cap_rule(lambda config: 5, {}, None)
+    (40, 5)
+    """
+    if rule == "stated_cap":
+        return stated_cap(config)
+    if rule == "turn_limit":
+        return turn_limit
+    if isinstance(rule, str):  # read_trials admits only the two names above; say so if another gets here
+        raise ValueError(f"cap_rule must be 'stated_cap', 'turn_limit' or a callable, got {rule!r}")
+    return _as_int(rule(config), "the cap_rule's result")
 
 
 def turn_limit_cap(trial_config: dict) -> int | None:

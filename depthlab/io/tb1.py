@@ -35,8 +35,8 @@ import msgspec
 from depthlab.io._errors import Reject, Rejected
 from depthlab.io._files import Dep, probe, read_json
 from depthlab.io._rows import check_row
-from depthlab.io.harbor import Options, _apply_cap_rule, identity, loose_time
-from depthlab.io.status import harness_turn_limit
+from depthlab.io.harbor import Options, identity, loose_time
+from depthlab.io.status import apply_cap_rule, harness_turn_limit
 
 _ATTEMPT = re.compile(r"\.(\d+)-of-(\d+)(?:\.|$)")
 _SUBMISSION = re.compile(r"^\d{8}_(?P<agent>.+)_(?P<model>[^_]+)$")
@@ -159,7 +159,7 @@ def _row(
     config = {"agent": {"name": run.agent, "model_name": run.model, "kwargs": run.kwargs}}
     try:
         turn_limit = harness_turn_limit(config)
-        cap = _apply_cap_rule(options.cap_rule, config, turn_limit)
+        cap = apply_cap_rule(options.cap_rule, config, turn_limit)
     except ValueError as exc:
         raise Reject(path, str(exc)) from None
     reward = None if entry.is_resolved is None else float(entry.is_resolved)

@@ -13,13 +13,10 @@ from depthlab.io.atif import count_turns
 from depthlab.io.status import harness_turn_limit, stated_cap, trial_status, turn_limit_cap
 
 # The Terminal-Bench 2 leaderboard keeps a trial that ended in one of these (its reward, or 0).
-KEPT = [
-    "AgentTimeoutError",
-    "VerifierTimeoutError",
-    "RewardFileNotFoundError",
-    "PermissionError",
-    "NonZeroAgentExitCodeError",
-]
+KEPT = ["AgentTimeoutError", "PermissionError", "NonZeroAgentExitCodeError"]
+# The leaderboard also listed these, but Harbor's error policy gives them no valid reward (its
+# reward_valid is false): the verifier did not finish, so the trial is invalid, as Harbor says.
+GRADED_INVALID = ["VerifierTimeoutError", "RewardFileNotFoundError"]
 # Infrastructure failures and anything else: the trial is invalid (the cell is still missing).
 DROPPED = ["DaytonaError", "CancelledError", "RuntimeError", "AgentSetupTimeoutError", "agenttimeouterror", ""]
 
@@ -29,6 +26,19 @@ def test_kept_exceptions_count_with_their_reward(exception):
     assert trial_status(1.0, exception, "leaderboard") == "pass"
     assert trial_status(0.5, exception, "leaderboard") == "fail"
     assert trial_status(None, exception, "leaderboard") == "fail"
+
+
+@pytest.mark.parametrize("exception", GRADED_INVALID)
+def test_exceptions_harbor_calls_the_reward_invalid_make_the_trial_invalid(exception):
+    assert trial_status(0.0, exception, "leaderboard") == "invalid"
+    assert trial_status(None, exception, "leaderboard") == "invalid"
+    assert trial_status(1.0, exception, "all") == "pass"
+
+
+def test_a_reward_harbor_recorded_as_invalid_makes_the_trial_invalid():
+    assert trial_status(1.0, None, "leaderboard", reward_valid=False) == "invalid"
+    assert trial_status(1.0, None, "leaderboard", reward_valid=True) == "pass"
+    assert trial_status(1.0, None, "all", reward_valid=False) == "pass"
 
 
 @pytest.mark.parametrize("exception", DROPPED)
