@@ -38,6 +38,7 @@ import polars as pl
 from depthlab._checks import check_bool, check_positive_int
 from depthlab.io._errors import LoadError, Reject
 from depthlab.io._files import ABSENT, Dep, changed_ns, decode_json, read_bytes, read_bytes_if_exists
+from depthlab.io.harbor_models import LenientTrialResult, decode_steps
 from depthlab.schema import TRAJECTORY_STEPS
 
 #: ATIF versions this loader understands.
@@ -358,7 +359,40 @@ def trial_turns(folder: str, max_chars: int, deps: list[Dep]) -> tuple[str | Non
             first = read_bytes_if_exists(os.path.join(episodes[0], "prompt.txt"), deps)
             given = None if first is None else first.decode("utf-8", errors="replace")
             return given, _episode_steps(episodes, max_chars, deps)
-    raise Reject(folder, "no agent/trajectory.json and no agent/episode-* or agent-logs/episode-* directories")
+    steps = _step_folders(folder, deps)
+    if steps:  # a multi-step trial: each step's agent/ in step order, as the trials table sums its N
+        given_first: str | None = None
+        rows: list[dict[str, Any]] = []
+        for index, step in enumerate(steps):
+            given, step_rows = trial_turns(step, max_chars, deps)
+            given_first = given if index == 0 else given_first
+            rows.extend(step_rows)
+        return given_first, rows
+    raise Reject(
+        folder,
+        "no agent/trajectory.json, no agent/episode-* or agent-logs/episode-* directories and no steps/*/agent/",
+    )
+
+
+def _step_folders(folder: str, deps: list[Dep]) -> list[str]:
+    """A multi-step trial's ``steps/<name>`` folders, in the order of its result.json's ``step_results``
+    (else by name); [] for a trial without steps."""
+    root = os.path.join(folder, "steps")
+    try:
+        with os.scandir(root) as entries:
+            present = sorted(entry.name for entry in entries if entry.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+    order = present
+    try:
+        data = read_bytes_if_exists(os.path.join(folder, "result.json"), deps)
+        if data is not None:
+            result = msgspec.json.decode(data, type=LenientTrialResult)
+            named = [step.step_name for step in decode_steps(result.step_results) if step.step_name]
+            order = [name for name in named if name in present] or present
+    except (msgspec.ValidationError, msgspec.DecodeError, Reject, RecursionError):
+        pass  # a result that cannot be read leaves the folders' own order
+    return [os.path.join(root, name) for name in order if os.path.isdir(os.path.join(root, name, "agent"))]
 
 
 def _trajectory_steps(

@@ -119,5 +119,4 @@ def _steps_of(path: str, status_rule: str) -> multistep.TrialSteps:
     result = harbor.decode_result(read_bytes(path, deps), path)
     decoded = multistep.decode_steps(result.step_results, path)
     trial_dir = os.path.dirname(path)
-    task_path = result.task_id.path if result.task_id is not None else None
-    return multistep.read_trial_steps(decoded, trial_dir, task_path, status_rule, deps, path)
+    return multistep.read_trial_steps(decoded, trial_dir, result.task_dir(trial_dir), status_rule, deps, path)

@@ -4,8 +4,10 @@
   ``schema_version`` 1.1 to 1.4 with ``[task]``, ``[metadata]``, and since 1.4 Harbor 0.26's
   ``[[steps]]``, ``network_mode`` and verifier ``environment_mode``), read by
   :func:`depthlab.io.harbor_task.read_task` (a newer minor version with a warning and a ``note``;
-  an unknown major version is a rejection), ``instruction.md``, ``solution/solve.sh``. The task
-  name is ``[task].name`` without its ``org/`` prefix, else the directory name.
+  an unknown major version is a rejection), ``instruction.md``, ``solution/solve.sh`` (``solve.bat``,
+  with ``REM`` / ``::`` comments, for ``[environment] os = "windows"``). The task name is ``[task].name``
+  without its ``org/`` prefix, else the directory name. ``instruction_words`` counts the words the agent
+  sees: the instruction without the leading canary lines Harbor strips.
 * A multi-step task (``[[steps]]``): ``n_steps`` declared steps; its W is the sum of its steps'
   W (each step's ``steps/<name>/solution/solve.sh``; null, with a ``work_note``, when one is
   missing), its ``instruction_words`` the sum over the steps' ``instruction.md``; per step, W,
@@ -277,17 +279,31 @@ def _finite(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def count_work(text: str) -> tuple[int, int]:
-    """Return (work, total lines) of a solution script.
+def count_work(text: str, *, batch: bool = False) -> tuple[int, int]:
+    """Return (work, total lines) of a solution script: its non-blank, non-comment lines, and all its lines.
+
+    A comment is a line starting with ``#`` (shell); in a Windows batch file (``batch=True``,
+    ``solve.bat``) one starting with ``REM`` or ``::`` (``@REM`` too).
 
     Examples
     --------
     >>> count_work("#!/bin/bash\\n\\n  # setup\\ncd /app\\nmake  # build\\n")
     (2, 5)
+    >>> count_work("@echo off\\nREM build it\\n:: and test\\nmake\\n", batch=True)
+    (2, 4)
     """
     lines = text.splitlines()
-    work = sum(1 for line in lines if line.strip() and not line.strip().startswith("#"))
+    work = sum(1 for line in lines if line.strip() and not _comment(line.strip(), batch))
     return work, len(lines)
+
+
+_BATCH_REMARK = re.compile(r"@?rem(\s|$)", re.IGNORECASE)
+
+
+def _comment(line: str, batch: bool) -> bool:
+    if batch:
+        return line.startswith("::") or _BATCH_REMARK.match(line) is not None
+    return line.startswith("#")
 
 
 def dirhash_sha256(directory: str | os.PathLike[str]) -> str:
@@ -364,19 +380,28 @@ def _harbor_row(spec: HarborTask) -> tuple[dict[str, Any], list[dict[str, Any]]]
         schema_version=spec.schema_version,
         note=spec.note,
     )
-    if not spec.multi_step:
+    batch = spec.task_os == "windows"  # a Windows task's reference solution is solve.bat (REM and :: comments)
+    if not spec.multi_step:  # the words the agent sees: Harbor strips the instruction's leading canary lines
         return _complete_row(
-            row, spec.path, spec.config_path, spec.name, spec.instruction, spec.solution, "no solution/solve.sh"
+            row,
+            spec.path,
+            spec.config_path,
+            spec.name,
+            spec.agent_instruction,
+            spec.solution,
+            f"no solution/{spec.solution_file}",
+            batch=batch,
         ), []
     steps: list[dict[str, Any]] = []
     for step in spec.steps:
-        where = f"steps/{step.name}/solution/solve.sh"
-        step_words = len(step.instruction.split()) if step.instruction is not None else None
+        where = f"steps/{step.name}/solution/{spec.solution_file}"
+        shown = step.agent_instruction
+        step_words = len(shown.split()) if shown is not None else None
         steps.append(
             {
                 "step_index": step.index,
                 "step": step.name,
-                **work_columns(step.solution, f"no {where}"),
+                **work_columns(step.solution, f"no {where}", batch=batch),
                 "instruction_words": step_words,
                 "min_reward": step.min_reward,
                 "min_rewards": msgspec.json.encode(step.min_rewards).decode() if step.min_rewards else None,
@@ -441,9 +466,11 @@ def _complete_row(
     instruction: Any,
     solution: str | None,
     missing_solution: str,
+    *,
+    batch: bool = False,
 ) -> dict[str, Any]:
     """Add the columns both task formats compute alike: work, name, instruction length, checksum, source."""
-    row.update(work_columns(solution, missing_solution))
+    row.update(work_columns(solution, missing_solution, batch=batch))
     row.update(task=task, instruction_words=len(str(instruction).split()) if instruction is not None else None)
     row.update(checksum=_checksum(task_dir), source=path)
     return row
@@ -525,11 +552,11 @@ def _minutes(value: object, key: str, path: str) -> float | None:
     return float(value)
 
 
-def work_columns(solution: str | None, missing_note: str) -> dict[str, Any]:
+def work_columns(solution: str | None, missing_note: str, *, batch: bool = False) -> dict[str, Any]:
     """W and its companions from a reference solution's text; ``missing_note`` explains a null W."""
     if solution is None:
         return {"work": None, "solution_lines_total": None, "has_solution": False, "work_note": missing_note}
-    work, total = count_work(solution)
+    work, total = count_work(solution, batch=batch)
     return {"work": work, "solution_lines_total": total, "has_solution": True, "work_note": None}
 
 

@@ -197,6 +197,19 @@ def test_without_n_episodes_n_comes_from_the_atif_1_8_trajectories(terminus_job,
     assert steps["n_turns"].to_list() == [s["agent_result"]["metadata"]["n_episodes"] for s in harbor_steps]
 
 
+def test_read_steps_of_a_multi_step_trial_reads_its_steps_trajectories(terminus_job):
+    # issue 36: read_steps raised "no agent/trajectory.json" on a multi-step trial, whose N the trials
+    # table takes from steps/*/agent/trajectory.json; its rows are now the steps' turns, in step order
+    trials = dl.load_trials(terminus_job.parent, cache=False)
+    for row in trials.iter_rows(named=True):
+        turns = dl.read_steps(Path(row["source"]).parent)
+        assert turns.height == row["n_turns"], row["task"]
+        assert turns["turn"].to_list() == list(range(1, row["n_turns"] + 1))
+    (multi,) = [row for row in trials.iter_rows(named=True) if row["task"] == "hr26-t2-steps"]
+    first = dl.read_steps(Path(multi["source"]).parent, prompt=True).row(0, named=True)
+    assert "ok-1" in first["observation"]  # the first step's instruction, as terminus-2 was given it
+
+
 def test_the_writers_multi_step_trial_passes_harbors_models(harbor_check, tmp_path):
     steps = [
         harbor_writer.step_result(
