@@ -15,11 +15,14 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from depthlab.io import harbor_writer
+import msgspec
+
+from depthlab.io import harbor_models, harbor_writer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engines"))
 from engines_helpers import _text, reply  # the scripted server's reply format, written once
@@ -165,3 +168,35 @@ def writing_policy(messages: list[dict[str, Any]], model: str) -> str:
         return reply("ls /app\n", complete=True)
     text, path = found[-1]
     return reply(f"printf '{text}' > {path}\n", complete=True)
+
+
+def decode_harbor_files(root: Path) -> dict[str, int]:
+    """Decode every Harbor file under ``root`` with depthlab's model (strictly typed); the count of each kind.
+
+    A trial's result.json must decode as :class:`~depthlab.io.harbor_models.TrialResult` in the one
+    typed pass, a job's as :class:`~depthlab.io.harbor_models.JobResult`, config.json and lock.json as
+    their structs, task.toml as :class:`~depthlab.io.harbor_models.TaskConfig`.
+    """
+    counts = {"trial_result": 0, "job_result": 0, "trial_config": 0, "lock": 0, "task": 0}
+    for path in sorted(root.rglob("*")):
+        if path.name == "result.json":
+            data = path.read_bytes()
+            if (path.parent / "config.json").is_file() and any(path.parent.glob("*/result.json")):
+                msgspec.json.decode(data, type=harbor_models.JobResult)
+                counts["job_result"] += 1
+            elif "trial_name" in json.loads(data):
+                result = msgspec.json.decode(data, type=harbor_models.TrialResult)
+                if result.multi_step():
+                    harbor_models.decode_steps(result.step_results)
+                counts["trial_result"] += 1
+        elif path.name == "config.json" and (path.parent / "result.json").is_file():
+            if "trial_name" in json.loads(path.read_text()):
+                msgspec.json.decode(path.read_bytes(), type=harbor_models.TrialConfig)
+                counts["trial_config"] += 1
+        elif path.name == "lock.json" and not any(path.parent.glob("*/result.json")):  # (a job's lock: not read)
+            msgspec.json.decode(path.read_bytes(), type=harbor_models.TrialLock)
+            counts["lock"] += 1
+        elif path.name == "task.toml":
+            harbor_models.TaskConfig.from_toml_dict(tomllib.loads(path.read_text()), str(path))
+            counts["task"] += 1
+    return counts

@@ -27,7 +27,7 @@ import polars as pl
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harbor_runs import OFFLINE, write_multistep_task, write_single_task
+from harbor_runs import OFFLINE, decode_harbor_files, write_multistep_task, write_single_task
 
 import depthlab as dl
 from depthlab.io import harbor_writer
@@ -101,6 +101,11 @@ def _harbor_results(job: Path) -> dict[str, dict]:
         json.loads(path.read_text())["task_name"].rsplit("/", 1)[-1]: json.loads(path.read_text())
         for path in job.glob("*/result.json")
     }
+
+
+def test_depthlabs_model_decodes_every_file_this_harbor_run_wrote(relative_job):
+    counts = decode_harbor_files(relative_job.parent.parent)  # the job, its trials and locks, the tasks
+    assert counts == {"trial_result": 2, "job_result": 1, "trial_config": 2, "lock": 2, "task": 2}
 
 
 def test_harbor_recorded_the_task_path_relative(relative_job):
