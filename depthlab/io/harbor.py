@@ -143,7 +143,7 @@ def job_embedded_rows(
     return rows, rejected
 
 
-def decode_result(raw: bytes | bytearray, path: str) -> TrialResultBase:
+def decode_result(raw: bytes | bytearray, path: str) -> TrialResult | LenientTrialResult:
     """One typed pass (the common case); a file whose describing parts do not fit is decoded leniently."""
     try:
         return msgspec.json.decode(raw, type=TrialResult)
@@ -152,7 +152,7 @@ def decode_result(raw: bytes | bytearray, path: str) -> TrialResultBase:
 
 
 def result_row(
-    result: TrialResultBase,
+    result: TrialResult | LenientTrialResult,
     path: str,
     trial_dir: str | None,
     options: Options,

@@ -167,9 +167,12 @@ class StepConfig(msgspec.Struct, omit_defaults=True):
     def passes_gate(self, rewards: Mapping[str, float] | None) -> bool:
         """Whether a step with these rewards lets the trial go on (a missing reward or key is below any gate)."""
         single, per_key = self.gate()
-        if single is None and per_key is None:
+        if per_key is not None:
+            gates = per_key
+        elif single is not None:
+            gates = {"reward": single}
+        else:
             return True
-        gates = per_key if per_key is not None else {"reward": single}
         return all((rewards or {}).get(key, -math.inf) >= value for key, value in gates.items())
 
 
@@ -614,20 +617,11 @@ class AgentConfig(msgspec.Struct):
     kwargs: dict[str, Any] | None = None
 
 
-class TaskRef(msgspec.Struct):
-    """A trial config's ``task``."""
-
-    path: str | None = None
-    source: str | None = None
-
-
 class TrialConfig(msgspec.Struct):
     """The part of a trial's ``config`` (in ``config.json`` and ``result.json``) depthlab reads."""
 
     agent: AgentConfig | None = None
     trials_dir: str | None = None
-    trial_name: str | None = None
-    task: TaskRef | None = None
     extra_instructions: list[str] | None = None  # may state the cap (io.status.stated_cap)
 
 
@@ -655,7 +649,6 @@ class TrialResultBase(msgspec.Struct):
     id: str | None = None
     task_name: str | None = None
     trial_name: str | None = None
-    trial_uri: str | None = None
     task_id: TaskId | None = None
     source: str | None = None
     task_checksum: str | None = None

@@ -63,6 +63,7 @@ RESULTS: dict[type, tuple[str, str, dict[str, str]]] = {
         "$root",
         {
             "schema_version": "the result document's version: 1 is the only one",
+            "trial_uri": "where the trial folder was when it ran: the folder read is the one found",
             "verifier_environment_mode": "the task's verifier_mode is read from task.toml",
             "environment_setup": _TIMING,
             "agent_setup": _TIMING,
@@ -118,6 +119,10 @@ RESULTS: dict[type, tuple[str, str, dict[str, str]]] = {
                 "verifier",
                 "verifier_timeout_multiplier",
             )
+        }
+        | {
+            "trial_name": "the result's own trial_name is read",
+            "task": "the result's task_id names the task (the fast path decodes no more than it reads)",
         },
     ),
     hm.AgentConfig: (
@@ -144,14 +149,6 @@ RESULTS: dict[type, tuple[str, str, dict[str, str]]] = {
                 "skills",
                 "skip_model_parsing",
             )
-        },
-    ),
-    hm.TaskRef: (
-        "TrialConfig",
-        "TaskConfig",
-        {
-            name: "where Harbor fetched the task from: task_id names the task"
-            for name in ("download_dir", "git_commit_id", "git_url", "name", "overwrite", "ref")
         },
     ),
     hm.JobResult: (

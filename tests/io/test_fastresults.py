@@ -156,3 +156,36 @@ def test_a_load_is_the_same_with_and_without_the_fast_path(real_trials, monkeypa
     )
     assert [item.path for item in fast.rejected] == [str(bad / "result.json")]
     assert fast.n_seen == fast.trials.height + len(fast.rejected) + len(fast.duplicates)
+
+
+def test_each_column_of_the_fast_row_is_in_its_place(tmp_path):
+    # FIELDS is ROW_SCHEMA's order; the fast row is a positional tuple: on a trial whose values all
+    # differ, any two columns swapped in the tuple differ from the careful path's row by name
+    trial = write_trial(
+        tmp_path / "job" / "unique__1",
+        id="trial-id-1",
+        task_checksum="sum-1",
+        config={
+            "agent": {"name": "t2", "model_name": "p/m", "kwargs": {"stated_cap": 7, "max_turns": 9}},
+            "trials_dir": "jobs/the-job",
+        },
+        agent_result={
+            "n_input_tokens": 11,
+            "n_cache_tokens": 13,
+            "n_output_tokens": 12,
+            "cost_usd": 0.25,
+            "metadata": {"n_episodes": 4},
+        },
+        verifier_result={"rewards": {"reward": 0.75}},
+        exception_info={"exception_type": "AgentTimeoutError", "exception_message": "slow"},
+        agent_execution={"started_at": "2026-01-01T00:00:01Z", "finished_at": "2026-01-01T00:00:03Z"},
+    )
+    options = harbor.Options(dataset="ds", status_rule="leaderboard", cap_rule="stated_cap")
+    row = _fastresults.trial_row(str(trial), options, "fallback", _fastresults.stamps(), {})
+    assert row is not None
+    named = dict(zip(_fastresults.FIELDS, row, strict=True))
+    (careful,), _ = harbor.trial_dir_rows(str(trial), options, "fallback", [])
+    assert named == careful
+    values = [value for value in row if value is not None and not isinstance(value, bool)]
+    assert len(values) >= 20
+    assert len({repr(value) for value in values}) == len(values)  # no two columns share a value here
