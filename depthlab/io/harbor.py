@@ -368,6 +368,8 @@ def _reward_valid(
     or computed from the steps, where Harbor recorded none, is judged by the exceptions' policies alone."""
     if not rewards:
         return None
+    if result.exception_info is None and steps is None and result.reward_valid_ is None:
+        return True  # nothing recorded against it (the common case, decided without a list)
     results = steps.results if steps is not None else ()
     if result.rewards():
         return result.reward_valid(results)

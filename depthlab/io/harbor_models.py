@@ -460,6 +460,24 @@ def policy_for(exception_type: str, override: ErrorPolicyOverride | None = None)
 # ---------------------------------------------------------------------------------- rewards
 
 
+def reward_valid(
+    recorded: bool | None, rewards: Mapping[str, float] | None, exceptions: Sequence[ExceptionInfo]
+) -> bool:
+    """Harbor's ``reward_valid``: the value a result records, else rewards recorded and every recorded
+    exception's policy giving a valid reward (Harbor's rule, written once).
+
+    Examples
+    --------
+    >>> reward_valid(None, {"reward": 0.0}, [ExceptionInfo(exception_type="VerifierTimeoutError")])
+    False
+    >>> reward_valid(None, {"reward": 1.0}, [ExceptionInfo(exception_type="AgentTimeoutError")])
+    True
+    """
+    if recorded is not None:
+        return recorded
+    return bool(rewards) and all(info.policy().has_valid_reward for info in exceptions)
+
+
 def main_reward(rewards: Mapping[str, float] | None) -> float | None:
     """The one number of a rewards dict: ``reward`` when present, else the mean of the keys (None when empty).
 
@@ -675,13 +693,11 @@ class TrialResultBase(msgspec.Struct):
     def reward_valid(self, steps: Sequence[StepResult] = ()) -> bool:
         """Whether Harbor counts this trial's reward: its recorded ``reward_valid``, else Harbor's rule
         (rewards recorded, and every recorded exception's policy gives a valid reward)."""
-        if self.reward_valid_ is not None:
-            return self.reward_valid_
-        return bool(self.rewards()) and self.exceptions_allow_reward(steps)
+        return reward_valid(self.reward_valid_, self.rewards(), self.recorded_exceptions(steps))
 
     def exceptions_allow_reward(self, steps: Sequence[StepResult] = ()) -> bool:
         """Whether every recorded exception's policy (with its recorded override) gives a valid reward."""
-        return all(info.policy().has_valid_reward for info in self.recorded_exceptions(steps))
+        return reward_valid(None, {"": 0.0}, self.recorded_exceptions(steps))
 
     def job_trials_dir(self) -> str | None:
         return self.config.trials_dir if self.config is not None else None
