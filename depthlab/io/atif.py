@@ -177,6 +177,9 @@ def read_steps(
        ``agent-logs/episode-N/`` (TB1 Terminus): one turn per directory, in order of N; the
        message and commands come from ``response.txt`` / ``response.json``, the observation is
        the next episode's ``prompt.txt`` (the terminal output sent back).
+    3. A multi-step Harbor trial: each step's ``steps/<name>/agent/`` read as above, in the order of
+       the trial's ``step_results``, its turns numbered on from the step before (the trial's N is
+       their sum); the prompt row is the first step's.
 
     So the row count equals the trials table's ``n_turns`` whenever that was counted from the
     same files. An ATIF step with ``llm_call_count = k`` gives ``k`` rows, its content on the

@@ -32,6 +32,11 @@ Field by field (see ``depthlab.schema.TRIALS``):
   steps by the task's ``multi_step_reward_strategy`` when none is recorded) and its exception the
   first recorded (trial-level, then steps in order).
 * ``exception_message``: ``exception_info.exception_message``.
+* ``status``: :mod:`depthlab.io.status`'s rule, given Harbor's verdict on the reward
+  (:func:`depthlab.io.harbor_models.reward_valid`: the recorded ``reward_valid``, else its error policy
+  on every recorded exception); a reward read from the reward files, or computed from the steps, is
+  judged by the exceptions' policies alone.
+* Every struct decoded here is :mod:`depthlab.io.harbor_models`'s.
 * ``task_digest``: ``task.digest`` of the trial's ``lock.json`` (:mod:`depthlab.io.harbor_lock`),
   when it has one. ``cap_mismatch``: the cap stated to the agent (``stated_cap``, or the cap the
   lock's extra instructions state) differs from the limit the harness enforced, or the two records
