@@ -15,10 +15,10 @@ from depthlab.datasets import tb2
 from depthlab.measures import pass_rates, turn_counts
 
 # what the leaderboard counts besides trials without an exception (Terminal-Bench leaderboard view)
+# The leaderboard's kept exceptions within Harbor's error policy: VerifierTimeoutError and
+# RewardFileNotFoundError leave no valid reward (Harbor's reward_valid is false), so they are invalid.
 LEADERBOARD_KEPT = {
     "AgentTimeoutError",
-    "VerifierTimeoutError",
-    "RewardFileNotFoundError",
     "PermissionError",
     "NonZeroAgentExitCodeError",
 }
