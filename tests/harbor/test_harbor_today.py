@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from harbor_runs import OFFLINE, run_job, write_multistep_task, write_single_task, writing_policy
 
 import depthlab as dl
-from depthlab.io import harbor_writer
+from depthlab.io import harbor_writer, read_steps
 from depthlab.io.tasks import count_work
 
 _ENGINES = Path(__file__).resolve().parents[1] / "engines"
@@ -202,11 +202,11 @@ def test_read_steps_of_a_multi_step_trial_reads_its_steps_trajectories(terminus_
     # table takes from steps/*/agent/trajectory.json; its rows are now the steps' turns, in step order
     trials = dl.load_trials(terminus_job.parent, cache=False)
     for row in trials.iter_rows(named=True):
-        turns = dl.read_steps(Path(row["source"]).parent)
+        turns = read_steps(Path(row["source"]).parent)
         assert turns.height == row["n_turns"], row["task"]
         assert turns["turn"].to_list() == list(range(1, row["n_turns"] + 1))
     (multi,) = [row for row in trials.iter_rows(named=True) if row["task"] == "hr26-t2-steps"]
-    first = dl.read_steps(Path(multi["source"]).parent, prompt=True).row(0, named=True)
+    first = read_steps(Path(multi["source"]).parent, prompt=True).row(0, named=True)
     assert "ok-1" in first["observation"]  # the first step's instruction, as terminus-2 was given it
 
 
