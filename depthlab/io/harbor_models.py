@@ -165,7 +165,16 @@ class StepConfig(msgspec.Struct, omit_defaults=True):
         return (None if self.min_reward is None else float(self.min_reward)), None
 
     def passes_gate(self, rewards: Mapping[str, float] | None) -> bool:
-        """Whether a step with these rewards lets the trial go on (a missing reward or key is below any gate)."""
+        """Whether a step with these rewards lets the trial go on (a missing reward or key is below any gate).
+
+        Examples
+        --------
+        >>> gated = StepConfig(name="a", min_reward=1.0)
+        >>> gated.passes_gate({"reward": 1.0}), gated.passes_gate({"reward": 0.5}), gated.passes_gate(None)
+        (True, False, False)
+        >>> StepConfig(name="b", min_reward={"style": 0.5}).passes_gate({"reward": 1.0})
+        False
+        """
         single, per_key = self.gate()
         if per_key is not None:
             gates = per_key
