@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from depthlab._checks import check_choice, check_pattern, check_positive_finite, check_positive_int
+from depthlab._defaults import PIDS_LIMIT
 from depthlab.runner.buffers import CappedFile, HeadTailBuffer
 from depthlab.runner.errors import ContainerExitedError, EnvironmentStartError
 from depthlab.runner.image import RUNNER_LABEL
@@ -111,7 +112,7 @@ class ContainerLimits:
         CPU limit (``nano_cpus``), from task.toml ``[environment].cpus``.
     memory_mb : int
         Memory limit without extra swap, from ``[environment].memory_mb``.
-    pids_limit : int, default 1024
+    pids_limit : int, default :data:`depthlab._defaults.PIDS_LIMIT` (1024)
         Largest number of processes.
     network : bool, default True
         Whether the container gets a network (Docker's default bridge). Must be False under
@@ -141,7 +142,7 @@ class ContainerLimits:
 
     cpus: float
     memory_mb: int
-    pids_limit: int = 1024
+    pids_limit: int = PIDS_LIMIT
     network: bool = True
     cap_add: tuple[str, ...] = field(default_factory=tuple)
     user: str | None = None

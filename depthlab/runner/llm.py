@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from depthlab._checks import check_int_at_least, check_number, check_pattern, check_positive_finite
+from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab.runner.errors import LLMEndpointError
 
 #: HTTP statuses that are retried (rate limit, server errors).
@@ -65,7 +66,7 @@ class ChatClient:
     model : str
         The model name sent to the endpoint. A ``provider/`` prefix recorded for Harbor (e.g.
         ``"openai/gpt-5"``) is stripped before sending when ``strip_provider`` is True.
-    api_key_env : str or None, default "DEPTHLAB_API_KEY"
+    api_key_env : str or None, default :data:`depthlab._defaults.DEFAULT_API_KEY_ENV` (``OPENAI_API_KEY``)
         Name of the environment variable holding the key; None or an unset variable sends no key.
     temperature : float or None, default 0.7
     timeout : float, default 600.0
@@ -92,7 +93,7 @@ class ChatClient:
         base_url: str,
         model: str,
         *,
-        api_key_env: str | None = "DEPTHLAB_API_KEY",
+        api_key_env: str | None = DEFAULT_API_KEY_ENV,
         temperature: float | None = 0.7,
         timeout: float = 600.0,
         max_retries: int = 4,
