@@ -1,0 +1,123 @@
+"""What the local runner accepts from task.toml it applies as Harbor does (issue 36): ``[verifier.env]`` and
+each step's ``[steps.verifier.env]`` reach the tests' process, ``os = "windows"`` is refused before anything
+runs, ``skills_dir`` is listed to the agent as Harbor's terminus-2 lists it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from runner_helpers import write_task
+
+from depthlab.runner import UnsupportedTaskError, load_task
+from depthlab.runner.preflight import preflight
+from depthlab.runner.verifier import verifier_environment
+
+# the tests grade the answer against what the verifier's environment says, so a verifier run without
+# [verifier.env] fails even the reference solution
+_NEEDS_ENV = (
+    'if [ -n "$ANSWER_FILE" ] && [ "$(cat "$ANSWER_FILE" 2>/dev/null)" = "$EXPECTED" ]; '
+    "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
+)
+_HOST_VARIABLE = "DEPTHLAB_TEST_EXPECTED_ANSWER"
+
+
+def _env_task(root: Path) -> Path:
+    return write_task(
+        root,
+        "needs-env",
+        instruction="Write the secret to /app/answer.txt.",
+        test_sh=_NEEDS_ENV,
+        solve_sh="echo from-the-host > /app/answer.txt\n",
+        toml=f'[verifier.env]\nANSWER_FILE = "/app/answer.txt"\nEXPECTED = "${{{_HOST_VARIABLE}:-unset}}"\n',
+    )
+
+
+def _steps_task(root: Path, image: str | None = None) -> Path:
+    # the cookbook's shape: a task-level [verifier.env] and a step that overrides one of its variables
+    task = write_task(
+        root,
+        "steps-env",
+        instruction="unused: a multi-step task has its steps' instructions",
+        test_sh="echo 0 > /logs/verifier/reward.txt\n",
+        toml='[verifier.env]\nWHO = "the task"\nSHARED = "kept"\n'
+        '[[steps]]\nname = "one"\n[steps.verifier.env]\nWHO = "step one"\n'
+        '[[steps]]\nname = "two"\n',
+    )
+    if image is not None:  # between steps the runner empties /tests with find options busybox lacks
+        (task / "environment" / "Dockerfile").write_text(f"FROM {image}\nWORKDIR /app\n")
+    for name, who in (("one", "step one"), ("two", "the task")):
+        step = task / "steps" / name
+        (step / "solution").mkdir(parents=True)
+        (step / "tests").mkdir()
+        (step / "instruction.md").write_text(f"Do step {name}.")
+        (step / "solution" / "solve.sh").write_text(f"echo {name} > /app/{name}.txt\n")
+        (step / "tests" / "test.sh").write_text(
+            f'if [ "$WHO" = "{who}" ] && [ "$SHARED" = kept ] && [ -f /app/{name}.txt ]; '
+            "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
+        )
+    return task
+
+
+def test_the_verifier_environment_merges_a_steps_variables_over_the_tasks(tmp_path):
+    spec = load_task(_steps_task(tmp_path))
+    one, two = (spec.for_step(step) for step in spec.steps)
+    assert verifier_environment(one) == {"WHO": "step one", "SHARED": "kept"}
+    assert verifier_environment(two) == {"WHO": "the task", "SHARED": "kept"}
+
+
+def test_a_template_takes_the_hosts_variable_and_a_missing_one_is_harbors_value_error(tmp_path, monkeypatch):
+    spec = load_task(_env_task(tmp_path))
+    monkeypatch.delenv(_HOST_VARIABLE, raising=False)
+    assert verifier_environment(spec)["EXPECTED"] == "unset"  # the template's default
+    monkeypatch.setenv(_HOST_VARIABLE, "from-the-host")
+    assert verifier_environment(spec)["EXPECTED"] == "from-the-host"
+    strict = load_task(_env_task(tmp_path / "strict"))
+    (strict.path / "task.toml").write_text(f'[verifier.env]\nEXPECTED = "${{{_HOST_VARIABLE}}}"\n')
+    monkeypatch.delenv(_HOST_VARIABLE)
+    with pytest.raises(ValueError, match=f"needs the variable '{_HOST_VARIABLE}'"):
+        verifier_environment(load_task(strict.path))
+
+
+def test_a_verifier_env_that_is_not_text_is_refused_naming_the_key(tmp_path):
+    task = _env_task(tmp_path)
+    (task / "task.toml").write_text("[verifier.env]\nRETRIES = 3\n")
+    with pytest.raises(ValueError, match=r"\[verifier\]\.env must be a table of text values"):
+        load_task(task)
+
+
+@pytest.mark.parametrize("written", ["windows", "Windows"])
+def test_a_windows_task_is_refused_in_one_line_before_anything_runs(tmp_path, written):
+    task = tmp_path / "win"
+    (task / "solution").mkdir(parents=True)
+    (task / "tests").mkdir()
+    (task / "instruction.md").write_text("Write C:\\app\\answer.txt.")
+    (task / "solution" / "solve.bat").write_text("echo hi > C:\\app\\answer.txt\r\n")
+    (task / "tests" / "test.bat").write_text("exit 0\r\n")
+    # no environment/Dockerfile: the refusal comes first, not a complaint about a Linux file
+    (task / "task.toml").write_text(f'[environment]\nos = "{written}"\n')
+    with pytest.raises(UnsupportedTaskError) as refused:
+        load_task(task)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "a Windows task cannot run in a Linux container" in message
+    assert "--engine harbor" in message
+    report = preflight([task], jobs_dir=tmp_path / "jobs")  # refused by the preflight too, no container made
+    assert [row.passed for row in report.rows] == [False]
+    assert "a Windows task cannot run in a Linux container" in report.rows[0].reason
+
+
+@pytest.mark.docker
+def test_a_task_whose_tests_need_its_verifier_env_passes_its_preflight(tmp_path, docker_client, monkeypatch):
+    # the runner once gave the tests only its own PYTHON* variables: this reference solution scored 0
+    monkeypatch.setenv(_HOST_VARIABLE, "from-the-host")
+    task = _env_task(tmp_path / "tasks")
+    report = preflight([task], jobs_dir=tmp_path / "jobs", docker_client=docker_client)
+    assert [(row.task, row.passed) for row in report.rows] == [("needs-env", True)], report.render()
+
+
+@pytest.mark.docker
+def test_each_step_of_a_multi_step_task_gets_its_verifier_env(tmp_path, docker_client, userland_image):
+    task = _steps_task(tmp_path / "tasks", userland_image)
+    report = preflight([task], jobs_dir=tmp_path / "jobs", docker_client=docker_client)
+    assert [(row.task, row.passed) for row in report.rows] == [("steps-env", True)], report.render()
