@@ -270,3 +270,34 @@ def test_the_api_key_variable_is_written_once():
                 found.append(f"{path}:{node.lineno}: {node.value!r}")
     assert found == [], "\n".join(found)
     assert ChatClient("http://127.0.0.1:9/v1", "m").api_key_env == _defaults.DEFAULT_API_KEY_ENV
+
+
+def test_one_lock_file_mechanism():
+    # engines._lock and runner.scheduler each took their own fcntl lock; both now hold depthlab._lockfile's
+    found = [
+        f"{path}:{node.lineno}"
+        for path, tree in _modules()
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Import) and any(alias.name == "fcntl" for alias in node.names))
+        or (isinstance(node, ast.ImportFrom) and node.module == "fcntl")
+    ]
+    assert [where.split(":")[0] for where in found] == ["depthlab/_lockfile.py"], found
+
+
+def test_the_fill_lock_names_its_holder(tmp_path):
+    from depthlab import _lockfile
+    from depthlab.engines._lock import JobsFolderInUse, jobs_folder_lock
+    from depthlab.runner.scheduler import _exclusive
+
+    fill_held = pytest.raises(RuntimeError, match=r"Another depthlab fill .*\(pid \d+ on ")
+    with _exclusive(tmp_path), fill_held, _exclusive(tmp_path):
+        pass
+    measure_held = pytest.raises(JobsFolderInUse, match=r"\(the other measure\)")
+    with (
+        _lockfile.held(tmp_path / ".depthlab-measure.lock", "the other measure"),
+        measure_held,
+        jobs_folder_lock(tmp_path),
+    ):
+        pass
+    with jobs_folder_lock(tmp_path):  # released when its holder is done
+        pass
