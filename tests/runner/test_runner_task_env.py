@@ -121,3 +121,98 @@ def test_each_step_of_a_multi_step_task_gets_its_verifier_env(tmp_path, docker_c
     task = _steps_task(tmp_path / "tasks", userland_image)
     report = preflight([task], jobs_dir=tmp_path / "jobs", docker_client=docker_client)
     assert [(row.task, row.passed) for row in report.rows] == [("steps-env", True)], report.render()
+
+
+@pytest.mark.docker
+def test_the_tasks_skills_are_listed_after_the_instruction_as_terminus_2_lists_them(
+    tmp_path, docker_client, endpoint, api_key
+):
+    from runner_helpers import API_KEY_ENV, reply
+
+    from depthlab.runner import ChatClient, HarnessConfig, TerminusAgent, run_trial
+    from depthlab.runner.output import JobDir
+
+    task = write_task(
+        tmp_path / "tasks",
+        "skills",
+        instruction="Use a skill.",
+        test_sh="echo 1 > /logs/verifier/reward.txt\n",
+        toml='skills_dir = "/skills"\n',  # under [environment], which write_task's toml ends with
+    )
+    for name, text in (
+        ("csv", "---\nname: csv\ndescription: Read CSV files & sum a column.\n---\nUse awk.\n"),
+        ("broken", "no front matter here\n"),  # left out, as Harbor leaves it out
+    ):
+        (task / "environment" / "skills" / name).mkdir(parents=True)
+        (task / "environment" / "skills" / name / "SKILL.md").write_text(text)
+    dockerfile = task / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text().replace("WORKDIR /app", "COPY skills /skills\nWORKDIR /app"))
+    endpoint.reset(lambda messages, model: reply(complete=True))
+    client = ChatClient(endpoint.url, "scripted/m", api_key_env=API_KEY_ENV, max_retries=0)
+    agent = TerminusAgent(client, HarnessConfig(cap=2))
+    outcome = run_trial(load_task(task), agent, JobDir(tmp_path / "jobs", "job", {}), docker_client=docker_client)
+    assert outcome.status == "pass", outcome
+    first = endpoint.requests[0]["body"]["messages"][0]["content"]
+    block = (
+        "Use a skill.\n<available_skills>\n  <skill>\n    <name>csv</name>\n"
+        "    <description>Read CSV files &amp; sum a column.</description>\n"
+        "    <location>/skills/csv/SKILL.md</location>\n  </skill>\n</available_skills>"
+    )
+    assert block in first
+    assert "broken" not in first
+
+
+# Harbor's own terminus-2 builds its skills block with a stand-in environment that runs its commands here
+_HARBORS_BLOCK = """
+import asyncio, subprocess, sys
+from types import SimpleNamespace
+from harbor.agents.terminus_2.terminus_2 import Terminus2
+
+class Here:
+    async def is_dir(self, path):
+        import os
+        return os.path.isdir(path)
+    async def exec(self, command, timeout_sec=None, **kwargs):
+        done = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
+        return SimpleNamespace(return_code=done.returncode, stdout=done.stdout, stderr=done.stderr)
+
+agent = Terminus2.__new__(Terminus2)
+agent.skills_dir = sys.argv[1]
+print(asyncio.run(agent._build_skills_section(Here())) or "", end="")
+"""
+
+
+class _HereBox:
+    """A stand-in TaskContainer whose commands run on this machine (for the comparison with Harbor)."""
+
+    agent_user = None
+
+    def exec(self, command, *, timeout, user=None):
+        import subprocess
+
+        done = subprocess.run(command, capture_output=True, timeout=timeout, check=False)
+        return done.returncode, done.stdout
+
+
+def test_the_skills_block_is_harbors_own(tmp_path, harbor_python):
+    import subprocess
+
+    from depthlab.runner.skills import skills_section
+
+    skills = tmp_path / "skills"
+    for name, text in (
+        ("b-sum", "---\nname: sum\ndescription: 'Sum <numbers> & more'\n---\n"),
+        ("a-csv", "---\nname: csv\ndescription: Read CSV files.\nlicense: MIT\n---\nBody.\n"),
+        ("c-none", "---\nname: only a name\n---\n"),
+        ("d-bad", "---\n: [unclosed\n---\n"),
+    ):
+        (skills / name).mkdir(parents=True)
+        (skills / name / "SKILL.md").write_text(text)
+    (skills / "top-level.md").write_text("not a skill folder\n")
+    harbors = subprocess.run(
+        [str(harbor_python), "-c", _HARBORS_BLOCK, str(skills)], capture_output=True, text=True, check=True
+    ).stdout
+    assert "<name>csv</name>" in harbors  # the comparison below compares something
+    assert "<name>sum</name>" in harbors
+    assert skills_section(_HereBox(), str(skills)) == harbors  # type: ignore[arg-type]
+    assert skills_section(_HereBox(), str(tmp_path / "absent")) == ""
