@@ -335,6 +335,11 @@ def unsupported(task: HarborTask) -> str | None:
     environment = section(config, "environment")
     if environment.get("healthcheck") is not None:
         return "has an [environment.healthcheck]"
+    # what Harbor gives every process of the trial, or the agent's prompt, and the runner does not
+    if environment.get("env"):
+        return "sets [environment.env] (variables Harbor gives every process of the trial)"
+    if environment.get("mcp_servers"):
+        return "declares [[environment.mcp_servers]] (servers Harbor's agent is told of)"
     if any(not isinstance(item, str) for item in config.get("artifacts") or ()):
         return "gives artifacts as tables"
     tables = [("[verifier]", section(config, "verifier"), section(config, "agent"), task.path + "/tests")]

@@ -107,6 +107,24 @@ def test_a_windows_task_is_refused_in_one_line_before_anything_runs(tmp_path, wr
     assert "a Windows task cannot run in a Linux container" in report.rows[0].reason
 
 
+@pytest.mark.parametrize(
+    ("toml", "says"),
+    [
+        ('[environment.env]\nPROJECT = "x"\n', "sets [environment.env]"),
+        ('[[environment.mcp_servers]]\nname = "m"\ntransport = "sse"\nurl = "http://m:8000/mcp"\n', "mcp_servers"),
+    ],
+)
+def test_what_harbor_gives_every_process_or_the_prompt_is_refused_not_dropped(tmp_path, toml, says):
+    # the runner once ran these tasks without the variables or the servers, as if task.toml had not named them
+    task = write_task(tmp_path, "extra", instruction="x", test_sh="true\n")
+    (task / "task.toml").write_text(toml)
+    with pytest.raises(UnsupportedTaskError, match="--engine harbor") as refused:
+        load_task(task)
+    assert says in str(refused.value)
+    (task / "task.toml").write_text("[environment]\nenv = {}\nmcp_servers = []\n")  # empty: nothing to apply
+    assert load_task(task).name == "extra"
+
+
 @pytest.mark.docker
 def test_a_task_whose_tests_need_its_verifier_env_passes_its_preflight(tmp_path, docker_client, monkeypatch):
     # the runner once gave the tests only its own PYTHON* variables: this reference solution scored 0
@@ -216,3 +234,21 @@ def test_the_skills_block_is_harbors_own(tmp_path, harbor_python):
     assert "<name>sum</name>" in harbors
     assert skills_section(_HereBox(), str(skills)) == harbors  # type: ignore[arg-type]
     assert skills_section(_HereBox(), str(tmp_path / "absent")) == ""
+
+
+def test_the_cookbooks_skills_recipe_gives_harbors_block(shared, harbor_python):
+    # Harbor's own recipe (harbor-framework/harbor-cookbook, recipes/skills): its skills folder, read in place
+    import subprocess
+
+    from depthlab.runner.skills import skills_section
+
+    recipe = shared / "samples" / "harbor-framework_harbor-cookbook" / "harbor_cookbook" / "recipes" / "skills"
+    if not recipe.is_dir():
+        pytest.skip(f"the cookbook's skills recipe is not at {recipe}")
+    assert load_task(recipe).skills_dir == "/skills"
+    skills = recipe / "environment" / "skills"
+    harbors = subprocess.run(
+        [str(harbor_python), "-c", _HARBORS_BLOCK, str(skills)], capture_output=True, text=True, check=True
+    ).stdout
+    assert "<name>generate-greeting</name>" in harbors
+    assert skills_section(_HereBox(), str(skills)) == harbors  # type: ignore[arg-type]
