@@ -6,10 +6,12 @@ agent's first call, recorded as the model's fail; a ``memory``/``storage`` size 
 ("lots") aborts every job that holds the task, so every rerun aborts too. A task with such a
 value is left out with the reason, as a task whose oracle fails is, so no model is paid for it.
 
-The rules follow Harbor's fields: ``[agent]``/``[verifier]`` ``timeout_sec`` (float, must be
-finite and > 0 to mean a time), ``[environment]`` ``build_timeout_sec`` (likewise), ``cpus``
-(> 0), ``memory_mb``/``storage_mb`` (int > 0), and the deprecated ``memory``/``storage``
-sizes (``"<number>G|M|K"``, which Harbor converts to megabytes).
+task.toml is read, and its sizes converted, through :mod:`depthlab.io.harbor_task` (``read_config``,
+``section``, ``size_mb``), as the runner reads it. The rules follow Harbor's fields:
+``[agent]``/``[verifier]`` ``timeout_sec`` (float, must be finite and > 0 to mean a time),
+``[environment]`` ``build_timeout_sec`` (likewise), ``cpus`` (> 0), ``memory_mb``/``storage_mb``
+(int > 0), and the deprecated ``memory``/``storage`` sizes (``"<number>G|M|K"``, which Harbor
+converts to megabytes).
 """
 
 from __future__ import annotations

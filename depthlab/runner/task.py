@@ -10,11 +10,15 @@ of the top-level instruction; :mod:`depthlab.runner.multistep` runs it. Its step
 strategy and verifier modes come from :func:`depthlab.io.harbor_task.read_task`, the one reader of
 task.toml's Harbor fields.
 
-Only the ``task.toml`` fields that change how a trial runs are read here; labels
-(difficulty, tags, ...) belong to :func:`depthlab.load_tasks`. What the runner cannot run as
-Harbor does (an ``allowlist`` network, a verifier environment other than a ``tests/Dockerfile``
-or the task's own image, healthchecks, per-step users, artifacts given as tables) is refused
-when the task is read (:class:`UnsupportedTaskError`, one line naming ``--engine harbor``).
+Only the ``task.toml`` fields that change how a trial runs are read here, through
+:mod:`depthlab.io.harbor_task` (its steps, network mode, verifier modes, Harbor's defaults and size
+strings); labels (difficulty, tags, ...) belong to :func:`depthlab.load_tasks`. What the runner
+accepts it applies as Harbor does: ``[verifier.env]`` and ``[steps.verifier.env]`` reach the tests
+(:func:`depthlab.runner.verifier.verifier_environment`), ``skills_dir`` is listed to the agent
+(:mod:`depthlab.runner.skills`). What it cannot run as Harbor does (a Windows task, an
+``allowlist`` network, a verifier environment other than a ``tests/Dockerfile`` or the task's own
+image, healthchecks, per-step users, artifacts given as tables, ``[environment.env]``, MCP servers)
+is refused when the task is read (:class:`UnsupportedTaskError`, one line naming ``--engine harbor``).
 """
 
 from __future__ import annotations
@@ -224,10 +228,13 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
     FileNotFoundError
         When the directory or one of the required files is missing.
     UnsupportedTaskError
-        When ``environment/`` holds a compose file: several containers need Harbor.
+        When ``environment/`` holds a compose file (several containers need Harbor), or the task
+        asks for what the runner cannot run as Harbor does (:func:`unsupported`).
     ValueError
-        When task.toml is not valid TOML, or a limit or timeout is not a positive finite number
-        (the message names the task.toml key): ``memory_mb = 0`` would mean no limit at all.
+        When task.toml is not valid TOML, a limit or timeout is not a positive finite number
+        (the message names the task.toml key: ``memory_mb = 0`` would mean no limit at all), a
+        size is not one Harbor reads, a ``[verifier.env]`` value is not text, or ``skills_dir``
+        is not an absolute path.
 
     Examples
     --------
