@@ -252,3 +252,33 @@ def test_the_cookbooks_skills_recipe_gives_harbors_block(shared, harbor_python):
     ).stdout
     assert "<name>generate-greeting</name>" in harbors
     assert skills_section(_HereBox(), str(skills)) == harbors  # type: ignore[arg-type]
+
+
+_HARBORS_SIZES = """
+import json, sys, warnings
+from harbor.models.task.config import EnvironmentConfig
+warnings.simplefilter("ignore")
+out = []
+for text in json.loads(sys.argv[1]):
+    try:
+        out.append(EnvironmentConfig(storage=text).storage_mb)
+    except Exception:
+        out.append(None)
+print(json.dumps(out))
+"""
+
+
+def test_sizes_are_converted_as_harbors_own_model_converts_them(harbor_python):
+    import json
+    import subprocess
+
+    from depthlab.io.harbor_task import size_mb
+
+    sizes = ["2G", "1.5G", " 512m ", "512M", "2049K", "0.5K", "1.5GiB", "2GB", "1T", "2048", "lots", ".5G", "10g"]
+    harbors = json.loads(
+        subprocess.run(
+            [str(harbor_python), "-c", _HARBORS_SIZES, json.dumps(sizes)], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    assert harbors[:3] == [2048, 1536, 512]  # Harbor read these: the comparison compares something
+    assert [size_mb(text) for text in sizes] == harbors
