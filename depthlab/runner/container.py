@@ -3,9 +3,10 @@
 Security: a named profile (:data:`PROFILES`; :mod:`depthlab.runner.profiles`). Both profiles run
 the container not privileged, with ``no-new-privileges``, a pid limit, the task's memory (no extra
 swap) and CPU limits, the disk bound of :mod:`depthlab.runner.watchdog`, and no environment
-variables passed in. ``harbor`` (the default) keeps Docker's default capabilities and the network
-task.toml allows, as Harbor runs a task; ``strict`` drops every capability (``cap_add`` puts back
-only what the user names) and has no network. Every container carries the runner's labels, so that
+variables passed in but the task's own ``[environment.env]`` (Harbor gives those to every process).
+``harbor`` (the default) keeps Docker's default capabilities and the network task.toml allows, as
+Harbor runs a task; ``strict`` drops every capability (``cap_add`` puts back only what the user
+names) and has no network. Every container carries the runner's labels, so that
 :mod:`depthlab.runner.leftovers` can remove what a dead runner left behind.
 
 Containers stop themselves when their runner is gone. PID 1 is a keep-alive that reads its
@@ -204,9 +205,11 @@ class TaskContainer:
         *,
         name_hint: str = "trial",
         lifetime_sec: float = DEFAULT_LIFETIME_SEC,
+        environment: dict[str, str] | None = None,
     ) -> None:
         check_positive_finite(lifetime_sec, "lifetime_sec", "TaskContainer")
         self.client = client
+        self.environment = dict(environment or {})  # the container's own: every exec in it has them
         self.image = image
         self.limits = limits
         self.name_hint = name_hint
@@ -242,7 +245,7 @@ class TaskContainer:
                 self.image,
                 _keepalive(self.lifetime_sec),
                 stdin_open=True,
-                environment={},
+                environment=self.environment,
                 hostname="task",
                 labels={RUNNER_LABEL: "1", OWNER_LABEL: owner(), TRIAL_LABEL: self.name_hint},
                 host_config=host_config,

@@ -17,7 +17,7 @@ accepts it applies as Harbor does: ``[verifier.env]`` and ``[steps.verifier.env]
 (:func:`depthlab.runner.verifier.verifier_environment`), ``skills_dir`` is listed to the agent
 (:mod:`depthlab.runner.skills`). What it cannot run as Harbor does (a Windows task, an
 ``allowlist`` network, a verifier environment other than a ``tests/Dockerfile`` or the task's own
-image, healthchecks, per-step users, artifacts given as tables, ``[environment.env]``, MCP servers)
+image, healthchecks, per-step users, artifacts given as tables, MCP servers)
 is refused when the task is read (:class:`UnsupportedTaskError`, one line naming ``--engine harbor``).
 """
 
@@ -117,6 +117,10 @@ class TaskSpec:
         ``[verifier.env]`` (and, for a step, its ``[steps.verifier.env]`` over it, Harbor's order):
         the variables the tests run with, ``${VAR}`` and ``${VAR:-default}`` taken from the
         runner's own environment when the tests start (:func:`depthlab.runner.verifier.verifier_environment`).
+    environment_env : dict of str to str
+        ``[environment.env]``: the variables of every process in the agent's container (the
+        container's own environment, ``${VAR}`` templates taken from the runner's when it starts),
+        as Harbor gives them to every command it runs there.
     skills_dir : str or None
         ``[environment].skills_dir``: the folder in the container whose ``*/SKILL.md`` the agent
         is told about, as Harbor's terminus-2 does.
@@ -143,6 +147,7 @@ class TaskSpec:
     solution_dir: Path | None = None
     environment_path: Path | None = None
     verifier_env: dict[str, str] = field(default_factory=dict, hash=False)
+    environment_env: dict[str, str] = field(default_factory=dict, hash=False)
     skills_dir: str | None = None
     step_verifier_envs: dict[str, dict[str, str]] = field(default_factory=dict, hash=False, repr=False)
 
@@ -312,6 +317,7 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
         verifier_mode=harbor.verifier_mode,
         artifacts=tuple(str(item) for item in harbor.config.get("artifacts") or ()),
         verifier_env=_env(section(config, "verifier"), f"{where} [verifier].env"),
+        environment_env=_env(environment, f"{where} [environment].env"),
         skills_dir=skills_dir,
         step_verifier_envs={
             step.name: _env(section(table, "verifier"), f"{where} steps[{step.index - 1}].verifier.env")
@@ -342,9 +348,7 @@ def unsupported(task: HarborTask) -> str | None:
     environment = section(config, "environment")
     if environment.get("healthcheck") is not None:
         return "has an [environment.healthcheck]"
-    # what Harbor gives every process of the trial, or the agent's prompt, and the runner does not
-    if environment.get("env"):
-        return "sets [environment.env] (variables Harbor gives every process of the trial)"
+    # servers Harbor's agent is told of, which the runner's agent is not
     if environment.get("mcp_servers"):
         return "declares [[environment.mcp_servers]] (servers Harbor's agent is told of)"
     if any(not isinstance(item, str) for item in config.get("artifacts") or ()):

@@ -220,9 +220,21 @@ def verifier_environment(task: TaskSpec, host: Mapping[str, str] | None = None) 
     >>> verifier_environment(task, host={"Y": "y"})
     {'A': '1', 'B': 'y', 'C': 'c ${Y}'}
     """
+    return resolve_env(task.verifier_env, f"The task {task.name!r}: [verifier.env]", host)
+
+
+def resolve_env(values: Mapping[str, str], where: str, host: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A task.toml ``env`` table with its ``${VAR}`` and ``${VAR:-default}`` values taken from ``host``, as Harbor
+    takes them (:func:`verifier_environment`); ``where`` begins the error of a variable that is unset.
+
+    Examples
+    --------
+    >>> resolve_env({"A": "${X:-1}", "B": "${Y}"}, "[environment.env]", host={"Y": "y"})
+    {'A': '1', 'B': 'y'}
+    """
     host = os.environ if host is None else host
     resolved = {}
-    for key, value in task.verifier_env.items():
+    for key, value in values.items():
         template = _TEMPLATE.fullmatch(value)
         if template is None:
             resolved[key] = value
@@ -232,8 +244,8 @@ def verifier_environment(task: TaskSpec, host: Mapping[str, str] | None = None) 
             resolved[key] = template["default"]
         else:
             raise ValueError(
-                f"The task {task.name!r}: [verifier.env] {key} needs the variable {template['name']!r}, "
-                "which is not set in the environment depthlab runs in"
+                f"{where} {key} needs the variable {template['name']!r}, which is not set in the environment "
+                "depthlab runs in"
             )
     return resolved
 

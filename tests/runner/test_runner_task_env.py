@@ -107,22 +107,39 @@ def test_a_windows_task_is_refused_in_one_line_before_anything_runs(tmp_path, wr
     assert "a Windows task cannot run in a Linux container" in report.rows[0].reason
 
 
-@pytest.mark.parametrize(
-    ("toml", "says"),
-    [
-        ('[environment.env]\nPROJECT = "x"\n', "sets [environment.env]"),
-        ('[[environment.mcp_servers]]\nname = "m"\ntransport = "sse"\nurl = "http://m:8000/mcp"\n', "mcp_servers"),
-    ],
-)
-def test_what_harbor_gives_every_process_or_the_prompt_is_refused_not_dropped(tmp_path, toml, says):
-    # the runner once ran these tasks without the variables or the servers, as if task.toml had not named them
+def test_mcp_servers_are_refused_not_dropped(tmp_path):
+    # the runner once ran such a task without telling its agent of the servers, as if task.toml had not named them
     task = write_task(tmp_path, "extra", instruction="x", test_sh="true\n")
-    (task / "task.toml").write_text(toml)
+    (task / "task.toml").write_text(
+        '[[environment.mcp_servers]]\nname = "m"\ntransport = "sse"\nurl = "http://m/mcp"\n'
+    )
     with pytest.raises(UnsupportedTaskError, match="--engine harbor") as refused:
         load_task(task)
-    assert says in str(refused.value)
-    (task / "task.toml").write_text("[environment]\nenv = {}\nmcp_servers = []\n")  # empty: nothing to apply
+    assert "mcp_servers" in str(refused.value)
+    (task / "task.toml").write_text("[environment]\nmcp_servers = []\n")  # empty: nothing to apply
     assert load_task(task).name == "extra"
+
+
+@pytest.mark.docker
+def test_every_process_of_the_trial_gets_the_tasks_environment_env(tmp_path, docker_client, monkeypatch):
+    # Harbor gives [environment.env] to every command in the agent's container: here the reference solution
+    # and the tests both read it; the runner once gave it to neither
+    monkeypatch.setenv(_HOST_VARIABLE, "from-the-host")
+    task = write_task(
+        tmp_path / "tasks",
+        "task-env",
+        instruction="Write the project's name to /app/name.txt.",
+        test_sh='if [ "$(cat /app/name.txt)" = "$PROJECT-$SECRET" ]; then echo 1 > /logs/verifier/reward.txt; '
+        "else echo 0 > /logs/verifier/reward.txt; fi\n",
+        solve_sh='echo "$PROJECT-$SECRET" > /app/name.txt\n[ -n "$PROJECT" ]\n',
+        toml=f'[environment.env]\nPROJECT = "greeter"\nSECRET = "${{{_HOST_VARIABLE}}}"\n',
+    )
+    assert load_task(task).environment_env == {"PROJECT": "greeter", "SECRET": f"${{{_HOST_VARIABLE}}}"}
+    report = preflight([task], jobs_dir=tmp_path / "jobs", docker_client=docker_client)
+    assert [(row.task, row.passed) for row in report.rows] == [("task-env", True)], report.render()
+    # never written down: the resolved value is in no file of the trial
+    files = [path for path in (tmp_path / "jobs").rglob("*") if path.is_file()]
+    assert [str(path) for path in files if b"from-the-host" in path.read_bytes()] == []
 
 
 @pytest.mark.docker
