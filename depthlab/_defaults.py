@@ -1,5 +1,6 @@
-"""Defaults written once for every layer that reads them: the bootstrap's resamples and seed, and
-the environment variable holding a model endpoint's API key.
+"""Defaults written once for every layer that reads them: the bootstrap's resamples and seed, the
+environment variable holding a model endpoint's API key, and the bounds of a trial's container that
+both engines share (the pid limit, the disk bound when a task states none).
 
 Two sets of defaults, on purpose, and neither can move to the other without changing numbers:
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["AUDIT_N_BOOT", "AUDIT_SEED", "DEFAULT_API_KEY_ENV", "N_BOOT", "SEED"]
+__all__ = ["AUDIT_N_BOOT", "AUDIT_SEED", "DEFAULT_API_KEY_ENV", "DEFAULT_STORAGE_MB", "N_BOOT", "PIDS_LIMIT", "SEED"]
 
 #: Bootstrap resamples of a statistic called on its own.
 N_BOOT: Final[int] = 10_000
@@ -38,3 +39,11 @@ AUDIT_SEED: Final[int] = 0
 #: The environment variable every verb reads a model endpoint's API key from, unless told another
 #: (``--api-key-env``): Harbor's and LiteLLM's own. The key itself is never written anywhere.
 DEFAULT_API_KEY_ENV: Final[str] = "OPENAI_API_KEY"
+#: The pid limit of every trial's container, on both engines (the runner's ``RunSettings`` and
+#: ``depthlab run --pids-limit``'s default, the Compose overlay around Harbor's trials): a fork bomb
+#: stops there instead of at the host's limit. Harbor itself sets none.
+PIDS_LIMIT: Final[int] = 1024
+#: The disk bound (MB, 10 GiB) of a trial whose task.toml states no ``storage_mb``, on both engines
+#: (the runner's containers, the disk watch around Harbor's trials). Harbor itself sets none; a
+#: binary 10 GiB because that is what the simulated tasks state (``storage_mb = 10240``).
+DEFAULT_STORAGE_MB: Final[int] = 10 * 1024

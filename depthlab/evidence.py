@@ -50,7 +50,7 @@ from depthlab.measures.depth import TASK_KEYS, depth_from_grid, evidence_grid
 from depthlab.measures.planning import plan_missing
 from depthlab.plots import RC, ShownFigure
 from depthlab.plots._core import DataSource, stamp, table_of
-from depthlab.schema import CAPS, EVIDENCE
+from depthlab.schema import CAPS, EVIDENCE, EXAMPLE_TASKS
 
 __all__ = [
     "CELL_STATES",
@@ -386,7 +386,7 @@ def example_tasks(audit: pl.DataFrame, *, n: int = 4) -> pl.DataFrame:
         for dataset, task in frame.select(TASK_KEYS).rows():
             if len(rows) < n and all((dataset, task) != (d, t) for d, t, _ in rows):
                 rows.append((dataset, task, why))
-    return pl.DataFrame(rows, schema={"dataset": pl.String, "task": pl.String, "why": pl.String}, orient="row")
+    return pl.DataFrame(rows, schema=EXAMPLE_TASKS, orient="row")
 
 
 def _legend_handles(colours: dict[str, str]) -> list[Artist]:

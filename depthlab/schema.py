@@ -397,6 +397,13 @@ EVIDENCE: Final[dict[str, pl.DataType]] = {
     "next": pl.Boolean(),  # plan_missing's adaptive mode runs this cell in its next round
 }
 
+#: Columns of :func:`depthlab.evidence.example_tasks`: the telling tasks for static evidence grids.
+EXAMPLE_TASKS: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "why": pl.String(),  # deepest solved | solved at D = 1 | unsolved | incomplete | solved
+}
+
 #: Columns of :func:`depthlab.measures.censored.censored_distribution`: D's share per ladder cap, two variants.
 CENSORED_DISTRIBUTION: Final[dict[str, pl.DataType]] = {
     "dataset": pl.String(),

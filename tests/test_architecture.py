@@ -41,6 +41,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
         "depthlab._version",
         "depthlab._docstrings",
         "depthlab._text",
+        "depthlab._lockfile",
     ),
     1: ("depthlab.io",),
     2: ("depthlab.datasets", "depthlab.measures", "depthlab.stats"),

@@ -159,3 +159,170 @@ def test_the_atomic_writer_is_the_only_one():
             elif func.attr == "replace" and len(node.args) == 1 and "tmp" in ast.unparse(func.value).lower():
                 found.append(f"{path}:{node.lineno}: a temporary file moved into place (use depthlab._atomic)")
     assert found == [], "\n".join(found)
+
+
+# ------------------------------------------------------------------ issue 36: the house's facts written once
+def _docstring_nodes(tree: ast.Module) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _definitions(name: str) -> list[str]:
+    return [
+        f"{path}:{node.lineno}"
+        for path, tree in _modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name == name
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "home"),
+    [
+        ("one_line", ["depthlab/_text.py"]),
+        ("_one_line", []),
+        ("_size_mb", []),
+        ("size_mb", ["depthlab/io/harbor_task.py"]),
+    ],
+)
+def test_a_helper_is_defined_once(name, home):
+    # `_one_line` was written three times (rounds, the guard, fetch), `_size_mb` twice with two roundings
+    assert [where.split(":")[0] for where in _definitions(name)] == home, _definitions(name)
+
+
+def test_the_task_toml_table_getter_is_defined_once():
+    # `_table(config, key)` was written three times (io.harbor_task, runner.task, engines._taskcheck)
+    found = [
+        f"{path}:{node.lineno}"
+        for path, tree in _modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and node.name in ("_table", "section")
+        and node.args.args
+        and node.args.args[0].arg == "config"
+    ]
+    assert {where.split(":")[0] for where in found} == {"depthlab/io/harbor_task.py"}, found
+
+
+def _int_bounds(modules: Iterator[tuple[str, ast.Module]] | None = None) -> list[str]:
+    found = []
+    for path, tree in modules or _modules():
+        if path == "depthlab/_defaults.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = [ast.unparse(target).lower() for target in targets]
+                value = node.value
+            elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+                names = [str(node.args[0].value).lower()]  # parser.add_argument("--pids-limit", default=...)
+                value = next((k.value for k in node.keywords if k.arg == "default"), None)
+            else:
+                continue
+            bound = (
+                isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool)
+            )
+            if bound and any("pids" in name or "storage_mb" in name for name in names):
+                found.append(f"{path}:{node.lineno}: {ast.unparse(node)[:80]}")
+    return found
+
+
+def test_the_pid_limit_and_the_disk_bound_are_written_once():
+    # the pid limit was written four times, the default disk bound twice (10,000 MB and 10,240)
+    from depthlab import _defaults
+    from depthlab.engines import _harbor_guard
+    from depthlab.runner.container import ContainerLimits
+    from depthlab.runner.profiles import DEFAULT_STORAGE_MB, RunSettings
+
+    assert _int_bounds() == []
+    assert (
+        _harbor_guard.PIDS_LIMIT
+        == RunSettings().pids_limit
+        == ContainerLimits(1.0, 512).pids_limit
+        == _defaults.PIDS_LIMIT
+    )
+    assert _harbor_guard.DEFAULT_STORAGE_MB == DEFAULT_STORAGE_MB == _defaults.DEFAULT_STORAGE_MB == 10_240
+
+
+def test_the_bound_check_sees_a_restated_limit():
+    tree = ast.parse('PIDS_LIMIT = 1024\nparser.add_argument("--pids-limit", type=int, default=1024)\nN = 1024\n')
+    assert [hit.split(":")[1] for hit in _int_bounds(iter([("x.py", tree)]))] == ["1", "2"]
+
+
+def test_the_api_key_variable_is_written_once():
+    # runner.llm defaulted to DEPTHLAB_API_KEY while engines.harbor hard-coded OPENAI_API_KEY
+    from depthlab import _defaults
+    from depthlab.runner.llm import ChatClient
+
+    found = []
+    for path, tree in _modules():
+        if path == "depthlab/_defaults.py":
+            continue
+        docstrings = _docstring_nodes(tree)
+        for node in ast.walk(tree):
+            text = node.value if isinstance(node, ast.Constant) and id(node) not in docstrings else None
+            if isinstance(text, str) and re.fullmatch(r"[A-Z_]*API_KEY", text):
+                found.append(f"{path}:{node.lineno}: {node.value!r}")
+    assert found == [], "\n".join(found)
+    assert ChatClient("http://127.0.0.1:9/v1", "m").api_key_env == _defaults.DEFAULT_API_KEY_ENV
+
+
+def test_one_lock_file_mechanism():
+    # engines._lock and runner.scheduler each took their own fcntl lock; both now hold depthlab._lockfile's
+    found = [
+        f"{path}:{node.lineno}"
+        for path, tree in _modules()
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Import) and any(alias.name == "fcntl" for alias in node.names))
+        or (isinstance(node, ast.ImportFrom) and node.module == "fcntl")
+    ]
+    assert [where.split(":")[0] for where in found] == ["depthlab/_lockfile.py"], found
+
+
+def test_the_fill_lock_names_its_holder(tmp_path):
+    from depthlab import _lockfile
+    from depthlab.engines._lock import JobsFolderInUse, jobs_folder_lock
+    from depthlab.runner.scheduler import _exclusive
+
+    fill_held = pytest.raises(RuntimeError, match=r"Another depthlab fill .*\(pid \d+ on ")
+    with _exclusive(tmp_path), fill_held, _exclusive(tmp_path):
+        pass
+    measure_held = pytest.raises(JobsFolderInUse, match=r"\(the other measure\)")
+    with (
+        _lockfile.held(tmp_path / ".depthlab-measure.lock", "the other measure"),
+        measure_held,
+        jobs_folder_lock(tmp_path),
+    ):
+        pass
+    with jobs_folder_lock(tmp_path):  # released when its holder is done
+        pass
+
+
+# schemas still built inline in a call, each left to the issue that owns its module (issue 38: simulate, stats)
+_INLINE_SCHEMAS_LEFT = {"depthlab/simulate/noisy.py", "depthlab/simulate/truth.py", "depthlab/stats/_groups.py"}
+
+
+def _inline_schemas(modules: Iterator[tuple[str, ast.Module]] | None = None) -> list[str]:
+    found = []
+    for path, tree in modules or _modules():
+        if path == "depthlab/schema.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.keyword) and node.arg == "schema" and isinstance(node.value, ast.Dict):
+                values = node.value.values
+                if len(values) >= 3 and all(value is not None and _is_dtype(value) for value in values):
+                    found.append(f"{path}:{node.value.lineno}")
+    return found
+
+
+def test_no_new_table_schema_is_built_inline():
+    # evidence.example_tasks built its three columns in the call; they are schema.EXAMPLE_TASKS now
+    found = [where for where in _inline_schemas() if where.split(":")[0] not in _INLINE_SCHEMAS_LEFT]
+    assert found == [], "declare these columns in schema.py:\n" + "\n".join(found)
+    tree = ast.parse('pl.DataFrame(rows, schema={"a": pl.String, "b": pl.Int32(), "c": pl.String})\n')
+    assert _inline_schemas(iter([("x.py", tree)])) == ["x.py:1"]

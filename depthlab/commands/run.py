@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from depthlab._defaults import DEFAULT_API_KEY_ENV
+from depthlab._defaults import DEFAULT_API_KEY_ENV, DEFAULT_STORAGE_MB, PIDS_LIMIT
 
 if TYPE_CHECKING:
     from depthlab.runner import FillSummary, TerminusAgent
@@ -85,12 +85,12 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cap-add", default="", help="comma-separated capabilities to add to the profile's, e.g. CHOWN,SETUID"
     )
-    parser.add_argument("--pids-limit", type=int, default=1024)
+    parser.add_argument("--pids-limit", type=int, default=PIDS_LIMIT)
     parser.add_argument(
         "--storage-mb",
         type=int,
-        help="disk bound of every container in MB (default: task.toml's storage_mb, else 10240); the storage "
-        "driver enforces it where it can, else a watchdog stops the trial as a fail",
+        help=f"disk bound of every container in MB (default: task.toml's storage_mb, else {DEFAULT_STORAGE_MB}); "
+        "the storage driver enforces it where it can, else a watchdog stops the trial as a fail",
     )
     parser.add_argument(
         "--agent-user",

@@ -55,6 +55,7 @@ import polars as pl
 
 from depthlab import _atomic
 from depthlab._checks import check_bool, check_choice, check_string
+from depthlab._text import one_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from huggingface_hub import HfApi
@@ -440,7 +441,7 @@ def _hf_call(url: str, call: Callable[[], _T]) -> _T:
     except FetchError:
         raise
     except Exception as error:  # network and hub errors all become one line naming the URL
-        raise FetchError(f"cannot fetch {url}: {_one_line(error)}") from error
+        raise FetchError(f"cannot fetch {url}: {_error_line(error)}") from error
 
 
 def _download(url: str, target: Path, entry: _Entry, advance: Callable[[int], object]) -> None:
@@ -469,7 +470,7 @@ def _download(url: str, target: Path, entry: _Entry, advance: Callable[[int], ob
         else:
             raise FetchError(f"cannot fetch {url}: HTTP {error.code} {error.reason}") from None
     except (urllib.error.URLError, OSError) as error:
-        raise FetchError(f"cannot fetch {url}: {_one_line(getattr(error, 'reason', error))}") from None
+        raise FetchError(f"cannot fetch {url}: {_error_line(getattr(error, 'reason', error))}") from None
     if part.stat().st_size != entry.size or _digest(part, entry.algorithm) != entry.digest:
         part.unlink()  # a corrupt download must not be resumed
         raise FetchError(f"cannot fetch {url}: checksum mismatch ({entry.algorithm} expected {entry.digest})")
@@ -523,6 +524,6 @@ def _write_manifest(path: Path, manifest: _Manifest) -> None:
     _atomic.write_bytes(path, msgspec.json.format(msgspec.json.encode(manifest)))
 
 
-def _one_line(error: object) -> str:
-    text = " ".join(str(error).split())
-    return text or type(error).__name__
+def _error_line(error: object) -> str:
+    # an error with no message is named by its type
+    return one_line(error, limit=None) or type(error).__name__

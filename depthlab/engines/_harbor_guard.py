@@ -36,12 +36,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from depthlab._defaults import DEFAULT_STORAGE_MB, PIDS_LIMIT  # the runner's, written once
+from depthlab._text import one_line as _one_line
 from depthlab.io.harbor import read_json_object, read_text_head
 
-#: The pid limit of a Harbor trial's main container (the runner's :class:`~depthlab.runner.RunSettings` default).
-PIDS_LIMIT = 1024
-#: The disk bound of a trial whose task.toml sets no ``storage_mb`` (the runner's default, MB).
-DEFAULT_STORAGE_MB = 10_000
 #: The Compose overlay depthlab writes into the jobs folder (hidden: ``harbor view`` lists folders).
 BOUNDS_FILE = ".depthlab-compose-bounds.json"
 #: In a trial folder: why depthlab's disk watch stopped the trial.
@@ -396,8 +394,3 @@ def _now_iso() -> str:
     from datetime import UTC, datetime
 
     return datetime.now(UTC).isoformat()
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"

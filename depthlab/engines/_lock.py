@@ -2,22 +2,19 @@
 
 Two ``depthlab measure`` runs on one ``--jobs-dir`` would plan the same cells twice, and the
 second one's resume would tear down the first one's live trials (Harbor's ``jobs resume`` and
-the leftover cleanup see them as interrupted). The lock is an ``flock`` on
-``<jobs_dir>/.depthlab-measure.lock``: the kernel releases it when its holder dies, however it
-dies (``kill -9`` included), so a stale file never blocks a rerun. The file holds the holder's
-process id, host, start time and command line, which the refusal quotes.
+the leftover cleanup see them as interrupted). The lock is depthlab's one lock file
+(:func:`depthlab._lockfile.held`) on ``<jobs_dir>/.depthlab-measure.lock``: released by the kernel
+when its holder dies, however it dies, and holding the holder's record, which the refusal quotes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import socket
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from depthlab._lockfile import LockHeld, LockUnavailable, held
 
 #: The lock file in the jobs folder (a file: ``harbor view`` lists folders as jobs).
 LOCK_FILE = ".depthlab-measure.lock"
@@ -43,31 +40,18 @@ def jobs_folder_lock(jobs_dir: str | os.PathLike[str]) -> Iterator[Path]:
     depthlab.engines._lock.JobsFolderInUse: another depthlab measure is using the jobs folder ...
     """
     folder = Path(jobs_dir).absolute()
+    lock = contextlib.ExitStack()  # the lock taken here, the body run outside the refusals below
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        # no O_TRUNC: the holder's record must survive a refused opener
-        descriptor = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        path = lock.enter_context(held(folder / LOCK_FILE))
     except OSError as error:
         raise JobsFolderInUse(f"cannot use the jobs folder {str(folder)!r}: {error.strerror or error}") from None
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(descriptor, 4096, 0).decode("utf-8", "replace").strip() or "a process that left no record"
-            raise JobsFolderInUse(
-                f"another depthlab measure is using the jobs folder {str(folder)!r} ({holder}); wait for it to end, "
-                "or give this one another --jobs-dir"
-            ) from None
-        record = (
-            f"pid {os.getpid()} on {socket.gethostname()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: "
-            + " ".join(sys.argv)[:500]
-        )
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, (record + "\n").encode(), 0)
-        try:
-            yield folder / LOCK_FILE
-        finally:
-            os.ftruncate(descriptor, 0)
-            fcntl.flock(descriptor, fcntl.LOCK_UN)
-    finally:
-        os.close(descriptor)
+    except LockUnavailable as error:
+        raise JobsFolderInUse(f"cannot use the jobs folder {str(folder)!r}: {error}") from None
+    except LockHeld as holder:
+        raise JobsFolderInUse(
+            f"another depthlab measure is using the jobs folder {str(folder)!r} ({holder}); wait for it to end, "
+            "or give this one another --jobs-dir"
+        ) from None
+    with lock:
+        yield path

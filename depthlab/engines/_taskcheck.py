@@ -6,25 +6,25 @@ agent's first call, recorded as the model's fail; a ``memory``/``storage`` size 
 ("lots") aborts every job that holds the task, so every rerun aborts too. A task with such a
 value is left out with the reason, as a task whose oracle fails is, so no model is paid for it.
 
-The rules follow Harbor's fields: ``[agent]``/``[verifier]`` ``timeout_sec`` (float, must be
-finite and > 0 to mean a time), ``[environment]`` ``build_timeout_sec`` (likewise), ``cpus``
-(> 0), ``memory_mb``/``storage_mb`` (int > 0), and the deprecated ``memory``/``storage``
-sizes (``"<number>G|M|K"``, which Harbor converts to megabytes).
+task.toml is read, and its sizes converted, through :mod:`depthlab.io.harbor_task` (``read_config``,
+``section``, ``size_mb``), as the runner reads it. The rules follow Harbor's fields:
+``[agent]``/``[verifier]`` ``timeout_sec`` (float, must be finite and > 0 to mean a time),
+``[environment]`` ``build_timeout_sec`` (likewise), ``cpus`` (> 0), ``memory_mb``/``storage_mb``
+(int > 0), and the deprecated ``memory``/``storage`` sizes (``"<number>G|M|K"``, which Harbor
+converts to megabytes).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from depthlab import schema
-from depthlab.io.harbor_task import TaskFormatError, read_config
+from depthlab.io.harbor_task import DEFAULT_AGENT_TIMEOUT_SEC, TaskFormatError, read_config, section, size_mb
 
-_SIZE = re.compile(r"^\s*(\d+(\.\d*)?|\.\d+)\s*[GMK]\s*$", re.IGNORECASE)
 _TIMES = (("agent", "timeout_sec"), ("verifier", "timeout_sec"), ("environment", "build_timeout_sec"))
 
 
@@ -68,13 +68,13 @@ def config_problems(config: dict[str, Any]) -> list[str]:
     for index, step in enumerate(config.get("steps") or []):
         if isinstance(step, dict):
             sections.append((f"steps[{index}].", step))
-    for prefix, section in sections:
+    for prefix, part in sections:
         for table, key in _TIMES:
-            value = _get(section, table, key)
+            value = _get(part, table, key)
             if value is not _MISSING and not _positive(value):
                 problems.append(f"[{prefix}{table}] {key} must be a finite number of seconds > 0, got {value!r}")
-    environments = [("environment", _table(config, "environment"))]
-    environments.append(("verifier.environment", _table(_table(config, "verifier"), "environment")))
+    environments = [("environment", section(config, "environment"))]
+    environments.append(("verifier.environment", section(config, "verifier", "environment")))
     for name, environment in environments:
         if not environment:
             continue
@@ -87,17 +87,12 @@ def config_problems(config: dict[str, Any]) -> list[str]:
                 problems.append(f"[{name}] {key} must be a whole number of megabytes > 0, got {value!r}")
         for key in ("memory", "storage"):
             value = environment.get(key, _MISSING)
-            if value is not _MISSING and not (isinstance(value, str) and _SIZE.match(value) and _size_mb(value) > 0):
+            if value is not _MISSING and not (size_mb(value) or 0) > 0:
                 problems.append(f"[{name}] {key} must be a size like '2G' or '512M', got {value!r}")
     return problems
 
 
 _MISSING: Any = object()
-
-
-def _table(config: object, key: str) -> dict[str, Any]:
-    value = config.get(key) if isinstance(config, dict) else None
-    return value if isinstance(value, dict) else {}
 
 
 def _config_or_empty(source: object) -> dict[str, Any]:
@@ -111,7 +106,7 @@ def _config_or_empty(source: object) -> dict[str, Any]:
 
 
 def _get(config: dict[str, Any], table: str, key: str) -> Any:
-    return _table(config, table).get(key, _MISSING)
+    return section(config, table).get(key, _MISSING)
 
 
 def _int(value: object) -> bool:
@@ -125,33 +120,23 @@ def _positive(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) and value > 0
 
 
-def _size_mb(text: str) -> float:
-    """Megabytes of a size as Harbor converts it (``int(...)``: '0.0001M' is 0 MB)."""
-    text = text.strip().upper()
-    number, unit = float(text[:-1]), text[-1]
-    return int(number * 1024 if unit == "G" else number if unit == "M" else number / 1024)
-
-
 def storage_bounds(tasks: pl.DataFrame) -> dict[str, int | None]:
     """Task -> its ``[environment] storage_mb`` (or ``storage`` size) in MB; None when it states none."""
     bounds: dict[str, int | None] = {}
     for task, source in tasks.select("task", "source").iter_rows():
-        environment = _table(_config_or_empty(source), "environment")
+        environment = section(_config_or_empty(source), "environment")
         value = environment.get("storage_mb")
-        size = environment.get("storage")
         if isinstance(value, int | float) and _int(value) and value > 0:
             bounds[str(task)] = int(value)
-        elif isinstance(size, str) and _SIZE.match(size) and _size_mb(size) > 0:
-            bounds[str(task)] = int(_size_mb(size))
         else:
-            bounds[str(task)] = None
+            bounds[str(task)] = size_mb(environment.get("storage")) or None
     return bounds
 
 
-def agent_timeouts(tasks: pl.DataFrame, default: float = 600.0) -> dict[str, float]:
+def agent_timeouts(tasks: pl.DataFrame, default: float = DEFAULT_AGENT_TIMEOUT_SEC) -> dict[str, float]:
     """Task -> its ``[agent] timeout_sec`` (``default``, Harbor's and the runner's, when unset or unusable)."""
     timeouts: dict[str, float] = {}
     for task, source in tasks.select("task", "source").iter_rows():
-        value = _table(_config_or_empty(source), "agent").get("timeout_sec")
+        value = section(_config_or_empty(source), "agent").get("timeout_sec")
         timeouts[str(task)] = float(value) if isinstance(value, int | float) and _positive(value) else default
     return timeouts

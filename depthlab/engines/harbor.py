@@ -64,6 +64,7 @@ import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_choice, check_positive_int
+from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab.engines._harbor_guard import (
     GUARD_MODES,
     GUARDED_AGENT,
@@ -224,8 +225,8 @@ class HarborEngine:
         # Harbor imports depthlab's agents (guarded terminus-2, the whole-run cap) from here (its venv has no depthlab)
         self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HARBOR_SIDE), self.env.get("PYTHONPATH")]))
         self.api_key_env = api_key_env
-        if api_key_env and api_key_env != "OPENAI_API_KEY" and api_key_env in os.environ:
-            self.env["OPENAI_API_KEY"] = os.environ[api_key_env]
+        if api_key_env and api_key_env != DEFAULT_API_KEY_ENV and api_key_env in os.environ:
+            self.env[DEFAULT_API_KEY_ENV] = os.environ[api_key_env]  # the variable Harbor's LiteLLM reads
         self._harbor_spec = harbor
         self.progress = True  # the round loop sets it
         self.note = ""  # the round loop's note for the progress bar (tasks pinned so far)

@@ -34,6 +34,7 @@ import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_caps, check_models, check_number, check_positive_int, parameter_error
+from depthlab._text import one_line as _one_line
 from depthlab.engines._lock import jobs_folder_lock
 from depthlab.engines._taskcheck import task_config_problems
 from depthlab.measures import plan_missing
@@ -568,11 +569,6 @@ def _cost(cost: float | None) -> str:
 
 def _statuses(counts: dict[str, int]) -> str:
     return ", ".join(f"{count} {status}" for status, count in counts.items()) or "none"
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _stderr(text: str) -> None:

@@ -35,6 +35,7 @@ this module reads the task's files beside them.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 import warnings
 from dataclasses import dataclass, field
@@ -42,9 +43,12 @@ from typing import Any, Final
 
 from depthlab.io.harbor_models import (
     CURRENT_TASK_SCHEMA,
+    DEFAULT_OS,
     NETWORK_MODES,
+    TASK_OS,
     TASK_SCHEMA_VERSIONS,
     VERIFIER_MODES,
+    StepConfig,
     TaskConfig,
     TaskFormatError,
     strip_canary,
@@ -396,3 +400,65 @@ def _table(config: dict, key: str, path: str) -> dict:
     if not isinstance(value, dict):
         raise TaskFormatError(path, f"[{key}] must be a table, got {type(value).__name__}")
     return value
+
+
+# ----------------------------------------------------------------------------------------------------
+# Harbor's defaults and size strings (``harbor.models.task.config``), for every reader of task.toml:
+# what a field left out means, and how Harbor converts the older ``memory``/``storage`` sizes.
+
+#: ``[agent].timeout_sec``, ``[verifier].timeout_sec`` and ``[environment].build_timeout_sec`` when unset.
+DEFAULT_AGENT_TIMEOUT_SEC: Final[float] = 600.0
+DEFAULT_VERIFIER_TIMEOUT_SEC: Final[float] = 600.0
+DEFAULT_BUILD_TIMEOUT_SEC: Final[float] = 600.0
+#: Harbor's values of ``[environment].os`` (case-insensitive), and its default (written once, in harbor_models).
+TASK_OSES: Final[tuple[str, ...]] = TASK_OS
+DEFAULT_TASK_OS: Final[str] = DEFAULT_OS
+
+# a size Harbor converts to a meaningful number of megabytes ("1e3G", "inf" or "-1G" it reads as
+# nonsense or not at all); the unit is required
+_SIZE: Final = re.compile(r"^\s*(\d+(\.\d*)?|\.\d+)\s*([GMK])\s*$", re.IGNORECASE)
+
+
+def size_mb(text: object) -> int | None:
+    """Megabytes of an older ``memory``/``storage`` size as Harbor converts it, or None when it cannot.
+
+    Harbor truncates (``int``): ``"0.5K"`` is 0 MB, which a caller reads as no size.
+
+    Examples
+    --------
+    >>> size_mb("2G"), size_mb(" 512m "), size_mb("1.5K"), size_mb("lots"), size_mb("2Gi")
+    (2048, 512, 0, None, None)
+    """
+    match = _SIZE.match(text) if isinstance(text, str) else None
+    if match is None:
+        return None
+    number, unit = float(match[1]), match[3].upper()
+    return int(number * 1024 if unit == "G" else number if unit == "M" else number / 1024)
+
+
+def section(config: object, *keys: str) -> dict[str, Any]:
+    """The table at ``keys`` of a parsed task.toml (``section(config, "verifier", "env")``); empty when any is absent
+    or not a table. The lenient reading of a check that reports what is wrong rather than raising.
+
+    Examples
+    --------
+    >>> section({"verifier": {"env": {"A": "1"}}}, "verifier", "env"), section({"verifier": 3}, "verifier")
+    ({'A': '1'}, {})
+    """
+    value = config
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def passes_gate(step: TaskStep, rewards: dict[str, float] | None) -> bool:
+    """Whether ``step``'s ``min_reward`` lets a multi-step trial go on after it (Harbor's rule: a missing key is -inf).
+
+    Examples
+    --------
+    >>> step = TaskStep(1, "a", "steps/a", None, None, "tests", None, 1.0, None, "shared")
+    >>> passes_gate(step, {"reward": 1.0}), passes_gate(step, {"reward": 0.5}), passes_gate(step, None)
+    (True, False, False)
+    """
+    gate = step.min_reward if step.min_reward is not None else step.min_rewards
+    return StepConfig(name=step.name, min_reward=gate).passes_gate(rewards)

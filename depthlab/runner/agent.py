@@ -26,6 +26,8 @@ Protocol (prompt version ``depthlab-terminus-1``)
   endpoint that does not answer within the request timeout, or fails through every retry,
   records ``LLMEndpointError``, an *invalid* trial (an outage is not the model's failure).
   So a trial can outlast its agent timeout by at most one request timeout.
+* A task with ``[environment].skills_dir`` has its skills listed after the instruction, as
+  terminus-2 lists them (:mod:`depthlab.runner.skills`).
 * An instruction longer than ``instruction_limit_bytes`` (default 64 KiB) is not repeated in
   every request: it is written once into the container as ``/logs/agent/instruction.md``, and
   the prompt holds its beginning and tells the agent to read the file.
@@ -56,6 +58,7 @@ from depthlab.runner.errors import AgentTimeoutError
 from depthlab.runner.llm import ChatClient, ChatReply
 from depthlab.runner.output import VERSION, Trajectory, write_text
 from depthlab.runner.shell import SHELL_BUFFER_BYTES
+from depthlab.runner.skills import skills_section
 from depthlab.runner.task import TaskSpec
 from depthlab.runner.terminal import TmuxTerminal, has_tmux
 
@@ -344,7 +347,8 @@ class TerminusAgent:
             cap=cap_sentence(harness.cap),
             max_command=f"{harness.max_command_sec:g}",
             limit=harness.output_limit_bytes,
-            instruction=self._instruction(box, task),
+            # the task's skills after the instruction, as Harbor's terminus-2 appends them
+            instruction=self._instruction(box, task) + skills_section(box, task.skills_dir),
             cwd=cwd,
         )
 

@@ -3,9 +3,10 @@
 Security: a named profile (:data:`PROFILES`; :mod:`depthlab.runner.profiles`). Both profiles run
 the container not privileged, with ``no-new-privileges``, a pid limit, the task's memory (no extra
 swap) and CPU limits, the disk bound of :mod:`depthlab.runner.watchdog`, and no environment
-variables passed in. ``harbor`` (the default) keeps Docker's default capabilities and the network
-task.toml allows, as Harbor runs a task; ``strict`` drops every capability (``cap_add`` puts back
-only what the user names) and has no network. Every container carries the runner's labels, so that
+variables passed in but the task's own ``[environment.env]`` (Harbor gives those to every process).
+``harbor`` (the default) keeps Docker's default capabilities and the network task.toml allows, as
+Harbor runs a task; ``strict`` drops every capability (``cap_add`` puts back only what the user
+names) and has no network. Every container carries the runner's labels, so that
 :mod:`depthlab.runner.leftovers` can remove what a dead runner left behind.
 
 Containers stop themselves when their runner is gone. PID 1 is a keep-alive that reads its
@@ -54,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from depthlab._checks import check_choice, check_pattern, check_positive_finite, check_positive_int
+from depthlab._defaults import PIDS_LIMIT
 from depthlab.runner.buffers import CappedFile, HeadTailBuffer
 from depthlab.runner.errors import ContainerExitedError, EnvironmentStartError
 from depthlab.runner.image import RUNNER_LABEL
@@ -111,7 +113,7 @@ class ContainerLimits:
         CPU limit (``nano_cpus``), from task.toml ``[environment].cpus``.
     memory_mb : int
         Memory limit without extra swap, from ``[environment].memory_mb``.
-    pids_limit : int, default 1024
+    pids_limit : int, default :data:`depthlab._defaults.PIDS_LIMIT` (1024)
         Largest number of processes.
     network : bool, default True
         Whether the container gets a network (Docker's default bridge). Must be False under
@@ -141,7 +143,7 @@ class ContainerLimits:
 
     cpus: float
     memory_mb: int
-    pids_limit: int = 1024
+    pids_limit: int = PIDS_LIMIT
     network: bool = True
     cap_add: tuple[str, ...] = field(default_factory=tuple)
     user: str | None = None
@@ -203,9 +205,11 @@ class TaskContainer:
         *,
         name_hint: str = "trial",
         lifetime_sec: float = DEFAULT_LIFETIME_SEC,
+        environment: dict[str, str] | None = None,
     ) -> None:
         check_positive_finite(lifetime_sec, "lifetime_sec", "TaskContainer")
         self.client = client
+        self.environment = dict(environment or {})  # the container's own: every exec in it has them
         self.image = image
         self.limits = limits
         self.name_hint = name_hint
@@ -241,7 +245,7 @@ class TaskContainer:
                 self.image,
                 _keepalive(self.lifetime_sec),
                 stdin_open=True,
-                environment={},
+                environment=self.environment,
                 hostname="task",
                 labels={RUNNER_LABEL: "1", OWNER_LABEL: owner(), TRIAL_LABEL: self.name_hint},
                 host_config=host_config,

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from depthlab.io import harbor_writer
+from depthlab.io.harbor_task import TaskStep, passes_gate
 from depthlab.io.multistep import main_reward
 from depthlab.io.status import trial_status
 from depthlab.runner.agent import AgentContext
@@ -49,7 +50,7 @@ from depthlab.runner.container import ContainerLimits, TaskContainer
 from depthlab.runner.errors import CancelledError, RunnerError
 from depthlab.runner.output import JobDir, utc_now, write_json
 from depthlab.runner.profiles import RunSettings
-from depthlab.runner.task import StepSpec, TaskSpec
+from depthlab.runner.task import TaskSpec
 from depthlab.runner.trial import (
     _LIFETIME_MARGIN_SEC,
     Agent,
@@ -162,7 +163,7 @@ def run_multistep_trial(
             step_rewards.append(rewards)
             verifier_begin = verifier_begin or (record.get("verifier") or {}).get("started_at")
             stopped = record["exception_info"] is not None and rewards is None
-            if stopped or not step.passes_gate(rewards):
+            if stopped or not passes_gate(step, rewards):
                 break
         if verifier_begin:
             attempt.phases["verifier"] = {"started_at": verifier_begin, "finished_at": utc_now()}
@@ -242,7 +243,7 @@ def _passed(record: dict[str, Any]) -> bool:
 
 def _run_step(
     box: TaskContainer,
-    step: StepSpec,
+    step: TaskStep,
     spec: TaskSpec,
     agent: Agent,
     left: int | None,
@@ -317,7 +318,7 @@ def _run_step(
     return record, rewards, turns
 
 
-def _prepare(box: TaskContainer, step: StepSpec, first: bool) -> None:
+def _prepare(box: TaskContainer, step: TaskStep, first: bool) -> None:
     """Empty what the last step left for the agent to see, copy the step's workdir in, run its setup.sh."""
     if not first:
         code, output = box.exec(["sh", "-c", _BETWEEN_STEPS], timeout=60, user="0")
@@ -327,9 +328,10 @@ def _prepare(box: TaskContainer, step: StepSpec, first: bool) -> None:
         return
     code, where = box.exec(["sh", "-c", "pwd"], timeout=30, user=box.agent_user)
     workdir = where.decode(errors="replace").strip() if code == 0 else "/"
-    for entry in sorted(step.workdir.iterdir()):
+    files = Path(step.workdir)
+    for entry in sorted(files.iterdir()):
         box.put_directory(entry, f"{workdir.rstrip('/')}/{entry.name}")
-    if (step.workdir / "setup.sh").is_file():
+    if (files / "setup.sh").is_file():
         script = f"{workdir.rstrip('/')}/setup.sh"
         code, output = box.exec(["bash", "-c", f"bash {shlex.quote(script)}"], timeout=600, user=box.agent_user)
         if code != 0:

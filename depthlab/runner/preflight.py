@@ -45,6 +45,7 @@ from typing import Any
 
 from depthlab import _atomic
 from depthlab._checks import check_positive_int
+from depthlab.io.status import VALID_EXCEPTIONS
 from depthlab.runner.container import ContainerLimits, new_docker_client
 from depthlab.runner.errors import UnsupportedTaskError
 from depthlab.runner.leftovers import remove_live_containers
@@ -308,13 +309,8 @@ def preflight(
     return report
 
 
-# valid outcomes of the oracle (the loaders count them): the same settings give them again
-_CACHED_EXCEPTIONS = (
-    "NonZeroAgentExitCodeError",
-    "AgentTimeoutError",
-    "VerifierTimeoutError",
-    "RewardFileNotFoundError",
-)
+# valid outcomes of the oracle (the loaders count them, io.status's rule): the same settings give them again
+_CACHED_EXCEPTIONS = tuple(sorted(VALID_EXCEPTIONS))
 
 
 def _row(name: str, path: str, outcome: Any, tail_lines: int, limits: ContainerLimits | None = None) -> PreflightRow:

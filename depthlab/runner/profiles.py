@@ -26,14 +26,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from depthlab._checks import check_choice, check_positive_int
+from depthlab._defaults import DEFAULT_STORAGE_MB, PIDS_LIMIT
 from depthlab.runner.container import DEFAULT_PROFILE, PROFILES, ContainerLimits
 from depthlab.runner.task import TaskSpec
 
 __all__ = ["DEFAULT_PROFILE", "DEFAULT_STORAGE_MB", "PROFILES", "RunSettings", "limits_for"]
 
-#: The disk bound of a container whose task.toml sets no ``storage_mb`` (Harbor sets none; an
-#: unbounded agent could fill the host's disk).
-DEFAULT_STORAGE_MB = 10 * 1024
+# DEFAULT_STORAGE_MB (a container's disk bound when task.toml states none: an unbounded agent could
+# fill the host's disk) and PIDS_LIMIT are both engines' facts, written once in depthlab._defaults
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class RunSettings:
         says ``allow_internet = false`` (``--allow-network``; not under ``strict``).
     cap_add : tuple of str, default ()
         Capabilities added to the profile's (``--cap-add``).
-    pids_limit : int, default 1024
+    pids_limit : int, default :data:`depthlab._defaults.PIDS_LIMIT` (1024)
         Largest number of processes in a container.
     user : str or None, default None
         The agent's user (``--agent-user``); None: the image's user.
@@ -75,7 +75,7 @@ class RunSettings:
     profile: str = DEFAULT_PROFILE
     network: bool | None = None
     cap_add: tuple[str, ...] = field(default_factory=tuple)
-    pids_limit: int = 1024
+    pids_limit: int = PIDS_LIMIT
     user: str | None = None
     build_network: bool | None = None
     force_build: bool = False

@@ -34,7 +34,6 @@ Two ways to run a plan
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import queue
 import re
@@ -49,6 +48,7 @@ from typing import Any
 import polars as pl
 
 from depthlab._checks import check_positive_finite, check_positive_int
+from depthlab._lockfile import LockHeld, held
 from depthlab.io import harbor_writer
 from depthlab.io.harbor_writer import STATED_CAP_KEY
 from depthlab.runner.container import ContainerLimits, new_docker_client
@@ -483,13 +483,11 @@ def _short(task: str) -> str:
 
 @contextlib.contextmanager
 def _exclusive(jobs_root: Path) -> Iterator[None]:
-    """Hold a lock on ``jobs_root`` so that two fills never share one jobs folder."""
-    with (jobs_root / ".depthlab-fill.lock").open("w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise RuntimeError(f"Another depthlab fill is using the jobs folder {str(jobs_root)!r}") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    """Hold a lock on ``jobs_root`` so that two fills never share one jobs folder (depthlab's one lock file)."""
+    lock = contextlib.ExitStack()
+    try:
+        lock.enter_context(held(jobs_root / ".depthlab-fill.lock"))
+    except LockHeld as holder:
+        raise RuntimeError(f"Another depthlab fill is using the jobs folder {str(jobs_root)!r} ({holder})") from None
+    with lock:
+        yield

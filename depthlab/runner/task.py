@@ -10,11 +10,15 @@ of the top-level instruction; :mod:`depthlab.runner.multistep` runs it. Its step
 strategy and verifier modes come from :func:`depthlab.io.harbor_task.read_task`, the one reader of
 task.toml's Harbor fields.
 
-Only the ``task.toml`` fields that change how a trial runs are read here; labels
-(difficulty, tags, ...) belong to :func:`depthlab.load_tasks`. What the runner cannot run as
-Harbor does (an ``allowlist`` network, a verifier environment other than a ``tests/Dockerfile``
-or the task's own image, healthchecks, per-step users, artifacts given as tables) is refused
-when the task is read (:class:`UnsupportedTaskError`, one line naming ``--engine harbor``).
+Only the ``task.toml`` fields that change how a trial runs are read here, through
+:mod:`depthlab.io.harbor_task` (its steps, network mode, verifier modes, Harbor's defaults and size
+strings); labels (difficulty, tags, ...) belong to :func:`depthlab.load_tasks`. What the runner
+accepts it applies as Harbor does: ``[verifier.env]`` and ``[steps.verifier.env]`` reach the tests
+(:func:`depthlab.runner.verifier.verifier_environment`), ``skills_dir`` is listed to the agent
+(:mod:`depthlab.runner.skills`). What it cannot run as Harbor does (a Windows task, an
+``allowlist`` network, a verifier environment other than a ``tests/Dockerfile`` or the task's own
+image, healthchecks, per-step users, artifacts given as tables, MCP servers)
+is refused when the task is read (:class:`UnsupportedTaskError`, one line naming ``--engine harbor``).
 """
 
 from __future__ import annotations
@@ -23,78 +27,35 @@ import dataclasses
 import math
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from depthlab.io.harbor_task import HarborTask, TaskFormatError, read_task
+from depthlab.io.harbor_task import (
+    DEFAULT_AGENT_TIMEOUT_SEC,
+    DEFAULT_BUILD_TIMEOUT_SEC,
+    DEFAULT_TASK_OS,
+    DEFAULT_VERIFIER_TIMEOUT_SEC,
+    TASK_OSES,
+    HarborTask,
+    TaskFormatError,
+    TaskStep,
+    read_task,
+    section,
+    size_mb,
+)
 from depthlab.io.tasks import dirhash_sha256
 from depthlab.runner.errors import UnsupportedTaskError
 
 #: Compose file names that mark a multi-container task.
 COMPOSE_FILES: tuple[str, ...] = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
 
-# Harbor's defaults when task.toml leaves a field out
-_DEFAULT_AGENT_TIMEOUT_SEC = 600.0
-_DEFAULT_VERIFIER_TIMEOUT_SEC = 600.0
-_DEFAULT_BUILD_TIMEOUT_SEC = 600.0
+# the runner's own bounds when task.toml states none (Harbor's docker environment then sets no limit;
+# an agent here never gets the whole host); Harbor's defaults (timeouts) are io.harbor_task's
 _DEFAULT_CPUS = 1.0
 _DEFAULT_MEMORY_MB = 2048
-# Harbor 0.26's [environment].network_mode -> whether the container gets a network ("allowlist"
-# is a network with a firewall Harbor sets up; the runner gives the network without it)
-_NETWORK_MODES = {"no-network": False, "public": True, "allowlist": True}
 # the end of every refusal: the other engine runs what this runner cannot
 _USE_HARBOR = "run it with `depthlab measure --engine harbor` (or `harbor run`)"
-
-
-@dataclass(frozen=True)
-class StepSpec:
-    """One step of a multi-step task, as the runner runs it.
-
-    Attributes
-    ----------
-    index : int
-        1-based position.
-    name : str
-        The step's folder under ``steps/``.
-    instruction : str
-        ``steps/<name>/instruction.md``.
-    tests_dir, solution_dir : Path
-        The step's ``tests/`` (else the task's) and ``solution/``.
-    workdir : Path or None
-        ``steps/<name>/workdir``: copied into the container's working folder before the step
-        (its ``setup.sh``, if any, then run there with bash).
-    min_reward : float or None
-        The gate on ``reward``; ``min_rewards`` a per-key gate.
-    verifier_mode : str
-        ``shared`` (in the agent's container) or ``separate`` (in a container of its own).
-    agent_timeout_sec, verifier_timeout_sec : float or None
-        The step's own timeouts (None: the task's).
-    """
-
-    index: int
-    name: str
-    instruction: str
-    tests_dir: Path
-    solution_dir: Path
-    workdir: Path | None
-    min_reward: float | None
-    min_rewards: dict[str, float] | None
-    verifier_mode: str
-    agent_timeout_sec: float | None = None
-    verifier_timeout_sec: float | None = None
-
-    def passes_gate(self, rewards: dict[str, float] | None) -> bool:
-        """Whether the step's ``min_reward`` lets the trial go on (Harbor's rule: a missing key is -inf).
-
-        Examples
-        --------
-        >>> step = StepSpec(1, "a", "", Path("t"), Path("s"), None, 1.0, None, "shared")
-        >>> step.passes_gate({"reward": 1.0}), step.passes_gate({"reward": 0.5}), step.passes_gate(None)
-        (True, False, False)
-        """
-        gates = {"reward": self.min_reward} if self.min_reward is not None else dict(self.min_rewards or {})
-        return all((rewards or {}).get(key, -math.inf) >= value for key, value in gates.items())
 
 
 def task_folder(source: str | os.PathLike[str]) -> Path:
@@ -139,8 +100,9 @@ class TaskSpec:
     storage_mb : int or None
         ``[environment].storage_mb`` (or the older ``storage = "10G"``): the most the agent may
         write to the container's disk. None: no bound.
-    steps : tuple of StepSpec
-        The ``[[steps]]`` of a multi-step task (empty otherwise; ``instruction`` is then empty).
+    steps : tuple of depthlab.io.harbor_task.TaskStep
+        The ``[[steps]]`` of a multi-step task, as :func:`~depthlab.io.harbor_task.read_task` reads
+        them (empty otherwise; ``instruction`` is then empty).
     reward_strategy : str or None
         ``mean`` or ``final`` for a multi-step task (Harbor's rule), None otherwise.
     verifier_mode : str
@@ -151,6 +113,19 @@ class TaskSpec:
     tests_dir, solution_dir, environment_path : Path or None
         Where the tests, the reference solution and the image's build context are, when not
         ``tests/``, ``solution/`` and ``environment/`` (a step's, a separate verifier's).
+    verifier_env : dict of str to str
+        ``[verifier.env]`` (and, for a step, its ``[steps.verifier.env]`` over it, Harbor's order):
+        the variables the tests run with, ``${VAR}`` and ``${VAR:-default}`` taken from the
+        runner's own environment when the tests start (:func:`depthlab.runner.verifier.verifier_environment`).
+    environment_env : dict of str to str
+        ``[environment.env]``: the variables of every process in the agent's container (the
+        container's own environment, ``${VAR}`` templates taken from the runner's when it starts),
+        as Harbor gives them to every command it runs there.
+    skills_dir : str or None
+        ``[environment].skills_dir``: the folder in the container whose ``*/SKILL.md`` the agent
+        is told about, as Harbor's terminus-2 does.
+    step_verifier_envs : dict of str to dict
+        Each step's own ``[steps.verifier.env]``, by step name (:meth:`for_step` applies it).
     """
 
     path: Path
@@ -164,13 +139,17 @@ class TaskSpec:
     allow_internet: bool | None
     docker_image: str | None
     storage_mb: int | None = None
-    steps: tuple[StepSpec, ...] = ()
+    steps: tuple[TaskStep, ...] = ()
     reward_strategy: str | None = None
     verifier_mode: str = "shared"
     artifacts: tuple[str, ...] = ()
     tests_dir: Path | None = None
     solution_dir: Path | None = None
     environment_path: Path | None = None
+    verifier_env: dict[str, str] = field(default_factory=dict, hash=False)
+    environment_env: dict[str, str] = field(default_factory=dict, hash=False)
+    skills_dir: str | None = None
+    step_verifier_envs: dict[str, dict[str, str]] = field(default_factory=dict, hash=False, repr=False)
 
     @property
     def internet(self) -> bool:
@@ -199,23 +178,26 @@ class TaskSpec:
     def missing_solution(self) -> str | None:
         """The reference solution the oracle lacks (``solution/solve.sh``, or the first step's without one), or None."""
         for step in self.steps or ():
-            if not (step.solution_dir / "solve.sh").is_file():
+            if step.solution is None:
                 return f"steps/{step.name}/solution/solve.sh"
         if not self.steps and not (self.solution_path / "solve.sh").is_file():
             return "solution/solve.sh"
         return None
 
-    def for_step(self, step: StepSpec) -> TaskSpec:
-        """The task as one step of it is run: the step's instruction, tests, solution, timeouts and verifier mode."""
+    def for_step(self, step: TaskStep) -> TaskSpec:
+        """The task as one step of it is run: the step's instruction, tests, solution, timeouts, verifier
+        mode and verifier environment (the step's variables over the task's, as Harbor merges them)."""
         return dataclasses.replace(
             self,
-            instruction=step.instruction,
-            tests_dir=step.tests_dir,
-            solution_dir=step.solution_dir,
+            instruction=step.instruction or "",
+            tests_dir=Path(step.tests_dir),
+            solution_dir=Path(step.path) / "solution",
             agent_timeout_sec=step.agent_timeout_sec or self.agent_timeout_sec,
             verifier_timeout_sec=step.verifier_timeout_sec or self.verifier_timeout_sec,
             verifier_mode=step.verifier_mode,
+            verifier_env={**self.verifier_env, **self.step_verifier_envs.get(step.name, {})},
             steps=(),
+            step_verifier_envs={},
         )
 
     def verifier_image_task(self) -> TaskSpec | None:
@@ -251,10 +233,13 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
     FileNotFoundError
         When the directory or one of the required files is missing.
     UnsupportedTaskError
-        When ``environment/`` holds a compose file: several containers need Harbor.
+        When ``environment/`` holds a compose file (several containers need Harbor), or the task
+        asks for what the runner cannot run as Harbor does (:func:`unsupported`).
     ValueError
-        When task.toml is not valid TOML, or a limit or timeout is not a positive finite number
-        (the message names the task.toml key): ``memory_mb = 0`` would mean no limit at all.
+        When task.toml is not valid TOML, a limit or timeout is not a positive finite number
+        (the message names the task.toml key: ``memory_mb = 0`` would mean no limit at all), a
+        size is not one Harbor reads, a ``[verifier.env]`` value is not text, or ``skills_dir``
+        is not an absolute path.
 
     Examples
     --------
@@ -290,49 +275,54 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
         if isinstance(error.__cause__, tomllib.TOMLDecodeError):
             raise ValueError(f"The file {str(toml_file)!r} is not valid TOML: {error.__cause__}") from None
         raise ValueError(f"The task {str(root)!r}: task.toml {error.reason}") from None
-    config = harbor.config
-    steps = _steps(harbor, root)
-    if not steps and not instruction_file.is_file():
-        raise FileNotFoundError(f"The task {str(root)!r} has no instruction.md")
-    if problem := unsupported(harbor):
+    if problem := unsupported(harbor):  # before anything else: a Windows task has no Linux files to check
         raise UnsupportedTaskError(
             f"The task {str(root)!r} {problem}: the local runner cannot run it as Harbor does; {_USE_HARBOR}."
         )
-    environment = _table(config, "environment")
+    config = harbor.config
+    for step in harbor.steps:
+        if step.instruction is None:
+            raise FileNotFoundError(f"The task {str(root)!r} has no steps/{step.name}/instruction.md")
+    if not harbor.steps and not instruction_file.is_file():
+        raise FileNotFoundError(f"The task {str(root)!r} has no instruction.md")
+    environment = section(config, "environment")
     if not dockerfile.is_file() and not environment.get("docker_image"):
         raise FileNotFoundError(f"The task {str(root)!r} has no environment/Dockerfile and no docker_image")
-    task_table = _table(config, "task")
     where = f"The task {str(root)!r}: task.toml"
 
     def number(table: str, key: str, default: float) -> float:
-        return positive_number(_table(config, table).get(key, default), f"{where} [{table}].{key}")
+        return positive_number(section(config, table).get(key, default), f"{where} [{table}].{key}")
 
-    allow_internet = environment.get("allow_internet")
-    if allow_internet is not None and not isinstance(allow_internet, bool):
-        raise ValueError(f"{where} [environment].allow_internet must be true or false, got {allow_internet!r}")
-    network_mode = environment.get("network_mode")
-    if network_mode is not None:
-        if network_mode not in _NETWORK_MODES:
-            raise ValueError(
-                f"{where} [environment].network_mode must be one of {list(_NETWORK_MODES)}, got {network_mode!r}"
-            )
-        allow_internet = _NETWORK_MODES[network_mode] if allow_internet is None else allow_internet
+    skills_dir = environment.get("skills_dir")
+    if skills_dir is not None and (not isinstance(skills_dir, str) or not skills_dir.startswith("/")):
+        # Harbor looks the folder up in the container: a relative path names no fixed place there
+        raise ValueError(
+            f"{where} [environment].skills_dir must be an absolute path in the container, got {skills_dir!r}"
+        )
     return TaskSpec(
         path=root,
-        name=str(task_table.get("name") or root.name),
-        instruction="" if steps else instruction_file.read_text(encoding="utf-8"),
-        agent_timeout_sec=number("agent", "timeout_sec", _DEFAULT_AGENT_TIMEOUT_SEC),
-        verifier_timeout_sec=number("verifier", "timeout_sec", _DEFAULT_VERIFIER_TIMEOUT_SEC),
-        build_timeout_sec=number("environment", "build_timeout_sec", _DEFAULT_BUILD_TIMEOUT_SEC),
+        name=str(harbor.package.get("name") or root.name),
+        instruction="" if harbor.steps else instruction_file.read_text(encoding="utf-8"),
+        agent_timeout_sec=number("agent", "timeout_sec", DEFAULT_AGENT_TIMEOUT_SEC),
+        verifier_timeout_sec=number("verifier", "timeout_sec", DEFAULT_VERIFIER_TIMEOUT_SEC),
+        build_timeout_sec=number("environment", "build_timeout_sec", DEFAULT_BUILD_TIMEOUT_SEC),
         cpus=number("environment", "cpus", _DEFAULT_CPUS),
         memory_mb=_memory_mb(environment, where),
-        allow_internet=allow_internet,
+        # Harbor's network mode (network_mode, else the older allow_internet); "allowlist" is refused above
+        allow_internet=None if harbor.network_mode is None else harbor.network_mode != "no-network",
         docker_image=environment.get("docker_image") or None,
-        storage_mb=_size_mb(environment, "storage", where),
-        steps=steps,
+        storage_mb=_environment_mb(environment, "storage", where),
+        steps=harbor.steps,
         reward_strategy=harbor.reward_strategy,
         verifier_mode=harbor.verifier_mode,
         artifacts=tuple(str(item) for item in harbor.config.get("artifacts") or ()),
+        verifier_env=_env(section(config, "verifier"), f"{where} [verifier].env"),
+        environment_env=_env(environment, f"{where} [environment].env"),
+        skills_dir=skills_dir,
+        step_verifier_envs={
+            step.name: _env(section(table, "verifier"), f"{where} steps[{step.index - 1}].verifier.env")
+            for step, table in zip(harbor.steps, config.get("steps") or (), strict=False)
+        },
     )
 
 
@@ -348,14 +338,22 @@ def unsupported(task: HarborTask) -> str | None:
     'has network_mode = "allowlist"'
     """
     config = task.config
+    task_os = section(config, "environment").get("os", DEFAULT_TASK_OS)
+    if str(task_os).lower() != DEFAULT_TASK_OS:  # Harbor reads the value case-insensitively
+        if str(task_os).lower() in TASK_OSES:
+            return f"has [environment] os = {task_os!r}: a Windows task cannot run in a Linux container"
+        return f"has [environment] os = {task_os!r}, not one of Harbor's {list(TASK_OSES)}"
     if task.network_mode == "allowlist":
         return 'has network_mode = "allowlist" (Harbor\'s firewall)'
-    environment = _table(config, "environment")
+    environment = section(config, "environment")
     if environment.get("healthcheck") is not None:
         return "has an [environment.healthcheck]"
+    # servers Harbor's agent is told of, which the runner's agent is not
+    if environment.get("mcp_servers"):
+        return "declares [[environment.mcp_servers]] (servers Harbor's agent is told of)"
     if any(not isinstance(item, str) for item in config.get("artifacts") or ()):
         return "gives artifacts as tables"
-    tables = [("[verifier]", _table(config, "verifier"), _table(config, "agent"), task.path + "/tests")]
+    tables = [("[verifier]", section(config, "verifier"), section(config, "agent"), task.path + "/tests")]
     for index, step in enumerate(config.get("steps") or ()):
         if not isinstance(step, dict):
             continue
@@ -366,40 +364,17 @@ def unsupported(task: HarborTask) -> str | None:
             return f"gives artifacts in {where}"
         name = str(step.get("name"))
         tables.append(
-            (f"{where}.verifier", _table(step, "verifier"), _table(step, "agent"), f"{task.path}/steps/{name}/tests")
+            (f"{where}.verifier", section(step, "verifier"), section(step, "agent"), f"{task.path}/steps/{name}/tests")
         )
     for where, verifier, agent, tests in tables:
         if verifier.get("user") is not None or agent.get("user") is not None:
             return f"sets a user in {where} or its agent"
         if verifier.get("collect"):
             return f"has collect hooks in {where}"
-        separate = _table(verifier, "environment")
+        separate = section(verifier, "environment")
         if separate and (separate.get("docker_image") or os.path.isfile(os.path.join(tests, "docker-compose.yaml"))):
             return f"has a verifier environment other than a tests/Dockerfile in {where}"
     return None
-
-
-def _steps(task: HarborTask, root: Path) -> tuple[StepSpec, ...]:
-    steps = []
-    for step in task.steps:
-        if step.instruction is None:
-            raise FileNotFoundError(f"The task {str(root)!r} has no steps/{step.name}/instruction.md")
-        steps.append(
-            StepSpec(
-                index=step.index,
-                name=step.name,
-                instruction=step.instruction,
-                tests_dir=Path(step.tests_dir),
-                solution_dir=Path(step.path) / "solution",
-                workdir=Path(step.workdir) if step.workdir else None,
-                min_reward=step.min_reward,
-                min_rewards=step.min_rewards,
-                verifier_mode=step.verifier_mode,
-                agent_timeout_sec=step.agent_timeout_sec,
-                verifier_timeout_sec=step.verifier_timeout_sec,
-            )
-        )
-    return tuple(steps)
 
 
 def positive_number(value: object, what: str) -> float:
@@ -419,13 +394,16 @@ def positive_number(value: object, what: str) -> float:
     return float(value)
 
 
-def _table(config: dict[str, Any], key: str) -> dict[str, Any]:
-    value = config.get(key)
-    return value if isinstance(value, dict) else {}
+def _env(verifier: dict[str, Any], where: str) -> dict[str, str]:
+    """A ``[verifier] env`` table checked as Harbor's model takes it (names and values text)."""
+    env = verifier.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(value, str) for value in env.values()):
+        raise ValueError(f'{where} must be a table of text values (NAME = "value" or "${{VAR}}"), got {env!r}')
+    return dict(env)
 
 
 def _memory_mb(environment: dict[str, Any], where: str) -> int:
-    megabytes = _size_mb(environment, "memory", where)
+    megabytes = _environment_mb(environment, "memory", where)
     if megabytes is None:
         return _DEFAULT_MEMORY_MB
     if megabytes < 6:  # Docker refuses memory limits below 6 MB
@@ -435,23 +413,13 @@ def _memory_mb(environment: dict[str, Any], where: str) -> int:
     return megabytes
 
 
-def _size_mb(environment: dict[str, Any], key: str, where: str) -> int | None:
-    """``[environment].<key>_mb``, or the older ``<key> = "2G"`` string, in MB (None when absent)."""
+def _environment_mb(environment: dict[str, Any], key: str, where: str) -> int | None:
+    """``[environment].<key>_mb``, or the older ``<key> = "2G"`` as Harbor converts it, in MB (None when absent)."""
     if f"{key}_mb" in environment:
-        megabytes = positive_number(environment[f"{key}_mb"], f"{where} [environment].{key}_mb")
-    elif key in environment:
-        text = str(environment[key]).strip().upper().removesuffix("B").removesuffix("I")  # "2G", "2Gi", "2GB"
-        units = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
-        digits, unit = (text[:-1], text[-1]) if text[-1:] in units else (text, "M")
-        try:
-            value = float(digits)
-        except ValueError:
-            value = None
-        megabytes = positive_number(value, f"{where} [environment].{key}") * units[unit] if value else 0
-        if not megabytes:
-            raise ValueError(
-                f'{where} [environment].{key} must be a positive size such as "2G", got {environment[key]!r}'
-            )
-    else:
+        return math.ceil(positive_number(environment[f"{key}_mb"], f"{where} [environment].{key}_mb"))
+    if key not in environment:
         return None
-    return math.ceil(megabytes)
+    megabytes = size_mb(environment[key])
+    if not megabytes:  # Harbor cannot read it, or reads it as 0 MB
+        raise ValueError(f'{where} [environment].{key} must be a positive size such as "2G", got {environment[key]!r}')
+    return megabytes

@@ -33,6 +33,7 @@ from depthlab.runner.image import ensure_image
 from depthlab.runner.output import JobDir, utc_now, write_json, write_text
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import TaskSpec
+from depthlab.runner.verifier import resolve_env
 from depthlab.runner.verifier_env import run_verifier
 
 # a container's deadline beyond its trial's longest run: copying files, starting the shell
@@ -242,7 +243,14 @@ class _Attempt:
         """The task's image, built if needed, and a started container living at most ``lifetime`` seconds."""
         begin = utc_now()
         image = ensure_image(docker_client, task, force_build=settings.force_build, network=limits.build_network)
-        box = TaskContainer(docker_client, image, limits, name_hint=self.trial_dir.name, lifetime_sec=lifetime)
+        box = TaskContainer(
+            docker_client,
+            image,
+            limits,
+            name_hint=self.trial_dir.name,
+            lifetime_sec=lifetime,
+            environment=resolve_env(task.environment_env, f"The task {task.name!r}: [environment.env]"),
+        )
         self.box = box.start()
         self.phases["environment_setup"] = {"started_at": begin, "finished_at": utc_now()}
         return self.box

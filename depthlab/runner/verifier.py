@@ -40,10 +40,11 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -83,6 +84,8 @@ FILE_LIMIT_BYTES = 16 << 20
 #: Largest reward file read.
 REWARD_FILE_LIMIT_BYTES = 1 << 20
 
+# a value of [verifier.env] that is a template: "${NAME}" or "${NAME:-default}" (Harbor's syntax)
+_TEMPLATE = re.compile(r"\$\{(?P<name>[^}:]+)(?::-(?P<default>.*))?\}")
 # a plain decimal number: no "1_0" (Python reads 10), no "nan" or "inf"
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
@@ -119,8 +122,13 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
     stdout = verifier_dir / "test-stdout.txt"
     staged = verifier_dir.with_name(verifier_dir.name + ".test-stdout.txt")  # the verifier may write its own
     user = f"{box.image_user}:{VERIFIER_GID}"
-    # bytecode caches go to a private folder: a legitimate run then adds nothing to /tests
-    environment = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": f"/tmp/.depthlab-pycache-{nonce}"}
+    # the task's own variables as Harbor gives them; bytecode caches then go to a private folder
+    # (after the task's, so no task.toml can turn it off): a legitimate run adds nothing to /tests
+    environment = {
+        **verifier_environment(task),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPYCACHEPREFIX": f"/tmp/.depthlab-pycache-{nonce}",
+    }
     checks = _Checks()
     report: CopyReport | None = None
     problems: list[str] = []
@@ -194,6 +202,52 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
         if cause := box.at_pid_limit():  # the tests ran but could not start their programs
             raise RewardFileNotFoundError(f"The verifier wrote no reward: {cause}") from None
         raise
+
+
+def verifier_environment(task: TaskSpec, host: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables ``task``'s tests run with: ``[verifier.env]`` (a step's over the task's), resolved as Harbor does.
+
+    A value that is wholly ``${VAR}`` takes ``VAR`` from ``host`` (default: this process's
+    environment), ``${VAR:-default}`` falls back to ``default``; any other value is taken as it is.
+    A ``${VAR}`` unset with no default is Harbor's ``ValueError``, raised before the tests run (the
+    trial is invalid: the machine, not the model, lacked it). A key an LLM-graded verifier needs
+    reaches the tests' process only, never a file.
+
+    Examples
+    --------
+    >>> task = TaskSpec(Path("t"), "t", "", 60.0, 60.0, 60.0, 1.0, 512, None, None,
+    ...                 verifier_env={"A": "${X:-1}", "B": "${Y}", "C": "c ${Y}"})
+    >>> verifier_environment(task, host={"Y": "y"})
+    {'A': '1', 'B': 'y', 'C': 'c ${Y}'}
+    """
+    return resolve_env(task.verifier_env, f"The task {task.name!r}: [verifier.env]", host)
+
+
+def resolve_env(values: Mapping[str, str], where: str, host: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A task.toml ``env`` table with its ``${VAR}`` and ``${VAR:-default}`` values taken from ``host``, as Harbor
+    takes them (:func:`verifier_environment`); ``where`` begins the error of a variable that is unset.
+
+    Examples
+    --------
+    >>> resolve_env({"A": "${X:-1}", "B": "${Y}"}, "[environment.env]", host={"Y": "y"})
+    {'A': '1', 'B': 'y'}
+    """
+    host = os.environ if host is None else host
+    resolved = {}
+    for key, value in values.items():
+        template = _TEMPLATE.fullmatch(value)
+        if template is None:
+            resolved[key] = value
+        elif template["name"] in host:
+            resolved[key] = host[template["name"]]
+        elif template["default"] is not None:
+            resolved[key] = template["default"]
+        else:
+            raise ValueError(
+                f"{where} {key} needs the variable {template['name']!r}, which is not set in the environment "
+                "depthlab runs in"
+            )
+    return resolved
 
 
 class _Checks:

@@ -95,11 +95,30 @@ def test_load_task_requires_positive_finite_limits_naming_the_key(tmp_path, toml
 
 def test_load_task_converts_memory_strings_and_keeps_allow_internet_unset(tmp_path):
     task = write_task(tmp_path, "sizes", instruction="x", test_sh="true\n")
-    (task / "task.toml").write_text('[environment]\nmemory = "1.5GiB"\ncpus = 0.5\n')
+    (task / "task.toml").write_text('[environment]\nmemory = "1.5G"\ncpus = 0.5\n')
     spec = load_task(task)
     assert (spec.memory_mb, spec.cpus, spec.allow_internet) == (1536, 0.5, None)
     (task / "task.toml").write_text("[environment]\nallow_internet = true\n")
     assert load_task(task).allow_internet is True
+
+
+@pytest.mark.parametrize(("size", "megabytes"), [("1.5G", 1536), (" 512m ", 512), ("2049K", 2), ("1.5GiB", None)])
+def test_load_task_reads_a_size_as_harbor_does(tmp_path, size, megabytes):
+    # Harbor 0.26 (EnvironmentConfig) truncates to whole MB and refuses "GiB"; the runner once rounded up and took it
+    task = write_task(tmp_path, "sizes", instruction="x", test_sh="true\n")
+    (task / "task.toml").write_text(f'[environment]\nstorage = "{size}"\n')
+    if megabytes is None:
+        with pytest.raises(ValueError, match=r"\[environment\]\.storage must be a positive size"):
+            load_task(task)
+    else:
+        assert load_task(task).storage_mb == megabytes
+
+
+def test_network_mode_wins_over_allow_internet_as_in_harbor(tmp_path):
+    # Harbor applies the older allow_internet only when network_mode is not set; the runner once let it win
+    task = write_task(tmp_path, "both", instruction="x", test_sh="true\n")
+    (task / "task.toml").write_text('[environment]\nnetwork_mode = "no-network"\nallow_internet = true\n')
+    assert load_task(task).internet is False
 
 
 @pytest.mark.parametrize(
@@ -265,7 +284,7 @@ def test_a_retry_after_date_in_the_past_or_garbage_is_harmless():
 
 def test_memory_limits_below_dockers_minimum_are_refused(tmp_path: Path):
     task = write_task(tmp_path, "tiny", instruction="x", test_sh="true\n")
-    (task / "task.toml").write_text('[environment]\nmemory = "512K"\n')
+    (task / "task.toml").write_text('[environment]\nmemory = "5M"\n')
     with pytest.raises(ValueError, match="at least 6 MB"):
         load_task(task)
 
