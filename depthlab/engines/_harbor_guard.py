@@ -251,7 +251,26 @@ WHOLE_RUN_AGENT = "depthlab_whole_run:WholeRunTerminus2"
 #: (``suspects``, the default: a server the task asked for runs on into the tests, as under Harbor), or
 #: every process the agent left (``all``, the strict profile).
 GUARD_MODES = ("suspects", "all")
+#: In the agent's log folder of a trial (of each step): the guard's record (``harbor_side`` names it too;
+#: ``tests/engines/test_guard_script.py`` checks both agree, in Harbor's venv).
 GUARD_FILE = "depthlab-guard.json"
+#: The guard's shell, package data beside the guard (``#@ name`` sections).
+GUARD_SCRIPT = "depthlab_guard.sh"
+
+
+def guard_script_sections() -> dict[str, str]:
+    """The sections of the guard's shell (:data:`GUARD_SCRIPT`), read as the guard reads them: name -> text."""
+    from importlib.resources import files
+
+    text = files("depthlab.engines").joinpath("harbor_side", GUARD_SCRIPT).read_text(encoding="utf-8")
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("#@ "):
+            current = found.setdefault(line[3:].strip(), [])
+        elif current is not None:
+            current.append(line)
+    return {name: "\n".join(lines).strip() + "\n" for name, lines in found.items()}
 #: Exceptions the leaderboard charges to the model: an outage behind one of them is not the model's.
 _MODELS_EXCEPTIONS = frozenset({"AgentTimeoutError", "NonZeroAgentExitCodeError"})
 
