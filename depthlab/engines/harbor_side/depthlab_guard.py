@@ -94,6 +94,7 @@ class GuardedOptions(Terminus2Options):
     instruction_file: str = "/logs/agent/instruction.md"
     instruction_excerpt_chars: int = 2000
     long_instruction: str = ""
+    stated_cap_prefix: str = ""
 
 
 class GuardedTerminus2(Terminus2):
@@ -109,6 +110,7 @@ class GuardedTerminus2(Terminus2):
         instruction_file: str = "/logs/agent/instruction.md",
         instruction_excerpt_chars: int = 2000,
         long_instruction: str = "",
+        stated_cap_prefix: str = "",
         **kwargs: Any,
     ) -> None:
         if guard not in GUARD_MODES:
@@ -119,6 +121,7 @@ class GuardedTerminus2(Terminus2):
         self._container_keep: list[str] | None = None  # pid:start of the container's own processes
         self._since = ""  # the start of the previous step's guard (clock ticks): older processes are an earlier step's
         self._long = (instruction_limit_bytes, instruction_file, instruction_excerpt_chars, long_instruction)
+        self._stated_cap_prefix = stated_cap_prefix
         self._model_wait: dict[str, Any] | None = None
         self._answers = 0
         self._watch_model_calls()
@@ -164,9 +167,14 @@ class GuardedTerminus2(Terminus2):
     async def _sent_instruction(self, environment: Any, instruction: str) -> tuple[str, dict[str, Any]]:
         """What the agent is sent: the instruction, or (over the limit) a prompt pointing to it in a file."""
         limit, path, excerpt, template = self._long
+        stated = ""  # the sentence stating the cap (Harbor appends it as the last paragraph): kept in the prompt
+        original = instruction
+        head, _, last = instruction.rstrip().rpartition("\n\n")
+        if self._stated_cap_prefix and head and last.startswith(self._stated_cap_prefix):
+            instruction, stated = head.strip(), "\n\n" + last
         size = len(instruction.encode("utf-8"))
         if not limit or not template or size <= limit:
-            return instruction, {}
+            return original, {}  # as Harbor sends it
         import tempfile
 
         folder = path.rsplit("/", 1)[0] or "/"
@@ -175,7 +183,7 @@ class GuardedTerminus2(Terminus2):
             local = Path(scratch) / "instruction.md"
             local.write_text(instruction, encoding="utf-8")
             await environment.upload_file(local, path)
-        text = template.format(size=size, path=path, excerpt=instruction[:excerpt])
+        text = template.format(size=size, path=path, excerpt=instruction[:excerpt]) + stated
         return text, {"instruction_bytes": size, "instruction_file": path, "prompt_chars": len(text)}
 
     async def _guard(self, environment: Any, start: str, note: dict[str, Any] | None = None) -> None:
