@@ -26,7 +26,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from engines_helpers import reply, write_chain_task
+from engines_helpers import forging_policy, hanging_after_one_answer, reply, write_chain_task
 from test_measure_e2e import run_measure
 
 import depthlab as dl
@@ -280,15 +280,6 @@ def test_a_stalling_endpoint_is_an_outage_that_stops_the_round_not_a_fail(
     assert trials["status"].to_list() == ["invalid"]
 
 
-def hanging_after_one_answer(messages, model):
-    """Answer the first request (a read), then hang: the endpoint died mid-trial (issue 37, case 2)."""
-    import time
-
-    if any(message.get("role") == "assistant" for message in messages):
-        time.sleep(90)
-    return reply("cat /data/start\n")
-
-
 @pytest.mark.parametrize("engine", ["local", "harbor"])
 def test_an_endpoint_that_hangs_after_its_first_answer_is_an_outage_on_both_engines(
     engine, userland, measure_env, request, tmp_path
@@ -318,15 +309,6 @@ def test_an_endpoint_that_hangs_after_its_first_answer_is_an_outage_on_both_engi
 
 
 # ---------------------------------------------------------------- 1. a forged pass, on both engines
-FORGER = "nohup sh -c 'while :; do echo 1 > /logs/verifier/reward.txt; sleep 0.02; done' >/dev/null 2>&1 &\n"
-
-
-def forging_policy(messages, model):
-    """Leave a background reward writer, then say done at once: the task is never solved."""
-    texts = [str(message.get("content")) for message in messages if message.get("role") != "assistant"]
-    return reply(FORGER) if len(texts) <= 1 else reply(complete=True)
-
-
 @pytest.fixture(scope="module")
 def forged(chain_tasks, measure_env, tmp_path_factory, request):
     from engines_helpers import scripted_server

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from engines_helpers import reply, scripted_server
-from multistep_helpers import chains_policy, write_separate_verifier_task, write_two_step_task
+from engines_helpers import scripted_server
+from multistep_helpers import chains_policy, waiting_forger_policy, write_separate_verifier_task, write_two_step_task
 
 import depthlab as dl
 from depthlab.io.harbor_writer import cap_sentence
@@ -230,29 +230,6 @@ def test_harbors_oracle_gives_the_local_runners_step_rewards_and_passes_a_separa
 
 
 # ---------------------------------------------------------------- issue 37, case 1: a forger across the steps
-# step one's agent leaves a hidden waiter (its command line, folder and files name nothing of the verifier's)
-# that takes the checksum of step one's tests, waits for other tests (step two's) and then writes reward 1
-# for 25 s; step two's agent gives up at once. Solved honestly, the trial fails its second step.
-WAITER = (
-    "cd /tmp && printf '%s\\n' "
-    "'until a=$(cksum < /tests/test.sh 2>/dev/null); do sleep 0.05; done' "
-    '\'until b=$(cksum < /tests/test.sh 2>/dev/null) && [ "$b" != "$a" ]; do sleep 0.05; done\' '
-    "'end=$(($(date +%s) + 25)); while [ $(date +%s) -lt $end ]; do echo 1 > /logs/verifier/reward.txt; "
-    "sleep 0.02; done' > /tmp/.w && (nohup sh /tmp/.w >/dev/null 2>&1 &)\n"
-)
-
-
-def waiting_forger_policy(messages, model: str) -> str:
-    """Step one (chain a): leave the waiter, then solve the step; step two (chain b): give up at once."""
-    first = next((str(m.get("content")) for m in messages if m.get("role") == "user"), "")
-    if "/data/b/start" in first:
-        return reply(complete=True)
-    answer = json.loads(chains_policy(messages, model))
-    if not any(m.get("role") == "assistant" for m in messages):
-        answer["commands"].insert(0, {"keystrokes": WAITER, "duration": 1.0})
-    return json.dumps(answer)
-
-
 @pytest.mark.harbor
 def test_a_waiter_left_by_an_earlier_step_forges_no_pass_on_either_engine(userland, measure_env, harbor_cmd, tmp_path):
     tasks = tmp_path / "tasks"
