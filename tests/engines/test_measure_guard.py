@@ -402,3 +402,41 @@ def test_resume_removes_every_container_of_the_job_and_keeps_harbors_own_excepti
         assert row[0] == "RuntimeError"
     finally:
         subprocess.run(["docker", "compose", "-p", project, "-f", str(compose), "down"], capture_output=True)
+
+
+# ---------------------------------------------------------------- issue 37, case 8: a long instruction
+@pytest.mark.parametrize("engine", ["local", "harbor"])
+def test_a_long_instruction_is_sent_as_a_file_and_said_so_on_both_engines(
+    engine, userland, measure_env, request, tmp_path
+):
+    from engines_helpers import reading_policy, scripted_server
+
+    task = write_chain_task(tmp_path / "tasks", 2, userland)
+    instruction = task / "instruction.md"
+    instruction.write_text(instruction.read_text() + "\n\n" + "A line of background the task does not need.\n" * 3000)
+    size = instruction.stat().st_size
+    extra = ["--engine", engine, "--no-preflight"]
+    if engine == "harbor":
+        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
+    firsts: list[str] = []
+
+    def policy(messages, model):
+        if len(messages) <= 2:  # the opening request (a system message, if any, and the first prompt)
+            firsts.append("\n".join(str(message.get("content")) for message in messages))
+        return reading_policy(messages, model)
+
+    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
+    args = [str(task), "--models", "openai/m1", "--caps", "3", "--jobs-dir", str(jobs), "-o", str(out),
+            "--no-progress", *extra]  # fmt: skip
+    with scripted_server(policy) as server:
+        run = run_measure([*args, "--base-url", server.url], measure_env, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert f"note: the instruction of measure-chain-r2 is {size} bytes, over 65536" in run.stderr
+    assert "/logs/agent/instruction.md (on both engines)" in run.stderr
+    assert pl.read_csv(out)["depth"].to_list() == [3]  # the agent read the beginning and did the task
+    first = max((text for text in firsts if text), key=len)
+    assert len(first) < 12_000, len(first)  # not the 138 KB instruction
+    assert "too long to repeat in every message. It is in the file /logs/agent/instruction.md" in first
+    assert "You have at most 3 turns" in first  # the stated cap stays in the prompt
+    (trial,) = [path.parent for path in jobs.rglob("result.json") if "__" in path.parent.name]
+    assert (trial / "agent" / "instruction.md").read_text().startswith("The file /data/start begins a chain")
