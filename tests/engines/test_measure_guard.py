@@ -438,5 +438,9 @@ def test_a_long_instruction_is_sent_as_a_file_and_said_so_on_both_engines(
     assert len(first) < 12_000, len(first)  # not the 138 KB instruction
     assert "too long to repeat in every message. It is in the file /logs/agent/instruction.md" in first
     assert "You have at most 3 turns" in first  # the stated cap stays in the prompt
-    (trial,) = [path.parent for path in jobs.rglob("result.json") if "__" in path.parent.name]
-    assert (trial / "agent" / "instruction.md").read_text().startswith("The file /data/start begins a chain")
+    if engine == "harbor":  # /logs/agent is the trial's agent folder: the file the agent read, and the guard's note
+        (trial,) = [path.parent for path in jobs.rglob("result.json") if (path.parent / "agent").is_dir()]
+        assert (trial / "agent" / "instruction.md").read_text().startswith("The file /data/start begins a chain")
+        (run_record,) = json.loads((trial / "agent" / "depthlab-guard.json").read_text())["runs"]
+        assert run_record["instruction_bytes"] == len(instruction.read_text().strip().encode())
+        assert run_record["prompt_chars"] < 3000
