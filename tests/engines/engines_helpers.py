@@ -9,6 +9,7 @@ to ``/app/answer.txt``: depth D = K + 1 turns. The verifier follows the chain it
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -217,7 +218,9 @@ def scripted_server(policy: Policy = reading_policy) -> Iterator[ScriptedServer]
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            # the client may have given up first (a hanging policy's timeout): nothing to tell it
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(payload)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
