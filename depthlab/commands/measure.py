@@ -6,6 +6,7 @@ import argparse
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab._tables import output_table
@@ -74,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="SEC",
-        help="--engine local: seconds one model request may take (default: the task's agent timeout)",
+        help="seconds one model request may take (default: --engine local the task's agent timeout, --engine "
+        "harbor LiteLLM's); on both engines a run that ends while a request has no answer is an outage (invalid)",
     )
     parser.add_argument("--no-preflight", action="store_true", help="skip the oracle preflight")
     parser.add_argument("--dataset", default=None, help="tag every task with this dataset name")
@@ -143,6 +145,29 @@ def unwritable(path: Path) -> str | None:
     return None
 
 
+def long_instruction_notes(tasks: Any) -> list[str]:
+    """One line per task whose instruction (or a step's) the agent is not sent whole, on either engine."""
+    from depthlab.runner.agent import INSTRUCTION_EXCERPT_CHARS, INSTRUCTION_FILE, INSTRUCTION_LIMIT_BYTES
+    from depthlab.runner.task import task_folder
+
+    notes = []
+    for name, source in tasks.select("task", "source").iter_rows():
+        folder = task_folder(source)
+        for path in sorted([folder / "instruction.md", *folder.glob("steps/*/instruction.md")]):
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            if size > INSTRUCTION_LIMIT_BYTES:
+                where = "" if path.parent == folder else f" (step {path.parent.name!r})"
+                notes.append(
+                    f"note: the instruction of {name}{where} is {size} bytes, over {INSTRUCTION_LIMIT_BYTES}: the "
+                    f"agent is sent its first {INSTRUCTION_EXCERPT_CHARS} characters and told to read it all in "
+                    f"{INSTRUCTION_FILE} (on both engines)"
+                )
+    return notes
+
+
 def run(args: argparse.Namespace) -> int:
     from depthlab._tables import write_table
     from depthlab.commands.run import sigterm_as_interrupt
@@ -169,6 +194,8 @@ def run(args: argparse.Namespace) -> int:
     if duplicated:
         print(f"depthlab measure: task names must be unique across TASKS; repeated: {duplicated}", file=sys.stderr)
         return 1
+    for note in long_instruction_notes(tasks):
+        print(f"depthlab measure: {note}", file=sys.stderr)
     if args.engine == "harbor":
         engine: Engine = HarborEngine(
             args.jobs_dir,
@@ -178,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             api_key_env=args.api_key_env,
             guard="all" if args.profile == "strict" else "suspects",
+            request_timeout=args.request_timeout,
         )
     else:
         if not args.base_url:

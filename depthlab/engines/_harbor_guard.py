@@ -38,6 +38,7 @@ from typing import Any
 
 from depthlab._defaults import DEFAULT_STORAGE_MB, PIDS_LIMIT  # the runner's, written once
 from depthlab._text import one_line as _one_line
+from depthlab.io import harbor_writer
 from depthlab.io.harbor import read_json_object, read_text_head
 
 #: The Compose overlay depthlab writes into the jobs folder (hidden: ``harbor view`` lists folders).
@@ -162,6 +163,49 @@ class DiskWatch:
                 self.stopped.append(trial.name)
 
 
+def live_projects() -> set[str]:
+    """The Docker Compose projects with a container (running or not) or a network on this host."""
+    found: set[str] = set()
+    for command in (
+        ["docker", "ps", "-a", "--filter", "label=com.docker.compose.project"],
+        ["docker", "network", "ls", "--filter", "label=com.docker.compose.project"],
+    ):
+        try:
+            done = subprocess.run(
+                [*command, "--format", '{{.Label "com.docker.compose.project"}}'],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        found.update(line.strip() for line in done.stdout.splitlines() if line.strip())
+    return found
+
+
+def job_projects(job: Path, live: Iterable[str]) -> list[str]:
+    """Which of the ``live`` Compose projects belong to a trial of ``job`` (its agent's, its separate verifier's).
+
+    Harbor names a trial's projects after the trial (:func:`compose_project` of ``<trial>__env``,
+    ``<trial>__<other>`` for another environment of it), so a project is the job's when its name
+    begins with a trial's.
+    """
+    prefixes = [compose_project(f"{path.name}__") for path in _trial_dirs(job)]
+    return sorted(project for project in live if any(project.startswith(prefix) for prefix in prefixes))
+
+
+def remove_projects(projects: Iterable[str]) -> None:
+    """``docker compose down`` each project as Harbor's own teardown does: containers, networks, its images."""
+    for project in projects:
+        subprocess.run(
+            ["docker", "compose", "--project-name", project, "down", "--rmi", "local", "--volumes", "--remove-orphans"],
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+
+
 def _trial_dirs(job: Path) -> Iterable[Path]:
     try:
         return [path for path in job.iterdir() if path.is_dir() and "__" in path.name]
@@ -249,7 +293,28 @@ WHOLE_RUN_AGENT = "depthlab_whole_run:WholeRunTerminus2"
 #: (``suspects``, the default: a server the task asked for runs on into the tests, as under Harbor), or
 #: every process the agent left (``all``, the strict profile).
 GUARD_MODES = ("suspects", "all")
+#: In the agent's log folder of a trial (of each step): the guard's record (``harbor_side`` names it too;
+#: ``tests/engines/test_guard_script.py`` checks both agree, in Harbor's venv).
 GUARD_FILE = "depthlab-guard.json"
+#: The guard's shell, package data beside the guard (``#@ name`` sections).
+GUARD_SCRIPT = "depthlab_guard.sh"
+
+
+def guard_script_sections() -> dict[str, str]:
+    """The sections of the guard's shell (:data:`GUARD_SCRIPT`), read as the guard reads them: name -> text."""
+    from importlib.resources import files
+
+    text = files("depthlab.engines").joinpath("harbor_side", GUARD_SCRIPT).read_text(encoding="utf-8")
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("#@ "):
+            current = found.setdefault(line[3:].strip(), [])
+        elif current is not None:
+            current.append(line)
+    return {name: "\n".join(lines).strip() + "\n" for name, lines in found.items()}
+
+
 #: Exceptions the leaderboard charges to the model: an outage behind one of them is not the model's.
 _MODELS_EXCEPTIONS = frozenset({"AgentTimeoutError", "NonZeroAgentExitCodeError"})
 
@@ -257,10 +322,14 @@ _MODELS_EXCEPTIONS = frozenset({"AgentTimeoutError", "NonZeroAgentExitCodeError"
 def tamper_evidence(trial: Path, result: Mapping[str, Any]) -> str | None:
     """Why ``trial``'s grade cannot be trusted, read from Harbor's files; None when nothing shows.
 
-    Harbor removes the reward files before the tests and reads them right after, so a reward file
+    A trial Harbor did not grade (no reward: its agent or Harbor stopped before the tests) has no
+    grade to forge and keeps Harbor's own exception. Harbor removes the reward files before the
+    tests and reads them right after, so a reward file
     changed after the verifier's ``finished_at`` has another writer (a process the agent left
     running), and a reward file or verifier folder that is a link was put there by the agent.
     """
+    if not _graded(result):  # nothing to forge: Harbor's own exception (a killed run's, say) stands
+        return None
     verifier_dir = trial / "verifier"
     guarded = ((result.get("config") or {}).get("agent") or {}).get("import_path") in (GUARDED_AGENT, WHOLE_RUN_AGENT)
     if guarded and (found := guard_evidence(trial)):
@@ -322,15 +391,61 @@ def guard_evidence(trial: Path) -> str | None:
 
 
 def outage_evidence(trial: Path, result: Mapping[str, Any]) -> str | None:
-    """Why ``trial``'s agent never got a complete model answer (0 tokens out, with an exception); None otherwise."""
+    """Why ``trial``'s agent was stopped by the endpoint, not by the model; None when it was not.
+
+    The rule of depthlab's runner (:mod:`depthlab.runner.agent`): a run that ended while a model
+    request had no answer (the agent's timeout cut it, or the endpoint failed through its retries) is
+    an outage, whatever the earlier answers were. depthlab's guarded agent records that request
+    (``model_wait`` of each run in :data:`GUARD_FILE`); for another agent, a run that ended in an
+    exception with no output token at all is the evidence left.
+    """
+    if (result.get("agent_info") or {}).get("name") == "oracle":
+        return None
+    for run in _guard_runs(trial):
+        wait = run.get("model_wait") if isinstance(run, dict) else None
+        if isinstance(wait, dict):
+            waited = wait.get("waited_s")
+            error = _one_line(str(wait.get("error") or "no answer"))
+            stopped = _exception_type(result) or "the end of the run"
+            return (
+                f"the endpoint had not answered the agent's request for {float(waited or 0):.1f} s when "
+                f"{stopped} stopped it ({error}); {run.get('model_answers', 0)} answer(s) before"
+            )
     info = result.get("exception_info") or {}
     agent = result.get("agent_result") or {}
-    if not info or (result.get("agent_info") or {}).get("name") == "oracle":
-        return None
-    if agent.get("n_output_tokens") not in (None, 0):
+    if not info or agent.get("n_output_tokens") not in (None, 0):
         return None
     reason = _endpoint_reason(trial) or f"{info.get('exception_type')}: {info.get('exception_message') or ''}".strip()
     return f"the agent got no model answer (0 tokens) before {info.get('exception_type')}: {_one_line(reason)}"
+
+
+def _exception_type(result: Mapping[str, Any]) -> str | None:
+    """The trial's exception, else its first step's (a multi-step trial records an agent's timeout per step)."""
+    info = result.get("exception_info") or {}
+    if info.get("exception_type"):
+        return str(info["exception_type"])
+    for step in result.get("step_results") or []:
+        step_info = (step or {}).get("exception_info") or {}
+        if step_info.get("exception_type"):
+            return str(step_info["exception_type"])
+    return None
+
+
+def _graded(result: Mapping[str, Any]) -> bool:
+    """Whether Harbor graded the trial (a reward of the trial or of one of its steps)."""
+    if ((result.get("verifier_result") or {}).get("rewards")) is not None:
+        return True
+    return any(((step or {}).get("verifier_result") or {}).get("rewards") for step in result.get("step_results") or [])
+
+
+def _guard_runs(trial: Path) -> list[Any]:
+    """The runs depthlab's guard recorded in ``trial`` (every step's record), [] when none or unreadable."""
+    runs: list[Any] = []
+    for path in sorted([trial / "agent" / GUARD_FILE, *trial.glob(f"steps/*/agent/{GUARD_FILE}")]):
+        evidence = read_json_object(path)
+        if evidence is not None and isinstance(evidence.get("runs"), list):
+            runs.extend(evidence["runs"])
+    return runs
 
 
 def judge_trials(job: Path, *, tampering: bool = True) -> list[tuple[str, str, str]]:
@@ -355,16 +470,13 @@ def judge_trials(job: Path, *, tampering: bool = True) -> list[tuple[str, str, s
         if tampering and (reason := tamper_evidence(trial, result)):
             found = (TAMPERED, reason)
         elif (exception is None or exception in _MODELS_EXCEPTIONS) and (reason := outage_evidence(trial, result)):
+            # Harbor's exception is the model's (a timeout) or none: the endpoint's outage is what stopped it
             found = (OUTAGE, reason)
         if found is None:
             continue
         original = json.dumps(result, indent=2)
-        result["exception_info"] = {
-            "exception_type": found[0],
-            "exception_message": f"{found[1]} (recorded by depthlab; Harbor's result: {HARBOR_RESULT})",
-            "exception_traceback": "",
-            "occurred_at": _now_iso(),
-        }
+        message = f"{found[1]} (recorded by depthlab; Harbor's result: {HARBOR_RESULT})"
+        result["exception_info"] = harbor_writer.exception_info(found[0], message, "", harbor_writer.utc_now())
         _atomic.write_text(trial / HARBOR_RESULT, original + "\n")
         _atomic.write_text(path, json.dumps(result, indent=2) + "\n")
         verdicts.append((trial.name, found[0], found[1]))
@@ -390,7 +502,3 @@ def _timestamp(value: object) -> float | None:
     return moment.timestamp() if moment.tzinfo else None
 
 
-def _now_iso() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).isoformat()

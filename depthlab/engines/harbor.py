@@ -63,7 +63,7 @@ from typing import Any
 import polars as pl
 
 from depthlab import schema
-from depthlab._checks import check_choice, check_positive_int
+from depthlab._checks import check_choice, check_positive_finite, check_positive_int
 from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab.engines._harbor_guard import (
     GUARD_MODES,
@@ -72,8 +72,10 @@ from depthlab.engines._harbor_guard import (
     WHOLE_RUN_AGENT,
     DiskWatch,
     bounds_overlay,
-    compose_project,
+    job_projects,
     judge_trials,
+    live_projects,
+    remove_projects,
     remove_temp_leftovers,
     strip_setuid,
 )
@@ -190,7 +192,13 @@ class HarborEngine:
         What depthlab's guarded terminus-2 kills when the agent's run ends, before the tests: the
         processes the agent left that reach for the verifier's or the tests' files (each one tamper
         evidence), or every process the agent left (``depthlab measure --profile strict``; a task
-        whose tests need a server the agent started then cannot pass).
+        whose tests need a server the agent started then cannot pass). From the second step of a
+        multi-step task on, both also stop every process an earlier step's agent left before the
+        step's tests arrive.
+    request_timeout : float, optional
+        Seconds a model request may wait for its answer (terminus-2's ``llm_kwargs.timeout``, handed
+        to LiteLLM); default LiteLLM's. Either way a run that ends while a request has no answer is
+        an outage (an invalid trial), as on the local engine.
 
     Examples
     --------
@@ -212,8 +220,12 @@ class HarborEngine:
         api_key_env: str | None = None,
         env: Mapping[str, str] | None = None,
         guard: str = "suspects",
+        request_timeout: float | None = None,
     ) -> None:
         check_positive_int(concurrency, "concurrency", "HarborEngine")
+        if request_timeout is not None:
+            check_positive_finite(request_timeout, "request_timeout", "HarborEngine")
+        self.request_timeout = request_timeout
         self.guard = check_choice(guard, "guard", "HarborEngine", GUARD_MODES)
         self.jobs_dir = Path(jobs_dir).absolute()
         self.base_url = base_url
@@ -322,7 +334,14 @@ class HarborEngine:
             if removed:
                 echo(f"removed {removed} temporary folder(s) killed Harbor trials of this jobs folder left")
         trials = self.load_trials()  # read once, by the loaders (a FIFO or a link in place of a result is refused)
+        live = live_projects() if self.environment == "docker" else set()
         for job in self._jobs():
+            # every container, network and image a killed Harbor left of this job's trials, a trial with a
+            # result.json included (Harbor may write it and be killed before its teardown)
+            leftovers = job_projects(job, live)
+            if leftovers:
+                remove_projects(leftovers)
+                echo(f"removed what a killed run left of {len(leftovers)} trial(s) of {job.name}: containers, networks")
             config = read_json_object(job / "config.json")
             if config is None:
                 shutil.rmtree(job)  # it never started: no trial ran
@@ -340,7 +359,6 @@ class HarborEngine:
             done = kept.height - cancelled
             redo = len(incomplete) + cancelled
             echo(f"resuming the interrupted Harbor job {job.name}: {done} trial(s) kept, {redo} to redo")
-            self._remove_leftovers(incomplete)
             n_trials = config.get("n_attempts", 1) * len(config.get("agents") or [1]) * _n_tasks(config)
             with _bar(n_trials, f"resume {job.name}", self.progress) as bar:
                 self._harbor_job(["jobs", "resume", "--job-path", str(job)], job, n_trials, bar)
@@ -405,6 +423,7 @@ class HarborEngine:
         if self.agent != "terminus-2":
             return harbor_writer.agent_config(self.agent, model, kwargs)
         kwargs["guard"] = self.guard
+        kwargs.update(long_instruction_kwargs())
         if not whole_run:
             return harbor_writer.agent_config(None, model, kwargs, import_path=GUARDED_AGENT)
         kwargs["cap_template"] = harbor_writer.CAP_TEMPLATE
@@ -414,6 +433,8 @@ class HarborEngine:
         kwargs: dict[str, Any] = {harbor_writer.TURN_LIMIT_KEY: cap}
         if self.base_url:
             kwargs["api_base"] = self.base_url
+        if self.request_timeout is not None:  # terminus-2 hands llm_kwargs to LiteLLM's every request
+            kwargs["llm_kwargs"] = {"timeout": self.request_timeout}
         return kwargs
 
     def _job(
@@ -489,29 +510,18 @@ class HarborEngine:
                 f"its output is in {log_path}:\n" + "\n".join(tail)
             )
 
-    def _remove_leftovers(self, trial_dirs: Sequence[Path]) -> None:
-        """Remove the Compose projects (containers, networks) of interrupted trials (docker environment)."""
-        if self.environment != "docker":
-            return
-        for trial in trial_dirs:
-            project = compose_project(f"{trial.name}__env")
-            subprocess.run(
-                # as Harbor's own teardown (environment.delete): the trial's image goes too
-                [
-                    "docker",
-                    "compose",
-                    "--project-name",
-                    project,
-                    "down",
-                    "--rmi",
-                    "local",
-                    "--volumes",
-                    "--remove-orphans",
-                ],
-                capture_output=True,
-                timeout=300,
-                check=False,
-            )
+
+def long_instruction_kwargs() -> dict[str, Any]:
+    """The guarded agent's kwargs that make it send a long instruction as depthlab's runner does."""
+    from depthlab.runner import agent
+
+    return {
+        "instruction_limit_bytes": agent.INSTRUCTION_LIMIT_BYTES,
+        "instruction_file": agent.INSTRUCTION_FILE,
+        "instruction_excerpt_chars": agent.INSTRUCTION_EXCERPT_CHARS,
+        "long_instruction": agent.LONG_INSTRUCTION,
+        "stated_cap_prefix": harbor_writer.CAP_TEMPLATE.split("{cap}")[0],
+    }
 
 
 def _job_results(job: Path) -> dict[str, dict[str, Any]]:

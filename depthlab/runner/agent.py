@@ -96,7 +96,15 @@ The shell starts in {cwd}."""
 #: Where a long instruction is written in the container.
 INSTRUCTION_FILE = "/logs/agent/instruction.md"
 #: Characters of a long instruction quoted in the prompt.
-_INSTRUCTION_EXCERPT_CHARS = 2000
+INSTRUCTION_EXCERPT_CHARS = 2000
+#: What the agent is sent in place of an instruction over the limit (on both engines: depthlab's
+#: guarded terminus-2 under Harbor sends the same).
+LONG_INSTRUCTION = (
+    "The instruction is {size} bytes long, too long to repeat in every message. It is in the file "
+    "{path}; read it with the shell (it is long: read it in parts). It begins:\n\n{excerpt}\n[...]"
+)
+#: The default of ``HarnessConfig.instruction_limit_bytes``.
+INSTRUCTION_LIMIT_BYTES = 64 * 1024
 
 # the same protocol in tmux, whose waits are the durations themselves (as terminus-2's)
 _TMUX_PROMPT = _PROMPT.replace(
@@ -152,7 +160,7 @@ class HarnessConfig:
     default_duration_sec: float = 1.0
     confirm_completion: bool = True
     safety_turns: int = 200
-    instruction_limit_bytes: int = 64 * 1024
+    instruction_limit_bytes: int = INSTRUCTION_LIMIT_BYTES
     terminal: str = "auto"
 
     def __post_init__(self) -> None:
@@ -161,7 +169,7 @@ class HarnessConfig:
             check_positive_int(self.cap, "cap", "HarnessConfig")
         check_int_at_least(self.output_limit_bytes, "output_limit_bytes", "HarnessConfig", 100)
         check_int_at_least(
-            self.instruction_limit_bytes, "instruction_limit_bytes", "HarnessConfig", _INSTRUCTION_EXCERPT_CHARS * 4
+            self.instruction_limit_bytes, "instruction_limit_bytes", "HarnessConfig", INSTRUCTION_EXCERPT_CHARS * 4
         )
         for name in ("max_command_sec", "default_duration_sec"):
             check_positive_finite(getattr(self, name), name, "HarnessConfig")
@@ -403,11 +411,7 @@ class TerminusAgent:
             return text
         box.exec(["mkdir", "-p", INSTRUCTION_FILE.rsplit("/", 1)[0]], timeout=60, user="0")
         box.put_file(INSTRUCTION_FILE, text.encode("utf-8"))
-        return (
-            f"The instruction is {size} bytes long, too long to repeat in every message. It is in the file "
-            f"{INSTRUCTION_FILE}; read it with the shell (it is long: read it in parts). It begins:\n\n"
-            f"{text[:_INSTRUCTION_EXCERPT_CHARS]}\n[...]"
-        )
+        return LONG_INSTRUCTION.format(size=size, path=INSTRUCTION_FILE, excerpt=text[:INSTRUCTION_EXCERPT_CHARS])
 
     def _execute(self, shell: Any, commands: list[dict[str, Any]], deadline: float) -> tuple[str, bool]:
         """Type each command and collect the output; return (observation text, whether time ran out)."""

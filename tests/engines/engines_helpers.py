@@ -9,6 +9,7 @@ to ``/app/answer.txt``: depth D = K + 1 turns. The verifier follows the chain it
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -110,6 +111,24 @@ def reply(*commands: str, complete: bool = False, duration: float = 1.0) -> str:
     )
 
 
+FORGER = "nohup sh -c 'while :; do echo 1 > /logs/verifier/reward.txt; sleep 0.02; done' >/dev/null 2>&1 &\n"
+
+
+def forging_policy(messages: list[dict[str, Any]], model: str) -> str:
+    """Leave a background reward writer, then say done at once: the task is never solved."""
+    texts = [str(message.get("content")) for message in messages if message.get("role") != "assistant"]
+    return reply(FORGER) if len(texts) <= 1 else reply(complete=True)
+
+
+def hanging_after_one_answer(messages: list[dict[str, Any]], model: str) -> str:
+    """Answer the first request (a read), then hang: the endpoint died mid-trial (issue 37, case 2)."""
+    import time
+
+    if any(message.get("role") == "assistant" for message in messages):
+        time.sleep(90)
+    return reply("cat /data/start\n")
+
+
 _REVEAL = re.compile(r"^(next|last): (/data/chain/n-[0-9a-f]+)\s*$", re.MULTILINE)
 
 
@@ -199,7 +218,9 @@ def scripted_server(policy: Policy = reading_policy) -> Iterator[ScriptedServer]
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            # the client may have given up first (a hanging policy's timeout): nothing to tell it
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(payload)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

@@ -28,8 +28,7 @@ import pytest
 from engines_helpers import CAPS, MODELS
 
 import depthlab as dl
-from depthlab.engines._harbor_guard import harbor_temp_leftovers
-from depthlab.engines.harbor import compose_project
+from depthlab.engines._harbor_guard import compose_project, harbor_temp_leftovers
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
 

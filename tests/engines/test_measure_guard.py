@@ -26,7 +26,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from engines_helpers import reply, write_chain_task
+from engines_helpers import forging_policy, hanging_after_one_answer, reply, write_chain_task
 from test_measure_e2e import run_measure
 
 import depthlab as dl
@@ -280,16 +280,35 @@ def test_a_stalling_endpoint_is_an_outage_that_stops_the_round_not_a_fail(
     assert trials["status"].to_list() == ["invalid"]
 
 
+@pytest.mark.parametrize("engine", ["local", "harbor"])
+def test_an_endpoint_that_hangs_after_its_first_answer_is_an_outage_on_both_engines(
+    engine, userland, measure_env, request, tmp_path
+):
+    from engines_helpers import scripted_server
+
+    task = write_chain_task(tmp_path / "tasks", 2, userland)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("[agent]\ntimeout_sec = 120.0", "[agent]\ntimeout_sec = 20.0"))
+    extra = ["--engine", engine, "--no-preflight"]
+    if engine == "harbor":
+        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
+    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
+    with scripted_server(hanging_after_one_answer) as server:
+        run = run_measure(one_task_args(task, jobs, out, server.url, *extra), measure_env, timeout=600)
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert "round 1 recorded no valid trial, nothing was counted" in run.stderr
+    table = pl.read_csv(out)
+    assert table.select("task", "status").rows() == [("measure-chain-r2", "incomplete")]  # not "unsolved"
+    trials = dl.load_trials([jobs], cache=False).filter(pl.col("cap").is_not_null())
+    assert trials["status"].to_list() == ["invalid"]
+    if engine == "harbor":
+        assert trials["n_output_tokens"].to_list()[0] > 0  # one answer came: "0 tokens" alone missed this outage
+        (message,) = trials["exception_message"].to_list()
+        assert "the endpoint had not answered the agent's request for" in message, message
+        assert "1 answer(s) before" in message, message
+
+
 # ---------------------------------------------------------------- 1. a forged pass, on both engines
-FORGER = "nohup sh -c 'while :; do echo 1 > /logs/verifier/reward.txt; sleep 0.02; done' >/dev/null 2>&1 &\n"
-
-
-def forging_policy(messages, model):
-    """Leave a background reward writer, then say done at once: the task is never solved."""
-    texts = [str(message.get("content")) for message in messages if message.get("role") != "assistant"]
-    return reply(FORGER) if len(texts) <= 1 else reply(complete=True)
-
-
 @pytest.fixture(scope="module")
 def forged(chain_tasks, measure_env, tmp_path_factory, request):
     from engines_helpers import scripted_server
@@ -333,3 +352,95 @@ def test_under_harbor_the_guard_killed_the_writer_and_says_why(forged):
     # Harbor's own grade is kept beside the verdict: the writer's reward, not the tests'
     for path in jobs.glob("measure-r01__*/*/depthlab-harbor-result.json"):
         assert json.loads(path.read_text())["exception_info"] is None
+
+
+# ---------------------------------------------------------------- issue 37, case 4: a kill -9 and a rerun on Harbor
+@pytest.mark.harbor
+def test_resume_removes_every_container_of_the_job_and_keeps_harbors_own_exception(userland, harbor_cmd, tmp_path):
+    """A trial Harbor wrote a result.json for, then was killed before its teardown: its containers and network
+    are removed by the rerun, and its exception (Harbor's, no grade) is not read as a forged grade."""
+    from depthlab.engines._harbor_guard import GUARDED_AGENT, HARBOR_RESULT
+
+    job = tmp_path / "jobs" / "measure-r01__cap-002"
+    trial = job / "measure-chain-r2__Kil9Ab1"
+    (trial / "agent").mkdir(parents=True)
+    moment = "2026-12-02T03:00:00.000000"
+    (job / "config.json").write_text(json.dumps({"job_name": job.name, "n_attempts": 1, "agents": [{}]}))
+    (job / "result.json").write_text(json.dumps({"started_at": moment, "finished_at": moment, "n_total_trials": 1}))
+    harbors = {
+        "task_name": "measure-chain-r2", "trial_name": trial.name,
+        "config": {"agent": {"import_path": GUARDED_AGENT, "model_name": "openai/m1", "kwargs": {"max_turns": 2}}},
+        "agent_info": {"name": "terminus-2", "version": "2.0.0"}, "agent_result": {"n_output_tokens": 12},
+        "verifier_result": None, "started_at": moment, "finished_at": moment,
+        "exception_info": {"exception_type": "RuntimeError", "exception_message": "Event loop is closed",
+                           "exception_traceback": "", "occurred_at": moment},
+    }  # fmt: skip
+    (trial / "result.json").write_text(json.dumps(harbors))
+    project = compose_project(f"{trial.name}__env")
+    compose = tmp_path / "compose.json"
+    compose.write_text(json.dumps({"services": {"main": {"image": userland, "command": ["sleep", "600"]}}}))
+    up = subprocess.run(["docker", "compose", "-p", project, "-f", str(compose), "up", "-d"], capture_output=True,
+                        text=True, timeout=300, check=False)  # fmt: skip
+    assert up.returncode == 0, up.stderr
+
+    def left() -> tuple[list[str], list[str]]:
+        label = f"label=com.docker.compose.project={project}"
+        containers = subprocess.run(["docker", "ps", "-aq", "--filter", label], capture_output=True, text=True)
+        networks = subprocess.run(["docker", "network", "ls", "-q", "--filter", label], capture_output=True, text=True)
+        return containers.stdout.split(), networks.stdout.split()
+
+    try:
+        assert all(left())
+        lines: list[str] = []
+        HarborEngine(tmp_path / "jobs", base_url="http://127.0.0.1:9/v1", harbor=harbor_cmd).resume(lines.append)
+        assert left() == ([], [])
+        assert any("removed what a killed run left of 1 trial(s) of measure-r01__cap-002" in line for line in lines)
+        result = json.loads((trial / "result.json").read_text())
+        assert result["exception_info"]["exception_type"] == "RuntimeError"  # Harbor's own, not "tampered"
+        assert not (trial / HARBOR_RESULT).exists()
+        (row,) = dl.load_trials([tmp_path / "jobs"], cache=False).select("exception", "status").rows()
+        assert row[0] == "RuntimeError"
+    finally:
+        subprocess.run(["docker", "compose", "-p", project, "-f", str(compose), "down"], capture_output=True)
+
+
+# ---------------------------------------------------------------- issue 37, case 8: a long instruction
+@pytest.mark.parametrize("engine", ["local", "harbor"])
+def test_a_long_instruction_is_sent_as_a_file_and_said_so_on_both_engines(
+    engine, userland, measure_env, request, tmp_path
+):
+    from engines_helpers import reading_policy, scripted_server
+
+    task = write_chain_task(tmp_path / "tasks", 2, userland)
+    instruction = task / "instruction.md"
+    instruction.write_text(instruction.read_text() + "\n\n" + "A line of background the task does not need.\n" * 3000)
+    size = instruction.stat().st_size
+    extra = ["--engine", engine, "--no-preflight"]
+    if engine == "harbor":
+        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
+    firsts: list[str] = []
+
+    def policy(messages, model):
+        if len(messages) <= 2:  # the opening request (a system message, if any, and the first prompt)
+            firsts.append("\n".join(str(message.get("content")) for message in messages))
+        return reading_policy(messages, model)
+
+    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
+    args = [str(task), "--models", "openai/m1", "--caps", "3", "--jobs-dir", str(jobs), "-o", str(out),
+            "--no-progress", *extra]  # fmt: skip
+    with scripted_server(policy) as server:
+        run = run_measure([*args, "--base-url", server.url], measure_env, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert f"note: the instruction of measure-chain-r2 is {size} bytes, over 65536" in run.stderr
+    assert "/logs/agent/instruction.md (on both engines)" in run.stderr
+    assert pl.read_csv(out)["depth"].to_list() == [3]  # the agent read the beginning and did the task
+    first = max((text for text in firsts if text), key=len)
+    assert len(first) < 12_000, len(first)  # not the 138 KB instruction
+    assert "too long to repeat in every message. It is in the file /logs/agent/instruction.md" in first
+    assert "You have at most 3 turns" in first  # the stated cap stays in the prompt
+    if engine == "harbor":  # /logs/agent is the trial's agent folder: the file the agent read, and the guard's note
+        (trial,) = [path.parent for path in jobs.rglob("result.json") if (path.parent / "agent").is_dir()]
+        assert (trial / "agent" / "instruction.md").read_text().startswith("The file /data/start begins a chain")
+        (run_record,) = json.loads((trial / "agent" / "depthlab-guard.json").read_text())["runs"]
+        assert run_record["instruction_bytes"] == len(instruction.read_text().strip().encode())
+        assert run_record["prompt_chars"] < 3000

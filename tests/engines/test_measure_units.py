@@ -13,9 +13,11 @@ import pytest
 
 from depthlab import cli, schema
 from depthlab.engines import EngineError, HarborEngine, find_harbor, measure
-from depthlab.engines.harbor import INSTALL_HINT, compose_project
+from depthlab.engines._harbor_guard import compose_project
+from depthlab.engines.harbor import INSTALL_HINT
 from depthlab.io import load_tasks
 from depthlab.io.harbor_writer import stated_cap_instructions
+from depthlab.runner import HarnessConfig
 
 MODELS = ("p/a", "p/b")
 
@@ -243,7 +245,19 @@ def test_a_round_is_one_job_per_cap_shared_by_the_models_that_need_the_same_task
     assert sorted(configs) == ["measure-r04__cap-003", "measure-r04__cap-010__part-1", "measure-r04__cap-010__part-2"]
     shared = configs["measure-r04__cap-003"]
     assert [agent["model_name"] for agent in shared["agents"]] == ["p/a", "p/b"]
-    assert shared["agents"][0]["kwargs"] == {"max_turns": 3, "api_base": "http://127.0.0.1:9/v1", "guard": "suspects"}
+    kwargs = shared["agents"][0]["kwargs"]
+    assert {key: kwargs[key] for key in ("max_turns", "api_base", "guard")} == {
+        "max_turns": 3, "api_base": "http://127.0.0.1:9/v1", "guard": "suspects"}  # fmt: skip
+    assert "llm_kwargs" not in kwargs  # no --request-timeout: LiteLLM's own
+    # a long instruction is sent as the local runner sends it: its limit, file and prompt
+    assert kwargs["instruction_limit_bytes"] == HarnessConfig(cap=3).instruction_limit_bytes
+    assert kwargs["long_instruction"].format(size=1, path="/f", excerpt="x").startswith("The instruction is 1 bytes")
+    timed = HarborEngine(tmp_path / "jobs", base_url="http://127.0.0.1:9/v1", request_timeout=30.0)
+    assert timed.round_configs(plan, tasks, 4)["measure-r04__cap-003"]["agents"][0]["kwargs"]["llm_kwargs"] == {
+        "timeout": 30.0
+    }
+    with pytest.raises(ValueError, match="request_timeout"):
+        HarborEngine(tmp_path / "jobs", base_url=None, request_timeout=float("nan"))
     assert shared["datasets"] == [{"path": str((tmp_path / "tasks").absolute()), "task_names": ["a", "b"]}]
     assert shared["extra_instructions"] == stated_cap_instructions(3)
     assert shared["environment"]["type"] == "daytona"

@@ -20,7 +20,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from engines_helpers import scripted_server
-from multistep_helpers import chains_policy, write_separate_verifier_task, write_two_step_task
+from multistep_helpers import chains_policy, waiting_forger_policy, write_separate_verifier_task, write_two_step_task
 
 import depthlab as dl
 from depthlab.io.harbor_writer import cap_sentence
@@ -227,3 +227,39 @@ def test_harbors_oracle_gives_the_local_runners_step_rewards_and_passes_a_separa
         for where in ("harbor", "local")
     }
     assert trials["harbor"] == trials["local"] == {"ms-chain": 1.0, "ms-chain-wrong": 0.0, "sep-verifier": 1.0}
+
+
+# ---------------------------------------------------------------- issue 37, case 1: a forger across the steps
+@pytest.mark.harbor
+def test_a_waiter_left_by_an_earlier_step_forges_no_pass_on_either_engine(userland, measure_env, harbor_cmd, tmp_path):
+    tasks = tmp_path / "tasks"
+    write_two_step_task(tasks, userland, name="ms-forged")
+    for engine in ("local", "harbor"):
+        out, jobs = tmp_path / f"{engine}.csv", tmp_path / f"jobs-{engine}"
+        with scripted_server(waiting_forger_policy) as server:
+            # cap 3: step two gets no turn (step one's 3 spent); cap 5: it answers once and confirms
+            args = [str(tasks), "--models", "openai/m1", "--caps", "3,5", "--base-url", server.url, "--no-preflight"]
+            args += ["--jobs-dir", str(jobs), "-o", str(out), "--no-progress", "--engine", engine]
+            args += ["--harbor", harbor_cmd] if engine == "harbor" else []
+            done = subprocess.run([*MEASURE, *args], env=measure_env, capture_output=True, text=True, timeout=1500)
+        table = pl.read_csv(out)
+        assert table["depth"].is_null().all(), (engine, table, done.stderr[-3000:])  # no D from a forged pass
+        trials = dl.load_trials([jobs], cache=False).filter(pl.col("cap").is_not_null())
+        assert trials.height >= 1, done.stderr[-3000:]
+        assert not (trials["status"] == "pass").any(), (engine, trials.select("cap", "status", "exception"))
+        if engine != "harbor":
+            continue
+        # Harbor: the guard of step two stopped the waiter before step two's tests; they graded the step honestly
+        assert set(trials["status"]) == {"fail"}, trials.select("cap", "status", "exception", "exception_message")
+        guards = jobs.glob("measure-r*/*/steps/second/agent/depthlab-guard.json")
+        records = [json.loads(path.read_text()) for path in guards]
+        assert records, sorted(str(path) for path in jobs.rglob("depthlab-guard.json"))
+        for record in records:
+            second = record["runs"][-1]
+            assert any("/tmp/.w" in line for line in second["stopped_earlier_steps"]), second
+            assert second["done"]
+            assert not second["killed"]
+        rewards = [json.loads(path.read_text())["step_results"][1]["verifier_result"]["rewards"]["reward"]
+                   for path in jobs.glob("measure-r*/*/result.json") if "step_results" in path.read_text()]  # fmt: skip
+        assert rewards
+        assert set(rewards) == {0.0}

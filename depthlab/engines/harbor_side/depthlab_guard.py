@@ -18,10 +18,22 @@ run ends, before Harbor's verifier starts, this guard
   it. With ``guard="all"`` (``depthlab measure --engine harbor --profile strict``) it kills every
   process but the container's own (those that ran before the agent and are not its terminal) and
   the guard's; the terminal (tmux) goes too, and is started again if another step runs;
+* from the second step of a multi-step task on (Harbor runs the steps in one container, calling
+  ``run`` once per step), also stops every process that started before the previous step's guard
+  and is not the container's own: what an earlier step's agent left has run into its own step's
+  tests, and is gone before this step's tests arrive (a process waiting for them could write their
+  reward). It runs for a step given no turn too (the whole-run cap spent). What this step's agent
+  or the step's setup started runs on into the tests, as under Harbor;
 * hashes ``/tests`` at the run's start and end (the tests are copied in after the agent: a file the
   agent put there would be run with them), and records whether ``/logs/verifier`` is still a folder;
+* records whether the run ended while a model request had no answer (an agent timeout then is the
+  endpoint's outage, not the model's fail, as on depthlab's runner);
 * writes what it found to ``depthlab-guard.json`` in the agent's log folder on the host (one entry
   per run; the file is replaced, never written through a link the agent left at that name).
+
+An instruction longer than ``instruction_limit_bytes`` is written to a file in the container and
+the agent is sent its beginning and the file's path, as depthlab's runner does (depthlab passes the
+runner's limit and prompt). The guard's shell is ``depthlab_guard.sh`` beside this file.
 
 depthlab reads that file after the job (``depthlab.engines._harbor_guard``) and marks a trial with
 tamper evidence invalid, with its reason; a trial whose guard file is missing is invalid too.
@@ -42,77 +54,47 @@ from typing import Any
 
 from harbor.agents.terminus_2.terminus_2 import Terminus2, Terminus2Options
 
-#: The evidence file in the agent's log folder (read by depthlab.engines._harbor_guard).
+#: The evidence file in the agent's log folder (read by depthlab.engines._harbor_guard; a test checks both agree).
 GUARD_FILE = "depthlab-guard.json"
-
-# every process as "P <pid> <ppid> <start time> <comm>", the guard's own chain left out
-_PROCESSES = r"""
-self=$$; chain=" "; p=$self
-while [ -n "$p" ] && [ "$p" != 0 ]; do
-  chain="$chain$p "; read -r line < /proc/$p/stat || break; set -- ${line##*) }; p=$2
-done
-for d in /proc/[0-9]*; do
-  p=${d#/proc/}; case "$chain" in *" $p "*) continue;; esac
-  read -r line < $d/stat 2>/dev/null || continue
-  comm=${line#*(}; comm=${comm%)*}; set -- ${line##*) }
-  [ "$2" = "$self" ] && continue
-  pp=$2; shift 19; echo "P $p $pp $1 $comm"
-done
-"""
-# /tests: its listing and every file's hash, hashed
-_TESTS = (
-    "if [ -e /tests ] || [ -L /tests ]; then "
-    "{ ls -laR /tests 2>&1; find /tests -type f -exec sha256sum {} + 2>&1 | sort; } | sha256sum | cut -c1-64 | "
-    "sed 's/^/T /'; else echo 'T absent'; fi"
-)
-_WATCH = (
-    'm=$(mktemp); sleep 0.5; find /logs/verifier -newer "$m" ! -path /logs/verifier 2>/dev/null | head -5 | '
-    "sed 's/^/W /'; rm -f \"$m\"; "
-    'if [ -L /logs/verifier ]; then echo "V link to $(readlink /logs/verifier)"; '
-    "elif [ ! -d /logs/verifier ]; then echo 'V not a folder'; fi"
-)
-# is pid $1 reaching for the verifier's files? (its command line, working folder or open files)
-_SUSPECT = r"""
-suspect() {
-  c=$(tr '\0' ' ' < /proc/$1/cmdline 2>/dev/null)
-  case "$c" in *"/logs/verifier"*|*"/tests"*|*reward.txt*|*reward.json*) return 0;; esac
-  for f in /proc/$1/cwd /proc/$1/fd/*; do
-    t=$(readlink "$f" 2>/dev/null) || continue
-    case "$t" in /logs/verifier|/logs/verifier/*|/tests|/tests/*) return 0;; esac
-  done
-  return 1
-}
-"""
-_KILL = r"""
-keep=" $KEEP "; killed=0
-for round in 1 2 3 4 5 6 7 8; do
-  victims=""
-  for d in /proc/[0-9]*; do
-    p=${d#/proc/}; case "$chain" in *" $p "*) continue;; esac
-    read -r line < $d/stat 2>/dev/null || continue
-    set -- ${line##*) }; [ "$2" = "$self" ] && continue
-    shift 19; case "$keep" in *" $p:$1 "*) continue;; esac
-    [ "$MODE" = all ] || suspect "$p" || continue
-    victims="$victims $p"
-  done
-  [ -z "$victims" ] && break
-  for p in $victims; do
-    echo "K $p $(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null | cut -c1-200)"
-  done
-  kill -STOP $victims 2>/dev/null; kill -KILL $victims 2>/dev/null; sleep 0.1
-done
-"""
+#: The guard's shell, in sections (``#@ name`` lines), beside this module (package data of depthlab).
+SCRIPT_FILE = "depthlab_guard.sh"
 
 
+def scripts(text: str | None = None) -> dict[str, str]:
+    """The sections of the guard's shell (:data:`SCRIPT_FILE`): name -> its text."""
+    if text is None:
+        text = (Path(__file__).resolve().parent / SCRIPT_FILE).read_text(encoding="utf-8")
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("#@ "):
+            current = found.setdefault(line[3:].strip(), [])
+        elif current is not None:
+            current.append(line)
+    return {name: "\n".join(lines).strip() + "\n" for name, lines in found.items()}
+
+
+_SCRIPTS = scripts()
 #: What the guard kills when the agent's run ends: the processes reaching for the verifier's files
-#: (default), or every process the agent left (the strict profile).
+#: (default), or every process the agent left (the strict profile). In both, from the second step of
+#: a multi-step task on, every process an earlier step's agent left is stopped before the step's tests.
 GUARD_MODES = ("suspects", "all")
 
 
 class GuardedOptions(Terminus2Options):
-    """terminus-2's options and the guard's mode (Harbor checks an agent's kwargs against these)."""
+    """terminus-2's options and the guard's (Harbor checks an agent's kwargs against these).
+
+    ``long_instruction``: the prompt that stands for an instruction longer than
+    ``instruction_limit_bytes`` (``{size}``, ``{path}``, ``{excerpt}`` filled in), the instruction
+    itself written to ``instruction_file`` in the container: depthlab's runner does the same (0: off).
+    """
 
     guard: str = "suspects"
+    instruction_limit_bytes: int = 0
+    instruction_file: str = "/logs/agent/instruction.md"
+    instruction_excerpt_chars: int = 2000
+    long_instruction: str = ""
+    stated_cap_prefix: str = ""
 
 
 class GuardedTerminus2(Terminus2):
@@ -120,44 +102,127 @@ class GuardedTerminus2(Terminus2):
 
     options_model = GuardedOptions
 
-    def __init__(self, *args: Any, guard: str = "suspects", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        guard: str = "suspects",
+        instruction_limit_bytes: int = 0,
+        instruction_file: str = "/logs/agent/instruction.md",
+        instruction_excerpt_chars: int = 2000,
+        long_instruction: str = "",
+        stated_cap_prefix: str = "",
+        **kwargs: Any,
+    ) -> None:
         if guard not in GUARD_MODES:
             raise ValueError(f"guard must be one of {GUARD_MODES}, got {guard!r}")
         super().__init__(*args, **kwargs)
         self._guard_mode = guard
         self._guard_entries: list[dict[str, Any]] = []
+        self._container_keep: list[str] | None = None  # pid:start of the container's own processes
+        self._since = ""  # the start of the previous step's guard (clock ticks): older processes are an earlier step's
+        self._long = (instruction_limit_bytes, instruction_file, instruction_excerpt_chars, long_instruction)
+        self._stated_cap_prefix = stated_cap_prefix
+        self._model_wait: dict[str, Any] | None = None
+        self._answers = 0
+        self._watch_model_calls()
+
+    def _watch_model_calls(self) -> None:
+        """Record whether the run ended while a model request had no answer (the outage rule reads it)."""
+        llm = getattr(self, "_llm", None)
+        if llm is None or not hasattr(llm, "call"):
+            return
+        call = llm.call
+
+        async def watched(*args: Any, **kwargs: Any) -> Any:
+            started = time.monotonic()
+            self._model_wait = {"waited_s": None, "error": None}
+            try:
+                response = await call(*args, **kwargs)
+            except BaseException as error:  # a cancel (the agent's timeout) or the endpoint's error
+                self._model_wait = {"waited_s": round(time.monotonic() - started, 3), "error": _one_line(error)}
+                raise
+            self._model_wait = None
+            self._answers += 1
+            return response
+
+        llm.call = watched
 
     async def run(self, instruction: str, environment: Any, context: Any) -> None:
-        if self._session is not None and not await self._session.is_session_alive():
-            await self._session.start()  # the guard of an earlier step ended the terminal
-        start = await _shell(environment, _PROCESSES + _TESTS)
-        try:
-            await super().run(instruction, environment, context)
-        finally:
-            await self._guard(environment, start)
+        await self._guarded(environment, instruction, context)
 
-    async def _guard(self, environment: Any, start: str) -> None:
-        entry: dict[str, Any] = {"started": start != "", "ended": time.time()}
+    async def _guarded(self, environment: Any, instruction: str | None, context: Any) -> None:
+        """Run the agent on ``instruction`` (None: no turn, the guard only) and the guard after it."""
+        if instruction is not None and self._session is not None and not await self._session.is_session_alive():
+            await self._session.start()  # the guard of an earlier step ended the terminal
+        start = await _shell(environment, _SCRIPTS["chain"] + _SCRIPTS["processes"] + _SCRIPTS["tests"])
+        self._model_wait, self._answers = None, 0
+        note: dict[str, Any] = {}
+        try:
+            if instruction is not None:
+                instruction, note = await self._sent_instruction(environment, instruction)
+                await super().run(instruction, environment, context)
+        finally:
+            await self._guard(environment, start, note)
+
+    async def _sent_instruction(self, environment: Any, instruction: str) -> tuple[str, dict[str, Any]]:
+        """What the agent is sent: the instruction, or (over the limit) a prompt pointing to it in a file."""
+        limit, path, excerpt, template = self._long
+        stated = ""  # the sentence stating the cap (Harbor appends it as the last paragraph): kept in the prompt
+        original = instruction
+        head, _, last = instruction.rstrip().rpartition("\n\n")
+        if self._stated_cap_prefix and head and last.startswith(self._stated_cap_prefix):
+            instruction, stated = head.strip(), "\n\n" + last
+        size = len(instruction.encode("utf-8"))
+        if not limit or not template or size <= limit:
+            return original, {}  # as Harbor sends it
+        import tempfile
+
+        folder = path.rsplit("/", 1)[0] or "/"
+        await _shell(environment, f"mkdir -p {shlex.quote(folder)}")
+        with tempfile.TemporaryDirectory() as scratch:
+            local = Path(scratch) / "instruction.md"
+            local.write_text(instruction, encoding="utf-8")
+            await environment.upload_file(local, path)
+        text = template.format(size=size, path=path, excerpt=instruction[:excerpt]) + stated
+        return text, {"instruction_bytes": size, "instruction_file": path, "prompt_chars": len(text)}
+
+    async def _guard(self, environment: Any, start: str, note: dict[str, Any] | None = None) -> None:
+        entry: dict[str, Any] = {"started": start != "", "ended": time.time(), **(note or {})}
         try:
             processes = [line.split(" ", 4) for line in start.splitlines() if line.startswith("P ")]
             keep = _container_processes(processes)
-            watch = await _shell(environment, _WATCH)
-            chain = _PROCESSES.split("for d in")[0]  # the guard's own chain, as in the listing
-            settings = f"KEEP={shlex.quote(' '.join(keep))}\nMODE={self._guard_mode}\n"
-            killed = await _shell(environment, chain + settings + _SUSPECT + _KILL + _TESTS)
+            if self._container_keep is None:
+                self._container_keep = keep
+            elif self._since:  # a later step: the container's own, and what started since the last guard
+                since = int(self._since)
+                started_after = {f"{pid}:{tick}" for _, pid, _, tick, _ in processes if int(tick) > since}
+                keep = [item for item in keep if item in self._container_keep or item in started_after]
+            watch = await _shell(environment, _SCRIPTS["watch"])
+            settings = f"KEEP={shlex.quote(' '.join(keep))}\nMODE={self._guard_mode}\nSINCE={self._since}\n"
+            script = _SCRIPTS["chain"] + settings + _SCRIPTS["suspect"] + _SCRIPTS["kill"] + _SCRIPTS["tests"]
+            killed = await _shell(environment, script)
             entry.update(
                 tests_before=_lines(start, "T ")[:1] or None,
                 tests_after=_lines(killed, "T ")[:1] or None,
                 verifier_writes=_lines(watch, "W "),
                 verifier_folder=(_lines(watch, "V ") or [""])[0],
                 killed=_lines(killed, "K "),
+                stopped_earlier_steps=_lines(killed, "S "),
                 mode=self._guard_mode,
+                model_answers=self._answers,
+                model_wait=self._model_wait,
                 done=True,
             )
+            self._since = (_lines(killed, "N ") or [self._since])[0]
         except Exception as error:  # the trial goes on; depthlab takes an unfinished guard as no guard
             entry.update(done=False, error=f"{type(error).__name__}: {error}")
         self._guard_entries.append(entry)
         _write_evidence(Path(self.logs_dir) / GUARD_FILE, self._guard_entries)
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(f"{type(error).__name__}: {error}".split())
+    return text[:300]
 
 
 async def _shell(environment: Any, script: str) -> str:

@@ -14,8 +14,10 @@ the turns the earlier steps used, and for each step:
 * once the turns are spent, gives the step no turn (``n_episodes`` 0): Harbor still verifies it as
   the container is, so the gates and the reward strategy decide, as on depthlab's runner.
 
-Every step's run ends with depthlab's guard (``depthlab_guard``, beside this file): a forged grade
-counts no more in a multi-step task than in a single-step one.
+Every step's run ends with depthlab's guard (``depthlab_guard``, beside this file), a step with no
+turn included: from the second step on it stops every process an earlier step's agent left before
+the step's tests arrive, so a forged grade counts no more in a multi-step task than in a
+single-step one.
 
 It runs in Harbor's own environment (Python >= 3.12, Harbor importable, depthlab not): it imports
 Harbor and its sibling ``depthlab_guard`` only, and nothing of depthlab.
@@ -53,8 +55,9 @@ class WholeRunTerminus2(GuardedTerminus2):
         stated = self._sentence(self._whole_run_turns)
         if left and instruction.rstrip().endswith(stated):
             instruction = instruction.rstrip()[: -len(stated)] + self._sentence(left)
-        if left == 0:  # the run's turns are spent: no turn, graded as the container is
+        if left == 0:  # the run's turns are spent: no turn, graded as the container is, after the guard
             context.metadata = {"n_episodes": 0, "hit_cap": True, "turns_left": 0}
+            await self._guarded(environment, None, context)
             return
         self._max_episodes = left
         try:
