@@ -20,6 +20,7 @@ from typing import Any
 import nbformat
 import polars as pl
 import pytest
+from browser_helpers import NETWORK_CHANGED, load_page
 from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
@@ -82,7 +83,7 @@ class Page:
         return [
             entry["message"]
             for entry in self.driver.get_log("browser")
-            if entry["level"] == "SEVERE" and "net::ERR_NETWORK_CHANGED" not in entry["message"]
+            if entry["level"] == "SEVERE" and NETWORK_CHANGED not in entry["message"]
         ]
 
     def shot(self, name: str) -> Path:
@@ -184,7 +185,7 @@ def test_every_control_drives_every_pane_in_jupyterlab(lab: Any, browser: Any) -
     trials, audit = data.trials, data.audit
 
     # open the notebook and run every cell through the Run menu
-    browser.get(f"{lab.url}/lab/tree/{NOTEBOOK}?token={lab.token}")
+    load_page(browser, f"{lab.url}/lab/tree/{NOTEBOOK}?token={lab.token}")
     wait = WebDriverWait(browser, 180, poll_frequency=0.5)
     try:
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")))
