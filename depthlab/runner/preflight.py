@@ -25,7 +25,10 @@ as one Harbor job, ``<jobs_dir>/preflight__oracle__<profile>``. Results are cach
 checksum and settings (:meth:`RunSettings.key`) in ``cache_dir`` (default
 ``<jobs_dir>/.preflight-cache``): a task already checked under the same settings is not run
 again. Only valid outcomes are cached (a pass, or a fail of the reference solution); an
-infrastructure failure (no Docker, a failed pull) is tried again next time.
+infrastructure failure (no Docker, a failed pull) is tried again next time. An oracle trial
+whose grade could not be checked (``VerifierCheckError``: an integrity check of the verifier's
+files could not run, as under heavy load) is run again, :data:`CHECK_ATTEMPTS` in all; when it
+still cannot be checked the task stays in, reported as not checked, never as a failing solution.
 
 This signature is stable: ``depthlab fill`` and ``depthlab measure`` call it.
 """
@@ -152,14 +155,17 @@ class PreflightReport:
     def summary(self) -> str:
         """One line: how many tasks pass their reference solution, under which profile."""
         n_cached = sum(row.cached for row in self.rows)
-        n_unchecked = sum(not row.checked for row in self.rows)
+        n_ungraded = sum(not row.checked and row.exception == UNGRADED for row in self.rows)
+        n_unchecked = sum(not row.checked for row in self.rows) - n_ungraded
         profile = self.settings.get("profile", "?")
         left_out = len(self.failed)
         line = (
-            f"oracle preflight ({profile} profile): {len(self.rows) - left_out - n_unchecked} of {len(self.rows)} "
-            f"task(s) pass their reference solution"
+            f"oracle preflight ({profile} profile): {len(self.rows) - left_out - n_unchecked - n_ungraded} of "
+            f"{len(self.rows)} task(s) pass their reference solution"
         )
         line += f", {n_unchecked} have none (not checked)" if n_unchecked else ""
+        if n_ungraded:
+            line += f", {n_ungraded} could not be checked (an integrity check could not run; kept, checked again)"
         line += f"; {left_out} left out"
         return line + (f" ({n_cached} from the cache)" if n_cached else "")
 
@@ -279,9 +285,13 @@ def preflight(
         cancel = threading.Event()
 
         def check(task: TaskSpec) -> PreflightRow:
-            outcome = run_task_trial(
-                task, agent, job, docker_client=client, limits=limits_of(task), settings=settings, cancel=cancel
-            )
+            for _ in range(CHECK_ATTEMPTS):
+                outcome = run_task_trial(
+                    task, agent, job, docker_client=client, limits=limits_of(task), settings=settings, cancel=cancel
+                )
+                if outcome.exception != UNGRADED:
+                    break
+                job.n_planned += 1  # the oracle's trial again: its grade could not be checked
             return _row(task.name, str(task.path), outcome, tail_lines, limits_of(task))
 
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(concurrency, len(pending)))
@@ -308,6 +318,13 @@ def preflight(
     return report
 
 
+#: The exception of a trial whose grade could not be checked (an integrity check of the verifier's
+#: files could not run): it says nothing of the reference solution.
+UNGRADED = "VerifierCheckError"
+#: Oracle trials run for one task while each ends :data:`UNGRADED`; after that the task is kept
+#: unchecked (reported so, and not cached), never left out as a failing solution.
+CHECK_ATTEMPTS = 2
+
 # valid outcomes of the oracle (the loaders count them): the same settings give them again
 _CACHED_EXCEPTIONS = (
     "NonZeroAgentExitCodeError",
@@ -326,6 +343,22 @@ def _row(name: str, path: str, outcome: Any, tail_lines: int, limits: ContainerL
     if not tail:
         tail = _tail(where / "agent" / "oracle.txt", tail_lines)
     reward = outcome.reward
+    if outcome.exception == UNGRADED:
+        first = (outcome.message or "").strip().splitlines()[:1]
+        return PreflightRow(
+            task=name,
+            path=path,
+            passed=True,
+            reason=(
+                f"not checked: the oracle's grade could not be checked in {CHECK_ATTEMPTS} trials (an integrity "
+                f"check of the verifier's files could not run: {first[0][:300] if first else 'no message'}); "
+                "the task stays in and is checked again next time"
+            ),
+            verifier_tail=tail,
+            exception=outcome.exception,
+            trial_dir=str(trial_dir),
+            checked=False,
+        )
     passed = outcome.status == "pass"
     reason = ""
     if not passed and step:
