@@ -49,8 +49,8 @@ def refused_tasks(tasks: pl.DataFrame) -> pl.DataFrame:
     >>> folder = pathlib.Path(tempfile.mkdtemp()) / "t"
     >>> folder.mkdir()
     >>> _ = (folder / "task.toml").write_text('schema_version = "1.4"\\nsteps = []\\n')
-    >>> refused_tasks(pl.DataFrame({"task": ["t"], "source": [str(folder)]}))["reason"].to_list()
-    ['task.toml: steps = [] declares no step (declare at least one [[steps]], or remove the key)']
+    >>> print(refused_tasks(pl.DataFrame({"task": ["t"], "source": [str(folder)]}))["reason"][0])
+    task.toml: steps = [] declares no step, so it is a single-step task, and it has no instruction.md
     """
     rows = []
     for task, source in tasks.select("task", "source").iter_rows():
@@ -93,7 +93,9 @@ def task_refusal(folder: str | Path) -> str | None:
         return None  # the task reader names this one
     if not steps:  # Harbor reads it as a single-step task: refused only when that one cannot run
         problem = _single_step_refusal(where, config)
-        return f"task.toml: steps = [] declares no step, so it is a single-step task, and {problem}" if problem else None
+        if problem:
+            return f"task.toml: steps = [] declares no step, so it is a single-step task, and {problem}"
+        return None
     seen: dict[str, tuple[int, str]] = {}
     for index, step in enumerate(steps):
         name = step.get("name")

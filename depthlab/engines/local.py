@@ -160,7 +160,16 @@ class LocalEngine:
             **options,
         )
         echo(report.summary())
-        rows = [{"task": row.task, "reason": row.reason, "output": row.verifier_tail} for row in report.failed]
+        # the tasks table's names: a task.toml's [task].name ("org/name") is not always the table's
+        names = {str(Path(path).resolve()): task for path, task in zip(paths, tasks["task"].to_list(), strict=True)}
+        rows = [
+            {
+                "task": names.get(str(Path(row.path).resolve()), row.task),
+                "reason": row.reason,
+                "output": row.verifier_tail,
+            }
+            for row in report.failed
+        ]
         return schema.preflight_failures(rows)
 
     def next_round(self) -> int:

@@ -41,7 +41,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,10 +57,10 @@ from depthlab.runner.output import JobDir, remove_incomplete_trials
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import TaskSpec, load_task
 
-__all__ = ["PREFLIGHT_VERSION", "PreflightReport", "PreflightRow", "preflight"]
+__all__ = ["PREFLIGHT_VERSION", "PreflightReport", "PreflightRow", "preflight", "unreached_step"]
 
 #: Bumped when what the preflight checks changes, so that older cache entries are not reused.
-PREFLIGHT_VERSION = 1
+PREFLIGHT_VERSION = 2
 
 # what the verifier's output says when it lacked something these settings took away
 _NEEDS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -361,6 +361,11 @@ def _row(name: str, path: str, outcome: Any, tail_lines: int, limits: ContainerL
         )
     passed = outcome.status == "pass"
     reason = ""
+    if passed and (unreached := unreached_step(_read_result(trial_dir), path)):
+        return PreflightRow(
+            task=name, path=path, passed=False, reason=unreached, verifier_tail=tail, reward=reward,
+            exception=outcome.exception, trial_dir=str(trial_dir),
+        )  # fmt: skip
     if not passed and step:
         index, step_name = step.split(" ", 1)
         reason = f"step {index} ({step_name!r}) is the first that fails: "
@@ -385,6 +390,65 @@ def _row(name: str, path: str, outcome: Any, tail_lines: int, limits: ContainerL
         exception=outcome.exception,
         trial_dir=str(trial_dir),
     )
+
+
+def unreached_step(result: Mapping[str, Any] | None, task_dir: str | os.PathLike[str]) -> str | None:
+    """Why an oracle trial shows a step of the task that no run reaches (one line), or None.
+
+    The reference solution is the best run a task has: when its trial stops at a step's
+    ``min_reward`` gate (a gate above the reward the step's tests gave it, such as ``min_reward =
+    2.0`` where a pass is 1), the steps after it never run in any trial, and D would be measured
+    on the steps before. Both engines' preflights apply this rule to the oracle's ``result.json``
+    (Harbor's format, which both write) and the task's declared steps.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> task = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (task / "task.toml").write_text('[[steps]]\\nname = "a"\\nmin_reward = 2.0\\n[[steps]]\\nname = "b"\\n')
+    >>> ran = {"step_results": [{"step_name": "a", "verifier_result": {"rewards": {"reward": 1.0}}}]}
+    >>> print(unreached_step(ran, task))
+    step 2 ('b') is never reached: the reference solution got reward 1 in step 1 ('a'), below its min_reward 2
+    """
+    from depthlab.io.harbor_task import TaskFormatError, read_config, step_gates
+
+    if not result or result.get("exception_info"):
+        return None  # a trial that stopped on an exception is named by that exception
+    ran = result.get("step_results")
+    path = Path(task_dir) / "task.toml"
+    try:
+        gates, _ = step_gates(read_config(path), str(path))
+    except TaskFormatError:
+        return None
+    if not isinstance(ran, list) or not ran or len(ran) >= len(gates):
+        return None
+    last = ran[-1] if isinstance(ran[-1], dict) else {}
+    if last.get("exception_info"):
+        return None  # the step's own exception stopped the run: named as the step that fails
+    index = len(ran)
+    name, min_reward, min_rewards = gates[index - 1]
+    rewards = (last.get("verifier_result") or {}).get("rewards") or {}
+    thresholds = {"reward": min_reward} if min_reward is not None else dict(min_rewards or {})
+    missed = [
+        (key, threshold, rewards.get(key))
+        for key, threshold in thresholds.items()
+        if not isinstance(rewards.get(key), int | float) or rewards[key] < threshold
+    ]
+    why = ", ".join(
+        f"{'no ' + key if got is None else ('reward' if key == 'reward' else key) + f' {got:g}'}"
+        + f" in step {index} ({name!r}), below its min_reward {threshold:g}"
+        for key, threshold, got in missed
+    )
+    shown = f"the reference solution got {why}" if why else f"the trial stopped after step {index} ({name!r})"
+    return f"step {index + 1} ({gates[index][0]!r}) is never reached: {shown}"
+
+
+def _read_result(trial_dir: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads((trial_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _need(tail: str, script: str = "", limits: ContainerLimits | None = None) -> str:
