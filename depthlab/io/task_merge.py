@@ -238,8 +238,8 @@ def _unmergeable(task: HarborTask) -> str | None:
             return f"{where} has a verifier environment of its own (tests/Dockerfile): one verifier cannot run all"
         if step.min_rewards:
             return f"{where} gates on several keys (min_reward table)"
-        verifier = config.get("verifier") if isinstance(config.get("verifier"), dict) else {}
-        if verifier.get("user") is not None:
+        verifier = config.get("verifier")
+        if isinstance(verifier, dict) and verifier.get("user") is not None:
             return f"{where} runs its tests as the user {verifier['user']!r}: one verifier runs as one user"
         for name, value in _step_env(task, step).items():
             if not _ENV_NAME.fullmatch(name):
