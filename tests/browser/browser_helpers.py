@@ -1,8 +1,9 @@
-"""Helpers of the browser test: loading a page through Chromium's one transient, and nothing else."""
+"""Helpers of the browser test: loading a page through the transients of a shared machine, and nothing else."""
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
@@ -32,3 +33,24 @@ def load_page(driver: Any, url: str, attempts: int = LOAD_ATTEMPTS) -> None:
             if NETWORK_CHANGED not in str(error.msg or error) or attempt == attempts:
                 raise
             time.sleep(1.0)  # the interfaces settle within a second
+
+
+#: What jupyter_server logs when it fails the kernel's websocket (a race while the kernel starts,
+#: seen under load: the page reconnects, but the comm messages sent meanwhile, a widget's model among
+#: them, are lost and the widget shows "model not found").
+KERNEL_SOCKET_FAILED = re.compile(r"Uncaught exception GET /api/kernels/[0-9a-f-]+/channels")
+
+
+def connection_dropped(console: list[str], server_log: str) -> bool:
+    """Whether the page's kernel connection dropped: Chromium aborted a request with
+    :data:`NETWORK_CHANGED`, or the server failed the kernel's websocket. Only then is a failed
+    opening of the notebook tried again; any other failure is the test's.
+
+    Examples
+    --------
+    >>> connection_dropped(["http://127.0.0.1:1/api/kernels - net::ERR_NETWORK_CHANGED"], "")
+    True
+    >>> connection_dropped(["Uncaught TypeError: x is undefined"], "[I ServerApp] Kernel started")
+    False
+    """
+    return any(NETWORK_CHANGED in line for line in console) or bool(KERNEL_SOCKET_FAILED.search(server_log))

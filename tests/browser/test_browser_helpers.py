@@ -76,3 +76,16 @@ def test_a_refused_page_in_real_chromium_stays_a_failure(browser_tools: None, tm
             load_page(driver, f"http://127.0.0.1:{port}/")
     finally:
         driver.quit()
+
+
+def test_only_a_dropped_kernel_connection_opens_the_notebook_again() -> None:
+    """The server's failed kernel websocket (seen under load) or Chromium's network change: a reopen; else not."""
+    from browser_helpers import connection_dropped
+
+    race = (
+        "[E 2026-12-02 04:17:05.749 ServerApp] Uncaught exception GET "
+        "/api/kernels/21754086-2a2c-4b4f-ae71-a53078d44908/channels?session_id=2617 (127.0.0.1)"
+    )
+    assert connection_dropped([], race)
+    assert connection_dropped([f"http://127.0.0.1:8888/api/kernels 0 ({NETWORK_CHANGED})"], "")
+    assert not connection_dropped(["Error displaying widget: model not found"], "[I ServerApp] Kernel started")
