@@ -2,14 +2,21 @@
 
 ``depthlab tasks merge TASK... -o DIR``: the merged version of each multi-step task (its steps as
 one instruction, one verifier for all; :func:`depthlab.io.task_merge.merge_steps`) written into
-``DIR``, for the merged-segments comparison.
+``DIR``, for the merged-segments comparison. Each merge is then checked with the local oracle
+(every step's reference solution in order, the merged verifier once at the end, in Docker): a
+merged task its own reference solution does not pass (an earlier step's tests check a state a
+later step changes, so graded once at the end they fail) is not kept, and the reason names the
+first step whose tests fail. ``--no-check`` writes the merges unchecked (no Docker needed).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import shutil
 import sys
 import warnings
+from pathlib import Path
 
 from depthlab._tables import output_table
 
@@ -35,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="tag every row with this dataset name (with `merge`: the dataset merged_from names; default the "
         "task folder's parent)",
+    )
+    parser.add_argument(
+        "--no-check",
+        action="store_true",
+        help="with `merge`: keep each merged task without running its reference solution (no Docker needed)",
     )
     parser.add_argument(
         "--difficulty-source",
@@ -85,12 +97,69 @@ def _merge(args: argparse.Namespace) -> int:
         print("depthlab tasks merge: name at least one multi-step task folder", file=sys.stderr)
         return 2
     failed = 0
+    written = []
     for task in tasks:
         try:
-            merged = merge_steps(task, args.output, dataset=args.dataset)
+            written.append(merge_steps(task, args.output, dataset=args.dataset))
         except (TaskFormatError, OSError) as error:
             print(f"depthlab tasks merge: {error}", file=sys.stderr)
             failed += 1
-            continue
+    if written and not args.no_check:
+        try:
+            refused = _check_merges(written, Path(args.output))
+        except RuntimeError as error:
+            print(f"depthlab tasks merge: {error}", file=sys.stderr)
+            return 1
+        for merged, reason in refused.items():
+            shutil.rmtree(merged, ignore_errors=True)
+            print(f"depthlab tasks merge: {merged.name}: not kept: {reason}", file=sys.stderr)
+        failed += len(refused)
+        written = [merged for merged in written if merged not in refused]
+    for merged in written:
         print(merged)
     return 1 if failed else 0
+
+
+def _check_merges(merged: list[Path], out: Path) -> dict[Path, str]:
+    """The merged tasks whose reference solution the local oracle does not pass, with the reason."""
+    import json
+    import tempfile
+
+    from depthlab.runner.preflight import preflight
+
+    try:
+        from depthlab.runner.container import new_docker_client
+
+        client = new_docker_client()
+        client.ping()
+    except Exception as error:  # any failure to reach the engine
+        raise RuntimeError(
+            f"checking a merge runs its reference solution in Docker, which does not answer ({error}); "
+            "--no-check keeps the merges unchecked"
+        ) from None
+    refused = {}
+    with tempfile.TemporaryDirectory(prefix=".depthlab-merge-check-", dir=out) as jobs:
+        report = preflight(merged, jobs_dir=jobs, docker_client=client, use_cache=False)
+        for path, row in zip(merged, report.rows, strict=True):
+            if row.passed and row.checked:
+                continue
+            rewards: dict[str, object] = {}
+            with contextlib.suppress(OSError, ValueError, TypeError):
+                rewards = json.loads((Path(str(row.trial_dir)) / "verifier" / "reward.json").read_text())
+            segments = {key: value for key, value in rewards.items() if key.startswith("segment_")}
+            shown = ", ".join(f"{key} {value}" for key, value in segments.items())
+            failing = next((key for key, value in segments.items() if not _passes(value)), None)
+            why = (
+                f"the tests of step {failing.removeprefix('segment_')} fail once every step's solution has run "
+                "(a later step changes what they check), so one verifier at the end cannot stand for the steps"
+                if failing
+                else row.reason
+            )
+            refused[path] = f"its reference solution does not pass ({shown or row.reason}): {why}"
+    return refused
+
+
+def _passes(value: object) -> bool:
+    from depthlab.io.status import PASS_REWARD
+
+    return isinstance(value, int | float) and value >= PASS_REWARD

@@ -397,7 +397,10 @@ class HarborEngine:
                     self._harbor_job(["run", "--config", str(path)], job, len(missing), bar)
             fresh = _job_results(job)
             results.update({task: fresh[task] for task in missing if task in fresh})
-        return oracle_failures(results, sorted(checksums))
+        from depthlab.runner.task import task_folder
+
+        paths = {str(task): task_folder(source) for task, source in tasks.select("task", "source").iter_rows()}
+        return oracle_failures(results, sorted(checksums), paths)
 
     def _oracle_results(self, setting: Mapping[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
         """Task -> (its checksum then, its oracle result) from the finished oracle jobs run under ``setting``."""
@@ -541,8 +544,16 @@ def _job_results(job: Path) -> dict[str, dict[str, Any]]:
     return results
 
 
-def oracle_failures(results: Mapping[str, Mapping[str, Any]], task_names: Sequence[str]) -> pl.DataFrame:
+def oracle_failures(
+    results: Mapping[str, Mapping[str, Any]],
+    task_names: Sequence[str],
+    task_dirs: Mapping[str, str | os.PathLike[str]] | None = None,
+) -> pl.DataFrame:
     """The tasks whose oracle result did not pass: task, reason, the verifier's last output.
+
+    With ``task_dirs`` (task -> its folder), a passing multi-step oracle that stopped at a gate is a
+    failure naming the step no run reaches (:func:`depthlab.runner.preflight.unreached_step`, the
+    local engine's rule).
 
     Examples
     --------
@@ -552,6 +563,8 @@ def oracle_failures(results: Mapping[str, Mapping[str, Any]], task_names: Sequen
     >>> oracle_failures(results, ["a", "b", "c"]).select("task", "reason").rows()
     [('b', 'the reference solution got reward 0.0'), ('c', 'the oracle trial left no result')]
     """
+    from depthlab.runner.preflight import unreached_step
+
     rows = []
     for task in task_names:
         result = results.get(task)
@@ -573,6 +586,8 @@ def oracle_failures(results: Mapping[str, Mapping[str, Any]], task_names: Sequen
             reason = f"{prefix}{info.get('exception_type')}: {message}"
         elif reward is None or float(reward) < 1.0:
             reason = f"{prefix}the reference solution got reward {reward}"
+        elif task_dirs and task in task_dirs and (unreached := unreached_step(result, task_dirs[task])):
+            reason = unreached
         else:
             continue
         rows.append({"task": task, "reason": reason, "output": _verifier_output(where)})

@@ -3,8 +3,11 @@
 The same rounds as :class:`~depthlab.engines.harbor.HarborEngine`, with the runner's terminus
 agent (:class:`depthlab.runner.TerminusAgent`) in Docker. The fill's job folders
 (``fill__<model>__cap<K>``) are reused by every round; a fill resumes by itself (it removes the
-containers of a dead fill, deletes trial folders without ``result.json`` and counts the valid
-trials already there), so a rerun after ``kill -9`` runs only what is missing.
+containers of a dead fill and deletes trial folders without ``result.json``), and each round's
+plan is made from the trials the folder holds, so a rerun after ``kill -9`` runs only what is
+missing. A plan row's ``attempts`` is how many more trials the cell needs (``count_done=False``
+of :func:`depthlab.runner.fill`), as Harbor's engine reads it: with ``--attempts auto`` a cell
+holding one trial gets its second.
 """
 
 from __future__ import annotations
@@ -157,7 +160,16 @@ class LocalEngine:
             **options,
         )
         echo(report.summary())
-        rows = [{"task": row.task, "reason": row.reason, "output": row.verifier_tail} for row in report.failed]
+        # the tasks table's names: a task.toml's [task].name ("org/name") is not always the table's
+        names = {str(Path(path).resolve()): task for path, task in zip(paths, tasks["task"].to_list(), strict=True)}
+        rows = [
+            {
+                "task": names.get(str(Path(row.path).resolve()), row.task),
+                "reason": row.reason,
+                "output": row.verifier_tail,
+            }
+            for row in report.failed
+        ]
         return schema.preflight_failures(rows)
 
     def next_round(self) -> int:
@@ -184,6 +196,8 @@ class LocalEngine:
                 concurrency=self.concurrency,
                 progress=self.progress,
                 run_preflight=False,  # measure ran it before round 1, into the same cache
+                # the plan was made from this jobs folder: its attempts are the trials to run now, as on Harbor
+                count_done=False,
                 **self.fill_options,
             )
             for message in (*summary.skipped, *summary.errors):

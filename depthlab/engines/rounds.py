@@ -36,6 +36,7 @@ from depthlab import schema
 from depthlab._checks import check_caps, check_models, check_number, check_positive_int, parameter_error
 from depthlab._text import one_line as _one_line
 from depthlab.engines._lock import jobs_folder_lock
+from depthlab.engines._refusals import REFUSED, refused_tasks
 from depthlab.engines._taskcheck import task_config_problems
 from depthlab.measures import plan_missing
 from depthlab.measures.depth import TASK_KEYS, depth_from_grid, evidence_grid
@@ -289,11 +290,15 @@ def _measure_locked(
     """:func:`measure` once it holds the jobs folder (``attempts_max``: attempts and max_attempts)."""
     attempts, max_attempts = attempts_max
     per_cell = max_attempts if attempts == "auto" else int(attempts)
-    # values Harbor would misread are refused before anything runs, with or without the preflight
-    excluded = task_config_problems(tasks)
-    if excluded.height:
-        say(render_failures(excluded, "the task's configuration would be misread"))
-        tasks = tasks.filter(~pl.col("task").is_in(excluded["task"].to_list()))
+    # tasks no engine runs, and values Harbor would misread, are refused before anything runs (on both
+    # engines the same, with or without the preflight)
+    excluded = schema.preflight_failures()
+    for check, why in ((refused_tasks, REFUSED), (task_config_problems, "the task's configuration would be misread")):
+        found = check(tasks)
+        if found.height:
+            say(render_failures(found, why))
+            tasks = tasks.filter(~pl.col("task").is_in(found["task"].to_list()))
+            excluded = pl.concat([excluded, found])
     engine.resume(say)
     if preflight and tasks.height:
         failed = engine.preflight(tasks, say)

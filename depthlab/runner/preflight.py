@@ -25,7 +25,10 @@ as one Harbor job, ``<jobs_dir>/preflight__oracle__<profile>``. Results are cach
 checksum and settings (:meth:`RunSettings.key`) in ``cache_dir`` (default
 ``<jobs_dir>/.preflight-cache``): a task already checked under the same settings is not run
 again. Only valid outcomes are cached (a pass, or a fail of the reference solution); an
-infrastructure failure (no Docker, a failed pull) is tried again next time.
+infrastructure failure (no Docker, a failed pull) is tried again next time. An oracle trial
+whose grade could not be checked (``VerifierCheckError``: an integrity check of the verifier's
+files could not run, as under heavy load) is run again, :data:`CHECK_ATTEMPTS` in all; when it
+still cannot be checked the task stays in, reported as not checked, never as a failing solution.
 
 This signature is stable: ``depthlab fill`` and ``depthlab measure`` call it.
 """
@@ -38,7 +41,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,10 +58,10 @@ from depthlab.runner.output import JobDir, remove_incomplete_trials
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import TaskSpec, load_task
 
-__all__ = ["PREFLIGHT_VERSION", "PreflightReport", "PreflightRow", "preflight"]
+__all__ = ["PREFLIGHT_VERSION", "PreflightReport", "PreflightRow", "preflight", "unreached_step"]
 
 #: Bumped when what the preflight checks changes, so that older cache entries are not reused.
-PREFLIGHT_VERSION = 1
+PREFLIGHT_VERSION = 2
 
 # what the verifier's output says when it lacked something these settings took away
 _NEEDS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -153,14 +156,17 @@ class PreflightReport:
     def summary(self) -> str:
         """One line: how many tasks pass their reference solution, under which profile."""
         n_cached = sum(row.cached for row in self.rows)
-        n_unchecked = sum(not row.checked for row in self.rows)
+        n_ungraded = sum(not row.checked and row.exception == UNGRADED for row in self.rows)
+        n_unchecked = sum(not row.checked for row in self.rows) - n_ungraded
         profile = self.settings.get("profile", "?")
         left_out = len(self.failed)
         line = (
-            f"oracle preflight ({profile} profile): {len(self.rows) - left_out - n_unchecked} of {len(self.rows)} "
-            f"task(s) pass their reference solution"
+            f"oracle preflight ({profile} profile): {len(self.rows) - left_out - n_unchecked - n_ungraded} of "
+            f"{len(self.rows)} task(s) pass their reference solution"
         )
         line += f", {n_unchecked} have none (not checked)" if n_unchecked else ""
+        if n_ungraded:
+            line += f", {n_ungraded} could not be checked (an integrity check could not run; kept, checked again)"
         line += f"; {left_out} left out"
         return line + (f" ({n_cached} from the cache)" if n_cached else "")
 
@@ -280,9 +286,13 @@ def preflight(
         cancel = threading.Event()
 
         def check(task: TaskSpec) -> PreflightRow:
-            outcome = run_task_trial(
-                task, agent, job, docker_client=client, limits=limits_of(task), settings=settings, cancel=cancel
-            )
+            for _ in range(CHECK_ATTEMPTS):
+                outcome = run_task_trial(
+                    task, agent, job, docker_client=client, limits=limits_of(task), settings=settings, cancel=cancel
+                )
+                if outcome.exception != UNGRADED:
+                    break
+                job.n_planned += 1  # the oracle's trial again: its grade could not be checked
             return _row(task.name, str(task.path), outcome, tail_lines, limits_of(task))
 
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(concurrency, len(pending)))
@@ -309,6 +319,13 @@ def preflight(
     return report
 
 
+#: The exception of a trial whose grade could not be checked (an integrity check of the verifier's
+#: files could not run): it says nothing of the reference solution.
+UNGRADED = "VerifierCheckError"
+#: Oracle trials run for one task while each ends :data:`UNGRADED`; after that the task is kept
+#: unchecked (reported so, and not cached), never left out as a failing solution.
+CHECK_ATTEMPTS = 2
+
 # valid outcomes of the oracle (the loaders count them, io.status's rule): the same settings give them again
 _CACHED_EXCEPTIONS = tuple(sorted(VALID_EXCEPTIONS))
 
@@ -322,8 +339,29 @@ def _row(name: str, path: str, outcome: Any, tail_lines: int, limits: ContainerL
     if not tail:
         tail = _tail(where / "agent" / "oracle.txt", tail_lines)
     reward = outcome.reward
+    if outcome.exception == UNGRADED:
+        first = (outcome.message or "").strip().splitlines()[:1]
+        return PreflightRow(
+            task=name,
+            path=path,
+            passed=True,
+            reason=(
+                f"not checked: the oracle's grade could not be checked in {CHECK_ATTEMPTS} trials (an integrity "
+                f"check of the verifier's files could not run: {first[0][:300] if first else 'no message'}); "
+                "the task stays in and is checked again next time"
+            ),
+            verifier_tail=tail,
+            exception=outcome.exception,
+            trial_dir=str(trial_dir),
+            checked=False,
+        )
     passed = outcome.status == "pass"
     reason = ""
+    if passed and (unreached := unreached_step(_read_result(trial_dir), path)):
+        return PreflightRow(
+            task=name, path=path, passed=False, reason=unreached, verifier_tail=tail, reward=reward,
+            exception=outcome.exception, trial_dir=str(trial_dir),
+        )  # fmt: skip
     if not passed and step:
         index, step_name = step.split(" ", 1)
         reason = f"step {index} ({step_name!r}) is the first that fails: "
@@ -348,6 +386,65 @@ def _row(name: str, path: str, outcome: Any, tail_lines: int, limits: ContainerL
         exception=outcome.exception,
         trial_dir=str(trial_dir),
     )
+
+
+def unreached_step(result: Mapping[str, Any] | None, task_dir: str | os.PathLike[str]) -> str | None:
+    """Why an oracle trial shows a step of the task that no run reaches (one line), or None.
+
+    The reference solution is the best run a task has: when its trial stops at a step's
+    ``min_reward`` gate (a gate above the reward the step's tests gave it, such as ``min_reward =
+    2.0`` where a pass is 1), the steps after it never run in any trial, and D would be measured
+    on the steps before. Both engines' preflights apply this rule to the oracle's ``result.json``
+    (Harbor's format, which both write) and the task's declared steps.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> task = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (task / "task.toml").write_text('[[steps]]\\nname = "a"\\nmin_reward = 2.0\\n[[steps]]\\nname = "b"\\n')
+    >>> ran = {"step_results": [{"step_name": "a", "verifier_result": {"rewards": {"reward": 1.0}}}]}
+    >>> print(unreached_step(ran, task))
+    step 2 ('b') is never reached: the reference solution got reward 1 in step 1 ('a'), below its min_reward 2
+    """
+    from depthlab.io.harbor_task import TaskFormatError, read_config, step_gates
+
+    if not result or result.get("exception_info"):
+        return None  # a trial that stopped on an exception is named by that exception
+    ran = result.get("step_results")
+    path = Path(task_dir) / "task.toml"
+    try:
+        gates, _ = step_gates(read_config(path), str(path))
+    except TaskFormatError:
+        return None
+    if not isinstance(ran, list) or not ran or len(ran) >= len(gates):
+        return None
+    last = ran[-1] if isinstance(ran[-1], dict) else {}
+    if last.get("exception_info"):
+        return None  # the step's own exception stopped the run: named as the step that fails
+    index = len(ran)
+    name, min_reward, min_rewards = gates[index - 1]
+    rewards = (last.get("verifier_result") or {}).get("rewards") or {}
+    thresholds = {"reward": min_reward} if min_reward is not None else dict(min_rewards or {})
+    missed = [
+        (key, threshold, rewards.get(key))
+        for key, threshold in thresholds.items()
+        if not isinstance(rewards.get(key), int | float) or rewards[key] < threshold
+    ]
+    why = ", ".join(
+        f"{'no ' + key if got is None else ('reward' if key == 'reward' else key) + f' {got:g}'}"
+        + f" in step {index} ({name!r}), below its min_reward {threshold:g}"
+        for key, threshold, got in missed
+    )
+    shown = f"the reference solution got {why}" if why else f"the trial stopped after step {index} ({name!r})"
+    return f"step {index + 1} ({gates[index][0]!r}) is never reached: {shown}"
+
+
+def _read_result(trial_dir: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads((trial_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _need(tail: str, script: str = "", limits: ContainerLimits | None = None) -> str:

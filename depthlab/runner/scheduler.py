@@ -140,6 +140,7 @@ def fill(
     agent_timeout_sec: float | None = None,
     progress: bool = True,
     run_preflight: bool = True,
+    count_done: bool = True,
 ) -> FillSummary:
     """Run the cells of ``plan`` that ``jobs_dir`` does not hold yet (see the module docstring).
 
@@ -172,6 +173,12 @@ def fill(
         Show a tqdm bar.
     run_preflight : bool, default True
         Run the oracle preflight first (``--no-preflight`` turns it off).
+    count_done : bool, default True
+        A row's ``attempts`` is the valid trials the cell needs in ``jobs_dir``, and the trials
+        already there count against it. False: ``attempts`` is how many more to run, because the
+        plan was made from ``jobs_dir`` itself (:func:`depthlab.plan_missing` on its trials, as
+        ``measure``'s rounds do; counting them again would run nothing where a cell asks for one
+        more attempt).
 
     Returns
     -------
@@ -211,7 +218,8 @@ def fill(
             # a trial of another version of the task (its task_checksum not the task's now) fills no cell
             version = task.checksum if isinstance(task, TaskSpec) else None
             key = (_short(row["task"]), row["model"], cap)
-            already = min(done.get((*key, version), 0) + done.get((*key, None), 0), int(row["attempts"]))
+            held = done.get((*key, version), 0) + done.get((*key, None), 0) if count_done else 0
+            already = min(held, int(row["attempts"]))
             summary.n_trials_already_done += already
             remaining = int(row["attempts"]) - already
             if remaining <= 0:

@@ -21,7 +21,9 @@ Afterwards, in both profiles, :mod:`depthlab.runner.integrity` checks that ``/te
 content, read through the daemon, and the inode and change time of every entry) and the
 verifier's folder (its inode, its owner, not a link) are what the runner made, and that no
 reward file changes after the tests ended: any difference makes the trial *invalid*
-(``VerifierTamperedError``) with what changed. Under ``strict`` only files of group
+(``VerifierTamperedError``) with what changed. A check that could not run (its snapshot printed
+nothing :data:`SNAPSHOT_ATTEMPTS` times over) makes the trial invalid as ungraded
+(``VerifierCheckError``), never tampered: nothing was seen to change. Under ``strict`` only files of group
 :data:`VERIFIER_GID` (which no process of the agent can create) are copied out; under
 ``harbor`` root can write anywhere, so the checks above are what stands between a forger and
 its pass. Files over :data:`FILE_LIMIT_BYTES` are cut (``copy-notes.txt`` lists what was left
@@ -83,6 +85,8 @@ OUTPUT_LIMIT_BYTES = 8 << 20
 FILE_LIMIT_BYTES = 16 << 20
 #: Largest reward file read.
 REWARD_FILE_LIMIT_BYTES = 1 << 20
+#: Tries of the identity snapshot before its check is reported as one that could not run.
+SNAPSHOT_ATTEMPTS = 3
 
 # a value of [verifier.env] that is a template: "${NAME}" or "${NAME:-default}" (Harbor's syntax)
 _TEMPLATE = re.compile(r"\$\{(?P<name>[^}:]+)(?::-(?P<default>.*))?\}")
@@ -305,25 +309,51 @@ def _agent_broke(box: TaskContainer, what: str) -> None:
     raise RewardFileNotFoundError(f"The verifier could not start: {cause}; {what}")
 
 
-def _snapshot(box: TaskContainer, nonce: str) -> Snapshot:
-    try:
-        code, output = box.exec(snapshot_command(nonce), timeout=60, user="0")
-    except (TimeoutError, ContainerExitedError) as error:
-        return Snapshot(problem=str(error))
-    snapshot = parse_snapshot(output.decode(errors="replace"), nonce)
-    return snapshot if code == 0 or snapshot.problem else Snapshot(problem=f"stat exited with code {code}")
+def _snapshot(box: TaskContainer, nonce: str, attempts: int = SNAPSHOT_ATTEMPTS) -> Snapshot:
+    """The identity snapshot, taken again (``attempts`` in all) while it prints nothing usable.
+
+    On a loaded machine the exec can come back with no output (about 1 in 20 preflights at load 7
+    on two cores): that is a check that did not run, not a change, and trying again shows which.
+    """
+    snapshot = Snapshot(problem="not taken")
+    for attempt in range(attempts):
+        if attempt:
+            time.sleep(0.5 * attempt)
+        try:
+            code, output = box.exec(snapshot_command(nonce), timeout=60, user="0")
+        except (TimeoutError, ContainerExitedError) as error:
+            snapshot = Snapshot(problem=str(error))
+            continue
+        snapshot = parse_snapshot(output.decode(errors="replace"), nonce)
+        if code != 0 and not snapshot.problem:
+            snapshot = Snapshot(problem=f"stat exited with code {code}")
+        if not snapshot.problem:
+            return snapshot
+    return Snapshot(problem=f"{snapshot.problem} ({attempts} tries)")
+
+
+class SnapshotUnavailableError(RuntimeError):
+    """The identity snapshot after the tests could not be taken: the check did not run (it found nothing)."""
 
 
 def _tampering(box: TaskContainer, tests: Path, before: Snapshot, nonce: str) -> list[str]:
-    """What differs in /tests and the verifier's folder from what the runner made ([] when nothing)."""
+    """What differs in /tests and the verifier's folder from what the runner made ([] when nothing).
+
+    Raises :class:`SnapshotUnavailableError` when the snapshot after the tests could not be taken
+    (and the content check found no change, which would be named instead): the trial is then
+    ungraded because a check could not run (``VerifierCheckError``), never read as tampered.
+    """
     import docker.errors
 
-    problems = compare_snapshots(before, _snapshot(box, nonce))
+    after = _snapshot(box, nonce)
+    problems = [] if after.problem else compare_snapshots(before, after)
     try:
         stream, _ = box.container.get_archive("/tests", chunk_size=1 << 16)
         problems += compare_digests(host_digest(tests), archive_digest(stream))
     except docker.errors.NotFound:
         problems.append("/tests was removed")
+    if after.problem and not before.problem and not problems:
+        raise SnapshotUnavailableError(f"the identity snapshot after the tests printed nothing usable: {after.problem}")
     return problems
 
 

@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-CHROMIUM = os.environ.get("DEPTHLAB_CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("DEPTHLAB_CHROMEDRIVER", "/usr/bin/chromedriver")
+sys.path.insert(0, str(Path(__file__).parent))
+from browser_helpers import CHROMEDRIVER, CHROMIUM
 
 
 def _missing() -> list[str]:

@@ -20,6 +20,7 @@ from typing import Any
 import nbformat
 import polars as pl
 import pytest
+from browser_helpers import LOAD_ATTEMPTS, NETWORK_CHANGED, connection_dropped, load_page
 from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
@@ -82,7 +83,7 @@ class Page:
         return [
             entry["message"]
             for entry in self.driver.get_log("browser")
-            if entry["level"] == "SEVERE" and "net::ERR_NETWORK_CHANGED" not in entry["message"]
+            if entry["level"] == "SEVERE" and NETWORK_CHANGED not in entry["message"]
         ]
 
     def shot(self, name: str) -> Path:
@@ -161,6 +162,27 @@ def _run_all(driver: Any) -> None:
     raise AssertionError("Run All Cells did not start any cell")
 
 
+def _open_explorer(driver: Any) -> None:
+    """Wait for the notebook and its kernel, Run All, and wait for the explorer (raises when it does not show)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    wait = WebDriverWait(driver, 180, poll_frequency=0.5)
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")))
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, IDLE_KERNEL)))
+    explorer = ec.presence_of_element_located((By.CSS_SELECTOR, ".dl-explorer .dl-task-caption"))
+    for attempt in range(2):  # on a loaded machine a first Run All can be lost while the kernel starts
+        _run_all(driver)
+        try:
+            WebDriverWait(driver, 150, poll_frequency=0.5).until(explorer)
+            break
+        except Exception:  # selenium's TimeoutException
+            if attempt:
+                raise
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, IDLE_KERNEL)))
+
+
 def _key(element: Any, *keys: str) -> None:
     element.send_keys(*keys)
 
@@ -172,9 +194,7 @@ def _key(element: Any, *keys: str) -> None:
 def test_every_control_drives_every_pane_in_jupyterlab(lab: Any, browser: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.select import Select
-    from selenium.webdriver.support.wait import WebDriverWait
 
     artifacts = ARTIFACTS
     shutil.rmtree(artifacts, ignore_errors=True)
@@ -183,30 +203,29 @@ def test_every_control_drives_every_pane_in_jupyterlab(lab: Any, browser: Any) -
     data = audit_data(lab.workspace / "data")
     trials, audit = data.trials, data.audit
 
-    # open the notebook and run every cell through the Run menu
-    browser.get(f"{lab.url}/lab/tree/{NOTEBOOK}?token={lab.token}")
-    wait = WebDriverWait(browser, 180, poll_frequency=0.5)
-    try:
-        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")))
-        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, IDLE_KERNEL)))
-        explorer = ec.presence_of_element_located((By.CSS_SELECTOR, ".dl-explorer .dl-task-caption"))
-        for attempt in range(2):  # on a loaded machine a first Run All can be lost while the kernel starts
-            _run_all(browser)
-            try:
-                WebDriverWait(browser, 150, poll_frequency=0.5).until(explorer)
-                break
-            except Exception:  # selenium's TimeoutException
-                if attempt:
-                    raise
-        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, IDLE_KERNEL)))
-    except Exception as exc:
-        page.shot("open-FAILED")
-        shutil.copy(lab.log, artifacts / "jupyter.log")
-        outputs = [
-            o.get_attribute("textContent")[:300] for o in browser.find_elements(By.CSS_SELECTOR, ".jp-OutputArea")
-        ]
-        kernel = [k.get_attribute("textContent") for k in browser.find_elements(By.CSS_SELECTOR, ".jp-KernelName")]
-        raise AssertionError(f"notebook 00 did not show the explorer (kernel {kernel!r}); outputs: {outputs}") from exc
+    # open the notebook and run every cell through the Run menu; opened again (a bounded number of
+    # times) only when the kernel's connection dropped under it, which leaves the widget without its model
+    for opening in range(1, LOAD_ATTEMPTS + 1):
+        log_start = lab.log.stat().st_size if lab.log.exists() else 0
+        load_page(browser, f"{lab.url}/lab/tree/{NOTEBOOK}?token={lab.token}")
+        try:
+            _open_explorer(browser)
+            break
+        except Exception as exc:
+            severe = [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+            dropped = connection_dropped(severe, lab.log.read_bytes()[log_start:].decode(errors="replace"))
+            page.shot(f"open-FAILED-{opening}")
+            if dropped and opening < LOAD_ATTEMPTS:
+                continue
+            shutil.copy(lab.log, artifacts / "jupyter.log")
+            outputs = [
+                o.get_attribute("textContent")[:300] for o in browser.find_elements(By.CSS_SELECTOR, ".jp-OutputArea")
+            ]
+            kernel = [k.get_attribute("textContent") for k in browser.find_elements(By.CSS_SELECTOR, ".jp-KernelName")]
+            raise AssertionError(
+                f"notebook 00 did not show the explorer (kernel {kernel!r}, opened {opening} time(s), the kernel's "
+                f"connection dropped: {dropped}); outputs: {outputs}; console: {severe[-5:]}"
+            ) from exc
     # the file browser closed by keyboard, as a reader on a small screen would, so the notebook has the width
     browser.find_element(By.CSS_SELECTOR, "body").send_keys(Keys.CONTROL, "b")
     state = page._settled()

@@ -148,7 +148,8 @@ def test_the_merged_task_runs_every_steps_solution_and_tests_as_one(tasks, docke
     # one conversation: read a, copy a, read b, copy b = 4 turns, no confirmation between
     assert outcomes[4].rewards["reward"] == 1.0
     assert outcomes[4].n_turns == 4
-    assert outcomes[3].rewards == {"reward": 0.0, "segment_1": 1.0, "segment_2": 0.0}
+    # step 1 passed its gate, step 2 failed: Harbor's mean over the steps that ran, as the original trial gets
+    assert outcomes[3].rewards == {"reward": 0.5, "segment_1": 1.0, "segment_2": 0.0}
     tasks_table = dl.load_tasks(tmp_path / "merged")
     assert tasks_table["labels"].str.json_path_match("$.merged_from").to_list() == ["mine/ms-chain"]
 

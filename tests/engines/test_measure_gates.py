@@ -1,0 +1,85 @@
+"""A gate no run can meet fails the oracle preflight on both engines, naming the step never reached (issue 37, item 6).
+
+The 2-step chain task FROM the Debian userland with ``min_reward = 2.0`` on its first step: every
+step's tests give 1 at best, so step 2 never runs in any trial, and under Harbor's ``mean`` the
+trial's reward is step 1's (1.0): the reference solution "passed" and D was reported on step 1
+alone. The preflight now leaves the task out on both engines, before any model call, with one line
+naming step 2; a task whose gate the reference solution meets (the same task, ``min_reward =
+1.0``) still passes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from multistep_helpers import write_two_step_task
+
+pytestmark = [pytest.mark.docker, pytest.mark.harbor]
+
+MEASURE = [sys.executable, "-c", "import sys; from depthlab.cli import main; sys.exit(main())", "measure"]
+UNREACHED = (
+    "step 2 ('second') is never reached: the reference solution got reward 1 in step 1 ('first'), "
+    "below its min_reward 2"
+)
+
+
+@pytest.fixture(scope="module")
+def gated(userland, tmp_path_factory):
+    root = tmp_path_factory.mktemp("gates") / "tasks"
+    task = write_two_step_task(root, userland, name="ms-gate-two")
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("min_reward = 1.0", "min_reward = 2.0", 1))
+    return root
+
+
+@pytest.mark.parametrize("engine", ["local", "harbor"])
+def test_a_gate_no_run_can_meet_fails_the_preflight_naming_the_step(
+    engine, gated, server, request, measure_env, tmp_path
+):
+    extra = ["--engine", engine]
+    if engine == "harbor":
+        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
+    else:
+        _docker_or_skip()
+    before = server.count()
+    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
+    args = [str(gated), "--models", "openai/m1", "--caps", "3,5", "--base-url", server.url]
+    args += ["--jobs-dir", str(jobs), "-o", str(out), "--no-progress", *extra]
+    run = subprocess.run([*MEASURE, *args], env=measure_env, capture_output=True, text=True, timeout=1200)
+    assert run.returncode == 1, run.stderr[-3000:]
+    lines = run.stderr.splitlines()
+    assert "oracle preflight: 1 task(s) left out, their reference solution fails:" in lines, run.stderr[-3000:]
+    assert f"  ms-gate-two: {UNREACHED}" in lines, run.stderr[-3000:]
+    assert server.count() == before  # no model was called
+    assert "round 1" not in run.stderr
+
+
+def test_the_rule_passes_a_gate_the_reference_solution_meets(tmp_path):
+    from depthlab.runner.preflight import unreached_step
+
+    (tmp_path / "task.toml").write_text('[[steps]]\nname = "first"\nmin_reward = 1.0\n[[steps]]\nname = "second"\n')
+    step = {"step_name": "first", "verifier_result": {"rewards": {"reward": 1.0}}}
+    both = {"step_results": [step, {**step, "step_name": "second"}]}
+    assert unreached_step(both, tmp_path) is None
+    # a run stopped at the gate because step 1 failed is named by the step that fails, not here
+    failed = {"step_results": [{"step_name": "first", "verifier_result": {"rewards": {"reward": 0.0}}}]}
+    assert unreached_step(failed, tmp_path) == (
+        "step 2 ('second') is never reached: the reference solution got reward 0 in step 1 ('first'), "
+        "below its min_reward 1"
+    )
+    stopped = {"step_results": [{"step_name": "first", "exception_info": {"exception_type": "AgentTimeoutError"}}]}
+    assert unreached_step(stopped, tmp_path) is None
+
+
+def _docker_or_skip() -> None:
+    try:
+        import docker
+
+        docker.from_env().ping()
+    except Exception as error:  # any failure to reach the engine
+        if os.environ.get("DEPTHLAB_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"no Docker engine: {error}")
+        pytest.skip(f"no Docker engine: {error}")

@@ -1,0 +1,78 @@
+"""One refusal rule on both engines, before any model call (issue 37, item 7).
+
+Tasks Harbor refuses when it loads them (a step with no tests or no instruction, two step names
+equal once Unicode-normalised, an instruction that is not UTF-8, ``steps = []`` with no
+single-step task to read) used to surface on ``--engine harbor`` as Harbor's traceback, while the
+local engine ran some of them. ``depthlab measure`` now refuses each on both engines with one line
+naming the cause: no model request, no trial, no Harbor job. Harbor's own task loader (its side
+venv) refuses the same tasks, so the rule is Harbor's and not a stricter one of depthlab's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from refusal_tasks import CAUSES, write_refused_tasks
+from test_measure_e2e import run_measure
+
+pytestmark = [pytest.mark.docker, pytest.mark.harbor]
+
+
+@pytest.fixture(scope="module")
+def refused(userland, tmp_path_factory):
+    return write_refused_tasks(tmp_path_factory.mktemp("refused"), userland)
+
+
+@pytest.mark.parametrize("engine", ["local", "harbor"])
+def test_both_engines_refuse_the_same_tasks_in_one_line_before_any_model_call(
+    engine, refused, server, request, measure_env, tmp_path
+):
+    extra = ["--engine", engine]
+    if engine == "harbor":
+        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
+    else:
+        _docker_or_skip()
+    before = server.count()
+    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
+    args = [str(refused), "--models", "openai/m1", "--caps", "2,3", "--base-url", server.url]
+    args += ["--jobs-dir", str(jobs), "-o", str(out), "--no-progress", *extra]
+    run = run_measure(args, measure_env, timeout=300)
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr
+    assert "No tasks matched" not in run.stderr
+    lines = run.stderr.splitlines()
+    assert "oracle preflight: 5 task(s) left out, no engine can run the task as written:" in lines
+    for task, cause in CAUSES.items():
+        named = [line for line in lines if line.startswith(f"  {task}: ")]
+        assert len(named) == 1, (task, run.stderr[-3000:])
+        assert cause in named[0], (cause, named[0])
+    assert server.count() == before  # no model was called
+    ran = list(jobs.rglob("result.json")) if jobs.exists() else []
+    assert ran == []  # no trial, not even the oracle's
+    assert not out.exists()
+
+
+def test_harbors_own_loader_refuses_every_one_of_them(refused, harbor_python):
+    script = (
+        "import sys\nfrom harbor.models.task.task import Task\n"
+        "for path in sys.argv[1:]:\n"
+        "    try:\n        Task(path)\n        print(path, 'accepted')\n"
+        "    except Exception as error:\n        print(path, 'refused', type(error).__name__)\n"
+    )
+    paths = [str(refused / task) for task in CAUSES]
+    done = subprocess.run([str(harbor_python), "-c", script, *paths], capture_output=True, text=True, check=True)
+    verdicts = dict(line.rsplit(" ", 2)[:2] for line in done.stdout.splitlines())
+    assert verdicts == dict.fromkeys(paths, "refused"), done.stdout
+
+
+def _docker_or_skip() -> None:
+    try:
+        import docker
+
+        docker.from_env().ping()
+    except Exception as error:  # any failure to reach the engine
+        if os.environ.get("DEPTHLAB_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"no Docker engine: {error}")
+        pytest.skip(f"no Docker engine: {error}")
