@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
 from depthlab import schema
@@ -33,12 +34,14 @@ from depthlab._checks import (
     check_number,
     parameter_error,
 )
-from depthlab.measures._rules import cell_passes
+from depthlab.measures._rules import FAIL, MISSING, PASS, cell_states
 from depthlab.schema import CAPS
 
 TASK_KEYS: tuple[str, str] = ("dataset", "task")
 CELL_KEYS: tuple[str, ...] = ("dataset", "task", "model", "cap")
 _TRIAL_COLUMNS: tuple[str, ...] = ("dataset", "task", "model", "cap", "status")
+#: The grid's state names, indexed by a :func:`~depthlab.measures._rules.cell_states` code minus MISSING.
+_STATE_NAMES = np.array([name for _, name in sorted({MISSING: "missing", FAIL: "fail", PASS: "pass"}.items())])
 
 
 def evidence_grid(
@@ -88,34 +91,11 @@ def evidence_grid(
         .join(cells, on=list(CELL_KEYS), how="left", nulls_equal=True)
         .with_columns(pl.col("n_valid", "n_pass").fill_null(0))
     )
-    n_valid, n_pass = pl.col("n_valid"), pl.col("n_pass")
-    if pass_rule == "isotonic":
-        grid = _isotonic_states(grid.sort(CELL_KEYS), len(caps), q)
-        passes_all = pl.col("_fitted_pass")
-        pass_early = fail_early = pl.lit(False)
-    elif pass_rule == "any":
-        passes_all = n_pass > 0
-        pass_early, fail_early = n_pass > 0, pl.lit(False)
-    else:  # majority: at least half of the valid attempts pass
-        passes_all = 2 * n_pass >= n_valid
-        pass_early, fail_early = 2 * n_pass >= attempts, 2 * (n_valid - n_pass) > attempts
-    state = (
-        pl.when(n_valid >= attempts)
-        .then(pl.when(passes_all).then(pl.lit("pass")).otherwise(pl.lit("fail")))
-        .when(pass_early)
-        .then(pl.lit("pass"))
-        .when(fail_early)
-        .then(pl.lit("fail"))
-        .otherwise(pl.lit("missing"))
-    )
+    grid = _cell_states(grid.sort(CELL_KEYS), len(caps), pass_rule, attempts, q)
     model_keys = [*TASK_KEYS, "model"]
-    grid = (
-        grid.with_columns(state=state)
-        .drop("_fitted_pass", strict=False)
-        .with_columns(
-            model_depth=pl.when(pl.col("state") == "pass").then(pl.col("cap")).min().over(model_keys),
-            top_state=pl.col("state").filter(pl.col("cap") == top).first().over(model_keys),
-        )
+    grid = grid.with_columns(
+        model_depth=pl.when(pl.col("state") == "pass").then(pl.col("cap")).min().over(model_keys),
+        top_state=pl.col("state").filter(pl.col("cap") == top).first().over(model_keys),
     )
     grid = grid.with_columns(upper=pl.col("model_depth").min().over(list(TASK_KEYS)))
     needed = (pl.col("state") == "missing") & (
@@ -126,17 +106,17 @@ def evidence_grid(
     return grid.with_columns(needed=needed).sort(CELL_KEYS)
 
 
-def _isotonic_states(grid: pl.DataFrame, n_caps: int, q: float) -> pl.DataFrame:
-    """Add ``_fitted_pass``: the cell's fitted P(pass | cap) is at least q (rows sorted by CELL_KEYS).
+def _cell_states(grid: pl.DataFrame, n_caps: int, rule: str, attempts: int, q: float) -> pl.DataFrame:
+    """Add ``state`` (pass|fail|missing) by :func:`depthlab.measures._rules.cell_states` (rows sorted by CELL_KEYS).
 
     Every (dataset, task, model) has exactly one row per ladder cap (the grid is a cross join with
-    the ladder), so the sorted counts reshape to (groups, caps) and are fitted at once.
+    the ladder), so the sorted counts reshape to (groups, caps) and are decided at once.
     """
     shape = (grid.height // n_caps, n_caps)
     n_pass = grid["n_pass"].to_numpy().reshape(shape)
     n_valid = grid["n_valid"].to_numpy().reshape(shape)
-    passes = cell_passes(n_pass, n_valid, "isotonic", q).reshape(-1)
-    return grid.with_columns(_fitted_pass=pl.Series(passes, dtype=pl.Boolean))
+    states = cell_states(n_pass, n_valid, rule, attempts, q).reshape(-1)
+    return grid.with_columns(state=pl.Series(_STATE_NAMES[states - MISSING], dtype=pl.String))
 
 
 def estimate_depth(
