@@ -34,6 +34,7 @@ from depthlab._checks import (
     check_number,
     parameter_error,
 )
+from depthlab.measures._noise import true_depth_rungs
 from depthlab.measures._rules import FAIL, MISSING, PASS, cell_states
 from depthlab.schema import CAPS
 
@@ -126,8 +127,9 @@ def estimate_depth(
     models: Sequence[str] | None = None,
     pass_rule: str = "any",
     q: float = 0.5,
+    level: float | None = 0.9,
 ) -> pl.DataFrame:
-    """Estimate each task's depth D from turn-capped runs.
+    """Estimate each task's depth D from turn-capped runs, and an interval for its true depth.
 
     Only trials with a ``cap`` on the ladder, a ``model`` and a valid status (``pass`` or
     ``fail``; never ``invalid``) count. A cell (model, cap) passes under ``pass_rule``: ``"any"`` valid attempt
@@ -136,11 +138,25 @@ def estimate_depth(
     attempts (isotonic regression) and the cap passes when the fitted P is at least ``q``. D is
     the minimum over models of each model's smallest passing cap.
 
-    D is interval-censored: D = 10 on the default ladder says more than 5 turns and at most 10.
-    ``depth_low`` and ``depth_high`` carry the interval, D in (depth_low, depth_high]: for a
-    solved task ``depth_high`` = D and ``depth_low`` the largest ladder cap below D (0 below the
-    first; a ladder with gaps gives a wider interval); for an unsolved task ``depth_low`` = the
-    top cap and ``depth_high`` is null (right-censored); for an incomplete task both are null.
+    **The ladder's interval** (``depth_low``, ``depth_high``] is D's rounding to the ladder, not
+    an interval for the true depth: D = 10 on the default ladder reads "more than 5 turns and at
+    most 10", which holds of the true depth only when the runs are free of noise. For a solved
+    task ``depth_high`` = D and ``depth_low`` the largest ladder cap below D (0 below the first;
+    a ladder with gaps gives a wider interval); for an unsolved task ``depth_low`` = the top cap
+    and ``depth_high`` is null (right-censored); for an incomplete task both are null. Under
+    noise (a pass probability of 0.5-0.95 at and above the true depth, a lucky pass below it)
+    the true depth lies in it for 28-99% of tasks, depending on the rule and the attempts.
+
+    **The interval for the true depth** (``ci_low``, ``ci_high``], at ``level``: the rungs the
+    task's true depth can be at under a noise model fitted to the capped runs themselves, per
+    dataset (a pass probability per task and model at and above its depth, Beta-distributed
+    around a mean per model, and a luck rate below it, shared by the dataset's tasks; the fit's
+    own uncertainty carried by drawing its parameters; :mod:`depthlab.measures._noise` states the
+    model and the interval whole). The true depth lies in (``ci_low``, ``ci_high``]; ``ci_high``
+    is null when the true depth may lie beyond the top cap. It is given for every task with a
+    counted model, incomplete ones too (missing cells widen it), and is the same under every
+    pass rule. Its coverage and width on noisy data of known depth from generators apart from the
+    model are in the docs ("How sure is D") and ``tests/bench/bench_depth_interval.py``.
 
     * ``solved``: D is pinned: for every model counted, every ladder cap below D was tried with
       valid trials and failed.
@@ -168,6 +184,9 @@ def estimate_depth(
     q : float, default 0.5
         The ``"isotonic"`` rule's threshold on the fitted P(pass | cap), in (0, 1]; ignored by
         the other rules.
+    level : float or None, default 0.9
+        The share of tasks whose true depth the interval (``ci_low``, ``ci_high``] should hold,
+        in (0, 1); None leaves both columns null (and skips the noise model's fit).
 
     Returns
     -------
@@ -187,6 +206,12 @@ def estimate_depth(
     >>> estimate_depth(trials).select("depth", "depth_low", "depth_high", "status").row(0)
     (3, 2, 3, 'solved')
 
+    One run per cell of one task says little about noise: its true depth is more than 1 turn, and
+    may lie beyond the top cap.
+
+    >>> estimate_depth(trials).select("ci_low", "ci_high").row(0)
+    (1, None)
+
     One lucky pass in three attempts at cap 2, every attempt passing at cap 5: the paper's rule
     takes the lucky pass, the isotonic fit pools it with the failures around it.
 
@@ -202,8 +227,46 @@ def estimate_depth(
     models = check_models(models, function)
     pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
     q = check_number(q, "q", function, low=0, high=1, low_open=True, kind="a share")
+    if level is not None:
+        level = check_number(level, "level", function, low=0, high=1, low_open=True, high_open=True, kind="a share")
     grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule, q=q)
-    return depth_from_grid(grid, trials.select(TASK_KEYS).unique(), caps=caps)
+    depth = depth_from_grid(grid, trials.select(TASK_KEYS).unique(), caps=caps)
+    if level is None:
+        return depth
+    intervals = true_depth_intervals(grid, caps=caps, level=level)
+    return (
+        depth.drop("ci_low", "ci_high")
+        .join(intervals, on=list(TASK_KEYS), how="left", nulls_equal=True)
+        .select(depth.columns)
+    )
+
+
+def true_depth_intervals(grid: pl.DataFrame, *, caps: Sequence[int], level: float) -> pl.DataFrame:
+    """Columns dataset, task, ci_low, ci_high: the interval for each task's true depth, per dataset of the grid.
+
+    The grid is :func:`evidence_grid`'s (sorted by CELL_KEYS, every (task, model, cap) once); each
+    dataset's counts are fitted on their own (:func:`depthlab.measures._noise.true_depth_rungs`).
+    """
+    below = np.array([0, *caps])
+    frames = []
+    for part in grid.partition_by("dataset", maintain_order=True):
+        n_models = part["model"].n_unique()
+        shape = (part.height // (n_models * len(caps)), n_models, len(caps))
+        n_pass = part["n_pass"].to_numpy().astype(np.int64).reshape(shape)
+        n_valid = part["n_valid"].to_numpy().astype(np.int64).reshape(shape)
+        low, high = true_depth_rungs(n_pass, n_valid, level)
+        tops = np.array([*caps, 0])[high]
+        frames.append(
+            part.select(TASK_KEYS)
+            .unique(maintain_order=True)
+            .with_columns(
+                ci_low=pl.Series(below[low], dtype=pl.Int32),
+                ci_high=pl.Series(np.where(high < len(caps), tops, -1), dtype=pl.Int32).replace(-1, None),
+            )
+        )
+    if not frames:
+        return pl.DataFrame(schema={name: schema.DEPTH[name] for name in (*TASK_KEYS, "ci_low", "ci_high")})
+    return pl.concat(frames)
 
 
 def depth_from_grid(grid: pl.DataFrame, task_keys: pl.DataFrame, *, caps: Sequence[int]) -> pl.DataFrame:

@@ -1,0 +1,357 @@
+"""The noise model of turn-capped runs that D's interval rests on, fitted to the runs themselves.
+
+D (:func:`depthlab.measures.estimate_depth`) reads each cell's attempts with a pass rule and takes
+the smallest passing cap; under noise (a model that passes a task some times and not others, a
+lucky pass below the depth) that D is not the true depth, and the ladder's interval
+(``depth_low``, ``depth_high``] is only the rounding of D to the ladder. This module gives an
+interval for the true depth instead. Everything below was fixed before any coverage was measured.
+
+**The model.** Each (task, model) row of the evidence grid has a true rung ``r`` on the ladder
+(0 to C - 1, or C: beyond the top cap), the model's own depth on the task. An attempt at a cap
+below ``r`` passes by luck, with probability ``luck`` (one rate shared by every task and model of a
+collection); at a cap at or above ``r`` it passes with probability ``p``, drawn once per (task,
+model) from a Beta distribution of mean ``pass_mean[m]`` and concentration ``concentration[m]``
+(so the pass probability varies from task to task, and a row's attempts at and above its rung
+share one ``p``: the row's likelihood there is beta-binomial). The rungs of the rows are drawn
+independently from one distribution ``rung_share`` over the C + 1 rungs. The task's true depth is
+the smallest rung over its models (the task's D is the minimum over models; a model never run on
+the task still counts, at its prior rung, as it counts in D). Cells without a valid attempt add
+nothing: a gapped ladder leaves the rungs between its caps to the prior.
+
+**The fit.** The parameters (``rung_share``, ``luck``, each model's ``pass_mean`` and
+``concentration``) are fitted per collection by maximising the marginal likelihood of every row's
+counts (the rungs summed out), with weak priors that keep the estimate finite on small or
+degenerate data (Dirichlet(1.5) on ``rung_share``, Beta(1.5, 1.5) on ``luck`` and each
+``pass_mean``, a normal prior of sd 2 on each log concentration around log 5); scipy's L-BFGS-B on
+transformed parameters with the exact gradient.
+
+**The fit's uncertainty, carried.** ``draws`` parameter vectors are drawn from the normal
+approximation of the fit (the inverse Hessian of the negative log posterior at the fit, on the
+transformed parameters); each gives every row a posterior over its rung, each task a distribution
+of its depth (P(depth >= k) = the product over models of P(r >= k)); the task's distribution is the
+average over the draws.
+
+**The interval** at ``level``: the shortest run of consecutive rungs holding at least ``level`` of
+the task's distribution (of equal runs, the one holding the most). It is reported as the ladder's
+interval is, the true depth in (``ci_low``, ``ci_high``]: ``ci_low`` the cap below the run's lowest
+rung (0 below the first), ``ci_high`` the cap of its highest rung, null when the run reaches the
+rung beyond the top cap. Its width is counted in rungs (the run's length, beyond the top counting
+as one).
+
+**What it claims.** Over the tasks of a collection, the true depth lies in the interval in at least
+``level`` of the tasks, when the runs are noisy as the model allows or less: tested on generators
+written apart from this one (``tests/test_measures.py``, ``tests/bench/bench_depth_interval.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from depthlab._defaults import AUDIT_SEED
+
+#: Parameter vectors drawn from the fit's normal approximation (a task's mass at a rung moves by under 0.01
+#: between seeds at this many).
+DRAWS = 100
+#: Weak priors of the fit (module docstring): Dirichlet and Beta pseudo-counts, and the log concentration's.
+_RUNG_PSEUDO = 0.5
+_SHARE_PSEUDO = 0.5
+_LOG_CONCENTRATION_PRIOR = (float(np.log(5.0)), 2.0)
+#: Bounds of a log concentration (0.2: p nearly 0 or 1 per task; 1,000: every task at the mean).
+_LOG_CONCENTRATION_BOUNDS = (float(np.log(0.2)), float(np.log(1000.0)))
+_LOGIT_BOUND = 9.0  # a share within about 1e-4 of 0 or 1
+_HESSIAN_STEP = 1e-4
+_CHUNK_CELLS = 2_000_000  # (draws x rows) evaluated at once: bounds the memory of the draws' likelihoods
+_MIN_CURVATURE = 1e-4  # an eigenvalue below this is a direction the data do not inform: held at this
+
+
+@dataclass(frozen=True)
+class NoiseFit:
+    """The noise model fitted to one collection's capped runs (:mod:`depthlab.measures._noise`).
+
+    ``theta`` is the transformed parameter vector (rung logits against the last rung, logit luck, then
+    per model logit pass mean and log concentration), ``covariance`` its normal approximation's.
+    """
+
+    theta: np.ndarray
+    covariance: np.ndarray
+    n_rungs: int
+    n_models: int
+    n_rows: int
+    converged: bool
+
+    @property
+    def rung_share(self) -> np.ndarray:
+        return _softmax(self.theta[: self.n_rungs - 1])
+
+    @property
+    def luck(self) -> float:
+        return float(_expit(self.theta[self.n_rungs - 1]))
+
+    @property
+    def pass_mean(self) -> np.ndarray:
+        return _expit(self.theta[self.n_rungs :: 2])
+
+    @property
+    def concentration(self) -> np.ndarray:
+        return np.exp(self.theta[self.n_rungs + 1 :: 2])
+
+
+def _expit(x: np.ndarray | float) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=np.float64)))
+
+
+def _softmax(free: np.ndarray) -> np.ndarray:
+    logits = np.concatenate([free, np.zeros((*free.shape[:-1], 1))], axis=-1)
+    logits = logits - logits.max(axis=-1, keepdims=True)
+    weights = np.exp(logits)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The distinct rows' counts split at each rung r (arrays (rows, C + 1)): passes and failures below r, at and
+    above; each distinct (model, counts) row once, with how many (task, model) rows it stands for."""
+
+    pass_below: np.ndarray
+    fail_below: np.ndarray
+    pass_above: np.ndarray
+    fail_above: np.ndarray
+    model: np.ndarray  # (rows,) the row's model index
+    count: np.ndarray  # (rows,) how many (task, model) rows hold these counts
+    inverse: np.ndarray  # (tasks * models,) each (task, model) row's distinct row
+
+
+def _split_counts(n_pass: np.ndarray, n_valid: np.ndarray, *, run_only: bool = False) -> _Rows:
+    """Rows of (tasks, models, caps) counts, made distinct, split at every rung (rung C: every cap below).
+
+    Rows holding the same counts have the same likelihood, so each is computed once (a collection's
+    rows repeat a few hundred patterns). ``run_only`` leaves out the rows without a valid attempt.
+    """
+    t, m, c = n_pass.shape
+    model = np.tile(np.arange(m), t)[:, None]
+    keys = np.concatenate([model, n_pass.reshape(t * m, c), n_valid.reshape(t * m, c)], axis=1).astype(np.int64)
+    if run_only:
+        keys = keys[n_valid.reshape(t * m, c).sum(axis=1) > 0]
+    distinct, inverse, count = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    passes = distinct[:, 1 : 1 + c].astype(np.float64)
+    fails = distinct[:, 1 + c :].astype(np.float64) - passes
+    zero = np.zeros((len(distinct), 1))
+    pass_below = np.concatenate([zero, np.cumsum(passes, axis=1)], axis=1)
+    fail_below = np.concatenate([zero, np.cumsum(fails, axis=1)], axis=1)
+    return _Rows(
+        pass_below=pass_below,
+        fail_below=fail_below,
+        pass_above=pass_below[:, -1:] - pass_below,
+        fail_above=fail_below[:, -1:] - fail_below,
+        model=distinct[:, 0],
+        count=count.astype(np.float64),
+        inverse=inverse.reshape(-1),
+    )
+
+
+def _rising(start: np.ndarray, n: int, power: int) -> np.ndarray:
+    """Sums over i < k of log(start + i) (``power`` 0) or of 1 / (start + i) (``power`` -1), for k = 0..n.
+
+    Along a new last axis: lnB(a + K, b + F) - lnB(a, b) and its derivatives at integer counts are
+    read off these tables, so no Beta or digamma function is evaluated per row.
+    """
+    terms = start[..., None] + np.arange(n)[None, :]
+    steps = np.log(terms) if power == 0 else 1.0 / terms
+    return np.concatenate([np.zeros((*start.shape, 1)), np.cumsum(steps, axis=-1)], axis=-1)
+
+
+def _row_log_likelihood(theta: np.ndarray, rows: _Rows, n_rungs: int) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """log P(row's counts | rung r) per distinct row and rung, and the pieces the gradient reuses."""
+    luck = _expit(theta[n_rungs - 1])
+    mean = _expit(theta[n_rungs::2])
+    concentration = np.exp(theta[n_rungs + 1 :: 2])
+    a, b = mean * concentration, (1.0 - mean) * concentration
+    passes, fails = rows.pass_above.astype(np.int64), rows.fail_above.astype(np.int64)
+    most = int((passes + fails).max(initial=0))
+    model = rows.model[:, None]
+    lucky = rows.pass_below * np.log(luck) + rows.fail_below * np.log1p(-luck)
+    passing = (
+        _rising(a, most, 0)[model, passes]
+        + _rising(b, most, 0)[model, fails]
+        - _rising(a + b, most, 0)[model, passes + fails]
+    )
+    # d/da and d/db of the beta-binomial term: sums of reciprocals, read the same way
+    d_a = _rising(a, most, -1)[model, passes] - _rising(a + b, most, -1)[model, passes + fails]
+    d_b = _rising(b, most, -1)[model, fails] - _rising(a + b, most, -1)[model, passes + fails]
+    return lucky + passing, (luck, mean, concentration, d_a, d_b)
+
+
+def _negative_log_posterior(theta: np.ndarray, rows: _Rows, n_rungs: int, n_models: int) -> tuple[float, np.ndarray]:
+    """The objective of the fit and its exact gradient (module docstring)."""
+    share = _softmax(theta[: n_rungs - 1])
+    ll, (luck, mu, kappa, d_a, d_b) = _row_log_likelihood(theta, rows, n_rungs)
+    joint = ll + np.log(share)[None, :]
+    top = joint.max(axis=1, keepdims=True)
+    marginal = top[:, 0] + np.log(np.exp(joint - top).sum(axis=1))
+    # the rows' posteriors over their rungs, each distinct row counted as often as it occurs
+    weight = np.exp(joint - marginal[:, None]) * rows.count[:, None]
+    value = float((marginal * rows.count).sum())
+    grad = np.zeros_like(theta)
+    # rung logits (the last rung's fixed at 0): the softmax's gradient, plus the Dirichlet prior's
+    grad[: n_rungs - 1] = (weight.sum(axis=0) - rows.count.sum() * share)[:-1] + _RUNG_PSEUDO * (
+        1.0 - n_rungs * share[:-1]
+    )
+    value += _RUNG_PSEUDO * float(np.log(share).sum())
+    # luck (logit): binomial below the rung, and Beta(1.5, 1.5)
+    passes = float((weight * rows.pass_below).sum())
+    fails = float((weight * rows.fail_below).sum())
+    grad[n_rungs - 1] = passes * (1.0 - luck) - fails * luck + _SHARE_PSEUDO * (1.0 - 2.0 * luck)
+    value += _SHARE_PSEUDO * float(np.log(luck) + np.log1p(-luck))
+    # per model (logit pass mean, log concentration): the beta-binomial at and above the rung, and the priors
+    by_model_a = np.bincount(rows.model, weights=(weight * d_a).sum(axis=1), minlength=n_models)
+    by_model_b = np.bincount(rows.model, weights=(weight * d_b).sum(axis=1), minlength=n_models)
+    centre, spread = _LOG_CONCENTRATION_PRIOR
+    log_kappa = theta[n_rungs + 1 :: 2]
+    grad[n_rungs::2] = (by_model_a - by_model_b) * kappa * mu * (1.0 - mu) + _SHARE_PSEUDO * (1.0 - 2.0 * mu)
+    grad[n_rungs + 1 :: 2] = (
+        by_model_a * mu * kappa + by_model_b * (1.0 - mu) * kappa - (log_kappa - centre) / spread**2
+    )
+    value += float((_SHARE_PSEUDO * (np.log(mu) + np.log1p(-mu))).sum())
+    value -= float(((log_kappa - centre) ** 2).sum() / (2.0 * spread**2))
+    return -value, -grad
+
+
+def _bounds(n_rungs: int, n_models: int) -> list[tuple[float, float]]:
+    share = [(-3 * _LOGIT_BOUND, 3 * _LOGIT_BOUND)] * (n_rungs - 1) + [(-_LOGIT_BOUND, -0.05)]
+    return share + [(-_LOGIT_BOUND, _LOGIT_BOUND), _LOG_CONCENTRATION_BOUNDS] * n_models
+
+
+def fit_noise(n_pass: np.ndarray, n_valid: np.ndarray) -> NoiseFit:
+    """Fit the model (module docstring) to counts of shape (tasks, models, caps); rows never run add nothing.
+
+    Examples
+    --------
+    Two models, 300 tasks at rung 2 or beyond, 3 attempts per cell, p = 0.8 at and above the rung,
+    5% luck below:
+
+    >>> rng = np.random.default_rng(0)
+    >>> rung = np.where(rng.random(300) < 0.8, 2, 8)
+    >>> p = np.where(np.arange(8)[None, None, :] >= rung[:, None, None], 0.8, 0.05) * np.ones((1, 2, 1))
+    >>> n_valid = np.full(p.shape, 3)
+    >>> fit = fit_noise(rng.binomial(n_valid, p), n_valid)
+    >>> round(fit.luck, 2), fit.pass_mean.round(1).tolist(), fit.rung_share[[2, 8]].round(1).tolist()
+    (0.05, [0.8, 0.8], [0.7, 0.3])
+    """
+    from scipy.optimize import minimize
+
+    _, m, c = n_pass.shape
+    n_rungs = c + 1
+    rows = _split_counts(n_pass, n_valid, run_only=True)
+    start = np.concatenate([np.zeros(n_rungs - 1), [np.log(0.05 / 0.95)], np.tile([np.log(0.7 / 0.3), np.log(5.0)], m)])
+    bounds = _bounds(n_rungs, m)
+    result = minimize(
+        _negative_log_posterior, start, args=(rows, n_rungs, m), jac=True, method="L-BFGS-B", bounds=bounds
+    )
+    theta = result.x
+    covariance = _covariance(theta, rows, n_rungs, m)
+    return NoiseFit(theta, covariance, n_rungs, m, int(rows.count.sum()), bool(result.success))
+
+
+def _covariance(theta: np.ndarray, rows: _Rows, n_rungs: int, n_models: int) -> np.ndarray:
+    """The inverse Hessian of the objective at ``theta`` (central differences of the exact gradient)."""
+    k = len(theta)
+    hessian = np.zeros((k, k))
+    for i in range(k):
+        step = np.zeros(k)
+        step[i] = _HESSIAN_STEP
+        up = _negative_log_posterior(theta + step, rows, n_rungs, n_models)[1]
+        down = _negative_log_posterior(theta - step, rows, n_rungs, n_models)[1]
+        hessian[i] = (up - down) / (2 * _HESSIAN_STEP)
+    hessian = (hessian + hessian.T) / 2
+    values, vectors = np.linalg.eigh(hessian)
+    values = np.maximum(values, _MIN_CURVATURE)
+    return (vectors / values) @ vectors.T
+
+
+def _draws_log_likelihood(thetas: np.ndarray, rows: _Rows, n_rungs: int) -> np.ndarray:
+    """:func:`_row_log_likelihood` for several parameter vectors at once: (draws, rows, rungs).
+
+    The counts are integers, so lnB(a + K, b + F) - lnB(a, b) is a sum of logs: rising factorials
+    of a, b and a + b, tabled once per draw and model and read at each row's K, F and K + F.
+    """
+    luck = _expit(thetas[:, n_rungs - 1])[:, None, None]
+    mean = _expit(thetas[:, n_rungs::2])
+    concentration = np.exp(thetas[:, n_rungs + 1 :: 2])
+    passes, fails = rows.pass_above.astype(np.int64), rows.fail_above.astype(np.int64)
+    most = int((passes + fails).max(initial=0))
+    rise_a = _rising(mean * concentration, most, 0)  # (draws, models, most + 1)
+    rise_b = _rising((1.0 - mean) * concentration, most, 0)
+    rise_ab = _rising(concentration, most, 0)
+    model = rows.model[:, None]
+    passing = rise_a[:, model, passes] + rise_b[:, model, fails] - rise_ab[:, model, passes + fails]
+    lucky = rows.pass_below[None] * np.log(luck) + rows.fail_below[None] * np.log1p(-luck)
+    return lucky + passing
+
+
+def _log_normalise(joint: np.ndarray) -> np.ndarray:
+    """Posterior weights from log joint probabilities along the last axis."""
+    top = joint.max(axis=-1, keepdims=True)
+    weights = np.exp(joint - top)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def depth_distribution(
+    fit: NoiseFit, n_pass: np.ndarray, n_valid: np.ndarray, *, draws: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Each task's distribution over the C + 1 rungs of its true depth, (tasks, C + 1), the fit's uncertainty carried."""
+    t, m, _ = n_pass.shape
+    rows = _split_counts(n_pass, n_valid)
+    low, high = np.array(_bounds(fit.n_rungs, fit.n_models)).T
+    thetas = rng.multivariate_normal(fit.theta, fit.covariance, size=draws, method="eigh")
+    thetas = np.clip(thetas, low, high)
+    total = np.zeros((t, fit.n_rungs))
+    for chunk in np.array_split(thetas, max(1, draws * len(rows.count) // _CHUNK_CELLS)):
+        ll = _draws_log_likelihood(chunk, rows, fit.n_rungs)  # (draws, distinct rows, rungs)
+        joint = ll + np.log(_softmax(chunk[:, : fit.n_rungs - 1]))[:, None, :]
+        posterior = _log_normalise(joint)
+        # P(r >= k) per row, then P(depth >= k) = the product over the task's models
+        at_least = np.cumsum(posterior[..., ::-1], axis=-1)[..., ::-1]
+        task_at_least = at_least[:, rows.inverse].reshape(len(chunk), t, m, fit.n_rungs).prod(axis=2)
+        tail = np.concatenate([task_at_least[..., 1:], np.zeros((len(chunk), t, 1))], axis=-1)
+        total += (task_at_least - tail).sum(axis=0)
+    return np.clip(total / draws, 0.0, 1.0)
+
+
+def shortest_interval(mass: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``mass`` (rows, rungs): the first and last rung of the shortest run holding ``level`` of it.
+
+    Of runs equally short, the one holding the most (then the lowest).
+
+    Examples
+    --------
+    >>> low, high = shortest_interval(np.array([[0.05, 0.6, 0.3, 0.05], [0.0, 0.0, 0.0, 1.0]]), 0.9)
+    >>> low.tolist(), high.tolist()
+    ([1, 3], [2, 3])
+    """
+    n_rungs = mass.shape[1]
+    cumulative = np.concatenate([np.zeros((mass.shape[0], 1)), np.cumsum(mass, axis=1)], axis=1)
+    first, last = np.triu_indices(n_rungs)
+    held = cumulative[:, last + 1] - cumulative[:, first]
+    width = (last - first + 1).astype(np.float64)
+    # enough mass first, then the fewest rungs, then the most mass: one score, smallest wins
+    score = np.where(held >= level - 1e-9, width - held / 2.0, np.inf)
+    best = np.argmin(score, axis=1)
+    return first[best], last[best]
+
+
+def true_depth_rungs(
+    n_pass: np.ndarray, n_valid: np.ndarray, level: float, *, draws: int = DRAWS, seed: int = AUDIT_SEED
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last rung of each task's interval for its true depth (module docstring), (tasks,) each.
+
+    ``n_pass`` and ``n_valid`` are one collection's counts, (tasks, models, caps). With no valid
+    attempt at all nothing is known: every interval is the whole ladder and beyond.
+    """
+    t, _, c = n_pass.shape
+    if not n_valid.any():
+        return np.zeros(t, dtype=np.int64), np.full(t, c, dtype=np.int64)
+    fit = fit_noise(n_pass, n_valid)
+    mass = depth_distribution(fit, n_pass, n_valid, draws=draws, rng=np.random.default_rng(seed))
+    return shortest_interval(mass, level)
