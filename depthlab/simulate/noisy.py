@@ -261,7 +261,8 @@ def replay_attempts(
         more = plan["attempts"].to_numpy()
         n_pass[t, m, c] += rng.binomial(more, tasks.prob[t, m, c])
         n_valid[t, m, c] += more
-    depth = estimate_depth(counts_to_trials(tasks, n_pass, n_valid), caps=tasks.model.caps, pass_rule=pass_rule, q=q)
+    trials = counts_to_trials(tasks, n_pass, n_valid)
+    depth = estimate_depth(trials, caps=tasks.model.caps, pass_rule=pass_rule, q=q, level=None)  # D alone
     by_task = dict(zip(depth["task"].to_list(), depth["depth"].to_list(), strict=True))
     caps = tasks.model.caps
     rung = np.array([caps.index(d) if (d := by_task.get(name)) is not None else len(caps) for name in tasks.names])
