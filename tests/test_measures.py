@@ -751,8 +751,9 @@ def test_the_true_depth_interval_reads_as_the_ladder_interval_does():
 
 def test_the_true_depth_interval_is_given_for_incomplete_tasks_and_widens_with_gaps():
     rows = []
-    for i in range(40):
-        rows += [(f"t{i}", "a", cap, "pass" if cap >= 5 else "fail") for cap in CAPS for _ in range(3)]
+    for i in range(48):  # clean evidence, three attempts per cell, true depths spread over caps 1 to 20
+        d = CAPS[i % 6]
+        rows += [(f"t{i}", "a", cap, "pass" if cap >= d else "fail") for cap in CAPS for _ in range(3)]
     # one task whose caps 2 and 3 were never run: D is not pinned, its true depth is 2, 3 or 5
     rows += [("gap", "a", cap, "pass" if cap >= 5 else "fail") for cap in CAPS if cap not in (2, 3) for _ in range(3)]
     depth = estimate_depth(_trials(rows))
@@ -760,7 +761,11 @@ def test_the_true_depth_interval_is_given_for_incomplete_tasks_and_widens_with_g
     assert gap["status"] == "incomplete"
     assert gap["depth_low"] is None
     assert (gap["ci_low"], gap["ci_high"]) == (1, 5)
-    assert (_row(depth, "t0")["ci_low"], _row(depth, "t0")["ci_high"]) == (3, 5)
+    assert (_row(depth, "t3")["ci_low"], _row(depth, "t3")["ci_high"]) == (3, 5)
+    # when the collection says every task sits at cap 5, the fitted prior fills the gap toward it: the
+    # interval is the fitted model's, narrower than (1, 5]
+    same = [r for r in rows if r[0] == "gap" or int(r[0][1:]) % 6 == 3]
+    assert _row(estimate_depth(_trials(same)), "gap")["ci_low"] > 1
 
 
 def test_level_none_skips_the_interval_and_a_bad_level_is_refused():

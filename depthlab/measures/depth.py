@@ -233,7 +233,7 @@ def estimate_depth(
     depth = depth_from_grid(grid, trials.select(TASK_KEYS).unique(), caps=caps)
     if level is None:
         return depth
-    intervals = true_depth_intervals(grid, caps=caps, level=level)
+    intervals = _true_depth_columns(grid, caps=caps, level=level)
     return (
         depth.drop("ci_low", "ci_high")
         .join(intervals, on=list(TASK_KEYS), how="left", nulls_equal=True)
@@ -241,7 +241,7 @@ def estimate_depth(
     )
 
 
-def true_depth_intervals(grid: pl.DataFrame, *, caps: Sequence[int], level: float) -> pl.DataFrame:
+def _true_depth_columns(grid: pl.DataFrame, *, caps: Sequence[int], level: float) -> pl.DataFrame:
     """Columns dataset, task, ci_low, ci_high: the interval for each task's true depth, per dataset of the grid.
 
     The grid is :func:`evidence_grid`'s (sorted by CELL_KEYS, every (task, model, cap) once); each
@@ -375,23 +375,29 @@ def depth_summary(depth: pl.DataFrame, *, by: str | None = "dataset") -> pl.Data
     return depth.group_by("dataset").agg(aggs).sort("dataset")
 
 
-def depth_intervals(depth: pl.DataFrame) -> pl.DataFrame:
-    """Count tasks by the interval their D stands for on the ladder, per dataset and depth status.
+def depth_intervals(depth: pl.DataFrame, *, interval: str = "ladder") -> pl.DataFrame:
+    """Count tasks by the interval their D stands for, per dataset and depth status: the ladder's, or the true depth's.
 
-    D lies in (``depth_low``, ``depth_high``]: a solved task's D = 10 on the ladder 1, 2, 3, 5, 10,
-    ... means more than 5 turns and at most 10; an unsolved task is right-censored above the top cap
-    (``depth_high`` null); an incomplete one has neither bound.
+    ``interval="ladder"`` (default): D's rounding to the ladder, (``depth_low``, ``depth_high``]: a
+    solved task's D = 10 on the ladder 1, 2, 3, 5, 10, ... reads "more than 5 turns and at most 10";
+    an unsolved task is right-censored above the top cap (``depth_high`` null); an incomplete one
+    has neither bound. Under noise this is not where the true depth lies (a lucky pass sets D low, a
+    miss sets it high): ``interval="true_depth"`` counts the intervals for the true depth
+    (``ci_low``, ``ci_high``] instead (:func:`estimate_depth`'s ``level``), which every task with a
+    counted model has, incomplete ones too.
 
     Parameters
     ----------
     depth : pl.DataFrame
         A depth table from :func:`estimate_depth`.
+    interval : {"ladder", "true_depth"}, default "ladder"
+        Which interval to count.
 
     Returns
     -------
     pl.DataFrame
-        Columns dataset, status, depth_low, depth_high, n_tasks; sorted by dataset and interval,
-        the right-censored ones last.
+        Columns dataset, status, then depth_low, depth_high (or ci_low, ci_high), n_tasks; sorted by
+        dataset and interval, the right-censored ones last.
 
     Examples
     --------
@@ -399,15 +405,20 @@ def depth_intervals(depth: pl.DataFrame) -> pl.DataFrame:
     >>> from depthlab import schema
     >>> depth = schema.conform(pl.DataFrame({"dataset": "d", "task": ["a", "b", "c"],
     ...     "status": ["solved", "solved", "unsolved"], "depth_low": [5, 5, 80],
-    ...     "depth_high": [10, 10, None]}), "depth")
+    ...     "depth_high": [10, 10, None], "ci_low": [3, 5, 40], "ci_high": [10, 10, None]}), "depth")
     >>> depth_intervals(depth).rows()
     [('d', 'solved', 5, 10, 2), ('d', 'unsolved', 80, None, 1)]
+    >>> depth_intervals(depth, interval="true_depth").rows()
+    [('d', 'solved', 3, 10, 1), ('d', 'solved', 5, 10, 1), ('d', 'unsolved', 40, None, 1)]
     """
-    check_frame(depth, "depth", "depth_intervals", ("dataset", "status", "depth_low", "depth_high"))
+    function = "depth_intervals"
+    interval = check_choice(interval, "interval", function, ("ladder", "true_depth"))
+    low, high = ("depth_low", "depth_high") if interval == "ladder" else ("ci_low", "ci_high")
+    check_frame(depth, "depth", function, ("dataset", "status", low, high))
     return (
-        depth.group_by("dataset", "status", "depth_low", "depth_high")
+        depth.group_by("dataset", "status", low, high)
         .agg(pl.len().cast(pl.Int32).alias("n_tasks"))
-        .sort("dataset", "depth_high", "depth_low", nulls_last=True)
+        .sort("dataset", high, low, nulls_last=True)
     )
 
 
