@@ -85,7 +85,7 @@ _LOG_CONCENTRATION_SD = 2.0
 _LOG_CONCENTRATION_BOUNDS = (float(np.log(0.2)), float(np.log(1000.0)))
 _LOGIT_BOUND = 9.0  # a share within about 1e-4 of 0 or 1
 _HESSIAN_STEP = 1e-4
-_CHUNK_CELLS = 2_000_000  # (draws x rows) evaluated at once: bounds the memory of the draws' likelihoods
+_CHUNK_CELLS = 200_000  # draws x rows evaluated at once (x rungs: about 15 MB a array)
 _MIN_CURVATURE = 1e-4  # an eigenvalue below this is a direction the data do not inform: held at this
 
 
@@ -347,7 +347,8 @@ def depth_survival(
     thetas = rng.multivariate_normal(fit.theta, fit.covariance, size=draws, method="eigh")
     thetas = np.clip(thetas, low, high)
     lower, upper = np.zeros((t, fit.n_rungs)), np.zeros((t, fit.n_rungs))
-    for chunk in np.array_split(thetas, max(1, draws * len(rows.count) // _CHUNK_CELLS)):
+    # chunks of draws bound the arrays held at once: (draws, distinct rows, rungs) and (draws, tasks, models, rungs)
+    for chunk in np.array_split(thetas, min(draws, max(1, draws * max(len(rows.count), t * m) // _CHUNK_CELLS))):
         ll, _ = _row_log_likelihood(chunk, rows)  # (draws, distinct rows, rungs)
         joint = ll + np.log(_softmax(chunk[:, : fit.n_rungs - 1]))[:, None, :]
         at_least = np.cumsum(_log_normalise(joint)[..., ::-1], axis=-1)[..., ::-1]  # P(r >= k) per row
