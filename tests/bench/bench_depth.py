@@ -114,7 +114,7 @@ def main() -> None:
     print(f"naive per-task Python loop:                         {slow:.3f} s")
     print(f"speed-up: {slow / fast:.1f}x")
     with_interval, _ = _time(estimate_depth, trials)
-    print(f"with the interval for the true depth (level=0.9): {with_interval:.3f} s, {with_interval / fast:.2f}x D alone")
+    print(f"with the true-depth interval (level=0.9): {with_interval:.3f} s, {with_interval / fast:.2f}x D alone")
 
     with tempfile.TemporaryDirectory(dir=args.root) as folder:
         start = time.perf_counter()
