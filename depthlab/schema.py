@@ -160,6 +160,7 @@ DEPTH: Final[dict[str, pl.DataType]] = {
     "dataset": pl.String(),
     "task": pl.String(),
     "depth": pl.Int32(),  # smallest passing ladder cap, min over models; null unless solved
+    # the ladder's interval (its rounding), not an interval for the true depth: the turns D stands for
     "depth_low": pl.Int32(),  # D > depth_low: the ladder cap below D (0 below the first); the top cap if unsolved
     "depth_high": pl.Int32(),  # D <= depth_high: D itself when solved; null when unsolved (right-censored)
     "status": pl.String(),  # solved | unsolved | incomplete
@@ -168,6 +169,10 @@ DEPTH: Final[dict[str, pl.DataType]] = {
     "depth_by_model": pl.String(),  # JSON object model -> smallest passing cap (null if none)
     "n_models": pl.Int32(),
     "non_monotone": pl.Boolean(),  # a pass at cap a and only failures at some larger cap b
+    # an interval for the task's true depth under the noise model fitted to the runs (estimate_depth's level):
+    # the true depth in (ci_low, ci_high]; ci_high null when it may lie beyond the top cap; null when not computed
+    "ci_low": pl.Int32(),
+    "ci_high": pl.Int32(),
 }
 
 AUDIT: Final[dict[str, pl.DataType]] = {
@@ -402,6 +407,36 @@ EXAMPLE_TASKS: Final[dict[str, pl.DataType]] = {
     "dataset": pl.String(),
     "task": pl.String(),
     "why": pl.String(),  # deepest solved | solved at D = 1 | unsolved | incomplete | solved
+}
+
+#: Columns of :attr:`depthlab.simulate.SimulationSummary.truth`: the demo's true depth and work per task.
+SIMULATED_TRUTH: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "depth_true": pl.Int32(),  # turns that must happen in sequence (not a ladder cap)
+    "d_star": pl.Int32(),  # the true D on the ladder: the cap the estimator should find; null beyond the top cap
+    "w_star": pl.Int32(),
+    "n_segments": pl.Int32(),
+    "segments": pl.List(pl.Int32()),
+    "derived_from": pl.String(),
+    "environment": pl.String(),
+    "checksum": pl.String(),
+}
+
+#: Columns of :attr:`depthlab.simulate.SimulationSummary.model_truth`: each model's true depth per task.
+SIMULATED_MODEL_TRUTH: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "model": pl.String(),
+    "effective_depth": pl.Int32(),  # turns the model needs (null: never passes)
+    "model_depth": pl.Int32(),  # the model's smallest passing ladder cap (null: none)
+}
+
+#: Columns of :meth:`depthlab.simulate.noisy.NoisyTasks.truth`: the noisy model's true D per task.
+NOISY_TRUTH: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "d_star": pl.Int32(),  # the true D on the ladder (the same name as SIMULATED_TRUTH's); null beyond the top cap
 }
 
 #: Columns of :func:`depthlab.measures.censored.censored_distribution`: D's share per ladder cap, two variants.

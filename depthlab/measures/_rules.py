@@ -1,6 +1,6 @@
 """The pass rules on arrays of counts: which cells of a (model, cap) row pass, and the model's D.
 
-Shared by :func:`depthlab.measures.estimate_depth` (the ``isotonic`` rule's cell states), the
+Shared by :func:`depthlab.measures.estimate_depth` (every rule's cell states, :func:`cell_states`), the
 ``attempts="auto"`` planner (what one more attempt could change) and the noisy simulation's rule
 table (thousands of tasks at once, no frame per replication). Every function takes ``n_pass`` and
 ``n_valid`` of shape (..., C): the last axis is the cap ladder, increasing.
@@ -13,11 +13,19 @@ The rules, fixed before any result was looked at:
   (isotonic regression of the attempts' outcomes, each attempt weight 1); a cap passes when its
   fitted P is at least ``q`` (0.5 by default), in the manner of a time horizon read off a fitted
   success curve. Caps with no valid attempt take no part in the fit.
+
+The rules' names are :data:`depthlab._checks.PASS_RULES` (the public functions validate against
+it, and this module dispatches on it); each rule is written here once.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from depthlab._checks import PASS_RULES
+
+#: A cell's state in :func:`cell_states`: decided pass, decided fail, or still missing.
+PASS, FAIL, MISSING = 1, 0, -1
 
 #: Floating slack when a fitted share is compared with q (1/3 + 1/6 must count as 1/2).
 _EPS = 1e-9
@@ -70,7 +78,38 @@ def cell_passes(n_pass: np.ndarray, n_valid: np.ndarray, rule: str, q: float = 0
     if rule == "isotonic":
         fitted = isotonic_fit(passes, valid)
         return (valid > 0) & (np.nan_to_num(fitted, nan=-1.0) >= q - _EPS)
-    raise ValueError(f"unknown pass rule {rule!r}")
+    raise ValueError(f"unknown pass rule {rule!r}; expected one of {PASS_RULES}")
+
+
+def cell_states(n_pass: np.ndarray, n_valid: np.ndarray, rule: str, attempts: int = 1, q: float = 0.5) -> np.ndarray:
+    """Int8 (..., C): each cell :data:`PASS`, :data:`FAIL` or :data:`MISSING` when ``attempts`` are planned per cell.
+
+    A cell with ``attempts`` valid trials or more is decided by :func:`cell_passes`. A cell with
+    fewer is decided early only when the attempts still missing cannot change its outcome: under
+    ``"any"`` one pass decides it; under ``"majority"`` passes (or failures) already over half of
+    ``attempts``; under ``"isotonic"`` never (every other cap's attempts move its fitted share).
+
+    Examples
+    --------
+    Three attempts planned: one pass decides ``any``; two failures of three decide ``majority``.
+
+    >>> n_pass, n_valid = np.array([1, 0, 0]), np.array([1, 2, 0])
+    >>> cell_states(n_pass, n_valid, "any", attempts=3).tolist()
+    [1, -1, -1]
+    >>> cell_states(n_pass, n_valid, "majority", attempts=3).tolist()
+    [-1, 0, -1]
+    """
+    passes = np.asarray(n_pass)
+    valid = np.asarray(n_valid)
+    decided = cell_passes(passes, valid, rule, q)
+    state = np.where(valid >= attempts, np.where(decided, PASS, FAIL), MISSING).astype(np.int8)
+    if rule == "any":
+        state[(valid < attempts) & (passes > 0)] = PASS
+    elif rule == "majority":
+        early = valid < attempts
+        state[early & (2 * passes >= attempts)] = PASS
+        state[early & (2 * (valid - passes) > attempts)] = FAIL
+    return state
 
 
 def model_depth_index(n_pass: np.ndarray, n_valid: np.ndarray, rule: str, q: float = 0.5) -> np.ndarray:

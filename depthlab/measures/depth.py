@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
 from depthlab import schema
@@ -33,12 +34,15 @@ from depthlab._checks import (
     check_number,
     parameter_error,
 )
-from depthlab.measures._rules import cell_passes
+from depthlab.measures._noise import true_depth_rungs
+from depthlab.measures._rules import FAIL, MISSING, PASS, cell_states
 from depthlab.schema import CAPS
 
 TASK_KEYS: tuple[str, str] = ("dataset", "task")
 CELL_KEYS: tuple[str, ...] = ("dataset", "task", "model", "cap")
 _TRIAL_COLUMNS: tuple[str, ...] = ("dataset", "task", "model", "cap", "status")
+#: The grid's state names, indexed by a :func:`~depthlab.measures._rules.cell_states` code minus MISSING.
+_STATE_NAMES = np.array([name for _, name in sorted({MISSING: "missing", FAIL: "fail", PASS: "pass"}.items())])
 
 
 def evidence_grid(
@@ -88,34 +92,11 @@ def evidence_grid(
         .join(cells, on=list(CELL_KEYS), how="left", nulls_equal=True)
         .with_columns(pl.col("n_valid", "n_pass").fill_null(0))
     )
-    n_valid, n_pass = pl.col("n_valid"), pl.col("n_pass")
-    if pass_rule == "isotonic":
-        grid = _isotonic_states(grid.sort(CELL_KEYS), len(caps), q)
-        passes_all = pl.col("_fitted_pass")
-        pass_early = fail_early = pl.lit(False)
-    elif pass_rule == "any":
-        passes_all = n_pass > 0
-        pass_early, fail_early = n_pass > 0, pl.lit(False)
-    else:  # majority: at least half of the valid attempts pass
-        passes_all = 2 * n_pass >= n_valid
-        pass_early, fail_early = 2 * n_pass >= attempts, 2 * (n_valid - n_pass) > attempts
-    state = (
-        pl.when(n_valid >= attempts)
-        .then(pl.when(passes_all).then(pl.lit("pass")).otherwise(pl.lit("fail")))
-        .when(pass_early)
-        .then(pl.lit("pass"))
-        .when(fail_early)
-        .then(pl.lit("fail"))
-        .otherwise(pl.lit("missing"))
-    )
+    grid = _cell_states(grid.sort(CELL_KEYS), len(caps), pass_rule, attempts, q)
     model_keys = [*TASK_KEYS, "model"]
-    grid = (
-        grid.with_columns(state=state)
-        .drop("_fitted_pass", strict=False)
-        .with_columns(
-            model_depth=pl.when(pl.col("state") == "pass").then(pl.col("cap")).min().over(model_keys),
-            top_state=pl.col("state").filter(pl.col("cap") == top).first().over(model_keys),
-        )
+    grid = grid.with_columns(
+        model_depth=pl.when(pl.col("state") == "pass").then(pl.col("cap")).min().over(model_keys),
+        top_state=pl.col("state").filter(pl.col("cap") == top).first().over(model_keys),
     )
     grid = grid.with_columns(upper=pl.col("model_depth").min().over(list(TASK_KEYS)))
     needed = (pl.col("state") == "missing") & (
@@ -126,17 +107,17 @@ def evidence_grid(
     return grid.with_columns(needed=needed).sort(CELL_KEYS)
 
 
-def _isotonic_states(grid: pl.DataFrame, n_caps: int, q: float) -> pl.DataFrame:
-    """Add ``_fitted_pass``: the cell's fitted P(pass | cap) is at least q (rows sorted by CELL_KEYS).
+def _cell_states(grid: pl.DataFrame, n_caps: int, rule: str, attempts: int, q: float) -> pl.DataFrame:
+    """Add ``state`` (pass|fail|missing) by :func:`depthlab.measures._rules.cell_states` (rows sorted by CELL_KEYS).
 
     Every (dataset, task, model) has exactly one row per ladder cap (the grid is a cross join with
-    the ladder), so the sorted counts reshape to (groups, caps) and are fitted at once.
+    the ladder), so the sorted counts reshape to (groups, caps) and are decided at once.
     """
     shape = (grid.height // n_caps, n_caps)
     n_pass = grid["n_pass"].to_numpy().reshape(shape)
     n_valid = grid["n_valid"].to_numpy().reshape(shape)
-    passes = cell_passes(n_pass, n_valid, "isotonic", q).reshape(-1)
-    return grid.with_columns(_fitted_pass=pl.Series(passes, dtype=pl.Boolean))
+    states = cell_states(n_pass, n_valid, rule, attempts, q).reshape(-1)
+    return grid.with_columns(state=pl.Series(_STATE_NAMES[states - MISSING], dtype=pl.String))
 
 
 def estimate_depth(
@@ -146,8 +127,9 @@ def estimate_depth(
     models: Sequence[str] | None = None,
     pass_rule: str = "any",
     q: float = 0.5,
+    level: float | None = 0.9,
 ) -> pl.DataFrame:
-    """Estimate each task's depth D from turn-capped runs.
+    """Estimate each task's depth D from turn-capped runs, and an interval for its true depth.
 
     Only trials with a ``cap`` on the ladder, a ``model`` and a valid status (``pass`` or
     ``fail``; never ``invalid``) count. A cell (model, cap) passes under ``pass_rule``: ``"any"`` valid attempt
@@ -156,11 +138,25 @@ def estimate_depth(
     attempts (isotonic regression) and the cap passes when the fitted P is at least ``q``. D is
     the minimum over models of each model's smallest passing cap.
 
-    D is interval-censored: D = 10 on the default ladder says more than 5 turns and at most 10.
-    ``depth_low`` and ``depth_high`` carry the interval, D in (depth_low, depth_high]: for a
-    solved task ``depth_high`` = D and ``depth_low`` the largest ladder cap below D (0 below the
-    first; a ladder with gaps gives a wider interval); for an unsolved task ``depth_low`` = the
-    top cap and ``depth_high`` is null (right-censored); for an incomplete task both are null.
+    **The ladder's interval** (``depth_low``, ``depth_high``] is D's rounding to the ladder, not
+    an interval for the true depth: D = 10 on the default ladder reads "more than 5 turns and at
+    most 10", which holds of the true depth only when the runs are free of noise. For a solved
+    task ``depth_high`` = D and ``depth_low`` the largest ladder cap below D (0 below the first;
+    a ladder with gaps gives a wider interval); for an unsolved task ``depth_low`` = the top cap
+    and ``depth_high`` is null (right-censored); for an incomplete task both are null. Under
+    noise (a pass probability of 0.5-0.95 at and above the true depth, a lucky pass below it)
+    the true depth lies in it for 28-99% of tasks, depending on the rule and the attempts.
+
+    **The interval for the true depth** (``ci_low``, ``ci_high``], at ``level``: the rungs the
+    task's true depth can be at under a noise model fitted to the capped runs themselves, per
+    dataset (a pass probability per task and model at and above its depth, Beta-distributed
+    around a mean per model, and a luck rate below it, shared by the dataset's tasks; the fit's
+    own uncertainty carried by drawing its parameters; :mod:`depthlab.measures._noise` states the
+    model and the interval whole). The true depth lies in (``ci_low``, ``ci_high``]; ``ci_high``
+    is null when the true depth may lie beyond the top cap. It is given for every task with a
+    counted model, incomplete ones too (missing cells widen it), and is the same under every
+    pass rule. Its coverage and width on noisy data of known depth from generators apart from the
+    model are in the docs ("How sure is D") and ``tests/bench/bench_depth_interval.py``.
 
     * ``solved``: D is pinned: for every model counted, every ladder cap below D was tried with
       valid trials and failed.
@@ -188,6 +184,9 @@ def estimate_depth(
     q : float, default 0.5
         The ``"isotonic"`` rule's threshold on the fitted P(pass | cap), in (0, 1]; ignored by
         the other rules.
+    level : float or None, default 0.9
+        The share of tasks whose true depth the interval (``ci_low``, ``ci_high``] should hold,
+        in (0, 1); None leaves both columns null (and skips the noise model's fit).
 
     Returns
     -------
@@ -207,6 +206,12 @@ def estimate_depth(
     >>> estimate_depth(trials).select("depth", "depth_low", "depth_high", "status").row(0)
     (3, 2, 3, 'solved')
 
+    One run per cell of one task says little about noise: its true depth is more than 1 turn, and
+    may lie beyond the top cap.
+
+    >>> estimate_depth(trials).select("ci_low", "ci_high").row(0)
+    (1, None)
+
     One lucky pass in three attempts at cap 2, every attempt passing at cap 5: the paper's rule
     takes the lucky pass, the isotonic fit pools it with the failures around it.
 
@@ -222,8 +227,46 @@ def estimate_depth(
     models = check_models(models, function)
     pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
     q = check_number(q, "q", function, low=0, high=1, low_open=True, kind="a share")
+    if level is not None:
+        level = check_number(level, "level", function, low=0, high=1, low_open=True, high_open=True, kind="a share")
     grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule, q=q)
-    return depth_from_grid(grid, trials.select(TASK_KEYS).unique(), caps=caps)
+    depth = depth_from_grid(grid, trials.select(TASK_KEYS).unique(), caps=caps)
+    if level is None:
+        return depth
+    intervals = _true_depth_columns(grid, caps=caps, level=level)
+    return (
+        depth.drop("ci_low", "ci_high")
+        .join(intervals, on=list(TASK_KEYS), how="left", nulls_equal=True)
+        .select(depth.columns)
+    )
+
+
+def _true_depth_columns(grid: pl.DataFrame, *, caps: Sequence[int], level: float) -> pl.DataFrame:
+    """Columns dataset, task, ci_low, ci_high: the interval for each task's true depth, per dataset of the grid.
+
+    The grid is :func:`evidence_grid`'s (sorted by CELL_KEYS, every (task, model, cap) once); each
+    dataset's counts are fitted on their own (:func:`depthlab.measures._noise.true_depth_rungs`).
+    """
+    below = np.array([0, *caps])
+    frames = []
+    for part in grid.partition_by("dataset", maintain_order=True):
+        n_models = part["model"].n_unique()
+        shape = (part.height // (n_models * len(caps)), n_models, len(caps))
+        n_pass = part["n_pass"].to_numpy().astype(np.int64).reshape(shape)
+        n_valid = part["n_valid"].to_numpy().astype(np.int64).reshape(shape)
+        low, high = true_depth_rungs(n_pass, n_valid, level)
+        tops = np.array([*caps, 0])[high]
+        frames.append(
+            part.select(TASK_KEYS)
+            .unique(maintain_order=True)
+            .with_columns(
+                ci_low=pl.Series(below[low], dtype=pl.Int32),
+                ci_high=pl.Series(np.where(high < len(caps), tops, -1), dtype=pl.Int32).replace(-1, None),
+            )
+        )
+    if not frames:
+        return pl.DataFrame(schema={name: schema.DEPTH[name] for name in (*TASK_KEYS, "ci_low", "ci_high")})
+    return pl.concat(frames)
 
 
 def depth_from_grid(grid: pl.DataFrame, task_keys: pl.DataFrame, *, caps: Sequence[int]) -> pl.DataFrame:
@@ -332,23 +375,29 @@ def depth_summary(depth: pl.DataFrame, *, by: str | None = "dataset") -> pl.Data
     return depth.group_by("dataset").agg(aggs).sort("dataset")
 
 
-def depth_intervals(depth: pl.DataFrame) -> pl.DataFrame:
-    """Count tasks by the interval their D stands for on the ladder, per dataset and depth status.
+def depth_intervals(depth: pl.DataFrame, *, interval: str = "ladder") -> pl.DataFrame:
+    """Count tasks by the interval their D stands for, per dataset and depth status: the ladder's, or the true depth's.
 
-    D lies in (``depth_low``, ``depth_high``]: a solved task's D = 10 on the ladder 1, 2, 3, 5, 10,
-    ... means more than 5 turns and at most 10; an unsolved task is right-censored above the top cap
-    (``depth_high`` null); an incomplete one has neither bound.
+    ``interval="ladder"`` (default): D's rounding to the ladder, (``depth_low``, ``depth_high``]: a
+    solved task's D = 10 on the ladder 1, 2, 3, 5, 10, ... reads "more than 5 turns and at most 10";
+    an unsolved task is right-censored above the top cap (``depth_high`` null); an incomplete one
+    has neither bound. Under noise this is not where the true depth lies (a lucky pass sets D low, a
+    miss sets it high): ``interval="true_depth"`` counts the intervals for the true depth
+    (``ci_low``, ``ci_high``] instead (:func:`estimate_depth`'s ``level``), which every task with a
+    counted model has, incomplete ones too.
 
     Parameters
     ----------
     depth : pl.DataFrame
         A depth table from :func:`estimate_depth`.
+    interval : {"ladder", "true_depth"}, default "ladder"
+        Which interval to count.
 
     Returns
     -------
     pl.DataFrame
-        Columns dataset, status, depth_low, depth_high, n_tasks; sorted by dataset and interval,
-        the right-censored ones last.
+        Columns dataset, status, then depth_low, depth_high (or ci_low, ci_high), n_tasks; sorted by
+        dataset and interval, the right-censored ones last.
 
     Examples
     --------
@@ -356,15 +405,20 @@ def depth_intervals(depth: pl.DataFrame) -> pl.DataFrame:
     >>> from depthlab import schema
     >>> depth = schema.conform(pl.DataFrame({"dataset": "d", "task": ["a", "b", "c"],
     ...     "status": ["solved", "solved", "unsolved"], "depth_low": [5, 5, 80],
-    ...     "depth_high": [10, 10, None]}), "depth")
+    ...     "depth_high": [10, 10, None], "ci_low": [3, 5, 40], "ci_high": [10, 10, None]}), "depth")
     >>> depth_intervals(depth).rows()
     [('d', 'solved', 5, 10, 2), ('d', 'unsolved', 80, None, 1)]
+    >>> depth_intervals(depth, interval="true_depth").rows()
+    [('d', 'solved', 3, 10, 1), ('d', 'solved', 5, 10, 1), ('d', 'unsolved', 40, None, 1)]
     """
-    check_frame(depth, "depth", "depth_intervals", ("dataset", "status", "depth_low", "depth_high"))
+    function = "depth_intervals"
+    interval = check_choice(interval, "interval", function, ("ladder", "true_depth"))
+    low, high = ("depth_low", "depth_high") if interval == "ladder" else ("ci_low", "ci_high")
+    check_frame(depth, "depth", function, ("dataset", "status", low, high))
     return (
-        depth.group_by("dataset", "status", "depth_low", "depth_high")
+        depth.group_by("dataset", "status", low, high)
         .agg(pl.len().cast(pl.Int32).alias("n_tasks"))
-        .sort("dataset", "depth_high", "depth_low", nulls_last=True)
+        .sort("dataset", high, low, nulls_last=True)
     )
 
 

@@ -30,12 +30,14 @@ import numpy as np
 import polars as pl
 
 from depthlab import schema
+from depthlab._checks import PASS_RULES
 from depthlab.measures import estimate_depth, plan_missing
 from depthlab.measures._rules import model_depth_index
 from depthlab.schema import CAPS
 
-#: The D rules the rule table compares (``"any"`` is the paper's).
-RULES: tuple[str, ...] = ("any", "majority", "isotonic")
+#: The D rules the rule table compares (``"any"`` is the paper's): every pass rule, named once in
+#: :data:`depthlab._checks.PASS_RULES`.
+RULES: tuple[str, ...] = PASS_RULES
 
 
 @dataclass(frozen=True)
@@ -75,33 +77,54 @@ class NoisyTasks:
         return [f"noisy/model-{m}" for m in range(self.prob.shape[1])]
 
     def truth(self) -> pl.DataFrame:
-        """Columns dataset, task, true_depth (null when beyond the top cap)."""
+        """The true ladder D per task (:data:`depthlab.schema.NOISY_TRUTH`: ``d_star``, null beyond the top cap).
+
+        ``d_star`` is the name the demo's truth table (:mod:`depthlab.simulate.truth`) gives the same
+        quantity, the true D on the ladder.
+        """
         caps = self.model.caps
         depth = [caps[r] if r < len(caps) else None for r in self.true_rung.tolist()]
-        return pl.DataFrame(
-            {"dataset": "noisy", "task": self.names, "true_depth": depth},
-            schema={"dataset": pl.String, "task": pl.String, "true_depth": pl.Int32},
-        )
+        return pl.DataFrame({"dataset": "noisy", "task": self.names, "d_star": depth}, schema=schema.NOISY_TRUTH)
 
     def tasks(self) -> pl.DataFrame:
         """The tasks table of the draw (dataset, task)."""
         return schema.conform(pl.DataFrame({"dataset": "noisy", "task": self.names}), "tasks")
 
 
+def pass_probability(
+    log_horizon: np.ndarray, slope: np.ndarray, luck: float, caps: Sequence[int], beyond: np.ndarray
+) -> np.ndarray:
+    """The model's P(pass) per (task, model, cap): ``luck + (1 - luck) * logistic(slope_m * (log c - log h_tm))``.
+
+    ``log_horizon`` is (tasks, models) (or (tasks, 1): every model at the task's horizon), ``slope``
+    (models,), ``beyond`` (tasks,) the tasks beyond every model (P = luck at every cap). The one
+    place the model's curve is written: :func:`draw_tasks` and the fitted model's noise-alone draws
+    (:func:`depthlab.simulate.noisy_fit.draw_noise_alone`) both read it.
+    """
+    log_caps = np.log(np.asarray(caps, dtype=np.float64))
+    curve = 1.0 / (1.0 + np.exp(-slope[None, :, None] * (log_caps[None, None, :] - log_horizon[:, :, None])))
+    curve[beyond] = 0.0
+    return luck + (1.0 - luck) * curve
+
+
+def true_rungs(prob: np.ndarray) -> np.ndarray:
+    """The true D's rung per task (module docstring): the smallest cap where some model's P reaches 1/2.
+
+    ``prob`` is (tasks, models, caps); the rung is ``caps`` long (one past the top) when none does.
+    """
+    reaches = prob >= 0.5
+    return np.where(reaches.any(axis=2), reaches.argmax(axis=2), prob.shape[2]).min(axis=1)
+
+
 def draw_tasks(model: NoisyModel, rng: np.random.Generator) -> NoisyTasks:
     """Draw ``model.n_tasks`` tasks with ``model.n_models`` models: their pass probabilities and true D."""
     n, m = model.n_tasks, model.n_models
-    log_caps = np.log(np.asarray(model.caps, dtype=np.float64))
     horizon = np.log(model.depth_median) + model.depth_sigma * rng.standard_normal(n)
     per_model = horizon[:, None] + model.model_spread * rng.standard_normal((n, m))
     slope = rng.uniform(*model.slope_range, m)
     beyond = rng.random(n) < model.beyond
-    curve = 1.0 / (1.0 + np.exp(-slope[None, :, None] * (log_caps[None, None, :] - per_model[:, :, None])))
-    curve[beyond] = 0.0
-    prob = model.luck + (1.0 - model.luck) * curve
-    reaches = prob >= 0.5
-    rung = np.where(reaches.any(axis=2), reaches.argmax(axis=2), len(model.caps)).min(axis=1)
-    return NoisyTasks(model=model, prob=prob, true_rung=rung, slope=slope)
+    prob = pass_probability(per_model, slope, model.luck, model.caps, beyond)
+    return NoisyTasks(model=model, prob=prob, true_rung=true_rungs(prob), slope=slope)
 
 
 def draw_counts(tasks: NoisyTasks, attempts: np.ndarray | int, rng: np.random.Generator) -> np.ndarray:
@@ -180,9 +203,7 @@ def rule_table(
         # one outcome per attempt, so that a attempts are the first a of the most
         outcomes = rng.random((*tasks.prob.shape, top)) < tasks.prob[..., None]
         for k in n_models:
-            sub = tasks.prob[:, :k]
-            reaches = sub >= 0.5
-            truths[k].append(np.where(reaches.any(axis=2), reaches.argmax(axis=2), len(model.caps)).min(axis=1))
+            truths[k].append(true_rungs(tasks.prob[:, :k]))
             for a in attempts:
                 n_pass = outcomes[:, :k, :, :a].sum(axis=-1)
                 n_valid = np.full(n_pass.shape, a)
@@ -240,7 +261,8 @@ def replay_attempts(
         more = plan["attempts"].to_numpy()
         n_pass[t, m, c] += rng.binomial(more, tasks.prob[t, m, c])
         n_valid[t, m, c] += more
-    depth = estimate_depth(counts_to_trials(tasks, n_pass, n_valid), caps=tasks.model.caps, pass_rule=pass_rule, q=q)
+    trials = counts_to_trials(tasks, n_pass, n_valid)
+    depth = estimate_depth(trials, caps=tasks.model.caps, pass_rule=pass_rule, q=q, level=None)  # D alone
     by_task = dict(zip(depth["task"].to_list(), depth["depth"].to_list(), strict=True))
     caps = tasks.model.caps
     rung = np.array([caps.index(d) if (d := by_task.get(name)) is not None else len(caps) for name in tasks.names])

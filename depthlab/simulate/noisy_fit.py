@@ -27,10 +27,11 @@ import numpy as np
 import polars as pl
 
 from depthlab._checks import check_caps, check_frame, check_models, check_positive_int
+from depthlab._defaults import AUDIT_SEED
 from depthlab.measures import second_model_effect
 from depthlab.measures.depth import evidence_grid
 from depthlab.schema import CAPS
-from depthlab.simulate.noisy import NoisyModel, NoisyTasks, counts_to_trials
+from depthlab.simulate.noisy import NoisyModel, NoisyTasks, counts_to_trials, pass_probability, true_rungs
 
 _U_NODES = 16  # Gauss-Hermite nodes for the task's horizon
 _Z_NODES = 6  # and for each model's departure from it
@@ -187,18 +188,12 @@ def fit_noisy_model(
 def draw_noise_alone(fit: NoisyFit, n_tasks: int, rng: np.random.Generator) -> NoisyTasks:
     """Tasks from ``fit`` with every model's horizon the task's (``spread`` = 0): the models share the true D."""
     n_tasks = check_positive_int(n_tasks, "n_tasks", "draw_noise_alone")
-    x = np.log(np.asarray(fit.caps, dtype=np.float64))
     horizon = np.log(fit.depth_median) + fit.depth_sigma * rng.standard_normal(n_tasks)
-    from scipy.special import expit
-
-    slopes = np.asarray(fit.slopes)
-    curve = expit(slopes[None, :, None] * (x[None, None, :] - horizon[:, None, None]))
-    curve[rng.random(n_tasks) < fit.beyond] = 0.0
-    prob = fit.luck + (1.0 - fit.luck) * curve
-    reaches = prob >= 0.5
-    rung = np.where(reaches.any(axis=2), reaches.argmax(axis=2), len(fit.caps)).min(axis=1)
+    beyond = rng.random(n_tasks) < fit.beyond
+    # one horizon column broadcast over the models: every model at the task's horizon
+    prob = pass_probability(horizon[:, None], np.asarray(fit.slopes), fit.luck, fit.caps, beyond)
     model = NoisyModel(n_tasks=n_tasks, n_models=len(fit.models), caps=fit.caps, luck=fit.luck)
-    return NoisyTasks(model=model, prob=prob, true_rung=rung)
+    return NoisyTasks(model=model, prob=prob, true_rung=true_rungs(prob))
 
 
 def drop_share(
@@ -221,7 +216,9 @@ def drop_share(
     return (lowered / determined if determined else None), determined
 
 
-def noise_drop_share(fit: NoisyFit, *, replications: int = 20, n_tasks: int | None = None, seed: int = 0) -> np.ndarray:
+def noise_drop_share(
+    fit: NoisyFit, *, replications: int = 20, n_tasks: int | None = None, seed: int = AUDIT_SEED
+) -> np.ndarray:
     """The share of second-model drops in each of ``replications`` noise-alone draws from ``fit``.
 
     Each draw holds ``n_tasks`` tasks (default the fitted data's), every cell of the ladder run

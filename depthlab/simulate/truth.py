@@ -13,6 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
+from depthlab import schema
 from depthlab._checks import check_frame
 from depthlab.schema import CAPS
 from depthlab.simulate.model import MODELS, _ladder_depth, _Task
@@ -34,12 +35,14 @@ class SimulationSummary:
     seconds : float
         Wall time of the write.
     truth : pl.DataFrame
-        One row per task: dataset, task, depth_true (turns in sequence), d_star (the ladder
-        depth the estimator should find; null when no model passes the top cap), w_star,
-        n_segments, segments (list), derived_from, environment, checksum.
+        One row per task (:data:`depthlab.schema.SIMULATED_TRUTH`): dataset, task, depth_true
+        (turns in sequence), d_star (the ladder depth the estimator should find; null when no
+        model passes the top cap), w_star, n_segments, segments (list), derived_from,
+        environment, checksum.
     model_truth : pl.DataFrame
-        One row per (task, model): dataset, task, model, effective_depth (null: never passes),
-        model_depth (the model's smallest passing ladder cap, null if none).
+        One row per (task, model) (:data:`depthlab.schema.SIMULATED_MODEL_TRUTH`): dataset,
+        task, model, effective_depth (null: never passes), model_depth (the model's smallest
+        passing ladder cap, null if none).
     models, caps : tuple
         The models and the cap ladder simulated.
     """
@@ -87,31 +90,8 @@ def _truth_frames(tasks: Iterable[_Task]) -> tuple[pl.DataFrame, pl.DataFrame]:
                     "model_depth": _ladder_depth(effective),
                 }
             )
-    truth = pl.DataFrame(
-        rows,
-        schema={
-            "dataset": pl.String,
-            "task": pl.String,
-            "depth_true": pl.Int32,
-            "d_star": pl.Int32,
-            "w_star": pl.Int32,
-            "n_segments": pl.Int32,
-            "segments": pl.List(pl.Int32),
-            "derived_from": pl.String,
-            "environment": pl.String,
-            "checksum": pl.String,
-        },
-    )
-    model_truth = pl.DataFrame(
-        model_rows,
-        schema={
-            "dataset": pl.String,
-            "task": pl.String,
-            "model": pl.String,
-            "effective_depth": pl.Int32,
-            "model_depth": pl.Int32,
-        },
-    )
+    truth = pl.DataFrame(rows, schema=schema.SIMULATED_TRUTH)
+    model_truth = pl.DataFrame(model_rows, schema=schema.SIMULATED_MODEL_TRUTH)
     return truth, model_truth
 
 
