@@ -80,6 +80,11 @@ def depth_reliability(data: AuditData, *, repeats: int = 20, seed: int = AUDIT_S
     Each cell's attempts are split in two at random, D estimated on each half with the paper's
     rule, the halves compared (:func:`depthlab.measures.reliability.split_half_depth`), ``repeats``
     times. A collection whose cells have one attempt each has nothing to split: its rows are null.
+    The unit is the task group where the collection has them (as in every row of the audit):
+    rewrites of one seed are averaged into one agreement and ``n`` counts the groups. Split-half
+    agreement is that of D from half the attempts, not a floor for D from all of them: under the
+    paper's rule with luck a full-attempt retest agrees less (module
+    :mod:`depthlab.measures.reliability`).
 
     Rows per collection: ``split_half_share_equal``, ``split_half_within_one``, ``split_half_rank_corr``.
 
@@ -92,7 +97,9 @@ def depth_reliability(data: AuditData, *, repeats: int = 20, seed: int = AUDIT_S
     {returns}
     """
     capped = data.trials.filter(pl.col("cap").is_not_null() & pl.col("dataset").is_in(list(data.datasets)))
-    table = split_half_depth(capped, repeats=repeats, seed=seed) if capped.height else None
+    tasks, cluster = task_groups(data.audit.filter(pl.col("dataset").is_in(list(data.datasets))))
+    groups = tasks.select("dataset", "task", "task_group") if cluster else None
+    table = split_half_depth(capped, repeats=repeats, seed=seed, groups=groups) if capped.height else None
     rows = []
     for dataset in data.datasets:
         found = table.filter(pl.col("dataset") == dataset) if table is not None else pl.DataFrame()
@@ -110,11 +117,12 @@ def depth_reliability(data: AuditData, *, repeats: int = 20, seed: int = AUDIT_S
                     key,
                     dataset,
                     row[column] if usable and row is not None else None,
-                    n=round(row["n_tasks"]) if usable and row is not None else 0,
-                    unit="tasks",
+                    n=round(row["n_units"]) if usable and row is not None else 0,
+                    unit="task groups" if cluster else "tasks",
                     collections=[dataset],
                     models=models,
                     detail=f"mean over {repeats} random splits; {row['n_multi_cells']} cells with 2+ attempts"
+                    + ("; task groups are the unit (their tasks averaged)" if cluster else "")
                     if usable and row is not None
                     else "needs two or more attempts per cell",
                 )
