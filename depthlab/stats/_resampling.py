@@ -120,8 +120,8 @@ def permutation_pvalue(
     covar : str, sequence of str or None
         Covariates; None gives the plain Spearman correlation and its permutation test.
     n_perm : int, default 10_000
-        Random permutations; when the units have at most ``n_perm`` permutations (n! <= n_perm:
-        n <= 7 at the default) every one is enumerated instead and the p-value is exact.
+        Random permutations; when the units have at most ``n_perm`` permutations (n! of them:
+        up to seven units at the default) every one is enumerated instead and the p-value is exact.
     seed : int or None
         Randomness of the permutations (None: fresh draws each call).
     cluster : str, optional
