@@ -1239,14 +1239,18 @@ def test_robust_rows_take_task_groups_as_the_unit_and_need_min_tasks():
     robust = findings.pass_depth_given_work_robust(data, n_perm=500, n_boot=200, seed=0)
     rows = {(r["key"], r["group"]): r for r in robust.iter_rows(named=True)}
     perm, hier = rows[("pcorr_pass_depth_given_work_perm", "rst")], rows[("pcorr_pass_depth_given_work_hier", "rst")]
-    assert perm["n"] == 8 and perm["p"] is not None and "task groups permuted whole" in perm["detail"]
+    assert perm["n"] == 8
+    assert perm["p"] is not None
+    assert "task groups permuted whole" in perm["detail"]
     # the permutation row's estimate is the main row's: the partial Spearman of the groups' means
     main = findings.pass_depth_given_work(data, n_boot=0).filter(pl.col("group") == "rst").row(0, named=True)
     assert perm["value"] == pytest.approx(main["value"])
-    assert hier["ci_low"] is not None and "task groups, then tasks, then runs" in hier["detail"]
+    assert hier["ci_low"] is not None
+    assert "task groups, then tasks, then runs" in hier["detail"]
     grouped = data.audit.filter(pl.col("dataset") == "rst").group_by("task_group").agg(pl.col("pass_rate").mean())
     assert grouped.height == perm["n"]
     for key in ("pcorr_pass_depth_given_work_perm", "pcorr_pass_depth_given_work_hier"):
         short = rows[(key, "tmax")]
-        assert short["value"] is None and short["p"] is None
+        assert short["value"] is None
+        assert short["p"] is None
         assert f"needs at least {MIN_TASKS} tasks" in short["detail"]

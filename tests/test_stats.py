@@ -1136,7 +1136,8 @@ def test_freedman_lane_equals_r_and_the_textbook_definition_over_every_permutati
     covar = list(covars[:k])
     res = stats.permutation_pvalue(pl.from_pandas(frame), "x", "y", covar, n_perm=10_000, seed=0)
     r, p, n_perm = r_freedman_lane[(case, tuple(covar))]
-    assert res.exact and res.n_resamples == n_perm == math.factorial(len(frame))
+    assert res.exact
+    assert res.n_resamples == n_perm == math.factorial(len(frame))
     assert res.p == pytest.approx(p, abs=1e-12)
     assert res.r == pytest.approx(r, abs=1e-12)
     if k:  # pingouin has no permutation test; its partial Spearman is the statistic permuted
@@ -1163,7 +1164,8 @@ def test_freedman_lane_monte_carlo_p_agrees_with_the_textbook_definition():
     res = stats.permutation_pvalue(frame, "x", "y", ["z", "w", "v"], n_perm=4000, seed=1)
     orders = np.vstack([np.arange(n), np.argsort(rng.random((4000, n)), axis=1)])
     r, share = textbook_freedman_lane(frame.to_numpy(), orders)
-    assert not res.exact and res.r == pytest.approx(r, abs=1e-12)
+    assert not res.exact
+    assert res.r == pytest.approx(r, abs=1e-12)
     assert 0.02 < res.p < 0.5  # a p-value where the Monte Carlo comparison has something to compare
     assert res.p == pytest.approx(share, abs=4 * 0.007)
 
@@ -1215,10 +1217,12 @@ def test_permutation_p_needs_min_tasks_to_reach_005_and_is_exact_there():
     # exact p is 1/720 and p <= 0.05 is reachable; at n = 3 (3! = 6 permutations) the smallest is 1/6
     from depthlab.schema import MIN_TASKS
 
-    assert MIN_TASKS == 6 and 1 / math.factorial(MIN_TASKS) < 0.05 < 1 / math.factorial(3)
+    assert MIN_TASKS == 6
+    assert 1 / math.factorial(MIN_TASKS) < 0.05 < 1 / math.factorial(3)
     frame = pl.DataFrame({"x": [1.0, 2, 3, 4, 5, 6], "y": [1.0, 2, 3, 4, 5, 6]})
     res = stats.permutation_pvalue(frame, "x", "y", n_perm=2000)
-    assert res.exact and res.p == pytest.approx(2 / 720)  # the identity and the reversal
+    assert res.exact
+    assert res.p == pytest.approx(2 / 720)
     assert stats.permutation_pvalue(frame.head(3), "x", "y", n_perm=2000).p == pytest.approx(2 / 6)
 
 
@@ -1300,12 +1304,14 @@ def test_the_hierarchical_bootstrap_draws_as_a_plain_loop_does():
         except np.linalg.LinAlgError:  # a constant column: a degenerate resample
             loop.append(np.nan)
     loop_values = np.array(loop)[~np.isnan(loop)]
-    assert res.n_groups == 8 and res.n == tasks.height
+    assert res.n_groups == 8
+    assert res.n == tasks.height
     means = runs.group_by("g", "task").agg(pl.col("passed", "depth", "work").mean())
     assert res.r == pytest.approx(naive_partial_spearman(means.select("passed", "depth", "work").to_numpy()))
     ours_low, ours_high = res.ci_low, res.ci_high
     low, high = np.quantile(loop_values, [0.025, 0.975])
-    assert ours_low == pytest.approx(low, abs=0.08) and ours_high == pytest.approx(high, abs=0.08)
+    assert ours_low == pytest.approx(low, abs=0.08)
+    assert ours_high == pytest.approx(high, abs=0.08)
     assert abs(res.n_degenerate / 3000 - (2000 - len(loop_values)) / 2000) < 0.03
 
 
@@ -1334,7 +1340,9 @@ def test_hierarchical_bootstrap_under_covers_a_null_in_the_tie_regime_at_one_and
                     "work": np.repeat(work, runs),
                 }
             )
-            res = stats.hierarchical_bootstrap(frame, "passed", "depth", "work", levels=("task",), n_boot=400, seed=reps)
+            res = stats.hierarchical_bootstrap(
+                frame, "passed", "depth", "work", levels=("task",), n_boot=400, seed=reps
+            )
             covered += res.ci_low <= 0 <= res.ci_high
             means = frame.group_by("task").agg(pl.col("passed", "depth", "work").mean())
             rejected += stats.permutation_pvalue(means, "passed", "depth", "work", n_perm=499, seed=reps).p <= 0.05

@@ -177,7 +177,7 @@ def pass_depth_given_work_robust(
         units = tasks[cluster].n_unique() if cluster else tasks.height
         noun = "task groups" if cluster else "tasks"
         enough = units >= MIN_TASKS and tasks["depth"].n_unique() > 1
-        why = f"needs at least {MIN_TASKS} {noun} (the smallest n at which the test's size is measured) and two values of D"
+        why = f"needs at least {MIN_TASKS} {noun} (the smallest n the test's size is measured at) and two values of D"
         perm = (
             stats.permutation_pvalue(tasks, "pass_rate", "depth", "work", n_perm=n_perm, seed=seed, cluster=cluster)
             if enough
@@ -185,9 +185,7 @@ def pass_depth_given_work_robust(
         )
         if perm is not None and not math.isfinite(perm.r):
             perm, why = None, "the correlation is undefined (a constant column once ranked)"
-        permuted = (
-            f"{perm.n_resamples} permutations" + (" (all of them: exact)" if perm.exact else "") if perm else ""
-        )
+        permuted = f"{perm.n_resamples} permutations" + (" (all of them: exact)" if perm.exact else "") if perm else ""
         grouped = "; task groups permuted whole, the statistic on their means" if cluster else ""
         rows.append(
             make_row(
@@ -214,7 +212,9 @@ def pass_depth_given_work_robust(
                 on=["dataset", "task"],
             )
             levels = (cluster, "task") if cluster else ("task",)
-            hier = stats.hierarchical_bootstrap(task_runs, "passed", "depth", "work", levels=levels, n_boot=n_boot, seed=seed)
+            hier = stats.hierarchical_bootstrap(
+                task_runs, "passed", "depth", "work", levels=levels, n_boot=n_boot, seed=seed
+            )
         drawn = "task groups, then tasks, then runs" if cluster else "tasks, then runs"
         rows.append(
             make_row(
@@ -229,9 +229,7 @@ def pass_depth_given_work_robust(
                 low=hier.ci_low if hier else None,
                 high=hier.ci_high if hier else None,
                 interval="ci95" if hier else None,
-                detail=f"hierarchical bootstrap ({drawn}), percentile; {hier.n_degenerate} degenerate"
-                if hier
-                else why,
+                detail=f"hierarchical bootstrap ({drawn}), percentile; {hier.n_degenerate} degenerate" if hier else why,
             )
         )
     return make_frame(rows)

@@ -161,7 +161,7 @@ def _agreement(
         corr = None
         if len(a) > 2 and a.std() > 0 and b.std() > 0:
             corr = float(_scipy_stats.spearmanr(a, b).statistic)
-        share_equal, within_one = float(units["equal"].mean()), float(units["within"].mean())  # type: ignore[arg-type]
+        share_equal, within_one = float(units["equal"].mean()), float(units["within"].mean())
         out.append((dataset, (group.height, units.height, share_equal, within_one, corr)))
     return out
 

@@ -212,10 +212,8 @@ def permutation_pvalue(
         finite = stars[np.isfinite(stars)]
         valid += finite.size
         extreme += int((finite >= observed - _TIE_TOLERANCE).sum())
-    if exact:
-        p = extreme / valid if valid else math.nan
-    else:
-        p = (1 + extreme) / (1 + valid)
+    # exact: the identity is among the enumerated permutations; random: it is added (Phipson & Smyth)
+    p = (extreme / valid if valid else math.nan) if exact else (1 + extreme) / (1 + valid)
     return Resampled(r, math.nan, math.nan, p, "permutation", n, len(orders), len(orders) - valid, exact=exact)
 
 
