@@ -142,13 +142,14 @@ def pass_depth_given_work_robust(
 
     * ``pcorr_pass_depth_given_work_perm``: the Freedman-Lane permutation p-value
       (:func:`depthlab.stats.permutation_pvalue`, no interval), the test that holds its size in
-      that regime: measured on exact nulls, it rejects at 0.05 in 4-6% of samples at n = 6 to 12
-      with one to three covariates and in 4.7% in the tie regime at n = 30 (tests/test_stats.py);
+      that regime: measured on exact nulls, it rejects at 0.05 in 4.2-5.4% of samples at n = 6 to
+      12 with one to three covariates and in 5.1% (1,000 samples) in the tie regime at n = 30
+      (tests/test_stats.py);
     * ``pcorr_pass_depth_given_work_hier``: a 95% percentile interval from a hierarchical
       bootstrap, task groups then tasks then their public runs (the statistic on the tasks' mean
       pass over runs, which is the pass rate). It shows the spread of that hierarchy but is no
       remedy for the ties: with one run per task it is the percentile bootstrap, and in the tie
-      regime it covers a true zero in about 84% of samples at one run per task, 91% at two.
+      regime it covers a true zero in 65-72% of samples at one run per task, 86-88% at two.
 
     The unit is the task group where the collection has them (``task_group``, e.g. RST's rewrites
     of one seed; :func:`depthlab.findings._core.task_groups`), as in the main rows: the test

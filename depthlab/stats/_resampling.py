@@ -10,14 +10,17 @@ it). Of the two tools here, only the first holds its level there:
   column ranked; y's ranks regressed on the covariates' ranks (the reduced model); its residuals
   permuted and added back to its fit; the partial correlation of x with that permuted y
   recomputed, the permuted vector residualised on the covariates again. Measured on exact nulls
-  down to n = 6 with one to three covariates, it rejects at 0.05 within Monte Carlo error of 5%,
-  and at 4.5% in the tie regime where BCa covers 77% (tests/test_stats.py).
+  down to n = 6 with one to three covariates, it rejects at 0.05 in 4.2-5.4% of samples (2,000
+  a cell; 4.9% pooled), and in the tie regime (n = 30, 90% of tasks at D = 1) in 5.1% of
+  samples, where BCa's 95% interval covers the true zero 77% of the time (tests/test_stats.py).
+  It is the tool that holds its level there.
 * :func:`hierarchical_bootstrap`: resample the levels the data were drawn at (collections or task
   groups, then tasks, then runs) and recompute the statistic on the drawn tasks' means; a
   percentile interval, degenerate resamples (a constant column) left out and counted. It describes
   the spread of a hierarchy; it does not fix the ties: with one run per task it *is* the percentile
-  bootstrap of the task means, and in the tie regime its 95% interval covers a true zero in about
-  84% of samples at one run per task and 91% at two (tests/test_stats.py measures both).
+  bootstrap of the task means, and in the tie regime its 95% interval covers a true zero in 65-72%
+  of samples at one run per task and 86-88% at two (tests/test_stats.py measures
+  both).
 
 Both take the unit that is exchangeable under the null: rows of one ``cluster`` (a task group of
 near-duplicates) are permuted as one (the test runs on the groups' means), and the bootstrap draws
@@ -153,8 +156,9 @@ def permutation_pvalue(
 
     The residuals are exchangeable only approximately (Anderson & Legendre 1999), so the size is
     measured, not assumed: on exact nulls (y independent of x and the covariates, x depending on
-    them) the rejection rate at 0.05 is within Monte Carlo error of 5% at n = 6, 8 and 12 with one
-    to three covariates (tests/test_stats.py). The audit's rows report a p-value from
+    them) the rejection rate at 0.05 is 4.2-5.4% at n = 6, 8 and 12 with one to three covariates
+    (2,000 samples each, Monte Carlo sd 0.5%; tests/test_stats.py checks it within 3 sd), where
+    Kennedy's variant rejected in 18-20% at n = 6 with three covariates. The audit's rows report a p-value from
     ``schema.MIN_TASKS`` = 6 units up: 720 distinct permutations, so p can fall well below 0.05,
     and the smallest n at which the size is measured.
 
@@ -241,8 +245,10 @@ def hierarchical_bootstrap(
     This is a percentile bootstrap, and it inherits the percentile bootstrap's trouble with ties:
     with one run per task and ``levels=("task",)`` it is the percentile bootstrap of the task
     means. Where nine tasks in ten sit at D = 1 its 95% interval of pass ~ D | W covers a true zero
-    in about 84% of samples at one run per task and 91% at two (n = 30; tests/test_stats.py).
-    There, the size-holding tool is :func:`permutation_pvalue`.
+    in 65-72% of samples at one run per task, 86-88% at two (n = 30, two seeds of
+    250-400 samples; the issue measured 66% and 82%; tests/test_stats.py). There, the tool that
+    holds its level is :func:`permutation_pvalue` (2.5-3.6% and 4.3-5.6% rejections at 0.05 on the
+    same samples).
 
     Examples
     --------
