@@ -1186,9 +1186,9 @@ def kennedy_pvalue(values: np.ndarray, orders: np.ndarray) -> float:
 def test_freedman_lane_holds_its_size_on_exact_nulls_down_to_n6_with_one_to_three_covariates():
     # Exact null: y independent of x and z, x depending on z. 400 samples per (n, k), 3,600 in all.
     # Monte Carlo error: one cell's rejection rate at a true 5% has sd 1.09% (400 samples), the pooled
-    # rate 0.36% (3,600); the bounds are nominal + 3 sd. Measured (this seed): 4.1-6.0% per cell, 4.9%
-    # pooled (at 2,000 samples per cell, 4.2-5.4%); Kennedy's variant 19.5% at n = 6 with three
-    # covariates (the issue: 18.1%).
+    # rate 0.36% (3,600); the bounds are nominal + 3 sd. Measured (this seed): 3.5-6.5% per cell, 4.9%
+    # pooled (at 2,000 samples per cell, 4.2-5.4%); Kennedy's variant, this module's earlier code, 36% at
+    # n = 6 with three covariates (the issue measured 18.1% at n = 6).
     import itertools
 
     all_six = np.array(list(itertools.permutations(range(6))))
