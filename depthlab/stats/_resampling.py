@@ -158,9 +158,10 @@ def permutation_pvalue(
     measured, not assumed: on exact nulls (y independent of x and the covariates, x depending on
     them) the rejection rate at 0.05 is 4.2-5.4% at n = 6, 8 and 12 with one to three covariates
     (2,000 samples each, Monte Carlo sd 0.5%; tests/test_stats.py checks it within 3 sd), where
-    Kennedy's variant (this function before issue 38) rejected in 36% at n = 6 with three covariates. The audit's rows report a p-value from
-    ``schema.MIN_TASKS`` = 6 units up: 720 distinct permutations, so p can fall well below 0.05,
-    and the smallest n at which the size is measured.
+    Kennedy's variant (this function before issue 38) rejected in 36% at n = 6 with three
+    covariates. The audit's rows report a p-value from ``schema.MIN_TASKS`` = 6 units up: 720
+    distinct permutations, so p can fall well below 0.05, and the smallest n at which the size is
+    measured.
 
     References
     ----------
