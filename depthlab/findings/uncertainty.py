@@ -216,7 +216,8 @@ def pass_depth_given_work_robust(
             hier = stats.hierarchical_bootstrap(
                 task_runs, "passed", "depth", "work", levels=levels, n_boot=n_boot, seed=seed
             )
-        drawn = "task groups, then tasks, then runs" if cluster else "tasks, then runs"
+        drawn = f"{hier.n_groups} task groups, then tasks, then runs" if hier and cluster else "tasks, then runs"
+        why = why if not enough else "n_boot = 0: no interval"
         rows.append(
             make_row(
                 data,
