@@ -1213,3 +1213,44 @@ def test_second_model_noise_on_the_demo_is_below_its_observed_drops(demo):
     noise = rows.filter(pl.col("key") == "second_model_drop_share_noise").drop_nulls("value")
     assert (noise["interval"] == "range").all()
     assert "luck 0.0" in noise["detail"][0]
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 38: the robust rows' unit is the task group; a p-value only from MIN_TASKS units up
+
+
+def test_robust_rows_take_task_groups_as_the_unit_and_need_min_tasks():
+    from depthlab.schema import MIN_TASKS
+
+    tasks, trials = [], []
+    depths = [1, 1, 2, 3, 5, 1, 10, 2]
+    for g, depth in enumerate(depths):  # RST-like: 8 seeds, each rewritten twice (the rewrites alike)
+        for copy in range(2):
+            task = f"seed{g}-{copy}"
+            tasks.append({"dataset": "rst", "task": task, "work": 5 + 3 * g + copy, "task_group": f"seed{g}"})
+            trials += _capped("rst", task, "m", depth)
+            trials += _public("rst", task, "m", [j < (6, 8, 3, 5, 2, 7, 1, 4)[g] for j in range(8)])
+    for i in range(MIN_TASKS - 1):  # one task short of a p-value
+        tasks.append({"dataset": "tmax", "task": f"t{i}", "work": 3 + i})
+        trials += _capped("tmax", f"t{i}", "m", [1, 2, 3, 5, 10][i])
+        trials += _public("tmax", f"t{i}", "m", [j < 5 - i for j in range(5)])
+    trials = [{**trial, "passed": trial["status"] == "pass"} for trial in trials]  # as the loaders write it
+    data = _data(tasks, trials)
+    robust = findings.pass_depth_given_work_robust(data, n_perm=500, n_boot=200, seed=0)
+    rows = {(r["key"], r["group"]): r for r in robust.iter_rows(named=True)}
+    perm, hier = rows[("pcorr_pass_depth_given_work_perm", "rst")], rows[("pcorr_pass_depth_given_work_hier", "rst")]
+    assert perm["n"] == 8
+    assert perm["p"] is not None
+    assert "task groups permuted whole" in perm["detail"]
+    # the permutation row's estimate is the main row's: the partial Spearman of the groups' means
+    main = findings.pass_depth_given_work(data, n_boot=0).filter(pl.col("group") == "rst").row(0, named=True)
+    assert perm["value"] == pytest.approx(main["value"])
+    assert hier["ci_low"] is not None
+    assert "task groups, then tasks, then runs" in hier["detail"]
+    grouped = data.audit.filter(pl.col("dataset") == "rst").group_by("task_group").agg(pl.col("pass_rate").mean())
+    assert grouped.height == perm["n"]
+    for key in ("pcorr_pass_depth_given_work_perm", "pcorr_pass_depth_given_work_hier"):
+        short = rows[(key, "tmax")]
+        assert short["value"] is None
+        assert short["p"] is None
+        assert f"needs at least {MIN_TASKS} tasks" in short["detail"]

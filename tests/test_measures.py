@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 
 from depthlab import schema
 from depthlab.measures import (
@@ -802,3 +803,54 @@ def test_the_pass_rules_are_written_once():
     source = inspect.getsource(depth_module)
     assert "2 * n_pass" not in source
     assert "n_pass > 0" not in source
+
+
+def _step_trials(rng: np.random.Generator, true: np.ndarray, chance: np.ndarray, attempts: int, luck: float):
+    """Capped runs of a step model: a pass with ``chance`` (task, model) from the true rung up, ``luck`` below."""
+    rung = np.arange(len(CAPS))
+    prob = np.where(rung[None, None, :] >= true[:, None, None], chance[:, :, None], luck)  # (tasks, models, caps)
+    passed = rng.random((*prob.shape, attempts)) < prob[..., None]
+    t, m, c, _ = np.indices(passed.shape).reshape(4, -1)
+    frame = pl.DataFrame(
+        {
+            "dataset": "d",
+            "task": [f"t{i}" for i in t],
+            "model": [f"m{j}" for j in m],
+            "cap": np.asarray(CAPS)[c],
+            "status": np.where(passed.ravel(), "pass", "fail"),
+        }
+    )
+    return schema.conform(frame, "trials")
+
+
+def test_split_half_is_no_floor_for_full_attempt_d_under_any_with_luck():
+    # A step model of known depth (not depthlab.simulate's): the true rung geometric over the ladder (a
+    # share beyond it), a pass chance per (task, model) uniform in 0.5-0.95 from the true depth up and 3%
+    # luck below, two models, K = 4 attempts per cell. Under "any" two independent full-K measurements of
+    # D agree *less* (rank correlation 0.55 over the three seeds here: 0.56, 0.42, 0.66) than the halves of
+    # one measurement do (split-half 0.74: 0.70, 0.73, 0.79): luck grows with the attempts. Under
+    # "majority" the full-K retest agrees more (0.97 against 0.74).
+    from depthlab.measures import estimate_depth, split_half_depth
+
+    def rungs(depth: pl.DataFrame) -> np.ndarray:
+        top = len(CAPS)
+        column = pl.col("depth").replace_strict(list(CAPS), list(range(top)), default=top).fill_null(top)
+        return depth.sort("task").select(column)["depth"].to_numpy()
+
+    found = {"any": [], "majority": []}
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        true = np.minimum(rng.geometric(0.35, 300) - 1, len(CAPS))
+        chance = rng.uniform(0.5, 0.95, (300, 2))
+        first, second = (_step_trials(rng, true, chance, 4, 0.03) for _ in range(2))
+        for rule in found:
+            retest = scipy_stats.spearmanr(
+                rungs(estimate_depth(first, pass_rule=rule)), rungs(estimate_depth(second, pass_rule=rule))
+            ).statistic
+            half = split_half_depth(first, repeats=10, pass_rule=rule, seed=seed)["rank_corr"][0]
+            found[rule].append((retest, half))
+    retest_any, half_any = np.mean(found["any"], axis=0)
+    assert retest_any < half_any - 0.1, found
+    assert all(retest < half for retest, half in found["any"]), found
+    retest_majority, half_majority = np.mean(found["majority"], axis=0)
+    assert retest_majority > half_majority, found

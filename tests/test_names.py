@@ -32,13 +32,13 @@ def test_the_string_checker_takes_none_only_when_optional():
 
 
 def test_bootstrap_defaults_are_read_from_one_place():
-    """No signature in the package states n_boot's or a seed's default as a literal: they read _defaults."""
+    """No signature in the package states n_boot's, n_perm's or a seed's default as a literal: they read _defaults."""
     import re
     from pathlib import Path
 
     from depthlab import _defaults
 
-    literal = re.compile(r"\b(n_boot|seed)\s*:\s*[^=\n]+=\s*(\d[\d_]*|None)\b")
+    literal = re.compile(r"\b(n_boot|n_perm|seed)\s*:\s*[^=\n]+=\s*(\d[\d_]*|None)\b")
     package = Path(_defaults.__file__).parent
     # demo and simulation seeds pick a data set, not a bootstrap: they stay where they are
     allowed = {"auditdata.py", "simulate", "commands", "engines", "runner", "widgets.py", "evidence.py", "plots"}
@@ -57,9 +57,11 @@ def test_the_audit_and_the_statistics_keep_their_documented_defaults():
     from depthlab import _defaults, findings, measures, reproduce, stats
 
     assert (_defaults.N_BOOT, _defaults.SEED, _defaults.AUDIT_N_BOOT, _defaults.AUDIT_SEED) == (10_000, None, 2000, 0)
+    assert (_defaults.N_PERM, _defaults.AUDIT_N_PERM) == (10_000, 2000)
 
     def defaults(f):
-        return {k: p.default for k, p in inspect.signature(f).parameters.items() if k in ("n_boot", "seed")}
+        names = ("n_boot", "n_perm", "seed")
+        return {k: p.default for k, p in inspect.signature(f).parameters.items() if k in names}
 
     assert defaults(stats.partial_spearman) == {"n_boot": 10_000, "seed": None}
     assert defaults(stats.quadrant_cells) == {"n_boot": 10_000, "seed": None}
@@ -67,6 +69,10 @@ def test_the_audit_and_the_statistics_keep_their_documented_defaults():
     assert defaults(measures.censored_depth) == {"n_boot": 2000, "seed": 0}
     assert defaults(findings.quadrant_percentiles) == {"n_boot": 2000, "seed": 0}
     assert defaults(reproduce.reproduce) == {"n_boot": 2000, "seed": 0}
+    # the resampling statistics are general statistics called on their own; the audit's rows pass its own
+    assert defaults(stats.permutation_pvalue) == {"n_perm": 10_000, "seed": None}
+    assert defaults(stats.hierarchical_bootstrap) == {"n_boot": 10_000, "seed": None}
+    assert defaults(findings.pass_depth_given_work_robust) == {"n_perm": 2000, "n_boot": 2000, "seed": 0}
     assert "default 2,000 and 0" in " ".join(findings.pass_depth_given_work.__doc__.split())
 
 

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -1005,7 +1006,8 @@ def test_bca_undercovers_a_true_zero_at_n30_with_90pct_at_depth_1_and_permutatio
         covered += res.ci_low <= 0 <= res.ci_high
         rejected += permutation_pvalue(df, "pass_rate", "depth", "work", n_perm=999, seed=reps).p < 0.05
     assert covered / reps < 0.9  # BCa under-covers in this regime (nominal 95%)
-    assert rejected / reps <= 0.09  # permutation: about 5% (binomial sd 1.8% at 150 replications)
+    # permutation: 5.1% measured at 1,000 samples of this regime (binomial sd 1.8% at 150 replications)
+    assert rejected / reps <= 0.09
 
 
 def test_permutation_pvalue_against_an_exact_enumeration():
@@ -1053,3 +1055,301 @@ def test_hierarchical_bootstrap_is_wider_when_collections_differ_and_counts_dege
     # one task with one run: every resample is that task, depth constant: all degenerate
     single = hierarchical_bootstrap(runs.head(1), "passed", "depth", levels=("task",), n_boot=20, seed=0)
     assert single.n_degenerate == 20
+
+
+# --- issue 38: textbook Freedman-Lane, its size down to n = 6, task groups, the bootstrap's coverage ---
+
+FL_SCRIPT = Path(__file__).parent / "r" / "freedman_lane_reference.R"
+
+
+def textbook_freedman_lane(values: np.ndarray, orders: np.ndarray) -> tuple[float, float]:
+    """Freedman & Lane on ranks from the definition, one permutation at a time: (r, share |r*| >= |r|).
+
+    y* = fitted + residuals[π] of the reduced model y ~ Z; r* = corr(resid(x ~ Z), resid(y* ~ Z)),
+    each fit by numpy's least squares. ``orders`` are the permutations, the identity among them.
+    """
+    ranks = scipy_stats.rankdata(values, axis=0)
+    x, y = ranks[:, 0], ranks[:, 1]
+    design = np.column_stack([np.ones(len(ranks)), ranks[:, 2:]])
+
+    def residual(v):
+        return v - design @ np.linalg.lstsq(design, v, rcond=None)[0]
+
+    fitted, e = y - residual(y), residual(y)
+    rx = residual(x)
+    r = np.corrcoef(rx, residual(y))[0, 1]
+    stars = np.array([np.corrcoef(rx, residual(fitted + e[order]))[0, 1] for order in orders])
+    return float(r), float(np.mean(np.abs(stars) >= abs(r) - 1e-9))
+
+
+def _fl_cases() -> dict[str, tuple[pd.DataFrame, tuple[str, ...]]]:
+    """Small data sets for the exact (enumerated) Freedman-Lane test: continuous, tied, n = 6 and 7."""
+    out = {}
+    for seed, n in ((0, 6), (1, 6), (2, 7)):
+        rng = np.random.default_rng(seed)
+        z = rng.normal(size=(n, 3))
+        frame = pd.DataFrame({"x": z.sum(axis=1) + rng.normal(size=n), "y": rng.normal(size=n) + 0.8 * z[:, 0]})
+        for j, name in enumerate(("z", "w", "v")):
+            frame[name] = z[:, j].round(0) if seed == 1 else z[:, j]  # seed 1: covariates full of ties
+        out[f"n{n}s{seed}"] = (frame, ("z", "w", "v"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def r_freedman_lane(tmp_path_factory) -> dict[tuple[str, tuple[str, ...]], tuple[float, float, int]]:
+    """Fresh output of tests/r/freedman_lane_reference.R (base R, every permutation): case -> (r, p, n!)."""
+    rscript = shutil.which("Rscript")
+    if rscript is None:
+        if os.environ.get("DEPTHLAB_REQUIRE_R") == "1":
+            pytest.fail("DEPTHLAB_REQUIRE_R=1 but Rscript is not on PATH (make r installs r-base-core)")
+        pytest.skip("Rscript not found: the R reference is not run (make r installs r-base-core)")
+    folder = tmp_path_factory.mktemp("r_fl")
+    cases = []
+    for name, (frame, covars) in _fl_cases().items():
+        frame.to_csv(folder / f"{name}.csv", index=False)
+        for k in range(len(covars) + 1):
+            covar = covars[:k]
+            cases.append({"id": "|".join([name, *covar]), "data": str(folder / f"{name}.csv"), "x": "x", "y": "y"})
+            cases[-1]["covar"] = ";".join(covar)
+    pd.DataFrame(cases).to_csv(folder / "cases.csv", index=False)
+    done = subprocess.run(
+        [rscript, str(FL_SCRIPT), str(folder / "cases.csv"), str(folder / "out.csv")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = pd.read_csv(folder / "out.csv", dtype={"id": str})
+    assert len(out) == len(cases)
+    return {
+        (name, tuple(covar)): (float(row.r), float(row.p), int(row.n_perm))
+        for row in out.itertuples()
+        for name, *covar in [row.id.split("|")]
+    }
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3])
+@pytest.mark.parametrize("case", ["n6s0", "n6s1", "n7s2"])
+def test_freedman_lane_equals_r_and_the_textbook_definition_over_every_permutation(r_freedman_lane, case, k):
+    # n! <= n_perm: every permutation is enumerated, so the p-value is exact and must equal R's to rounding
+    frame, covars = _fl_cases()[case]
+    covar = list(covars[:k])
+    res = stats.permutation_pvalue(pl.from_pandas(frame), "x", "y", covar, n_perm=10_000, seed=0)
+    r, p, n_perm = r_freedman_lane[(case, tuple(covar))]
+    assert res.exact
+    assert res.n_resamples == n_perm == math.factorial(len(frame))
+    assert res.p == pytest.approx(p, abs=1e-12)
+    assert res.r == pytest.approx(r, abs=1e-12)
+    if k:  # pingouin has no permutation test; its partial Spearman is the statistic permuted
+        with np.errstate(divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # its Fisher-z interval needs n > 3 + k
+            reference = pg.partial_corr(frame, "x", "y", covar, method="spearman")["r"].iloc[0]
+        assert res.r == pytest.approx(reference)
+    import itertools
+
+    orders = np.array(list(itertools.permutations(range(len(frame)))))
+    ours = textbook_freedman_lane(frame[["x", "y", *covar]].to_numpy(), orders)
+    assert (res.r, res.p) == pytest.approx(ours, abs=1e-12)
+
+
+def test_freedman_lane_monte_carlo_p_agrees_with_the_textbook_definition():
+    # n = 25, three covariates: random permutations. The two draw different permutations, so they agree
+    # within Monte Carlo error: sd of a difference of two p-values near 0.1 from 4,000 draws each is 0.007
+    rng = np.random.default_rng(11)
+    n = 25
+    z = rng.normal(size=(n, 3))
+    x = z.sum(axis=1) + rng.normal(size=n)
+    y = 0.35 * x - z[:, 0] + rng.normal(size=n)
+    frame = pl.DataFrame({"x": x, "y": y, "z": z[:, 0], "w": z[:, 1], "v": z[:, 2]})
+    res = stats.permutation_pvalue(frame, "x", "y", ["z", "w", "v"], n_perm=4000, seed=1)
+    orders = np.vstack([np.arange(n), np.argsort(rng.random((4000, n)), axis=1)])
+    r, share = textbook_freedman_lane(frame.to_numpy(), orders)
+    assert not res.exact
+    assert res.r == pytest.approx(r, abs=1e-12)
+    assert 0.02 < res.p < 0.5  # a p-value where the Monte Carlo comparison has something to compare
+    assert res.p == pytest.approx(share, abs=4 * 0.007)
+
+
+def kennedy_pvalue(values: np.ndarray, orders: np.ndarray) -> float:
+    """The variant this module had before (Kennedy 1995): permuted residuals not residualised again."""
+    ranks = scipy_stats.rankdata(values, axis=0)
+    design = np.column_stack([np.ones(len(ranks)), ranks[:, 2:]])
+    hat = design @ np.linalg.pinv(design)
+    rx, ry = ranks[:, 0] - hat @ ranks[:, 0], ranks[:, 1] - hat @ ranks[:, 1]
+    permuted = ry[orders]
+    stars = permuted @ rx / np.sqrt((rx @ rx) * (permuted**2).sum(axis=1))
+    observed = abs(rx @ ry) / math.sqrt((rx @ rx) * (ry @ ry))
+    return float(np.mean(np.abs(stars) >= observed - 1e-9))
+
+
+def test_freedman_lane_holds_its_size_on_exact_nulls_down_to_n6_with_one_to_three_covariates():
+    # Exact null: y independent of x and z, x depending on z. 400 samples per (n, k), 3,600 in all.
+    # Monte Carlo error: one cell's rejection rate at a true 5% has sd 1.09% (400 samples), the pooled
+    # rate 0.36% (3,600); the bounds are nominal + 3 sd. Measured (this seed): 3.5-6.5% per cell, 4.9%
+    # pooled (at 2,000 samples per cell, 4.2-5.4%); Kennedy's variant, this module's earlier code, 36% at
+    # n = 6 with three covariates (the issue measured 18.1% at n = 6).
+    import itertools
+
+    all_six = np.array(list(itertools.permutations(range(6))))
+    rates, kennedy = {}, []
+    for n in (6, 8, 12):
+        for k in (1, 2, 3):
+            rng = np.random.default_rng(1000 * n + k)
+            rejected = 0
+            for rep in range(400):
+                z = rng.normal(size=(n, k))
+                x, y = z.sum(axis=1) + 0.5 * rng.normal(size=n), rng.normal(size=n)
+                frame = pl.DataFrame({"x": x, "y": y, **{f"z{j}": z[:, j] for j in range(k)}})
+                res = stats.permutation_pvalue(frame, "x", "y", [f"z{j}" for j in range(k)], n_perm=499, seed=rep)
+                rejected += res.p <= 0.05
+                if n == 6 and k == 3:
+                    kennedy.append(kennedy_pvalue(frame.to_numpy(), all_six) <= 0.05)
+            rates[(n, k)] = rejected / 400
+    assert all(rate <= 0.05 + 3 * 0.0109 for rate in rates.values()), rates
+    pooled = sum(rates.values()) / len(rates)
+    assert pooled <= 0.05 + 3 * 0.0036, rates
+    assert pooled >= 0.05 - 3 * 0.0036, rates  # not conservative either: a valid test near its level
+    assert np.mean(kennedy) > 0.12  # the old variant's excess, which this test would have caught
+
+
+def test_permutation_p_needs_min_tasks_to_reach_005_and_is_exact_there():
+    # the smallest n a row reports: schema.MIN_TASKS = 6 units, 6! = 720 permutations, so the smallest
+    # exact p is 1/720 and p <= 0.05 is reachable; at n = 3 (3! = 6 permutations) the smallest is 1/6
+    from depthlab.schema import MIN_TASKS
+
+    assert MIN_TASKS == 6
+    assert 1 / math.factorial(MIN_TASKS) < 0.05 < 1 / math.factorial(3)
+    frame = pl.DataFrame({"x": [1.0, 2, 3, 4, 5, 6], "y": [1.0, 2, 3, 4, 5, 6]})
+    res = stats.permutation_pvalue(frame, "x", "y", n_perm=2000)
+    assert res.exact
+    assert res.p == pytest.approx(2 / 720)
+    assert stats.permutation_pvalue(frame.head(3), "x", "y", n_perm=2000).p == pytest.approx(2 / 6)
+
+
+def _duplicated_null(rng: np.random.Generator, n_groups: int, size: int) -> pl.DataFrame:
+    """Exact null between groups (y independent of x and w); each group's tasks near-duplicates of one seed."""
+    w = rng.normal(size=n_groups)
+    x, y = w + 0.5 * rng.normal(size=n_groups), rng.normal(size=n_groups)
+    noise = 0.05
+    rows = [
+        {
+            "task_group": f"g{g}",
+            "task": f"g{g}-{i}",
+            "x": x[g] + noise * rng.normal(),
+            "y": y[g] + noise * rng.normal(),
+            "w": w[g] + noise * rng.normal(),
+        }
+        for g in range(n_groups)
+        for i in range(size)
+    ]
+    return pl.DataFrame(rows)
+
+
+def test_near_duplicates_kept_together_hold_the_size_counted_independent_they_do_not():
+    # 10 seeds rewritten 3 times each (30 tasks), exact null between seeds. Counted as 30 independent
+    # tasks the permutation test rejects at 0.05 in 29% of samples (measured, 300 samples); with the
+    # task group as the unit (cluster="task_group") in 5.3%, nominal within Monte Carlo error (sd 1.3%).
+    # The hierarchical bootstrap alike: levels=("task",) covers the true zero in 69% of samples,
+    # levels=("task_group", "task") in 99% (150 samples; 10 groups, percentile, 95%).
+    rng = np.random.default_rng(38)
+    independent = together = covered_tasks = covered_groups = 0
+    reps = 300
+    for rep in range(reps):
+        frame = _duplicated_null(rng, 10, 3)
+        independent += stats.permutation_pvalue(frame, "x", "y", "w", n_perm=499, seed=rep).p <= 0.05
+        grouped = stats.permutation_pvalue(frame, "x", "y", "w", n_perm=499, seed=rep, cluster="task_group")
+        assert grouped.n == 10
+        together += grouped.p <= 0.05
+        if rep < 150:
+            one = stats.hierarchical_bootstrap(frame, "y", "x", "w", levels=("task",), n_boot=300, seed=rep)
+            two = stats.hierarchical_bootstrap(
+                frame, "y", "x", "w", levels=("task_group", "task"), n_boot=300, seed=rep
+            )
+            assert (one.n, two.n, two.n_groups) == (30, 30, 10)
+            covered_tasks += one.ci_low <= 0 <= one.ci_high
+            covered_groups += two.ci_low <= 0 <= two.ci_high
+    assert independent / reps > 0.2
+    assert together / reps <= 0.05 + 3 * 0.0126
+    assert covered_groups - covered_tasks > 0.2 * 150
+
+
+def test_the_hierarchical_bootstrap_draws_as_a_plain_loop_does():
+    # the vectorised draws against the definition written as a loop: groups, tasks within each, runs within
+    # each; the two replicate distributions agree in mean and spread within Monte Carlo error
+    rng = np.random.default_rng(3)
+    rows = []
+    for g in range(8):
+        for t in range(int(rng.integers(1, 4))):
+            depth, work = float(rng.integers(1, 6)), float(rng.integers(1, 30))
+            rows += [
+                {"g": f"g{g}", "task": f"t{t}", "passed": float(rng.random() < 0.6), "depth": depth, "work": work}
+                for _ in range(int(rng.integers(1, 5)))
+            ]
+    runs = pl.DataFrame(rows)
+    res = stats.hierarchical_bootstrap(runs, "passed", "depth", "work", levels=("g", "task"), n_boot=3000, seed=2)
+    tasks = runs.group_by("g", "task", maintain_order=True).agg(pl.col("passed", "depth", "work"))
+    groups = tasks.group_by("g", maintain_order=True).agg(pl.col("passed", "depth", "work"))
+    loop = []
+    for _ in range(2000):
+        sample = []
+        for gi in rng.integers(0, groups.height, groups.height):
+            members = groups.row(int(gi), named=True)
+            for ti in rng.integers(0, len(members["passed"]), len(members["passed"])):
+                passes = members["passed"][ti]
+                drawn = [passes[j] for j in rng.integers(0, len(passes), len(passes))]
+                sample.append([np.mean(drawn), members["depth"][ti][0], members["work"][ti][0]])
+        try:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                loop.append(naive_partial_spearman(np.array(sample)))
+        except np.linalg.LinAlgError:  # a constant column: a degenerate resample
+            loop.append(np.nan)
+    loop_values = np.array(loop)[~np.isnan(loop)]
+    assert res.n_groups == 8
+    assert res.n == tasks.height
+    means = runs.group_by("g", "task").agg(pl.col("passed", "depth", "work").mean())
+    assert res.r == pytest.approx(naive_partial_spearman(means.select("passed", "depth", "work").to_numpy()))
+    ours_low, ours_high = res.ci_low, res.ci_high
+    low, high = np.quantile(loop_values, [0.025, 0.975])
+    assert ours_low == pytest.approx(low, abs=0.08)
+    assert ours_high == pytest.approx(high, abs=0.08)
+    assert abs(res.n_degenerate / 3000 - (2000 - len(loop_values)) / 2000) < 0.03
+
+
+def test_hierarchical_bootstrap_under_covers_a_null_in_the_tie_regime_at_one_and_two_runs_per_task():
+    # n = 30 tasks, 90% at D = 1, pass ~ W only (true partial correlation 0), each task's runs drawn at its
+    # pass probability. The 95% percentile interval covers the zero in 72% of samples at one run per task
+    # (the percentile bootstrap of the task means) and 86% at two (this test: 250 samples, 400 resamples;
+    # 65% and 88% at 400 samples of another seed); the issue measured 66% and 82%.
+    # Monte Carlo sd at 250 samples: 2.8% and 2.2%. The permutation p-value on the same samples rejects
+    # at 0.05 in 3.6% and 5.6% (2.5% and 4.3% on the other seed): its level within Monte Carlo error.
+    rng = np.random.default_rng(2038)
+    coverage, rejection = {}, {}
+    for runs in (1, 2):
+        covered = rejected = reps = 0
+        while reps < 250:
+            work = rng.lognormal(2.0, 0.8, 30)
+            chance = 1 / (1 + np.exp(0.8 * (np.log(work) - 2.0) + rng.normal(0, 1, 30)))
+            depth = np.where(rng.random(30) < 0.9, 1, rng.choice([2, 3, 5, 10], 30)).astype(float)
+            if len(set(depth)) < 2:
+                continue
+            reps += 1
+            frame = pl.DataFrame(
+                {
+                    "task": np.repeat(np.arange(30), runs),
+                    "passed": (rng.random(30 * runs) < np.repeat(chance, runs)).astype(float),
+                    "depth": np.repeat(depth, runs),
+                    "work": np.repeat(work, runs),
+                }
+            )
+            res = stats.hierarchical_bootstrap(
+                frame, "passed", "depth", "work", levels=("task",), n_boot=400, seed=reps
+            )
+            covered += res.ci_low <= 0 <= res.ci_high
+            means = frame.group_by("task").agg(pl.col("passed", "depth", "work").mean())
+            rejected += stats.permutation_pvalue(means, "passed", "depth", "work", n_perm=499, seed=reps).p <= 0.05
+        coverage[runs], rejection[runs] = covered / reps, rejected / reps
+    assert coverage[1] < 0.8, coverage  # far under its 95%
+    assert coverage[2] < 0.95 - 3 * 0.014, coverage  # still under it at two runs
+    assert coverage[1] < coverage[2], coverage
+    assert all(rate <= 0.05 + 3 * 0.0138 for rate in rejection.values()), rejection

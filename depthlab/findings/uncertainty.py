@@ -9,18 +9,19 @@ finding uses.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import polars as pl
 
 from depthlab import stats
-from depthlab._defaults import AUDIT_N_BOOT, AUDIT_SEED
+from depthlab._defaults import AUDIT_N_BOOT, AUDIT_N_PERM, AUDIT_SEED
 from depthlab.auditdata import AuditData
-from depthlab.findings._core import capped_models, make_frame, make_row, public_runs
+from depthlab.findings._core import capped_models, make_frame, make_row, public_runs, task_groups
 from depthlab.findings._docs import docstring
 from depthlab.measures.censored import censored_depth
 from depthlab.measures.reliability import split_half_depth
-from depthlab.schema import CAPS
+from depthlab.schema import CAPS, MIN_TASKS
 from depthlab.simulate.noisy_fit import drop_share, fit_noisy_model, noise_drop_share
 
 _STATISTICS = {"share_le_3": "share_depth_le_3", "share_ge_5": "share_depth_ge_5", "median": "median_depth"}
@@ -79,6 +80,11 @@ def depth_reliability(data: AuditData, *, repeats: int = 20, seed: int = AUDIT_S
     Each cell's attempts are split in two at random, D estimated on each half with the paper's
     rule, the halves compared (:func:`depthlab.measures.reliability.split_half_depth`), ``repeats``
     times. A collection whose cells have one attempt each has nothing to split: its rows are null.
+    The unit is the task group where the collection has them (as in every row of the audit):
+    rewrites of one seed are averaged into one agreement and ``n`` counts the groups. Split-half
+    agreement is that of D from half the attempts, not a floor for D from all of them: under the
+    paper's rule with luck a full-attempt retest agrees less (module
+    :mod:`depthlab.measures.reliability`).
 
     Rows per collection: ``split_half_share_equal``, ``split_half_within_one``, ``split_half_rank_corr``.
 
@@ -91,7 +97,9 @@ def depth_reliability(data: AuditData, *, repeats: int = 20, seed: int = AUDIT_S
     {returns}
     """
     capped = data.trials.filter(pl.col("cap").is_not_null() & pl.col("dataset").is_in(list(data.datasets)))
-    table = split_half_depth(capped, repeats=repeats, seed=seed) if capped.height else None
+    tasks, cluster = task_groups(data.audit.filter(pl.col("dataset").is_in(list(data.datasets))))
+    groups = tasks.select("dataset", "task", "task_group") if cluster else None
+    table = split_half_depth(capped, repeats=repeats, seed=seed, groups=groups) if capped.height else None
     rows = []
     for dataset in data.datasets:
         found = table.filter(pl.col("dataset") == dataset) if table is not None else pl.DataFrame()
@@ -109,11 +117,12 @@ def depth_reliability(data: AuditData, *, repeats: int = 20, seed: int = AUDIT_S
                     key,
                     dataset,
                     row[column] if usable and row is not None else None,
-                    n=round(row["n_tasks"]) if usable and row is not None else 0,
-                    unit="tasks",
+                    n=round(row["n_units"]) if usable and row is not None else 0,
+                    unit="task groups" if cluster else "tasks",
                     collections=[dataset],
                     models=models,
                     detail=f"mean over {repeats} random splits; {row['n_multi_cells']} cells with 2+ attempts"
+                    + ("; task groups are the unit (their tasks averaged)" if cluster else "")
                     if usable and row is not None
                     else "needs two or more attempts per cell",
                 )
@@ -123,22 +132,37 @@ def depth_reliability(data: AuditData, *, repeats: int = 20, seed: int = AUDIT_S
 
 @docstring
 def pass_depth_given_work_robust(
-    data: AuditData, *, n_perm: int = 2000, n_boot: int = AUDIT_N_BOOT, seed: int = AUDIT_SEED
+    data: AuditData, *, n_perm: int = AUDIT_N_PERM, n_boot: int = AUDIT_N_BOOT, seed: int = AUDIT_SEED
 ) -> pl.DataFrame:
     """Pass ~ D | W per collection with a permutation p-value and a hierarchical bootstrap interval.
 
     Where nine tasks in ten sit at D = 1 the BCa interval of :func:`pass_depth_given_work`
     under-covers (tests/test_stats.py measures it at n = 30). These rows carry the same estimate
-    (solved tasks with a public pass rate and W) with a Freedman-Lane permutation p-value
-    (``pcorr_pass_depth_given_work_perm``, no interval) and a 95% percentile interval from a
-    hierarchical bootstrap, tasks then their public runs (``pcorr_pass_depth_given_work_hier``;
-    the statistic there is on the tasks' mean pass over runs, which is the pass rate).
+    (solved tasks with a public pass rate and W) with
+
+    * ``pcorr_pass_depth_given_work_perm``: the Freedman-Lane permutation p-value
+      (:func:`depthlab.stats.permutation_pvalue`, no interval), the test that holds its size in
+      that regime: measured on exact nulls, it rejects at 0.05 in 4.2-5.4% of samples at n = 6 to
+      12 with one to three covariates and in 5.1% (1,000 samples) in the tie regime at n = 30
+      (tests/test_stats.py);
+    * ``pcorr_pass_depth_given_work_hier``: a 95% percentile interval from a hierarchical
+      bootstrap, task groups then tasks then their public runs (the statistic on the tasks' mean
+      pass over runs, which is the pass rate). It shows the spread of that hierarchy but is no
+      remedy for the ties: with one run per task it is the percentile bootstrap, and in the tie
+      regime it covers a true zero in 65-72% of samples at one run per task, 86-88% at two.
+
+    The unit is the task group where the collection has them (``task_group``, e.g. RST's rewrites
+    of one seed; :func:`depthlab.findings._core.task_groups`), as in the main rows: the test
+    permutes whole groups (its statistic on the groups' means, as the main row's), the bootstrap
+    draws whole groups. Either row needs :data:`depthlab.schema.MIN_TASKS` units (6: 720 distinct
+    permutations, and the smallest n at which the test's size is measured) and two values of D;
+    below that it is null and says why.
 
     Parameters
     ----------
     {data}
-    n_perm : int
-        Permutations.
+    n_perm : int, default 2,000
+        Permutations (every one of them when the units have fewer: six units have 720).
     {n_boot_seed}
 
     {returns}
@@ -149,35 +173,51 @@ def pass_depth_given_work_robust(
     runs = public_runs(data).select("dataset", "task", pl.col("passed").cast(pl.Float64))
     rows = []
     for dataset in data.datasets:
-        tasks = audit.filter(pl.col("dataset") == dataset)
+        tasks, cluster = task_groups(audit.filter(pl.col("dataset") == dataset))
         models = capped_models(data, [dataset])
-        enough = tasks.height >= 4 and tasks["depth"].n_unique() > 1
+        units = tasks[cluster].n_unique() if cluster else tasks.height
+        noun = "task groups" if cluster else "tasks"
+        enough = units >= MIN_TASKS and tasks["depth"].n_unique() > 1
+        why = f"needs at least {MIN_TASKS} {noun} (the smallest n the test's size is measured at) and two values of D"
         perm = (
-            stats.permutation_pvalue(tasks, "pass_rate", "depth", "work", n_perm=n_perm, seed=seed) if enough else None
+            stats.permutation_pvalue(tasks, "pass_rate", "depth", "work", n_perm=n_perm, seed=seed, cluster=cluster)
+            if enough
+            else None
         )
+        if perm is not None and not math.isfinite(perm.r):
+            perm, why = None, "the correlation is undefined (a constant column once ranked)"
+        permuted = f"{perm.n_resamples} permutations" + (" (all of them: exact)" if perm.exact else "") if perm else ""
+        grouped = "; task groups permuted whole, the statistic on their means" if cluster else ""
         rows.append(
             make_row(
                 data,
                 "pcorr_pass_depth_given_work_perm",
                 dataset,
                 perm.r if perm else None,
-                n=tasks.height,
-                unit="solved tasks",
+                n=units,
+                unit=f"solved {noun}",
                 collections=[dataset],
                 models=models,
                 p=perm.p if perm else None,
-                detail=f"Freedman-Lane permutation p, {n_perm} permutations" if perm else "too few tasks or one D",
+                detail=f"Freedman-Lane permutation p, the permuted residuals residualised on W again; {permuted}"
+                f"{grouped}"
+                if perm
+                else why,
             )
         )
         hier = None
         if enough and n_boot:
+            columns = ["dataset", "task", *([cluster] if cluster else [])]
             task_runs = runs.join(
-                tasks.select("dataset", "task", pl.col("depth").cast(pl.Float64), pl.col("work").cast(pl.Float64)),
+                tasks.select(*columns, pl.col("depth").cast(pl.Float64), pl.col("work").cast(pl.Float64)),
                 on=["dataset", "task"],
             )
+            levels = (cluster, "task") if cluster else ("task",)
             hier = stats.hierarchical_bootstrap(
-                task_runs, "passed", "depth", "work", levels=("task",), n_boot=n_boot, seed=seed
+                task_runs, "passed", "depth", "work", levels=levels, n_boot=n_boot, seed=seed
             )
+        drawn = f"{hier.n_groups} task groups, then tasks, then runs" if hier and cluster else "tasks, then runs"
+        why = why if not enough else "n_boot = 0: no interval"
         rows.append(
             make_row(
                 data,
@@ -191,9 +231,7 @@ def pass_depth_given_work_robust(
                 low=hier.ci_low if hier else None,
                 high=hier.ci_high if hier else None,
                 interval="ci95" if hier else None,
-                detail=f"hierarchical bootstrap (tasks, then runs), percentile; {hier.n_degenerate} degenerate"
-                if hier
-                else "too few tasks or one D",
+                detail=f"hierarchical bootstrap ({drawn}), percentile; {hier.n_degenerate} degenerate" if hier else why,
             )
         )
     return make_frame(rows)
