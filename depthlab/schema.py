@@ -260,6 +260,21 @@ CHECKS: Final[dict[str, pl.DataType]] = {
 }
 
 
+#: The paper's verifier-rule counts beside this data's (:func:`depthlab.findings.verifiers_see_key_steps`):
+#: one row per rule and source (``paper`` or ``data``), the steps meeting the rule (``k``) of those judged
+#: (``n``: outcome ``ok`` or ``fault``), the share and its 95% Wilson interval, and which sample it is.
+KEY_STEP_RULES: Final[dict[str, pl.DataType]] = {
+    "check": pl.String(),
+    "source": pl.String(),
+    "k": pl.Int64(),
+    "n": pl.Int64(),
+    "share": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "sample": pl.String(),
+}
+
+
 TABLES: Final[dict[str, dict[str, pl.DataType]]] = {
     "trials": TRIALS,
     "tasks": TASKS,

@@ -91,6 +91,7 @@ class _Step:
     script: str | None
     problem: str | None = None  # why its solution cannot be edited (missing, unclosed mark)
     key: tuple[int, int] | None = None
+    result_name: str = ""  # its name in a replay's result (a single-step trial's: task.toml's full name)
 
 
 def check_tasks(
@@ -101,7 +102,7 @@ def check_tasks(
     checks: Sequence[str] = CHECK_NAMES,
     repeat: int = 2,
     mutants: int | None = None,
-    seed: int = 0,
+    mutant_seed: int = 0,
     settings: RunSettings | None = None,
     docker_client: Any = None,
     progress: Callable[[str], None] | None = None,
@@ -123,7 +124,7 @@ def check_tasks(
         Oracle replays per task; a step whose result differs between them is ``flaky``.
     mutants : int, optional
         Mutants per step (a seeded sample of its top-level commands); None: every command.
-    seed : int, default 0
+    mutant_seed : int, default 0
         The sample's seed.
     settings : RunSettings, optional
         The runner's settings (the profile); the network is off whatever they say.
@@ -158,7 +159,7 @@ def check_tasks(
     problems: list[str] = []
     reused = 0
     for path in paths:
-        checker = _TaskChecker(path, wanted, replayer, repeat=repeat, mutants=mutants, seed=seed)
+        checker = _TaskChecker(path, wanted, replayer, repeat=repeat, mutants=mutants, seed=mutant_seed)
         task_rows = checker.run(lint)
         problems += checker.problems
         reused += checker.reused
@@ -254,13 +255,13 @@ class _TaskChecker:
             task = load_task(self.path)
         except Exception as error:  # any unreadable task: its rows say why, the others go on
             return self.fail_all([], f"cannot be read: {error}")
-        self.name = task.name
+        self.name = task.name.rsplit("/", 1)[-1]  # the tasks table's name: task.toml's without its org
         for row in self.rows:
-            row["task"] = task.name
+            row["task"] = self.name
         steps = _steps(task)
         for step in steps:
             if step.problem and step.script is not None:  # a missing solution is the oracle's line below
-                self.problems.append(f"{task.name}: step {step.name!r}: {step.problem}")
+                self.problems.append(f"{self.name}: step {step.name!r}: {step.problem}")
         missing = next((step for step in steps if step.script is None), None)
         self._static(steps)
         if not _REPLAYED & set(self.wanted):
@@ -269,7 +270,7 @@ class _TaskChecker:
             return self.fail_all(steps, "no Docker engine to replay on")
         if missing is not None:
             reason = f"the oracle cannot run: step {missing.name!r} has no solution/solve.sh"
-            self.problems.append(f"{task.name}: {reason}")
+            self.problems.append(f"{self.name}: {reason}")
             for step in steps:
                 for check in self.wanted:
                     if check in _REPLAYED:
@@ -293,7 +294,7 @@ class _TaskChecker:
         replays = [self._replay(task, f"oracle#{k}", plan, len(steps), True) for k in range(1, self.repeat + 1)]
         verdicts: dict[str, tuple[str, str]] = {}
         for step in steps:
-            runs = [replay.steps.get(step.name) or replay.steps.get("") for replay in replays]
+            runs = [replay.steps.get(step.result_name) for replay in replays]
             passed = [run is not None and run.passed and not run.exception for run in runs]
             failure = next((run for run in runs if run is not None and run.exception), None)
             if all(passed):
@@ -308,9 +309,13 @@ class _TaskChecker:
                 verdicts[step.name] = ("fault", f"the full solution fails its checks in {len(runs)} replays")
             if "oracle" in self.wanted:
                 self.row(step, "oracle", *verdicts[step.name], replays=replays if step.index == 1 else [])
-        bad = [f"{name}: {evidence}" for name, (outcome, evidence) in verdicts.items() if outcome == "error"]
+        bad = [
+            f"step {name!r}: {evidence}" if task.multi_step else evidence
+            for name, (outcome, evidence) in verdicts.items()
+            if outcome == "error"
+        ]
         if bad:
-            self.problems.append(f"{task.name}: {bad[0]}")
+            self.problems.append(f"{self.name}: {bad[0]}")
         return verdicts
 
     def _replay_checks(
@@ -326,7 +331,7 @@ class _TaskChecker:
                 self.row(step, "before", "not_applicable", blocked)
             else:
                 replay = self._replay(task, f"before:{step.name}", {**prefix, here: None}, index, False)
-                run = replay.steps.get(step.name)
+                run = replay.steps.get(step.result_name)
                 self._verdict(step, "before", run, replay, "passes with the step not done")
         self._key_checks(task, steps, step, prefix, oracle, blocked)
         if "mutants" in self.wanted:
@@ -368,14 +373,16 @@ class _TaskChecker:
             upto = index + 1
         replay = self._replay(task, f"key:{step.name}:{upto}", plan, upto, False)
         if "key_removed" in wanted:
-            self._verdict(step, "key_removed", replay.steps.get(step.name), replay, "passes with its key step removed")
+            self._verdict(
+                step, "key_removed", replay.steps.get(step.result_name), replay, "passes with its key step removed"
+            )
         if "next_after_key" in wanted:
             if after is None:
                 self.row(step, "next_after_key", "not_applicable", "the last step: no step after it")
             elif next_blocked:
                 self.row(step, "next_after_key", "not_applicable", next_blocked)
             else:
-                run = replay.steps.get(after.name)
+                run = replay.steps.get(after.result_name)
                 self._verdict(
                     step,
                     "next_after_key",
@@ -412,7 +419,7 @@ class _TaskChecker:
                 False,
             )
             replays.append(replay)
-            run = replay.steps.get(step.name)
+            run = replay.steps.get(step.result_name)
             if run is not None and run.passed:
                 silent.append(f"line {command.first}: {command.text.splitlines()[0][:60]}")
         caught = len(commands) - len(silent)
@@ -458,10 +465,11 @@ def _steps(task: TaskSpec) -> list[_Step]:
         shared = task.path / "tests"
         specs = [(s.index, s.name, s.instruction, s.solution_dir, [s.tests_dir, shared]) for s in task.steps]
     else:
-        specs = [(1, task.name, task.instruction, task.solution_path, [task.tests_path])]
+        specs = [(1, task.name.rsplit("/", 1)[-1], task.instruction, task.solution_path, [task.tests_path])]
     steps = []
     for index, name, instruction, solution_dir, tests in specs:
         step = _Step(index, name, instruction, solution_dir, tests, None)
+        step.result_name = name if task.multi_step else task.name
         try:
             step.script = (solution_dir / "solve.sh").read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
