@@ -7,7 +7,16 @@ task, step and check. The modules: ``script`` (a solution's key-step mark and to
 ``harbor lint``), ``core`` (the checks and the table).
 """
 
-from depthlab.checks.core import CHECK_NAMES, CheckReport, check_tasks, summarize_checks
+from depthlab.checks.core import CHECK_NAMES, CheckReport, check_tasks, read_checks, summarize_checks
 from depthlab.checks.script import KEY_BEGIN, KEY_END, MarkError
 
-__all__ = ["CHECK_NAMES", "KEY_BEGIN", "KEY_END", "CheckReport", "MarkError", "check_tasks", "summarize_checks"]
+__all__ = [
+    "CHECK_NAMES",
+    "KEY_BEGIN",
+    "KEY_END",
+    "CheckReport",
+    "MarkError",
+    "check_tasks",
+    "read_checks",
+    "summarize_checks",
+]

@@ -153,6 +153,10 @@ def check_tasks(
         from depthlab.runner.container import new_docker_client
 
         docker_client = new_docker_client()
+    if docker_client is not None:
+        from depthlab.runner.leftovers import remove_leftovers
+
+        remove_leftovers(docker_client)  # the containers of a check that was killed
     replayer = Replayer(Path(os.fspath(jobs_dir)), docker_client, settings) if docker_client is not None else None
     lint = static.harbor_lint(paths) if "lint" in wanted else {}
     rows: list[dict[str, Any]] = []
@@ -512,3 +516,20 @@ def summarize_checks(table: pl.DataFrame) -> pl.DataFrame:
         )
         .with_columns(pl.col("problems").list.join(", "))
     )
+
+
+def read_checks(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """A checks table written by ``depthlab check -o FILE`` (``.csv`` or ``.parquet``), with its schema's dtypes.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from depthlab._tables import write_table
+    >>> path = write_table(schema.empty("checks"), Path(tempfile.mkdtemp()) / "checks.csv")
+    >>> read_checks(path).columns == list(schema.CHECKS)
+    True
+    """
+    path = Path(os.fspath(path))
+    if path.suffix == ".parquet":
+        return schema.conform(pl.read_parquet(path), "checks")
+    return pl.read_csv(path, schema=schema.CHECKS)

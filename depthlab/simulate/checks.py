@@ -35,6 +35,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
+import polars as pl
+
+from depthlab import schema
+
 #: (task, step, check) -> the outcome planted; every other row of these tasks is ``ok``,
 #: ``not_marked`` or ``not_applicable``.
 PLANTED: Final[dict[tuple[str, str, str], str]] = {
@@ -223,3 +227,21 @@ def write_bad_tasks(root: str | Path, image: str) -> dict[str, Path]:
         ),
     }
     return folders
+
+
+#: The checks table of the planted tasks (:func:`write_planted_tasks`), bundled with depthlab so that
+#: notebook 09 has a table to draw without Docker: made by ``check_tasks`` on the local engine (the
+#: ``flaky`` task with ``repeat=10``, the others with the default 2), its ``trials`` column emptied
+#: (the replays' folders were temporary).
+PLANTED_TABLE: Final[Path] = Path(__file__).parent / "data" / "planted_checks.csv"
+
+
+def planted_table() -> pl.DataFrame:
+    """The bundled checks table of the planted tasks (:data:`PLANTED_TABLE`), simulated tasks replayed for real.
+
+    Examples
+    --------
+    >>> planted_table().filter(pl.col("outcome") == "flaky")["task"].to_list()
+    ['flaky']
+    """
+    return pl.read_csv(PLANTED_TABLE, schema=schema.CHECKS)
