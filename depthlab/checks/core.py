@@ -510,7 +510,11 @@ def summarize_checks(table: pl.DataFrame) -> pl.DataFrame:
             pl.col("replays").sum().alias("replays"),
             pl.col("seconds").sum().alias("seconds"),
             pl.when(pl.col("outcome").is_in(["fault", "flaky", "error"]))
-            .then(pl.col("check") + pl.lit("@") + pl.col("step").fill_null(""))
+            .then(
+                pl.when(pl.col("step").is_null())
+                .then(pl.col("check"))
+                .otherwise(pl.col("check") + pl.lit("@") + pl.col("step"))
+            )
             .drop_nulls()
             .alias("problems"),
         )
