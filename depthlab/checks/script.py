@@ -88,18 +88,30 @@ def key_span(text: str) -> tuple[int, int] | None:
 
 
 def key_lines(text: str) -> list[str]:
-    """The command lines of ``text``'s key step (comments and blanks left out); empty without a mark.
+    """The command lines of ``text``'s key step: comments, blanks and here-document bodies (the content of a
+    file written, not a command) left out; empty without a mark.
 
     Examples
     --------
-    >>> key_lines("a\\n# key-step begin\\n# why\\ncp x y\\n# key-step end\\n")
-    ['cp x y']
+    >>> key_lines("a\\n# key-step begin\\n# why\\ncat > f <<'EOF'\\nbody\\nEOF\\ncp x y\\n# key-step end\\n")
+    ["cat > f <<'EOF'", 'cp x y']
     """
     span = key_span(text)
     if span is None:
         return []
-    lines = text.splitlines()[span[0] : span[1] - 1]
-    return [line.strip() for line in lines if not is_comment(line)]
+    lines: list[str] = []
+    ending: list[str] = []
+    for line in text.splitlines()[span[0] : span[1] - 1]:
+        if ending:
+            if line.strip() == ending[0]:
+                ending.pop(0)
+            continue
+        if is_comment(line):
+            continue
+        lines.append(line.strip())
+        if "<<" in _code(line):
+            ending += [match.group(2) for match in _HEREDOC.finditer(line)]
+    return lines
 
 
 def without_key(text: str) -> str:

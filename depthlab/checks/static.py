@@ -52,7 +52,7 @@ _BARE_FOLDERS = frozenset({"/", "/app", "/root", "/home"})
 _PATH = re.compile(r"(?<![\w.$:/~-])(/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?)")
 _PORT = re.compile(r"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\]):(\d{2,5})\b|\b(?:--port|PORT|port)[ =:]+(\d{2,5})\b")
 _USER = re.compile(
-    r"\b(?:id -u|id|su|sudo -u|runuser -u|getent passwd|chown|useradd|adduser)\s+(?:-\w+\s+)*"
+    r"\b(?:id -u|id|su|sudo -u|runuser -u|getent passwd|chown|useradd|adduser)\s+(?:-\w*\s+)*"
     r"([a-z_][a-z0-9_-]{1,31})\b"
 )
 _MAX_TEST_BYTES = 512 * 1024
@@ -69,7 +69,7 @@ class StaticResult:
     evidence: str
 
 
-def test_files(folders: list[Path]) -> list[Path]:
+def step_test_files(folders: list[Path]) -> list[Path]:
     """The text files of ``folders`` (a step's tests and the task's shared tests), in order, once each."""
     files: list[Path] = []
     seen: set[Path] = set()
@@ -111,13 +111,14 @@ def in_instruction(fact: str, instruction: str) -> bool:
     (True, True)
     """
     value = fact.split(" ", 1)[1] if fact.startswith(("port ", "user ")) else fact
-    return re.search(rf"(?<![\w/]){re.escape(value)}(?![\w])", instruction) is not None
+    # not a part of a longer name: no word, slash or dash around it, no ".ext" after it (a full stop is fine)
+    return re.search(rf"(?<![\w/-]){re.escape(value)}(?![\w/-]|\.\w)", instruction) is not None
 
 
 def named_in_instruction(instruction: str, folders: list[Path]) -> StaticResult:
     """The ``named_in_instruction`` check of one step (module docstring)."""
     facts: list[str] = []
-    for path in test_files(folders):
+    for path in step_test_files(folders):
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):

@@ -32,6 +32,7 @@ rows must give. The images are ``FROM`` the image given (the Debian userland in 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -90,7 +91,7 @@ def _task(
     root: Path,
     name: str,
     image: str,
-    steps: list[tuple[str, str, str, str | None]],
+    steps: Sequence[tuple[str, str, str, str | None]],
     *,
     agent_timeout: float = 60.0,
 ) -> Path:
