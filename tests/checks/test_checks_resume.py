@@ -45,7 +45,9 @@ def _replays(jobs: Path) -> list[str]:
     return keys
 
 
-def test_a_killed_check_resumes_without_doing_a_replay_twice(userland: str, docker_client: Any, tmp_path: Path) -> None:
+def test_a_killed_check_resumes_without_doing_a_replay_twice(
+    userland: str, docker_client: Any, harbor_check: Any, harbor_viewer: Any, tmp_path: Path
+) -> None:
     task = write_planted_tasks(tmp_path / "tasks", userland)["clean"]
     jobs, out = tmp_path / "jobs", tmp_path / "checks.csv"
     first = _check(task, jobs, out)
@@ -77,5 +79,15 @@ def test_a_killed_check_resumes_without_doing_a_replay_twice(userland: str, dock
     assert f"0 replays run, {REPLAYS} found done" in stderr
     again = pl.read_csv(tmp_path / "again.csv")
     assert again.drop("seconds").equals(table.drop("seconds"))
+    # the replays' job is Harbor's format: Harbor's own models load every file of it
+    judged = harbor_check([jobs / "depthlab-check"])
+    assert len(judged) >= 2 * REPLAYS + 2
+    assert {path: error for path, error in judged.items() if error} == {}
+    # ... and `harbor view` lists the job and every replay
+    with harbor_viewer(jobs) as view:
+        listed = {job["name"]: job for job in view.api("/api/jobs?page_size=100")["items"]}
+        assert listed["depthlab-check"]["agents"] == ["depthlab-replay"]
+        trials = view.api("/api/jobs/depthlab-check/trials?page_size=100")["items"]
+        assert len(trials) == REPLAYS
     leftovers = docker_client.containers.list(all=True, filters={"label": "depthlab.runner"})
     assert leftovers == []
