@@ -29,6 +29,7 @@ VERBS: tuple[str, ...] = (
     "depth",
     "plan",
     "measure",
+    "check",
     "run",
     "fill",
     "simulate",

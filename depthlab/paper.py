@@ -966,3 +966,24 @@ def _number(value: float | None, digits: str) -> str:
     if float(value).is_integer() and abs(value) >= 1:
         return str(int(value))
     return format(value, digits)
+
+
+# ---------------------------------------------------------------------------------------------
+# The verifier rules' counts (issue 39): numerator and denominator, not a single number, so this data's
+# counts sit beside them with the same Wilson interval (depthlab.findings.verifiers_see_key_steps).
+
+#: The paper's counts of its verifier rules on its own segmented tasks, by the check of ``depthlab check``
+#: that tests the same rule: (segments meeting the rule, segments tested). Provenance: the paper's summary
+#: (the "verifiers see the key steps" result): replaying solutions with parts removed, a segment's checks
+#: fail before the segment is done in 601 of 602 segments, fail when its key step is removed in 598 of 604,
+#: and with the key step removed the next segment fails too in 421 of 500. The paper's sample is its own
+#: generated tasks' segments (3 to 6 per task); it does not say how it counted a segment without a next one
+#: (the 500 are fewer than the 604, consistent with last segments left out, as ``next_after_key`` does).
+KEY_STEP_COUNTS: dict[str, tuple[int, int]] = {
+    "before": (601, 602),
+    "key_removed": (598, 604),
+    "next_after_key": (421, 500),
+}
+
+#: The sample of :data:`KEY_STEP_COUNTS`.
+KEY_STEP_SAMPLE = "the paper's own segmented tasks (segments replayed in fresh offline containers)"

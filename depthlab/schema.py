@@ -228,6 +228,58 @@ def preflight_failures(rows: list[dict[str, str]] | None = None) -> pl.DataFrame
     return pl.DataFrame(rows or [], schema=PREFLIGHT_FAILURES)
 
 
+#: The checks of ``depthlab check``, in the table's order (:mod:`depthlab.checks`).
+CHECK_NAMES: Final[tuple[str, ...]] = (
+    "oracle",
+    "before",
+    "key_removed",
+    "next_after_key",
+    "mutants",
+    "named_in_instruction",
+    "fix_not_in_instruction",
+    "lint",
+)
+
+#: A check's outcome: ``ok`` the task meets the rule, ``fault`` it does not; ``flaky`` (replays differ),
+#: ``not_marked`` (no key-step mark), ``not_applicable``, ``error`` (the check could not be made).
+CHECK_OUTCOMES: Final[tuple[str, ...]] = ("ok", "fault", "flaky", "not_marked", "not_applicable", "error")
+
+#: One row per task, step and check (:func:`depthlab.checks.check_tasks`). ``step`` is the step's name
+#: (the task's for a single-step task; null for a task-wide check, ``lint``); ``caught``/``total`` the
+#: mutants caught of those replayed (for a static check ``total`` is what it checked); ``work`` the
+#: step's W; ``replays`` and ``seconds`` what the check cost (replays shared by checks are counted once,
+#: the oracle's on its first step); ``evidence`` one line of why; ``trials`` the replays' trial folders.
+CHECKS: Final[dict[str, pl.DataType]] = {
+    "task": pl.String(),
+    "step": pl.String(),
+    "step_index": pl.Int32(),
+    "check": pl.String(),
+    "outcome": pl.String(),
+    "caught": pl.Int32(),
+    "total": pl.Int32(),
+    "work": pl.Int32(),
+    "replays": pl.Int32(),
+    "seconds": pl.Float64(),
+    "evidence": pl.String(),
+    "trials": pl.String(),
+}
+
+
+#: The paper's verifier-rule counts beside this data's (:func:`depthlab.findings.verifiers_see_key_steps`):
+#: one row per rule and source (``paper`` or ``data``), the steps meeting the rule (``k``) of those judged
+#: (``n``: outcome ``ok`` or ``fault``), the share and its 95% Wilson interval, and which sample it is.
+KEY_STEP_RULES: Final[dict[str, pl.DataType]] = {
+    "check": pl.String(),
+    "source": pl.String(),
+    "k": pl.Int64(),
+    "n": pl.Int64(),
+    "share": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "sample": pl.String(),
+}
+
+
 TABLES: Final[dict[str, dict[str, pl.DataType]]] = {
     "trials": TRIALS,
     "tasks": TASKS,
@@ -235,6 +287,7 @@ TABLES: Final[dict[str, dict[str, pl.DataType]]] = {
     "steps": STEPS,
     "depth": DEPTH,
     "audit": AUDIT,
+    "checks": CHECKS,
 }
 
 

@@ -220,3 +220,19 @@ def test_notebooks_on_the_bundled_real_tb2_facts(tmp_path):
     used = audit.drop_nulls(["proxy_depth", "pass_rate", "work"])
     expected = stats.partial_spearman(used, "proxy_depth", "pass_rate", "work", n_boot=0)
     assert value("pcorr_pass_proxy_given_work", "tb2") == pytest.approx(expected.r, rel=1e-12)
+
+
+def test_notebook_09_checks_draws_the_planted_checks_table(tmp_path):
+    # without a checks table of the user's, notebook 09 draws the bundled table of the planted tasks: every
+    # planted fault found and no other, the paper's three counts beside this data's
+    run = reproduce.reproduce("tb2", tmp_path / "out", only=["09"], n_boot=N_BOOT, progress=False)
+    assert [p.stem for p in run.notebooks] == ["09_checks"]
+    assert {"check_outcomes", "key_step_rules"} <= set(run.results["09_checks"]["figures"])
+    for name in ("check_outcomes", "key_step_rules"):
+        assert (run.out / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = _outputs(run, "09_checks")
+    assert text.startswith("REAL data")  # the audit data's line; the checks table's says SIMULATED next
+    assert "The checks table: SIMULATED: the planted tasks" in text
+    from depthlab.simulate.checks import PLANTED
+
+    assert f"planted {len(PLANTED)}, found {len(PLANTED)}, the same: True" in text

@@ -24,6 +24,8 @@ importable from here:
 * :mod:`~depthlab.findings.proxy` (07): the trajectory depth proxy;
 * :mod:`~depthlab.findings.uncertainty` (08): how sure D is: censored shares, split-half D, the
   second-model drops noise alone gives, pass ~ D | W with a permutation p-value and a hierarchical bootstrap;
+* :mod:`~depthlab.findings.checks` (09): do verifiers see the key steps? (the checks table of
+  ``depthlab check`` beside the paper's counts);
 * :mod:`~depthlab.findings.results`: a notebook's results JSON and its comparison with the paper.
 
 The row-building engine and the table schema are in the private ``_core``; the docstring
@@ -51,6 +53,7 @@ from depthlab.findings._core import (
     main_model,
     stack,
 )
+from depthlab.findings.checks import verifiers_see_key_steps
 from depthlab.findings.collection import collection_counts, depth_shares, model_pass_rates, synthetic_vs_human
 from depthlab.findings.difficulty import (
     forest_table,
@@ -122,4 +125,5 @@ __all__ = [
     "stack",
     "synthetic_vs_human",
     "turns_beside_depth",
+    "verifiers_see_key_steps",
 ]

@@ -77,6 +77,7 @@ from typing import Final
 
 from depthlab.catalog import NAMES, ORDER, PALETTE, color, name
 from depthlab.plots._core import RC, SIMULATED_STAMP, DataSource, Palette, ShownFigure, save
+from depthlab.plots.checks import check_outcomes, check_outcomes_plot, key_step_rules, key_step_rules_plot
 from depthlab.plots.difficulty import forest, forest_plot, work_vs_pass_rate, work_vs_pass_rate_plot
 from depthlab.plots.labels import label_depths, label_depths_plot, label_pass_rates, label_pass_rates_plot, label_plot
 from depthlab.plots.segments import (
@@ -113,6 +114,8 @@ __all__ = [
     "DataSource",
     "Palette",
     "ShownFigure",
+    "check_outcomes",
+    "check_outcomes_plot",
     "collection_summary",
     "collection_summary_plot",
     "color",
@@ -123,6 +126,8 @@ __all__ = [
     "depth_given_turns_plot",
     "forest",
     "forest_plot",
+    "key_step_rules",
+    "key_step_rules_plot",
     "label_depths",
     "label_depths_plot",
     "label_pass_rates",

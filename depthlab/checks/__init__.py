@@ -1,0 +1,22 @@
+"""Task checks by replay: do a task's verifiers see its key steps? (``depthlab check``).
+
+:func:`check_tasks` replays every task's reference solutions, whole and edited, in fresh offline
+containers and reads each step's verdict; the table (:data:`depthlab.schema.CHECKS`) has one row per
+task, step and check. The modules: ``script`` (a solution's key-step mark and top-level commands),
+``replay`` (the replaying agent and the resumable jobs folder), ``static`` (the instruction rules and
+``harbor lint``), ``core`` (the checks and the table).
+"""
+
+from depthlab.checks.core import CHECK_NAMES, CheckReport, check_tasks, read_checks, summarize_checks
+from depthlab.checks.script import KEY_BEGIN, KEY_END, MarkError
+
+__all__ = [
+    "CHECK_NAMES",
+    "KEY_BEGIN",
+    "KEY_END",
+    "CheckReport",
+    "MarkError",
+    "check_tasks",
+    "read_checks",
+    "summarize_checks",
+]

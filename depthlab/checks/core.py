@@ -1,0 +1,539 @@
+"""``check_tasks``: every check of every task and step, one row each (:data:`depthlab.schema.CHECKS`).
+
+What each check replays (a step *s* of *n*; a single-step task is one step named by the task):
+
+==========================  =======================================================  ==================
+check                       replay                                                   rule (``ok`` when)
+==========================  =======================================================  ==================
+``oracle``                  every step's full solution, ``repeat`` times             every replay passes
+                                                                                     step s (mixed: ``flaky``)
+``before``                  steps 1..s-1 full, step s not done                       step s fails
+``key_removed``             steps 1..s-1 full, step s without its key step,          step s fails
+                            step s+1 full
+``next_after_key``          (the same replay)                                        step s+1 fails
+``mutants``                 steps 1..s-1 full, step s minus one top-level command    every mutant fails
+                            (each command, or a seeded sample of ``mutants``)        step s
+``named_in_instruction``    none (static)                                            every path, port, user
+                                                                                     the tests name is in
+                                                                                     the instruction
+``fix_not_in_instruction``  none (static)                                            no key-step line is in
+                                                                                     the instruction
+``lint``                    none (``harbor lint --json``)                            no finding
+==========================  =======================================================  ==================
+
+A replay check of step s is ``not_applicable`` while the oracle does not pass every step it
+replays (a failing step means nothing when the full solution fails too); ``key_removed`` and
+``next_after_key`` are ``not_marked`` for a step without a key-step mark, never ``ok`` or ``fault``.
+A task that cannot be read, a step without ``solve.sh``, a mark that does not close, an oracle
+that cannot run or hangs: that task's rows are ``error`` (or ``not_applicable``) and say why in
+``evidence``; the other tasks go on.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from depthlab import schema
+from depthlab._checks import check_choice, check_positive_int
+from depthlab.checks import static
+from depthlab.checks.replay import Replay, Replayer
+from depthlab.checks.script import MarkError, key_lines, key_span, top_level_commands, without_key, without_lines
+from depthlab.io.tasks import count_work
+from depthlab.runner.profiles import RunSettings
+from depthlab.runner.task import TaskSpec, load_task
+
+#: The checks, in the table's order.
+CHECK_NAMES: tuple[str, ...] = schema.CHECK_NAMES
+#: The engines a check runs on.
+ENGINES: tuple[str, ...] = ("local",)
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check_tasks` returns: the table, one line per task that could not be checked, the replays.
+
+    Attributes
+    ----------
+    table : polars.DataFrame
+        One row per task, step and check (:data:`depthlab.schema.CHECKS`).
+    problems : list of str
+        One line per bad input (``<task>: <why>``); that task's rows say the same.
+    replays_run, replays_reused : int
+        Replays run now, and found finished in the jobs folder (a resumed check).
+    """
+
+    table: pl.DataFrame
+    problems: list[str] = field(default_factory=list)
+    replays_run: int = 0
+    replays_reused: int = 0
+
+    def summary(self) -> pl.DataFrame:
+        """One row per task (:func:`summarize_checks`)."""
+        return summarize_checks(self.table)
+
+
+@dataclass
+class _Step:
+    """One step as the checks see it: the runner's step (None for a single-step task) and its texts."""
+
+    index: int
+    name: str
+    instruction: str
+    solution_dir: Path
+    tests: list[Path]
+    script: str | None
+    problem: str | None = None  # why its solution cannot be edited (missing, unclosed mark)
+    key: tuple[int, int] | None = None
+    result_name: str = ""  # its name in a replay's result (a single-step trial's: task.toml's full name)
+
+
+def check_tasks(
+    tasks: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    jobs_dir: str | os.PathLike[str],
+    engine: str = "local",
+    checks: Sequence[str] = CHECK_NAMES,
+    repeat: int = 2,
+    mutants: int | None = None,
+    mutant_seed: int = 0,
+    settings: RunSettings | None = None,
+    docker_client: Any = None,
+    progress: Callable[[str], None] | None = None,
+) -> CheckReport:
+    """Check tasks' verifiers by replaying their reference solutions (no model is called).
+
+    Parameters
+    ----------
+    tasks : path or iterable of paths
+        Harbor task folders (single- or multi-step).
+    jobs_dir : path
+        Where the replays are written, as Harbor trials of the job ``depthlab-check``; rerunning
+        with the same folder resumes (no replay is done twice).
+    engine : {"local"}, default "local"
+        Where the replays run (the runner's Docker containers).
+    checks : sequence of str, default all
+        Which checks to run (:data:`CHECK_NAMES`); the oracle runs whenever a replay check does.
+    repeat : int, default 2
+        Oracle replays per task; a step whose result differs between them is ``flaky``.
+    mutants : int, optional
+        Mutants per step (a seeded sample of its top-level commands); None: every command.
+    mutant_seed : int, default 0
+        The sample's seed.
+    settings : RunSettings, optional
+        The runner's settings (the profile); the network is off whatever they say.
+    docker_client : docker.DockerClient, optional
+        Default: ``docker.from_env()``.
+    progress : callable, optional
+        Called with one line per finished check.
+
+    Returns
+    -------
+    CheckReport
+        The table (:data:`depthlab.schema.CHECKS`), the problems, the replays run and reused.
+
+    Examples
+    --------
+    >>> report = check_tasks("tasks/two-step", jobs_dir="jobs")  # doctest: +SKIP
+    >>> report.summary()  # doctest: +SKIP
+    """
+    check_choice(engine, "engine", "check_tasks", ENGINES)
+    check_positive_int(repeat, "repeat", "check_tasks")
+    if mutants is not None:
+        check_positive_int(mutants, "mutants", "check_tasks")
+    wanted = tuple(dict.fromkeys(check_choice(name, "checks", "check_tasks", CHECK_NAMES) for name in checks))
+    paths = [Path(os.fspath(tasks))] if isinstance(tasks, str | os.PathLike) else [Path(os.fspath(t)) for t in tasks]
+    if docker_client is None and any(name in _REPLAYED for name in wanted):
+        from depthlab.runner.container import new_docker_client
+
+        docker_client = new_docker_client()
+    if docker_client is not None:
+        from depthlab.runner.leftovers import remove_leftovers
+
+        remove_leftovers(docker_client)  # the containers of a check that was killed
+    replayer = Replayer(Path(os.fspath(jobs_dir)), docker_client, settings) if docker_client is not None else None
+    lint = static.harbor_lint(paths) if "lint" in wanted else {}
+    rows: list[dict[str, Any]] = []
+    problems: list[str] = []
+    reused = 0
+    for path in paths:
+        checker = _TaskChecker(path, wanted, replayer, repeat=repeat, mutants=mutants, seed=mutant_seed)
+        task_rows = checker.run(lint)
+        problems += checker.problems
+        reused += checker.reused
+        rows += task_rows
+        if progress is not None:
+            progress(f"{checker.name}: {_tally(task_rows)}")
+    if replayer is not None:
+        replayer.finish()
+    table = pl.DataFrame(rows, schema=schema.CHECKS) if rows else schema.empty("checks")
+    return CheckReport(table, problems, replayer.ran if replayer else 0, reused)
+
+
+_REPLAYED = frozenset({"oracle", "before", "key_removed", "next_after_key", "mutants"})
+
+
+def _tally(rows: list[dict[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
+    return ", ".join(f"{count} {outcome}" for outcome, count in counts.items())
+
+
+class _TaskChecker:
+    """The checks of one task (module docstring)."""
+
+    def __init__(
+        self,
+        path: Path,
+        wanted: tuple[str, ...],
+        replayer: Replayer | None,
+        *,
+        repeat: int,
+        mutants: int | None,
+        seed: int,
+    ) -> None:
+        self.path = path.resolve()
+        self.name = path.name
+        self.wanted = wanted
+        self.replayer = replayer
+        self.repeat = repeat
+        self.mutants = mutants
+        self.seed = seed
+        self.problems: list[str] = []
+        self.rows: list[dict[str, Any]] = []
+        self.reused = 0
+
+    # ---------------------------------------------------------------- rows ------------------
+    def row(
+        self,
+        step: _Step | None,
+        check: str,
+        outcome: str,
+        evidence: str,
+        *,
+        caught: int | None = None,
+        total: int | None = None,
+        replays: list[Replay] = (),  # type: ignore[assignment]
+    ) -> None:
+        self.rows.append(
+            {
+                "task": self.name,
+                "step": None if step is None else step.name,
+                "step_index": None if step is None else step.index,
+                "check": check,
+                "outcome": outcome,
+                "caught": caught,
+                "total": total,
+                "work": None if step is None or step.script is None else count_work(step.script)[0],
+                "replays": len(replays),
+                "seconds": round(sum(replay.seconds for replay in replays), 3),
+                "evidence": evidence,
+                "trials": ";".join(str(replay.trial_dir) for replay in replays) or None,
+            }
+        )
+
+    def fail_all(self, steps: list[_Step], reason: str) -> list[dict[str, Any]]:
+        self.problems.append(f"{self.name}: {reason}")
+        for step in steps or [None]:  # type: ignore[list-item]
+            for check in self.wanted:
+                if check != "lint":
+                    self.row(step, check, "error", reason)
+        return self.rows
+
+    # ---------------------------------------------------------------- the task --------------
+    def run(self, lint: dict[Path, list[dict]] | str) -> list[dict[str, Any]]:
+        if "lint" in self.wanted:
+            if isinstance(lint, str):
+                self.row(None, "lint", "not_applicable", lint)
+            else:
+                found = static.lint_result(lint.get(self.path, []))
+                self.row(None, "lint", found.outcome, found.evidence, total=found.total)
+        try:
+            task = load_task(self.path)
+        except Exception as error:  # any unreadable task: its rows say why, the others go on
+            return self.fail_all([], f"cannot be read: {error}")
+        self.name = task.name.rsplit("/", 1)[-1]  # the tasks table's name: task.toml's without its org
+        for row in self.rows:
+            row["task"] = self.name
+        steps = _steps(task)
+        for step in steps:
+            if step.problem and step.script is not None:  # a missing solution is the oracle's line below
+                self.problems.append(f"{self.name}: step {step.name!r}: {step.problem}")
+        missing = next((step for step in steps if step.script is None), None)
+        self._static(steps)
+        if not _REPLAYED & set(self.wanted):
+            return self.rows
+        if self.replayer is None:
+            return self.fail_all(steps, "no Docker engine to replay on")
+        if missing is not None:
+            reason = f"the oracle cannot run: step {missing.name!r} has no solution/solve.sh"
+            self.problems.append(f"{self.name}: {reason}")
+            for step in steps:
+                for check in self.wanted:
+                    if check in _REPLAYED:
+                        self.row(step, check, "error", reason)
+            return self.rows
+        oracle = self._oracle(task, steps)
+        for step in steps:
+            self._replay_checks(task, steps, step, oracle)
+        return self.rows
+
+    def _replay(self, task: TaskSpec, key: str, plan: dict[str, str | None], upto: int, strict: bool) -> Replay:
+        if self.replayer is None:  # run() returned before any replay without an engine
+            raise RuntimeError("no Docker engine to replay on")
+        replay = self.replayer.replay(task, key, plan, upto=upto, strict_exit=strict)
+        self.reused += replay.reused
+        return replay
+
+    def _oracle(self, task: TaskSpec, steps: list[_Step]) -> dict[str, tuple[str, str]]:
+        """Each step's oracle outcome and evidence (also when the oracle row is not wanted)."""
+        plan = {str(step.solution_dir.resolve()): step.script for step in steps}
+        replays = [self._replay(task, f"oracle#{k}", plan, len(steps), True) for k in range(1, self.repeat + 1)]
+        verdicts: dict[str, tuple[str, str]] = {}
+        for step in steps:
+            runs = [replay.steps.get(step.result_name) for replay in replays]
+            passed = [run is not None and run.passed and not run.exception for run in runs]
+            failure = next((run for run in runs if run is not None and run.exception), None)
+            if all(passed):
+                verdicts[step.name] = ("ok", f"passed {len(runs)} of {len(runs)} replays")
+            elif any(passed):
+                verdicts[step.name] = ("flaky", f"passed {sum(passed)} of {len(runs)} replays")
+            elif failure is not None:
+                verdicts[step.name] = ("error", f"the oracle cannot run: {failure.exception}: {failure.message}")
+            elif any(run is None for run in runs):
+                verdicts[step.name] = ("error", "the oracle stopped before this step")
+            else:
+                verdicts[step.name] = ("fault", f"the full solution fails its checks in {len(runs)} replays")
+            if "oracle" in self.wanted:
+                self.row(step, "oracle", *verdicts[step.name], replays=replays if step.index == 1 else [])
+        bad = [
+            f"step {name!r}: {evidence}" if task.multi_step else evidence
+            for name, (outcome, evidence) in verdicts.items()
+            if outcome == "error"
+        ]
+        if bad:
+            self.problems.append(f"{self.name}: {bad[0]}")
+        return verdicts
+
+    def _replay_checks(
+        self, task: TaskSpec, steps: list[_Step], step: _Step, oracle: dict[str, tuple[str, str]]
+    ) -> None:
+        index = step.index
+        prefix = {str(s.solution_dir.resolve()): s.script for s in steps[: index - 1]}
+        unfit = next((s for s in steps[:index] if oracle[s.name][0] != "ok"), None)
+        blocked = None if unfit is None else f"the oracle does not pass step {unfit.name!r} ({oracle[unfit.name][0]})"
+        here = str(step.solution_dir.resolve())
+        if "before" in self.wanted:
+            if blocked:
+                self.row(step, "before", "not_applicable", blocked)
+            else:
+                replay = self._replay(task, f"before:{step.name}", {**prefix, here: None}, index, False)
+                run = replay.steps.get(step.result_name)
+                self._verdict(step, "before", run, replay, "passes with the step not done")
+        self._key_checks(task, steps, step, prefix, oracle, blocked)
+        if "mutants" in self.wanted:
+            self._mutants(task, step, prefix, blocked)
+
+    def _key_checks(
+        self,
+        task: TaskSpec,
+        steps: list[_Step],
+        step: _Step,
+        prefix: dict[str, str | None],
+        oracle: dict[str, tuple[str, str]],
+        blocked: str | None,
+    ) -> None:
+        wanted = [check for check in ("key_removed", "next_after_key") if check in self.wanted]
+        if not wanted:
+            return
+        index = step.index
+        after = steps[index] if index < len(steps) else None
+        if step.problem:
+            for check in wanted:
+                self.row(step, check, "error", step.problem)
+            return
+        if step.key is None:
+            for check in wanted:
+                self.row(step, check, "not_marked", "no '# key-step begin' / '# key-step end' mark in solve.sh")
+            return
+        next_blocked = blocked
+        if after is not None and oracle[after.name][0] != "ok":
+            next_blocked = blocked or f"the oracle does not pass step {after.name!r} ({oracle[after.name][0]})"
+        if blocked:
+            for check in wanted:
+                self.row(step, check, "not_applicable", blocked)
+            return
+        plan = {**prefix, str(step.solution_dir.resolve()): without_key(step.script or "")}
+        upto = index
+        if after is not None and "next_after_key" in wanted and not next_blocked:
+            plan[str(after.solution_dir.resolve())] = after.script
+            upto = index + 1
+        replay = self._replay(task, f"key:{step.name}:{upto}", plan, upto, False)
+        if "key_removed" in wanted:
+            self._verdict(
+                step, "key_removed", replay.steps.get(step.result_name), replay, "passes with its key step removed"
+            )
+        if "next_after_key" in wanted:
+            if after is None:
+                self.row(step, "next_after_key", "not_applicable", "the last step: no step after it")
+            elif next_blocked:
+                self.row(step, "next_after_key", "not_applicable", next_blocked)
+            else:
+                run = replay.steps.get(after.result_name)
+                self._verdict(
+                    step,
+                    "next_after_key",
+                    run,
+                    replay,
+                    f"step {after.name!r} passes with this key step removed",
+                    shared=True,
+                )
+
+    def _mutants(self, task: TaskSpec, step: _Step, prefix: dict[str, str | None], blocked: str | None) -> None:
+        if step.script is None:
+            self.row(step, "mutants", "error", step.problem or "no solution")
+            return
+        if blocked:
+            self.row(step, "mutants", "not_applicable", blocked)
+            return
+        commands = top_level_commands(step.script)
+        if self.mutants is not None and self.mutants < len(commands):
+            chosen = random.Random(f"{self.seed}:{task.name}:{step.name}").sample(range(len(commands)), self.mutants)
+            commands = [commands[i] for i in sorted(chosen)]
+        if not commands:
+            self.row(step, "mutants", "not_applicable", "the solution has no command", caught=0, total=0)
+            return
+        replays: list[Replay] = []
+        silent: list[str] = []
+        here = str(step.solution_dir.resolve())
+        for command in commands:
+            mutant = without_lines(step.script, command.first, command.last)
+            replay = self._replay(
+                task,
+                f"mutant:{step.name}:{command.first}-{command.last}",
+                {**prefix, here: mutant},
+                step.index,
+                False,
+            )
+            replays.append(replay)
+            run = replay.steps.get(step.result_name)
+            if run is not None and run.passed:
+                silent.append(f"line {command.first}: {command.text.splitlines()[0][:60]}")
+        caught = len(commands) - len(silent)
+        if silent:
+            evidence = f"{len(silent)} not caught: " + "; ".join(silent)
+            self.row(step, "mutants", "fault", evidence, caught=caught, total=len(commands), replays=replays)
+        else:
+            self.row(
+                step, "mutants", "ok", f"every removal caught ({caught})", caught=caught, total=caught, replays=replays
+            )
+
+    def _verdict(self, step: _Step, check: str, run: Any, replay: Replay, fault: str, *, shared: bool = False) -> None:
+        replays = [] if shared else [replay]
+        if run is None:
+            self.row(step, check, "error", "the replay stopped before this step", replays=replays)
+        elif run.passed:
+            self.row(step, check, "fault", fault, replays=replays)
+        elif run.exception == "AgentTimeoutError":
+            self.row(step, check, "error", f"{run.exception}: {run.message}", replays=replays)
+        else:
+            self.row(step, check, "ok", f"fails (reward {run.reward})", replays=replays)
+
+    # ---------------------------------------------------------------- static ----------------
+    def _static(self, steps: list[_Step]) -> None:
+        for step in steps:
+            if "named_in_instruction" in self.wanted:
+                found = static.named_in_instruction(step.instruction, step.tests)
+                self.row(step, "named_in_instruction", found.outcome, found.evidence, total=found.total)
+            if "fix_not_in_instruction" in self.wanted:
+                if step.problem:
+                    self.row(step, "fix_not_in_instruction", "error", step.problem)
+                elif step.key is None:
+                    self.row(step, "fix_not_in_instruction", "not_marked", "no key-step mark in solve.sh")
+                else:
+                    found = static.fix_not_in_instruction(step.instruction, key_lines(step.script or ""))
+                    self.row(step, "fix_not_in_instruction", found.outcome, found.evidence, total=found.total)
+
+
+def _steps(task: TaskSpec) -> list[_Step]:
+    """The task's steps as the checks see them (a single-step task: one step named by the task)."""
+    specs: list[tuple[int, str, str, Path, list[Path]]]
+    if task.multi_step:
+        shared = task.path / "tests"
+        specs = [(s.index, s.name, s.instruction, s.solution_dir, [s.tests_dir, shared]) for s in task.steps]
+    else:
+        specs = [(1, task.name.rsplit("/", 1)[-1], task.instruction, task.solution_path, [task.tests_path])]
+    steps = []
+    for index, name, instruction, solution_dir, tests in specs:
+        step = _Step(index, name, instruction, solution_dir, tests, None)
+        step.result_name = name if task.multi_step else task.name
+        try:
+            step.script = (solution_dir / "solve.sh").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            step.problem = "no solution/solve.sh"
+        else:
+            try:
+                step.key = key_span(step.script)
+            except MarkError as error:
+                step.problem = str(error)
+        steps.append(step)
+    return steps
+
+
+def summarize_checks(table: pl.DataFrame) -> pl.DataFrame:
+    """One row per task: its steps, the checks met (``ok``) and not (``fault``, ``flaky``), the rest, the cost.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> rows = [{"task": "t", "step": "a", "check": "before", "outcome": "ok", "replays": 1, "seconds": 2.0}]
+    >>> summarize_checks(schema.conform(pl.DataFrame(rows), "checks"))["faults"].to_list()
+    [0]
+    """
+    return (
+        table.group_by("task", maintain_order=True)
+        .agg(
+            pl.col("step").drop_nulls().n_unique().alias("steps"),
+            (pl.col("outcome") == "ok").sum().alias("ok"),
+            (pl.col("outcome") == "fault").sum().alias("faults"),
+            (pl.col("outcome") == "flaky").sum().alias("flaky"),
+            (pl.col("outcome") == "not_marked").sum().alias("not_marked"),
+            (pl.col("outcome") == "error").sum().alias("errors"),
+            pl.col("replays").sum().alias("replays"),
+            pl.col("seconds").sum().alias("seconds"),
+            pl.when(pl.col("outcome").is_in(["fault", "flaky", "error"]))
+            .then(
+                pl.when(pl.col("step").is_null())
+                .then(pl.col("check"))
+                .otherwise(pl.col("check") + pl.lit("@") + pl.col("step"))
+            )
+            .drop_nulls()
+            .alias("problems"),
+        )
+        .with_columns(pl.col("problems").list.join(", "))
+    )
+
+
+def read_checks(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """A checks table written by ``depthlab check -o FILE`` (``.csv`` or ``.parquet``), with its schema's dtypes.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from depthlab._tables import write_table
+    >>> path = write_table(schema.empty("checks"), Path(tempfile.mkdtemp()) / "checks.csv")
+    >>> read_checks(path).columns == list(schema.CHECKS)
+    True
+    """
+    path = Path(os.fspath(path))
+    if path.suffix == ".parquet":
+        return schema.conform(pl.read_parquet(path), "checks")
+    return pl.read_csv(path, schema=schema.CHECKS)

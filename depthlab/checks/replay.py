@@ -1,0 +1,256 @@
+"""Replays: a task's reference solutions, edited step by step, run as Harbor trials in fresh containers.
+
+A *replay* is one trial of the task by :class:`ReplayAgent`, which runs, for each step, the script
+its plan gives (the step's full ``solve.sh``, the script with its key step or one command removed)
+or nothing, and calls no model. The trial runs through the runner (:func:`depthlab.runner.run_task_trial`:
+the same container, step preparation and verifier as ``depthlab run``), offline, and with the
+steps' ``min_reward`` gates lifted so a replay goes on past a failing step (the checks need the
+step after a removed key step graded). A replay stops after the last step its plan names.
+
+Every replay is a trial folder of one Harbor job (``<jobs_dir>/depthlab-check``), named in its
+``config.json`` by its replay key (``agent.kwargs.replay``) and the task's checksum, so a rerun
+finds the replays already done (:class:`Replayer`) and runs only the others: killed and rerun, no
+replay is done twice and none is lost (an interrupted trial, one without ``result.json``, is
+deleted and replayed, as Harbor resumes a job).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from depthlab.io import harbor_writer
+from depthlab.io.multistep import main_reward
+from depthlab.io.status import PASS_REWARD
+from depthlab.runner.agent import AgentContext
+from depthlab.runner.container import TaskContainer, script_command
+from depthlab.runner.errors import AgentTimeoutError, NonZeroAgentExitCodeError
+from depthlab.runner.multistep import run_task_trial
+from depthlab.runner.output import VERSION, JobDir, remove_incomplete_trials
+from depthlab.runner.profiles import RunSettings
+from depthlab.runner.task import TaskSpec
+
+#: The job folder of every replay under ``jobs_dir``.
+JOB_NAME = "depthlab-check"
+
+#: The name of the replaying agent in the trials' configs.
+AGENT_NAME = "depthlab-replay"
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """One step of a replay: whether its checks passed, its main reward, the exception it raised."""
+
+    passed: bool
+    reward: float | None
+    exception: str | None
+    message: str | None
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One finished replay: its trial folder, its steps' results by step name, its seconds."""
+
+    key: str
+    trial_dir: Path
+    steps: dict[str, StepRun]
+    seconds: float
+    reused: bool
+
+
+class ReplayAgent:
+    """Run, for each step, the script of ``plan`` (keyed by the step's solution folder), or nothing.
+
+    Parameters
+    ----------
+    replay : str
+        The replay's key, written to the trial's ``config.json`` (``agent.kwargs.replay``).
+    plan : mapping of str to str or None
+        The resolved solution folder of each step -> the script to run there, None: nothing.
+    strict_exit : bool
+        Raise on a script's non-zero exit (the oracle's rule); False for edited scripts, whose
+        removed lines may make them exit non-zero: their steps are graded as they are.
+
+    Examples
+    --------
+    >>> ReplayAgent("oracle#1", {}).config_kwargs()["replay"]
+    'oracle#1'
+    """
+
+    name = AGENT_NAME
+    version = VERSION
+    model_name = None
+    #: No turns: every step of a multi-step run gets the same agent.
+    turn_budget = None
+
+    def __init__(self, replay: str, plan: Mapping[str, str | None], *, strict_exit: bool = True) -> None:
+        self.replay = replay
+        self.plan = dict(plan)
+        self.strict_exit = strict_exit
+
+    def config_kwargs(self) -> dict[str, Any]:
+        return {**harbor_writer.cap_kwargs(None), "replay": self.replay}
+
+    def with_turns(self, turns: int) -> ReplayAgent:
+        return self
+
+    def run(
+        self,
+        box: TaskContainer,
+        task: TaskSpec,
+        agent_dir: Path,
+        deadline: float,
+        context: AgentContext,
+        *,
+        timeout_sec: float | None = None,
+    ) -> None:
+        solution = task.solution_path
+        script = self.plan.get(str(solution.resolve()))
+        context.metadata["replay"] = self.replay
+        if script is None:  # this step is not done
+            context.metadata["replayed"] = False
+            return
+        box.put_directory(solution, "/solution")
+        box.put_file("/solution/solve.sh", script.encode(), mode=0o755)
+        agent_dir.mkdir(parents=True, exist_ok=True)
+        try:  # the output streams to disk, cut to FILE_LIMIT_BYTES
+            exit_code, _ = box.exec_to_file(
+                script_command("/solution/solve.sh"),
+                agent_dir / "replay.txt",
+                timeout=deadline - time.monotonic(),
+                user=box.agent_user,
+            )
+        except TimeoutError:
+            timeout = timeout_sec if timeout_sec is not None else task.agent_timeout_sec
+            raise AgentTimeoutError(f"The solution did not finish within {timeout:g} seconds (it hangs)") from None
+        context.metadata.update({"replayed": True, "exit_code": exit_code})
+        if exit_code != 0 and self.strict_exit:
+            raise NonZeroAgentExitCodeError(f"solution/solve.sh exited with code {exit_code}")
+
+
+def without_gates(task: TaskSpec, upto: int | None = None) -> TaskSpec:
+    """``task`` offline-ready for a replay: its steps 1..``upto`` only, none gated by ``min_reward``.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from depthlab.runner.task import StepSpec
+    >>> step = StepSpec(1, "a", "", Path("t"), Path("s"), None, 1.0, None, "shared")
+    >>> task = TaskSpec(Path("x"), "x", "", 1.0, 1.0, 1.0, 1.0, 512, None, None, steps=(step, step))
+    >>> [s.min_reward for s in without_gates(task, 1).steps]
+    [None]
+    """
+    steps = task.steps if upto is None else task.steps[:upto]
+    return dataclasses.replace(
+        task, steps=tuple(dataclasses.replace(step, min_reward=None, min_rewards=None) for step in steps)
+    )
+
+
+class Replayer:
+    """Runs replays into one job folder and finds the ones a previous run finished (module docstring).
+
+    Parameters
+    ----------
+    jobs_dir : Path
+        The jobs folder (``--jobs-dir``); the replays go to its ``depthlab-check`` job.
+    docker_client : docker.DockerClient
+        The engine the containers run on.
+    settings : RunSettings, optional
+        The runner's settings; the network is always off (a replay is offline).
+    """
+
+    def __init__(self, jobs_dir: Path, docker_client: Any, settings: RunSettings | None = None) -> None:
+        self.docker_client = docker_client
+        self.settings = dataclasses.replace(settings or RunSettings(), network=False)
+        job_path = Path(jobs_dir) / JOB_NAME
+        if job_path.is_dir():
+            remove_incomplete_trials(job_path)  # an interrupted replay: replayed again
+        config = harbor_writer.job_config(
+            "", "", [harbor_writer.agent_config(AGENT_NAME, None, harbor_writer.cap_kwargs(None))]
+        )
+        self.job = JobDir(Path(jobs_dir), JOB_NAME, config)
+        self.done = self._finished()
+        self.ran = 0
+
+    def _finished(self) -> dict[tuple[str, str, str], Path]:
+        """(task name, task checksum, replay key) -> trial folder, for every finished replay in the job."""
+        found: dict[tuple[str, str, str], Path] = {}
+        for result_file in sorted(self.job.path.glob("*/result.json")):
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
+                result = json.loads(result_file.read_text(encoding="utf-8"))
+                config = json.loads((result_file.parent / "config.json").read_text(encoding="utf-8"))
+                key = config["agent"]["kwargs"]["replay"]
+                found[(result["task_name"], result.get("task_checksum") or "", key)] = result_file.parent
+        return found
+
+    def replay(
+        self, task: TaskSpec, key: str, plan: Mapping[str, str | None], *, upto: int | None, strict_exit: bool
+    ) -> Replay:
+        """The replay ``key`` of ``task``: found in the job when a run before finished it, else run now."""
+        checksum = task.checksum
+        found = self.done.get((task.name, checksum, key))
+        if found is not None:
+            return read_replay(key, found, reused=True)
+        agent = ReplayAgent(key, plan, strict_exit=strict_exit)
+        self.job.n_planned += 1
+        outcome = run_task_trial(
+            without_gates(task, upto) if task.multi_step else task,
+            agent,
+            self.job,
+            docker_client=self.docker_client,
+            settings=self.settings,
+            dataset=task.path.parent.name,
+        )
+        self.job.update_result()
+        self.ran += 1
+        self.done[(task.name, checksum, key)] = outcome.trial_dir
+        return read_replay(key, outcome.trial_dir, reused=False)
+
+    def finish(self) -> None:
+        """Write the job's final ``result.json``."""
+        self.job.update_result(finished=True)
+
+
+def read_replay(key: str, trial_dir: Path, *, reused: bool) -> Replay:
+    """A finished replay read back from its trial folder (single-step: one step, named by the task)."""
+    result = json.loads((trial_dir / "result.json").read_text(encoding="utf-8"))
+    records = result.get("step_results")
+    if not records:
+        records = [{**result, "step_name": result.get("task_name")}]
+    steps = {}
+    for record in records:
+        rewards = (record.get("verifier_result") or {}).get("rewards")
+        reward = main_reward(rewards)
+        exception = record.get("exception_info") or {}
+        steps[str(record.get("step_name"))] = StepRun(
+            passed=reward is not None and reward >= PASS_REWARD,
+            reward=reward,
+            exception=exception.get("exception_type"),
+            message=exception.get("exception_message"),
+        )
+    trial_exception = result.get("exception_info") or {}
+    if trial_exception and not result.get("step_results"):
+        pass  # a single-step trial's exception is its step's, read above
+    elif trial_exception:  # a fault outside the steps (image, container): every step not run says so
+        steps.setdefault(
+            "",
+            StepRun(False, None, trial_exception.get("exception_type"), trial_exception.get("exception_message")),
+        )
+    return Replay(key, trial_dir, steps, _seconds(result), reused)
+
+
+def _seconds(result: dict[str, Any]) -> float:
+    """The replay's wall time from its result's start and end (so a resumed run reports the original cost)."""
+    try:
+        begin = datetime.fromisoformat(str(result["started_at"]).replace("Z", "+00:00"))
+        end = datetime.fromisoformat(str(result["finished_at"]).replace("Z", "+00:00"))
+    except (KeyError, ValueError):
+        return 0.0
+    return max((end - begin).total_seconds(), 0.0)

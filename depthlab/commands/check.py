@@ -1,0 +1,96 @@
+"""``depthlab check TASKS...``: do the tasks' verifiers see their key steps? Checks by replay, no model."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from depthlab._tables import output_table
+
+HELP = "Check tasks' verifiers by replaying their reference solutions: oracle, before, key step, mutants, static."
+
+_EPILOG = """\
+Every check replays reference solutions, whole or edited, in fresh offline containers (no model
+is called) and reads each step's verdict; see docs/checks.md for what each check means, how to
+mark a key step (# key-step begin / # key-step end in solve.sh) and what a check costs in replays.
+The replays are Harbor trials in --jobs-dir (`harbor view`, `depthlab trials` read them); run the
+same command again after an interruption: no replay is done twice, none is lost.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from depthlab.schema import CHECK_NAMES
+
+    parser.epilog = _EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("tasks", nargs="+", metavar="TASKS", help="task folders, or folders of them")
+    parser.add_argument("--engine", choices=("local",), default="local", help="where the replays run (default local)")
+    parser.add_argument("--jobs-dir", default="jobs", metavar="DIR", help="where the replays go and resume from")
+    parser.add_argument("-o", "--output", type=output_table, metavar="FILE", help="the checks table (.csv or .parquet)")
+    parser.add_argument("--repeat", type=int, default=2, metavar="K", help="oracle replays per task (default 2)")
+    parser.add_argument(
+        "--mutants", type=int, default=None, metavar="M", help="a seeded sample of M mutants per step (default: all)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the mutants' sample seed (default 0)")
+    parser.add_argument(
+        "--checks",
+        default=",".join(CHECK_NAMES),
+        metavar="LIST",
+        help=f"comma-separated checks to run (default all: {','.join(CHECK_NAMES)})",
+    )
+    parser.add_argument("--profile", choices=("harbor", "strict"), default="harbor", help="security profile")
+
+
+def task_folders(paths: list[str]) -> list[Path]:
+    """Each path that is a task folder (has task.toml), else its child folders that are, in order."""
+    found: list[Path] = []
+    for text in paths:
+        path = Path(text)
+        if (path / "task.toml").is_file() or not path.is_dir():
+            found.append(path)
+            continue
+        found += sorted(child for child in path.iterdir() if (child / "task.toml").is_file())
+    return found
+
+
+def run(args: argparse.Namespace) -> int:
+    from depthlab._tables import write_table
+    from depthlab.checks import check_tasks
+    from depthlab.runner.profiles import RunSettings
+
+    if args.repeat < 1 or (args.mutants is not None and args.mutants < 1):
+        print("depthlab check: --repeat and --mutants must be at least 1", file=sys.stderr)
+        return 2
+    folders = task_folders(args.tasks)
+    if not folders:
+        print(f"depthlab check: no task folders under {', '.join(args.tasks)}", file=sys.stderr)
+        return 1
+    try:
+        report = check_tasks(
+            folders,
+            jobs_dir=args.jobs_dir,
+            engine=args.engine,
+            checks=[name.strip() for name in args.checks.split(",") if name.strip()],
+            repeat=args.repeat,
+            mutants=args.mutants,
+            mutant_seed=args.seed,
+            settings=RunSettings(profile=args.profile),
+            progress=lambda line: print(line, file=sys.stderr),
+        )
+    except ValueError as error:
+        print(f"depthlab check: {error}", file=sys.stderr)
+        return 2
+    for line in report.problems:
+        print(f"depthlab check: {line}", file=sys.stderr)
+    print(report.summary(), file=sys.stderr)
+    print(
+        f"depthlab check: {report.replays_run} replays run, {report.replays_reused} found done in {args.jobs_dir}",
+        file=sys.stderr,
+    )
+    if args.output is not None:
+        write_table(report.table, args.output)
+    else:
+        print(report.table.write_csv(), end="")
+    faults = report.table.filter(report.table["outcome"].is_in(["fault", "flaky", "error"])).height
+    return 1 if faults else 0

@@ -1,0 +1,96 @@
+"""``check_tasks`` on the real multi-step recipe of harbor-framework/harbor-cookbook, made runnable offline
+from the Debian userland, with key-step marks added around each step's main command.
+
+What is changed in the copy, and why: the image is the userland (``FROM ubuntu:24.04`` + apt-get needs a
+network and another base), the per-step healthcheck is dropped (the local runner refuses healthchecks), and
+the ``[steps.verifier.env]`` values of step ``implement`` are exported at the top of its ``test.sh`` (the
+local runner does not pass a step's verifier environment), and the shared ``tests/helpers.sh`` is copied
+into each step's ``tests/`` (Harbor merges the task's tests into every step's ``/tests``; the local runner
+copies the step's own only). Every outcome asserted below was worked out from
+the recipe's files before the run.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from depthlab.checks import KEY_BEGIN, KEY_END, check_tasks
+
+pytestmark = pytest.mark.docker
+
+
+def _runnable_copy(recipe: Path, target: Path, image: str) -> Path:
+    shutil.copytree(recipe, target)
+    (target / "environment" / "Dockerfile").write_text(f"FROM {image}\nRUN mkdir -p /app\nWORKDIR /app\n")
+    toml = (target / "task.toml").read_text()
+    toml = re.sub(r"\[steps\.healthcheck\]\n(?:[a-z_]+ = .*\n)+", "", toml)
+    (target / "task.toml").write_text(toml)
+    test = target / "steps" / "implement" / "tests" / "test.sh"
+    lines = test.read_text().splitlines(keepends=True)
+    exports = "export EXPECTED_NAME=Harbor EXPECTED_GREETING='Hello, Harbor!'\n"
+    test.write_text(lines[0] + exports + "".join(lines[1:]))
+    for step in ("scaffold", "implement", "document"):
+        shutil.copy(target / "tests" / "helpers.sh", target / "steps" / step / "tests" / "helpers.sh")
+        solve = target / "steps" / step / "solution" / "solve.sh"
+        text = solve.read_text()
+        # the key step: the command writing the step's file (its here-document included)
+        text = re.sub(r"(cat > /app/\S+ <<'EOF'\n.*?\nEOF\n)", rf"{KEY_BEGIN}\n\1{KEY_END}\n", text, flags=re.S)
+        solve.write_text(text)
+    return target
+
+
+@pytest.fixture(scope="module")
+def recipe(samples: Path, userland: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = samples / "harbor-framework_harbor-cookbook" / "harbor_cookbook" / "recipes" / "multi-step"
+    if not source.is_dir():
+        pytest.skip(f"the cookbook's multi-step recipe is not at {source}")
+    return _runnable_copy(source, tmp_path_factory.mktemp("cookbook") / "multi-step", userland)
+
+
+def test_the_cookbook_multi_step_recipe_checked(recipe: Path, docker_client: Any, tmp_path: Path) -> None:
+    report = check_tasks(
+        recipe,
+        jobs_dir=tmp_path / "jobs",
+        docker_client=docker_client,
+        checks=[
+            "oracle",
+            "before",
+            "key_removed",
+            "next_after_key",
+            "mutants",
+            "named_in_instruction",
+            "fix_not_in_instruction",
+        ],
+    )
+    outcome = {(row["step"], row["check"]): row["outcome"] for row in report.table.iter_rows(named=True)}
+    steps = ("scaffold", "implement", "document")
+    for step in steps:
+        assert outcome[(step, "oracle")] == "ok", report.table
+        assert outcome[(step, "before")] == "ok"
+        assert outcome[(step, "key_removed")] == "ok"
+        assert outcome[(step, "fix_not_in_instruction")] == "ok"
+    # implement rewrites greet.sh whole: it does not need scaffold's; document needs implement's
+    assert outcome[("scaffold", "next_after_key")] == "fault"
+    assert outcome[("implement", "next_after_key")] == "ok"
+    assert outcome[("document", "next_after_key")] == "not_applicable"
+    # document's instruction says `greet.sh` and `config.txt`, its tests /app/greet.sh and /app/config.txt
+    assert outcome[("scaffold", "named_in_instruction")] == outcome[("implement", "named_in_instruction")] == "ok"
+    document = report.table.filter((pl.col("step") == "document") & (pl.col("check") == "named_in_instruction"))
+    assert document["outcome"].item() == "fault"
+    assert "/app/greet.sh" in document["evidence"].item()
+    assert "/app/config.txt" in document["evidence"].item()
+    # the silent lines: `set -euo pipefail` and the closing echo everywhere; implement's chmod (greet.sh is
+    # executable already, and its setup.sh makes it so)
+    mutants = report.table.filter(pl.col("check") == "mutants").sort("step_index")
+    assert list(zip(mutants["caught"], mutants["total"], strict=True)) == [(2, 4), (1, 4), (1, 3)]
+    assert mutants["outcome"].to_list() == ["fault"] * 3
+    assert "chmod +x /app/greet.sh" in mutants.filter(pl.col("step") == "implement")["evidence"].item()
+    assert report.problems == []
+    # the cost: 2 oracle replays, 3 before, 3 key-step replays, 11 mutants
+    assert report.replays_run == 2 + 3 + 3 + 11
