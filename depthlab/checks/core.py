@@ -467,7 +467,10 @@ def _steps(task: TaskSpec) -> list[_Step]:
     specs: list[tuple[int, str, str, Path, list[Path]]]
     if task.multi_step:
         shared = task.path / "tests"
-        specs = [(s.index, s.name, s.instruction, s.solution_dir, [s.tests_dir, shared]) for s in task.steps]
+        specs = [
+            (s.index, s.name, s.instruction or "", Path(s.path) / "solution", [Path(s.tests_dir), shared])
+            for s in task.steps
+        ]
     else:
         specs = [(1, task.name.rsplit("/", 1)[-1], task.instruction, task.solution_path, [task.tests_path])]
     steps = []

@@ -141,8 +141,8 @@ def without_gates(task: TaskSpec, upto: int | None = None) -> TaskSpec:
     Examples
     --------
     >>> from pathlib import Path
-    >>> from depthlab.runner.task import StepSpec
-    >>> step = StepSpec(1, "a", "", Path("t"), Path("s"), None, 1.0, None, "shared")
+    >>> from depthlab.io.harbor_task import TaskStep
+    >>> step = TaskStep(1, "a", "steps/a", "", None, "tests", None, 1.0, None, "shared")
     >>> task = TaskSpec(Path("x"), "x", "", 1.0, 1.0, 1.0, 1.0, 512, None, None, steps=(step, step))
     >>> [s.min_reward for s in without_gates(task, 1).steps]
     [None]

@@ -500,5 +500,3 @@ def _timestamp(value: object) -> float | None:
     except ValueError:
         return None
     return moment.timestamp() if moment.tzinfo else None
-
-

@@ -139,7 +139,7 @@ class GuardedTerminus2(Terminus2):
             try:
                 response = await call(*args, **kwargs)
             except BaseException as error:  # a cancel (the agent's timeout) or the endpoint's error
-                self._model_wait = {"waited_s": round(time.monotonic() - started, 3), "error": _one_line(error)}
+                self._model_wait = {"waited_s": round(time.monotonic() - started, 3), "error": _error_line(error)}
                 raise
             self._model_wait = None
             self._answers += 1
@@ -220,7 +220,7 @@ class GuardedTerminus2(Terminus2):
         _write_evidence(Path(self.logs_dir) / GUARD_FILE, self._guard_entries)
 
 
-def _one_line(error: BaseException) -> str:
+def _error_line(error: BaseException) -> str:
     text = " ".join(f"{type(error).__name__}: {error}".split())
     return text[:300]
 
