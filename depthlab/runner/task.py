@@ -60,7 +60,8 @@ class StepSpec:
     instruction : str
         ``steps/<name>/instruction.md``.
     tests_dir, solution_dir : Path
-        The step's ``tests/`` (else the task's) and ``solution/``.
+        The step's ``tests/`` (else the task's) and ``solution/``; the verifier puts the step's
+        ``tests/`` over the task's shared ``tests/`` (:attr:`TaskSpec.tests_folders`).
     workdir : Path or None
         ``steps/<name>/workdir``: copied into the container's working folder before the step
         (its ``setup.sh``, if any, then run there with bash).
@@ -185,6 +186,17 @@ class TaskSpec:
     def tests_path(self) -> Path:
         """The tests the verifier copies to ``/tests``."""
         return self.tests_dir or self.path / "tests"
+
+    @property
+    def tests_folders(self) -> tuple[Path, ...]:
+        """The folders the verifier lays over each other in ``/tests``, in order: a step's own ``tests/``
+        over the task's shared ``tests/`` (Harbor 0.26's ``Verifier``: the shared folder is uploaded
+        first, so on a name clash the step's file wins); a single-step task's ``tests/`` alone."""
+        shared = self.path / "tests"
+        own = self.tests_path
+        if own == shared or not shared.is_dir():
+            return (own,)
+        return (shared, own) if own.is_dir() else (shared,)
 
     @property
     def solution_path(self) -> Path:

@@ -19,8 +19,9 @@ A merge passes where the original passes, with the same reward, or is refused wi
 The whole recipe is refused by ``depthlab tasks merge``, with the reason: its step 1 asks greet.sh to
 print "hello" and step 2 changes that, so one verifier at the end fails step 1's tests (on Harbor
 too); the recipe's steps 2 and 3 alone (its shared tests, verifier env, fixture and workdir) merge.
-The originals with shared tests run on Harbor only (the local runner refuses healthchecks and does
-not yet put shared tests beside a step's); every merged task runs on both.
+The originals with a step's verifier env or a healthcheck (the cookbook's) run on Harbor only; the
+others, shared tests included (the local runner puts the task's ``tests/`` under each step's in
+``/tests``, as Harbor does), and every merged task run on both.
 """
 
 from __future__ import annotations
@@ -131,9 +132,11 @@ def write_cookbook_two_steps(root: Path, samples: Path, image: str) -> Path:
 
 
 def write_cd_tests(root: Path, image: str) -> Path:
-    """Shared helpers that ``cd /tests`` and read the step's own ``data.txt`` (relative and absolute)."""
+    """Shared helpers that ``cd /tests`` and read the step's own ``data.txt`` (relative and absolute);
+    the shared ``tests/`` has a ``data.txt`` too, which each step's replaces (Harbor's order)."""
     task = _task(root, "merge-cd-tests", image, '[[steps]]\nname = "one"\nmin_reward = 1.0\n[[steps]]\nname = "two"\n')
     (task / "tests").mkdir()
+    (task / "tests" / "data.txt").write_text("the shared tests' data.txt, which each step's replaces\n")
     (task / "tests" / "helpers.sh").write_text(
         "check() {\n  cd /tests || return 1\n"
         '  [ "$(cat data.txt)" = "$(cat /app/answer-$1.txt 2>/dev/null)" ] && [ -f /tests/data.txt ]\n}\n'
@@ -209,8 +212,9 @@ def _reward(trials: pl.DataFrame, folder: Path) -> float | None:
 
 
 KEPT = ["cookbook-two-steps", "merge-cd-tests", "merge-final"]
-#: The originals the local runner runs as Harbor does (no shared tests/, no step verifier env).
-LOCAL_ORIGINALS = {"merge-final"}
+#: The originals the local runner runs as Harbor does (no step verifier env, no healthcheck): the
+#: shared tests/ under each step's in /tests included.
+LOCAL_ORIGINALS = {"merge-final", "merge-cd-tests"}
 
 
 @pytest.mark.parametrize("name", KEPT)
@@ -234,8 +238,8 @@ def test_the_local_oracle_passes_the_merged_task_as_the_original(name, merge_tas
 
     client = docker.from_env()
     rewards = {}
-    # the local runner does not yet put a task's shared tests/ beside a step's in /tests, nor pass
-    # [steps.verifier.env] (issue 36, runner/task.py): the originals with shared tests run on Harbor only
+    # the local runner does not pass [steps.verifier.env] on this branch (issue 36): the cookbook's
+    # steps run on Harbor only
     for which in (name, name + "-merged") if name in LOCAL_ORIGINALS else (name + "-merged",):
         outcome = run_task_trial(
             load_task(merge_tasks[which]), OracleAgent(), JobDir(tmp_path, which, {}), docker_client=client
