@@ -166,6 +166,25 @@ def write_final(root: Path, image: str) -> Path:
     return task
 
 
+#: Three steps with key-step marks (issue 39): a bash step with ``set -u`` that ends with ``exit 0``,
+#: a bash step without ``set -e`` whose first command fails and that reads an unset variable (so a
+#: wrapper's ``set -e`` or step a's ``set -u`` leaking into it fails it), a ``#!/bin/sh`` step.
+MARKED = {
+    "a": "#!/bin/bash\nset -u\n# key-step begin\necho a > /app/a\n# key-step end\nexit 0\n",
+    "b": '#!/bin/bash\nfailed=$(false)\n# key-step begin\necho "$(cat /app/a)b${NOT_SET}" > /app/b\n# key-step end\n',
+    "c": "#!/bin/sh\n# key-step begin\ncat /app/b > /app/c\n# key-step end\n",
+}
+
+
+def write_marked(root: Path, image: str) -> Path:
+    steps = "".join(f'[[steps]]\nname = "{name}"\nmin_reward = 1.0\n' for name in MARKED)
+    task = _task(root, "merge-marked", image, steps)
+    for name, solve in MARKED.items():
+        expected = "a" if name == "a" else "ab"
+        _step(task, name, test_sh=verdict(f'[ "$(cat /app/{name})" = {expected} ]'), solve_sh=solve)
+    return task
+
+
 def write_workdir_clash(root: Path, image: str) -> Path:
     task = _task(root, "merge-workdir-clash", image, '[[steps]]\nname = "a"\n[[steps]]\nname = "b"\n')
     for name in ("a", "b"):
@@ -183,6 +202,7 @@ def merge_tasks(userland, samples, tmp_path_factory) -> dict[str, Path]:
         write_cookbook_two_steps(root, samples, userland),
         write_cd_tests(root, userland),
         write_final(root, userland),
+        write_marked(root, userland),
     ]
     merged = [merge_steps(task, root, dataset="tasks") for task in originals]
     return {path.name: path for path in (*originals, *merged)}
@@ -211,10 +231,10 @@ def _reward(trials: pl.DataFrame, folder: Path) -> float | None:
     return rows["reward"][0]
 
 
-KEPT = ["cookbook-two-steps", "merge-cd-tests", "merge-final"]
+KEPT = ["cookbook-two-steps", "merge-cd-tests", "merge-final", "merge-marked"]
 #: The originals the local runner runs as Harbor does (no step verifier env, no healthcheck): the
 #: shared tests/ under each step's in /tests included.
-LOCAL_ORIGINALS = {"merge-final", "merge-cd-tests"}
+LOCAL_ORIGINALS = {"merge-final", "merge-cd-tests", "merge-marked"}
 
 
 @pytest.mark.parametrize("name", KEPT)
@@ -291,3 +311,26 @@ def test_two_steps_with_a_workdir_file_of_one_name_are_refused_naming_it(userlan
     with pytest.raises(TaskFormatError, match=r"steps 'a' and 'b' both put 'config\.txt' in the working folder"):
         merge_steps(task, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_the_merged_solve_sh_writes_out_each_steps_script_with_its_key_step_marks(merge_tasks):
+    """Issue 39: a check of the merged task reads its marks in solution/solve.sh, one pair per marked step."""
+    merged = (merge_tasks["merge-marked-merged"] / "solution" / "solve.sh").read_text()
+    sections = merged.split("# ==== step ")[1:]
+    assert [section.split(" (", 1)[0] for section in sections] == ["1: a", "2: b", "3: c"]
+    for name, section in zip("ab", sections[:2], strict=True):  # bash: written out whole, marks and all
+        assert MARKED[name].partition("\n")[2] in section
+        assert section.index("# key-step begin") < section.index("# key-step end")
+    # /bin/sh is not bash: called, its comment naming where its marks are
+    assert "called: not bash" in sections[2]
+    assert "depthlab_run /solution/depthlab-merged/step-3/solve.sh" in sections[2]
+    assert [line for line in merged.splitlines() if line == "# key-step begin"] == ["# key-step begin"] * 2
+    solution = merge_tasks["merge-marked-merged"] / "solution" / "depthlab-merged" / "step-3" / "solve.sh"
+    assert solution.read_text() == MARKED["c"]
+
+
+def test_the_merged_tasks_work_is_its_steps_work_and_the_wrappers_lines(merge_tasks):
+    """W of the merged cookbook steps: theirs, plus 2 wrapper lines and 2 per step written out."""
+    tasks = dl.load_tasks([merge_tasks["cookbook-two-steps"], merge_tasks["cookbook-two-steps-merged"]])
+    work = dict(zip(tasks["task"].str.split("/").list.last(), tasks["work"], strict=True))
+    assert work["cookbook-two-steps-merged"] == work["cookbook-two-steps"] + 2 + 2 * 2, work
