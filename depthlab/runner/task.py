@@ -60,8 +60,7 @@ class StepSpec:
     instruction : str
         ``steps/<name>/instruction.md``.
     tests_dir, solution_dir : Path
-        The step's ``tests/`` (else the task's) and ``solution/``; the verifier puts the step's
-        ``tests/`` over the task's shared ``tests/`` (:attr:`TaskSpec.tests_folders`).
+        The step's ``tests/`` (else the task's) and ``solution/``.
     workdir : Path or None
         ``steps/<name>/workdir``: copied into the container's working folder before the step
         (its ``setup.sh``, if any, then run there with bash).

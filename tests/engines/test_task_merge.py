@@ -334,3 +334,26 @@ def test_the_merged_tasks_work_is_its_steps_work_and_the_wrappers_lines(merge_ta
     tasks = dl.load_tasks([merge_tasks["cookbook-two-steps"], merge_tasks["cookbook-two-steps-merged"]])
     work = dict(zip(tasks["task"].str.split("/").list.last(), tasks["work"], strict=True))
     assert work["cookbook-two-steps-merged"] == work["cookbook-two-steps"] + 2 + 2 * 2, work
+
+
+def test_the_local_preflight_passes_the_cookbooks_recipe_as_harbors_oracle(merge_tasks, harbor_oracle, tmp_path):
+    """The recipe's original on ``measure --engine local``'s preflight: every step's tests source the
+    shared ``tests/helpers.sh``, which the local runner now puts beside them in ``/tests``. Its step
+    healthcheck is taken out here: the local runner refuses healthchecks (one line naming
+    ``--engine harbor``, test_multistep.py); this one only checks greet.sh is executable, which the
+    reference solution makes, so Harbor's oracle (which ran it) passes with or without it."""
+    import dataclasses
+    import re
+
+    from depthlab.runner import TaskSpec, preflight
+
+    if "verifier_env" not in {field.name for field in dataclasses.fields(TaskSpec)}:
+        pytest.skip("the recipe's step 2 needs [steps.verifier.env] in its tests (branch i36-house)")
+    assert _reward(harbor_oracle, merge_tasks["cookbook-multi-step"]) == 1.0
+    task = tmp_path / "cookbook-no-healthcheck"
+    shutil.copytree(merge_tasks["cookbook-multi-step"], task)
+    toml = (task / "task.toml").read_text()
+    (task / "task.toml").write_text(re.sub(r"\[steps\.healthcheck\][^\[]*", "", toml))
+    report = preflight([task], jobs_dir=tmp_path / "jobs", use_cache=False)
+    (row,) = report.rows
+    assert (row.passed, row.checked, row.reward) == (True, True, 1.0), (row.reason, row.verifier_tail)
