@@ -19,7 +19,18 @@ Harbor task beside the original, keeping what each step's tests and solution see
   counts 0 and stops the run;
 * ``solution/``: step k's solution folder (the task's ``solution/`` when the step has none, as
   Harbor's oracle falls back) in ``solution/depthlab-merged/step-<k>/``, ``/solution`` pointed
-  there likewise, and ``solve.sh`` running them in order from the working folder;
+  there likewise, and ``solve.sh`` holding the steps' scripts in order, each written out whole
+  between the comments ``# ==== step <k>: <name> (<its path>) ====`` and ``# ==== end of step <k>
+  ====``, so its key-step marks (``# key-step begin`` / ``# key-step end``, issue 39) are where a
+  reader of the merged ``solve.sh`` looks, and the merged task's W is its steps' W plus the wrapper's
+  lines (2, and 2 per step). Each runs in a subshell from the working folder, as a fresh bash would
+  run it (``set +e``: the wrapper's ``set -e`` is not its; its own ``set``, ``exit``, variables and
+  ``cd`` end with it), and a step that fails stops the solution, as before. A script bash would not
+  run as written there (another ``#!`` line, ``#!/bin/bash`` with options, not UTF-8) or that finds
+  its files through its own path (``$0``, ``BASH_SOURCE``) is called by its ``#!`` line instead, the
+  step's comment saying so and where its marks are. Inline rather than a checker that follows
+  called scripts: the marks, W and the top-level commands a mutation check removes are then those
+  of the file the merged task's oracle runs, read the one way for every task;
 * ``environment/``: the task's, with each step's ``workdir/`` copied into the image's working folder
   (and its ``setup.sh`` run) at build time, in step order: what the steps stage as they start is
   there from the start;
@@ -33,8 +44,9 @@ different task: steps whose verifier needs an environment of its own, two steps 
 files at one path of the working folder (the second would replace the first for both), a gate on
 several reward keys, a step's verifier run as another user, a step's verifier variable that reads
 the host's environment (``${VAR}``, resolved by Harbor when the step runs), a step with no
-instruction, tests or solution. Paths built at run time (``d=/te; cd ${d}sts``) are not rewritten:
-the merge is checked by running both oracles (the test suite runs Harbor's and the local one on
+instruction, tests or solution. Paths built at run time (``d=/te; cd ${d}sts``) are not rewritten,
+and a step's script bash parses whole in its subshell (a ``shopt -s extglob`` then extglob syntax)
+may read otherwise: the merge is checked by running both oracles (the test suite runs Harbor's and the local one on
 the cookbook's multi-step recipe and on hostile cases).
 """
 
@@ -111,17 +123,25 @@ if [ "{strategy}" = final ]; then reward=$last; else reward=$(awk -v s="$sum" -v
 printf '{{%s"reward": %s}}\n' "$json" "$reward" > /logs/verifier/reward.json
 """
 
-_SOLVE_SH = r"""#!/bin/bash
+_SOLVE_HEAD = """#!/bin/bash
 # The merged task's reference solution (depthlab tasks merge): every step's, in order, from the working folder.
+# Each step's solve.sh is written out below between its step's comments (its key-step marks kept), run in a
+# subshell as a fresh bash would run it; one that is not bash, or reads its own path, is called instead.
 set -e
-workdir=$PWD
-for k in {steps}; do
-  script="/solution/{folder}/step-$k/solve.sh"
-  first=$(head -n 1 "$script")  # run by its #! line (Harbor's oracle runs it after chmod +x), else by bash
-  case "$first" in '#!'*) read -r -a run <<< "${{first#??}}"; run+=("$script") ;; *) run=(bash "$script") ;; esac
-  (cd "$workdir" && "${{run[@]}}")
-done
+depthlab_workdir=$PWD
 """
+# a step's script called by its #! line (Harbor's oracle runs it after chmod +x), else by bash
+_RUN_FUNCTION = """depthlab_run() {
+  local first
+  first=$(head -n 1 "$1")
+  case "$first" in '#!'*) read -r -a run <<< "${first#??}"; run+=("$1") ;; *) run=(bash "$1") ;; esac
+  (cd "$depthlab_workdir" && "${run[@]}")
+}
+"""
+# a script bash runs as written here: #!/bin/bash, #!/usr/bin/env bash (no options) or no #! line
+_BASH_SHEBANG = re.compile(r"#!\s*(/usr)?/bin/bash\s*|#!\s*/usr/bin/env\s+bash\s*")
+# a script that finds its own files through its path: inlined, $0 would be the merged solve.sh
+_OWN_PATH = re.compile(r"\$\{?0\b|\bBASH_SOURCE\b")
 
 
 def merge_steps(
@@ -207,11 +227,48 @@ def merge_steps(
         target / "tests" / "test.sh",
         _TEST_SH.format(folder=MERGED_FOLDER, strategy=strategy, calls=_chain(calls)),
     )
-    steps = " ".join(str(step.index) for step in task.steps)
-    write_text(target / "solution" / "solve.sh", _SOLVE_SH.format(folder=MERGED_FOLDER, steps=steps))
+    write_text(target / "solution" / "solve.sh", _solve_sh(task, target / "solution" / MERGED_FOLDER))
     _stage_workdirs(task, target)
     write_text(target / "task.toml", _merged_config(task, dataset or source.parent.name))
     return target
+
+
+def _solve_sh(task: HarborTask, folders: Path) -> str:
+    """The merged ``solve.sh``: each step's script written out in order (module docstring), from its pointed copy."""
+    parts = [_SOLVE_HEAD, ""]
+    for step in task.steps:
+        copy = f"/solution/{MERGED_FOLDER}/step-{step.index}/solve.sh"
+        origin = f"{_solution_dir(task, step).relative_to(task.path).as_posix()}/solve.sh"
+        body = _bash_body((folders / f"step-{step.index}" / "solve.sh").read_bytes())
+        if body is None:
+            head = f"{origin}, called: not bash, or it reads its own path; its key-step marks are in {copy}"
+            run, parts[1] = f"depthlab_run {copy}\n", _RUN_FUNCTION
+        else:
+            head, run = origin, f'(set +e; cd "$depthlab_workdir" || exit 1\n{body})\n'
+        parts.append(
+            f"\n# ==== step {step.index}: {step.name} ({head}) ====\n{run}# ==== end of step {step.index} ====\n"
+        )
+    return "".join(parts)
+
+
+def _bash_body(script: bytes) -> str | None:
+    """The lines of a step's ``solve.sh`` after its ``#!`` line, when bash runs them as written here, else None.
+
+    Examples
+    --------
+    >>> _bash_body(b"#!/bin/bash\\nset -e\\necho a")
+    'set -e\\necho a\\n'
+    >>> _bash_body(b"#!/usr/bin/env python3\\nprint(1)\\n") is None, _bash_body(b'cp "$(dirname $0)/f" .\\n') is None
+    (True, True)
+    """
+    try:
+        text = script.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    first, _, body = text.partition("\n") if text.startswith("#!") else ("", "", text)
+    if (first and not _BASH_SHEBANG.fullmatch(first)) or _OWN_PATH.search(body):
+        return None
+    return body if body.endswith("\n") or not body else body + "\n"
 
 
 def _chain(calls: list[str]) -> str:

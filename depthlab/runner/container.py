@@ -50,6 +50,7 @@ import socket
 import struct
 import tarfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -466,11 +467,16 @@ class TaskContainer:
             raise ContainerExitedError(f"Could not run {command[0]!r} in the container: {error}") from None
         return _ExecStream(sock, created["Id"])
 
-    def put_directory(self, source: Path, destination: str, *, owner: tuple[int, int] | None = None) -> None:
+    def put_directory(
+        self, source: Path | Sequence[Path], destination: str, *, owner: tuple[int, int] | None = None
+    ) -> None:
         """Copy the directory ``source`` into the container as ``destination``.
 
-        ``owner`` (uid, gid) sets the owner of every copied entry (default: as on the host);
-        the Docker daemon extracts them, so the owner can be one no process in the container runs as.
+        ``source`` may be several directories, laid over each other in order (:func:`layered`: a
+        later one's file replaces an earlier one's of the same path, as Harbor's ``docker cp`` of
+        each in turn does). ``owner`` (uid, gid) sets the owner of every copied entry (default: as
+        on the host); the Docker daemon extracts them, so the owner can be one no process in the
+        container runs as.
         """
 
         def own(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -479,9 +485,12 @@ class TaskContainer:
                 info.uname = info.gname = ""
             return info
 
+        root = destination.strip("/").rsplit("/", 1)[-1]
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as archive:
-            archive.add(str(source), arcname=destination.strip("/").rsplit("/", 1)[-1], filter=own)
+            for relative, path in layered([source] if isinstance(source, Path) else source).items():
+                name = f"{root}/{relative}" if relative else root
+                archive.add(str(path), arcname=name, recursive=False, filter=own)
         parent = "/" + destination.strip("/").rsplit("/", 1)[0] if "/" in destination.strip("/") else "/"
         self.exec(["mkdir", "-p", parent], timeout=60)
         if not self._running().put_archive(parent, buffer.getvalue()):
@@ -692,6 +701,43 @@ def forget_headers(archive: tarfile.TarFile) -> None:
     """
     members: list[tarfile.TarInfo] = vars(archive)["members"]
     members.clear()
+
+
+def layered(folders: Sequence[Path]) -> dict[str, Path]:
+    """The entries of ``folders`` laid over each other in order: relative path -> the host path copied there.
+
+    The root is ``""`` (the first folder). A later folder's file, link or folder replaces an
+    earlier one's at the same path, and its folders merge with theirs, as copying each in turn
+    with ``docker cp <folder>/. <destination>`` does (Harbor's upload of a step's ``/tests``: the
+    task's shared ``tests/``, then the step's). A file where another folder has a folder (or the
+    reverse) is a :class:`ValueError` naming the path: ``docker cp`` refuses it too.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> shared, own = pathlib.Path(tempfile.mkdtemp()), pathlib.Path(tempfile.mkdtemp())
+    >>> for folder, names in ((shared, ("helpers.sh", "test.sh")), (own, ("test.sh",))):
+    ...     for name in names:
+    ...         _ = (folder / name).write_text(name)
+    >>> tree = layered([shared, own])
+    >>> sorted(tree), tree["test.sh"] == own / "test.sh", tree["helpers.sh"] == shared / "helpers.sh"
+    (['', 'helpers.sh', 'test.sh'], True, True)
+    """
+    tree: dict[str, Path] = {}
+    for folder in folders:
+        if not tree:
+            tree[""] = folder
+        for path in sorted(folder.rglob("*")):
+            relative = path.relative_to(folder).as_posix()
+            before = tree.get(relative)
+            if before is not None and _is_folder(before) != _is_folder(path):
+                raise ValueError(f"{relative!r} is a folder in one of {[str(f) for f in folders]} and not in another")
+            tree[relative] = path
+    return dict(sorted(tree.items()))
+
+
+def _is_folder(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
 
 
 def script_command(script: str) -> list[str]:

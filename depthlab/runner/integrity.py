@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import hashlib
 import tarfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from depthlab.runner.container import ChunkReader, forget_headers
+from depthlab.runner.container import ChunkReader, forget_headers, layered
 
 #: What the stat snapshot prints per path: inode, change time (ns), size, type, owner, name.
 _STAT_FORMAT = "%i|%z|%s|%F|%u|%g|%n"
@@ -129,8 +130,11 @@ def _verifiers_own(path: str) -> bool:
     return ".pytest_cache" in parts or "__pycache__" in parts
 
 
-def host_digest(folder: Path) -> dict[str, str]:
+def host_digest(folder: Path | Sequence[Path]) -> dict[str, str]:
     """``relative path -> 'file:<sha256>'`` (or ``'dir'``) of a host folder (the task's tests/).
+
+    Several folders are laid over each other as the verifier copies them
+    (:func:`depthlab.runner.container.layered`: a step's tests over the task's shared ones).
 
     Examples
     --------
@@ -141,8 +145,9 @@ def host_digest(folder: Path) -> dict[str, str]:
     'file:'
     """
     digest: dict[str, str] = {}
-    for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(folder).as_posix()
+    for relative, path in layered([folder] if isinstance(folder, Path) else folder).items():
+        if not relative:
+            continue
         if path.is_symlink():
             digest[relative] = f"link:{path.readlink()}"
         elif path.is_dir():

@@ -10,7 +10,8 @@ A ``[[steps]]`` task runs in one container, its steps in order. For each step:
    starts a new conversation in the same container);
 4. the step's verifier runs (``shared``: in the container; ``separate``: in a container of its
    own, :mod:`depthlab.runner.verifier_env`), also after an agent timeout or error, as Harbor's
-   error policy grades them;
+   error policy grades them, with the task's shared ``tests/`` and the step's own over it in
+   ``/tests`` (a helper the steps share is found there, a step's file wins a name clash);
 5. the trial stops when the step raised with no reward, or when its reward misses its
    ``min_reward`` (a missing key counts as minus infinity); the steps after it are not run.
 

@@ -166,6 +166,17 @@ class TaskSpec:
         return self.tests_dir or self.path / "tests"
 
     @property
+    def tests_folders(self) -> tuple[Path, ...]:
+        """The folders the verifier lays over each other in ``/tests``, in order: a step's own ``tests/``
+        over the task's shared ``tests/`` (Harbor 0.26's ``Verifier``: the shared folder is uploaded
+        first, so on a name clash the step's file wins); a single-step task's ``tests/`` alone."""
+        shared = self.path / "tests"
+        own = self.tests_path
+        if own == shared or not shared.is_dir():
+            return (own,)
+        return (shared, own) if own.is_dir() else (shared,)
+
+    @property
     def solution_path(self) -> Path:
         """The reference solution the oracle copies to ``/solution``."""
         return self.solution_dir or self.path / "solution"

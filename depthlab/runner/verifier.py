@@ -13,7 +13,8 @@ the tests do (a task may ask it to leave a server running). So, before the tests
 2. the Docker daemon creates ``/logs/verifier`` owned by :data:`VERIFIER_UID` and group
    :data:`VERIFIER_GID`, mode 0770, and copies ``tests/`` in fresh (under ``strict`` owned by
    :data:`VERIFIER_UID` too, so the agent, a root without capabilities, can neither write nor
-   delete there);
+   delete there); a step's ``/tests`` is the task's shared ``tests/`` with the step's own over
+   it, the step's file winning on a name clash (Harbor's order, :attr:`TaskSpec.tests_folders`);
 3. ``tests/test.sh`` runs as the image's user with the primary group :data:`VERIFIER_GID`; its
    output streams to ``test-stdout.txt``, cut at :data:`OUTPUT_LIMIT_BYTES`.
 
@@ -50,7 +51,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from depthlab.runner.container import CopyReport, TaskContainer, script_command
+from depthlab.runner.container import CopyReport, TaskContainer, layered, script_command
 from depthlab.runner.errors import (
     AddTestsDirError,
     ContainerExitedError,
@@ -116,8 +117,12 @@ def verify(box: TaskContainer, task: TaskSpec, verifier_dir: Path, *, timeout_se
     >>> verify(box, task, Path("trial/verifier"), timeout_sec=600)  # doctest: +SKIP
     {'reward': 1.0}
     """
-    tests = task.tests_path
-    if not (tests / "test.sh").is_file():
+    tests = task.tests_folders  # a step's: the task's shared tests/ with the step's over it, as Harbor's
+    try:
+        script = layered(tests).get("test.sh")
+    except ValueError as error:  # a file over a folder: Harbor's docker cp refuses it too
+        raise AddTestsDirError(f"The task {task.name!r}: its tests cannot be laid in /tests: {error}") from None
+    if script is None or not script.is_file():
         raise AddTestsDirError(f"The task {task.name!r} has no tests/test.sh")
     strict = box.limits.profile == "strict"
     nonce = secrets.token_hex(8)
@@ -269,8 +274,9 @@ class _Checks:
             return failed
 
 
-def _prepare(box: TaskContainer, tests: Path, strict: bool) -> None:
-    """Empty /tests and /logs/verifier, then let the daemon make the verifier's folder and copy tests/ in."""
+def _prepare(box: TaskContainer, tests: tuple[Path, ...], strict: bool) -> None:
+    """Empty /tests and /logs/verifier, then let the daemon make the verifier's folder and copy ``tests`` in
+    (several folders laid over each other in order)."""
     if cause := box.at_pid_limit():
         raise RewardFileNotFoundError(f"The verifier could not start: {cause}")
     failure = ""
@@ -336,7 +342,7 @@ class SnapshotUnavailableError(RuntimeError):
     """The identity snapshot after the tests could not be taken: the check did not run (it found nothing)."""
 
 
-def _tampering(box: TaskContainer, tests: Path, before: Snapshot, nonce: str) -> list[str]:
+def _tampering(box: TaskContainer, tests: tuple[Path, ...], before: Snapshot, nonce: str) -> list[str]:
     """What differs in /tests and the verifier's folder from what the runner made ([] when nothing).
 
     Raises :class:`SnapshotUnavailableError` when the snapshot after the tests could not be taken

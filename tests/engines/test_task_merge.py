@@ -19,8 +19,9 @@ A merge passes where the original passes, with the same reward, or is refused wi
 The whole recipe is refused by ``depthlab tasks merge``, with the reason: its step 1 asks greet.sh to
 print "hello" and step 2 changes that, so one verifier at the end fails step 1's tests (on Harbor
 too); the recipe's steps 2 and 3 alone (its shared tests, verifier env, fixture and workdir) merge.
-The originals with shared tests run on Harbor only (the local runner refuses healthchecks and does
-not yet put shared tests beside a step's); every merged task runs on both.
+The originals with a step's verifier env or a healthcheck (the cookbook's) run on Harbor only; the
+others, shared tests included (the local runner puts the task's ``tests/`` under each step's in
+``/tests``, as Harbor does), and every merged task run on both.
 """
 
 from __future__ import annotations
@@ -131,9 +132,11 @@ def write_cookbook_two_steps(root: Path, samples: Path, image: str) -> Path:
 
 
 def write_cd_tests(root: Path, image: str) -> Path:
-    """Shared helpers that ``cd /tests`` and read the step's own ``data.txt`` (relative and absolute)."""
+    """Shared helpers that ``cd /tests`` and read the step's own ``data.txt`` (relative and absolute);
+    the shared ``tests/`` has a ``data.txt`` too, which each step's replaces (Harbor's order)."""
     task = _task(root, "merge-cd-tests", image, '[[steps]]\nname = "one"\nmin_reward = 1.0\n[[steps]]\nname = "two"\n')
     (task / "tests").mkdir()
+    (task / "tests" / "data.txt").write_text("the shared tests' data.txt, which each step's replaces\n")
     (task / "tests" / "helpers.sh").write_text(
         "check() {\n  cd /tests || return 1\n"
         '  [ "$(cat data.txt)" = "$(cat /app/answer-$1.txt 2>/dev/null)" ] && [ -f /tests/data.txt ]\n}\n'
@@ -163,6 +166,25 @@ def write_final(root: Path, image: str) -> Path:
     return task
 
 
+#: Three steps with key-step marks (issue 39): a bash step with ``set -u`` that ends with ``exit 0``,
+#: a bash step without ``set -e`` whose first command fails and that reads an unset variable (so a
+#: wrapper's ``set -e`` or step a's ``set -u`` leaking into it fails it), a ``#!/bin/sh`` step.
+MARKED = {
+    "a": "#!/bin/bash\nset -u\n# key-step begin\necho a > /app/a\n# key-step end\nexit 0\n",
+    "b": '#!/bin/bash\nfailed=$(false)\n# key-step begin\necho "$(cat /app/a)b${NOT_SET}" > /app/b\n# key-step end\n',
+    "c": "#!/bin/sh\n# key-step begin\ncat /app/b > /app/c\n# key-step end\n",
+}
+
+
+def write_marked(root: Path, image: str) -> Path:
+    steps = "".join(f'[[steps]]\nname = "{name}"\nmin_reward = 1.0\n' for name in MARKED)
+    task = _task(root, "merge-marked", image, steps)
+    for name, solve in MARKED.items():
+        expected = "a" if name == "a" else "ab"
+        _step(task, name, test_sh=verdict(f'[ "$(cat /app/{name})" = {expected} ]'), solve_sh=solve)
+    return task
+
+
 def write_workdir_clash(root: Path, image: str) -> Path:
     task = _task(root, "merge-workdir-clash", image, '[[steps]]\nname = "a"\n[[steps]]\nname = "b"\n')
     for name in ("a", "b"):
@@ -180,6 +202,7 @@ def merge_tasks(userland, samples, tmp_path_factory) -> dict[str, Path]:
         write_cookbook_two_steps(root, samples, userland),
         write_cd_tests(root, userland),
         write_final(root, userland),
+        write_marked(root, userland),
     ]
     merged = [merge_steps(task, root, dataset="tasks") for task in originals]
     return {path.name: path for path in (*originals, *merged)}
@@ -208,9 +231,10 @@ def _reward(trials: pl.DataFrame, folder: Path) -> float | None:
     return rows["reward"][0]
 
 
-KEPT = ["cookbook-two-steps", "merge-cd-tests", "merge-final"]
-#: The originals the local runner runs as Harbor does (no shared tests/, no step verifier env).
-LOCAL_ORIGINALS = {"merge-final"}
+KEPT = ["cookbook-two-steps", "merge-cd-tests", "merge-final", "merge-marked"]
+#: The originals the local runner runs as Harbor does (no step verifier env, no healthcheck): the
+#: shared tests/ under each step's in /tests included.
+LOCAL_ORIGINALS = {"merge-final", "merge-cd-tests", "merge-marked"}
 
 
 @pytest.mark.parametrize("name", KEPT)
@@ -234,8 +258,8 @@ def test_the_local_oracle_passes_the_merged_task_as_the_original(name, merge_tas
 
     client = docker.from_env()
     rewards = {}
-    # the local runner does not yet put a task's shared tests/ beside a step's in /tests, nor pass
-    # [steps.verifier.env] (issue 36, runner/task.py): the originals with shared tests run on Harbor only
+    # the local runner does not pass [steps.verifier.env] on this branch (issue 36): the cookbook's
+    # steps run on Harbor only
     for which in (name, name + "-merged") if name in LOCAL_ORIGINALS else (name + "-merged",):
         outcome = run_task_trial(
             load_task(merge_tasks[which]), OracleAgent(), JobDir(tmp_path, which, {}), docker_client=client
@@ -287,3 +311,49 @@ def test_two_steps_with_a_workdir_file_of_one_name_are_refused_naming_it(userlan
     with pytest.raises(TaskFormatError, match=r"steps 'a' and 'b' both put 'config\.txt' in the working folder"):
         merge_steps(task, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_the_merged_solve_sh_writes_out_each_steps_script_with_its_key_step_marks(merge_tasks):
+    """Issue 39: a check of the merged task reads its marks in solution/solve.sh, one pair per marked step."""
+    merged = (merge_tasks["merge-marked-merged"] / "solution" / "solve.sh").read_text()
+    sections = merged.split("# ==== step ")[1:]
+    assert [section.split(" (", 1)[0] for section in sections] == ["1: a", "2: b", "3: c"]
+    for name, section in zip("ab", sections[:2], strict=True):  # bash: written out whole, marks and all
+        assert MARKED[name].partition("\n")[2] in section
+        assert section.index("# key-step begin") < section.index("# key-step end")
+    # /bin/sh is not bash: called, its comment naming where its marks are
+    assert "called: not bash" in sections[2]
+    assert "depthlab_run /solution/depthlab-merged/step-3/solve.sh" in sections[2]
+    assert [line for line in merged.splitlines() if line == "# key-step begin"] == ["# key-step begin"] * 2
+    solution = merge_tasks["merge-marked-merged"] / "solution" / "depthlab-merged" / "step-3" / "solve.sh"
+    assert solution.read_text() == MARKED["c"]
+
+
+def test_the_merged_tasks_work_is_its_steps_work_and_the_wrappers_lines(merge_tasks):
+    """W of the merged cookbook steps: theirs, plus 2 wrapper lines and 2 per step written out."""
+    tasks = dl.load_tasks([merge_tasks["cookbook-two-steps"], merge_tasks["cookbook-two-steps-merged"]])
+    work = dict(zip(tasks["task"].str.split("/").list.last(), tasks["work"], strict=True))
+    assert work["cookbook-two-steps-merged"] == work["cookbook-two-steps"] + 2 + 2 * 2, work
+
+
+def test_the_local_preflight_passes_the_cookbooks_recipe_as_harbors_oracle(merge_tasks, harbor_oracle, tmp_path):
+    """The recipe's original on ``measure --engine local``'s preflight: every step's tests source the
+    shared ``tests/helpers.sh``, which the local runner now puts beside them in ``/tests``. Its step
+    healthcheck is taken out here: the local runner refuses healthchecks (one line naming
+    ``--engine harbor``, test_multistep.py); this one only checks greet.sh is executable, which the
+    reference solution makes, so Harbor's oracle (which ran it) passes with or without it."""
+    import dataclasses
+    import re
+
+    from depthlab.runner import TaskSpec, preflight
+
+    if "verifier_env" not in {field.name for field in dataclasses.fields(TaskSpec)}:
+        pytest.skip("the recipe's step 2 needs [steps.verifier.env] in its tests (branch i36-house)")
+    assert _reward(harbor_oracle, merge_tasks["cookbook-multi-step"]) == 1.0
+    task = tmp_path / "cookbook-no-healthcheck"
+    shutil.copytree(merge_tasks["cookbook-multi-step"], task)
+    toml = (task / "task.toml").read_text()
+    (task / "task.toml").write_text(re.sub(r"\[steps\.healthcheck\][^\[]*", "", toml))
+    report = preflight([task], jobs_dir=tmp_path / "jobs", use_cache=False)
+    (row,) = report.rows
+    assert (row.passed, row.checked, row.reward) == (True, True, 1.0), (row.reason, row.verifier_tail)

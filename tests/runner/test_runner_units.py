@@ -161,6 +161,43 @@ def test_load_task_reads_limits_and_rejects_compose(tmp_path):
         load_task(tmp_path / "missing")
 
 
+def test_a_steps_tests_lie_over_the_shared_tests_and_win_a_name_clash(tmp_path):
+    """Harbor's Verifier uploads the task's tests/ then the step's into /tests (the step's file wins);
+    a step without tests/ gets the shared ones alone; a file over a folder is refused."""
+    from depthlab.runner.container import layered
+    from depthlab.runner.errors import AddTestsDirError
+    from depthlab.runner.integrity import host_digest
+    from depthlab.runner.verifier import verify
+
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "environment" / "Dockerfile").write_text("FROM scratch\n")
+    (tmp_path / "task.toml").write_text('schema_version = "1.4"\n[[steps]]\nname = "a"\n[[steps]]\nname = "b"\n')
+    files = {"tests/helpers.sh": "shared", "tests/data.txt": "shared", "tests/test.sh": "shared"}
+    files |= {"steps/a/tests/test.sh": "a", "steps/a/tests/data.txt": "a", "steps/b/solution/solve.sh": "b"}
+    for name in ("a", "b"):
+        files[f"steps/{name}/instruction.md"] = name
+    for relative, text in files.items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(text)
+    task = load_task(tmp_path)
+    a, b = (task.for_step(step) for step in task.steps)
+    assert a.tests_folders == (tmp_path / "tests", tmp_path / "steps/a/tests")
+    tree = layered(a.tests_folders)
+    assert {name: path.read_text() for name, path in tree.items() if name} == {
+        "data.txt": "a",
+        "helpers.sh": "shared",
+        "test.sh": "a",
+    }
+    assert host_digest(a.tests_folders).keys() == {"data.txt", "helpers.sh", "test.sh"}
+    assert b.tests_folders == (tmp_path / "tests",)
+    assert task.tests_folders == (tmp_path / "tests",)  # a single-step view: its tests/ alone
+    (tmp_path / "steps/a/tests/helpers.sh").mkdir()
+    with pytest.raises(ValueError, match=r"'helpers\.sh' is a folder in one of"):
+        layered(a.tests_folders)
+    with pytest.raises(AddTestsDirError, match="its tests cannot be laid in /tests"):  # before any container
+        verify(None, a, tmp_path / "verifier", timeout_sec=60)  # type: ignore[arg-type]
+
+
 def test_reward_rules_follow_harbor(tmp_path):
     (tmp_path / "reward.json").write_text('{"a": 1, "b": 0.5}')
     assert read_rewards(tmp_path) == {"a": 1.0, "b": 0.5}
