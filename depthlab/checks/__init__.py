@@ -7,7 +7,7 @@ task, step and check. The modules: ``script`` (a solution's key-step mark and to
 ``harbor lint``), ``core`` (the checks and the table).
 """
 
-from depthlab.checks.core import CHECK_NAMES, CheckReport, check_tasks, read_checks, summarize_checks
+from depthlab.checks.core import CHECK_NAMES, CheckReport, check_tasks, faults_found, read_checks, summarize_checks
 from depthlab.checks.script import KEY_BEGIN, KEY_END, MarkError
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "CheckReport",
     "MarkError",
     "check_tasks",
+    "faults_found",
     "read_checks",
     "summarize_checks",
 ]

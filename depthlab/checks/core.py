@@ -525,6 +525,28 @@ def summarize_checks(table: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def faults_found(table: pl.DataFrame, *, lint: bool = False) -> dict[tuple[str, str, str], str]:
+    """The rules a checks table finds broken: ``(task, step, check) -> outcome`` for every ``fault`` and ``flaky`` row.
+
+    The planted tasks' truth (:data:`depthlab.simulate.checks.PLANTED`) has this shape, so a table
+    recovers it exactly when the two are equal. ``lint`` rows (Harbor's own rules, planted nowhere)
+    are left out unless ``lint=True``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> rows = [{"task": "t", "step": "a", "check": "before", "outcome": "fault"},
+    ...         {"task": "t", "step": "a", "check": "oracle", "outcome": "ok"}]
+    >>> faults_found(schema.conform(pl.DataFrame(rows), "checks"))
+    {('t', 'a', 'before'): 'fault'}
+    """
+    broken = table.filter(pl.col("outcome").is_in(["fault", "flaky"]))
+    if not lint:
+        broken = broken.filter(pl.col("check") != "lint")
+    return {(row["task"], row["step"], row["check"]): row["outcome"] for row in broken.iter_rows(named=True)}
+
+
 def read_checks(path: str | os.PathLike[str]) -> pl.DataFrame:
     """A checks table written by ``depthlab check -o FILE`` (``.csv`` or ``.parquet``), with its schema's dtypes.
 
