@@ -90,7 +90,7 @@ class _Step:
     tests: list[Path]
     script: str | None
     problem: str | None = None  # why its solution cannot be edited (missing, unclosed mark)
-    key: tuple[int, int] | None = None
+    key: tuple[tuple[int, int], ...] | None = None
     result_name: str = ""  # its name in a replay's result (a single-step trial's: task.toml's full name)
 
 

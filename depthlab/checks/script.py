@@ -1,8 +1,10 @@
 """A reference solution's text as the checks edit it: its key-step mark and its top-level commands.
 
 The key step of a step's ``solve.sh`` is the lines between the comment lines ``# key-step begin``
-and ``# key-step end`` (this exact text, leading blanks allowed). A mark that opens and never
-closes, closes without opening, or opens twice is a :class:`MarkError` (the task's rows say so).
+and ``# key-step end`` (this exact text, leading blanks allowed). Several pairs in one script mark one
+key step in parts (a task merged by ``depthlab tasks merge`` carries each original step's pair in its one
+``solve.sh``): the key step is their union. A mark that opens and never closes, closes without opening,
+or opens again before it closes is a :class:`MarkError` (the task's rows say so).
 
 A *top-level command* is one command of the script as bash reads it at the top level: a simple
 command on its line, with its ``\\`` continuations, its here-documents and whatever compound
@@ -51,40 +53,54 @@ def is_comment(line: str) -> bool:
     return not stripped or stripped.startswith("#")
 
 
-def key_span(text: str) -> tuple[int, int] | None:
-    """The 1-based lines of the begin and end marks of ``text``'s key step, or None when it has none.
+def key_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """The 1-based lines of each begin and end mark of ``text``'s key step, in order; empty when it has none.
 
     Raises
     ------
     MarkError
-        When a mark opens and never closes, closes without opening, or a second opens.
+        When a mark opens and never closes, closes without opening, or opens again before it closes.
 
     Examples
     --------
-    >>> key_span("a\\n# key-step begin\\nb\\n# key-step end\\nc\\n")
-    (2, 4)
-    >>> key_span("a\\n") is None
-    True
-    >>> key_span("# key-step begin\\nb\\n")
+    >>> key_spans("a\\n# key-step begin\\nb\\n# key-step end\\nc\\n")
+    ((2, 4),)
+    >>> key_spans("# key-step begin\\nb\\n# key-step end\\n# key-step begin\\nc\\n# key-step end\\n")
+    ((1, 3), (4, 6))
+    >>> key_spans("a\\n")
+    ()
+    >>> key_spans("# key-step begin\\nb\\n")
     Traceback (most recent call last):
     ...
     depthlab.checks.script.MarkError: the key-step mark opened on line 1 never closes ('# key-step end')
     """
     begin: int | None = None
-    span: tuple[int, int] | None = None
+    spans: list[tuple[int, int]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if stripped == KEY_BEGIN:
-            if begin is not None or span is not None:
-                raise MarkError(f"a second key-step mark opens on line {number} (one key step per step)")
+            if begin is not None:
+                raise MarkError(f"a key-step mark opens on line {number} inside the one opened on line {begin}")
             begin = number
         elif stripped == KEY_END:
             if begin is None:
                 raise MarkError(f"the key-step mark closes on line {number} without opening ('{KEY_BEGIN}')")
-            span, begin = (begin, number), None
+            spans.append((begin, number))
+            begin = None
     if begin is not None:
         raise MarkError(f"the key-step mark opened on line {begin} never closes ('{KEY_END}')")
-    return span
+    return tuple(spans)
+
+
+def key_span(text: str) -> tuple[tuple[int, int], ...] | None:
+    """:func:`key_spans`, or None when ``text`` has no mark (the step reports "not marked").
+
+    Examples
+    --------
+    >>> key_span("a\\n# key-step begin\\nb\\n# key-step end\\nc\\n"), key_span("a\\n")
+    (((2, 4),), None)
+    """
+    return key_spans(text) or None
 
 
 def key_lines(text: str) -> list[str]:
@@ -96,12 +112,10 @@ def key_lines(text: str) -> list[str]:
     >>> key_lines("a\\n# key-step begin\\n# why\\ncat > f <<'EOF'\\nbody\\nEOF\\ncp x y\\n# key-step end\\n")
     ["cat > f <<'EOF'", 'cp x y']
     """
-    span = key_span(text)
-    if span is None:
-        return []
+    every = text.splitlines()
     lines: list[str] = []
     ending: list[str] = []
-    for line in text.splitlines()[span[0] : span[1] - 1]:
+    for line in (line for first, last in key_spans(text) for line in every[first : last - 1]):
         if ending:
             if line.strip() == ending[0]:
                 ending.pop(0)
@@ -115,18 +129,18 @@ def key_lines(text: str) -> list[str]:
 
 
 def without_key(text: str) -> str:
-    """``text`` with its key step's lines (between the marks) removed; the marks stay as comments.
+    """``text`` with its key step's lines (between each pair of marks) removed; the marks stay as comments.
 
     Examples
     --------
     >>> without_key("a\\n# key-step begin\\nb\\n# key-step end\\nc\\n")
     'a\\n# key-step begin\\n# key-step end\\nc\\n'
     """
-    span = key_span(text)
-    if span is None:
+    spans = key_spans(text)
+    if not spans:
         raise MarkError("the step's solution has no key-step mark")
-    lines = text.splitlines(keepends=True)
-    return "".join(lines[: span[0]] + lines[span[1] - 1 :])
+    inside = {number for first, last in spans for number in range(first + 1, last)}
+    return "".join(line for number, line in enumerate(text.splitlines(keepends=True), start=1) if number not in inside)
 
 
 def without_lines(text: str, first: int, last: int) -> str:

@@ -49,7 +49,7 @@ def test_top_level_commands_follow_continuations_heredocs_and_compound_commands(
 
 
 def test_the_key_step_is_the_lines_between_the_marks() -> None:
-    assert key_span(SOLVE) == (6, 10)
+    assert key_span(SOLVE) == ((6, 10),)
     assert key_lines(SOLVE) == ["cat > /app/out/run.sh <<'EOF'"]  # the file's content is no command
     removed = without_key(SOLVE)
     assert "cat > /app/out/run.sh" not in removed
@@ -61,9 +61,10 @@ def test_the_key_step_is_the_lines_between_the_marks() -> None:
     [
         ("# key-step begin\necho a\n", "opened on line 1 never closes"),
         ("echo a\n# key-step end\n", "closes on line 2 without opening"),
+        ("# key-step begin\n# key-step begin\n# key-step end\n", "opens on line 2 inside the one opened on line 1"),
         (
-            "# key-step begin\n# key-step end\n# key-step begin\n# key-step end\n",
-            "a second key-step mark opens on line 3",
+            "# key-step begin\n# key-step end\n# key-step begin\n",
+            "opened on line 3 never closes",
         ),
     ],
 )
@@ -74,7 +75,17 @@ def test_a_mark_that_cannot_be_read_says_where(text: str, words: str) -> None:
 
 def test_the_marks_must_be_the_exact_text() -> None:
     assert key_span("# key step begin\necho a\n# key step end\n") is None
-    assert key_span("  # key-step begin\necho a\n  # key-step end\n") == (1, 3)
+    assert key_span("  # key-step begin\necho a\n  # key-step end\n") == ((1, 3),)
+
+
+def test_a_merged_solution_marks_its_key_step_in_parts() -> None:
+    # `depthlab tasks merge` writes each step's script, with its own pair of marks, into one solve.sh
+    merged = (
+        "# key-step begin\ntouch /app/a\n# key-step end\necho between\n# key-step begin\ntouch /app/b\n# key-step end\n"
+    )
+    assert key_span(merged) == ((1, 3), (5, 7))
+    assert key_lines(merged) == ["touch /app/a", "touch /app/b"]
+    assert without_key(merged) == ("# key-step begin\n# key-step end\necho between\n# key-step begin\n# key-step end\n")
 
 
 def test_named_facts_skip_harbor_and_system_paths() -> None:
