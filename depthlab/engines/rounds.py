@@ -39,7 +39,7 @@ from depthlab.engines._lock import jobs_folder_lock
 from depthlab.engines._refusals import REFUSED, refused_tasks
 from depthlab.engines._taskcheck import task_config_problems
 from depthlab.measures import plan_missing
-from depthlab.measures.depth import TASK_KEYS, depth_from_grid, evidence_grid
+from depthlab.measures.depth import DEPTH_LEVEL, TASK_KEYS, depth_from_grid, evidence_grid, true_depth_columns
 
 Echo = Callable[[str], None]
 
@@ -439,7 +439,7 @@ def _result(
     if tasks is None:
         depth = schema.empty("depth")
         return MeasureResult(depth, rounds, excluded, stopped, sweep_runs=sweep, engine=engine.name)
-    depth = depth_table(trials, tasks, models=models, caps=caps, pass_rule=pass_rule)
+    depth = depth_table(trials, tasks, models=models, caps=caps, pass_rule=pass_rule, level=DEPTH_LEVEL)
     spent = _measured(trials, tasks, models)
     valid = spent.filter(pl.col("status") != "invalid")
     return MeasureResult(
@@ -458,10 +458,18 @@ def _result(
 
 
 def depth_table(
-    trials: pl.DataFrame, tasks: pl.DataFrame, *, models: Sequence[str], caps: Sequence[int], pass_rule: str = "any"
+    trials: pl.DataFrame,
+    tasks: pl.DataFrame,
+    *,
+    models: Sequence[str],
+    caps: Sequence[int],
+    pass_rule: str = "any",
+    level: float | None = None,
 ) -> pl.DataFrame:
     """The depth table of ``tasks`` (:func:`~depthlab.measures.depth.evidence_grid` over them), a row
-    (``incomplete``, every cap missing) for each task with no trial yet.
+    (``incomplete``, every cap missing) for each task with no trial yet; with ``level``, the interval
+    for each task's true depth as :func:`~depthlab.measures.estimate_depth` gives it (a round's own
+    status needs D alone: null ``ci_low``/``ci_high``).
 
     Examples
     --------
@@ -484,6 +492,9 @@ def depth_table(
         depth_by_model=pl.when(untried).then(None).otherwise(pl.col("depth_by_model")),
         non_monotone=pl.when(untried).then(None).otherwise(pl.col("non_monotone")),
     )
+    if level is not None and grid.height:
+        intervals = true_depth_columns(grid, caps=caps, level=level)
+        depth = depth.drop("ci_low", "ci_high").join(intervals, on=list(TASK_KEYS), how="left", nulls_equal=True)
     return schema.conform(depth, "depth").sort("dataset", "task", nulls_last=True)
 
 

@@ -120,6 +120,10 @@ def _cell_states(grid: pl.DataFrame, n_caps: int, rule: str, attempts: int, q: f
     return grid.with_columns(state=pl.Series(_STATE_NAMES[states - MISSING], dtype=pl.String))
 
 
+#: The level of the interval for the true depth (``ci_low``, ``ci_high``) where none is given.
+DEPTH_LEVEL = 0.9
+
+
 def estimate_depth(
     trials: pl.DataFrame,
     *,
@@ -127,7 +131,7 @@ def estimate_depth(
     models: Sequence[str] | None = None,
     pass_rule: str = "any",
     q: float = 0.5,
-    level: float | None = 0.9,
+    level: float | None = DEPTH_LEVEL,
 ) -> pl.DataFrame:
     """Estimate each task's depth D from turn-capped runs, and an interval for its true depth.
 
@@ -233,7 +237,7 @@ def estimate_depth(
     depth = depth_from_grid(grid, trials.select(TASK_KEYS).unique(), caps=caps)
     if level is None:
         return depth
-    intervals = _true_depth_columns(grid, caps=caps, level=level)
+    intervals = true_depth_columns(grid, caps=caps, level=level)
     return (
         depth.drop("ci_low", "ci_high")
         .join(intervals, on=list(TASK_KEYS), how="left", nulls_equal=True)
@@ -241,7 +245,7 @@ def estimate_depth(
     )
 
 
-def _true_depth_columns(grid: pl.DataFrame, *, caps: Sequence[int], level: float) -> pl.DataFrame:
+def true_depth_columns(grid: pl.DataFrame, *, caps: Sequence[int], level: float = DEPTH_LEVEL) -> pl.DataFrame:
     """Columns dataset, task, ci_low, ci_high: the interval for each task's true depth, per dataset of the grid.
 
     The grid is :func:`evidence_grid`'s (sorted by CELL_KEYS, every (task, model, cap) once); each

@@ -123,10 +123,10 @@ def _split_depths(
     side_a = pl.when(pl.col("_n") == 1).then(pl.col("_u") < 0.5).otherwise(pl.col("_order") <= pl.col("_n") // 2)
     halves = halves.with_columns(_a=side_a)
     depth_a = estimate_depth(
-        halves.filter(pl.col("_a")).drop("_u", "_order", "_n", "_a"), caps=caps, pass_rule=pass_rule
+        halves.filter(pl.col("_a")).drop("_u", "_order", "_n", "_a"), caps=caps, pass_rule=pass_rule, level=None
     )
     depth_b = estimate_depth(
-        halves.filter(~pl.col("_a")).drop("_u", "_order", "_n", "_a"), caps=caps, pass_rule=pass_rule
+        halves.filter(~pl.col("_a")).drop("_u", "_order", "_n", "_a"), caps=caps, pass_rule=pass_rule, level=None
     )
     return depth_a, depth_b
 
@@ -214,7 +214,7 @@ def depth_by_rule(
     caps = check_caps(caps, function)
     trials = trials.filter(pl.col("cap").is_not_null())  # D reads the capped runs only
     tables = {
-        rule: estimate_depth(trials, caps=caps, pass_rule=rule, q=q).select(
+        rule: estimate_depth(trials, caps=caps, pass_rule=rule, q=q, level=None).select(
             *TASK_KEYS, pl.col("depth").alias(rule), pl.col("status").alias(f"status_{rule}")
         )
         for rule in rules

@@ -175,7 +175,7 @@ def replay_plan(
             raise RuntimeError(f"replay_plan did not converge in {max_rounds} rounds")
         runs += int(plan["attempts"].sum())
         known = pl.concat([known, run_cells(plan, summary, seed=rounds)])
-    depth = estimate_depth(known, caps=summary.caps, models=summary.models)
+    depth = estimate_depth(known, caps=summary.caps, models=summary.models, level=None)  # D alone
     return PlanReplay(
         mode=mode,
         runs=runs,
