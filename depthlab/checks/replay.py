@@ -20,7 +20,7 @@ import contextlib
 import dataclasses
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -153,22 +153,62 @@ def without_gates(task: TaskSpec, upto: int | None = None) -> TaskSpec:
     )
 
 
+@dataclass(frozen=True)
+class ReplayRequest:
+    """One replay to run: the task, its key, the script of each step's solution folder (None: not done),
+    the last step it replays (None: every step) and whether a script's non-zero exit is an exception."""
+
+    task: TaskSpec
+    key: str
+    plan: Mapping[str, str | None]
+    upto: int | None
+    strict_exit: bool
+
+
+#: An engine's replays: runs each request as one trial of ``job`` and returns its trial folder, in order.
+EngineReplays = Callable[[Sequence[ReplayRequest], JobDir], list[Path]]
+
+
+def local_replays(docker_client: Any, settings: RunSettings | None = None) -> EngineReplays:
+    """The local engine's replays: each request one trial of :class:`ReplayAgent` through the runner.
+
+    ``settings`` are the runner's (the profile); the network is off whatever they say (a replay is offline).
+    """
+    offline = dataclasses.replace(settings or RunSettings(), network=False)
+
+    def run(requests: Sequence[ReplayRequest], job: JobDir) -> list[Path]:
+        trial_dirs = []
+        for request in requests:
+            task = request.task
+            job.n_planned += 1
+            outcome = run_task_trial(
+                without_gates(task, request.upto) if task.multi_step else task,
+                ReplayAgent(request.key, request.plan, strict_exit=request.strict_exit),
+                job,
+                docker_client=docker_client,
+                settings=offline,
+                dataset=task.path.parent.name,
+            )
+            job.update_result()
+            trial_dirs.append(outcome.trial_dir)
+        return trial_dirs
+
+    return run
+
+
 class Replayer:
-    """Runs replays into one job folder and finds the ones a previous run finished (module docstring).
+    """Runs replays on one engine into one job folder and finds the ones a previous run finished (module docstring).
 
     Parameters
     ----------
     jobs_dir : Path
         The jobs folder (``--jobs-dir``); the replays go to its ``depthlab-check`` job.
-    docker_client : docker.DockerClient
-        The engine the containers run on.
-    settings : RunSettings, optional
-        The runner's settings; the network is always off (a replay is offline).
+    engine : callable
+        The engine's replays (:func:`local_replays`, :func:`depthlab.checks.harbor.harbor_replays`).
     """
 
-    def __init__(self, jobs_dir: Path, docker_client: Any, settings: RunSettings | None = None) -> None:
-        self.docker_client = docker_client
-        self.settings = dataclasses.replace(settings or RunSettings(), network=False)
+    def __init__(self, jobs_dir: Path, engine: EngineReplays) -> None:
+        self.engine = engine
         job_path = Path(jobs_dir) / JOB_NAME
         if job_path.is_dir():
             remove_incomplete_trials(job_path)  # an interrupted replay: replayed again
@@ -180,14 +220,18 @@ class Replayer:
         self.ran = 0
 
     def _finished(self) -> dict[tuple[str, str, str], Path]:
-        """(task name, task checksum, replay key) -> trial folder, for every finished replay in the job."""
+        """(task name, task checksum, replay key) -> trial folder, for every finished replay in the job.
+
+        The checksum is the original task's: a Harbor replay runs a copy of the task without gates
+        (``agent.kwargs.task_checksum`` names the original), a local one the task itself."""
         found: dict[tuple[str, str, str], Path] = {}
         for result_file in sorted(self.job.path.glob("*/result.json")):
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
                 result = json.loads(result_file.read_text(encoding="utf-8"))
                 config = json.loads((result_file.parent / "config.json").read_text(encoding="utf-8"))
-                key = config["agent"]["kwargs"]["replay"]
-                found[(result["task_name"], result.get("task_checksum") or "", key)] = result_file.parent
+                kwargs = config["agent"]["kwargs"]
+                checksum = kwargs.get("task_checksum") or result.get("task_checksum") or ""
+                found[(result["task_name"], checksum, kwargs["replay"])] = result_file.parent
         return found
 
     def replay(
@@ -198,20 +242,10 @@ class Replayer:
         found = self.done.get((task.name, checksum, key))
         if found is not None:
             return read_replay(key, found, reused=True)
-        agent = ReplayAgent(key, plan, strict_exit=strict_exit)
-        self.job.n_planned += 1
-        outcome = run_task_trial(
-            without_gates(task, upto) if task.multi_step else task,
-            agent,
-            self.job,
-            docker_client=self.docker_client,
-            settings=self.settings,
-            dataset=task.path.parent.name,
-        )
-        self.job.update_result()
+        (trial_dir,) = self.engine([ReplayRequest(task, key, plan, upto, strict_exit)], self.job)
         self.ran += 1
-        self.done[(task.name, checksum, key)] = outcome.trial_dir
-        return read_replay(key, outcome.trial_dir, reused=False)
+        self.done[(task.name, checksum, key)] = trial_dir
+        return read_replay(key, trial_dir, reused=False)
 
     def finish(self) -> None:
         """Write the job's final ``result.json``."""
