@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from depthlab.checks.replay import EngineReplays, ReplayRequest
-from depthlab.engines.harbor import HARBOR_SIDE, HarborCommand, find_harbor
+from depthlab.engines.harbor import HARBOR_SIDE, HarborCommand, compose_project, find_harbor
 from depthlab.engines.rounds import EngineError
 from depthlab.runner.output import JobDir
 from depthlab.runner.task import TaskSpec
@@ -83,6 +83,7 @@ def _run_trial(
     trial_dir = job.path.absolute() / name
     if trial_dir.exists():  # a trial Harbor left without a result (the Replayer removes those at start)
         shutil.rmtree(trial_dir)
+    _remove_leftover_project(name)
     config = {
         "task": {"path": str(copy)},
         "trial_name": name,
@@ -113,6 +114,28 @@ def _run_trial(
             f"(exit {done.returncode}); its output is in {job.path / LOG_FILE}:\n" + "\n".join(tail)
         )
     return trial_dir
+
+
+def _remove_leftover_project(trial_name: str) -> None:
+    """Remove the Compose project (containers, networks, image) a killed replay of this name left.
+
+    ``kill -9`` gives Harbor no chance to run ``docker compose down``; the trial's name is the
+    replay's (deterministic), so the replay run again finds what its killed run left."""
+    project = compose_project(f"{trial_name}__env")
+    listed = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=com.docker.compose.project={project}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if listed.stdout.strip():
+        subprocess.run(
+            ["docker", "compose", "--project-name", project, "down", "--rmi", "local", "--volumes", "--remove-orphans"],
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
 
 
 def _offline_overlay(copies: Path) -> Path:

@@ -1,4 +1,4 @@
-"""depthlab's replay agent on Harbor: each step's chosen solution script, no model (loaded by Harbor, never by depthlab).
+"""depthlab's replay agent on Harbor: each step's chosen solution script, no model (loaded by Harbor only).
 
 ``depthlab check --engine harbor`` runs every replay as one Harbor trial (``harbor trials start``)
 whose agent entry names this class (``import_path = "depthlab_replay:ReplayAgent"``, this folder
