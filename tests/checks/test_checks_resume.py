@@ -100,7 +100,8 @@ def test_a_killed_check_resumes_without_doing_a_replay_twice(
         assert listed["depthlab-check"]["agents"] == ["depthlab-replay"]
         trials = view.api("/api/jobs/depthlab-check/trials?page_size=100")["items"]
         assert len(trials) == REPLAYS
-    leftovers = docker_client.containers.list(all=True, filters={"label": "depthlab.runner"})
+    # this check's containers only (other checks and runs may share the Docker engine)
+    leftovers = docker_client.containers.list(all=True, filters={"label": "depthlab.task=planted/clean"})
     assert leftovers == []
     trial_names = {path.name.lower() for path in (jobs / "depthlab-check").iterdir()}
     projects = {c.labels.get("com.docker.compose.project", "") for c in docker_client.containers.list(all=True)}
