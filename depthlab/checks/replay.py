@@ -2,16 +2,22 @@
 
 A *replay* is one trial of the task by :class:`ReplayAgent`, which runs, for each step, the script
 its plan gives (the step's full ``solve.sh``, the script with its key step or one command removed)
-or nothing, and calls no model. The trial runs through the runner (:func:`depthlab.runner.run_task_trial`:
-the same container, step preparation and verifier as ``depthlab run``), offline, and with the
-steps' ``min_reward`` gates lifted so a replay goes on past a failing step (the checks need the
-step after a removed key step graded). A replay stops after the last step its plan names.
+or nothing, and calls no model. On the local engine (:func:`local_replays`) the trial runs through
+the runner (:func:`depthlab.runner.run_task_trial`: the same container, step preparation and
+verifier as ``depthlab run``), offline, and with the steps' ``min_reward`` gates lifted so a replay
+goes on past a failing step (the checks need the step after a removed key step graded). A replay
+stops after the last step its plan names.
 
 Every replay is a trial folder of one Harbor job (``<jobs_dir>/depthlab-check``), named in its
 ``config.json`` by its replay key (``agent.kwargs.replay``) and the task's checksum, so a rerun
 finds the replays already done (:class:`Replayer`) and runs only the others: killed and rerun, no
 replay is done twice and none is lost (an interrupted trial, one without ``result.json``, is
 deleted and replayed, as Harbor resumes a job).
+
+The engine is chosen here, at one boundary: :class:`Replayer` takes an engine's replays, a function
+turning :class:`ReplayRequest` s into trial folders of the job (:func:`local_replays`, or
+:func:`depthlab.checks.harbor.harbor_replays`, whose agent is ``harbor_side/depthlab_replay``), and
+reads every trial back with :func:`read_replay`; the checks above it never see the engine.
 """
 
 from __future__ import annotations
