@@ -43,7 +43,7 @@ import polars as pl
 from depthlab import schema
 from depthlab._checks import check_choice, check_positive_int
 from depthlab.checks import static
-from depthlab.checks.replay import EngineReplays, Replay, Replayer, local_replays
+from depthlab.checks.replay import EngineReplays, Replay, Replayer, StepRun, local_replays
 from depthlab.checks.script import MarkError, key_lines, key_span, top_level_commands, without_key, without_lines
 from depthlab.io.tasks import count_work
 from depthlab.runner.profiles import RunSettings
@@ -328,7 +328,7 @@ class _TaskChecker:
             elif any(passed):
                 verdicts[step.name] = ("flaky", f"passed {sum(passed)} of {len(runs)} replays")
             elif failure is not None:
-                verdicts[step.name] = ("error", f"the oracle cannot run: {failure.exception}: {failure.message}")
+                verdicts[step.name] = ("error", f"the oracle cannot run: {_failure(failure)}")
             elif any(run is None for run in runs):
                 verdicts[step.name] = ("error", "the oracle stopped before this step")
             else:
@@ -464,7 +464,7 @@ class _TaskChecker:
         elif run.passed:
             self.row(step, check, "fault", fault, replays=replays)
         elif run.exception == "AgentTimeoutError":
-            self.row(step, check, "error", f"{run.exception}: {run.message}", replays=replays)
+            self.row(step, check, "error", _failure(run), replays=replays)
         else:
             self.row(step, check, "ok", f"fails (reward {run.reward})", replays=replays)
 
@@ -482,6 +482,20 @@ class _TaskChecker:
                 else:
                     found = static.fix_not_in_instruction(step.instruction, key_lines(step.script or ""))
                     self.row(step, "fix_not_in_instruction", found.outcome, found.evidence, total=found.total)
+
+
+def _failure(run: StepRun) -> str:
+    """A step's exception as its rows say it, worded alike on both engines.
+
+    Examples
+    --------
+    >>> _failure(StepRun(False, None, "AgentTimeoutError", "Agent execution timed out after 3.0 seconds"))
+    'AgentTimeoutError: Agent execution timed out after 3.0 seconds (it hangs)'
+    """
+    text = f"{run.exception}: {run.message}"
+    if run.exception == "AgentTimeoutError" and "hangs" not in text:
+        text += " (it hangs)"  # Harbor's own timeout message does not say so; the local runner's does
+    return text
 
 
 def _steps(task: TaskSpec) -> list[_Step]:

@@ -19,7 +19,7 @@ import pytest
 
 from depthlab import schema
 from depthlab.checks import check_tasks
-from depthlab.simulate.checks import PLANTED, write_planted_tasks
+from depthlab.simulate.checks import BAD, PLANTED, write_bad_tasks, write_planted_tasks
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
 
@@ -101,3 +101,20 @@ def test_a_rerun_on_harbor_replays_nothing_and_gives_the_same_table(
     assert report.replays_run == 0
     assert report.replays_reused == both["report"].replays_run
     assert again.drop("trials").equals(both["harbor"].drop("trials"))
+
+
+def test_bad_input_is_the_same_line_on_both_engines_and_the_same_rows(
+    userland: str, docker_client: Any, harbor_cmd: str, tmp_path: Path
+) -> None:
+    bad = write_bad_tasks(tmp_path / "bad", userland)
+    checks = ["oracle", "before", "key_removed"]
+    local = check_tasks(list(bad.values()), jobs_dir=tmp_path / "local", docker_client=docker_client, checks=checks)
+    harbor = check_tasks(
+        list(bad.values()), jobs_dir=tmp_path / "harbor", engine="harbor", harbor=harbor_cmd, checks=checks
+    )
+    assert harbor.table.select(SAME).equals(local.table.select(SAME))
+    assert len(harbor.problems) == len(BAD)
+    for name, words in BAD.items():
+        line = next(problem for problem in harbor.problems if problem.startswith(f"{name}:"))
+        assert words in line, line
+    assert [line.split(":")[:2] for line in harbor.problems] == [line.split(":")[:2] for line in local.problems]
