@@ -3,8 +3,9 @@
 :func:`check_tasks` replays every task's reference solutions, whole and edited, in fresh offline
 containers and reads each step's verdict; the table (:data:`depthlab.schema.CHECKS`) has one row per
 task, step and check. The modules: ``script`` (a solution's key-step mark and top-level commands),
-``replay`` (the replaying agent and the resumable jobs folder), ``static`` (the instruction rules and
-``harbor lint``), ``core`` (the checks and the table).
+``replay`` (the replaying agent, the resumable jobs folder, the local engine's replays), ``harbor``
+(the Harbor engine's replays: ``harbor trials start`` of ``harbor_side/depthlab_replay``), ``static``
+(the instruction rules and ``harbor lint``), ``core`` (the checks and the table, the same on both engines).
 """
 
 from depthlab.checks.core import CHECK_NAMES, CheckReport, check_tasks, faults_found, read_checks, summarize_checks

@@ -43,7 +43,7 @@ import polars as pl
 from depthlab import schema
 from depthlab._checks import check_choice, check_positive_int
 from depthlab.checks import static
-from depthlab.checks.replay import Replay, Replayer
+from depthlab.checks.replay import EngineReplays, Replay, Replayer, StepRun, local_replays
 from depthlab.checks.script import MarkError, key_lines, key_span, top_level_commands, without_key, without_lines
 from depthlab.io.tasks import count_work
 from depthlab.runner.profiles import RunSettings
@@ -52,7 +52,7 @@ from depthlab.runner.task import TaskSpec, load_task
 #: The checks, in the table's order.
 CHECK_NAMES: tuple[str, ...] = schema.CHECK_NAMES
 #: The engines a check runs on.
-ENGINES: tuple[str, ...] = ("local",)
+ENGINES: tuple[str, ...] = ("local", "harbor")
 
 
 @dataclass
@@ -105,6 +105,7 @@ def check_tasks(
     mutant_seed: int = 0,
     settings: RunSettings | None = None,
     docker_client: Any = None,
+    harbor: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> CheckReport:
     """Check tasks' verifiers by replaying their reference solutions (no model is called).
@@ -116,8 +117,11 @@ def check_tasks(
     jobs_dir : path
         Where the replays are written, as Harbor trials of the job ``depthlab-check``; rerunning
         with the same folder resumes (no replay is done twice).
-    engine : {"local"}, default "local"
-        Where the replays run (the runner's Docker containers).
+    engine : {"local", "harbor"}, default "local"
+        Where the replays run: the runner's Docker containers (``local``), or one Harbor trial per
+        replay of depthlab's replay agent (``harbor``, :mod:`depthlab.checks.harbor`). Only the
+        replays differ: the checks and the table are the same code, so both engines give the same
+        table for the same tasks.
     checks : sequence of str, default all
         Which checks to run (:data:`CHECK_NAMES`); the oracle runs whenever a replay check does.
     repeat : int, default 2
@@ -129,7 +133,10 @@ def check_tasks(
     settings : RunSettings, optional
         The runner's settings (the profile); the network is off whatever they say.
     docker_client : docker.DockerClient, optional
-        Default: ``docker.from_env()``.
+        The local engine's Docker client; default ``docker.from_env()``.
+    harbor : str, optional
+        How to call Harbor (``engine="harbor"``), as for :func:`depthlab.engines.harbor.find_harbor`;
+        default ``harbor`` on PATH.
     progress : callable, optional
         Called with one line per finished check.
 
@@ -149,15 +156,10 @@ def check_tasks(
         check_positive_int(mutants, "mutants", "check_tasks")
     wanted = tuple(dict.fromkeys(check_choice(name, "checks", "check_tasks", CHECK_NAMES) for name in checks))
     paths = [Path(os.fspath(tasks))] if isinstance(tasks, str | os.PathLike) else [Path(os.fspath(t)) for t in tasks]
-    if docker_client is None and any(name in _REPLAYED for name in wanted):
-        from depthlab.runner.container import new_docker_client
-
-        docker_client = new_docker_client()
-    if docker_client is not None:
-        from depthlab.runner.leftovers import remove_leftovers
-
-        remove_leftovers(docker_client)  # the containers of a check that was killed
-    replayer = Replayer(Path(os.fspath(jobs_dir)), docker_client, settings) if docker_client is not None else None
+    replayer = None
+    if any(name in _REPLAYED for name in wanted):
+        replays = _engine_replays(engine, Path(os.fspath(jobs_dir)), docker_client, settings, harbor)
+        replayer = Replayer(Path(os.fspath(jobs_dir)), replays) if replays is not None else None
     lint = static.harbor_lint(paths) if "lint" in wanted else {}
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
@@ -177,6 +179,26 @@ def check_tasks(
 
 
 _REPLAYED = frozenset({"oracle", "before", "key_removed", "next_after_key", "mutants"})
+
+
+def _engine_replays(
+    engine: str, jobs_dir: Path, docker_client: Any, settings: RunSettings | None, harbor: str | None
+) -> EngineReplays | None:
+    """The engine's replays (the one place the engine matters); None when the local engine has no Docker."""
+    if engine == "harbor":
+        from depthlab.checks.harbor import harbor_replays
+
+        return harbor_replays(jobs_dir, harbor)
+    if docker_client is None:
+        from depthlab.runner.container import new_docker_client
+
+        docker_client = new_docker_client()
+    if docker_client is None:
+        return None
+    from depthlab.runner.leftovers import remove_leftovers
+
+    remove_leftovers(docker_client)  # the containers of a check that was killed
+    return local_replays(docker_client, settings)
 
 
 def _tally(rows: list[dict[str, Any]]) -> str:
@@ -306,7 +328,7 @@ class _TaskChecker:
             elif any(passed):
                 verdicts[step.name] = ("flaky", f"passed {sum(passed)} of {len(runs)} replays")
             elif failure is not None:
-                verdicts[step.name] = ("error", f"the oracle cannot run: {failure.exception}: {failure.message}")
+                verdicts[step.name] = ("error", f"the oracle cannot run: {_failure(failure)}")
             elif any(run is None for run in runs):
                 verdicts[step.name] = ("error", "the oracle stopped before this step")
             else:
@@ -442,7 +464,7 @@ class _TaskChecker:
         elif run.passed:
             self.row(step, check, "fault", fault, replays=replays)
         elif run.exception == "AgentTimeoutError":
-            self.row(step, check, "error", f"{run.exception}: {run.message}", replays=replays)
+            self.row(step, check, "error", _failure(run), replays=replays)
         else:
             self.row(step, check, "ok", f"fails (reward {run.reward})", replays=replays)
 
@@ -460,6 +482,20 @@ class _TaskChecker:
                 else:
                     found = static.fix_not_in_instruction(step.instruction, key_lines(step.script or ""))
                     self.row(step, "fix_not_in_instruction", found.outcome, found.evidence, total=found.total)
+
+
+def _failure(run: StepRun) -> str:
+    """A step's exception as its rows say it, worded alike on both engines.
+
+    Examples
+    --------
+    >>> _failure(StepRun(False, None, "AgentTimeoutError", "Agent execution timed out after 3.0 seconds"))
+    'AgentTimeoutError: Agent execution timed out after 3.0 seconds (it hangs)'
+    """
+    text = f"{run.exception}: {run.message}"
+    if run.exception == "AgentTimeoutError" and "hangs" not in text:
+        text += " (it hangs)"  # Harbor's own timeout message does not say so; the local runner's does
+    return text
 
 
 def _steps(task: TaskSpec) -> list[_Step]:

@@ -2,16 +2,22 @@
 
 A *replay* is one trial of the task by :class:`ReplayAgent`, which runs, for each step, the script
 its plan gives (the step's full ``solve.sh``, the script with its key step or one command removed)
-or nothing, and calls no model. The trial runs through the runner (:func:`depthlab.runner.run_task_trial`:
-the same container, step preparation and verifier as ``depthlab run``), offline, and with the
-steps' ``min_reward`` gates lifted so a replay goes on past a failing step (the checks need the
-step after a removed key step graded). A replay stops after the last step its plan names.
+or nothing, and calls no model. On the local engine (:func:`local_replays`) the trial runs through
+the runner (:func:`depthlab.runner.run_task_trial`: the same container, step preparation and
+verifier as ``depthlab run``), offline, and with the steps' ``min_reward`` gates lifted so a replay
+goes on past a failing step (the checks need the step after a removed key step graded). A replay
+stops after the last step its plan names.
 
 Every replay is a trial folder of one Harbor job (``<jobs_dir>/depthlab-check``), named in its
 ``config.json`` by its replay key (``agent.kwargs.replay``) and the task's checksum, so a rerun
 finds the replays already done (:class:`Replayer`) and runs only the others: killed and rerun, no
 replay is done twice and none is lost (an interrupted trial, one without ``result.json``, is
 deleted and replayed, as Harbor resumes a job).
+
+The engine is chosen here, at one boundary: :class:`Replayer` takes an engine's replays, a function
+turning :class:`ReplayRequest` s into trial folders of the job (:func:`local_replays`, or
+:func:`depthlab.checks.harbor.harbor_replays`, whose agent is ``harbor_side/depthlab_replay``), and
+reads every trial back with :func:`read_replay`; the checks above it never see the engine.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import contextlib
 import dataclasses
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -153,22 +159,62 @@ def without_gates(task: TaskSpec, upto: int | None = None) -> TaskSpec:
     )
 
 
+@dataclass(frozen=True)
+class ReplayRequest:
+    """One replay to run: the task, its key, the script of each step's solution folder (None: not done),
+    the last step it replays (None: every step) and whether a script's non-zero exit is an exception."""
+
+    task: TaskSpec
+    key: str
+    plan: Mapping[str, str | None]
+    upto: int | None
+    strict_exit: bool
+
+
+#: An engine's replays: runs each request as one trial of ``job`` and returns its trial folder, in order.
+EngineReplays = Callable[[Sequence[ReplayRequest], JobDir], list[Path]]
+
+
+def local_replays(docker_client: Any, settings: RunSettings | None = None) -> EngineReplays:
+    """The local engine's replays: each request one trial of :class:`ReplayAgent` through the runner.
+
+    ``settings`` are the runner's (the profile); the network is off whatever they say (a replay is offline).
+    """
+    offline = dataclasses.replace(settings or RunSettings(), network=False)
+
+    def run(requests: Sequence[ReplayRequest], job: JobDir) -> list[Path]:
+        trial_dirs = []
+        for request in requests:
+            task = request.task
+            job.n_planned += 1
+            outcome = run_task_trial(
+                without_gates(task, request.upto) if task.multi_step else task,
+                ReplayAgent(request.key, request.plan, strict_exit=request.strict_exit),
+                job,
+                docker_client=docker_client,
+                settings=offline,
+                dataset=task.path.parent.name,
+            )
+            job.update_result()
+            trial_dirs.append(outcome.trial_dir)
+        return trial_dirs
+
+    return run
+
+
 class Replayer:
-    """Runs replays into one job folder and finds the ones a previous run finished (module docstring).
+    """Runs replays on one engine into one job folder and finds the ones a previous run finished (module docstring).
 
     Parameters
     ----------
     jobs_dir : Path
         The jobs folder (``--jobs-dir``); the replays go to its ``depthlab-check`` job.
-    docker_client : docker.DockerClient
-        The engine the containers run on.
-    settings : RunSettings, optional
-        The runner's settings; the network is always off (a replay is offline).
+    engine : callable
+        The engine's replays (:func:`local_replays`, :func:`depthlab.checks.harbor.harbor_replays`).
     """
 
-    def __init__(self, jobs_dir: Path, docker_client: Any, settings: RunSettings | None = None) -> None:
-        self.docker_client = docker_client
-        self.settings = dataclasses.replace(settings or RunSettings(), network=False)
+    def __init__(self, jobs_dir: Path, engine: EngineReplays) -> None:
+        self.engine = engine
         job_path = Path(jobs_dir) / JOB_NAME
         if job_path.is_dir():
             remove_incomplete_trials(job_path)  # an interrupted replay: replayed again
@@ -180,14 +226,18 @@ class Replayer:
         self.ran = 0
 
     def _finished(self) -> dict[tuple[str, str, str], Path]:
-        """(task name, task checksum, replay key) -> trial folder, for every finished replay in the job."""
+        """(task name, task checksum, replay key) -> trial folder, for every finished replay in the job.
+
+        The checksum is the original task's: a Harbor replay runs a copy of the task without gates
+        (``agent.kwargs.task_checksum`` names the original), a local one the task itself."""
         found: dict[tuple[str, str, str], Path] = {}
         for result_file in sorted(self.job.path.glob("*/result.json")):
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
                 result = json.loads(result_file.read_text(encoding="utf-8"))
                 config = json.loads((result_file.parent / "config.json").read_text(encoding="utf-8"))
-                key = config["agent"]["kwargs"]["replay"]
-                found[(result["task_name"], result.get("task_checksum") or "", key)] = result_file.parent
+                kwargs = config["agent"]["kwargs"]
+                checksum = kwargs.get("task_checksum") or result.get("task_checksum") or ""
+                found[(result["task_name"], checksum, kwargs["replay"])] = result_file.parent
         return found
 
     def replay(
@@ -198,20 +248,10 @@ class Replayer:
         found = self.done.get((task.name, checksum, key))
         if found is not None:
             return read_replay(key, found, reused=True)
-        agent = ReplayAgent(key, plan, strict_exit=strict_exit)
-        self.job.n_planned += 1
-        outcome = run_task_trial(
-            without_gates(task, upto) if task.multi_step else task,
-            agent,
-            self.job,
-            docker_client=self.docker_client,
-            settings=self.settings,
-            dataset=task.path.parent.name,
-        )
-        self.job.update_result()
+        (trial_dir,) = self.engine([ReplayRequest(task, key, plan, upto, strict_exit)], self.job)
         self.ran += 1
-        self.done[(task.name, checksum, key)] = outcome.trial_dir
-        return read_replay(key, outcome.trial_dir, reused=False)
+        self.done[(task.name, checksum, key)] = trial_dir
+        return read_replay(key, trial_dir, reused=False)
 
     def finish(self) -> None:
         """Write the job's final ``result.json``."""

@@ -25,7 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("tasks", nargs="+", metavar="TASKS", help="task folders, or folders of them")
-    parser.add_argument("--engine", choices=("local",), default="local", help="where the replays run (default local)")
+    parser.add_argument(
+        "--engine", choices=("local", "harbor"), default="local", help="where the replays run (default local)"
+    )
+    parser.add_argument(
+        "--harbor", default=None, metavar="CMD", help="how to call Harbor for --engine harbor (default: harbor on PATH)"
+    )
     parser.add_argument("--jobs-dir", default="jobs", metavar="DIR", help="where the replays go and resume from")
     parser.add_argument("-o", "--output", type=output_table, metavar="FILE", help="the checks table (.csv or .parquet)")
     parser.add_argument("--repeat", type=int, default=2, metavar="K", help="oracle replays per task (default 2)")
@@ -57,6 +62,7 @@ def task_folders(paths: list[str]) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
     from depthlab._tables import write_table
     from depthlab.checks import check_tasks
+    from depthlab.engines.rounds import EngineError
     from depthlab.runner.profiles import RunSettings
 
     if args.repeat < 1 or (args.mutants is not None and args.mutants < 1):
@@ -76,9 +82,10 @@ def run(args: argparse.Namespace) -> int:
             mutants=args.mutants,
             mutant_seed=args.seed,
             settings=RunSettings(profile=args.profile),
+            harbor=args.harbor,
             progress=lambda line: print(line, file=sys.stderr),
         )
-    except ValueError as error:
+    except (ValueError, EngineError) as error:
         print(f"depthlab check: {error}", file=sys.stderr)
         return 2
     for line in report.problems:

@@ -44,3 +44,12 @@ def userland(docker_client: Any) -> str:
     if not image:
         _unavailable(f"the checks' tests need the Debian userland image (scripts/userland-up.sh): {done.stderr[-500:]}")
     return image[0]
+
+
+@pytest.fixture(scope="session")
+def harbor_cmd(harbor_python: Path) -> str:
+    """The side venv's ``harbor``; Harbor's docker environment runs every trial with Docker Compose v2."""
+    done = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        _unavailable("Harbor's docker environment needs `docker compose` v2 (bash scripts/compose-up.sh)")
+    return str(harbor_python.parent / "harbor")

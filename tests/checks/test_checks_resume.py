@@ -25,10 +25,13 @@ CHECKS = "oracle,before,key_removed,next_after_key"
 REPLAYS = 6
 
 
-def _check(task: Path, jobs: Path, out: Path) -> subprocess.Popen[str]:
+def _check(task: Path, jobs: Path, out: Path, engine: list[str]) -> subprocess.Popen[str]:
     code = "import sys; from depthlab.cli import main; sys.exit(main())"
     return subprocess.Popen(
-        [sys.executable, "-c", code, "check", str(task), "--jobs-dir", str(jobs), "--checks", CHECKS, "-o", str(out)],
+        [
+            *(sys.executable, "-c", code, "check", str(task), "--jobs-dir", str(jobs)),
+            *("--checks", CHECKS, "-o", str(out), *engine),
+        ],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -45,12 +48,20 @@ def _replays(jobs: Path) -> list[str]:
     return keys
 
 
+@pytest.mark.parametrize("engine", ["local", pytest.param("harbor", marks=pytest.mark.harbor)])
 def test_a_killed_check_resumes_without_doing_a_replay_twice(
-    userland: str, docker_client: Any, harbor_check: Any, harbor_viewer: Any, tmp_path: Path
+    engine: str,
+    userland: str,
+    docker_client: Any,
+    harbor_check: Any,
+    harbor_viewer: Any,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
 ) -> None:
+    on = ["--engine", "harbor", "--harbor", request.getfixturevalue("harbor_cmd")] if engine == "harbor" else []
     task = write_planted_tasks(tmp_path / "tasks", userland)["clean"]
     jobs, out = tmp_path / "jobs", tmp_path / "checks.csv"
-    first = _check(task, jobs, out)
+    first = _check(task, jobs, out, on)
     deadline = time.monotonic() + 600
     while len(_replays(jobs)) < 2 and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -61,7 +72,7 @@ def test_a_killed_check_resumes_without_doing_a_replay_twice(
     assert 2 <= len(done_before) < REPLAYS
     assert not out.exists()
 
-    second = _check(task, jobs, out)
+    second = _check(task, jobs, out, on)
     _, stderr = second.communicate(timeout=900)
     assert second.returncode == 0, stderr
     keys = _replays(jobs)
@@ -73,7 +84,7 @@ def test_a_killed_check_resumes_without_doing_a_replay_twice(
     assert table.height == 2 * 4
 
     # a third run replays nothing and gives the same table
-    third = _check(task, jobs, tmp_path / "again.csv")
+    third = _check(task, jobs, tmp_path / "again.csv", on)
     _, stderr = third.communicate(timeout=300)
     assert third.returncode == 0, stderr
     assert f"0 replays run, {REPLAYS} found done" in stderr
@@ -89,5 +100,9 @@ def test_a_killed_check_resumes_without_doing_a_replay_twice(
         assert listed["depthlab-check"]["agents"] == ["depthlab-replay"]
         trials = view.api("/api/jobs/depthlab-check/trials?page_size=100")["items"]
         assert len(trials) == REPLAYS
-    leftovers = docker_client.containers.list(all=True, filters={"label": "depthlab.runner"})
+    # this check's containers only (other checks and runs may share the Docker engine)
+    leftovers = docker_client.containers.list(all=True, filters={"label": "depthlab.task=planted/clean"})
     assert leftovers == []
+    trial_names = {path.name.lower() for path in (jobs / "depthlab-check").iterdir()}
+    projects = {c.labels.get("com.docker.compose.project", "") for c in docker_client.containers.list(all=True)}
+    assert not {project for project in projects if project.removesuffix("__env") in trial_names}

@@ -1,0 +1,120 @@
+"""``check_tasks(engine="harbor")``: the planted tasks' checks on Harbor's own engine give the local engine's table.
+
+One planted fault of each kind (:mod:`depthlab.simulate.checks`): a blind check (``blind``: mutants),
+checks that pass before their step, with its key step removed and a next step that does not need it
+(``passes-before``: before, key_removed, mutants, next_after_key), both static rules (``path-missing``,
+``fix-given``) and an unmarked step (``unmarked``). The replays run once per engine (``repeat=1``;
+the coin-flip task is left to the local tests, it needs ten oracle replays); the static-only tasks are
+checked without replays. Every column but the seconds, the evidence and the trial folders must agree.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from depthlab import schema
+from depthlab.checks import check_tasks
+from depthlab.simulate.checks import BAD, PLANTED, write_bad_tasks, write_planted_tasks
+
+pytestmark = [pytest.mark.docker, pytest.mark.harbor]
+
+REPLAYED = ("blind", "passes-before")
+STATIC = ("path-missing", "fix-given", "unmarked")
+STATIC_CHECKS = ("named_in_instruction", "fix_not_in_instruction", "lint")
+#: The columns both engines must give alike (the seconds, evidence and trial folders are the run's own).
+SAME = [name for name in schema.CHECKS if name not in ("seconds", "evidence", "trials")]
+
+
+@pytest.fixture(scope="module")
+def planted(userland: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return write_planted_tasks(tmp_path_factory.mktemp("planted"), userland)
+
+
+def _tables(planted: dict[str, Path], jobs: Path, **engine: Any) -> tuple[pl.DataFrame, Any]:
+    replayed = check_tasks([planted[name] for name in REPLAYED], jobs_dir=jobs, repeat=1, **engine)
+    static = check_tasks([planted[name] for name in STATIC], jobs_dir=jobs, checks=STATIC_CHECKS, **engine)
+    return pl.concat([replayed.table, static.table]), replayed
+
+
+@pytest.fixture(scope="module")
+def both(
+    planted: dict[str, Path], docker_client: Any, harbor_cmd: str, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    local, local_report = _tables(planted, tmp_path_factory.mktemp("local"), docker_client=docker_client)
+    jobs = tmp_path_factory.mktemp("harbor")
+    harbor, harbor_report = _tables(planted, jobs, engine="harbor", harbor=harbor_cmd)
+    return {"local": local, "harbor": harbor, "jobs": jobs, "local_report": local_report, "report": harbor_report}
+
+
+def test_both_engines_give_the_same_table(both: dict[str, Any]) -> None:
+    local, harbor = both["local"], both["harbor"]
+    schema.check(harbor, "checks")
+    assert harbor.height == local.height > 0
+    assert harbor.select(SAME).equals(local.select(SAME)), (harbor.select(SAME), local.select(SAME))
+    assert both["report"].replays_run == both["local_report"].replays_run == harbor["replays"].sum()
+
+
+def test_harbor_reports_every_planted_fault_of_these_tasks_and_no_other(both: dict[str, Any]) -> None:
+    table = both["harbor"].filter(pl.col("check") != "lint")
+    found = {
+        (row["task"], row["step"], row["check"]): row["outcome"]
+        for row in table.filter(pl.col("outcome").is_in(["fault", "flaky"])).iter_rows(named=True)
+    }
+    names = {*REPLAYED, *STATIC}
+    assert found == {key: value for key, value in PLANTED.items() if key[0] in names}
+    assert table.filter(pl.col("outcome") == "error").height == 0
+    blind = table.filter((pl.col("task") == "blind") & (pl.col("check") == "mutants")).row(0, named=True)
+    assert (blind["caught"], blind["total"]) == (1, 2)
+    assert "echo two > /app/two.txt" in blind["evidence"]
+
+
+def test_every_harbor_replay_is_a_harbor_trial_of_the_replay_agent_offline(
+    both: dict[str, Any], harbor_check: Any, harbor_viewer: Any
+) -> None:
+    job = both["jobs"] / "depthlab-check"
+    trials = sorted(path.parent for path in job.glob("*/result.json"))
+    assert len(trials) == both["report"].replays_run
+    for trial in trials:
+        config = json.loads((trial / "config.json").read_text())
+        assert config["agent"]["import_path"] == "depthlab_replay:ReplayAgent"
+        overlay = json.loads(Path(config["environment"]["extra_docker_compose"][0]).read_text())
+        assert overlay["services"]["main"]["network_mode"] == "none"  # offline whatever the task says
+        assert "min_reward" not in Path(config["task"]["path"], "task.toml").read_text()
+    judged = harbor_check([job])
+    assert {path: error for path, error in judged.items() if error} == {}
+    with harbor_viewer(both["jobs"]) as view:
+        listed = {item["name"]: item for item in view.api("/api/jobs?page_size=100")["items"]}
+        assert listed["depthlab-check"]["agents"] == ["depthlab-replay"]
+        shown = view.api("/api/jobs/depthlab-check/trials?page_size=100")["items"]
+        assert len(shown) == len(trials)
+
+
+def test_a_rerun_on_harbor_replays_nothing_and_gives_the_same_table(
+    planted: dict[str, Path], harbor_cmd: str, both: dict[str, Any]
+) -> None:
+    again, report = _tables(planted, both["jobs"], engine="harbor", harbor=harbor_cmd)
+    assert report.replays_run == 0
+    assert report.replays_reused == both["report"].replays_run
+    assert again.drop("trials").equals(both["harbor"].drop("trials"))
+
+
+def test_bad_input_is_the_same_line_on_both_engines_and_the_same_rows(
+    userland: str, docker_client: Any, harbor_cmd: str, tmp_path: Path
+) -> None:
+    bad = write_bad_tasks(tmp_path / "bad", userland)
+    checks = ["oracle", "before", "key_removed"]
+    local = check_tasks(list(bad.values()), jobs_dir=tmp_path / "local", docker_client=docker_client, checks=checks)
+    harbor = check_tasks(
+        list(bad.values()), jobs_dir=tmp_path / "harbor", engine="harbor", harbor=harbor_cmd, checks=checks
+    )
+    assert harbor.table.select(SAME).equals(local.table.select(SAME))
+    assert len(harbor.problems) == len(BAD)
+    for name, words in BAD.items():
+        line = next(problem for problem in harbor.problems if problem.startswith(f"{name}:"))
+        assert words in line, line
+    assert [line.split(":")[:2] for line in harbor.problems] == [line.split(":")[:2] for line in local.problems]
