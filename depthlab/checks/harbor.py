@@ -31,8 +31,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from depthlab._atomic import write_text
 from depthlab.checks.replay import EngineReplays, ReplayRequest
-from depthlab.engines.harbor import HARBOR_SIDE, HarborCommand, compose_project, find_harbor
+from depthlab.engines._harbor_guard import compose_project
+from depthlab.engines.harbor import HARBOR_SIDE, HarborCommand, find_harbor
 from depthlab.engines.rounds import EngineError
 from depthlab.runner.output import JobDir
 from depthlab.runner.task import TaskSpec
@@ -101,7 +103,7 @@ def _run_trial(
     }
     config_path = copies / "configs" / f"{name}.json"
     config_path.parent.mkdir(parents=True, exist_ok=True)
-    config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    write_text(config_path, json.dumps(config, indent=2) + "\n")
     argv = [*harbor.argv, "trials", "start", "--config", str(config_path)]
     with (job.path / LOG_FILE).open("a", encoding="utf-8") as log:
         log.write(f"$ {' '.join(argv)}\n")
@@ -143,13 +145,17 @@ def _offline_overlay(copies: Path) -> Path:
     path = copies / OFFLINE_FILE
     if not path.is_file():
         copies.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"services": {"main": {"network_mode": "none"}}}, indent=2) + "\n")
+        write_text(path, json.dumps({"services": {"main": {"network_mode": "none"}}}, indent=2) + "\n")
     return path
 
 
 def _plan_steps(task: TaskSpec, request: ReplayRequest) -> list[dict[str, str | None]]:
     """The agent's ``steps`` kwarg: each replayed step's solution folder and script (None: not done)."""
-    folders = [step.solution_dir for step in task.steps[: request.upto]] if task.multi_step else [task.solution_path]
+    folders = (
+        [Path(step.path) / "solution" for step in task.steps[: request.upto]]
+        if task.multi_step
+        else [task.solution_path]
+    )
     return [
         {"solution": str(folder.resolve()), "script": request.plan.get(str(folder.resolve()))} for folder in folders
     ]
@@ -185,7 +191,7 @@ def replay_task(task: TaskSpec, upto: int | None, root: Path) -> Path:
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     shutil.copytree(task.path, partial, symlinks=True)
-    (partial / "task.toml").write_text(toml_text(config), encoding="utf-8")
+    write_text(partial / "task.toml", toml_text(config))
     partial.rename(folder)  # whole or absent: a killed copy is made again
     return folder.absolute()
 
