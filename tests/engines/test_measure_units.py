@@ -546,7 +546,7 @@ def test_the_verdicts_read_harbor_results_through_the_model(tmp_path):
     clean = _harbor_trial(tmp_path, "clean__1")
     timeout = {"exception_type": "AgentTimeoutError", "exception_message": "cut", "exception_traceback": "",
                "occurred_at": "2026-01-01T00:00:20"}  # fmt: skip
-    silent = _harbor_trial(
+    _harbor_trial(
         tmp_path, "silent__1", exception_info=timeout, verifier_result=None,
         agent_result={"n_input_tokens": 5, "n_output_tokens": 0},
     )  # fmt: skip
@@ -555,7 +555,8 @@ def test_the_verdicts_read_harbor_results_through_the_model(tmp_path):
     original = json.loads((forged / "result.json").read_text())
     verdicts = {trial: (kind, reason) for trial, kind, reason in judge_trials(tmp_path)}
     assert set(verdicts) == {"forged__1", "silent__1"}
-    assert verdicts["forged__1"][0] == TAMPERED and "verifier/reward.txt was written" in verdicts["forged__1"][1]
+    assert verdicts["forged__1"][0] == TAMPERED
+    assert "verifier/reward.txt was written" in verdicts["forged__1"][1]
     assert verdicts["silent__1"] == (OUTAGE, "the agent got no model answer (0 tokens) before AgentTimeoutError: "
                                              "AgentTimeoutError: cut")  # fmt: skip
     rewritten = json.loads((forged / "result.json").read_text())
