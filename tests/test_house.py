@@ -326,3 +326,51 @@ def test_no_new_table_schema_is_built_inline():
     assert found == [], "declare these columns in schema.py:\n" + "\n".join(found)
     tree = ast.parse('pl.DataFrame(rows, schema={"a": pl.String, "b": pl.Int32(), "c": pl.String})\n')
     assert _inline_schemas(iter([("x.py", tree)])) == ["x.py:1"]
+
+
+#: The keys of Harbor's TrialResult / StepResult whose meaning io's model holds (rewards, validity, exceptions, steps).
+_RESULT_KEYS = frozenset({"verifier_result", "exception_info", "step_results", "agent_result", "reward_valid"})
+#: Modules outside io still reading these keys, and why (the list may only shrink): they read back the records the
+#: writer's builders return as dicts before writing them (issue 36: the writer does not build the model's structs yet).
+_RESULT_KEY_READERS = {
+    "depthlab/runner/multistep.py": "the step records harbor_writer.step_result built",
+    "depthlab/simulate/writing.py": "the step records harbor_writer.step_result built",
+}
+
+
+def _result_key_reads(tree: ast.AST) -> list[int]:
+    """Lines that read one of :data:`_RESULT_KEYS` by hand: ``x["key"]`` or ``x.get("key")``."""
+    found = []
+    for node in ast.walk(tree):
+        key = None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            key = node.slice.value
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+            and node.args and isinstance(node.args[0], ast.Constant)
+        ):  # fmt: skip
+            key = node.args[0].value
+        if key in _RESULT_KEYS and not isinstance(getattr(node, "ctx", ast.Load()), ast.Store):
+            found.append(node.lineno)
+    return sorted(found)
+
+
+def test_no_module_outside_io_reads_a_harbor_result_by_hand():
+    """A trial's result.json is read through io's model (harbor_models, io.harbor.read_trial_result) everywhere else."""
+    readers = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.startswith("depthlab/io/"):
+            continue
+        lines = _result_key_reads(ast.parse(path.read_text(encoding="utf-8")))
+        if lines:
+            readers[relative] = lines
+    assert set(readers) <= set(_RESULT_KEY_READERS), {k: v for k, v in readers.items() if k not in _RESULT_KEY_READERS}
+    assert set(_RESULT_KEY_READERS) <= set(readers), "a module listed no longer reads the keys: take it off the list"
+
+
+def test_the_result_key_check_sees_a_read_by_hand():
+    tree = ast.parse(
+        'a = r.get("verifier_result") or {}\nb = r["exception_info"]\nr["step_results"] = []\nc = r["x"]\n'
+    )
+    assert _result_key_reads(tree) == [1, 2]

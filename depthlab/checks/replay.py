@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from depthlab.io import harbor_writer
+from depthlab.io.harbor import read_trial_result
+from depthlab.io.harbor_models import VerifierResult
 from depthlab.io.multistep import main_reward
 from depthlab.io.status import PASS_REWARD
 from depthlab.runner.agent import AgentContext
@@ -260,37 +262,34 @@ class Replayer:
 
 def read_replay(key: str, trial_dir: Path, *, reused: bool) -> Replay:
     """A finished replay read back from its trial folder (single-step: one step, named by the task)."""
-    result = json.loads((trial_dir / "result.json").read_text(encoding="utf-8"))
-    records = result.get("step_results")
+    read = read_trial_result(trial_dir / "result.json")
+    if isinstance(read, str):
+        raise ValueError(f"the replay's result cannot be read: {read}")
+    result = read.result
+    records = [(step.step_name, step.verifier_result, step.exception_info) for step in read.steps]
     if not records:
-        records = [{**result, "step_name": result.get("task_name")}]
+        records = [(result.task_name, result.verifier_result or None, result.exception_info)]
     steps = {}
-    for record in records:
-        rewards = (record.get("verifier_result") or {}).get("rewards")
-        reward = main_reward(rewards)
-        exception = record.get("exception_info") or {}
-        steps[str(record.get("step_name"))] = StepRun(
+    for name, verified, exception in records:
+        reward = main_reward(verified.rewards if isinstance(verified, VerifierResult) else None)
+        steps[str(name)] = StepRun(
             passed=reward is not None and reward >= PASS_REWARD,
             reward=reward,
-            exception=exception.get("exception_type"),
-            message=exception.get("exception_message"),
+            exception=exception.exception_type if exception is not None else None,
+            message=exception.exception_message if exception is not None else None,
         )
-    trial_exception = result.get("exception_info") or {}
-    if trial_exception and not result.get("step_results"):
-        pass  # a single-step trial's exception is its step's, read above
-    elif trial_exception:  # a fault outside the steps (image, container): every step not run says so
-        steps.setdefault(
-            "",
-            StepRun(False, None, trial_exception.get("exception_type"), trial_exception.get("exception_message")),
-        )
-    return Replay(key, trial_dir, steps, _seconds(result), reused)
+    trial_exception = result.exception_info
+    if trial_exception is not None and read.steps:  # a fault outside the steps (image, container): every step not
+        # run says so (a single-step trial's exception is its step's, read above)
+        steps.setdefault("", StepRun(False, None, trial_exception.exception_type, trial_exception.exception_message))
+    return Replay(key, trial_dir, steps, _seconds(result.started_at, result.finished_at), reused)
 
 
-def _seconds(result: dict[str, Any]) -> float:
+def _seconds(started_at: Any, finished_at: Any) -> float:
     """The replay's wall time from its result's start and end (so a resumed run reports the original cost)."""
     try:
-        begin = datetime.fromisoformat(str(result["started_at"]).replace("Z", "+00:00"))
-        end = datetime.fromisoformat(str(result["finished_at"]).replace("Z", "+00:00"))
-    except (KeyError, ValueError):
+        begin = datetime.fromisoformat(str(started_at).replace("Z", "+00:00"))
+        end = datetime.fromisoformat(str(finished_at).replace("Z", "+00:00"))
+    except ValueError:
         return 0.0
     return max((end - begin).total_seconds(), 0.0)

@@ -39,7 +39,7 @@ from typing import Any
 from depthlab._defaults import DEFAULT_STORAGE_MB, PIDS_LIMIT  # the runner's, written once
 from depthlab._text import one_line as _one_line
 from depthlab.io import harbor_writer
-from depthlab.io.harbor import read_json_object, read_text_head
+from depthlab.io.harbor import TrialResultFile, read_json_object, read_text_head, read_trial_result
 
 #: The Compose overlay depthlab writes into the jobs folder (hidden: ``harbor view`` lists folders).
 BOUNDS_FILE = ".depthlab-compose-bounds.json"
@@ -319,7 +319,7 @@ def guard_script_sections() -> dict[str, str]:
 _MODELS_EXCEPTIONS = frozenset({"AgentTimeoutError", "NonZeroAgentExitCodeError"})
 
 
-def tamper_evidence(trial: Path, result: Mapping[str, Any]) -> str | None:
+def tamper_evidence(trial: Path, read: TrialResultFile) -> str | None:
     """Why ``trial``'s grade cannot be trusted, read from Harbor's files; None when nothing shows.
 
     A trial Harbor did not grade (no reward: its agent or Harbor stopped before the tests) has no
@@ -328,15 +328,17 @@ def tamper_evidence(trial: Path, result: Mapping[str, Any]) -> str | None:
     changed after the verifier's ``finished_at`` has another writer (a process the agent left
     running), and a reward file or verifier folder that is a link was put there by the agent.
     """
-    if not _graded(result):  # nothing to forge: Harbor's own exception (a killed run's, say) stands
+    result = read.result
+    if not result.graded(read.steps):  # nothing to forge: Harbor's own exception (a killed run's, say) stands
         return None
     verifier_dir = trial / "verifier"
-    guarded = ((result.get("config") or {}).get("agent") or {}).get("import_path") in (GUARDED_AGENT, WHOLE_RUN_AGENT)
+    agent = result.config.agent if result.config is not None else None
+    guarded = agent is not None and agent.import_path in (GUARDED_AGENT, WHOLE_RUN_AGENT)
     if guarded and (found := guard_evidence(trial)):
         return found
     if verifier_dir.is_symlink():
         return f"the verifier's folder is a link (to {os.readlink(verifier_dir)!r}), not the folder Harbor made"
-    finished = _timestamp((result.get("verifier") or {}).get("finished_at"))
+    finished = _timestamp(result.verifier.finished_at if result.verifier is not None else None)
     for name in ("reward.txt", "reward.json"):
         path = verifier_dir / name
         try:
@@ -390,7 +392,7 @@ def guard_evidence(trial: Path) -> str | None:
     return None
 
 
-def outage_evidence(trial: Path, result: Mapping[str, Any]) -> str | None:
+def outage_evidence(trial: Path, read: TrialResultFile) -> str | None:
     """Why ``trial``'s agent was stopped by the endpoint, not by the model; None when it was not.
 
     The rule of depthlab's runner (:mod:`depthlab.runner.agent`): a run that ended while a model
@@ -399,43 +401,24 @@ def outage_evidence(trial: Path, result: Mapping[str, Any]) -> str | None:
     (``model_wait`` of each run in :data:`GUARD_FILE`); for another agent, a run that ended in an
     exception with no output token at all is the evidence left.
     """
-    if (result.get("agent_info") or {}).get("name") == "oracle":
+    result = read.result
+    if result.agent_name() == "oracle":
         return None
     for run in _guard_runs(trial):
         wait = run.get("model_wait") if isinstance(run, dict) else None
         if isinstance(wait, dict):
             waited = wait.get("waited_s")
             error = _one_line(str(wait.get("error") or "no answer"))
-            stopped = _exception_type(result) or "the end of the run"
+            stopped = result.first_exception_type(read.steps) or "the end of the run"
             return (
                 f"the endpoint had not answered the agent's request for {float(waited or 0):.1f} s when "
                 f"{stopped} stopped it ({error}); {run.get('model_answers', 0)} answer(s) before"
             )
-    info = result.get("exception_info") or {}
-    agent = result.get("agent_result") or {}
-    if not info or agent.get("n_output_tokens") not in (None, 0):
+    info = result.exception_info
+    if info is None or result.n_output_tokens() not in (None, 0):
         return None
-    reason = _endpoint_reason(trial) or f"{info.get('exception_type')}: {info.get('exception_message') or ''}".strip()
-    return f"the agent got no model answer (0 tokens) before {info.get('exception_type')}: {_one_line(reason)}"
-
-
-def _exception_type(result: Mapping[str, Any]) -> str | None:
-    """The trial's exception, else its first step's (a multi-step trial records an agent's timeout per step)."""
-    info = result.get("exception_info") or {}
-    if info.get("exception_type"):
-        return str(info["exception_type"])
-    for step in result.get("step_results") or []:
-        step_info = (step or {}).get("exception_info") or {}
-        if step_info.get("exception_type"):
-            return str(step_info["exception_type"])
-    return None
-
-
-def _graded(result: Mapping[str, Any]) -> bool:
-    """Whether Harbor graded the trial (a reward of the trial or of one of its steps)."""
-    if ((result.get("verifier_result") or {}).get("rewards")) is not None:
-        return True
-    return any(((step or {}).get("verifier_result") or {}).get("rewards") for step in result.get("step_results") or [])
+    reason = _endpoint_reason(trial) or f"{info.exception_type}: {info.message() or ''}".strip()
+    return f"the agent got no model answer (0 tokens) before {info.exception_type}: {_one_line(reason)}"
 
 
 def _guard_runs(trial: Path) -> list[Any]:
@@ -462,23 +445,25 @@ def judge_trials(job: Path, *, tampering: bool = True) -> list[tuple[str, str, s
         path = trial / "result.json"
         if (trial / HARBOR_RESULT).exists():
             continue
-        result = read_json_object(path)
-        if result is None or not result.get("finished_at"):
+        read = read_trial_result(path)
+        if isinstance(read, str):  # absent, or not Harbor's shape: the loaders reject it with this reason
             continue
-        exception = (result.get("exception_info") or {}).get("exception_type")
+        if not read.result.finished_at:
+            continue
+        exception = read.result.exception_info.exception_type if read.result.exception_info is not None else None
         found = None
-        if tampering and (reason := tamper_evidence(trial, result)):
+        if tampering and (reason := tamper_evidence(trial, read)):
             found = (TAMPERED, reason)
-        elif (exception is None or exception in _MODELS_EXCEPTIONS) and (reason := outage_evidence(trial, result)):
+        elif (exception is None or exception in _MODELS_EXCEPTIONS) and (reason := outage_evidence(trial, read)):
             # Harbor's exception is the model's (a timeout) or none: the endpoint's outage is what stopped it
             found = (OUTAGE, reason)
         if found is None:
             continue
-        original = json.dumps(result, indent=2)
+        original = json.dumps(read.raw, indent=2)
         message = f"{found[1]} (recorded by depthlab; Harbor's result: {HARBOR_RESULT})"
-        result["exception_info"] = harbor_writer.exception_info(found[0], message, "", harbor_writer.utc_now())
+        verdict = harbor_writer.exception_info(found[0], message, "", harbor_writer.utc_now())
         _atomic.write_text(trial / HARBOR_RESULT, original + "\n")
-        _atomic.write_text(path, json.dumps(result, indent=2) + "\n")
+        _atomic.write_text(path, json.dumps({**read.raw, "exception_info": verdict}, indent=2) + "\n")
         verdicts.append((trial.name, found[0], found[1]))
     return verdicts
 

@@ -82,7 +82,8 @@ from depthlab.engines._harbor_guard import (
 from depthlab.engines._taskcheck import storage_bounds
 from depthlab.engines.rounds import Echo, EngineError, check_api_key
 from depthlab.io import harbor_writer
-from depthlab.io.harbor import read_json_object, read_text_head
+from depthlab.io.harbor import TrialResultFile, read_json_object, read_text_head, read_trial_result
+from depthlab.io.harbor_models import StepResult
 
 #: The Harbor versions depthlab's configs are checked against: [lowest, first unsupported).
 SUPPORTED_HARBOR: tuple[str, str] = ("0.26.0", "0.27.0")
@@ -376,7 +377,7 @@ class HarborEngine:
         results = {
             task: result
             for task, (checksum, result) in self._oracle_results(setting).items()
-            if checksums.get(task) == checksum and not result.get("exception_info")
+            if checksums.get(task) == checksum and result.result.exception_info is None
         }
         missing = sorted(task for task in checksums if task not in results)
         if not missing:
@@ -402,9 +403,9 @@ class HarborEngine:
         paths = {str(task): task_folder(source) for task, source in tasks.select("task", "source").iter_rows()}
         return oracle_failures(results, sorted(checksums), paths)
 
-    def _oracle_results(self, setting: Mapping[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    def _oracle_results(self, setting: Mapping[str, Any]) -> dict[str, tuple[str, TrialResultFile]]:
         """Task -> (its checksum then, its oracle result) from the finished oracle jobs run under ``setting``."""
-        found: dict[str, tuple[str, dict[str, Any]]] = {}
+        found: dict[str, tuple[str, TrialResultFile]] = {}
         jobs = [job for job in self._jobs() if job.name.startswith(f"{JOB_PREFIX}oracle__") and _finished(job)]
         for job in sorted(jobs, key=lambda path: (path / "result.json").stat().st_mtime):  # the newest wins
             meta = read_json_object(job / ORACLE_FILE)
@@ -527,25 +528,25 @@ def long_instruction_kwargs() -> dict[str, Any]:
     }
 
 
-def _job_results(job: Path) -> dict[str, dict[str, Any]]:
-    """Task name -> its trial's result.json (with ``_dir``, the trial folder) in ``job``.
+def _job_results(job: Path) -> dict[str, TrialResultFile]:
+    """Task name -> its trial's result.json in ``job``, decoded with io's model (one that cannot be is no result).
 
-    Read raw (through io's one reader of a Harbor file): a multi-step oracle's ``step_results``
-    name its first failing step, which the trials table does not hold.
+    The file is read whole: a multi-step oracle's ``step_results`` name its first failing step, which
+    the trials table does not hold.
     """
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, TrialResultFile] = {}
     for path in sorted(job.glob("*/result.json")):
-        result = read_json_object(path)
-        if result is None:
+        read = read_trial_result(path)
+        if isinstance(read, str):
             continue
         # a task.toml [task].name "org/name" is the task "name" in depthlab's tables (as load_tasks reads it)
-        name = str(result.get("task_name") or path.parent.name.rsplit("__", 1)[0]).rsplit("/", 1)[-1]
-        results[name] = {**result, "_dir": path.parent}
+        name = str(read.result.task_name or path.parent.name.rsplit("__", 1)[0]).rsplit("/", 1)[-1]
+        results[name] = read
     return results
 
 
 def oracle_failures(
-    results: Mapping[str, Mapping[str, Any]],
+    results: Mapping[str, TrialResultFile],
     task_names: Sequence[str],
     task_dirs: Mapping[str, str | os.PathLike[str]] | None = None,
 ) -> pl.DataFrame:
@@ -557,9 +558,13 @@ def oracle_failures(
 
     Examples
     --------
-    >>> from pathlib import Path
-    >>> results = {"a": {"verifier_result": {"rewards": {"reward": 1.0}}, "_dir": Path("x")},
-    ...            "b": {"verifier_result": {"rewards": {"reward": 0.0}}, "_dir": Path("y")}}
+    >>> import json, pathlib, tempfile
+    >>> from depthlab.io.harbor import read_trial_result
+    >>> def oracle(reward):
+    ...     path = pathlib.Path(tempfile.mkdtemp()) / "result.json"
+    ...     _ = path.write_text(json.dumps({"verifier_result": {"rewards": {"reward": reward}}}))
+    ...     return read_trial_result(path)
+    >>> results = {"a": oracle(1.0), "b": oracle(0.0)}
     >>> oracle_failures(results, ["a", "b", "c"]).select("task", "reason").rows()
     [('b', 'the reference solution got reward 0.0'), ('c', 'the oracle trial left no result')]
     """
@@ -567,26 +572,26 @@ def oracle_failures(
 
     rows = []
     for task in task_names:
-        result = results.get(task)
-        if result is None:
+        read = results.get(task)
+        if read is None:
             rows.append({"task": task, "reason": "the oracle trial left no result", "output": ""})
             continue
-        where, prefix = Path(result["_dir"]), ""
-        failed = _first_failed_step(result)
+        where, prefix = Path(read.path).parent, ""
+        info, rewards = read.result.exception_info, read.result.rewards()
+        failed = _first_failed_step(read.steps)
         if failed is not None:  # a multi-step trial: the first step that did not pass is named
             index, step = failed
-            where, prefix = where / "steps" / str(step.get("step_name")), f"step {index} ({step.get('step_name')!r}) "
-            result = {**result, **step, "exception_info": result.get("exception_info") or step.get("exception_info")}
+            where, prefix = where / "steps" / str(step.step_name), f"step {index} ({step.step_name!r}) "
+            info = info or step.exception_info
+            rewards = step.verifier_result.rewards if step.verifier_result is not None else None
             prefix += "is the first that fails: "
-        info = result.get("exception_info") or {}
-        rewards = (result.get("verifier_result") or {}).get("rewards") or {}
-        reward = rewards.get("reward")
-        if info:
-            message = " ".join(str(info.get("exception_message") or "").split())[:300]
-            reason = f"{prefix}{info.get('exception_type')}: {message}"
+        reward = (rewards or {}).get("reward")
+        if info is not None:
+            message = " ".join(str(info.message() or "").split())[:300]
+            reason = f"{prefix}{info.exception_type}: {message}"
         elif reward is None or float(reward) < 1.0:
             reason = f"{prefix}the reference solution got reward {reward}"
-        elif task_dirs and task in task_dirs and (unreached := unreached_step(result, task_dirs[task])):
+        elif task_dirs and task in task_dirs and (unreached := unreached_step(read, task_dirs[task])):
             reason = unreached
         else:
             continue
@@ -594,11 +599,11 @@ def oracle_failures(
     return schema.preflight_failures(rows)
 
 
-def _first_failed_step(result: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None:
+def _first_failed_step(steps: Sequence[StepResult]) -> tuple[int, StepResult] | None:
     """A multi-step oracle trial's first step with an exception or a reward below 1, as (1-based index, step)."""
-    for index, step in enumerate(result.get("step_results") or [], start=1):
-        reward = ((step.get("verifier_result") or {}).get("rewards") or {}).get("reward")
-        if step.get("exception_info") or reward is None or float(reward) < 1.0:
+    for index, step in enumerate(steps, start=1):
+        reward = ((step.verifier_result.rewards if step.verifier_result is not None else None) or {}).get("reward")
+        if step.exception_info is not None or reward is None or float(reward) < 1.0:
             return index, step
     return None
 

@@ -61,7 +61,7 @@ import msgspec
 
 from depthlab.io import atif, harbor_lock, multistep
 from depthlab.io._errors import Reject, Rejected
-from depthlab.io._files import Dep, decode_json, probe, read_bytes_if_exists, read_json, read_text
+from depthlab.io._files import Dep, decode_json, probe, read_bytes, read_bytes_if_exists, read_json, read_text
 from depthlab.io._rows import check_row, note
 from depthlab.io.harbor_models import (
     AgentConfig,
@@ -69,14 +69,17 @@ from depthlab.io.harbor_models import (
     AgentResult,
     ConfigOnly,
     JobResult,
+    JudgedTrialResult,
     LenientTrialResult,
     Metadata,
     Phase,
+    StepResult,
     TrialResult,
     TrialResultBase,
     Turns,
     TypedPhase,
     Usage,
+    decode_steps,
     main_reward,
 )
 from depthlab.io.harbor_writer import STATED_CAP_KEY
@@ -498,6 +501,48 @@ def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     except Reject:
         return None
     return value if isinstance(value, dict) else None
+
+
+class TrialResultFile(msgspec.Struct, frozen=True):
+    """A trial's result.json read once for the engines' verdicts: where it is (``path``), the object as written
+    (``raw``, what a verdict rewrites with one field changed), the model of it (``result``) and its decoded
+    ``steps``."""
+
+    path: str
+    raw: dict[str, Any]
+    result: JudgedTrialResult
+    steps: list[StepResult]
+
+
+def read_trial_result(path: str | os.PathLike[str]) -> TrialResultFile | str:
+    """A trial's result.json decoded with the model (as :func:`read_json_object` reads the file), or the one-line
+    reason it cannot be (absent, a link or a FIFO, not JSON, not Harbor's shape).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> path = os.path.join(folder, "result.json")
+    >>> _ = open(path, "w").write('{"verifier_result": {"rewards": {"reward": 1.0}}, "step_results": null}')
+    >>> read_trial_result(path).result.graded()
+    True
+    >>> _ = open(path, "w").write('{"verifier_result": {"rewards": {"reward": "high"}}}')
+    >>> print(read_trial_result(path)[len(folder) + 1 :])
+    result.json: not Harbor's TrialResult: Expected `float`, got `str` - at `$.verifier_result.rewards[...]`
+    """
+    where = os.fspath(path)
+    try:
+        data = read_bytes(where, [])
+        raw = decode_json(data, where)
+        if not isinstance(raw, dict):
+            return f"{where}: not a JSON object"
+        result = msgspec.json.decode(data, type=JudgedTrialResult)
+        steps = decode_steps(result.step_results) if result.multi_step() else []
+    except Reject as exc:
+        return f"{exc.path}: {exc.reason}"
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+        return f"{where}: not Harbor's TrialResult: {exc}"
+    return TrialResultFile(where, raw, result, steps)
 
 
 def read_text_head(path: str | os.PathLike[str], limit: int = 1 << 20) -> str:

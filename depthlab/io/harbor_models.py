@@ -704,6 +704,21 @@ class TrialResultBase(msgspec.Struct):
         (rewards recorded, and every recorded exception's policy gives a valid reward)."""
         return reward_valid(self.reward_valid_, self.rewards(), self.recorded_exceptions(steps))
 
+    def graded(self, steps: Sequence[StepResult] = ()) -> bool:
+        """Whether Harbor graded the trial: a ``verifier_result`` with rewards (an empty dict counts), or a
+        step with a non-empty one."""
+        return self.rewards() is not None or any(
+            step.verifier_result is not None and step.verifier_result.rewards for step in steps
+        )
+
+    def first_exception_type(self, steps: Sequence[StepResult] = ()) -> str | None:
+        """The trial's exception type, else its first step's that records one (a multi-step trial records an
+        agent's timeout per step); None when none is recorded."""
+        for info in self.recorded_exceptions(steps):
+            if info.exception_type:
+                return info.exception_type
+        return None
+
     def exceptions_allow_reward(self, steps: Sequence[StepResult] = ()) -> bool:
         """Whether every recorded exception's policy (with its recorded override) gives a valid reward."""
         return reward_valid(None, {"": 0.0}, self.recorded_exceptions(steps))
@@ -740,6 +755,30 @@ class LenientTrialResult(TrialResultBase):
     started_at: Any = None
     finished_at: Any = None
     agent_execution: msgspec.Raw = NULL
+
+
+class JudgedTrialResult(LenientTrialResult):
+    """:class:`LenientTrialResult` with the verifier phase's times: what the engines' verdicts read (a reward file
+    written after ``verifier.finished_at`` had another writer). Kept out of the loaders' structs, which do not
+    read it."""
+
+    verifier: Phase | None = None
+
+    def agent_name(self) -> str | None:
+        """``agent_info.name`` (None when absent or not an object of Harbor's shape)."""
+        return _lenient_part(self.agent_info, AgentInfo).name
+
+    def n_output_tokens(self) -> Any:
+        """``agent_result.n_output_tokens`` as recorded (None when absent or not an object of Harbor's shape)."""
+        return _lenient_part(self.agent_result, AgentResult).n_output_tokens
+
+
+def _lenient_part(raw: msgspec.Raw, type_: Any) -> Any:
+    try:
+        decoded = msgspec.json.decode(raw, type=type_ | None)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        decoded = None
+    return type_() if decoded is None else decoded
 
 
 class JobResult(msgspec.Struct):

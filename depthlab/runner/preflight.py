@@ -41,13 +41,14 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from depthlab import _atomic
 from depthlab._checks import check_positive_int
+from depthlab.io.harbor import TrialResultFile, read_trial_result
 from depthlab.io.status import VALID_EXCEPTIONS
 from depthlab.runner.container import ContainerLimits, new_docker_client
 from depthlab.runner.errors import UnsupportedTaskError
@@ -388,7 +389,7 @@ def _row(name: str, path: str, outcome: Any, tail_lines: int, limits: ContainerL
     )
 
 
-def unreached_step(result: Mapping[str, Any] | None, task_dir: str | os.PathLike[str]) -> str | None:
+def unreached_step(result: TrialResultFile | None, task_dir: str | os.PathLike[str]) -> str | None:
     """Why an oracle trial shows a step of the task that no run reaches (one line), or None.
 
     The reference solution is the best run a task has: when its trial stops at a step's
@@ -399,31 +400,33 @@ def unreached_step(result: Mapping[str, Any] | None, task_dir: str | os.PathLike
 
     Examples
     --------
-    >>> import pathlib, tempfile
+    >>> import json, pathlib, tempfile
     >>> task = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (task / "task.toml").write_text('[[steps]]\\nname = "a"\\nmin_reward = 2.0\\n[[steps]]\\nname = "b"\\n')
-    >>> ran = {"step_results": [{"step_name": "a", "verifier_result": {"rewards": {"reward": 1.0}}}]}
-    >>> print(unreached_step(ran, task))
+    >>> from depthlab.io.harbor import read_trial_result
+    >>> step = {"step_name": "a", "verifier_result": {"rewards": {"reward": 1.0}}}
+    >>> _ = (task / "result.json").write_text(json.dumps({"step_results": [step]}))
+    >>> print(unreached_step(read_trial_result(task / "result.json"), task))
     step 2 ('b') is never reached: the reference solution got reward 1 in step 1 ('a'), below its min_reward 2
     """
     from depthlab.io.harbor_task import TaskFormatError, read_config, step_gates
 
-    if not result or result.get("exception_info"):
+    if result is None or result.result.exception_info is not None:
         return None  # a trial that stopped on an exception is named by that exception
-    ran = result.get("step_results")
+    ran = result.steps
     path = Path(task_dir) / "task.toml"
     try:
         gates, _ = step_gates(read_config(path), str(path))
     except TaskFormatError:
         return None
-    if not isinstance(ran, list) or not ran or len(ran) >= len(gates):
+    if not ran or len(ran) >= len(gates):
         return None
-    last = ran[-1] if isinstance(ran[-1], dict) else {}
-    if last.get("exception_info"):
+    last = ran[-1]
+    if last.exception_info is not None:
         return None  # the step's own exception stopped the run: named as the step that fails
     index = len(ran)
     name, min_reward, min_rewards = gates[index - 1]
-    rewards = (last.get("verifier_result") or {}).get("rewards") or {}
+    rewards = (last.verifier_result.rewards if last.verifier_result is not None else None) or {}
     thresholds = {"reward": min_reward} if min_reward is not None else dict(min_rewards or {})
     missed = [
         (key, threshold, rewards.get(key))
@@ -439,12 +442,9 @@ def unreached_step(result: Mapping[str, Any] | None, task_dir: str | os.PathLike
     return f"step {index + 1} ({gates[index][0]!r}) is never reached: {shown}"
 
 
-def _read_result(trial_dir: Path) -> dict[str, Any] | None:
-    try:
-        value = json.loads((trial_dir / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
+def _read_result(trial_dir: Path) -> TrialResultFile | None:
+    read = read_trial_result(trial_dir / "result.json")
+    return None if isinstance(read, str) else read
 
 
 def _need(tail: str, script: str = "", limits: ContainerLimits | None = None) -> str:

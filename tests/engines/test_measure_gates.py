@@ -10,6 +10,7 @@ naming step 2; a task whose gate the reference solution meets (the same task, ``
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -58,20 +59,25 @@ def test_a_gate_no_run_can_meet_fails_the_preflight_naming_the_step(
 
 
 def test_the_rule_passes_a_gate_the_reference_solution_meets(tmp_path):
+    from depthlab.io.harbor import read_trial_result
     from depthlab.runner.preflight import unreached_step
+
+    def oracle(*steps):
+        path = tmp_path / "result.json"
+        path.write_text(json.dumps({"step_results": list(steps)}))
+        return read_trial_result(path)
 
     (tmp_path / "task.toml").write_text('[[steps]]\nname = "first"\nmin_reward = 1.0\n[[steps]]\nname = "second"\n')
     step = {"step_name": "first", "verifier_result": {"rewards": {"reward": 1.0}}}
-    both = {"step_results": [step, {**step, "step_name": "second"}]}
-    assert unreached_step(both, tmp_path) is None
+    assert unreached_step(oracle(step, {**step, "step_name": "second"}), tmp_path) is None
     # a run stopped at the gate because step 1 failed is named by the step that fails, not here
-    failed = {"step_results": [{"step_name": "first", "verifier_result": {"rewards": {"reward": 0.0}}}]}
-    assert unreached_step(failed, tmp_path) == (
+    failed = {"step_name": "first", "verifier_result": {"rewards": {"reward": 0.0}}}
+    assert unreached_step(oracle(failed), tmp_path) == (
         "step 2 ('second') is never reached: the reference solution got reward 0 in step 1 ('first'), "
         "below its min_reward 1"
     )
-    stopped = {"step_results": [{"step_name": "first", "exception_info": {"exception_type": "AgentTimeoutError"}}]}
-    assert unreached_step(stopped, tmp_path) is None
+    stopped = {"step_name": "first", "exception_info": {"exception_type": "AgentTimeoutError"}}
+    assert unreached_step(oracle(stopped), tmp_path) is None
 
 
 def _docker_or_skip() -> None:

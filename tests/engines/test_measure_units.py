@@ -513,3 +513,57 @@ def test_trials_of_an_earlier_version_of_a_task_are_set_aside_and_their_cells_pl
     assert engine.rounds, "the cells the old trials filled were planned again"
     assert result.depth.select("task", "depth", "status").rows() == [("t", 5, "solved")]
     assert "set aside: 4 trial(s)" in result.render()
+
+
+def _harbor_trial(job: Path, name: str, **fields) -> Path:
+    """A finished trial folder whose result.json is Harbor's shape (the writer's), with ``fields`` set."""
+    from depthlab.io import harbor_writer
+
+    trial = job / name
+    (trial / "verifier").mkdir(parents=True)
+    config = harbor_writer.trial_config(
+        harbor_writer.task_config("tasks/t", None), name, job, harbor_writer.agent_config("terminus-2", "p/m"),
+        job_id="j",
+    )  # fmt: skip
+    result = harbor_writer.trial_result(
+        config, result_id="r", task_name="t", task_path="tasks/t", trial_dir=trial, source=None, task_checksum="c",
+        agent=harbor_writer.agent_info("terminus-2", "1", "p/m"), agent_result=harbor_writer.agent_result(5, 0, 7),
+        rewards={"reward": 1.0}, exception=None, started_at="2026-01-01T00:00:00Z",
+        finished_at="2026-01-01T00:01:00Z",
+        phases={"verifier": harbor_writer.phase("2026-01-01T00:00:30Z", "2026-01-01T00:00:40Z")},
+    )  # fmt: skip
+    (trial / "result.json").write_text(json.dumps({**result, **fields}, indent=2))
+    return trial
+
+
+def test_the_verdicts_read_harbor_results_through_the_model(tmp_path):
+    """A reward file written after the verifier ended is a forged grade; a trial stopped with no output token is an
+    outage; a clean one and one the model cannot decode are left as they are (the loaders reject the latter)."""
+    from depthlab.engines._harbor_guard import HARBOR_RESULT, OUTAGE, TAMPERED, judge_trials
+
+    forged = _harbor_trial(tmp_path, "forged__1")
+    (forged / "verifier" / "reward.txt").write_text("1\n")  # now: long after 00:00:40
+    clean = _harbor_trial(tmp_path, "clean__1")
+    timeout = {"exception_type": "AgentTimeoutError", "exception_message": "cut", "exception_traceback": "",
+               "occurred_at": "2026-01-01T00:00:20"}  # fmt: skip
+    _harbor_trial(
+        tmp_path, "silent__1", exception_info=timeout, verifier_result=None,
+        agent_result={"n_input_tokens": 5, "n_output_tokens": 0},
+    )  # fmt: skip
+    bad = _harbor_trial(tmp_path, "bad__1", verifier_result={"rewards": {"reward": "high"}})
+    before = {trial.name: (trial / "result.json").read_text() for trial in (clean, bad)}
+    original = json.loads((forged / "result.json").read_text())
+    verdicts = {trial: (kind, reason) for trial, kind, reason in judge_trials(tmp_path)}
+    assert set(verdicts) == {"forged__1", "silent__1"}
+    assert verdicts["forged__1"][0] == TAMPERED
+    assert "verifier/reward.txt was written" in verdicts["forged__1"][1]
+    assert verdicts["silent__1"] == (OUTAGE, "the agent got no model answer (0 tokens) before AgentTimeoutError: "
+                                             "AgentTimeoutError: cut")  # fmt: skip
+    rewritten = json.loads((forged / "result.json").read_text())
+    assert rewritten["exception_info"]["exception_type"] == TAMPERED
+    assert {key: value for key, value in rewritten.items() if key != "exception_info"} == {
+        key: value for key, value in original.items() if key != "exception_info"
+    }
+    assert json.loads((forged / HARBOR_RESULT).read_text()) == original
+    assert {trial.name: (trial / "result.json").read_text() for trial in (clean, bad)} == before
+    assert judge_trials(tmp_path) == []  # judged once
