@@ -144,8 +144,10 @@ class EarlierSteps:
             problem = "the guard's shell printed no start time"
         if first:
             return {"stopped_earlier_steps_error": problem} if problem else {}
-        unique = list(dict.fromkeys(stopped))  # a process that outlived a round is listed again
-        return {"stopped_earlier_steps": unique, **({"stopped_earlier_steps_error": problem} if problem else {})}
+        by_pid: dict[str, str] = {}
+        for line in stopped:  # a process that outlived a round is listed again: its first line, with its command
+            by_pid.setdefault(line.split(" ", 1)[0], line)
+        return {"stopped_earlier_steps": list(by_pid.values()), **({"stopped_earlier_steps_error": problem} if problem else {})}
 
 
 def _guard_shell(box: TaskContainer, script: str, user: str) -> tuple[str, str]:

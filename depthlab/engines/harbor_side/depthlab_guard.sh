@@ -59,6 +59,7 @@ for round in 1 2 3 4 5 6 7 8; do
     p=${d#/proc/}; case "$chain" in *" $p "*) continue;; esac
     read -r line < $d/stat 2>/dev/null || continue
     set -- ${line##*) }; [ "$2" = "$self" ] && continue
+    [ "$1" = Z ] && continue  # a zombie runs nothing (a parent that does not reap keeps it listed)
     shift 19; start=$1; case "$keep" in *" $p:$start "*) continue;; esac
     if [ "$MODE" = all ] || { [ "$MODE" = suspects ] && suspect "$p"; }; then tag=K
     elif [ -n "$SINCE" ] && [ "$start" -le "$SINCE" ]; then tag=S
