@@ -147,7 +147,10 @@ class EarlierSteps:
         by_pid: dict[str, str] = {}
         for line in stopped:  # a process that outlived a round is listed again: its first line, with its command
             by_pid.setdefault(line.split(" ", 1)[0], line)
-        return {"stopped_earlier_steps": list(by_pid.values()), **({"stopped_earlier_steps_error": problem} if problem else {})}
+        return {
+            "stopped_earlier_steps": list(by_pid.values()),
+            **({"stopped_earlier_steps_error": problem} if problem else {}),
+        }
 
 
 def _guard_shell(box: TaskContainer, script: str, user: str) -> tuple[str, str]:
