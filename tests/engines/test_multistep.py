@@ -252,14 +252,14 @@ def test_a_waiter_left_by_an_earlier_step_forges_no_pass_on_either_engine(userla
         # graded the step as its agent left it (a plain fail, not an invalid trial caught writing)
         assert set(trials["status"]) == {"fail"}, (engine, trials.select("cap", "status", "exception_message"))
         verdicts[engine] = set(trials.select("cap", "status").iter_rows())
-        results = [json.loads(path.read_text()) for path in jobs.glob("measure-r*/*/result.json")]
+        results = [json.loads(path.read_text()) for path in jobs.glob("*/*/result.json")]  # fill__* or measure-r*
         results = [result for result in results if result.get("step_results")]
         assert results
         assert {result["step_results"][1]["verifier_result"]["rewards"]["reward"] for result in results} == {0.0}
         if engine == "local":  # the runner records the stop in the step's agent metadata, under the guard's name
             records = [result["step_results"][1]["agent_result"]["metadata"] for result in results]
         else:
-            guards = jobs.glob("measure-r*/*/steps/second/agent/depthlab-guard.json")
+            guards = jobs.glob("*/*/steps/second/agent/depthlab-guard.json")
             records = [json.loads(path.read_text())["runs"][-1] for path in guards]
             assert all(record["done"] and not record["killed"] for record in records), records
         assert len(records) == len(results), records
