@@ -42,6 +42,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
         "depthlab._docstrings",
         "depthlab._text",
         "depthlab._lockfile",
+        "depthlab._guard_shell",
     ),
     1: ("depthlab.io",),
     2: ("depthlab.datasets", "depthlab.measures", "depthlab.stats"),

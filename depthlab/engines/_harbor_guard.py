@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from depthlab._defaults import DEFAULT_STORAGE_MB, PIDS_LIMIT  # the runner's, written once
+from depthlab._guard_shell import GUARD_SCRIPT as GUARD_SCRIPT  # the guard's shell (both engines read it)
+from depthlab._guard_shell import guard_sections
 from depthlab._text import one_line as _one_line
 from depthlab.io import harbor_writer
 from depthlab.io.harbor import TrialResultFile, read_json_object, read_text_head, read_trial_result
@@ -296,23 +298,11 @@ GUARD_MODES = ("suspects", "all")
 #: In the agent's log folder of a trial (of each step): the guard's record (``harbor_side`` names it too;
 #: ``tests/engines/test_guard_script.py`` checks both agree, in Harbor's venv).
 GUARD_FILE = "depthlab-guard.json"
-#: The guard's shell, package data beside the guard (``#@ name`` sections).
-GUARD_SCRIPT = "depthlab_guard.sh"
 
 
 def guard_script_sections() -> dict[str, str]:
     """The sections of the guard's shell (:data:`GUARD_SCRIPT`), read as the guard reads them: name -> text."""
-    from importlib.resources import files
-
-    text = files("depthlab.engines").joinpath("harbor_side", GUARD_SCRIPT).read_text(encoding="utf-8")
-    found: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in text.splitlines():
-        if line.startswith("#@ "):
-            current = found.setdefault(line[3:].strip(), [])
-        elif current is not None:
-            current.append(line)
-    return {name: "\n".join(lines).strip() + "\n" for name, lines in found.items()}
+    return dict(guard_sections())
 
 
 #: Exceptions the leaderboard charges to the model: an outage behind one of them is not the model's.

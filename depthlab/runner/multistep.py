@@ -8,11 +8,13 @@ A ``[[steps]]`` task runs in one container, its steps in order. For each step:
    if any, runs there with bash (a failure is the step's exception and stops the trial);
 3. a fresh agent gets the step's instruction (terminus-2 has no resume, so under Harbor each step
    starts a new conversation in the same container);
-4. the step's verifier runs (``shared``: in the container; ``separate``: in a container of its
+4. from the second step on, for an agent driven by a model, every process an earlier step's agent
+   left is stopped (below, "Between the steps");
+5. the step's verifier runs (``shared``: in the container; ``separate``: in a container of its
    own, :mod:`depthlab.runner.verifier_env`), also after an agent timeout or error, as Harbor's
    error policy grades them, with the task's shared ``tests/`` and the step's own over it in
    ``/tests`` (a helper the steps share is found there, a step's file wins a name clash);
-5. the trial stops when the step raised with no reward, or when its reward misses its
+6. the trial stops when the step raised with no reward, or when its reward misses its
    ``min_reward`` (a missing key counts as minus infinity); the steps after it are not run.
 
 The trial's reward is the task's ``multi_step_reward_strategy`` over the steps that ran
@@ -30,6 +32,22 @@ terminus-2's confirmation reply (every reply is a turn, as Harbor's ``n_episodes
 When the turns are spent, each later step gets no agent turn but is still graded as the container
 is, so the gates and the reward strategy decide the trial by Harbor's rules (an untouched step's
 tests fail and its gate stops the trial). An oracle run has no turns.
+
+Between the steps
+-----------------
+A step's tests arrive after its agent, so a process an earlier step's agent left knows when they
+come and can write their reward. Before a step's tests (from the second step on, a step given no
+turn included), the runner stops every process in the container that started before the end of the
+previous step's agent and is not the container's own (those running when the first step's agent
+began, its ``setup.sh``'s included): the rule of depthlab's guarded terminus-2 on ``--engine
+harbor``, run from the same shell (:mod:`depthlab._guard_shell`, its ``kill`` section; start times
+are clock ticks from ``/proc/<pid>/stat``). What this step's agent and its ``setup.sh`` started runs
+on into its tests, as under Harbor. The stopped processes are listed in the step's
+``agent_result.metadata.stopped_earlier_steps`` (Harbor's guard lists them under the same name).
+So the waiter is stopped, and the step is graded as its agent left it, on both engines; the
+integrity checks of :mod:`depthlab.runner.verifier` stay as they are for the current step's processes.
+Oracle and replay runs are not stopped, as Harbor runs its own oracle unguarded: the preflight is
+Harbor's on both engines.
 """
 
 from __future__ import annotations
@@ -42,6 +60,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from depthlab._guard_shell import guard_sections
 from depthlab.io import harbor_writer
 from depthlab.io.harbor_task import TaskStep, passes_gate
 from depthlab.io.multistep import main_reward
@@ -69,10 +88,83 @@ from depthlab.runner.verifier_env import run_verifier
 
 # emptied before every step but the first: the tests a shared verifier left, the agent's logs
 _BETWEEN_STEPS = "rm -rf /tests /logs/verifier; mkdir -p /logs/agent && find /logs/agent -mindepth 1 -delete"
+# the guard shell's mode that stops only what an earlier step's agent left (depthlab_guard.sh, "kill")
+_EARLIER_STEPS_MODE = "earlier"
 
 
 class StepSetupError(RunnerError):
     """A step's ``workdir/setup.sh`` failed (the step's exception; the trial stops)."""
+
+
+class EarlierSteps:
+    """Stops, before a step's tests, every process an earlier step's agent left (module docstring).
+
+    Run from the guard's shell (:func:`depthlab._guard_shell.guard_sections`), as the Harbor guard
+    runs it: :meth:`note_container` before the first step's agent, :meth:`after_agent` after each
+    step's agent. A check that could not run stops nothing and says why (the integrity checks then
+    still stand between a writer and its pass).
+    """
+
+    def __init__(self) -> None:
+        self.keep: list[str] | None = None  # "pid:start" of the container's own processes
+        self.since = ""  # the start (clock ticks) of the mark after the previous step's agent
+
+    def note_container(self, box: TaskContainer) -> str:
+        """Record the container's own processes (before the first step's agent); '' or why it could not."""
+        sections = guard_sections()
+        output, problem = _guard_shell(box, sections["chain"] + sections["processes"], "0")
+        rows = [line.split(" ", 4) for line in output.splitlines() if line.startswith("P ")]
+        if problem or not _lines(output, "N "):
+            return problem or "the process listing printed nothing"
+        self.keep = [f"{row[1]}:{row[3]}" for row in rows if len(row) >= 4]
+        return ""
+
+    def after_agent(self, box: TaskContainer, first: bool) -> dict[str, Any]:
+        """After a step's agent: stop what an earlier step's agent left (not in the first); mark this moment.
+
+        Returns what the step's agent metadata records: ``stopped_earlier_steps`` (from the second
+        step on, the guard's ``S`` lines), ``stopped_earlier_steps_error`` when the stop could not run.
+        """
+        if self.keep is None:
+            return {} if first else {"stopped_earlier_steps_error": "the container's own processes were not listed"}
+        sections = guard_sections()
+        settings = f"KEEP={shlex.quote(' '.join(self.keep))}\nMODE={_EARLIER_STEPS_MODE}\nSINCE={self.since}\n"
+        script = sections["chain"] + settings + sections["kill"]
+        output, problem = _guard_shell(box, script, "0")
+        stopped = _lines(output, "S ")
+        user = box.agent_user or box.image_user
+        if stopped and user.split(":", 1)[0] not in ("0", "root"):
+            # without CAP_KILL (the strict profile) root cannot signal another user's processes: their owner can
+            again, _ = _guard_shell(box, script, user)
+            stopped += _lines(again, "S ")
+        mark = _lines(output, "N ")
+        if mark:
+            self.since = mark[0]
+        elif not problem:
+            problem = "the guard's shell printed no start time"
+        if first:
+            return {"stopped_earlier_steps_error": problem} if problem else {}
+        by_pid: dict[str, str] = {}
+        for line in stopped:  # a process that outlived a round is listed again: its first line, with its command
+            by_pid.setdefault(line.split(" ", 1)[0], line)
+        return {
+            "stopped_earlier_steps": list(by_pid.values()),
+            **({"stopped_earlier_steps_error": problem} if problem else {}),
+        }
+
+
+def _guard_shell(box: TaskContainer, script: str, user: str) -> tuple[str, str]:
+    """The guard's shell run in ``box`` as ``user``: (its output, '' or why it could not run)."""
+    try:
+        code, output = box.exec(["sh", "-c", script], timeout=60, user=user)
+    except Exception as error:  # the daemon's error too: the step goes on, the integrity checks still stand
+        return "", f"{type(error).__name__}: {error}"
+    text = output.decode(errors="replace")
+    return text, "" if code == 0 else f"the guard's shell exited with code {code}: {text[-200:]!r}"
+
+
+def _lines(text: str, prefix: str) -> list[str]:
+    return [line[len(prefix) :] for line in text.splitlines() if line.startswith(prefix)]
 
 
 def run_task_trial(task: TaskSpec, agent: Agent, job: JobDir, **options: Any) -> TrialOutcome:
@@ -135,6 +227,7 @@ def run_multistep_trial(
     used = 0
     checksum = task.checksum
     specs = [(step, task.for_step(step)) for step in task.steps]
+    earlier = EarlierSteps() if agent.model_name is not None else None  # Harbor's oracle runs unguarded
     try:
         attempt.check_cancel()
         lifetime = _lifetime([spec for _, spec in specs], agent, agent_timeout_sec, verifier_timeout_sec)
@@ -158,6 +251,7 @@ def run_multistep_trial(
                 verifier_timeout_sec=verifier_timeout_sec or spec.verifier_timeout_sec,
                 first=step.index == 1,
                 check_cancel=attempt.check_cancel,
+                earlier=earlier,
             )
             used += turns
             steps.append(record)
@@ -257,8 +351,12 @@ def _run_step(
     verifier_timeout_sec: float,
     first: bool,
     check_cancel: Any,
+    earlier: EarlierSteps | None = None,
 ) -> tuple[dict[str, Any], dict[str, float] | None, int]:
-    """One step: prepare, agent, verifier. Returns (its StepResult record, its rewards, the turns it used)."""
+    """One step: prepare, agent, verifier. Returns (its StepResult record, its rewards, the turns it used).
+
+    ``earlier``: what stops, before the step's tests, the processes an earlier step's agent left (None: nothing).
+    """
     step_dir = trial_dir / "steps" / step.name
     context = AgentContext()
     rewards: dict[str, float] | None = None
@@ -269,6 +367,9 @@ def _run_step(
         _prepare(box, step, first)
     except Exception as problem:  # the step's setup failed: no agent, no verifier (Harbor's order)
         failure, occurred_at = problem, datetime.now().isoformat()
+    noted = ""
+    if failure is None and first and earlier is not None:
+        noted = earlier.note_container(box)  # after the first step's setup.sh, as the Harbor guard lists them
     if failure is None:
         check_cancel()
         begin = utc_now()
@@ -286,6 +387,10 @@ def _run_step(
         except Exception as problem:  # graded all the same, as Harbor's error policy grades agent errors
             failure, occurred_at = problem, datetime.now().isoformat()
         agent_phase = {"started_at": begin, "finished_at": utc_now()}
+        if earlier is not None:  # before the step's tests arrive
+            context.metadata.update(earlier.after_agent(box, first))
+            if noted:
+                context.metadata["stopped_earlier_steps_error"] = noted
         check_cancel()
         begin = utc_now()
         try:

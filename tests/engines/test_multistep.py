@@ -235,6 +235,7 @@ def test_harbors_oracle_gives_the_local_runners_step_rewards_and_passes_a_separa
 def test_a_waiter_left_by_an_earlier_step_forges_no_pass_on_either_engine(userland, measure_env, harbor_cmd, tmp_path):
     tasks = tmp_path / "tasks"
     write_two_step_task(tasks, userland, name="ms-forged")
+    verdicts = {}
     for engine in ("local", "harbor"):
         out, jobs = tmp_path / f"{engine}.csv", tmp_path / f"jobs-{engine}"
         with scripted_server(waiting_forger_policy) as server:
@@ -247,20 +248,22 @@ def test_a_waiter_left_by_an_earlier_step_forges_no_pass_on_either_engine(userla
         assert table["depth"].is_null().all(), (engine, table, done.stderr[-3000:])  # no D from a forged pass
         trials = dl.load_trials([jobs], cache=False).filter(pl.col("cap").is_not_null())
         assert trials.height >= 1, done.stderr[-3000:]
-        assert not (trials["status"] == "pass").any(), (engine, trials.select("cap", "status", "exception"))
-        if engine != "harbor":
-            continue
-        # Harbor: the guard of step two stopped the waiter before step two's tests; they graded the step honestly
-        assert set(trials["status"]) == {"fail"}, trials.select("cap", "status", "exception", "exception_message")
-        guards = jobs.glob("measure-r*/*/steps/second/agent/depthlab-guard.json")
-        records = [json.loads(path.read_text()) for path in guards]
-        assert records, sorted(str(path) for path in jobs.rglob("depthlab-guard.json"))
+        # the same verdict on both engines: step two's guard stopped the waiter before step two's tests, which
+        # graded the step as its agent left it (a plain fail, not an invalid trial caught writing)
+        assert set(trials["status"]) == {"fail"}, (engine, trials.select("cap", "status", "exception_message"))
+        verdicts[engine] = set(trials.select("cap", "status").iter_rows())
+        results = [json.loads(path.read_text()) for path in jobs.glob("*/*/result.json")]  # fill__* or measure-r*
+        results = [result for result in results if result.get("step_results")]
+        assert results
+        assert {result["step_results"][1]["verifier_result"]["rewards"]["reward"] for result in results} == {0.0}
+        if engine == "local":  # the runner records the stop in the step's agent metadata, under the guard's name
+            records = [result["step_results"][1]["agent_result"]["metadata"] for result in results]
+        else:
+            guards = jobs.glob("*/*/steps/second/agent/depthlab-guard.json")
+            records = [json.loads(path.read_text())["runs"][-1] for path in guards]
+            assert all(record["done"] and not record["killed"] for record in records), records
+        assert len(records) == len(results), records
         for record in records:
-            second = record["runs"][-1]
-            assert any("/tmp/.w" in line for line in second["stopped_earlier_steps"]), second
-            assert second["done"]
-            assert not second["killed"]
-        rewards = [json.loads(path.read_text())["step_results"][1]["verifier_result"]["rewards"]["reward"]
-                   for path in jobs.glob("measure-r*/*/result.json") if "step_results" in path.read_text()]  # fmt: skip
-        assert rewards
-        assert set(rewards) == {0.0}
+            assert any("/tmp/.w" in line for line in record["stopped_earlier_steps"]), (engine, record)
+            assert "stopped_earlier_steps_error" not in record, record
+    assert verdicts["local"] == verdicts["harbor"] == {(3, "fail"), (5, "fail")}

@@ -47,10 +47,11 @@ suspect() {
 }
 
 #@ kill
-# KEEP: "pid:start" of the container's own processes; MODE: suspects or all; SINCE: the start of the
-# guard of the previous step ('' in the first): a process started before it was left by the agent of an
-# earlier step, and is stopped before this step's tests arrive. "K": killed (a suspect, or any under
-# MODE=all); "S": stopped because an earlier step's agent left it.
+# KEEP: "pid:start" of the container's own processes; MODE: suspects or all (the Harbor guard's), or
+# earlier (depthlab's local runner: only the rule of SINCE; its integrity checks catch the rest); SINCE:
+# the start of the guard of the previous step ('' in the first): a process started before it was left by
+# the agent of an earlier step, and is stopped before this step's tests arrive. "K": killed (a suspect,
+# or any under MODE=all); "S": stopped because an earlier step's agent left it. Both engines run this.
 keep=" $KEEP "
 for round in 1 2 3 4 5 6 7 8; do
   victims=""
@@ -58,8 +59,9 @@ for round in 1 2 3 4 5 6 7 8; do
     p=${d#/proc/}; case "$chain" in *" $p "*) continue;; esac
     read -r line < $d/stat 2>/dev/null || continue
     set -- ${line##*) }; [ "$2" = "$self" ] && continue
+    [ "$1" = Z ] && continue  # a zombie runs nothing (a parent that does not reap keeps it listed)
     shift 19; start=$1; case "$keep" in *" $p:$start "*) continue;; esac
-    if [ "$MODE" = all ] || suspect "$p"; then tag=K
+    if [ "$MODE" = all ] || { [ "$MODE" = suspects ] && suspect "$p"; }; then tag=K
     elif [ -n "$SINCE" ] && [ "$start" -le "$SINCE" ]; then tag=S
     else continue; fi
     victims="$victims $p"
