@@ -107,6 +107,7 @@ def check_tasks(
     docker_client: Any = None,
     harbor: str | None = None,
     progress: Callable[[str], None] | None = None,
+    reuse: bool = True,
 ) -> CheckReport:
     """Check tasks' verifiers by replaying their reference solutions (no model is called).
 
@@ -139,6 +140,11 @@ def check_tasks(
         default ``harbor`` on PATH.
     progress : callable, optional
         Called with one line per finished check.
+    reuse : bool, default True
+        On the local engine, replay steps 1..s-1 once for all of step s's mutants and start each
+        mutant from a ``docker commit`` snapshot of them (from scratch where a process is left
+        running, which a snapshot cannot carry; :mod:`depthlab.checks.replay`); False: every mutant
+        from scratch. The verdicts are the same; the Harbor engine always replays from scratch.
 
     Returns
     -------
@@ -158,7 +164,7 @@ def check_tasks(
     paths = [Path(os.fspath(tasks))] if isinstance(tasks, str | os.PathLike) else [Path(os.fspath(t)) for t in tasks]
     replayer = None
     if any(name in _REPLAYED for name in wanted):
-        replays = _engine_replays(engine, Path(os.fspath(jobs_dir)), docker_client, settings, harbor)
+        replays = _engine_replays(engine, Path(os.fspath(jobs_dir)), docker_client, settings, harbor, reuse)
         replayer = Replayer(Path(os.fspath(jobs_dir)), replays) if replays is not None else None
     lint = static.harbor_lint(paths) if "lint" in wanted else {}
     rows: list[dict[str, Any]] = []
@@ -186,7 +192,12 @@ _REPLAYED = frozenset({"oracle", "before", "key_removed", "next_after_key", "mut
 
 
 def _engine_replays(
-    engine: str, jobs_dir: Path, docker_client: Any, settings: RunSettings | None, harbor: str | None
+    engine: str,
+    jobs_dir: Path,
+    docker_client: Any,
+    settings: RunSettings | None,
+    harbor: str | None,
+    reuse: bool = True,
 ) -> EngineReplays | None:
     """The engine's replays (the one place the engine matters); None when the local engine has no Docker."""
     if engine == "harbor":
@@ -202,7 +213,7 @@ def _engine_replays(
     from depthlab.runner.leftovers import remove_leftovers
 
     remove_leftovers(docker_client)  # the containers of a check that was killed
-    return local_replays(docker_client, settings)
+    return local_replays(docker_client, settings, reuse=reuse)
 
 
 def _tally(rows: list[dict[str, Any]]) -> str:

@@ -236,11 +236,12 @@ class LocalReplays:
 
     ``settings`` are the runner's (the profile); the network is off whatever they say (a replay is
     offline). A request with ``snapshot`` runs its last step from a snapshot of the earlier steps
-    (module docstring); :meth:`close` removes the snapshot.
+    (module docstring) unless ``reuse`` is False; :meth:`close` removes the snapshot.
     """
 
-    def __init__(self, docker_client: Any, settings: RunSettings | None = None) -> None:
+    def __init__(self, docker_client: Any, settings: RunSettings | None = None, *, reuse: bool = True) -> None:
         self.docker_client = docker_client
+        self.reuse = reuse
         self.offline = dataclasses.replace(settings or RunSettings(), network=False)
         self.label: str | None = None
         #: The current snapshot: (its earlier steps' identity, its image or None, its start note).
@@ -257,7 +258,7 @@ class LocalReplays:
             job.n_planned += 1
             run = without_gates(task, request.upto) if task.multi_step else task
             image, start = None, None
-            if request.snapshot and task.multi_step and len(run.steps) >= 2:
+            if self.reuse and request.snapshot and task.multi_step and len(run.steps) >= 2:
                 image, start = self._snapshot(run, request)
             agent = ReplayAgent(request.key, request.plan, strict_exit=request.strict_exit, start=start)
             options: dict[str, Any] = {"docker_client": self.docker_client, "settings": self.offline}
@@ -350,9 +351,9 @@ class LocalReplays:
         self._remove_snapshots()
 
 
-def local_replays(docker_client: Any, settings: RunSettings | None = None) -> LocalReplays:
+def local_replays(docker_client: Any, settings: RunSettings | None = None, *, reuse: bool = True) -> LocalReplays:
     """The local engine's replays (:class:`LocalReplays`)."""
-    return LocalReplays(docker_client, settings)
+    return LocalReplays(docker_client, settings, reuse=reuse)
 
 
 class Replayer:
