@@ -43,7 +43,7 @@ import polars as pl
 from depthlab import schema
 from depthlab._checks import check_choice, check_positive_int
 from depthlab.checks import static
-from depthlab.checks.replay import EngineReplays, Replay, Replayer, StepRun, local_replays
+from depthlab.checks.replay import FROM_SNAPSHOT, EngineReplays, Replay, Replayer, StepRun, local_replays
 from depthlab.checks.script import MarkError, key_lines, key_span, top_level_commands, without_key, without_lines
 from depthlab.io.tasks import count_work
 from depthlab.runner.profiles import RunSettings
@@ -107,6 +107,7 @@ def check_tasks(
     docker_client: Any = None,
     harbor: str | None = None,
     progress: Callable[[str], None] | None = None,
+    reuse: bool = True,
 ) -> CheckReport:
     """Check tasks' verifiers by replaying their reference solutions (no model is called).
 
@@ -139,6 +140,11 @@ def check_tasks(
         default ``harbor`` on PATH.
     progress : callable, optional
         Called with one line per finished check.
+    reuse : bool, default True
+        On the local engine, replay steps 1..s-1 once for all of step s's mutants and start each
+        mutant from a ``docker commit`` snapshot of them (from scratch where a process is left
+        running, which a snapshot cannot carry; :mod:`depthlab.checks.replay`); False: every mutant
+        from scratch. The verdicts are the same; the Harbor engine always replays from scratch.
 
     Returns
     -------
@@ -158,20 +164,24 @@ def check_tasks(
     paths = [Path(os.fspath(tasks))] if isinstance(tasks, str | os.PathLike) else [Path(os.fspath(t)) for t in tasks]
     replayer = None
     if any(name in _REPLAYED for name in wanted):
-        replays = _engine_replays(engine, Path(os.fspath(jobs_dir)), docker_client, settings, harbor)
+        replays = _engine_replays(engine, Path(os.fspath(jobs_dir)), docker_client, settings, harbor, reuse)
         replayer = Replayer(Path(os.fspath(jobs_dir)), replays) if replays is not None else None
     lint = static.harbor_lint(paths) if "lint" in wanted else {}
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
     reused = 0
-    for path in paths:
-        checker = _TaskChecker(path, wanted, replayer, repeat=repeat, mutants=mutants, seed=mutant_seed)
-        task_rows = checker.run(lint)
-        problems += checker.problems
-        reused += checker.reused
-        rows += task_rows
-        if progress is not None:
-            progress(f"{checker.name}: {_tally(task_rows)}")
+    try:
+        for path in paths:
+            checker = _TaskChecker(path, wanted, replayer, repeat=repeat, mutants=mutants, seed=mutant_seed)
+            task_rows = checker.run(lint)
+            problems += checker.problems
+            reused += checker.reused
+            rows += task_rows
+            if progress is not None:
+                progress(f"{checker.name}: {_tally(task_rows)}")
+    finally:  # the snapshots go however the check ends
+        if replayer is not None:
+            replayer.close()
     if replayer is not None:
         replayer.finish()
     table = pl.DataFrame(rows, schema=schema.CHECKS) if rows else schema.empty("checks")
@@ -182,7 +192,12 @@ _REPLAYED = frozenset({"oracle", "before", "key_removed", "next_after_key", "mut
 
 
 def _engine_replays(
-    engine: str, jobs_dir: Path, docker_client: Any, settings: RunSettings | None, harbor: str | None
+    engine: str,
+    jobs_dir: Path,
+    docker_client: Any,
+    settings: RunSettings | None,
+    harbor: str | None,
+    reuse: bool = True,
 ) -> EngineReplays | None:
     """The engine's replays (the one place the engine matters); None when the local engine has no Docker."""
     if engine == "harbor":
@@ -198,7 +213,7 @@ def _engine_replays(
     from depthlab.runner.leftovers import remove_leftovers
 
     remove_leftovers(docker_client)  # the containers of a check that was killed
-    return local_replays(docker_client, settings)
+    return local_replays(docker_client, settings, reuse=reuse)
 
 
 def _tally(rows: list[dict[str, Any]]) -> str:
@@ -307,10 +322,12 @@ class _TaskChecker:
             self._replay_checks(task, steps, step, oracle)
         return self.rows
 
-    def _replay(self, task: TaskSpec, key: str, plan: dict[str, str | None], upto: int, strict: bool) -> Replay:
+    def _replay(
+        self, task: TaskSpec, key: str, plan: dict[str, str | None], upto: int, strict: bool, snapshot: bool = False
+    ) -> Replay:
         if self.replayer is None:  # run() returned before any replay without an engine
             raise RuntimeError("no Docker engine to replay on")
-        replay = self.replayer.replay(task, key, plan, upto=upto, strict_exit=strict)
+        replay = self.replayer.replay(task, key, plan, upto=upto, strict_exit=strict, snapshot=snapshot)
         self.reused += replay.reused
         return replay
 
@@ -443,19 +460,20 @@ class _TaskChecker:
                 {**prefix, here: mutant},
                 step.index,
                 False,
+                snapshot=step.index > 1,  # the earlier steps are the full solutions: one snapshot of them
             )
             replays.append(replay)
             run = replay.steps.get(step.result_name)
             if run is not None and run.passed:
                 silent.append(f"line {command.first}: {command.text.splitlines()[0][:60]}")
         caught = len(commands) - len(silent)
+        started = _started(replays, step.index)
         if silent:
-            evidence = f"{len(silent)} not caught: " + "; ".join(silent)
+            evidence = f"{len(silent)} not caught: " + "; ".join(silent) + started
             self.row(step, "mutants", "fault", evidence, caught=caught, total=len(commands), replays=replays)
         else:
-            self.row(
-                step, "mutants", "ok", f"every removal caught ({caught})", caught=caught, total=caught, replays=replays
-            )
+            evidence = f"every removal caught ({caught})" + started
+            self.row(step, "mutants", "ok", evidence, caught=caught, total=caught, replays=replays)
 
     def _verdict(self, step: _Step, check: str, run: Any, replay: Replay, fault: str, *, shared: bool = False) -> None:
         replays = [] if shared else [replay]
@@ -482,6 +500,23 @@ class _TaskChecker:
                 else:
                     found = static.fix_not_in_instruction(step.instruction, key_lines(step.script or ""))
                     self.row(step, "fix_not_in_instruction", found.outcome, found.evidence, total=found.total)
+
+
+def _started(replays: list[Replay], index: int) -> str:
+    """How the mutants' replays started, for the evidence: '' when no choice was made (step 1, Harbor).
+
+    Examples
+    --------
+    >>> _started([Replay("m", Path("t"), {}, 1.0, False, "snapshot")], 2)
+    '; from a snapshot of step 1'
+    """
+    starts = sorted({replay.start for replay in replays if replay.start is not None})
+    if not starts:
+        return ""
+    earlier = "step 1" if index == 2 else f"steps 1-{index - 1}"
+    if starts == [FROM_SNAPSHOT]:
+        return f"; from a snapshot of {earlier}"
+    return "; " + "; ".join(start for start in starts if start != FROM_SNAPSHOT)
 
 
 def _failure(run: StepRun) -> str:

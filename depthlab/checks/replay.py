@@ -14,6 +14,18 @@ finds the replays already done (:class:`Replayer`) and runs only the others: kil
 replay is done twice and none is lost (an interrupted trial, one without ``result.json``, is
 deleted and replayed, as Harbor resumes a job).
 
+*Reuse* (the local engine, :class:`LocalReplays`): the mutants of step s (s >= 2) all replay the
+same full solutions of steps 1..s-1, so those steps are replayed once, in a scratch job, and the
+container is committed (``docker commit``) after step s-1's verifier; each mutant's trial then
+starts from that snapshot and runs step s alone (its ``/tests`` and ``/logs`` emptied, its workdir
+copied in, its ``setup.sh`` run, the mutant script, its tests), as the step runs after the earlier
+ones. A snapshot carries files, not processes: when a process other than the container's own is
+still running after the earlier steps (a server an earlier solution started), or their replay
+does not pass, the mutants of that step are replayed from scratch, and each trial's
+``agent.kwargs.start`` says which way it ran and why. One snapshot exists at a time; it is removed
+when the step's mutants are done, when the check ends, and (left by a killed check) when a check of
+the same jobs folder starts. The Harbor engine replays from scratch.
+
 The engine is chosen here, at one boundary: :class:`Replayer` takes an engine's replays, a function
 turning :class:`ReplayRequest` s into trial folders of the job (:func:`local_replays`, or
 :func:`depthlab.checks.harbor.harbor_replays`, whose agent is ``harbor_side/depthlab_replay``), and
@@ -25,7 +37,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import re
+import tempfile
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,7 +55,7 @@ from depthlab.io.status import PASS_REWARD
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import TaskContainer, script_command
 from depthlab.runner.errors import AgentTimeoutError, NonZeroAgentExitCodeError
-from depthlab.runner.multistep import run_task_trial
+from depthlab.runner.multistep import run_multistep_trial, run_task_trial
 from depthlab.runner.output import VERSION, JobDir, remove_incomplete_trials
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import TaskSpec
@@ -71,6 +86,9 @@ class Replay:
     steps: dict[str, StepRun]
     seconds: float
     reused: bool
+    #: How the local engine started it (``agent.kwargs.start``): None from scratch with no choice made,
+    #: else :data:`FROM_SNAPSHOT` or the reason it ran from scratch.
+    start: str | None = None
 
 
 class ReplayAgent:
@@ -98,13 +116,19 @@ class ReplayAgent:
     #: No turns: every step of a multi-step run gets the same agent.
     turn_budget = None
 
-    def __init__(self, replay: str, plan: Mapping[str, str | None], *, strict_exit: bool = True) -> None:
+    def __init__(
+        self, replay: str, plan: Mapping[str, str | None], *, strict_exit: bool = True, start: str | None = None
+    ) -> None:
         self.replay = replay
         self.plan = dict(plan)
         self.strict_exit = strict_exit
+        self.start = start
 
     def config_kwargs(self) -> dict[str, Any]:
-        return {**harbor_writer.cap_kwargs(None), "replay": self.replay}
+        kwargs = {**harbor_writer.cap_kwargs(None), "replay": self.replay}
+        if self.start is not None:
+            kwargs["start"] = self.start
+        return kwargs
 
     def with_turns(self, turns: int) -> ReplayAgent:
         return self
@@ -164,44 +188,174 @@ def without_gates(task: TaskSpec, upto: int | None = None) -> TaskSpec:
 @dataclass(frozen=True)
 class ReplayRequest:
     """One replay to run: the task, its key, the script of each step's solution folder (None: not done),
-    the last step it replays (None: every step) and whether a script's non-zero exit is an exception."""
+    the last step it replays (None: every step), whether a script's non-zero exit is an exception, and
+    whether the steps before its last are the full solutions, so an engine may start the last step from
+    a snapshot of them (``snapshot``, module docstring)."""
 
     task: TaskSpec
     key: str
     plan: Mapping[str, str | None]
     upto: int | None
     strict_exit: bool
+    snapshot: bool = False
 
 
 #: An engine's replays: runs each request as one trial of ``job`` and returns its trial folder, in order.
 EngineReplays = Callable[[Sequence[ReplayRequest], JobDir], list[Path]]
 
 
-def local_replays(docker_client: Any, settings: RunSettings | None = None) -> EngineReplays:
+#: ``agent.kwargs.start`` of a replay whose last step ran from a snapshot of the earlier steps.
+FROM_SNAPSHOT = "snapshot"
+
+#: The label of every snapshot image; its value is the job folder the check writes to.
+SNAPSHOT_LABEL = "depthlab.check-snapshot"
+
+#: The processes of a container, one line each: pid, then the command line (``$$`` itself left out).
+_PROCESSES = (
+    'for p in /proc/[0-9]*; do n=${p#/proc/}; [ "$n" = "$$" ] && continue; '
+    'c=$(tr "\\000" " " < "$p/cmdline" 2>/dev/null); [ -n "$c" ] && echo "$n $c"; done; true'
+)
+
+
+def left_running(listing: str) -> list[str]:
+    """The processes of a ``_PROCESSES`` listing that are not the container's own (PID 1, its deadline).
+
+    Examples
+    --------
+    >>> keep = "sh -c trap 1 TERM; (sleep 90 && kill -TERM 1) & while read -r _; do :; done"
+    >>> left_running(f"1 {keep}\\n7 {keep}\\n8 sleep 90\\n9 python3 -m http.server 8000")
+    ['9 python3 -m http.server 8000']
+    """
+    lines = [line.strip() for line in listing.splitlines() if line.strip()]
+    own = next((line.split(" ", 1)[1] for line in lines if line.split(" ", 1)[0] == "1"), "")
+    deadline = re.search(r"\(sleep (\d+) ", own)
+    ours = {own.strip()} | ({f"sleep {deadline.group(1)}"} if deadline else set())
+    return [line for line in lines if line.split(" ", 1)[0] != "1" and line.split(" ", 1)[-1].strip() not in ours]
+
+
+class LocalReplays:
     """The local engine's replays: each request one trial of :class:`ReplayAgent` through the runner.
 
-    ``settings`` are the runner's (the profile); the network is off whatever they say (a replay is offline).
+    ``settings`` are the runner's (the profile); the network is off whatever they say (a replay is
+    offline). A request with ``snapshot`` runs its last step from a snapshot of the earlier steps
+    (module docstring) unless ``reuse`` is False; :meth:`close` removes the snapshot.
     """
-    offline = dataclasses.replace(settings or RunSettings(), network=False)
 
-    def run(requests: Sequence[ReplayRequest], job: JobDir) -> list[Path]:
+    def __init__(self, docker_client: Any, settings: RunSettings | None = None, *, reuse: bool = True) -> None:
+        self.docker_client = docker_client
+        self.reuse = reuse
+        self.offline = dataclasses.replace(settings or RunSettings(), network=False)
+        self.label: str | None = None
+        #: The current snapshot: (its earlier steps' identity, its image or None, its start note).
+        self.current: tuple[tuple[Any, ...], str | None, str] | None = None
+        self.prefix_runs = 0
+
+    def __call__(self, requests: Sequence[ReplayRequest], job: JobDir) -> list[Path]:
+        if self.label is None:
+            self.label = str(job.path.resolve())
+            self._remove_snapshots()  # a killed check's leftovers
         trial_dirs = []
         for request in requests:
             task = request.task
             job.n_planned += 1
-            outcome = run_task_trial(
-                without_gates(task, request.upto) if task.multi_step else task,
-                ReplayAgent(request.key, request.plan, strict_exit=request.strict_exit),
-                job,
-                docker_client=docker_client,
-                settings=offline,
-                dataset=task.path.parent.name,
-            )
+            run = without_gates(task, request.upto) if task.multi_step else task
+            image, start = None, None
+            if self.reuse and request.snapshot and task.multi_step and len(run.steps) >= 2:
+                image, start = self._snapshot(run, request)
+            agent = ReplayAgent(request.key, request.plan, strict_exit=request.strict_exit, start=start)
+            options: dict[str, Any] = {"docker_client": self.docker_client, "settings": self.offline}
+            if image is not None:
+                outcome = run_multistep_trial(
+                    dataclasses.replace(run, steps=run.steps[-1:]),
+                    agent,
+                    job,
+                    image=image,
+                    dataset=task.path.parent.name,
+                    **options,
+                )
+            else:
+                outcome = run_task_trial(run, agent, job, dataset=task.path.parent.name, **options)
             job.update_result()
             trial_dirs.append(outcome.trial_dir)
         return trial_dirs
 
-    return run
+    def _snapshot(self, run: TaskSpec, request: ReplayRequest) -> tuple[str | None, str]:
+        """The snapshot image after ``run``'s steps before its last (None: from scratch) and the start note."""
+        earlier = run.steps[:-1]
+        scripts = tuple(request.plan.get(str((Path(step.path) / "solution").resolve())) for step in earlier)
+        identity = (run.checksum, len(earlier), scripts)
+        if self.current is not None and self.current[0] == identity:
+            return self.current[1], self.current[2]
+        self._remove_snapshots()
+        note: dict[str, str] = {}
+
+        def commit(box: TaskContainer) -> None:
+            code, listing = box.exec(["sh", "-c", _PROCESSES], timeout=60, user="0")
+            if code != 0:
+                note["start"] = "from scratch: the processes left by the earlier steps could not be listed"
+                return
+            running = left_running(listing.decode(errors="replace"))
+            if running:
+                shown = "; ".join(line[:60] for line in running[:3])
+                note["start"] = (
+                    f"from scratch: the earlier steps leave processes running a snapshot cannot carry ({shown})"
+                )
+                return
+            made = self.docker_client.api.commit(
+                box.container.id,
+                repository="depthlab-check-snapshot",
+                tag=uuid.uuid4().hex[:12],
+                changes=[f'LABEL {SNAPSHOT_LABEL}="{self.label}"'],
+            )
+            note["image"] = str(made["Id"])
+
+        prefix = dataclasses.replace(run, steps=earlier)
+        with tempfile.TemporaryDirectory(prefix="depthlab-prefix-") as scratch:
+            config = harbor_writer.job_config(
+                "", "", [harbor_writer.agent_config(AGENT_NAME, None, harbor_writer.cap_kwargs(None))]
+            )
+            outcome = run_multistep_trial(
+                prefix,
+                ReplayAgent(f"prefix:{request.key}", request.plan, strict_exit=True),
+                JobDir(Path(scratch), "prefix", config),
+                docker_client=self.docker_client,
+                settings=self.offline,
+                before_removal=commit,
+            )
+        self.prefix_runs += 1
+        image = note.get("image")
+        if outcome.exception is not None or outcome.failed_step is not None:
+            failed = outcome.failed_step or outcome.exception
+            start = f"from scratch: the earlier steps' replay did not pass (step {failed})"
+            if image is not None:
+                self._remove_image(image)
+            image = None
+        else:
+            start = FROM_SNAPSHOT if image is not None else note.get("start", "from scratch")
+        self.current = (identity, image, start)
+        return image, start
+
+    def _remove_image(self, image: str) -> None:
+        with contextlib.suppress(Exception):  # gone already: nothing to remove
+            self.docker_client.images.remove(image, force=True)
+
+    def _remove_snapshots(self) -> None:
+        """Remove every snapshot image of this check's job folder (the current one, a killed check's)."""
+        self.current = None
+        if self.label is None:
+            return
+        with contextlib.suppress(Exception):
+            for image in self.docker_client.images.list(filters={"label": f"{SNAPSHOT_LABEL}={self.label}"}):
+                self._remove_image(image.id)
+
+    def close(self) -> None:
+        """Remove the snapshot images."""
+        self._remove_snapshots()
+
+
+def local_replays(docker_client: Any, settings: RunSettings | None = None, *, reuse: bool = True) -> LocalReplays:
+    """The local engine's replays (:class:`LocalReplays`)."""
+    return LocalReplays(docker_client, settings, reuse=reuse)
 
 
 class Replayer:
@@ -243,21 +397,36 @@ class Replayer:
         return found
 
     def replay(
-        self, task: TaskSpec, key: str, plan: Mapping[str, str | None], *, upto: int | None, strict_exit: bool
+        self,
+        task: TaskSpec,
+        key: str,
+        plan: Mapping[str, str | None],
+        *,
+        upto: int | None,
+        strict_exit: bool,
+        snapshot: bool = False,
     ) -> Replay:
         """The replay ``key`` of ``task``: found in the job when a run before finished it, else run now."""
         checksum = task.checksum
         found = self.done.get((task.name, checksum, key))
         if found is not None:
             return read_replay(key, found, reused=True)
-        (trial_dir,) = self.engine([ReplayRequest(task, key, plan, upto, strict_exit)], self.job)
+        request = ReplayRequest(task, key, plan, upto, strict_exit, snapshot)
+        (trial_dir,) = self.engine([request], self.job)
         self.ran += 1
         self.done[(task.name, checksum, key)] = trial_dir
         return read_replay(key, trial_dir, reused=False)
 
     def finish(self) -> None:
-        """Write the job's final ``result.json``."""
+        """Write the job's final ``result.json``; the engine removes what it kept (its snapshots)."""
         self.job.update_result(finished=True)
+        self.close()
+
+    def close(self) -> None:
+        """Let the engine remove what it kept between replays (the local engine's snapshot images)."""
+        close = getattr(self.engine, "close", None)
+        if close is not None:
+            close()
 
 
 def read_replay(key: str, trial_dir: Path, *, reused: bool) -> Replay:
@@ -282,7 +451,10 @@ def read_replay(key: str, trial_dir: Path, *, reused: bool) -> Replay:
     if trial_exception is not None and read.steps:  # a fault outside the steps (image, container): every step not
         # run says so (a single-step trial's exception is its step's, read above)
         steps.setdefault("", StepRun(False, None, trial_exception.exception_type, trial_exception.exception_message))
-    return Replay(key, trial_dir, steps, _seconds(result.started_at, result.finished_at), reused)
+    start = None
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        start = json.loads((trial_dir / "config.json").read_text(encoding="utf-8"))["agent"]["kwargs"].get("start")
+    return Replay(key, trial_dir, steps, _seconds(result.started_at, result.finished_at), reused, start)
 
 
 def _seconds(started_at: Any, finished_at: Any) -> float:

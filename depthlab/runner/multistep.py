@@ -56,6 +56,7 @@ import shlex
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -191,10 +192,15 @@ def run_multistep_trial(
     verifier_timeout_sec: float | None = None,
     cancel: threading.Event | None = None,
     source: str | None = None,
+    image: str | None = None,
+    before_removal: Callable[[TaskContainer], None] | None = None,
 ) -> TrialOutcome:
     """Run ``agent`` on the multi-step ``task`` once in a fresh container; write the trial folder into ``job``.
 
     The parameters are :func:`depthlab.runner.run_trial`'s; the timeouts override every step's.
+    ``image`` starts the container from that image instead of the task's (a snapshot of earlier
+    steps, :mod:`depthlab.checks.replay`); ``before_removal`` is called with the container once every
+    step ran, before it is removed (there it can be committed).
     ``agent``'s turns (its cap) are the whole run's (module docstring).
 
     Returns
@@ -231,7 +237,7 @@ def run_multistep_trial(
     try:
         attempt.check_cancel()
         lifetime = _lifetime([spec for _, spec in specs], agent, agent_timeout_sec, verifier_timeout_sec)
-        box = attempt.open_box(docker_client, task, limits, settings, lifetime)
+        box = attempt.open_box(docker_client, task, limits, settings, lifetime, image)
         attempt.phases["agent_setup"] = {"started_at": utc_now(), "finished_at": utc_now()}
         verifier_begin = None
         for step, spec in specs:
@@ -262,6 +268,8 @@ def run_multistep_trial(
                 break
         if verifier_begin:
             attempt.phases["verifier"] = {"started_at": verifier_begin, "finished_at": utc_now()}
+        if before_removal is not None:
+            before_removal(box)
     except CancelledError:
         _discard(attempt.box, trial_dir)
         raise

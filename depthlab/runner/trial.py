@@ -238,11 +238,19 @@ class _Attempt:
             raise CancelledError("The run was interrupted")
 
     def open_box(
-        self, docker_client: Any, task: TaskSpec, limits: ContainerLimits, settings: RunSettings, lifetime: float
+        self,
+        docker_client: Any,
+        task: TaskSpec,
+        limits: ContainerLimits,
+        settings: RunSettings,
+        lifetime: float,
+        image: str | None = None,
     ) -> TaskContainer:
-        """The task's image, built if needed, and a started container living at most ``lifetime`` seconds."""
+        """The task's image (built if needed; ``image``: that one instead) and a started container living at
+        most ``lifetime`` seconds."""
         begin = utc_now()
-        image = ensure_image(docker_client, task, force_build=settings.force_build, network=limits.build_network)
+        if image is None:
+            image = ensure_image(docker_client, task, force_build=settings.force_build, network=limits.build_network)
         box = TaskContainer(
             docker_client,
             image,
