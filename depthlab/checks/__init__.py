@@ -8,7 +8,15 @@ task, step and check. The modules: ``script`` (a solution's key-step mark and to
 (the instruction rules and ``harbor lint``), ``core`` (the checks and the table, the same on both engines).
 """
 
-from depthlab.checks.core import CHECK_NAMES, CheckReport, check_tasks, faults_found, read_checks, summarize_checks
+from depthlab.checks.core import (
+    CHECK_NAMES,
+    CheckReport,
+    check_tasks,
+    faults_found,
+    read_checks,
+    select_checks,
+    summarize_checks,
+)
 from depthlab.checks.script import KEY_BEGIN, KEY_END, MarkError
 
 __all__ = [
@@ -20,5 +28,6 @@ __all__ = [
     "check_tasks",
     "faults_found",
     "read_checks",
+    "select_checks",
     "summarize_checks",
 ]

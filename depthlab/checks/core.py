@@ -618,6 +618,27 @@ def faults_found(table: pl.DataFrame, *, lint: bool = False) -> dict[tuple[str, 
     return {(row["task"], row["step"], row["check"]): row["outcome"] for row in broken.iter_rows(named=True)}
 
 
+def select_checks(
+    table: pl.DataFrame, *, check: str | None = None, outcomes: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """The rows of a checks table of one ``check`` and/or with one of ``outcomes`` (None: any).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> rows = [{"task": "t", "step": "a", "check": "before", "outcome": "fault"},
+    ...         {"task": "t", "step": "a", "check": "oracle", "outcome": "ok"}]
+    >>> select_checks(schema.conform(pl.DataFrame(rows), "checks"), outcomes=["fault"])["check"].to_list()
+    ['before']
+    """
+    if check is not None:
+        table = table.filter(pl.col("check") == check)
+    if outcomes is not None:
+        table = table.filter(pl.col("outcome").is_in(list(outcomes)))
+    return table
+
+
 def read_checks(path: str | os.PathLike[str]) -> pl.DataFrame:
     """A checks table written by ``depthlab check -o FILE`` (``.csv`` or ``.parquet``), with its schema's dtypes.
 

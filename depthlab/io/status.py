@@ -23,7 +23,7 @@ from depthlab.io.harbor_models import policy_for
 from depthlab.io.harbor_writer import STATED_CAP_KEY, TURN_LIMIT_KEY, stated_cap_instructions
 
 # The exceptions the TB2 leaderboard counts a trial after; Harbor's error policy drops from them those
-# whose reward it calls invalid (VerifierTimeoutError, RewardFileNotFoundError).
+# whose reward it calls invalid (VerifierTimeoutError; RewardFileNotFoundError is kept, see below).
 _LEADERBOARD_COUNTED: Final[tuple[str, ...]] = (
     "AgentTimeoutError",
     "VerifierTimeoutError",
@@ -31,9 +31,14 @@ _LEADERBOARD_COUNTED: Final[tuple[str, ...]] = (
     "PermissionError",
     "NonZeroAgentExitCodeError",
 )
+# A missing reward file stays a counted fail, the leaderboard's reading and depthlab's on purpose,
+# though Harbor's policy gives it no valid reward: the verifier ran to its end and wrote no grade,
+# which is what an agent that broke its own container (a fork bomb, a filled disk, a killed PID 1)
+# leaves behind; counting it invalid would let an agent turn its fails into missing cells.
+_COUNTED_ANYWAY: Final[frozenset[str]] = frozenset({"RewardFileNotFoundError"})
 #: Exceptions after which the leaderboard rule still counts the trial (its reward, or 0).
 VALID_EXCEPTIONS: Final[frozenset[str]] = frozenset(
-    name for name in _LEADERBOARD_COUNTED if policy_for(name).has_valid_reward
+    name for name in _LEADERBOARD_COUNTED if policy_for(name).has_valid_reward or name in _COUNTED_ANYWAY
 )
 
 STATUS_RULES: Final[tuple[str, ...]] = ("leaderboard", "all")

@@ -16,7 +16,7 @@ from depthlab.io.status import harness_turn_limit, stated_cap, trial_status, tur
 KEPT = ["AgentTimeoutError", "PermissionError", "NonZeroAgentExitCodeError"]
 # The leaderboard also listed these, but Harbor's error policy gives them no valid reward (its
 # reward_valid is false): the verifier did not finish, so the trial is invalid, as Harbor says.
-GRADED_INVALID = ["VerifierTimeoutError", "RewardFileNotFoundError"]
+GRADED_INVALID = ["VerifierTimeoutError"]  # RewardFileNotFoundError stays a counted fail (io.status)
 # Infrastructure failures and anything else: the trial is invalid (the cell is still missing).
 DROPPED = ["DaytonaError", "CancelledError", "RuntimeError", "AgentSetupTimeoutError", "agenttimeouterror", ""]
 
