@@ -330,16 +330,14 @@ def test_no_new_table_schema_is_built_inline():
 
 #: The keys of Harbor's TrialResult / StepResult whose meaning io's model holds (rewards, validity, exceptions, steps).
 _RESULT_KEYS = frozenset({"verifier_result", "exception_info", "step_results", "agent_result", "reward_valid"})
-#: Modules outside io still reading these keys, and why (the list may only shrink): they read back the records the
-#: writer's builders return as dicts before writing them (issue 36: the writer does not build the model's structs yet).
-_RESULT_KEY_READERS = {
-    "depthlab/runner/multistep.py": "the step records harbor_writer.step_result built",
-    "depthlab/simulate/writing.py": "the step records harbor_writer.step_result built",
-}
+#: The keys of Harbor's job files (JobConfig, JobResult, JobLock) whose meaning io's model holds.
+_JOB_KEYS = frozenset(
+    {"finished_at", "started_at", "n_attempts", "n_total_trials", "task_names", "datasets", "agents", "trial_results"}
+)
 
 
-def _result_key_reads(tree: ast.AST) -> list[int]:
-    """Lines that read one of :data:`_RESULT_KEYS` by hand: ``x["key"]`` or ``x.get("key")``."""
+def _result_key_reads(tree: ast.AST, keys: frozenset[str] = _RESULT_KEYS) -> list[int]:
+    """Lines that read one of ``keys`` by hand: ``x["key"]`` or ``x.get("key")``."""
     found = []
     for node in ast.walk(tree):
         key = None
@@ -350,23 +348,33 @@ def _result_key_reads(tree: ast.AST) -> list[int]:
             and node.args and isinstance(node.args[0], ast.Constant)
         ):  # fmt: skip
             key = node.args[0].value
-        if key in _RESULT_KEYS and not isinstance(getattr(node, "ctx", ast.Load()), ast.Store):
+        if key in keys and not isinstance(getattr(node, "ctx", ast.Load()), ast.Store):
             found.append(node.lineno)
     return sorted(found)
 
 
-def test_no_module_outside_io_reads_a_harbor_result_by_hand():
-    """A trial's result.json is read through io's model (harbor_models, io.harbor.read_trial_result) everywhere else."""
+def _reads_outside_io(keys: frozenset[str]) -> dict[str, list[int]]:
     readers = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(ROOT).as_posix()
-        if relative.startswith("depthlab/io/"):
-            continue
-        lines = _result_key_reads(ast.parse(path.read_text(encoding="utf-8")))
+        if relative.startswith(("depthlab/io/", "depthlab/engines/harbor_side/")):
+            continue  # (harbor_side runs in Harbor's venv, on Harbor's own objects)
+        lines = _result_key_reads(ast.parse(path.read_text(encoding="utf-8")), keys)
         if lines:
             readers[relative] = lines
-    assert set(readers) <= set(_RESULT_KEY_READERS), {k: v for k, v in readers.items() if k not in _RESULT_KEY_READERS}
-    assert set(_RESULT_KEY_READERS) <= set(readers), "a module listed no longer reads the keys: take it off the list"
+    return readers
+
+
+def test_no_module_outside_io_reads_a_harbor_result_by_hand():
+    """A trial's result.json is read through io's model (harbor_models, io.harbor.read_trial_result) everywhere else,
+    and the writer's records (harbor_records) are read back by attribute."""
+    assert _reads_outside_io(_RESULT_KEYS) == {}
+
+
+def test_no_module_outside_io_reads_a_harbor_job_file_by_hand():
+    """A job's config.json and result.json are read through io's model (io.harbor.read_job_config, read_job_result)
+    and written as the writer's records, whose fields are attributes."""
+    assert _reads_outside_io(_JOB_KEYS) == {}
 
 
 def test_the_result_key_check_sees_a_read_by_hand():
@@ -374,3 +382,5 @@ def test_the_result_key_check_sees_a_read_by_hand():
         'a = r.get("verifier_result") or {}\nb = r["exception_info"]\nr["step_results"] = []\nc = r["x"]\n'
     )
     assert _result_key_reads(tree) == [1, 2]
+    job = ast.parse('n = config.get("n_attempts", 1)\nf = result["finished_at"]\nm = config.n_attempts\n')
+    assert _result_key_reads(job, _JOB_KEYS) == [1, 2]

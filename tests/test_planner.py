@@ -353,16 +353,16 @@ def test_harbor_job_configs_one_per_model_and_cap():
     configs = harbor_job_configs(plan, tasks)
     assert sorted(configs) == ["p-a__cap-01.json", "p-b__cap-05.json"]
     config = configs["p-a__cap-01.json"]
-    assert config["agents"][0]["model_name"] == "p/a"
-    assert config["agents"][0]["kwargs"] == {"max_turns": 1}  # terminus-2 takes no other cap key
-    assert config["extra_instructions"] == [cap_sentence(1).strip()]  # the cap is stated
-    assert config["n_attempts"] == 2
-    assert config["datasets"] == [
-        {"path": "/r/tasks/d", "task_names": ["t1", "t2"]},
-        {"path": "/r/tasks/e", "task_names": ["x"]},
+    assert config.agents[0].model_name == "p/a"
+    assert config.agents[0].kwargs == {"max_turns": 1}  # terminus-2 takes no other cap key
+    assert config.extra_instructions == [cap_sentence(1).strip()]  # the cap is stated
+    assert config.n_attempts == 2
+    assert [(entry.path, entry.task_names) for entry in config.datasets] == [
+        ("/r/tasks/d", ["t1", "t2"]),
+        ("/r/tasks/e", ["x"]),
     ]
-    assert configs["p-b__cap-05.json"]["agents"][0]["kwargs"] == {"max_turns": 5}
-    assert "at most 5 turns" in configs["p-b__cap-05.json"]["extra_instructions"][0]
+    assert configs["p-b__cap-05.json"].agents[0].kwargs == {"max_turns": 5}
+    assert "at most 5 turns" in configs["p-b__cap-05.json"].extra_instructions[0]
 
 
 def test_cli_simulate_depth_and_plan(tmp_path, capsys):

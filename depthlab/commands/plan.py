@@ -13,6 +13,8 @@ from depthlab._tables import output_table
 if TYPE_CHECKING:
     import polars as pl
 
+    from depthlab.io.harbor_records import JobConfigRecord
+
 HELP = "List the (task, model, cap) runs still missing to pin D (-o FILE)."
 
 _EPILOG = """\
@@ -139,8 +141,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def harbor_job_configs(plan: pl.DataFrame, tasks: pl.DataFrame, *, agent: str = "terminus-2") -> dict[str, dict]:
-    """One Harbor JobConfig per (model, cap, attempts) of ``plan``: file name -> config.
+def harbor_job_configs(
+    plan: pl.DataFrame, tasks: pl.DataFrame, *, agent: str = "terminus-2"
+) -> dict[str, JobConfigRecord]:
+    """One Harbor JobConfig per (model, cap, attempts) of ``plan``: file name -> config (its record).
 
     Built with :func:`depthlab.io.harbor_writer.job_config`, so Harbor's own ``JobConfig`` model
     accepts it.
@@ -160,7 +164,7 @@ def harbor_job_configs(plan: pl.DataFrame, tasks: pl.DataFrame, *, agent: str = 
         tasks.select("dataset", "task", "source"), on=["dataset", "task"], how="left", nulls_equal=True
     ).with_columns(folder=pl.col("source").map_elements(_parent, return_dtype=pl.String))
     several = located.select("model", "cap", "attempts").unique().group_by("model", "cap").len()
-    configs: dict[str, dict] = {}
+    configs: dict[str, JobConfigRecord] = {}
     for (model, cap, attempts), cells in located.group_by(["model", "cap", "attempts"], maintain_order=True):
         slug = model.replace("/", "-")
         suffix = (

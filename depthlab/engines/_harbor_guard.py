@@ -453,7 +453,8 @@ def judge_trials(job: Path, *, tampering: bool = True) -> list[tuple[str, str, s
         message = f"{found[1]} (recorded by depthlab; Harbor's result: {HARBOR_RESULT})"
         verdict = harbor_writer.exception_info(found[0], message, "", harbor_writer.utc_now())
         _atomic.write_text(trial / HARBOR_RESULT, original + "\n")
-        _atomic.write_text(path, json.dumps({**read.raw, "exception_info": verdict}, indent=2) + "\n")
+        rewritten = {**read.raw, "exception_info": harbor_writer.as_object(verdict)}
+        _atomic.write_text(path, json.dumps(rewritten, indent=2) + "\n")
         verdicts.append((trial.name, found[0], found[1]))
     return verdicts
 

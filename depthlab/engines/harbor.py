@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import polars as pl
 
 from depthlab import schema
@@ -82,8 +83,16 @@ from depthlab.engines._harbor_guard import (
 from depthlab.engines._taskcheck import storage_bounds
 from depthlab.engines.rounds import Echo, EngineError, check_api_key
 from depthlab.io import harbor_writer
-from depthlab.io.harbor import TrialResultFile, read_json_object, read_text_head, read_trial_result
-from depthlab.io.harbor_models import StepResult
+from depthlab.io.harbor import (
+    TrialResultFile,
+    read_job_config,
+    read_job_result,
+    read_model,
+    read_text_head,
+    read_trial_result,
+)
+from depthlab.io.harbor_models import JobConfig, JobResult, StepResult
+from depthlab.io.harbor_records import AgentConfigRecord, DatasetConfigRecord, JobConfigRecord
 
 #: The Harbor versions depthlab's configs are checked against: [lowest, first unsupported).
 SUPPORTED_HARBOR: tuple[str, str] = ("0.26.0", "0.27.0")
@@ -104,6 +113,23 @@ LOG_FILE = "depthlab-harbor.log"
 #: In an oracle job: the tasks' checksums and the environment it ran them in (for reuse)
 ORACLE_FILE = "depthlab-oracle.json"
 _ROUND_JOB = re.compile(r"^measure-r(\d+)__")
+
+
+class OracleJob(msgspec.Struct):
+    """:data:`ORACLE_FILE`: the environment an oracle job ran its tasks in, and each task's checksum then."""
+
+    environment: Any = None
+    kwargs: Any = None
+    tasks: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    @classmethod
+    def read(cls, path: Path) -> OracleJob | None:
+        """The file through this struct (None when absent, not an object or not its shape: the job is not reused)."""
+        found = read_model(path, cls)
+        return found if isinstance(found, OracleJob) else None
+
+    def setting(self) -> dict[str, Any]:
+        return {"environment": self.environment, "kwargs": self.kwargs}
 
 
 @dataclass(frozen=True)
@@ -279,7 +305,7 @@ class HarborEngine:
         numbers = [int(match.group(1)) for path in self._jobs() if (match := _ROUND_JOB.match(path.name))]
         return max(numbers, default=0) + 1
 
-    def round_configs(self, plan: pl.DataFrame, tasks: pl.DataFrame, number: int) -> dict[str, dict[str, Any]]:
+    def round_configs(self, plan: pl.DataFrame, tasks: pl.DataFrame, number: int) -> dict[str, JobConfigRecord]:
         """The Harbor job configs of round ``number`` of ``plan``: job name -> JobConfig.
 
         One job per (cap, attempts, task set), with one terminus-2 entry per model that needs
@@ -287,7 +313,7 @@ class HarborEngine:
         """
         folders = _task_folders(tasks)
         multi_step = set(tasks.filter(pl.col("n_steps") > 0)["task"].to_list()) if "n_steps" in tasks.columns else set()
-        configs: dict[str, dict[str, Any]] = {}
+        configs: dict[str, JobConfigRecord] = {}
         for (cap, attempts), cells in plan.group_by(["cap", "attempts"], maintain_order=True):
             by_models: dict[tuple[str, ...], list[str]] = {}
             for (model,), rows in cells.group_by(["model"], maintain_order=True):
@@ -318,7 +344,7 @@ class HarborEngine:
             for name, config in configs.items():
                 path = self.jobs_dir / name / CONFIG_FILE
                 harbor_writer.write_json(path, config)
-                n_trials = config["n_attempts"] * len(config["agents"]) * _n_tasks(config)
+                n_trials = config.n_attempts * len(config.agents) * _n_tasks(config.datasets)
                 self._harbor_job(["run", "--config", str(path)], self.jobs_dir / name, n_trials, bar)
 
     def load_trials(self) -> pl.DataFrame:
@@ -343,10 +369,12 @@ class HarborEngine:
             if leftovers:
                 remove_projects(leftovers)
                 echo(f"removed what a killed run left of {len(leftovers)} trial(s) of {job.name}: containers, networks")
-            config = read_json_object(job / "config.json")
+            config = read_job_config(job / "config.json")
             if config is None:
                 shutil.rmtree(job)  # it never started: no trial ran
                 continue
+            if isinstance(config, str):  # not Harbor's shape: Harbor's resume says why; the bar counts one trial
+                config = JobConfig()
             kept = trials.filter(pl.col("job") == job.name)
             # Harbor records a trial cancelled by Ctrl-C as CancelledError; `harbor jobs resume` reruns it
             cancelled = int((kept["exception"] == "CancelledError").sum())
@@ -360,7 +388,7 @@ class HarborEngine:
             done = kept.height - cancelled
             redo = len(incomplete) + cancelled
             echo(f"resuming the interrupted Harbor job {job.name}: {done} trial(s) kept, {redo} to redo")
-            n_trials = config.get("n_attempts", 1) * len(config.get("agents") or [1]) * _n_tasks(config)
+            n_trials = config.n_trials()
             with _bar(n_trials, f"resume {job.name}", self.progress) as bar:
                 self._harbor_job(["jobs", "resume", "--job-path", str(job)], job, n_trials, bar)
 
@@ -391,7 +419,7 @@ class HarborEngine:
                 config = self._job(name, [harbor_writer.agent_config("oracle", None)], _datasets(missing, folders))
                 path = job / CONFIG_FILE
                 harbor_writer.write_json(path, config)
-                harbor_writer.write_json(job / ORACLE_FILE, {**setting, "tasks": dict(pairs)})
+                harbor_writer.write_json(job / ORACLE_FILE, OracleJob(**setting, tasks=dict(pairs)))
                 again = f"; {len(results)} checked before" if results else ""
                 echo(f"oracle preflight: Harbor's oracle agent on {len(missing)} task(s) ({name}){again}")
                 with _bar(len(missing), "oracle", self.progress) as bar:
@@ -408,18 +436,16 @@ class HarborEngine:
         found: dict[str, tuple[str, TrialResultFile]] = {}
         jobs = [job for job in self._jobs() if job.name.startswith(f"{JOB_PREFIX}oracle__") and _finished(job)]
         for job in sorted(jobs, key=lambda path: (path / "result.json").stat().st_mtime):  # the newest wins
-            meta = read_json_object(job / ORACLE_FILE)
-            if meta is None:
-                continue
-            if {key: meta.get(key) for key in setting} != dict(setting):
+            meta = OracleJob.read(job / ORACLE_FILE)
+            if meta is None or meta.setting() != dict(setting):
                 continue
             for task, result in _job_results(job).items():
-                if task in (meta.get("tasks") or {}):
-                    found[task] = (meta["tasks"][task], result)
+                if task in meta.tasks:
+                    found[task] = (meta.tasks[task], result)
         return found
 
     # ------------------------------------------------------------------ internals
-    def _agent_entry(self, model: str, cap: int, whole_run: bool) -> dict[str, Any]:
+    def _agent_entry(self, model: str, cap: int, whole_run: bool) -> AgentConfigRecord:
         """The job's agent entry: terminus-2 as depthlab's guarded agent (:data:`GUARDED_AGENT`), for a job
         holding a multi-step task the guarded terminus-2 with the cap on the whole run (:data:`WHOLE_RUN_AGENT`;
         Harbor imports both from :data:`HARBOR_SIDE`); another agent as named."""
@@ -444,15 +470,17 @@ class HarborEngine:
     def _job(
         self,
         name: str,
-        agents: Sequence[Mapping[str, Any]],
-        datasets: Sequence[Mapping[str, Any]],
+        agents: Sequence[AgentConfigRecord],
+        datasets: Sequence[DatasetConfigRecord],
         *,
         n_attempts: int = 1,
         extra_instructions: Sequence[str] = (),
-    ) -> dict[str, Any]:
-        environment = harbor_writer.environment_config(self.environment, self.environment_kwargs)
-        if self.environment == "docker":  # Harbor's docker environment sets no pid limit itself
-            environment["extra_docker_compose"] = [str(bounds_overlay(self.jobs_dir))]
+    ) -> JobConfigRecord:
+        # Harbor's docker environment sets no pid limit itself: a Compose overlay does
+        overlays = [str(bounds_overlay(self.jobs_dir))] if self.environment == "docker" else []
+        environment = harbor_writer.environment_config(
+            self.environment, self.environment_kwargs, extra_docker_compose=overlays
+        )
         return harbor_writer.job_config(
             name,
             str(self.jobs_dir),
@@ -625,7 +653,7 @@ def _task_folders(tasks: pl.DataFrame) -> dict[str, Path]:
     }
 
 
-def _datasets(task_names: Sequence[str], folders: Mapping[str, Path]) -> list[dict[str, Any]]:
+def _datasets(task_names: Sequence[str], folders: Mapping[str, Path]) -> list[DatasetConfigRecord]:
     return harbor_writer.dataset_configs((folders[task], task) for task in task_names)
 
 
@@ -643,8 +671,9 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def _n_tasks(config: Mapping[str, Any]) -> int:
-    return sum(len(entry.get("task_names") or []) for entry in config.get("datasets") or []) or 1
+def _n_tasks(datasets: Sequence[DatasetConfigRecord]) -> int:
+    """The tasks a job's datasets name (as :meth:`depthlab.io.harbor_models.JobConfig.n_tasks` counts them)."""
+    return sum(len(entry.task_names or []) for entry in datasets) or 1
 
 
 def _n_results(job: Path) -> int:
@@ -657,8 +686,8 @@ _INTERRUPTED = frozenset({130, 143, -signal.SIGINT, -signal.SIGTERM})
 
 def _finished(job: Path) -> bool:
     """Whether Harbor finished ``job`` (its job-level result.json records ``finished_at``)."""
-    result = read_json_object(job / "result.json")
-    return result is not None and bool(result.get("finished_at"))
+    result = read_job_result(job / "result.json")
+    return isinstance(result, JobResult) and bool(result.finished_at)
 
 
 def _version(text: str) -> tuple[int, ...]:

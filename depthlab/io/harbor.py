@@ -55,7 +55,7 @@ import os
 import re
 import stat
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, overload
+from typing import Any, Final, TypeVar, overload
 
 import msgspec
 
@@ -68,6 +68,7 @@ from depthlab.io.harbor_models import (
     AgentInfo,
     AgentResult,
     ConfigOnly,
+    JobConfig,
     JobResult,
     JudgedTrialResult,
     LenientTrialResult,
@@ -84,6 +85,8 @@ from depthlab.io.harbor_models import (
 )
 from depthlab.io.harbor_writer import STATED_CAP_KEY
 from depthlab.io.status import CapRule, apply_cap_rule, harness_turn_limit, trial_status
+
+_Model = TypeVar("_Model", bound=msgspec.Struct)
 
 __all__ = ["TrialResult", "Turns"]  # (their home is harbor_models; kept importable from here)
 
@@ -543,6 +546,52 @@ def read_trial_result(path: str | os.PathLike[str]) -> TrialResultFile | str:
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
         return f"{where}: not Harbor's TrialResult: {exc}"
     return TrialResultFile(where, raw, result, steps)
+
+
+def read_job_config(path: str | os.PathLike[str]) -> JobConfig | str | None:
+    """A job's config.json through the model (:class:`~depthlab.io.harbor_models.JobConfig`), read as
+    :func:`read_json_object` reads; None when absent or not a JSON object, the one-line reason when it is
+    not Harbor's shape.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "config.json")
+    >>> _ = open(path, "w").write('{"n_attempts": 2, "agents": [{"name": "oracle"}], "datasets": []}')
+    >>> read_job_config(path).n_trials()
+    2
+    """
+    return read_model(path, JobConfig)
+
+
+def read_job_result(path: str | os.PathLike[str]) -> JobResult | str | None:
+    """A job's result.json through the model (:class:`~depthlab.io.harbor_models.JobResult`), read as
+    :func:`read_job_config` reads.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "result.json")
+    >>> _ = open(path, "w").write('{"id": "j", "finished_at": "2026-01-01T00:00:00"}')
+    >>> read_job_result(path).finished_at
+    '2026-01-01T00:00:00'
+    """
+    return read_model(path, JobResult)
+
+
+def read_model(path: str | os.PathLike[str], type_: type[_Model]) -> _Model | str | None:
+    """A JSON file of a job folder decoded as the struct ``type_``, read as :func:`read_json_object` reads;
+    None when absent or not a JSON object, the one-line reason when it is not ``type_``'s shape."""
+    where = os.fspath(path)
+    try:
+        data = read_bytes(where, [])
+        if not isinstance(decode_json(data, where), dict):
+            return None
+        return msgspec.json.decode(data, type=type_)
+    except Reject:
+        return None
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+        return f"{where}: not Harbor's {type_.__name__}: {exc}"
 
 
 def read_text_head(path: str | os.PathLike[str], limit: int = 1 << 20) -> str:

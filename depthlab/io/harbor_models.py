@@ -782,10 +782,61 @@ def _lenient_part(raw: msgspec.Raw, type_: Any) -> Any:
 
 
 class JobResult(msgspec.Struct):
-    """A job's result.json: older ones embed their trials' results in ``trial_results``."""
+    """A job's result.json (Harbor's ``JobResult``), the part depthlab reads: older ones embed their trials'
+    results in ``trial_results``; ``finished_at`` is set once Harbor finished the job."""
 
-    trial_results: list[msgspec.Raw] | None = None
+    id: Any = None
+    started_at: Any = None
+    finished_at: Any = None  # kept as any JSON value: a job's bookkeeping, never a reason to reject its trials
     n_total_trials: int | None = None
+    trial_results: list[msgspec.Raw] | None = None
+
+
+class DatasetConfig(msgspec.Struct):
+    """An entry of a job config's ``datasets``: a folder of task folders and the task names run from it."""
+
+    path: str | None = None
+    task_names: list[str] | None = None
+
+
+class JobConfig(msgspec.Struct):
+    """A job's config.json (Harbor's ``JobConfig``), the part depthlab reads."""
+
+    job_name: str | None = None
+    n_attempts: int = 1
+    agents: list[AgentConfig] | None = None
+    datasets: list[DatasetConfig] | None = None
+
+    def n_tasks(self) -> int:
+        """The tasks its datasets name (1 when they name none: Harbor runs what the dataset holds)."""
+        return sum(len(entry.task_names or []) for entry in self.datasets or []) or 1
+
+    def n_trials(self) -> int:
+        """The trials the job runs: attempts x agents (Harbor's default is one agent) x tasks.
+
+        Examples
+        --------
+        >>> two_agents = [AgentConfig(), AgentConfig()]
+        >>> JobConfig(n_attempts=2, agents=two_agents, datasets=[DatasetConfig("t", ["a"])]).n_trials()
+        4
+        """
+        return self.n_attempts * (len(self.agents or []) or 1) * self.n_tasks()
+
+
+class HarborInfo(msgspec.Struct):
+    """A job lock's ``harbor``: the Harbor that ran the job."""
+
+    version: str | None = None
+
+
+class JobLock(msgspec.Struct):
+    """Harbor's ``JobLock`` (a job's lock.json, Harbor >= 0.6): the resolved inputs of every trial."""
+
+    schema_version: int | None = None
+    created_at: str | None = None
+    harbor: HarborInfo | None = None
+    n_concurrent_trials: int | None = None
+    trials: list[TrialLock] | None = None
 
 
 class ConfigOnly(msgspec.Struct):

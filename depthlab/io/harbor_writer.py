@@ -1,15 +1,18 @@
 """The Harbor format, written in one place: job and trial configs, results, ATIF trajectories.
 
 Every depthlab writer of Harbor files (the Docker runner, the simulator and ``depthlab plan
---harbor-configs``) builds its JSON here, so the format is stated once and what
-:func:`depthlab.load_trials` reads back is what was written. The builders return plain dicts
-(fast enough for the simulator's thousands of trials); :func:`write_json` and
-:func:`write_text` write a file atomically for the runner.
+--harbor-configs``) builds its files here, so the format is stated once and what
+:func:`depthlab.load_trials` reads back is what was written. The builders return the typed records
+of :mod:`depthlab.io.harbor_records` (Harbor 0.26's models in their full shape, each field declared
+once there), read back by attribute; :func:`encode` makes them compact JSON (msgspec: the
+simulator's thousands of trials), :func:`write_json` writes one indented as Harbor does, atomically,
+for the runner, and :func:`as_object` gives one as a plain object.
 
 Layout of a job (what Harbor writes, and what the loaders read)::
 
     <jobs_dir>/<job_name>/config.json      JobConfig        (job_config)
     <jobs_dir>/<job_name>/result.json      JobResult        (job_result)
+    <jobs_dir>/<job_name>/lock.json        JobLock          Harbor's own runs only (not written here)
     <jobs_dir>/<job_name>/<trial_name>/    one trial        (trial_name)
         config.json                        TrialConfig      (trial_config)
         result.json                        TrialResult      (trial_result), written last
@@ -49,8 +52,38 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, TypedDict
 
+import msgspec
+
 from depthlab import _atomic
-from depthlab.io.harbor_models import DEFAULT_REWARD_STRATEGY, REWARD_STRATEGIES, multi_step_rewards
+from depthlab.io.harbor_models import (
+    DEFAULT_REWARD_STRATEGY,
+    REWARD_STRATEGIES,
+    TrialResult,
+    TypedAgentResult,
+    multi_step_rewards,
+    policy_for,
+)
+from depthlab.io.harbor_records import (
+    AgentConfigRecord,
+    AgentContextRecord,
+    AgentDatasetStatsRecord,
+    AgentInfoRecord,
+    DatasetConfigRecord,
+    EnvironmentConfigRecord,
+    ExceptionInfoRecord,
+    JobConfigRecord,
+    JobResultRecord,
+    JobStatsRecord,
+    LocalTaskIdRecord,
+    ModelInfoRecord,
+    StepResultRecord,
+    TaskConfigRecord,
+    TimingInfoRecord,
+    TrialConfigRecord,
+    TrialResultRecord,
+    VerifierConfigRecord,
+    VerifierResultRecord,
+)
 
 # The reward strategies' facts and rule live in harbor_models; the runner and the simulator reach them here too.
 __all__ = ["DEFAULT_REWARD_STRATEGY", "REWARD_STRATEGIES", "multi_step_rewards"]
@@ -65,6 +98,8 @@ ATIF_VERSION: Final[str] = "ATIF-v1.6"
 TRIAL_SUFFIX_ALPHABET: Final[str] = string.ascii_letters + string.digits
 TRIAL_SUFFIX_LENGTH: Final[int] = 7
 _TASK_PREFIX_LENGTH: Final[int] = 32
+#: Encodes records and plain values alike (a path or another object msgspec does not know as its str).
+_ENCODER: Final = msgspec.json.Encoder(enc_hook=str)
 
 
 # ----------------------------------------------------------------------------------------
@@ -201,59 +236,48 @@ def agent_config(
     *,
     override_timeout_sec: float | None = None,
     import_path: str | None = None,
-) -> dict[str, Any]:
+) -> AgentConfigRecord:
     """Harbor's ``AgentConfig`` (``config.agent`` of a trial, an entry of ``agents`` of a job).
 
     ``import_path`` (``"module:Class"``) names an agent class Harbor imports instead of a named agent.
     """
-    return {
-        "name": name,
-        "import_path": import_path,
-        "model_name": model_name,
-        "override_timeout_sec": override_timeout_sec,
-        "override_setup_timeout_sec": None,
-        "max_timeout_sec": None,
-        "kwargs": dict(kwargs or {}),
-        "env": {},
-    }
+    return AgentConfigRecord(
+        name=name,
+        import_path=import_path,
+        model_name=model_name,
+        override_timeout_sec=override_timeout_sec,
+        kwargs=dict(kwargs or {}),
+    )
 
 
-def environment_config(kind: str = "docker", kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Harbor's ``EnvironmentConfig``; ``kwargs`` records depthlab's container limits."""
-    return {
-        "type": kind,
-        "import_path": None,
-        "force_build": False,
-        "delete": True,
-        "override_cpus": None,
-        "override_memory_mb": None,
-        "override_storage_mb": None,
-        "override_gpus": None,
-        "suppress_override_warnings": False,
-        "mounts_json": None,
-        "env": {},
-        "kwargs": dict(kwargs or {}),
-    }
+def environment_config(
+    kind: str = "docker", kwargs: Mapping[str, Any] | None = None, *, extra_docker_compose: Sequence[str] = ()
+) -> EnvironmentConfigRecord:
+    """Harbor's ``EnvironmentConfig``; ``kwargs`` records depthlab's container limits, ``extra_docker_compose``
+    the Compose overlays Harbor adds to the agent's environment."""
+    return EnvironmentConfigRecord(
+        type=kind, kwargs=dict(kwargs or {}), extra_docker_compose=list(extra_docker_compose)
+    )
 
 
-def verifier_config(override_timeout_sec: float | None = None) -> dict[str, Any]:
+def verifier_config(override_timeout_sec: float | None = None) -> VerifierConfigRecord:
     """Harbor's ``VerifierConfig``."""
-    return {"override_timeout_sec": override_timeout_sec, "max_timeout_sec": None, "env": {}, "disable": False}
+    return VerifierConfigRecord(override_timeout_sec=override_timeout_sec)
 
 
-def dataset_config(path: str | None, task_names: Sequence[str] | None = None) -> dict[str, Any]:
+def dataset_config(path: str | None, task_names: Sequence[str] | None = None) -> DatasetConfigRecord:
     """An entry of a JobConfig's ``datasets``: a local folder of task folders (``path``) and the
     task names to run from it (all when None). Harbor forbids a registry ``name`` beside a ``path``."""
-    return {"path": path, "task_names": None if task_names is None else list(task_names)}
+    return DatasetConfigRecord(path=path, task_names=None if task_names is None else list(task_names))
 
 
-def dataset_configs(tasks: Iterable[tuple[str | os.PathLike[str] | None, str]]) -> list[dict[str, Any]]:
+def dataset_configs(tasks: Iterable[tuple[str | os.PathLike[str] | None, str]]) -> list[DatasetConfigRecord]:
     """A JobConfig's ``datasets`` for ``(folder, task name)`` pairs: one entry per folder holding
     task folders, folders and names sorted.
 
     Examples
     --------
-    >>> [entry["task_names"] for entry in dataset_configs([("b", "t2"), ("a", "t9"), ("b", "t1")])]
+    >>> [entry.task_names for entry in dataset_configs([("b", "t2"), ("a", "t9"), ("b", "t1")])]
     [['t9'], ['t1', 't2']]
     """
     grouped: dict[str | None, list[str]] = {}
@@ -265,15 +289,15 @@ def dataset_configs(tasks: Iterable[tuple[str | os.PathLike[str] | None, str]]) 
 def job_config(
     job_name: str,
     jobs_dir: str | os.PathLike[str],
-    agents: Sequence[Mapping[str, Any]],
+    agents: Sequence[AgentConfigRecord],
     *,
-    datasets: Sequence[Mapping[str, Any]] = (),
+    datasets: Sequence[DatasetConfigRecord] = (),
     n_attempts: int = 1,
     n_concurrent_trials: int = 1,
-    environment: Mapping[str, Any] | None = None,
+    environment: EnvironmentConfigRecord | None = None,
     quiet: bool = True,
     extra_instructions: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> JobConfigRecord:
     """Harbor's ``JobConfig`` (a job's ``config.json``; ``harbor run --config FILE`` runs it).
 
     ``extra_instructions`` are appended to every task instruction by Harbor (and recorded in each
@@ -282,94 +306,68 @@ def job_config(
     Examples
     --------
     >>> config = job_config("demo", "jobs", [agent_config("terminus-2", "openai/m", cap_kwargs(3))])
-    >>> config["agents"][0]["kwargs"]
+    >>> config.agents[0].kwargs
     {'max_turns': 3, 'stated_cap': 3}
     """
-    return {
-        "job_name": job_name,
-        "jobs_dir": str(jobs_dir),
-        "n_attempts": n_attempts,
-        "timeout_multiplier": 1.0,
-        "agent_timeout_multiplier": None,
-        "verifier_timeout_multiplier": None,
-        "agent_setup_timeout_multiplier": None,
-        "environment_build_timeout_multiplier": None,
-        "debug": False,
-        "n_concurrent_trials": n_concurrent_trials,
-        "quiet": quiet,
-        "retry": {"max_retries": 0, "include_exceptions": None, "exclude_exceptions": []},
-        "environment": dict(environment) if environment is not None else environment_config(),
-        "verifier": verifier_config(),
-        "metrics": [],
-        "agents": [dict(agent) for agent in agents],
-        "datasets": [dict(dataset) for dataset in datasets],
-        "tasks": [],
-        "artifacts": [],
-        "extra_instructions": list(extra_instructions),
-    }
+    return JobConfigRecord(
+        job_name=job_name,
+        jobs_dir=str(jobs_dir),
+        n_attempts=n_attempts,
+        n_concurrent_trials=n_concurrent_trials,
+        quiet=quiet,
+        environment=environment if environment is not None else environment_config(),
+        agents=list(agents),
+        datasets=list(datasets),
+        extra_instructions=list(extra_instructions),
+    )
 
 
-def task_config(path: str | os.PathLike[str], source: str | None) -> dict[str, Any]:
+def task_config(path: str | os.PathLike[str], source: str | None) -> TaskConfigRecord:
     """Harbor's ``TaskConfig`` of a local task folder (``config.task`` of a trial)."""
-    return {
-        "path": str(path),
-        "git_url": None,
-        "git_commit_id": None,
-        "name": None,
-        "ref": None,
-        "overwrite": False,
-        "download_dir": None,
-        "source": source,
-    }
+    return TaskConfigRecord(path=str(path), source=source)
 
 
 def trial_config(
-    task: Mapping[str, Any],
+    task: TaskConfigRecord,
     name: str,
     trials_dir: str | os.PathLike[str],
-    agent: Mapping[str, Any],
+    agent: AgentConfigRecord,
     *,
     job_id: str,
-    environment: Mapping[str, Any] | None = None,
-    verifier: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    environment: EnvironmentConfigRecord | None = None,
+    verifier: VerifierConfigRecord | None = None,
+) -> TrialConfigRecord:
     """Harbor's ``TrialConfig`` (a trial's ``config.json``, repeated as ``result.config``)."""
-    return {
-        "task": dict(task),
-        "trial_name": name,
-        "trials_dir": str(trials_dir),
-        "timeout_multiplier": 1.0,
-        "agent_timeout_multiplier": None,
-        "verifier_timeout_multiplier": None,
-        "agent_setup_timeout_multiplier": None,
-        "environment_build_timeout_multiplier": None,
-        "agent": dict(agent),
-        "environment": dict(environment) if environment is not None else environment_config(),
-        "verifier": dict(verifier) if verifier is not None else verifier_config(),
-        "artifacts": [],
-        "job_id": job_id,
-    }
+    return TrialConfigRecord(
+        task=task,
+        trial_name=name,
+        trials_dir=str(trials_dir),
+        agent=agent,
+        environment=environment if environment is not None else environment_config(),
+        verifier=verifier if verifier is not None else verifier_config(),
+        job_id=job_id,
+    )
 
 
 # ----------------------------------------------------------------------------------------
 # results
 
 
-def agent_info(name: str, version: str, model_name: str | None) -> dict[str, Any]:
+def agent_info(name: str, version: str, model_name: str | None) -> AgentInfoRecord:
     """Harbor's ``AgentInfo``: ``model_info`` splits ``provider/name`` on the first slash.
 
     Examples
     --------
-    >>> agent_info("terminus-2", "1.0", "openai/gpt-5")["model_info"]
-    {'name': 'gpt-5', 'provider': 'openai'}
-    >>> agent_info("oracle", "1.0", None)["model_info"] is None
+    >>> agent_info("terminus-2", "1.0", "openai/gpt-5").model_info
+    ModelInfoRecord(name='gpt-5', provider='openai')
+    >>> agent_info("oracle", "1.0", None).model_info is None
     True
     """
     if not model_name:
-        return {"name": name, "version": version, "model_info": None}
+        return AgentInfoRecord(name=name, version=version)
     provider, slash, short = model_name.partition("/")
-    model_info = {"name": short, "provider": provider} if slash else {"name": model_name, "provider": None}
-    return {"name": name, "version": version, "model_info": model_info}
+    model_info = ModelInfoRecord(name=short, provider=provider) if slash else ModelInfoRecord(name=model_name)
+    return AgentInfoRecord(name=name, version=version, model_info=model_info)
 
 
 def agent_result(
@@ -378,31 +376,37 @@ def agent_result(
     n_output_tokens: int | None = None,
     cost_usd: float | None = None,
     metadata: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> AgentContextRecord:
     """Harbor's ``AgentContext`` (``agent_result``); terminus-2 keeps ``n_episodes`` in ``metadata``."""
-    return {
-        "n_input_tokens": n_input_tokens,
-        "n_cache_tokens": n_cache_tokens,
-        "n_output_tokens": n_output_tokens,
-        "cost_usd": cost_usd,
-        "rollout_details": None,
-        "metadata": dict(metadata) if metadata else None,
-    }
+    return AgentContextRecord(
+        n_input_tokens=n_input_tokens,
+        n_cache_tokens=n_cache_tokens,
+        n_output_tokens=n_output_tokens,
+        cost_usd=cost_usd,
+        metadata=dict(metadata) if metadata else None,
+    )
 
 
-def exception_info(exception_type: str, message: str, traceback: str, occurred_at: str) -> dict[str, str]:
-    """Harbor's ``ExceptionInfo`` (``occurred_at`` naive ISO, as Harbor writes it)."""
-    return {
-        "exception_type": exception_type,
-        "exception_message": message,
-        "exception_traceback": traceback,
-        "occurred_at": occurred_at,
-    }
+def exception_info(exception_type: str, message: str, traceback: str, occurred_at: str) -> ExceptionInfoRecord:
+    """Harbor's ``ExceptionInfo`` (``occurred_at`` naive ISO, as Harbor writes it) with Harbor's policy for the type.
+
+    Examples
+    --------
+    >>> exception_info("VerifierTimeoutError", "slow", "", "2026-01-01T00:00:00").policy.has_valid_reward
+    False
+    """
+    return ExceptionInfoRecord(
+        exception_type=exception_type,
+        exception_message=message,
+        exception_traceback=traceback,
+        occurred_at=occurred_at,
+        policy=policy_for(exception_type),
+    )
 
 
-def phase(started_at: str, finished_at: str) -> dict[str, str]:
+def phase(started_at: str, finished_at: str) -> TimingInfoRecord:
     """Harbor's ``TimingInfo`` of one trial phase."""
-    return {"started_at": started_at, "finished_at": finished_at}
+    return TimingInfoRecord(started_at=started_at, finished_at=finished_at)
 
 
 #: The timed phases of a trial, in order.
@@ -410,7 +414,7 @@ PHASES: Final[tuple[str, ...]] = ("environment_setup", "agent_setup", "agent_exe
 
 
 def trial_result(
-    config: Mapping[str, Any],
+    config: TrialConfigRecord,
     *,
     result_id: str,
     task_name: str,
@@ -418,72 +422,84 @@ def trial_result(
     trial_dir: str | os.PathLike[str],
     source: str | None,
     task_checksum: str,
-    agent: Mapping[str, Any],
-    agent_result: Mapping[str, Any] | None,
+    agent: AgentInfoRecord,
+    agent_result: AgentContextRecord | None,
     rewards: Mapping[str, float] | None,
-    exception: Mapping[str, Any] | None,
+    exception: ExceptionInfoRecord | None,
     started_at: str,
     finished_at: str,
-    phases: Mapping[str, Mapping[str, str] | None],
-    step_results: Sequence[Mapping[str, Any]] | None = None,
-) -> dict[str, Any]:
+    phases: Mapping[str, TimingInfoRecord | None],
+    step_results: Sequence[StepResultRecord] | None = None,
+) -> TrialResultRecord:
     """Harbor's ``TrialResult`` (a trial's ``result.json``; its presence marks the trial complete).
 
     ``config`` is the trial's :func:`trial_config`, ``agent`` its :func:`agent_info`,
     ``phases`` the :func:`phase` of each of :data:`PHASES` (None: not reached). A multi-step
     trial gives its ``step_results`` (:func:`step_result` each), ``agent_result`` None, no
     ``agent_execution`` phase, and ``rewards`` = :func:`multi_step_rewards` of its steps.
+    ``reward_valid`` is Harbor's rule on the rewards and every recorded exception.
     """
     unknown = set(phases) - set(PHASES)
     if unknown:
         raise ValueError(f"The 'phases' parameter of trial_result has unknown phases {sorted(unknown)}")
     if step_results is not None and agent_result is not None:
         raise ValueError("The 'agent_result' parameter of trial_result must be None for a multi-step trial")
-    return {
-        "id": result_id,
-        "task_name": task_name,
-        "trial_name": config["trial_name"],
-        "trial_uri": Path(os.path.abspath(trial_dir)).as_uri(),
-        "task_id": {"path": str(task_path)},
-        "source": source,
-        "task_checksum": task_checksum,
-        "config": dict(config),
-        "agent_info": dict(agent),
-        "agent_result": None if agent_result is None else dict(agent_result),
-        "verifier_result": None if rewards is None else {"rewards": dict(rewards)},
-        "exception_info": None if exception is None else dict(exception),
-        "started_at": started_at,
-        "finished_at": finished_at,
-        **{name: None if phases.get(name) is None else dict(phases[name]) for name in PHASES},  # type: ignore[arg-type]
-        "step_results": None if step_results is None else [dict(step) for step in step_results],
-    }
+    steps = None if step_results is None else list(step_results)
+    policies = [info.policy for info in (exception, *(step.exception_info for step in steps or ())) if info]
+    return TrialResultRecord(
+        id=result_id,
+        task_name=task_name,
+        trial_name=config.trial_name,
+        trial_uri=Path(os.path.abspath(trial_dir)).as_uri(),
+        task_id=LocalTaskIdRecord(path=str(task_path)),
+        source=source,
+        task_checksum=task_checksum,
+        config=config,
+        agent_info=agent,
+        agent_result=agent_result,
+        verifier_result=None if rewards is None else VerifierResultRecord(rewards=dict(rewards)),
+        exception_info=exception,
+        started_at=started_at,
+        finished_at=finished_at,
+        environment_setup=phases.get("environment_setup"),
+        agent_setup=phases.get("agent_setup"),
+        agent_execution=phases.get("agent_execution"),
+        verifier=phases.get("verifier"),
+        step_results=steps,
+        reward_valid=bool(rewards) and all(policy.has_valid_reward for policy in policies),
+    )
 
 
 def step_result(
     step_name: str,
     *,
-    agent_result: Mapping[str, Any] | None,
+    agent_result: AgentContextRecord | None,
     rewards: Mapping[str, float] | None,
-    exception: Mapping[str, Any] | None = None,
-    agent_execution: Mapping[str, str] | None = None,
-    verifier: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+    exception: ExceptionInfoRecord | None = None,
+    agent_execution: TimingInfoRecord | None = None,
+    verifier: TimingInfoRecord | None = None,
+) -> StepResultRecord:
     """Harbor's ``StepResult``: one step of a multi-step trial (an entry of ``step_results``).
 
     Examples
     --------
     >>> step = step_result("step-1", agent_result=agent_result(metadata={"n_episodes": 2}), rewards={"reward": 1.0})
-    >>> step["verifier_result"], step["agent_result"]["metadata"]
-    ({'rewards': {'reward': 1.0}}, {'n_episodes': 2})
+    >>> step.verifier_result.rewards, step.agent_result.metadata
+    ({'reward': 1.0}, {'n_episodes': 2})
     """
-    return {
-        "step_name": step_name,
-        "agent_result": None if agent_result is None else dict(agent_result),
-        "verifier_result": None if rewards is None else {"rewards": dict(rewards)},
-        "exception_info": None if exception is None else dict(exception),
-        "agent_execution": None if agent_execution is None else dict(agent_execution),
-        "verifier": None if verifier is None else dict(verifier),
-    }
+    return StepResultRecord(
+        step_name=step_name,
+        agent_result=agent_result,
+        verifier_result=None if rewards is None else VerifierResultRecord(rewards=dict(rewards)),
+        exception_info=exception,
+        agent_execution=agent_execution,
+        verifier=verifier,
+    )
+
+
+def step_rewards(step: StepResultRecord) -> dict[str, float] | None:
+    """A step record's rewards (None when its verifier recorded none)."""
+    return None if step.verifier_result is None else step.verifier_result.rewards
 
 
 def eval_key(agent_name: str | None, model_name: str | None, source: str | None) -> str:
@@ -501,70 +517,91 @@ def eval_key(agent_name: str | None, model_name: str | None, source: str | None)
     return "__".join(part for part in (agent_name, model, source or "adhoc") if part)
 
 
+_TOKENS: Final[tuple[str, ...]] = ("n_input_tokens", "n_cache_tokens", "n_output_tokens", "cost_usd")
+
+
 def job_result(
     job_id: str,
-    trials: Iterable[Mapping[str, Any]],
+    trials: Iterable[TrialResultRecord | TrialResult],
     *,
     started_at: str,
     updated_at: str,
     finished_at: str | None,
     n_total_trials: int | None = None,
-) -> dict[str, Any]:
-    """Harbor's ``JobResult`` (a job's ``result.json``) from the :func:`trial_result` dicts of its trials.
+) -> JobResultRecord:
+    """Harbor's ``JobResult`` (a job's ``result.json``) from its trials: the :func:`trial_result` records
+    written, or the trials' result.json read back through the model (a resumed job's).
 
     Per eval (agent, model, source): trials with a reward, errors, the mean reward over all
     trials (a missing reward counts 0, Harbor's default metric), and which trials got which
     reward or exception.
     """
-    evals: dict[str, dict[str, Any]] = {}
-    totals = {"n_input_tokens": 0, "n_cache_tokens": 0, "n_output_tokens": 0, "cost_usd": 0.0}
+    stats = JobStatsRecord(n_input_tokens=0, n_cache_tokens=0, n_output_tokens=0, cost_usd=0.0)
+    totals: dict[str, float] = {**dict.fromkeys(_TOKENS, 0), "cost_usd": 0.0}
     sums: dict[str, list[float]] = {}
-    n_trials = n_errored = 0
+    n_trials = 0
     for trial in trials:
         n_trials += 1
-        info = trial.get("agent_info") or {}
-        model = ((trial.get("config") or {}).get("agent") or {}).get("model_name")
-        key = eval_key(info.get("name"), model, trial.get("source"))
-        entry = evals.setdefault(
-            key, {"n_trials": 0, "n_errors": 0, "metrics": [], "reward_stats": {}, "exception_stats": {}}
-        )
-        name = trial.get("trial_name")
-        exception = (trial.get("exception_info") or {}).get("exception_type")
-        if exception:
-            entry["n_errors"] += 1
-            n_errored += 1
-            entry["exception_stats"].setdefault(exception, []).append(name)
-        rewards = (trial.get("verifier_result") or {}).get("rewards") or {}
+        facts = _JobTrial.of(trial)
+        key = eval_key(facts.agent_name, facts.model_name, trial.source)
+        entry = stats.evals.setdefault(key, AgentDatasetStatsRecord())
+        name = trial.trial_name or ""
+        if facts.exception_type:
+            entry.n_errors += 1
+            stats.n_errored_trials += 1
+            entry.exception_stats.setdefault(facts.exception_type, []).append(name)
+        rewards = facts.rewards or {}
         if rewards:
-            entry["n_trials"] += 1
+            entry.n_trials += 1
             for reward_name, value in rewards.items():
-                entry["reward_stats"].setdefault(reward_name, {}).setdefault(str(float(value)), []).append(name)
+                entry.reward_stats.setdefault(reward_name, {}).setdefault(str(float(value)), []).append(name)
         total = sums.setdefault(key, [0.0, 0])
         total[0] += float(rewards.get("reward", 0.0) or 0.0)
         total[1] += 1
-        usage = trial.get("agent_result") or {}
-        for field in totals:
-            totals[field] += usage.get(field) or 0
-    for key, entry in evals.items():
-        entry["metrics"] = [{"mean": sums[key][0] / max(sums[key][1], 1)}]
+        for field in _TOKENS:  # a count a reader recorded as anything but a number adds nothing
+            count: Any = getattr(facts.usage, field) if facts.usage is not None else None
+            if isinstance(count, int | float) and not isinstance(count, bool):
+                totals[field] += count
+    for key, entry in stats.evals.items():
+        entry.metrics = [{"mean": sums[key][0] / max(sums[key][1], 1)}]
     n_total = n_trials if n_total_trials is None else max(n_total_trials, n_trials)
-    return {
-        "id": job_id,
-        "started_at": started_at,
-        "updated_at": updated_at,
-        "finished_at": finished_at,
-        "n_total_trials": n_total,
-        "stats": {
-            "n_completed_trials": n_trials,
-            "n_errored_trials": n_errored,
-            "n_running_trials": 0,
-            "n_pending_trials": n_total - n_trials,
-            "n_cancelled_trials": 0,
-            "n_retries": 0,
-            **totals,
-            "evals": evals,
-        },
-    }
+    stats.n_completed_trials, stats.n_pending_trials = n_trials, n_total - n_trials
+    stats.n_input_tokens, stats.n_cache_tokens = int(totals["n_input_tokens"]), int(totals["n_cache_tokens"])
+    stats.n_output_tokens, stats.cost_usd = int(totals["n_output_tokens"]), totals["cost_usd"]
+    return JobResultRecord(
+        id=job_id,
+        started_at=started_at,
+        updated_at=updated_at,
+        finished_at=finished_at,
+        n_total_trials=n_total,
+        stats=stats,
+    )
+
+
+class _JobTrial(msgspec.Struct, frozen=True):
+    """What a job's stats take from one trial, from a record written or a result read back."""
+
+    agent_name: str | None
+    model_name: str | None
+    exception_type: str | None
+    rewards: dict[str, float] | None
+    usage: AgentContextRecord | TypedAgentResult | None
+
+    @classmethod
+    def of(cls, trial: TrialResultRecord | TrialResult) -> _JobTrial:
+        if isinstance(trial, TrialResultRecord):
+            rewards = None if trial.verifier_result is None else trial.verifier_result.rewards
+            exception = trial.exception_info.exception_type if trial.exception_info is not None else None
+            return cls(trial.agent_info.name, trial.config.agent.model_name, exception, rewards, trial.agent_result)
+        agent = trial.config.agent if trial.config is not None else None
+        info = trial.exception_info
+        return cls(
+            trial.agent_info.name if trial.agent_info is not None else None,
+            agent.model_name if agent is not None else None,
+            info.exception_type if info is not None else None,
+            trial.rewards(),
+            trial.agent_result,
+        )
 
 
 def reward_file(rewards: Mapping[str, float]) -> tuple[str, str]:
@@ -673,9 +710,26 @@ class Trajectory:
 # files
 
 
+def encode(value: Any) -> bytes:
+    """``value`` (a record of :mod:`depthlab.io.harbor_records`, or plain JSON values) as compact JSON bytes.
+
+    Examples
+    --------
+    >>> encode(phase("2026-01-01T00:00:00Z", "2026-01-01T00:00:05Z"))
+    b'{"started_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:00:05Z"}'
+    """
+    return _ENCODER.encode(value)
+
+
+def as_object(record: msgspec.Struct) -> dict[str, Any]:
+    """A record as the JSON object it is written as (to merge into a file another writer wrote)."""
+    return msgspec.to_builtins(record, enc_hook=str)
+
+
 def write_json(path: Path, value: Any, *, fsync: bool = False) -> None:
-    """Write ``value`` as indented JSON to ``path`` atomically (see :func:`write_text`)."""
-    write_text(path, json.dumps(value, indent=4, default=str) + "\n", fsync=fsync)
+    """Write ``value`` (a record, or plain JSON values) as JSON indented as Harbor indents its files, to ``path``
+    atomically (see :func:`write_text`)."""
+    _atomic.write_bytes(path, msgspec.json.format(_ENCODER.encode(value), indent=4) + b"\n", fsync=fsync)
 
 
 def write_text(path: Path, text: str, *, fsync: bool = False) -> None:

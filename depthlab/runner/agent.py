@@ -52,6 +52,7 @@ from typing import Any
 from depthlab._checks import check_choice, check_int_at_least, check_positive_finite, check_positive_int
 from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab.io import harbor_writer
+from depthlab.io.harbor_records import AgentContextRecord
 from depthlab.io.harbor_writer import cap_sentence
 from depthlab.runner.container import TaskContainer
 from depthlab.runner.errors import AgentTimeoutError
@@ -201,16 +202,11 @@ class AgentContext:
         self.n_output_tokens = _add(self.n_output_tokens, completion)
         self.cost_usd = _add(self.cost_usd, cost)
 
-    def as_record(self) -> dict[str, Any]:
-        """Harbor's AgentContext fields."""
-        return {
-            "n_input_tokens": self.n_input_tokens,
-            "n_cache_tokens": self.n_cache_tokens,
-            "n_output_tokens": self.n_output_tokens,
-            "cost_usd": self.cost_usd,
-            "rollout_details": None,
-            "metadata": self.metadata or None,
-        }
+    def as_record(self) -> AgentContextRecord:
+        """Harbor's AgentContext of this run."""
+        return harbor_writer.agent_result(
+            self.n_input_tokens, self.n_cache_tokens, self.n_output_tokens, self.cost_usd, self.metadata
+        )
 
 
 class TerminusAgent:

@@ -63,6 +63,7 @@ from typing import Any
 
 from depthlab._guard_shell import guard_sections
 from depthlab.io import harbor_writer
+from depthlab.io.harbor_records import ExceptionInfoRecord, StepResultRecord
 from depthlab.io.harbor_task import TaskStep, passes_gate
 from depthlab.io.multistep import main_reward
 from depthlab.io.status import trial_status
@@ -227,7 +228,7 @@ def run_multistep_trial(
     write_json(trial_dir / "config.json", config)
     started_at = utc_now()
     attempt = _Attempt(trial_dir, cancel)
-    steps: list[dict[str, Any]] = []
+    steps: list[StepResultRecord] = []
     step_rewards: list[dict[str, float] | None] = []
     budget: int | None = getattr(agent, "turn_budget", None)
     used = 0
@@ -238,7 +239,7 @@ def run_multistep_trial(
         attempt.check_cancel()
         lifetime = _lifetime([spec for _, spec in specs], agent, agent_timeout_sec, verifier_timeout_sec)
         box = attempt.open_box(docker_client, task, limits, settings, lifetime, image)
-        attempt.phases["agent_setup"] = {"started_at": utc_now(), "finished_at": utc_now()}
+        attempt.phases["agent_setup"] = harbor_writer.phase(utc_now(), utc_now())
         verifier_begin = None
         for step, spec in specs:
             attempt.check_cancel()
@@ -262,12 +263,12 @@ def run_multistep_trial(
             used += turns
             steps.append(record)
             step_rewards.append(rewards)
-            verifier_begin = verifier_begin or (record.get("verifier") or {}).get("started_at")
-            stopped = record["exception_info"] is not None and rewards is None
+            verifier_begin = verifier_begin or (record.verifier.started_at if record.verifier is not None else None)
+            stopped = record.exception_info is not None and rewards is None
             if stopped or not passes_gate(step, rewards):
                 break
         if verifier_begin:
-            attempt.phases["verifier"] = {"started_at": verifier_begin, "finished_at": utc_now()}
+            attempt.phases["verifier"] = harbor_writer.phase(verifier_begin, utc_now())
         if before_removal is not None:
             before_removal(box)
     except CancelledError:
@@ -316,13 +317,13 @@ def _outcome(
     task: TaskSpec,
     trial_dir: Path,
     rewards: dict[str, float] | None,
-    exception: dict[str, Any] | None,
-    steps: list[dict[str, Any]],
+    exception: ExceptionInfoRecord | None,
+    steps: list[StepResultRecord],
     n_specs: int,
     n_turns: int | None,
 ) -> TrialOutcome:
     """The trial's summary: its first exception (the trial's, else a step's) and its first step that did not pass."""
-    first = exception or next((step["exception_info"] for step in steps if step["exception_info"]), None)
+    first = exception or next((step.exception_info for step in steps if step.exception_info), None)
     failed = next((index for index, record in enumerate(steps) if not _passed(record)), None)
     if failed is None and len(steps) < n_specs:
         failed = len(steps)  # every step run passed, yet the run stopped (a fault outside the steps)
@@ -330,17 +331,17 @@ def _outcome(
         trial_dir=trial_dir,
         task=task.name,
         rewards=rewards,
-        exception=None if first is None else first["exception_type"],
-        message=None if first is None else first["exception_message"],
+        exception=None if first is None else first.exception_type,
+        message=None if first is None else first.exception_message,
         n_turns=n_turns,
         failed_step=None if failed is None else f"{failed + 1} {task.steps[failed].name}",
     )
 
 
-def _passed(record: dict[str, Any]) -> bool:
+def _passed(record: StepResultRecord) -> bool:
     """A step's pass by the loaders' rule (its main reward, its exception)."""
-    rewards = (record.get("verifier_result") or {}).get("rewards")
-    exception = (record.get("exception_info") or {}).get("exception_type")
+    rewards = harbor_writer.step_rewards(record)
+    exception = record.exception_info.exception_type if record.exception_info is not None else None
     return trial_status(main_reward(rewards), exception, "leaderboard") == "pass"
 
 
@@ -360,7 +361,7 @@ def _run_step(
     first: bool,
     check_cancel: Any,
     earlier: EarlierSteps | None = None,
-) -> tuple[dict[str, Any], dict[str, float] | None, int]:
+) -> tuple[StepResultRecord, dict[str, float] | None, int]:
     """One step: prepare, agent, verifier. Returns (its StepResult record, its rewards, the turns it used).
 
     ``earlier``: what stops, before the step's tests, the processes an earlier step's agent left (None: nothing).
@@ -394,7 +395,7 @@ def _run_step(
             raise
         except Exception as problem:  # graded all the same, as Harbor's error policy grades agent errors
             failure, occurred_at = problem, datetime.now().isoformat()
-        agent_phase = {"started_at": begin, "finished_at": utc_now()}
+        agent_phase = harbor_writer.phase(begin, utc_now())
         if earlier is not None:  # before the step's tests arrive
             context.metadata.update(earlier.after_agent(box, first))
             if noted:
@@ -418,7 +419,7 @@ def _run_step(
         except Exception as problem:
             if failure is None:  # the agent's own error stays the step's
                 failure, occurred_at = problem, datetime.now().isoformat()
-        verifier_phase = {"started_at": begin, "finished_at": utc_now()}
+        verifier_phase = harbor_writer.phase(begin, utc_now())
     exception = _exception_record(failure, occurred_at, step_dir)
     turns = int(context.metadata.get("n_episodes") or 0)
     record = harbor_writer.step_result(

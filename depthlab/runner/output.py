@@ -10,19 +10,23 @@ folders that have no ``result.json`` (interrupted trials), as Harbor does.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import threading
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import polars as pl
 
 from depthlab import schema
 from depthlab._version import __version__
 from depthlab.io import harbor_writer, load_trials
+from depthlab.io.harbor import read_job_result
+from depthlab.io.harbor_models import JobResult, TrialResult
+from depthlab.io.harbor_records import JobConfigRecord
 from depthlab.io.harbor_writer import Trajectory, trial_name, utc_now, write_json, write_text
 
 __all__ = [
@@ -53,9 +57,10 @@ class JobDir:
         Parent folder of all jobs.
     job_name : str
         Folder name of this job.
-    config : dict
-        The JobConfig to write as ``config.json``, from :func:`depthlab.io.harbor_writer.job_config`
-        (``job_name`` and ``jobs_dir`` are set to this folder's).
+    config : JobConfigRecord or mapping
+        The JobConfig to write as ``config.json``, from :func:`depthlab.io.harbor_writer.job_config`, or
+        some of its fields (Harbor's defaults for the others); ``job_name`` and ``jobs_dir`` are set to
+        this folder's.
 
     Examples
     --------
@@ -65,38 +70,28 @@ class JobDir:
     True
     """
 
-    def __init__(self, jobs_dir: Path, job_name: str, config: dict[str, Any]) -> None:
+    def __init__(self, jobs_dir: Path, job_name: str, config: JobConfigRecord | Mapping[str, Any]) -> None:
         self.path = Path(jobs_dir) / job_name
         self.path.mkdir(parents=True, exist_ok=True)
         self.name = job_name
-        self.id = self._existing_id() or str(uuid.uuid4())
-        self.config = {**config, "job_name": job_name, "jobs_dir": str(Path(jobs_dir))}
-        self.started_at = self._existing_started_at() or harbor_writer.job_time()
+        existing = read_job_result(self.path / "result.json")
+        existing = existing if isinstance(existing, JobResult) else JobResult()
+        self.id = existing.id if isinstance(existing.id, str) and existing.id else str(uuid.uuid4())
+        if not isinstance(config, JobConfigRecord):  # given as its fields (Harbor's defaults for the rest)
+            config = msgspec.convert(dict(config), JobConfigRecord)
+        self.config = msgspec.structs.replace(config, job_name=job_name, jobs_dir=str(Path(jobs_dir)))
+        started = existing.started_at
+        self.started_at = started if isinstance(started, str) and started else harbor_writer.job_time()
         self.n_planned = 0
         with _job_lock(self.path):
             write_json(self.path / "config.json", self.config)
 
-    def _existing_result(self) -> dict[str, Any]:
-        with contextlib.suppress(OSError, ValueError):
-            value = json.loads((self.path / "result.json").read_text(encoding="utf-8"))
-            if isinstance(value, dict):
-                return value
-        return {}
-
-    def _existing_id(self) -> str | None:
-        return self._existing_result().get("id")
-
-    def _existing_started_at(self) -> str | None:
-        return self._existing_result().get("started_at")
-
-    def trial_results(self) -> list[dict[str, Any]]:
-        """The ``result.json`` of every complete trial in the job."""
+    def trial_results(self) -> list[TrialResult]:
+        """The ``result.json`` of every complete trial in the job, read through the model."""
         results = []
         for file in sorted(self.path.glob("*/result.json")):
-            with contextlib.suppress(OSError, ValueError):
-                value = json.loads(file.read_text(encoding="utf-8"))
-                if isinstance(value, dict):
-                    results.append(value)
+            with contextlib.suppress(OSError, msgspec.DecodeError):  # (a ValidationError is a DecodeError)
+                results.append(msgspec.json.decode(file.read_bytes(), type=TrialResult))
         return results
 
     def new_trial_dir(self, task_name: str) -> Path:

@@ -49,6 +49,7 @@ from typing import Any
 from depthlab import _atomic
 from depthlab._checks import check_positive_int
 from depthlab.io.harbor import TrialResultFile, read_trial_result
+from depthlab.io.harbor_records import JobConfigRecord
 from depthlab.io.status import VALID_EXCEPTIONS
 from depthlab.runner.container import ContainerLimits, new_docker_client
 from depthlab.runner.errors import UnsupportedTaskError
@@ -528,7 +529,7 @@ def _write_cache(entry: Path, row: PreflightRow) -> None:
         _atomic.write_text(entry, json.dumps(asdict(row), indent=1))
 
 
-def _job_config(agent: OracleAgent) -> dict[str, Any]:
+def _job_config(agent: OracleAgent) -> JobConfigRecord:
     from depthlab.io import harbor_writer
 
     return harbor_writer.job_config("", "", [harbor_writer.agent_config(agent.name, None, agent.config_kwargs())])

@@ -50,6 +50,7 @@ import polars as pl
 from depthlab._checks import check_positive_finite, check_positive_int
 from depthlab._lockfile import LockHeld, held
 from depthlab.io import harbor_writer
+from depthlab.io.harbor_records import JobConfigRecord
 from depthlab.io.harbor_writer import STATED_CAP_KEY
 from depthlab.runner.container import ContainerLimits, new_docker_client
 from depthlab.runner.errors import CancelledError, UnsupportedTaskError
@@ -447,7 +448,7 @@ def job_name(model: str, cap: int | None) -> str:
 
 def job_config(
     agent: Agent, *, n_attempts: int = 1, n_concurrent_trials: int = 1, tasks: Sequence[TaskSpec] = ()
-) -> dict[str, Any]:
+) -> JobConfigRecord:
     """The Harbor JobConfig of a job of one agent (``job_name``/``jobs_dir`` are set by :class:`JobDir`).
 
     ``tasks`` are listed under ``datasets`` (one entry per task folder), so that ``harbor run
@@ -456,7 +457,7 @@ def job_config(
     Examples
     --------
     >>> from depthlab.runner import OracleAgent
-    >>> job_config(OracleAgent())["agents"][0]["name"]
+    >>> job_config(OracleAgent()).agents[0].name
     'oracle'
     """
     return harbor_writer.job_config(

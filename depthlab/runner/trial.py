@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from depthlab._checks import check_positive_finite
 from depthlab.io import harbor_writer
+from depthlab.io.harbor_records import ExceptionInfoRecord, TimingInfoRecord, TrialConfigRecord
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import ContainerLimits, TaskContainer
 from depthlab.runner.errors import (
@@ -154,7 +155,7 @@ def run_trial(
         lifetime = agent_timeout + verifier_timeout + _request_timeout(agent) + _LIFETIME_MARGIN_SEC
         box = attempt.open_box(docker_client, task, limits, settings, lifetime)
         attempt.check_cancel()
-        attempt.phases["agent_setup"] = {"started_at": utc_now(), "finished_at": utc_now()}
+        attempt.phases["agent_setup"] = harbor_writer.phase(utc_now(), utc_now())
         _run_agent(attempt, box, task, agent, agent_timeout)
         attempt.check_cancel()
         if cause := box.check_disk():  # the agent's writes passed the task's storage bound
@@ -173,7 +174,7 @@ def run_trial(
                 name_hint=trial_dir.name,
             )
         finally:
-            attempt.phases["verifier"] = {"started_at": begin, "finished_at": utc_now()}
+            attempt.phases["verifier"] = harbor_writer.phase(begin, utc_now())
     except CancelledError:
         _discard(attempt.box, trial_dir)
         raise
@@ -226,7 +227,7 @@ class _Attempt:
     def __init__(self, trial_dir: Path, cancel: threading.Event | None) -> None:
         self.trial_dir = trial_dir
         self.cancel = cancel
-        self.phases: dict[str, dict[str, str] | None] = dict.fromkeys(harbor_writer.PHASES)
+        self.phases: dict[str, TimingInfoRecord | None] = dict.fromkeys(harbor_writer.PHASES)
         self.context = AgentContext()
         self.rewards: dict[str, float] | None = None
         self.error: BaseException | None = None
@@ -260,7 +261,7 @@ class _Attempt:
             environment=resolve_env(task.environment_env, f"The task {task.name!r}: [environment.env]"),
         )
         self.box = box.start()
-        self.phases["environment_setup"] = {"started_at": begin, "finished_at": utc_now()}
+        self.phases["environment_setup"] = harbor_writer.phase(begin, utc_now())
         return self.box
 
     def fault(self, failure: Exception) -> Exception:
@@ -282,12 +283,12 @@ class _Attempt:
             _discard(None, self.trial_dir)
             raise CancelledError("The run was interrupted")
 
-    def exception_record(self, where: Path) -> dict[str, Any] | None:
+    def exception_record(self, where: Path) -> ExceptionInfoRecord | None:
         """Harbor's ``exception_info`` of the recorded error (None without one); its traceback goes to ``where``."""
         return _exception_record(self.error, self.occurred_at, where)
 
 
-def _exception_record(error: BaseException | None, occurred_at: str, where: Path) -> dict[str, Any] | None:
+def _exception_record(error: BaseException | None, occurred_at: str, where: Path) -> ExceptionInfoRecord | None:
     """Harbor's ``exception_info`` for ``error`` (None for none), its traceback written to ``where/exception.txt``."""
     if error is None:
         return None
@@ -314,7 +315,7 @@ def _run_agent(attempt: _Attempt, box: TaskContainer, task: TaskSpec, agent: Age
             raise RewardFileNotFoundError(f"The verifier could not start: {cause}") from None
         raise
     finally:
-        attempt.phases["agent_execution"] = {"started_at": begin, "finished_at": utc_now()}
+        attempt.phases["agent_execution"] = harbor_writer.phase(begin, utc_now())
 
 
 def _trial_config(
@@ -326,7 +327,7 @@ def _trial_config(
     dataset: str,
     agent_timeout_sec: float | None,
     verifier_timeout_sec: float | None,
-) -> dict[str, Any]:
+) -> TrialConfigRecord:
     return harbor_writer.trial_config(
         harbor_writer.task_config(task.path, dataset),
         name,

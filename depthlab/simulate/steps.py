@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from depthlab.io import harbor_writer
+from depthlab.io.harbor_records import AgentContextRecord, StepResultRecord
 from depthlab.simulate.model import _Task, _Trial
 
 #: The two layouts of a segmented task and its runs (``write_runs(segments_as=...)``).
@@ -173,7 +174,7 @@ def trial_steps(
     return out
 
 
-def agent_usage(turns: int) -> dict[str, Any]:
+def agent_usage(turns: int) -> AgentContextRecord:
     """Harbor's ``agent_result`` of a simulated agent that took ``turns`` turns (tokens and cost grow per turn)."""
     return harbor_writer.agent_result(
         n_input_tokens=2500 * turns + 1800,
@@ -186,7 +187,7 @@ def agent_usage(turns: int) -> dict[str, Any]:
 
 def step_result(
     name: str, turns: int, reward: float, started: datetime, agent_end: datetime, verifier_end: datetime, iso: Any
-) -> dict[str, Any]:
+) -> StepResultRecord:
     """Harbor's ``StepResult`` of one simulated step (usage as the single-step layout counts it per turn)."""
     usage = agent_usage(turns)
     return harbor_writer.step_result(

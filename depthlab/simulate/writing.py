@@ -24,6 +24,7 @@ import numpy as np
 
 from depthlab._checks import check_choice, check_nonnegative_int, check_number
 from depthlab.io import harbor_writer
+from depthlab.io.harbor_records import AgentConfigRecord, StepResultRecord, TrialResultRecord
 from depthlab.schema import CAPS
 from depthlab.simulate import steps as _steps
 from depthlab.simulate.model import (
@@ -293,14 +294,14 @@ class _JobWriter:
             result, finished = self._write_trial(job_dir, job_name, job_id, dataset, agent, trial, moment)
             moment = finished + timedelta(seconds=5)
             results.append(result)
-        result = harbor_writer.job_result(
+        job_result = harbor_writer.job_result(
             job_id,
             results,
             started_at=harbor_writer.job_time(job_start),
             updated_at=harbor_writer.job_time(moment),
             finished_at=harbor_writer.job_time(moment),
         )
-        _write_json(job_dir / "result.json", result)
+        _write_json(job_dir / "result.json", job_result)
         self.job_dirs.append(job_dir)
         self.n_files += 2
 
@@ -310,10 +311,10 @@ class _JobWriter:
         job_name: str,
         job_id: str,
         dataset: str,
-        agent: dict[str, Any],
+        agent: AgentConfigRecord,
         trial: _Trial,
         started: datetime,
-    ) -> tuple[dict[str, Any], datetime]:
+    ) -> tuple[TrialResultRecord, datetime]:
         task = trial.task
         name = harbor_writer.trial_name(task.name, _short_id(self.rng))
         trial_dir = os.path.join(job_dir, name)
@@ -329,7 +330,7 @@ class _JobWriter:
             harbor_writer.task_config(task_path, dataset), name, f"jobs/{dataset}/{job_name}", agent, job_id=job_id
         )
         invalid = trial.exception is not None
-        step_results: list[dict[str, Any]] = []
+        step_results: list[StepResultRecord] = []
         dirs = [trial_dir]
         files: list[tuple[str, bytes]] = []
         exception = None
@@ -360,7 +361,7 @@ class _JobWriter:
         rewards = trial.rewards
         if stepped and not invalid:
             rewards = harbor_writer.multi_step_rewards(
-                [step["verifier_result"]["rewards"] for step in step_results], _steps.STEP_REWARD_STRATEGY
+                [harbor_writer.step_rewards(step) for step in step_results], _steps.STEP_REWARD_STRATEGY
             )
         result = harbor_writer.trial_result(
             config,
@@ -379,8 +380,8 @@ class _JobWriter:
             phases=phases,
             step_results=step_results if stepped and not invalid else None,
         )
-        files.append((os.path.join(trial_dir, "config.json"), _ENCODER.encode(config)))
-        files.append((os.path.join(trial_dir, "result.json"), _ENCODER.encode(result)))
+        files.append((os.path.join(trial_dir, "config.json"), harbor_writer.encode(config)))
+        files.append((os.path.join(trial_dir, "result.json"), harbor_writer.encode(result)))
         _write_files(dirs, files)
         self.n_trials += 1
         self.n_files += len(files)
@@ -394,7 +395,7 @@ class _JobWriter:
         agent_start: datetime,
         dirs: list[str],
         files: list[tuple[str, bytes]],
-    ) -> tuple[list[dict[str, Any]], datetime]:
+    ) -> tuple[list[StepResultRecord], datetime]:
         """A valid run of a segmented task as Harbor's multi-step trial: its step results, and the
         files of each step under ``steps/<name>/`` (added to ``dirs`` and ``files``); and its end."""
         script = _turn_script(trial.n_turns or 0, trial.chain, name)

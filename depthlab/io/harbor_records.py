@@ -1,0 +1,375 @@
+"""The Harbor files depthlab writes, declared once, in Harbor 0.26's full shape.
+
+Each struct here is one of Harbor's pydantic models as Harbor itself serialises it (its
+``model_dump_json``): every field, in Harbor's order, nulls included; a field Harbor leaves out
+when empty (its ``exclude_if``) is :data:`msgspec.UNSET` by default, so it is left out here too.
+:mod:`depthlab.io.harbor_writer` builds them and encodes them with msgspec; no module writes a
+Harbor file from a dict.
+
+The structs that *read* Harbor's files (:mod:`depthlab.io.harbor_models`) stay lean, for the
+loaders' speed: each decodes only the fields depthlab uses. Their fields are these structs'
+fields under the same names (``tests/io/test_harbor_records.py`` checks every one, so a field's
+name is stated once: here), and ``tests/harbor/test_harbor_conformance.py`` compares these with
+Harbor's own JSON schemas field by field, so a new Harbor field is a failing test.
+
+Job-level files: a job's ``config.json`` (:class:`JobConfigRecord`) and ``result.json``
+(:class:`JobResultRecord`). Harbor 0.26 also writes a job's ``lock.json`` (its ``JobLock``: the
+resolved inputs of every trial, with digests, for ``harbor jobs resume``); depthlab's runner and
+simulator do not write one (nothing reads it back but Harbor's resume, which depthlab's jobs do not
+use), and :class:`depthlab.io.harbor_models.JobLock` reads Harbor's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import msgspec
+
+from depthlab.io.harbor_models import ErrorPolicy, ErrorPolicyOverride
+
+#: The ``schema_version`` Harbor 0.26 writes in a trial's and a job's config and result.
+DOCUMENT_VERSION: Final = 1
+
+_UNSET: Any = msgspec.UNSET
+
+
+class _Record(msgspec.Struct):
+    """A Harbor document (encoded in field order; ``UNSET`` fields left out, as Harbor's ``exclude_if``)."""
+
+
+# ------------------------------------------------------------------------------ trial config
+
+
+class TaskConfigRecord(_Record, kw_only=True):
+    """A trial config's ``task`` (Harbor's trial ``TaskConfig``: a local folder, a git task or a package)."""
+
+    path: str | None = None
+    git_url: str | None = None
+    git_commit_id: str | None = None
+    name: str | None = None
+    ref: str | None = None
+    overwrite: bool = False
+    download_dir: str | None = None
+    source: str | None = None
+
+
+class AgentConfigRecord(_Record, kw_only=True):
+    """Harbor's ``AgentConfig`` (a trial's ``config.agent``, an entry of a job's ``agents``)."""
+
+    name: str | None = None
+    import_path: str | None = None
+    model_name: str | None = None
+    base_url: str | None = None
+    model_api_key_name: str | None = None
+    model_api_format: str | None = None
+    skip_model_parsing: bool = False
+    n_concurrent: int | None = None
+    concurrency_group: str | None = None
+    skills: list[str] = msgspec.field(default_factory=list)
+    override_timeout_sec: float | None = None
+    override_setup_timeout_sec: float | None = None
+    max_timeout_sec: float | None = None
+    resume_trajectory: bool = False
+    load_trajectory: str | None = None
+    extra_allowed_hosts: list[str] = msgspec.field(default_factory=list)
+    include_logs: list[str] = _UNSET
+    exclude_logs: list[str] = _UNSET
+    kwargs: dict[str, Any] = msgspec.field(default_factory=dict)
+    env: dict[str, str] = _UNSET
+    mcp_servers: list[Any] = msgspec.field(default_factory=list)
+
+
+class EnvironmentConfigRecord(_Record, kw_only=True):
+    """Harbor's ``EnvironmentConfig``; ``kwargs`` records depthlab's container limits."""
+
+    type: str | None = "docker"
+    import_path: str | None = None
+    force_build: bool = False
+    delete: bool = True
+    stream: bool = False
+    cpu_enforcement_policy: str = "auto"
+    memory_enforcement_policy: str = "auto"
+    override_cpus: float | None = None
+    override_memory_mb: int | None = None
+    override_storage_mb: int | None = None
+    override_gpus: int | None = None
+    override_tpu: Any = None
+    mounts: list[Any] | None = None
+    extra_docker_compose: list[str] = msgspec.field(default_factory=list)
+    env: dict[str, str] = _UNSET
+    kwargs: dict[str, Any] = msgspec.field(default_factory=dict)
+    extra_allowed_hosts: list[str] = msgspec.field(default_factory=list)
+
+
+class VerifierConfigRecord(_Record, kw_only=True):
+    """Harbor's ``VerifierConfig``."""
+
+    override_timeout_sec: float | None = None
+    max_timeout_sec: float | None = None
+    include_logs: list[str] = _UNSET
+    exclude_logs: list[str] = _UNSET
+    env: dict[str, str] = _UNSET
+    import_path: str = _UNSET
+    kwargs: dict[str, Any] = _UNSET
+    disable: bool = False
+    extra_allowed_hosts: list[str] = _UNSET
+
+
+class TrialConfigRecord(_Record, kw_only=True):
+    """Harbor's ``TrialConfig`` (a trial's ``config.json``, repeated as ``result.config``)."""
+
+    schema_version: Literal[1] = DOCUMENT_VERSION
+    task: TaskConfigRecord
+    trial_name: str = ""
+    trials_dir: str = "trials"
+    install_only: bool = False
+    timeout_multiplier: float = 1.0
+    agent_timeout_multiplier: float | None = None
+    verifier_timeout_multiplier: float | None = None
+    agent_setup_timeout_multiplier: float | None = None
+    environment_build_timeout_multiplier: float | None = None
+    agent: AgentConfigRecord = msgspec.field(default_factory=AgentConfigRecord)
+    user_agent: dict[str, Any] | None = None
+    environment: EnvironmentConfigRecord = msgspec.field(default_factory=EnvironmentConfigRecord)
+    verifier: VerifierConfigRecord = msgspec.field(default_factory=VerifierConfigRecord)
+    override_error_policy: dict[str, ErrorPolicyOverride] = msgspec.field(default_factory=dict)
+    artifacts: list[Any] = msgspec.field(default_factory=list)
+    extra_instruction_paths: list[str] = msgspec.field(default_factory=list)
+    extra_instructions: list[str] = msgspec.field(default_factory=list)
+    job_id: str | None = None
+    source_trial: dict[str, Any] | None = None
+
+
+# ------------------------------------------------------------------------------ trial result
+
+
+class ModelInfoRecord(_Record, kw_only=True):
+    """Harbor's ``ModelInfo``: a model's name without its provider, and the provider."""
+
+    name: str
+    provider: str | None = None
+
+
+class AgentInfoRecord(_Record, kw_only=True):
+    """Harbor's ``AgentInfo`` (``agent_info``)."""
+
+    name: str
+    version: str
+    model_info: ModelInfoRecord | None = None
+
+
+class AgentContextRecord(_Record, kw_only=True):
+    """Harbor's ``AgentContext`` (``agent_result``); terminus-2 keeps its turns as ``metadata.n_episodes``."""
+
+    n_input_tokens: int | None = None
+    n_cache_tokens: int | None = None
+    n_output_tokens: int | None = None
+    cost_usd: float | None = None
+    model_usage: dict[str, Any] | None = None
+    rollout_details: list[Any] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class VerifierResultRecord(_Record, kw_only=True):
+    """Harbor's ``VerifierResult``."""
+
+    rewards: dict[str, float] | None = None
+
+
+class ExceptionInfoRecord(_Record, kw_only=True):
+    """Harbor's ``ExceptionInfo`` with the ``policy`` Harbor computes and writes beside it.
+
+    ``occurred_at`` as the writer gives it (Harbor's own is an ISO time); ``policy_override`` is
+    written only when the job set one, as Harbor does.
+    """
+
+    exception_type: str
+    exception_message: str
+    exception_traceback: str
+    occurred_at: str
+    policy_override: ErrorPolicyOverride = _UNSET
+    policy: ErrorPolicy
+
+
+class TimingInfoRecord(_Record, kw_only=True):
+    """Harbor's ``TimingInfo`` of one phase (ISO times)."""
+
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+class LocalTaskIdRecord(_Record, kw_only=True):
+    """Harbor's ``LocalTaskId`` (``task_id`` of a trial of a local task folder)."""
+
+    path: str
+
+
+class StepResultRecord(_Record, kw_only=True):
+    """Harbor's ``StepResult``: one step of a multi-step trial (an entry of ``step_results``)."""
+
+    step_name: str
+    agent_result: AgentContextRecord | None = None
+    verifier_result: VerifierResultRecord | None = None
+    exception_info: ExceptionInfoRecord | None = None
+    agent_execution: TimingInfoRecord | None = None
+    verifier: TimingInfoRecord | None = None
+
+
+class TrialResultRecord(_Record, kw_only=True):
+    """Harbor's ``TrialResult`` (a trial's ``result.json``) with the ``reward_valid`` Harbor computes and writes."""
+
+    schema_version: Literal[1] = DOCUMENT_VERSION
+    id: str
+    task_name: str
+    trial_name: str
+    trial_uri: str
+    task_id: LocalTaskIdRecord
+    source: str | None = None
+    task_checksum: str
+    config: TrialConfigRecord
+    agent_info: AgentInfoRecord
+    agent_result: AgentContextRecord | None = None
+    verifier_result: VerifierResultRecord | None = None
+    verifier_environment_mode: str | None = None
+    exception_info: ExceptionInfoRecord | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    environment_setup: TimingInfoRecord | None = None
+    agent_setup: TimingInfoRecord | None = None
+    agent_execution: TimingInfoRecord | None = None
+    verifier: TimingInfoRecord | None = None
+    step_results: list[StepResultRecord] | None = None
+    reward_valid: bool
+
+    def recorded_exceptions(self) -> list[ExceptionInfoRecord]:
+        """Harbor's order: the trial's exception first, then its steps' in step order."""
+        found = [self.exception_info] if self.exception_info is not None else []
+        return found + [step.exception_info for step in self.step_results or () if step.exception_info is not None]
+
+
+# ------------------------------------------------------------------------------ job files
+
+
+class RetryConfigRecord(_Record, kw_only=True):
+    """Harbor's ``RetryConfig`` (a job's ``retry``): depthlab's jobs retry nothing."""
+
+    max_retries: int = 0
+    include_exceptions: list[str] | None = None
+    exclude_exceptions: list[str] | None = msgspec.field(default_factory=list)
+    wait_multiplier: float = 1.0
+    min_wait_sec: float = 1.0
+    max_wait_sec: float = 60.0
+
+
+class DatasetConfigRecord(_Record, kw_only=True):
+    """Harbor's ``DatasetConfig`` (an entry of a job's ``datasets``): a local folder of task folders."""
+
+    path: str | None = None
+    name: str | None = None
+    version: str | None = None
+    ref: str | None = None
+    registry_url: str | None = None
+    registry_path: str | None = None
+    repo: str | None = None
+    overwrite: bool = False
+    download_dir: str | None = None
+    task_names: list[str] | None = None
+    exclude_task_names: list[str] | None = None
+    n_tasks: int | None = None
+
+
+class JobConfigRecord(_Record, kw_only=True):
+    """Harbor's ``JobConfig`` (a job's ``config.json``; ``harbor run --config FILE`` runs it)."""
+
+    schema_version: Literal[1] = DOCUMENT_VERSION
+    job_name: str = ""
+    jobs_dir: str = "jobs"
+    n_attempts: int = 1
+    install_only: bool = False
+    skip_credential_checks: bool = False
+    timeout_multiplier: float = 1.0
+    agent_timeout_multiplier: float | None = None
+    verifier_timeout_multiplier: float | None = None
+    agent_setup_timeout_multiplier: float | None = None
+    environment_build_timeout_multiplier: float | None = None
+    debug: bool = False
+    n_concurrent_trials: int = 1
+    quiet: bool = True
+    retry: RetryConfigRecord = msgspec.field(default_factory=RetryConfigRecord)
+    override_error_policy: dict[str, ErrorPolicyOverride] = msgspec.field(default_factory=dict)
+    environment: EnvironmentConfigRecord = msgspec.field(default_factory=EnvironmentConfigRecord)
+    verifier: VerifierConfigRecord = msgspec.field(default_factory=VerifierConfigRecord)
+    metrics: list[Any] = msgspec.field(default_factory=list)
+    agents: list[AgentConfigRecord] = msgspec.field(default_factory=list)
+    user_agent: dict[str, Any] | None = None
+    datasets: list[DatasetConfigRecord] = msgspec.field(default_factory=list)
+    tasks: list[TaskConfigRecord] = msgspec.field(default_factory=list)
+    artifacts: list[Any] = msgspec.field(default_factory=list)
+    extra_instruction_paths: list[str] = msgspec.field(default_factory=list)
+    extra_instructions: list[str] = msgspec.field(default_factory=list)
+    source_jobs: list[Any] = msgspec.field(default_factory=list)
+
+
+class AgentDatasetStatsRecord(_Record, kw_only=True):
+    """Harbor's ``AgentDatasetStats``: one eval (agent, model, source) of a job's ``stats.evals``."""
+
+    n_trials: int = 0
+    n_errors: int = 0
+    metrics: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    pass_at_k: dict[int, float] = msgspec.field(default_factory=dict)
+    reward_stats: dict[str, dict[str, list[str]]] = msgspec.field(default_factory=dict)
+    exception_stats: dict[str, list[str]] = msgspec.field(default_factory=dict)
+
+
+class JobStatsRecord(_Record, kw_only=True):
+    """Harbor's ``JobStats`` (a job result's ``stats``)."""
+
+    n_completed_trials: int = 0
+    n_errored_trials: int = 0
+    n_running_trials: int = 0
+    n_pending_trials: int = 0
+    n_cancelled_trials: int = 0
+    n_retries: int = 0
+    evals: dict[str, AgentDatasetStatsRecord] = msgspec.field(default_factory=dict)
+    n_input_tokens: int | None = None
+    n_cache_tokens: int | None = None
+    n_output_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+class JobResultRecord(_Record, kw_only=True):
+    """Harbor's ``JobResult`` (a job's ``result.json``), written without its trials (Harbor's ``exclude``)."""
+
+    schema_version: Literal[1] = DOCUMENT_VERSION
+    id: str
+    started_at: str
+    updated_at: str | None = None
+    finished_at: str | None = None
+    n_total_trials: int
+    stats: JobStatsRecord
+    trial_results: list[TrialResultRecord] = _UNSET
+
+
+#: Every record, for the tests that hold them to Harbor's models and the readers to them.
+RECORDS: Final[tuple[type[msgspec.Struct], ...]] = (
+    TaskConfigRecord,
+    AgentConfigRecord,
+    EnvironmentConfigRecord,
+    VerifierConfigRecord,
+    TrialConfigRecord,
+    ModelInfoRecord,
+    AgentInfoRecord,
+    AgentContextRecord,
+    VerifierResultRecord,
+    ExceptionInfoRecord,
+    TimingInfoRecord,
+    LocalTaskIdRecord,
+    StepResultRecord,
+    TrialResultRecord,
+    RetryConfigRecord,
+    DatasetConfigRecord,
+    JobConfigRecord,
+    AgentDatasetStatsRecord,
+    JobStatsRecord,
+    JobResultRecord,
+)
