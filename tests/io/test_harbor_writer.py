@@ -154,15 +154,16 @@ def test_job_result_counts_and_eval_key(tmp_path):
 
 
 def test_cap_key_is_the_one_the_reader_reads():
-    config = {"agent": hw.agent_config("a", "p/m", hw.cap_kwargs(7))}
+    config = {"agent": hw.as_object(hw.agent_config("a", "p/m", hw.cap_kwargs(7)))}
     assert stated_cap(config) == 7
-    assert stated_cap({"agent": hw.agent_config("a", "p/m", hw.cap_kwargs(None, turn_limit=200))}) is None
+    uncapped = hw.as_object(hw.agent_config("a", "p/m", hw.cap_kwargs(None, turn_limit=200)))
+    assert stated_cap({"agent": uncapped}) is None
     assert hw.cap_kwargs(7)[hw.STATED_CAP_KEY] == 7
 
 
 def test_a_cap_stated_through_extra_instructions_is_read_only_when_it_matches_max_turns():
     """How a Harbor run of a ``plan --harbor-configs`` job records its cap (terminus-2 takes no stated_cap)."""
-    agent = hw.agent_config("terminus-2", "p/m", {hw.TURN_LIMIT_KEY: 3})
+    agent = hw.as_object(hw.agent_config("terminus-2", "p/m", {hw.TURN_LIMIT_KEY: 3}))
     assert stated_cap({"agent": agent, "extra_instructions": hw.stated_cap_instructions(3)}) == 3
     assert stated_cap({"agent": agent, "extra_instructions": hw.stated_cap_instructions(5)}) is None
     assert stated_cap({"agent": agent, "extra_instructions": ["Be careful."]}) is None

@@ -215,10 +215,12 @@ def _multi_trial(folder: Path, step_rewards: list[float | None], *, strategy: st
         )
         for index, reward in enumerate(step_rewards, start=1)
     ]
-    total = harbor_writer.multi_step_rewards(
-        [step["verifier_result"] and step["verifier_result"]["rewards"] for step in steps], strategy
-    )
-    fields = {"agent_result": None, "step_results": steps, "verifier_result": {"rewards": total} if recorded else ...}
+    total = harbor_writer.multi_step_rewards([harbor_writer.step_rewards(step) for step in steps], strategy)
+    fields = {
+        "agent_result": None,
+        "step_results": [harbor_writer.as_object(step) for step in steps],
+        "verifier_result": {"rewards": total} if recorded else ...,
+    }
     return write_trial(folder, **fields)
 
 

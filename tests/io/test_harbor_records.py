@@ -1,0 +1,178 @@
+"""Each field of a Harbor file is declared once: in io.harbor_records; the readers of io.harbor_models decode a subset.
+
+The readers stay lean for the loaders' speed, so they are separate structs; this test holds every reader to the
+record of the file it reads (same encoded names, none of its own), and every record the writer builds decodes
+through the readers with the values it was built with.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import msgspec
+import pytest
+
+from depthlab.io import harbor_models as hm
+from depthlab.io import harbor_records as hr
+from depthlab.io import harbor_writer as hw
+
+#: Each reader of harbor_models and the record of the file (part) it reads.
+READS: dict[type, type] = {
+    hm.TrialResultBase: hr.TrialResultRecord,
+    hm.TrialResult: hr.TrialResultRecord,
+    hm.LenientTrialResult: hr.TrialResultRecord,
+    hm.JudgedTrialResult: hr.TrialResultRecord,
+    hm.ConfigOnly: hr.TrialResultRecord,
+    hm.StepResult: hr.StepResultRecord,
+    hm.TaskId: hr.LocalTaskIdRecord,
+    hm.AgentInfo: hr.AgentInfoRecord,
+    hm.ModelInfo: hr.ModelInfoRecord,
+    hm.AgentResult: hr.AgentContextRecord,
+    hm.TypedAgentResult: hr.AgentContextRecord,
+    hm.StepAgentResult: hr.AgentContextRecord,
+    hm.VerifierResult: hr.VerifierResultRecord,
+    hm.ExceptionInfo: hr.ExceptionInfoRecord,
+    hm.Phase: hr.TimingInfoRecord,
+    hm.TypedPhase: hr.TimingInfoRecord,
+    hm.TrialConfig: hr.TrialConfigRecord,
+    hm.AgentConfig: hr.AgentConfigRecord,
+    hm.JobConfig: hr.JobConfigRecord,
+    hm.DatasetConfig: hr.DatasetConfigRecord,
+    hm.JobResult: hr.JobResultRecord,
+}
+#: Fields a reader decodes that its record does not write, and why.
+NOT_WRITTEN: dict[type, dict[str, str]] = {
+    hm.TrialResultBase: {"n_total_trials": "a job-level result.json's key: it tells a job's result from a trial's"},
+    hm.TrialResult: {"n_total_trials": "as TrialResultBase"},
+    hm.LenientTrialResult: {"n_total_trials": "as TrialResultBase"},
+    hm.JudgedTrialResult: {"n_total_trials": "as TrialResultBase"},
+    hm.TaskId: {name: "a git or package task's id: depthlab writes local tasks only" for name in ("name", "org", "git_url")},
+}
+#: Readers of files depthlab does not write (task.toml is written as TOML text; locks are Harbor's own), and the
+#: structs the records share with the readers (the error policy).
+NOT_A_WRITTEN_FILE = {
+    hm.TaskConfig,
+    hm.PackageInfo,
+    hm.AgentSection,
+    hm.EnvironmentSection,
+    hm.VerifierSection,
+    hm.StepConfig,
+    hm.SolutionSection,
+    hm.TrialLock,
+    hm.TaskLock,
+    hm.InstructionLock,
+    hm.JobLock,
+    hm.HarborInfo,
+    hm.Usage,  # an agent's agent/usage.json
+    hm.Metadata,  # the keys of agent_result.metadata, a free object in Harbor's model
+    hm.ErrorPolicy,  # shared: ExceptionInfoRecord.policy is this struct
+    hm.ErrorPolicyOverride,  # shared: the records' override_error_policy and policy_override hold it
+}
+
+
+def _names(struct: type) -> set[str]:
+    return {field.encode_name for field in msgspec.structs.fields(struct)}
+
+
+@pytest.mark.parametrize("reader", list(READS), ids=lambda struct: struct.__name__)
+def test_every_field_a_reader_decodes_is_its_records(reader):
+    record = READS[reader]
+    left = NOT_WRITTEN.get(reader, {})
+    assert set(left) <= _names(reader), f"{reader.__name__}: fields listed as not written that it does not decode"
+    assert _names(reader) - set(left) <= _names(record), (reader.__name__, _names(reader) - _names(record))
+    assert not set(left) & _names(record), f"{reader.__name__}: listed as not written, yet {record.__name__} has it"
+
+
+def test_every_reader_of_the_model_is_paired_or_named():
+    structs = {
+        value
+        for value in vars(hm).values()
+        if inspect.isclass(value) and issubclass(value, msgspec.Struct) and value.__module__ == hm.__name__
+    }
+    assert structs - set(READS) - NOT_A_WRITTEN_FILE == set(), "pair a new reader with its record (or name it)"
+    assert set(READS) <= structs
+    assert set(READS.values()) <= set(hr.RECORDS)
+
+
+def _trial(steps: bool, exception: str | None) -> hr.TrialResultRecord:
+    agent = hw.agent_config("terminus-2", "p/m", hw.cap_kwargs(3))
+    config = hw.trial_config(hw.task_config("tasks/t", "d"), "t__abcdefg", "jobs/j", agent, job_id="j-1")
+    error = None if exception is None else hw.exception_info(exception, "m", "tb", "2026-01-01T00:00:00")
+    records = None
+    rewards: dict[str, float] | None = {"reward": 1.0, "style": 0.5}
+    if steps:
+        records = [
+            hw.step_result(
+                "one",
+                agent_result=hw.agent_result(5, 0, 7, 0.1, {"n_episodes": 2}),
+                rewards={"reward": 1.0},
+                agent_execution=hw.phase("2026-01-01T00:00:00Z", "2026-01-01T00:00:09Z"),
+                exception=error,
+            )
+        ]
+        error, rewards = None, hw.multi_step_rewards([{"reward": 1.0}])
+    return hw.trial_result(
+        config,
+        result_id="r-1",
+        task_name="t",
+        task_path="tasks/t",
+        trial_dir="/jobs/j/t__abcdefg",
+        source="d",
+        task_checksum="c",
+        agent=hw.agent_info("terminus-2", "2", "p/m"),
+        agent_result=None if steps else hw.agent_result(5, 0, 7, 0.1, {"n_episodes": 3}),
+        rewards=rewards,
+        exception=error,
+        started_at="2026-01-01T00:00:00.000000Z",
+        finished_at="2026-01-01T00:01:00.000000Z",
+        phases={"agent_execution": None if steps else hw.phase("2026-01-01T00:00:01Z", "2026-01-01T00:00:31Z")},
+        step_results=records,
+    )
+
+
+@pytest.mark.parametrize("steps", [False, True], ids=["single-step", "multi-step"])
+@pytest.mark.parametrize("exception", [None, "AgentTimeoutError", "VerifierTimeoutError"])
+def test_a_written_result_decodes_through_every_reader_with_its_values(steps, exception):
+    record = _trial(steps, exception)
+    data = hw.encode(record)
+    assert msgspec.json.decode(data, type=hr.TrialResultRecord) == record  # the record reads back whole
+    for reader in (hm.TrialResult, hm.LenientTrialResult, hm.JudgedTrialResult):
+        read = msgspec.json.decode(data, type=reader)
+        decoded = hm.decode_steps(read.step_results) if read.multi_step() else []
+        assert read.rewards() == (record.verifier_result.rewards if record.verifier_result else None)
+        assert read.reward_valid(decoded) is record.reward_valid
+        assert read.reward_valid_ is record.reward_valid  # what Harbor's rule gives is what is recorded
+        assert read.first_exception_type(decoded) == exception
+        assert read.config is not None and read.config.agent is not None
+        assert read.config.agent.kwargs == {"max_turns": 3, "stated_cap": 3}
+    assert record.reward_valid is (exception != "VerifierTimeoutError")
+
+
+def test_a_written_job_config_and_result_decode_through_the_readers():
+    agents = [hw.agent_config("a", "p/m"), hw.agent_config("b", "p/n")]
+    config = hw.job_config("j", "jobs", agents, datasets=hw.dataset_configs([("t", "x"), ("t", "y")]), n_attempts=3)
+    read = msgspec.json.decode(hw.encode(config), type=hm.JobConfig)
+    assert (read.job_name, read.n_attempts, read.n_tasks(), read.n_trials()) == ("j", 3, 2, 12)
+    result = hw.job_result("id-1", [_trial(False, None)], started_at="s", updated_at="u", finished_at="f")
+    job = msgspec.json.decode(hw.encode(result), type=hm.JobResult)
+    assert (job.id, job.started_at, job.finished_at, job.n_total_trials, job.trial_results) == ("id-1", "s", "f", 1, None)
+    assert result.stats.evals["terminus-2__m__d"].n_trials == 1
+
+
+def test_job_stats_from_records_and_from_results_read_back_agree():
+    trials = [_trial(False, None), _trial(True, "AgentTimeoutError"), _trial(False, "VerifierTimeoutError")]
+    written = hw.job_result("j", trials, started_at="s", updated_at="u", finished_at=None)
+    read = [msgspec.json.decode(hw.encode(trial), type=hm.TrialResult) for trial in trials]
+    assert hw.job_result("j", read, started_at="s", updated_at="u", finished_at=None) == written
+    assert written.stats.n_input_tokens == 10 and written.stats.n_errored_trials == 1
+
+
+def test_fields_harbor_leaves_out_when_empty_are_left_out():
+    agent = hw.as_object(hw.agent_config("a", None))
+    assert {"env", "include_logs", "exclude_logs"}.isdisjoint(agent)
+    assert agent["kwargs"] == {} and agent["skills"] == []
+    verifier = hw.as_object(hw.verifier_config(30.0))
+    assert verifier == {"override_timeout_sec": 30.0, "max_timeout_sec": None, "disable": False}
+    info = hw.as_object(hw.exception_info("AgentTimeoutError", "m", "tb", "t"))
+    assert "policy_override" not in info
+    assert info["policy"] == {"should_retry": False, "should_grade": True, "has_valid_reward": True}
