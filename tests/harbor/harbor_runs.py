@@ -22,7 +22,8 @@ from typing import Any
 
 import msgspec
 
-from depthlab.io import harbor_models, harbor_writer
+from depthlab.io import harbor_models, harbor_records, harbor_writer
+from depthlab.io.harbor_records import AgentConfigRecord
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engines"))
 from engines_helpers import _text, reply  # the scripted server's reply format, written once
@@ -100,7 +101,7 @@ def run_job(
     jobs_dir: Path,
     job_name: str,
     tasks_dir: Path,
-    agent: dict,
+    agent: AgentConfigRecord,
     *,
     task_names: Sequence[str] | None = None,
     extra_instructions: Sequence[str] = (),
@@ -118,7 +119,7 @@ def run_job(
     )
     jobs_dir.mkdir(parents=True, exist_ok=True)
     path = jobs_dir / f"{job_name}.json"
-    path.write_text(json.dumps(config))
+    harbor_writer.write_json(path, config)
     done = subprocess.run(
         [harbor, "run", "--config", str(path), "--yes"],
         env={**os.environ, **OFFLINE, **(env or {})},
@@ -170,32 +171,59 @@ def writing_policy(messages: list[dict[str, Any]], model: str) -> str:
     return reply(f"printf '{text}' > {path}\n", complete=True)
 
 
-def decode_harbor_files(root: Path) -> dict[str, int]:
+def decode_harbor_files(root: Path, *, as_records: bool = False) -> dict[str, int]:
     """Decode every Harbor file under ``root`` with depthlab's model (strictly typed); the count of each kind.
 
     A trial's result.json must decode as :class:`~depthlab.io.harbor_models.TrialResult` in the one
     typed pass, a job's as :class:`~depthlab.io.harbor_models.JobResult`, config.json and lock.json as
-    their structs, task.toml as :class:`~depthlab.io.harbor_models.TaskConfig`.
+    their structs (a job's too), task.toml as :class:`~depthlab.io.harbor_models.TaskConfig`.
+    ``as_records`` (files the pinned Harbor wrote): trial and job configs and results also decode as the
+    records depthlab writes (:mod:`depthlab.io.harbor_records`), the full shape, and encode back to the
+    same object.
     """
-    counts = {"trial_result": 0, "job_result": 0, "trial_config": 0, "lock": 0, "task": 0}
+    counts = {"trial_result": 0, "job_result": 0, "trial_config": 0, "job_config": 0, "lock": 0, "job_lock": 0}
+    counts["task"] = 0
+
+    def record(data: bytes, type_: type) -> None:
+        if as_records:
+            decoded = msgspec.json.decode(data, type=type_)
+            written = msgspec.json.decode(harbor_writer.encode(decoded))
+            original = json.loads(data)
+            if type_ is harbor_records.JobResultRecord:
+                original.pop("trial_results", None)  # (Harbor's running job lists its trials; depthlab's does not)
+            assert written == original, (type_.__name__, root)
+
     for path in sorted(root.rglob("*")):
+        job_level = any(path.parent.glob("*/result.json"))
         if path.name == "result.json":
             data = path.read_bytes()
-            if (path.parent / "config.json").is_file() and any(path.parent.glob("*/result.json")):
+            if (path.parent / "config.json").is_file() and job_level:
                 msgspec.json.decode(data, type=harbor_models.JobResult)
+                record(data, harbor_records.JobResultRecord)
                 counts["job_result"] += 1
             elif "trial_name" in json.loads(data):
                 result = msgspec.json.decode(data, type=harbor_models.TrialResult)
                 if result.multi_step():
                     harbor_models.decode_steps(result.step_results)
+                record(data, harbor_records.TrialResultRecord)
                 counts["trial_result"] += 1
         elif path.name == "config.json" and (path.parent / "result.json").is_file():
-            if "trial_name" in json.loads(path.read_text()):
-                msgspec.json.decode(path.read_bytes(), type=harbor_models.TrialConfig)
+            data = path.read_bytes()
+            if job_level:
+                msgspec.json.decode(data, type=harbor_models.JobConfig)
+                record(data, harbor_records.JobConfigRecord)
+                counts["job_config"] += 1
+            elif "trial_name" in json.loads(data):
+                msgspec.json.decode(data, type=harbor_models.TrialConfig)
+                record(data, harbor_records.TrialConfigRecord)
                 counts["trial_config"] += 1
-        elif path.name == "lock.json" and not any(path.parent.glob("*/result.json")):  # (a job's lock: not read)
-            msgspec.json.decode(path.read_bytes(), type=harbor_models.TrialLock)
-            counts["lock"] += 1
+        elif path.name == "lock.json":
+            if job_level:
+                msgspec.json.decode(path.read_bytes(), type=harbor_models.JobLock)
+                counts["job_lock"] += 1
+            else:
+                msgspec.json.decode(path.read_bytes(), type=harbor_models.TrialLock)
+                counts["lock"] += 1
         elif path.name == "task.toml":
             harbor_models.TaskConfig.from_toml_dict(tomllib.loads(path.read_text()), str(path))
             counts["task"] += 1

@@ -1,5 +1,7 @@
 """depthlab's one model of Harbor's files (:mod:`depthlab.io.harbor_models`) against Harbor's own, both ways.
 
+* The records depthlab writes (:mod:`depthlab.io.harbor_records`) are Harbor's models field for field, in
+  Harbor's order, none left out (``WRITTEN``): a new Harbor field fails here until the writer writes it.
 * Field by field: every struct of the model is compared with the Harbor model it stands for, from
   ``harbor tasks schema`` (task.toml) and Harbor's pydantic JSON schemas (``model_json_schema`` of
   ``TrialResult``, ``TrialConfig``, ``JobResult``, ``TrialLock`` in the side venv). A field Harbor has
@@ -8,9 +10,10 @@
   Harbor field is a failing test here, not drift.
 * The error policy, the default task.toml version and the canary rule are Harbor's, name by name.
 * Harbor's models accept every file depthlab writes (the simulator's jobs and its multi-step tasks and
-  runs, through :mod:`depthlab.io.harbor_writer`), and depthlab's model decodes every Harbor file of the
-  shared samples and the TMax job (the files Harbor writes in the tests are decoded in
-  ``test_harbor_model_defects.py`` and ``test_harbor_today.py``).
+  runs, the runner's job folder and a trial with an exception, through :mod:`depthlab.io.harbor_writer`;
+  plan's configs in ``test_harbor_formats.py``), and depthlab's model decodes every Harbor file of the
+  shared samples and the TMax job (the files the pinned Harbor writes in the tests are decoded, into the
+  records too, in ``test_harbor_model_defects.py``).
 
 Needs Harbor's side venv; skips with the reason without it (fails under ``DEPTHLAB_REQUIRE_HARBOR=1``).
 """
@@ -27,6 +30,8 @@ import msgspec
 import pytest
 
 from depthlab.io import harbor_models as hm
+from depthlab.io import harbor_records as hr
+from depthlab.io import harbor_writer as hw
 from depthlab.simulate import write_runs
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -156,8 +161,65 @@ RESULTS: dict[type, tuple[str, str, dict[str, str]]] = {
         "$root",
         {
             name: "a job's own bookkeeping: its trials' results are the rows"
-            for name in ("finished_at", "id", "schema_version", "started_at", "stats", "updated_at")
+            for name in ("schema_version", "stats", "updated_at")
         },
+    ),
+    hm.JobConfig: (
+        "JobConfig",
+        "$root",
+        {
+            name: "how the job is run: depthlab reads what sizes it (attempts, agents, tasks) and its name"
+            for name in (
+                "agent_setup_timeout_multiplier",
+                "agent_timeout_multiplier",
+                "artifacts",
+                "debug",
+                "environment",
+                "environment_build_timeout_multiplier",
+                "extra_instruction_paths",
+                "extra_instructions",
+                "install_only",
+                "jobs_dir",
+                "metrics",
+                "n_concurrent_trials",
+                "override_error_policy",
+                "quiet",
+                "retry",
+                "schema_version",
+                "skip_credential_checks",
+                "source_jobs",
+                "tasks",
+                "timeout_multiplier",
+                "user_agent",
+                "verifier",
+                "verifier_timeout_multiplier",
+            )
+        },
+    ),
+    hm.DatasetConfig: (
+        "JobConfig",
+        "DatasetConfig",
+        {
+            name: "a registry dataset's coordinates and filters: depthlab's jobs name local folders and task names"
+            for name in (
+                "download_dir",
+                "exclude_task_names",
+                "n_tasks",
+                "name",
+                "overwrite",
+                "ref",
+                "registry_path",
+                "registry_url",
+                "repo",
+                "version",
+            )
+        },
+    ),
+    hm.JobLock: ("JobLock", "$root", {"retry": "the job's retry settings, recorded: its trials' locks are read"}),
+    hm.HarborInfo: (
+        "JobLock",
+        "HarborLockInfo",
+        {"git_commit_hash": "which Harbor build: its version is read", "is_editable": "as git_commit_hash"},
     ),
     hm.TrialLock: (
         "TrialLock",
@@ -206,7 +268,8 @@ TASK_ID_LEFT_OUT = {"git_commit_id": "which commit: the task is named by its pat
 
 _SIDE = """
 import json, subprocess, sys
-from harbor.models.job.lock import TrialLock
+from harbor.models.job.config import JobConfig
+from harbor.models.job.lock import JobLock, TrialLock
 from harbor.models.job.result import JobResult
 from harbor.models.task.config import TaskConfig
 from harbor.models.trial.config import TrialConfig
@@ -215,16 +278,16 @@ from harbor.models.trial.result import TrialResult
 
 def props(model):
     schema = model.model_json_schema(mode="serialization")
-    found = {"$root": sorted(schema.get("properties", {}))}
+    found = {"$root": list(schema.get("properties", {}))}  # in Harbor's order, the order it writes them in
     for name, item in schema.get("$defs", {}).items():
         if "properties" in item:
-            found[name] = sorted(item["properties"])
+            found[name] = list(item["properties"])
     return found
 
 policy = lambda p: [p.should_retry, p.should_grade, p.has_valid_reward]
 print(json.dumps({
     "task": json.loads(subprocess.run([sys.argv[1], "tasks", "schema"], capture_output=True, check=True).stdout),
-    "models": {m.__name__: props(m) for m in (TrialResult, TrialConfig, JobResult, TrialLock)},
+    "models": {m.__name__: props(m) for m in (TrialResult, TrialConfig, JobResult, JobConfig, JobLock, TrialLock)},
     "policies": {name: policy(p) for name, p in ERROR_POLICIES.items()},
     "unknown_policy": policy(UNKNOWN_ERROR_POLICY),
     "default_version": TaskConfig().schema_version,
@@ -270,6 +333,43 @@ def test_result_models_have_every_field_of_harbors_models(harbor_schemas, struct
     assert harbor - set(left_out) == _ours(struct) - RESULTS_EXTRA.get(struct, set()), (model, definition)
 
 
+#: Each record depthlab writes (io.harbor_records) and the Harbor model it is: (Harbor model, its definition).
+WRITTEN: dict[type, tuple[str, str]] = {
+    hr.TaskConfigRecord: ("TrialConfig", "TaskConfig"),
+    hr.AgentConfigRecord: ("TrialConfig", "AgentConfig"),
+    hr.EnvironmentConfigRecord: ("TrialConfig", "EnvironmentConfig"),
+    hr.VerifierConfigRecord: ("TrialConfig", "VerifierConfig"),
+    hr.TrialConfigRecord: ("TrialConfig", "$root"),
+    hr.ModelInfoRecord: ("TrialResult", "ModelInfo"),
+    hr.AgentInfoRecord: ("TrialResult", "AgentInfo"),
+    hr.AgentContextRecord: ("TrialResult", "AgentContext"),
+    hr.VerifierResultRecord: ("TrialResult", "VerifierResult"),
+    hr.ExceptionInfoRecord: ("TrialResult", "ExceptionInfo"),
+    hr.TimingInfoRecord: ("TrialResult", "TimingInfo"),
+    hr.LocalTaskIdRecord: ("TrialResult", "LocalTaskId"),
+    hr.StepResultRecord: ("TrialResult", "StepResult"),
+    hr.TrialResultRecord: ("TrialResult", "$root"),
+    hr.RetryConfigRecord: ("JobConfig", "RetryConfig"),
+    hr.DatasetConfigRecord: ("JobConfig", "DatasetConfig"),
+    hr.JobConfigRecord: ("JobConfig", "$root"),
+    hr.AgentDatasetStatsRecord: ("JobResult", "AgentDatasetStats"),
+    hr.JobStatsRecord: ("JobResult", "JobStats"),
+    hr.JobResultRecord: ("JobResult", "$root"),
+}
+
+
+def test_every_record_is_listed():
+    assert set(WRITTEN) == set(hr.RECORDS)
+
+
+@pytest.mark.parametrize("record", list(WRITTEN), ids=lambda struct: struct.__name__)
+def test_the_written_records_are_harbors_models_field_for_field_in_harbors_order(harbor_schemas, record):
+    """depthlab writes every field Harbor's model serialises (none left out, none of its own), in Harbor's order."""
+    model, definition = WRITTEN[record]
+    harbor = harbor_schemas["models"][model][definition]
+    assert [field.encode_name for field in msgspec.structs.fields(record)] == harbor, (model, definition)
+
+
 def test_task_id_decodes_the_names_of_harbors_three_task_ids(harbor_schemas):
     models = harbor_schemas["models"]["TrialResult"]
     harbor = set(models["LocalTaskId"]) | set(models["GitTaskId"]) | set(models["PackageTaskId"])
@@ -308,6 +408,45 @@ def test_harbor_accepts_the_simulators_multi_step_tasks_and_runs(harbor_check, t
     errors = harbor_check([*(("task", task) for task in tasks[::3]), *jobs[::7]])
     assert sum(Path(path).name == "result.json" for path in errors) > 5
     assert {path: error for path, error in errors.items() if error} == {}
+
+
+def test_harbor_accepts_the_runners_job_files_and_a_trial_with_its_exception(harbor_check, tmp_path):
+    """The runner's JobDir (config.json, result.json rewritten from its trials) and a trial shaped as the runner
+    writes one (an exception with Harbor's policy beside it, reward_valid), without Docker."""
+    from depthlab.runner import OracleAgent
+    from depthlab.runner.output import JobDir
+    from depthlab.runner.scheduler import job_config
+
+    job = JobDir(tmp_path / "jobs", "runner-job", job_config(OracleAgent()))
+    name = hw.trial_name("t")
+    agent = hw.agent_config("oracle", None, OracleAgent().config_kwargs(), override_timeout_sec=30.0)
+    config = hw.trial_config(hw.task_config(tmp_path / "tasks" / "t", "suite"), name, job.path, agent, job_id=job.id)
+    error = hw.exception_info("VerifierTimeoutError", "slow", "Traceback", "2026-01-01T00:00:00.000001")
+    result = hw.trial_result(
+        config,
+        result_id="00000000-0000-4000-8000-000000000002",
+        task_name="t",
+        task_path=tmp_path / "tasks" / "t",
+        trial_dir=job.path / name,
+        source="suite",
+        task_checksum="0" * 64,
+        agent=hw.agent_info("oracle", "1", None),
+        agent_result=hw.agent_result(metadata={"n_episodes": 1}),
+        rewards={"reward": 0.0},
+        exception=error,
+        started_at=hw.utc_now(),
+        finished_at=hw.utc_now(),
+        phases={"agent_execution": hw.phase(hw.utc_now(), hw.utc_now())},
+    )
+    assert result.reward_valid is False  # Harbor's rule: a verifier timeout's reward is not valid
+    hw.write_json(job.path / name / "config.json", config)
+    hw.write_json(job.path / name / "result.json", result)
+    job.update_result(finished=True)
+    kinds = [("job_config", job.path / "config.json"), ("job_result", job.path / "result.json")]
+    kinds += [("trial_config", job.path / name / "config.json"), ("trial_result", job.path / name / "result.json")]
+    assert harbor_check(kinds) == {str(path): None for _, path in kinds}
+    written = json.loads((job.path / "result.json").read_text())
+    assert written["stats"]["n_errored_trials"] == 1 and written["finished_at"]
 
 
 # ------------------------------------------------------------------------ depthlab decodes Harbor's files

@@ -9,9 +9,11 @@ import re
 import subprocess
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from depthlab import cli
+from depthlab.io import harbor_records as hr
 from depthlab.io import harbor_writer as hw
 from depthlab.io import load_trials
 from depthlab.simulate import write_runs
@@ -30,7 +32,7 @@ def simulated(tmp_path_factory) -> Path:
 
 def test_the_judge_can_fail(harbor_check, tmp_path):
     """A config Harbor rejects (a registry name beside a local path) is reported with its reason."""
-    config = hw.job_config("bad", "jobs", [hw.agent_config("terminus-2", "p/m")])
+    config = hw.as_object(hw.job_config("bad", "jobs", [hw.agent_config("terminus-2", "p/m")]))
     config["datasets"] = [{"path": "tasks", "name": "terminal-bench"}]
     config["n_attempts"] = "many"
     path = tmp_path / "bad.json"
@@ -89,9 +91,11 @@ def test_trials_harbor_would_run_from_a_plan_config_load_at_the_stated_cap(plan_
     for index, config in enumerate(trial_configs):
         name = config["trial_name"] or hw.trial_name(Path(config["task"]["path"]).name)
         assert re.fullmatch(r".{1,32}__[A-Za-z0-9]{7}", name)  # Harbor's naming rule is the writer's
-        config = {**config, "trial_name": name}
+        # Harbor's own trial config, as depthlab's record (so the record holds what Harbor writes)
+        record = msgspec.convert({**config, "trial_name": name}, hr.TrialConfigRecord)
+        assert hw.as_object(record) == {**config, "trial_name": name}
         result = hw.trial_result(
-            config,
+            record,
             result_id=f"r-{index}",
             task_name=Path(config["task"]["path"]).name,
             task_path=config["task"]["path"],

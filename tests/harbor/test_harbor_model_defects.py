@@ -77,7 +77,7 @@ def relative_job(userland, harbor_cmd, tmp_path_factory) -> Path:
         datasets=[harbor_writer.dataset_config("tasks", None)],
         n_concurrent_trials=2,
     )
-    (root / "io36.json").write_text(json.dumps(config))
+    harbor_writer.write_json(root / "io36.json", config)
     done = subprocess.run(
         [harbor_cmd, "run", "--config", "io36.json", "--yes"],
         cwd=root,
@@ -104,8 +104,16 @@ def _harbor_results(job: Path) -> dict[str, dict]:
 
 
 def test_depthlabs_model_decodes_every_file_this_harbor_run_wrote(relative_job):
-    counts = decode_harbor_files(relative_job.parent.parent)  # the job, its trials and locks, the tasks
-    assert counts == {"trial_result": 2, "job_result": 1, "trial_config": 2, "lock": 2, "task": 2}
+    counts = decode_harbor_files(relative_job.parent.parent, as_records=True)  # the job, its trials, locks, tasks
+    assert counts == {
+        "trial_result": 2,
+        "job_result": 1,
+        "trial_config": 2,
+        "job_config": 1,
+        "lock": 2,
+        "job_lock": 1,
+        "task": 2,
+    }
 
 
 def test_harbor_recorded_the_task_path_relative(relative_job):

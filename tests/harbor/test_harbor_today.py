@@ -237,7 +237,7 @@ def test_the_writers_multi_step_trial_passes_harbors_models(harbor_check, tmp_pa
         task_checksum="0" * 64,
         agent=harbor_writer.agent_info("terminus-2", "2.0.0", "openai/m"),
         agent_result=None,
-        rewards=harbor_writer.multi_step_rewards([step["verifier_result"]["rewards"] for step in steps]),
+        rewards=harbor_writer.multi_step_rewards([harbor_writer.step_rewards(step) for step in steps]),
         exception=None,
         started_at="2026-01-01T00:00:00Z",
         finished_at="2026-01-01T00:03:00Z",
@@ -246,7 +246,7 @@ def test_the_writers_multi_step_trial_passes_harbors_models(harbor_check, tmp_pa
     )
     path = tmp_path / "j" / "t__abcdefg" / "result.json"
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(result))
+    harbor_writer.write_json(path, result)
     assert harbor_check([("trial_result", path)]) == {str(path): None}
     row = dl.load_trials(tmp_path / "j", cache=False).row(0, named=True)
     assert (row["reward"], row["n_turns"], row["n_steps"], row["first_failed_step"]) == (0.5, 3, 2, 2)

@@ -46,7 +46,9 @@ NOT_WRITTEN: dict[type, dict[str, str]] = {
     hm.TrialResult: {"n_total_trials": "as TrialResultBase"},
     hm.LenientTrialResult: {"n_total_trials": "as TrialResultBase"},
     hm.JudgedTrialResult: {"n_total_trials": "as TrialResultBase"},
-    hm.TaskId: {name: "a git or package task's id: depthlab writes local tasks only" for name in ("name", "org", "git_url")},
+    hm.TaskId: {
+        name: "a git or package task's id: depthlab writes local tasks only" for name in ("name", "org", "git_url")
+    },
 }
 #: Readers of files depthlab does not write (task.toml is written as TOML text; locks are Harbor's own), and the
 #: structs the records share with the readers (the error policy).
@@ -155,7 +157,13 @@ def test_a_written_job_config_and_result_decode_through_the_readers():
     assert (read.job_name, read.n_attempts, read.n_tasks(), read.n_trials()) == ("j", 3, 2, 12)
     result = hw.job_result("id-1", [_trial(False, None)], started_at="s", updated_at="u", finished_at="f")
     job = msgspec.json.decode(hw.encode(result), type=hm.JobResult)
-    assert (job.id, job.started_at, job.finished_at, job.n_total_trials, job.trial_results) == ("id-1", "s", "f", 1, None)
+    assert (job.id, job.started_at, job.finished_at, job.n_total_trials, job.trial_results) == (
+        "id-1",
+        "s",
+        "f",
+        1,
+        None,
+    )
     assert result.stats.evals["terminus-2__m__d"].n_trials == 1
 
 
