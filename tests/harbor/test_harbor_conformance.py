@@ -446,7 +446,8 @@ def test_harbor_accepts_the_runners_job_files_and_a_trial_with_its_exception(har
     kinds += [("trial_config", job.path / name / "config.json"), ("trial_result", job.path / name / "result.json")]
     assert harbor_check(kinds) == {str(path): None for _, path in kinds}
     written = json.loads((job.path / "result.json").read_text())
-    assert written["stats"]["n_errored_trials"] == 1 and written["finished_at"]
+    assert written["stats"]["n_errored_trials"] == 1
+    assert written["finished_at"]
 
 
 # ------------------------------------------------------------------------ depthlab decodes Harbor's files

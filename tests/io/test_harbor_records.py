@@ -145,7 +145,8 @@ def test_a_written_result_decodes_through_every_reader_with_its_values(steps, ex
         assert read.reward_valid(decoded) is record.reward_valid
         assert read.reward_valid_ is record.reward_valid  # what Harbor's rule gives is what is recorded
         assert read.first_exception_type(decoded) == exception
-        assert read.config is not None and read.config.agent is not None
+        assert read.config is not None
+        assert read.config.agent is not None
         assert read.config.agent.kwargs == {"max_turns": 3, "stated_cap": 3}
     assert record.reward_valid is (exception != "VerifierTimeoutError")
 
@@ -172,13 +173,13 @@ def test_job_stats_from_records_and_from_results_read_back_agree():
     written = hw.job_result("j", trials, started_at="s", updated_at="u", finished_at=None)
     read = [msgspec.json.decode(hw.encode(trial), type=hm.TrialResult) for trial in trials]
     assert hw.job_result("j", read, started_at="s", updated_at="u", finished_at=None) == written
-    assert written.stats.n_input_tokens == 10 and written.stats.n_errored_trials == 1
+    assert (written.stats.n_input_tokens, written.stats.n_errored_trials) == (10, 1)
 
 
 def test_fields_harbor_leaves_out_when_empty_are_left_out():
     agent = hw.as_object(hw.agent_config("a", None))
     assert {"env", "include_logs", "exclude_logs"}.isdisjoint(agent)
-    assert agent["kwargs"] == {} and agent["skills"] == []
+    assert (agent["kwargs"], agent["skills"]) == ({}, [])
     verifier = hw.as_object(hw.verifier_config(30.0))
     assert verifier == {"override_timeout_sec": 30.0, "max_timeout_sec": None, "disable": False}
     info = hw.as_object(hw.exception_info("AgentTimeoutError", "m", "tb", "t"))
