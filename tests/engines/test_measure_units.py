@@ -16,7 +16,7 @@ from depthlab.engines import EngineError, HarborEngine, find_harbor, measure
 from depthlab.engines._harbor_guard import compose_project
 from depthlab.engines.harbor import INSTALL_HINT
 from depthlab.io import load_tasks
-from depthlab.io.harbor_writer import stated_cap_instructions
+from depthlab.io.harbor_writer import as_object, stated_cap_instructions
 from depthlab.runner import HarnessConfig
 
 MODELS = ("p/a", "p/b")
@@ -241,7 +241,7 @@ def test_a_round_is_one_job_per_cap_shared_by_the_models_that_need_the_same_task
     engine = HarborEngine(tmp_path / "jobs", base_url="http://127.0.0.1:9/v1", environment="daytona")
     plan = round_plan([("a", "p/a", 3, 1), ("b", "p/a", 3, 1), ("a", "p/b", 3, 1), ("b", "p/b", 3, 1),
                        ("b", "p/a", 10, 1), ("a", "p/b", 10, 1)])  # fmt: skip
-    configs = engine.round_configs(plan, tasks, 4)
+    configs = {name: as_object(config) for name, config in engine.round_configs(plan, tasks, 4).items()}
     assert sorted(configs) == ["measure-r04__cap-003", "measure-r04__cap-010__part-1", "measure-r04__cap-010__part-2"]
     shared = configs["measure-r04__cap-003"]
     assert [agent["model_name"] for agent in shared["agents"]] == ["p/a", "p/b"]
@@ -253,12 +253,14 @@ def test_a_round_is_one_job_per_cap_shared_by_the_models_that_need_the_same_task
     assert kwargs["instruction_limit_bytes"] == HarnessConfig(cap=3).instruction_limit_bytes
     assert kwargs["long_instruction"].format(size=1, path="/f", excerpt="x").startswith("The instruction is 1 bytes")
     timed = HarborEngine(tmp_path / "jobs", base_url="http://127.0.0.1:9/v1", request_timeout=30.0)
-    assert timed.round_configs(plan, tasks, 4)["measure-r04__cap-003"]["agents"][0]["kwargs"]["llm_kwargs"] == {
+    assert timed.round_configs(plan, tasks, 4)["measure-r04__cap-003"].agents[0].kwargs["llm_kwargs"] == {
         "timeout": 30.0
     }
     with pytest.raises(ValueError, match="request_timeout"):
         HarborEngine(tmp_path / "jobs", base_url=None, request_timeout=float("nan"))
-    assert shared["datasets"] == [{"path": str((tmp_path / "tasks").absolute()), "task_names": ["a", "b"]}]
+    assert [(entry["path"], entry["task_names"]) for entry in shared["datasets"]] == [
+        (str((tmp_path / "tasks").absolute()), ["a", "b"])
+    ]
     assert shared["extra_instructions"] == stated_cap_instructions(3)
     assert shared["environment"]["type"] == "daytona"
     assert shared["jobs_dir"] == str((tmp_path / "jobs").absolute())
@@ -353,7 +355,7 @@ def test_harbor_dry_run_accepts_a_cloud_rounds_configs(environment, tmp_path, ha
     tasks = write_tasks(tmp_path / "tasks", ["a", "b"])
     engine = HarborEngine(tmp_path / "jobs", base_url="http://127.0.0.1:9/v1", environment=environment)
     plan = round_plan([("a", "p/a", 3, 1), ("b", "p/a", 3, 1), ("a", "openai/b", 3, 2)])
-    configs = engine.round_configs(plan, tasks, 1)
+    configs = {name: as_object(config) for name, config in engine.round_configs(plan, tasks, 1).items()}
     harbor = str(harbor_python.parent / "harbor")
     # the environment's preflight only checks that its credentials are set; the dry run contacts no one
     env = {**harbor_env, "DAYTONA_API_KEY": "dry-run", "MODAL_TOKEN_ID": "dry-run", "MODAL_TOKEN_SECRET": "dry-run"}
@@ -532,7 +534,7 @@ def _harbor_trial(job: Path, name: str, **fields) -> Path:
         finished_at="2026-01-01T00:01:00Z",
         phases={"verifier": harbor_writer.phase("2026-01-01T00:00:30Z", "2026-01-01T00:00:40Z")},
     )  # fmt: skip
-    (trial / "result.json").write_text(json.dumps({**result, **fields}, indent=2))
+    (trial / "result.json").write_text(json.dumps({**harbor_writer.as_object(result), **fields}, indent=2))
     return trial
 
 
