@@ -46,6 +46,7 @@ import json
 import os
 import secrets
 import string
+import urllib.parse
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -450,7 +451,7 @@ def trial_result(
         id=result_id,
         task_name=task_name,
         trial_name=config.trial_name,
-        trial_uri=Path(os.path.abspath(trial_dir)).as_uri(),
+        trial_uri=trial_uri(trial_dir),
         task_id=LocalTaskIdRecord(path=str(task_path)),
         source=source,
         task_checksum=task_checksum,
@@ -468,6 +469,22 @@ def trial_result(
         step_results=steps,
         reward_valid=bool(rewards) and all(policy.has_valid_reward for policy in policies),
     )
+
+
+def trial_uri(trial_dir: str | os.PathLike[str]) -> str:
+    """A trial folder's ``trial_uri``: its absolute path as a ``file://`` URI, as :meth:`pathlib.Path.as_uri` gives it.
+
+    Built directly on POSIX (pathlib's is a tenth of the simulator's time per trial), the same text.
+
+    Examples
+    --------
+    >>> trial_uri("/jobs/j/a b__x") == Path("/jobs/j/a b__x").as_uri()
+    True
+    """
+    absolute = os.path.abspath(trial_dir)
+    if os.name != "posix":
+        return Path(absolute).as_uri()
+    return "file://" + urllib.parse.quote_from_bytes(os.fsencode(absolute))
 
 
 def step_result(
