@@ -369,15 +369,24 @@ class HarborEngine:
         """Harbor's oracle agent on every task, once, in the rounds' environment; the failures.
 
         A task whose oracle passed or failed (no exception) in an earlier ``measure-oracle__*``
-        job of this jobs folder, with the same checksum and environment, is not run again.
+        job of this jobs folder, with the same checksum and environment, is not run again; nor when
+        the values its ``${VAR}`` templates take from this environment changed since (their digest,
+        :func:`depthlab.runner.verifier.host_env_digest`, is part of its key; the values never are).
         """
+        from depthlab.runner.task import task_folder
+        from depthlab.runner.verifier import host_env_digest
+
         folders = _task_folders(tasks)
-        checksums = dict(zip(tasks["task"].to_list(), tasks["checksum"].fill_null("").to_list(), strict=True))
+        checksums = {}  # task -> its key: its checksum, and the digest of what it takes from the host
+        for task, checksum, source in tasks.select("task", pl.col("checksum").fill_null(""), "source").iter_rows():
+            digest = host_env_digest(task_folder(source), self.env)  # the environment Harbor runs in
+            checksums[task] = checksum + (f"+env:{digest}" if digest else "")
         setting = {"environment": self.environment, "kwargs": self.environment_kwargs}
+        found = self._oracle_results(setting)
         results = {
-            task: result
-            for task, (checksum, result) in self._oracle_results(setting).items()
-            if checksums.get(task) == checksum and result.result.exception_info is None
+            task: found[task, key]
+            for task, key in checksums.items()
+            if (task, key) in found and found[task, key].result.exception_info is None
         }
         missing = sorted(task for task in checksums if task not in results)
         if not missing:
@@ -398,14 +407,13 @@ class HarborEngine:
                     self._harbor_job(["run", "--config", str(path)], job, len(missing), bar)
             fresh = _job_results(job)
             results.update({task: fresh[task] for task in missing if task in fresh})
-        from depthlab.runner.task import task_folder
-
         paths = {str(task): task_folder(source) for task, source in tasks.select("task", "source").iter_rows()}
         return oracle_failures(results, sorted(checksums), paths)
 
-    def _oracle_results(self, setting: Mapping[str, Any]) -> dict[str, tuple[str, TrialResultFile]]:
-        """Task -> (its checksum then, its oracle result) from the finished oracle jobs run under ``setting``."""
-        found: dict[str, tuple[str, TrialResultFile]] = {}
+    def _oracle_results(self, setting: Mapping[str, Any]) -> dict[tuple[str, str], TrialResultFile]:
+        """(task, its key then) -> its oracle result, from the finished oracle jobs run under ``setting``
+        (a task run under two keys, two host values, keeps both)."""
+        found: dict[tuple[str, str], TrialResultFile] = {}
         jobs = [job for job in self._jobs() if job.name.startswith(f"{JOB_PREFIX}oracle__") and _finished(job)]
         for job in sorted(jobs, key=lambda path: (path / "result.json").stat().st_mtime):  # the newest wins
             meta = read_json_object(job / ORACLE_FILE)
@@ -415,7 +423,7 @@ class HarborEngine:
                 continue
             for task, result in _job_results(job).items():
                 if task in (meta.get("tasks") or {}):
-                    found[task] = (meta["tasks"][task], result)
+                    found[task, meta["tasks"][task]] = result
         return found
 
     # ------------------------------------------------------------------ internals

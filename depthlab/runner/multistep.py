@@ -5,7 +5,9 @@ A ``[[steps]]`` task runs in one container, its steps in order. For each step:
 1. before every step but the first, what a shared verifier left (``/tests``, ``/logs/verifier``)
    and the agent's log folder are emptied, so the next step's agent never sees the tests;
 2. ``steps/<name>/workdir/`` is copied into the container's working folder and its ``setup.sh``,
-   if any, runs there with bash (a failure is the step's exception and stops the trial);
+   if any, runs there with bash, then the step's ``[steps.healthcheck]`` (a failure of either is the
+   step's exception and stops the trial; the task's ``[environment.healthcheck]`` ran once before
+   the first step, a failure there the trial's exception);
 3. a fresh agent gets the step's instruction (terminus-2 has no resume, so under Harbor each step
    starts a new conversation in the same container);
 4. from the second step on, for an agent driven by a model, every process an earlier step's agent
@@ -71,7 +73,7 @@ from depthlab.runner.container import ContainerLimits, TaskContainer
 from depthlab.runner.errors import CancelledError, RunnerError
 from depthlab.runner.output import JobDir, utc_now, write_json
 from depthlab.runner.profiles import RunSettings
-from depthlab.runner.task import TaskSpec
+from depthlab.runner.task import Healthcheck, TaskSpec
 from depthlab.runner.trial import (
     _LIFETIME_MARGIN_SEC,
     Agent,
@@ -83,6 +85,8 @@ from depthlab.runner.trial import (
     _request_timeout,
     _timeout,
     _trial_config,
+    healthcheck_budget,
+    run_healthcheck,
     run_trial,
 )
 from depthlab.runner.verifier_env import run_verifier
@@ -237,7 +241,10 @@ def run_multistep_trial(
     try:
         attempt.check_cancel()
         lifetime = _lifetime([spec for _, spec in specs], agent, agent_timeout_sec, verifier_timeout_sec)
+        lifetime += healthcheck_budget(task.healthcheck) + sum(map(healthcheck_budget, task.step_healthchecks.values()))
         box = attempt.open_box(docker_client, task, limits, settings, lifetime, image)
+        if task.healthcheck is not None:  # once, before the first step (Harbor's trial-level check)
+            run_healthcheck(box, task.healthcheck)
         attempt.phases["agent_setup"] = {"started_at": utc_now(), "finished_at": utc_now()}
         verifier_begin = None
         for step, spec in specs:
@@ -258,6 +265,7 @@ def run_multistep_trial(
                 first=step.index == 1,
                 check_cancel=attempt.check_cancel,
                 earlier=earlier,
+                healthcheck=task.step_healthchecks.get(step.name),
             )
             used += turns
             steps.append(record)
@@ -360,10 +368,12 @@ def _run_step(
     first: bool,
     check_cancel: Any,
     earlier: EarlierSteps | None = None,
+    healthcheck: Healthcheck | None = None,
 ) -> tuple[dict[str, Any], dict[str, float] | None, int]:
     """One step: prepare, agent, verifier. Returns (its StepResult record, its rewards, the turns it used).
 
     ``earlier``: what stops, before the step's tests, the processes an earlier step's agent left (None: nothing).
+    ``healthcheck``: the step's ``[steps.healthcheck]``, run after its ``setup.sh``, before its agent.
     """
     step_dir = trial_dir / "steps" / step.name
     context = AgentContext()
@@ -373,7 +383,9 @@ def _run_step(
     agent_phase = verifier_phase = None
     try:
         _prepare(box, step, first)
-    except Exception as problem:  # the step's setup failed: no agent, no verifier (Harbor's order)
+        if healthcheck is not None:
+            run_healthcheck(box, healthcheck, user=box.agent_user)
+    except Exception as problem:  # the step's setup or healthcheck failed: no agent, no verifier (Harbor's order)
         failure, occurred_at = problem, datetime.now().isoformat()
     noted = ""
     if failure is None and first and earlier is not None:
