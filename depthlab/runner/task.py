@@ -85,9 +85,9 @@ class Healthcheck:
 
     Examples
     --------
-    >>> Healthcheck.from_table({"command": "test -f /ready", "retries": 5}, "[environment.healthcheck]")
-    Healthcheck(command='test -f /ready', interval_sec=5.0, timeout_sec=30.0, start_period_sec=0.0, \
-start_interval_sec=5.0, retries=5)
+    >>> check = Healthcheck.from_table({"command": "test -f /ready", "retries": 5}, "[environment.healthcheck]")
+    >>> check.retries, check.interval_sec, check.timeout_sec, check.start_period_sec
+    (5, 5.0, 30.0, 0.0)
     """
 
     command: str

@@ -279,7 +279,7 @@ def host_env_digest(task_dir: str | os.PathLike[str], host: Mapping[str, str] | 
     --------
     >>> import pathlib, tempfile
     >>> task = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (task / "task.toml").write_text('[verifier.env]\nJUDGE = "${JUDGE_MODEL:-gpt}"\nMODE = "fast"\n')
+    >>> _ = (task / "task.toml").write_text('[verifier.env]\\nJUDGE = "${JUDGE_MODEL:-gpt}"\\nMODE = "fast"\\n')
     >>> host_env_digest(task, {}) == host_env_digest(task, {"JUDGE_MODEL": "gpt"})
     True
     >>> host_env_digest(task, {}) == host_env_digest(task, {"JUDGE_MODEL": "other"})
