@@ -101,6 +101,11 @@ JOB_PREFIX = "measure-"
 #: and Harbor's output (files, not folders: Harbor's resume deletes a folder without result.json)
 CONFIG_FILE = "depthlab-config.json"
 LOG_FILE = "depthlab-harbor.log"
+#: How a job starts. ``--yes``: Harbor 0.26's ``harbor run`` asks before a task's ``${VAR}`` templates are
+#: read from the host (``cli/jobs.py``, ``_confirm_host_env_access``), a prompt that no one answers here
+#: (stdin is closed: the job used to abort, exit 1); the local runner reads them without asking. Nothing
+#: else it confirms (a diff, an upload's sharing) is asked for by depthlab's jobs.
+RUN = ("run", "--yes", "--config")
 #: In an oracle job: the tasks' checksums and the environment it ran them in (for reuse)
 ORACLE_FILE = "depthlab-oracle.json"
 _ROUND_JOB = re.compile(r"^measure-r(\d+)__")
@@ -319,7 +324,7 @@ class HarborEngine:
                 path = self.jobs_dir / name / CONFIG_FILE
                 harbor_writer.write_json(path, config)
                 n_trials = config["n_attempts"] * len(config["agents"]) * _n_tasks(config)
-                self._harbor_job(["run", "--config", str(path)], self.jobs_dir / name, n_trials, bar)
+                self._harbor_job([*RUN, str(path)], self.jobs_dir / name, n_trials, bar)
 
     def load_trials(self) -> pl.DataFrame:
         from depthlab.runner.output import load_job_trials
@@ -404,7 +409,7 @@ class HarborEngine:
                 again = f"; {len(results)} checked before" if results else ""
                 echo(f"oracle preflight: Harbor's oracle agent on {len(missing)} task(s) ({name}){again}")
                 with _bar(len(missing), "oracle", self.progress) as bar:
-                    self._harbor_job(["run", "--config", str(path)], job, len(missing), bar)
+                    self._harbor_job([*RUN, str(path)], job, len(missing), bar)
             fresh = _job_results(job)
             results.update({task: fresh[task] for task in missing if task in fresh})
         paths = {str(task): task_folder(source) for task, source in tasks.select("task", "source").iter_rows()}
@@ -517,8 +522,9 @@ class HarborEngine:
             raise KeyboardInterrupt
         if process.returncode != 0:
             tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
+            command = " ".join([part for part in arguments if part != "--yes"][:2])  # "run --config", "jobs resume"
             raise EngineError(
-                f"harbor {' '.join(arguments[:2])} failed (exit {process.returncode}) for the job {job.name}; "
+                f"harbor {command} failed (exit {process.returncode}) for the job {job.name}; "
                 f"its output is in {log_path}:\n" + "\n".join(tail)
             )
 

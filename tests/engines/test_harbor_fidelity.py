@@ -223,7 +223,8 @@ def test_the_preflight_cache_keys_on_the_values_taken_from_the_host(
     assert preflight(GOOD) == ([], 1)  # the same value: reused, no new trial
     changed, n_trials = preflight("judge-other")
     assert n_trials == 2  # run again: the task's run is not the same
-    assert changed == [("fid-host-env", "the reference solution got reward 0.0")]
+    assert [task for task, _ in changed] == ["fid-host-env"]
+    assert changed[0][1].startswith("the reference solution got reward 0"), changed  # its tests saw the new value
     assert preflight(GOOD) == ([], 2)  # the first run's record still holds for the first value
     written = [
         path
