@@ -7,7 +7,8 @@ by depthlab's loaders; every verdict must be the same on both:
 1. tests that write no reward: Harbor records ``RewardFileNotFoundError`` with ``verifier_result`` null
    and ``reward_valid`` false; both engines' trials read as a counted fail (depthlab's stated variant,
    :mod:`depthlab.io.status`); an agent that deletes ``/logs/verifier`` has its work graded on both
-   (Harbor alone would end it in ``DownloadVerifierDirError``: the guard makes the folder afresh);
+   (Harbor alone would end it in ``DownloadVerifierDirError``: the guard makes the folder afresh).
+   The reference solution runs with ``[solution.env]`` on both.
 2. ``[environment.healthcheck]`` and ``[steps.healthcheck]``: one that passes (after a start period
    whose failure does not count) lets the task pass; one that never passes is ``HealthcheckError`` and
    one whose command hangs past its timeout Harbor's ``RuntimeError``, both invalid, the step's
@@ -53,14 +54,16 @@ NEVER = 'command = "echo not yet; exit 3"\ninterval_sec = 0.2\nretries = 2\ntime
 HANGS = 'command = "sleep 60"\ninterval_sec = 0.2\nretries = 2\ntimeout_sec = 1\n'
 
 
-def _task(root: Path, name: str, image: str, toml: str, *, tests: str = GRADE_ANSWER) -> Path:
+def _task(
+    root: Path, name: str, image: str, toml: str, *, tests: str = GRADE_ANSWER, solve: str = WRITE_ANSWER
+) -> Path:
     task = root / name
     for folder in ("environment", "tests", "solution"):
         (task / folder).mkdir(parents=True)
     (task / "environment" / "Dockerfile").write_text(f"FROM {image}\nWORKDIR /app\nSTOPSIGNAL SIGKILL\n")
     (task / "instruction.md").write_text("Write ok to /app/answer.txt.")
     (task / "tests" / "test.sh").write_text(tests)
-    (task / "solution" / "solve.sh").write_text(WRITE_ANSWER)
+    (task / "solution" / "solve.sh").write_text(solve)
     (task / "task.toml").write_text(
         f'schema_version = "1.4"\n[task]\nname = "depthlab/{name}"\n'
         "[agent]\ntimeout_sec = 60.0\n[verifier]\ntimeout_sec = 30.0\n"
@@ -111,6 +114,8 @@ def fidelity_tasks(userland, tmp_path_factory) -> Path:
     )
     _task(root, "fid-hc-never", userland, f"[environment.healthcheck]\n{NEVER}")
     _task(root, "fid-hc-hangs", userland, f"[environment.healthcheck]\n{HANGS}")
+    solve_env = '[solution.env]\nANSWER = "${DEPTHLAB_FIDELITY_ANSWER:-ok}"\n'
+    _task(root, "fid-solution-env", userland, solve_env, solve='#!/bin/bash\necho "$ANSWER" > /app/answer.txt\n')
     _two_steps(root, "fid-steps-hc", userland, STARTS_LATE.format(command=LATE_READY.format(mark="second")))
     _two_steps(root, "fid-steps-hc-never", userland, NEVER)
     return root
@@ -165,12 +170,14 @@ def test_both_engines_leave_out_the_same_tasks_for_the_same_reasons(preflights):
 
 def test_both_engines_trials_read_the_same(preflights):
     """The passing healthchecks let their task pass (their tests need the mark the first, failed, try
-    left), the others are invalid; tests with no reward are a counted fail on both engines."""
+    left), the others are invalid; tests with no reward are a counted fail on both engines; the oracle
+    gets ``[solution.env]`` (its answer comes from there)."""
     expected = [
         ("fid-hc-hangs", "invalid", "RuntimeError"),
         ("fid-hc-late", "pass", None),
         ("fid-hc-never", "invalid", "HealthcheckError"),
         ("fid-noreward", "fail", "RewardFileNotFoundError"),
+        ("fid-solution-env", "pass", None),
         ("fid-steps-hc", "pass", None),
         ("fid-steps-hc-never", "invalid", "HealthcheckError"),
     ]
