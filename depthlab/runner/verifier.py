@@ -285,16 +285,16 @@ def host_env_digest(task_dir: str | os.PathLike[str], host: Mapping[str, str] | 
     >>> host_env_digest(task, {}) == host_env_digest(task, {"JUDGE_MODEL": "other"})
     False
     """
-    from depthlab.io.harbor_task import TaskFormatError, read_config
+    from depthlab.io.harbor_task import TaskFormatError, read_config, section
 
     host = os.environ if host is None else host
     try:
         config = read_config(Path(task_dir) / "task.toml")
     except TaskFormatError:
         return ""
-    tables = [(".".join(path), _table(config, path)) for path in HOST_ENV_TABLES]
+    tables = [(".".join(path), section(config, *path)) for path in HOST_ENV_TABLES]
     for index, step in enumerate(config.get("steps") or ()):
-        tables.append((f"steps[{index}].verifier.env", _table(step, ("verifier", "env"))))
+        tables.append((f"steps[{index}].verifier.env", section(step, "verifier", "env")))
     taken = []
     for where, table in tables:
         for key, value in sorted(table.items()):
@@ -306,12 +306,6 @@ def host_env_digest(task_dir: str | os.PathLike[str], host: Mapping[str, str] | 
     if not taken:
         return ""
     return hashlib.sha256(json.dumps(taken).encode()).hexdigest()[:16]
-
-
-def _table(config: object, path: tuple[str, ...]) -> dict[str, Any]:
-    for name in path:
-        config = config.get(name) if isinstance(config, dict) else None
-    return config if isinstance(config, dict) else {}
 
 
 class _Checks:
