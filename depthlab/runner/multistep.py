@@ -70,7 +70,7 @@ from depthlab.io.multistep import main_reward
 from depthlab.io.status import trial_status
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import ContainerLimits, TaskContainer
-from depthlab.runner.errors import CancelledError, RunnerError
+from depthlab.runner.errors import CancelledError, HealthcheckError, RunnerError
 from depthlab.runner.output import JobDir, utc_now, write_json
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import Healthcheck, TaskSpec
@@ -244,7 +244,7 @@ def run_multistep_trial(
         lifetime += healthcheck_budget(task.healthcheck) + sum(map(healthcheck_budget, task.step_healthchecks.values()))
         box = attempt.open_box(docker_client, task, limits, settings, lifetime, image)
         if task.healthcheck is not None:  # once, before the first step (Harbor's trial-level check)
-            run_healthcheck(box, task.healthcheck)
+            run_healthcheck(box, task.healthcheck, check_cancel=attempt.check_cancel)
         attempt.phases["agent_setup"] = {"started_at": utc_now(), "finished_at": utc_now()}
         verifier_begin = None
         for step, spec in specs:
@@ -383,10 +383,13 @@ def _run_step(
     agent_phase = verifier_phase = None
     try:
         _prepare(box, step, first)
-        if healthcheck is not None:
-            run_healthcheck(box, healthcheck, user=box.agent_user)
-    except Exception as problem:  # the step's setup or healthcheck failed: no agent, no verifier (Harbor's order)
+    except Exception as problem:  # the step's setup failed: no agent, no verifier (Harbor's order)
         failure, occurred_at = problem, datetime.now().isoformat()
+    if failure is None and healthcheck is not None:
+        try:  # a try past its timeout (RuntimeError) is the trial's exception, as Harbor does not catch it
+            run_healthcheck(box, healthcheck, user=box.agent_user, check_cancel=check_cancel)
+        except HealthcheckError as problem:  # the step's, which stops the trial: no agent, no verifier
+            failure, occurred_at = problem, datetime.now().isoformat()
     noted = ""
     if failure is None and first and earlier is not None:
         noted = earlier.note_container(box)  # after the first step's setup.sh, as the Harbor guard lists them

@@ -13,6 +13,7 @@ import time
 import traceback
 import uuid
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -158,7 +159,7 @@ def run_trial(
         lifetime += healthcheck_budget(task.healthcheck)
         box = attempt.open_box(docker_client, task, limits, settings, lifetime)
         if task.healthcheck is not None:  # Harbor's order: after the container starts, before the agent's setup
-            run_healthcheck(box, task.healthcheck)
+            run_healthcheck(box, task.healthcheck, check_cancel=attempt.check_cancel)
         attempt.check_cancel()
         attempt.phases["agent_setup"] = {"started_at": utc_now(), "finished_at": utc_now()}
         _run_agent(attempt, box, task, agent, agent_timeout)
@@ -302,7 +303,13 @@ def _exception_record(error: BaseException | None, occurred_at: str, where: Path
     return harbor_writer.exception_info(type(error).__name__, str(error), text, occurred_at)
 
 
-def run_healthcheck(box: TaskContainer, check: Healthcheck, *, user: str | None = None) -> None:
+def run_healthcheck(
+    box: TaskContainer,
+    check: Healthcheck,
+    *,
+    user: str | None = None,
+    check_cancel: Callable[[], None] | None = None,
+) -> None:
     """Run ``check`` in ``box`` until it passes; raise ``HealthcheckError`` when its retries are spent.
 
     Harbor 0.26's rule (``BaseEnvironment.run_healthcheck``): ``bash -c command`` as ``user`` (default:
@@ -311,12 +318,15 @@ def run_healthcheck(box: TaskContainer, check: Healthcheck, *, user: str | None 
     after it, ``retries`` failures in a row fail the check, ``interval_sec`` apart. A try that runs
     past its limit is Harbor's ``RuntimeError("Command timed out after N seconds")``, which ends the
     check at once (Harbor does not catch it either). Both are infrastructure failures of the trial
-    (invalid), never the model's fail.
+    (invalid), never the model's fail. ``check_cancel`` is called before every try (an interrupt
+    stops a long start period).
     """
     limit = int(check.timeout_sec)  # Harbor passes whole seconds, and no limit for 0
     start_period_end = time.monotonic() + check.start_period_sec
     failures = 0
     while True:
+        if check_cancel is not None:
+            check_cancel()
         in_start_period = time.monotonic() < start_period_end
         try:
             code, _ = box.exec(["bash", "-c", check.command], timeout=limit or _UNTIMED_TRY_SEC, user=user)
