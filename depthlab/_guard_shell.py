@@ -43,7 +43,7 @@ def guard_sections() -> dict[str, str]:
     Examples
     --------
     >>> sorted(guard_sections())
-    ['chain', 'kill', 'processes', 'suspect', 'tests', 'watch']
+    ['chain', 'kill', 'processes', 'restore', 'suspect', 'tests', 'watch']
     """
     from importlib.resources import files
 

@@ -350,7 +350,8 @@ def guard_evidence(trial: Path) -> str | None:
 
     Every run of the agent must have left a finished entry: no write into ``/logs/verifier`` after
     its run, no process left reaching for the verifier's or the tests' files (the guard killed it),
-    ``/logs/verifier`` still a folder, ``/tests`` unchanged.
+    ``/logs/verifier`` still a folder (or made afresh by the guard after the agent removed it, as the
+    local runner makes it before every run of the tests), ``/tests`` unchanged.
     """
     files = sorted([trial / "agent" / GUARD_FILE, *trial.glob(f"steps/*/agent/{GUARD_FILE}")])
     runs: list[Any] = []
@@ -375,7 +376,7 @@ def guard_evidence(trial: Path) -> str | None:
         if run.get("mode", "suspects") == "suspects" and run.get("killed"):
             killed = "; ".join(str(line) for line in run["killed"][:3])
             return f"a process the agent left reached for the verifier's or the tests' files (killed: {killed})"
-        if run.get("verifier_folder"):
+        if run.get("verifier_folder") and not run.get("verifier_restored"):  # made afresh: graded as on the runner
             return f"/logs/verifier is {run['verifier_folder']} at the end of the agent's run, not Harbor's folder"
         if run.get("tests_before") != run.get("tests_after"):
             return "/tests changed during the agent's run (a file the agent left there would run with the tests)"

@@ -110,6 +110,11 @@ JOB_PREFIX = "measure-"
 #: and Harbor's output (files, not folders: Harbor's resume deletes a folder without result.json)
 CONFIG_FILE = "depthlab-config.json"
 LOG_FILE = "depthlab-harbor.log"
+#: How a job starts. ``--yes``: Harbor 0.26's ``harbor run`` asks before a task's ``${VAR}`` templates are
+#: read from the host (``cli/jobs.py``, ``_confirm_host_env_access``), a prompt that no one answers here
+#: (stdin is closed: the job used to abort, exit 1); the local runner reads them without asking. Nothing
+#: else it confirms (a diff, an upload's sharing) is asked for by depthlab's jobs.
+RUN = ("run", "--yes", "--config")
 #: In an oracle job: the tasks' checksums and the environment it ran them in (for reuse)
 ORACLE_FILE = "depthlab-oracle.json"
 _ROUND_JOB = re.compile(r"^measure-r(\d+)__")
@@ -345,7 +350,7 @@ class HarborEngine:
                 path = self.jobs_dir / name / CONFIG_FILE
                 harbor_writer.write_json(path, config)
                 n_trials = config.n_attempts * len(config.agents) * _n_tasks(config.datasets)
-                self._harbor_job(["run", "--config", str(path)], self.jobs_dir / name, n_trials, bar)
+                self._harbor_job([*RUN, str(path)], self.jobs_dir / name, n_trials, bar)
 
     def load_trials(self) -> pl.DataFrame:
         from depthlab.runner.output import load_job_trials
@@ -397,15 +402,24 @@ class HarborEngine:
         """Harbor's oracle agent on every task, once, in the rounds' environment; the failures.
 
         A task whose oracle passed or failed (no exception) in an earlier ``measure-oracle__*``
-        job of this jobs folder, with the same checksum and environment, is not run again.
+        job of this jobs folder, with the same checksum and environment, is not run again; nor when
+        the values its ``${VAR}`` templates take from this environment changed since (their digest,
+        :func:`depthlab.runner.verifier.host_env_digest`, is part of its key; the values never are).
         """
+        from depthlab.runner.task import task_folder
+        from depthlab.runner.verifier import host_env_digest
+
         folders = _task_folders(tasks)
-        checksums = dict(zip(tasks["task"].to_list(), tasks["checksum"].fill_null("").to_list(), strict=True))
+        checksums = {}  # task -> its key: its checksum, and the digest of what it takes from the host
+        for task, checksum, source in tasks.select("task", pl.col("checksum").fill_null(""), "source").iter_rows():
+            digest = host_env_digest(task_folder(source), self.env)  # the environment Harbor runs in
+            checksums[task] = checksum + (f"+env:{digest}" if digest else "")
         setting = {"environment": self.environment, "kwargs": self.environment_kwargs}
+        found = self._oracle_results(setting)
         results = {
-            task: result
-            for task, (checksum, result) in self._oracle_results(setting).items()
-            if checksums.get(task) == checksum and result.result.exception_info is None
+            task: found[task, key]
+            for task, key in checksums.items()
+            if (task, key) in found and found[task, key].result.exception_info is None
         }
         missing = sorted(task for task in checksums if task not in results)
         if not missing:
@@ -423,17 +437,16 @@ class HarborEngine:
                 again = f"; {len(results)} checked before" if results else ""
                 echo(f"oracle preflight: Harbor's oracle agent on {len(missing)} task(s) ({name}){again}")
                 with _bar(len(missing), "oracle", self.progress) as bar:
-                    self._harbor_job(["run", "--config", str(path)], job, len(missing), bar)
+                    self._harbor_job([*RUN, str(path)], job, len(missing), bar)
             fresh = _job_results(job)
             results.update({task: fresh[task] for task in missing if task in fresh})
-        from depthlab.runner.task import task_folder
-
         paths = {str(task): task_folder(source) for task, source in tasks.select("task", "source").iter_rows()}
         return oracle_failures(results, sorted(checksums), paths)
 
-    def _oracle_results(self, setting: Mapping[str, Any]) -> dict[str, tuple[str, TrialResultFile]]:
-        """Task -> (its checksum then, its oracle result) from the finished oracle jobs run under ``setting``."""
-        found: dict[str, tuple[str, TrialResultFile]] = {}
+    def _oracle_results(self, setting: Mapping[str, Any]) -> dict[tuple[str, str], TrialResultFile]:
+        """(task, its key then) -> its oracle result, from the finished oracle jobs run under ``setting``
+        (a task run under two keys, two host values, keeps both)."""
+        found: dict[tuple[str, str], TrialResultFile] = {}
         jobs = [job for job in self._jobs() if job.name.startswith(f"{JOB_PREFIX}oracle__") and _finished(job)]
         for job in sorted(jobs, key=lambda path: (path / "result.json").stat().st_mtime):  # the newest wins
             meta = OracleJob.read(job / ORACLE_FILE)
@@ -441,7 +454,7 @@ class HarborEngine:
                 continue
             for task, result in _job_results(job).items():
                 if task in meta.tasks:
-                    found[task] = (meta.tasks[task], result)
+                    found[task, meta.tasks[task]] = result
         return found
 
     # ------------------------------------------------------------------ internals
@@ -537,8 +550,9 @@ class HarborEngine:
             raise KeyboardInterrupt
         if process.returncode != 0:
             tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
+            command = " ".join([part for part in arguments if part != "--yes"][:2])  # "run --config", "jobs resume"
             raise EngineError(
-                f"harbor {' '.join(arguments[:2])} failed (exit {process.returncode}) for the job {job.name}; "
+                f"harbor {command} failed (exit {process.returncode}) for the job {job.name}; "
                 f"its output is in {log_path}:\n" + "\n".join(tail)
             )
 

@@ -9,6 +9,11 @@
 ``"all"`` (Harbor's default job metric)
     Every trial is valid; a missing reward counts as 0.
 
+A missing reward file (``RewardFileNotFoundError``) is a counted fail under both rules, on both
+engines: a stated variant of Harbor's error policy, which gives it no valid reward (its result.json
+says ``reward_valid: false`` with ``verifier_result`` null, and Harbor's own job mean leaves the
+trial out); ``reward_valid`` is read only where a reward was recorded.
+
 A valid trial passes when its reward is at least 1 (full credit; partial credit from a
 multi-key reward is not a pass). ``invalid`` is never merged into ``fail``: its
 ``passed`` is null.
@@ -34,7 +39,10 @@ _LEADERBOARD_COUNTED: Final[tuple[str, ...]] = (
 # A missing reward file stays a counted fail, the leaderboard's reading and depthlab's on purpose,
 # though Harbor's policy gives it no valid reward: the verifier ran to its end and wrote no grade,
 # which is what an agent that broke its own container (a fork bomb, a filled disk, a killed PID 1)
-# leaves behind; counting it invalid would let an agent turn its fails into missing cells.
+# leaves behind; counting it invalid would let an agent turn its fails into missing cells. Harbor 0.26
+# records such a trial with verifier_result null and reward_valid false (and leaves it out of its job's
+# mean); reward_valid speaks of a recorded reward only, so with none recorded this rule decides, and a
+# trial of either engine reads as the same fail (tests/engines/test_harbor_fidelity.py runs both).
 _COUNTED_ANYWAY: Final[frozenset[str]] = frozenset({"RewardFileNotFoundError"})
 #: Exceptions after which the leaderboard rule still counts the trial (its reward, or 0).
 VALID_EXCEPTIONS: Final[frozenset[str]] = frozenset(

@@ -45,6 +45,10 @@ class VerifierTimeoutError(RunnerError):
     """tests/test.sh ran past the task's verifier timeout (Harbor name)."""
 
 
+class HealthcheckError(RunnerError):
+    """A task's or a step's healthcheck never passed within its retries (Harbor name; an invalid trial)."""
+
+
 class AddTestsDirError(RunnerError):
     """tests/ could not be copied into the container (Harbor name)."""
 

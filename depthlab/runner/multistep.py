@@ -5,7 +5,9 @@ A ``[[steps]]`` task runs in one container, its steps in order. For each step:
 1. before every step but the first, what a shared verifier left (``/tests``, ``/logs/verifier``)
    and the agent's log folder are emptied, so the next step's agent never sees the tests;
 2. ``steps/<name>/workdir/`` is copied into the container's working folder and its ``setup.sh``,
-   if any, runs there with bash (a failure is the step's exception and stops the trial);
+   if any, runs there with bash, then the step's ``[steps.healthcheck]`` (a failure of either is the
+   step's exception and stops the trial; the task's ``[environment.healthcheck]`` ran once before
+   the first step, a failure there the trial's exception);
 3. a fresh agent gets the step's instruction (terminus-2 has no resume, so under Harbor each step
    starts a new conversation in the same container);
 4. from the second step on, for an agent driven by a model, every process an earlier step's agent
@@ -69,10 +71,10 @@ from depthlab.io.multistep import main_reward
 from depthlab.io.status import trial_status
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import ContainerLimits, TaskContainer
-from depthlab.runner.errors import CancelledError, RunnerError
+from depthlab.runner.errors import CancelledError, HealthcheckError, RunnerError
 from depthlab.runner.output import JobDir, utc_now, write_json
 from depthlab.runner.profiles import RunSettings
-from depthlab.runner.task import TaskSpec
+from depthlab.runner.task import Healthcheck, TaskSpec
 from depthlab.runner.trial import (
     _LIFETIME_MARGIN_SEC,
     Agent,
@@ -84,6 +86,8 @@ from depthlab.runner.trial import (
     _request_timeout,
     _timeout,
     _trial_config,
+    healthcheck_budget,
+    run_healthcheck,
     run_trial,
 )
 from depthlab.runner.verifier_env import run_verifier
@@ -238,7 +242,10 @@ def run_multistep_trial(
     try:
         attempt.check_cancel()
         lifetime = _lifetime([spec for _, spec in specs], agent, agent_timeout_sec, verifier_timeout_sec)
+        lifetime += healthcheck_budget(task.healthcheck) + sum(map(healthcheck_budget, task.step_healthchecks.values()))
         box = attempt.open_box(docker_client, task, limits, settings, lifetime, image)
+        if task.healthcheck is not None:  # once, before the first step (Harbor's trial-level check)
+            run_healthcheck(box, task.healthcheck, check_cancel=attempt.check_cancel)
         attempt.phases["agent_setup"] = harbor_writer.phase(utc_now(), utc_now())
         verifier_begin = None
         for step, spec in specs:
@@ -259,6 +266,7 @@ def run_multistep_trial(
                 first=step.index == 1,
                 check_cancel=attempt.check_cancel,
                 earlier=earlier,
+                healthcheck=task.step_healthchecks.get(step.name),
             )
             used += turns
             steps.append(record)
@@ -361,10 +369,12 @@ def _run_step(
     first: bool,
     check_cancel: Any,
     earlier: EarlierSteps | None = None,
+    healthcheck: Healthcheck | None = None,
 ) -> tuple[StepResultRecord, dict[str, float] | None, int]:
     """One step: prepare, agent, verifier. Returns (its StepResult record, its rewards, the turns it used).
 
     ``earlier``: what stops, before the step's tests, the processes an earlier step's agent left (None: nothing).
+    ``healthcheck``: the step's ``[steps.healthcheck]``, run after its ``setup.sh``, before its agent.
     """
     step_dir = trial_dir / "steps" / step.name
     context = AgentContext()
@@ -376,6 +386,11 @@ def _run_step(
         _prepare(box, step, first)
     except Exception as problem:  # the step's setup failed: no agent, no verifier (Harbor's order)
         failure, occurred_at = problem, datetime.now().isoformat()
+    if failure is None and healthcheck is not None:
+        try:  # a try past its timeout (RuntimeError) is the trial's exception, as Harbor does not catch it
+            run_healthcheck(box, healthcheck, user=box.agent_user, check_cancel=check_cancel)
+        except HealthcheckError as problem:  # the step's, which stops the trial: no agent, no verifier
+            failure, occurred_at = problem, datetime.now().isoformat()
     noted = ""
     if failure is None and first and earlier is not None:
         noted = earlier.note_container(box)  # after the first step's setup.sh, as the Harbor guard lists them

@@ -16,10 +16,14 @@ from depthlab.runner.container import TaskContainer, script_command
 from depthlab.runner.errors import AgentTimeoutError, NonZeroAgentExitCodeError
 from depthlab.runner.output import VERSION
 from depthlab.runner.task import TaskSpec
+from depthlab.runner.verifier import resolve_env
 
 
 class OracleAgent:
     """Copy ``solution/`` to ``/solution`` and run ``solve.sh`` under the agent timeout.
+
+    ``solve.sh`` runs with task.toml's ``[solution.env]``, its ``${VAR}`` templates taken from the
+    runner's environment, as Harbor's oracle gives them (``DEBIAN_FRONTEND=noninteractive`` too).
 
     Examples
     --------
@@ -55,12 +59,17 @@ class OracleAgent:
             where = solution.relative_to(task.path) if solution.is_relative_to(task.path) else solution
             raise FileNotFoundError(f"The task {task.name!r} has no {where}/solve.sh for the oracle")
         box.put_directory(solution, "/solution")
+        environment = {
+            **resolve_env(task.solution_env, f"The task {task.name!r}: [solution.env]"),
+            "DEBIAN_FRONTEND": "noninteractive",
+        }
         try:  # the output streams to disk, cut to FILE_LIMIT_BYTES
             exit_code, _ = box.exec_to_file(
                 script_command("/solution/solve.sh"),
                 agent_dir / "oracle.txt",
                 timeout=deadline - time.monotonic(),
                 user=box.agent_user,
+                environment=environment,
             )
         except TimeoutError:
             timeout = timeout_sec if timeout_sec is not None else task.agent_timeout_sec

@@ -24,11 +24,14 @@ How to call it
 as one Harbor job, ``<jobs_dir>/preflight__oracle__<profile>``. Results are cached per task
 checksum and settings (:meth:`RunSettings.key`) in ``cache_dir`` (default
 ``<jobs_dir>/.preflight-cache``): a task already checked under the same settings is not run
-again. Only valid outcomes are cached (a pass, or a fail of the reference solution); an
-infrastructure failure (no Docker, a failed pull) is tried again next time. An oracle trial
-whose grade could not be checked (``VerifierCheckError``: an integrity check of the verifier's
-files could not run, as under heavy load) is run again, :data:`CHECK_ATTEMPTS` in all; when it
-still cannot be checked the task stays in, reported as not checked, never as a failing solution.
+again. The settings include a digest of the values the task's ``${VAR}`` templates take from
+this process's environment (:func:`depthlab.runner.verifier.host_env_digest`, as Harbor resolves
+them): a changed value runs the task again; the values themselves are never written. Only valid
+outcomes are cached (a pass, or a fail of the reference solution); an infrastructure failure (no
+Docker, a failed pull) is tried again next time. An oracle trial whose grade could not be
+checked (``VerifierCheckError``: an integrity check of the verifier's files could not run, as
+under heavy load) is run again, :data:`CHECK_ATTEMPTS` in all; when it still cannot be checked
+the task stays in, reported as not checked, never as a failing solution.
 
 This signature is stable: ``depthlab fill`` and ``depthlab measure`` call it.
 """
@@ -59,6 +62,7 @@ from depthlab.runner.oracle import OracleAgent
 from depthlab.runner.output import JobDir, remove_incomplete_trials
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import TaskSpec, load_task
+from depthlab.runner.verifier import host_env_digest
 
 __all__ = ["PREFLIGHT_VERSION", "PreflightReport", "PreflightRow", "preflight", "unreached_step"]
 
@@ -507,11 +511,13 @@ def _tail(path: Path, lines: int) -> str:
 def _key(task: TaskSpec, settings: RunSettings, limits_of: Callable[[TaskSpec], ContainerLimits]) -> str:
     import hashlib
 
-    record = {
+    record: dict[str, Any] = {
         "version": PREFLIGHT_VERSION,
         "limits": limits_of(task).as_record(),
         "force_build": settings.force_build,
     }
+    if host := host_env_digest(task.path):  # the values its ${VAR} templates take now (a digest, never a value)
+        record["host_env"] = host
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
 
 

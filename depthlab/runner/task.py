@@ -15,9 +15,11 @@ Only the ``task.toml`` fields that change how a trial runs are read here, throug
 strings); labels (difficulty, tags, ...) belong to :func:`depthlab.load_tasks`. What the runner
 accepts it applies as Harbor does: ``[verifier.env]`` and ``[steps.verifier.env]`` reach the tests
 (:func:`depthlab.runner.verifier.verifier_environment`), ``skills_dir`` is listed to the agent
-(:mod:`depthlab.runner.skills`). What it cannot run as Harbor does (a Windows task, an
+(:mod:`depthlab.runner.skills`), ``[solution.env]`` reaches the reference solution, and
+``[environment.healthcheck]`` / ``[steps.healthcheck]`` gate the agent (:class:`Healthcheck`,
+:func:`depthlab.runner.trial.run_healthcheck`). What it cannot run as Harbor does (a Windows task, an
 ``allowlist`` network, a verifier environment other than a ``tests/Dockerfile`` or the task's own
-image, healthchecks, per-step users, artifacts given as tables, MCP servers)
+image, per-step users, artifacts given as tables, MCP servers)
 is refused when the task is read (:class:`UnsupportedTaskError`, one line naming ``--engine harbor``).
 """
 
@@ -70,6 +72,47 @@ def task_folder(source: str | os.PathLike[str]) -> Path:
     """
     path = Path(os.fspath(source))
     return path.parent if path.name in {"task.toml", "task.yaml"} else path
+
+
+@dataclass(frozen=True)
+class Healthcheck:
+    """A ``[environment.healthcheck]`` or ``[steps.healthcheck]`` table, with Harbor 0.26's defaults.
+
+    Harbor's ``HealthcheckConfig`` mirrors Docker's HEALTHCHECK: ``command`` runs with bash in the
+    agent's container until it exits 0; a failure within ``start_period_sec`` of the first try does
+    not count (the next try comes after ``start_interval_sec``); after that, ``retries`` consecutive
+    failures (``interval_sec`` apart) fail it. Each try may run ``timeout_sec`` (whole seconds).
+
+    Examples
+    --------
+    >>> check = Healthcheck.from_table({"command": "test -f /ready", "retries": 5}, "[environment.healthcheck]")
+    >>> check.retries, check.interval_sec, check.timeout_sec, check.start_period_sec
+    (5, 5.0, 30.0, 0.0)
+    """
+
+    command: str
+    interval_sec: float = 5.0
+    timeout_sec: float = 30.0
+    start_period_sec: float = 0.0
+    start_interval_sec: float = 5.0
+    retries: int = 3
+
+    @classmethod
+    def from_table(cls, table: object, where: str) -> Healthcheck:
+        """The healthcheck of a task.toml table, checked as Harbor's model takes it (``where`` names it)."""
+        if not isinstance(table, dict) or not isinstance(table.get("command"), str):
+            raise ValueError(f'{where} must be a table with a command = "..." text, got {table!r}')
+        numbers: dict[str, Any] = {}
+        for name in ("interval_sec", "timeout_sec", "start_period_sec", "start_interval_sec", "retries"):
+            if name not in table:
+                continue
+            value = table[name]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{where}.{name} must be a non-negative finite number, got {value!r}")
+            if name == "retries" and not float(value).is_integer():
+                raise ValueError(f"{where}.retries must be a whole number, got {value!r}")
+            numbers[name] = int(value) if name == "retries" else float(value)
+        return cls(command=table["command"], **numbers)
 
 
 @dataclass(frozen=True)
@@ -126,6 +169,14 @@ class TaskSpec:
         is told about, as Harbor's terminus-2 does.
     step_verifier_envs : dict of str to dict
         Each step's own ``[steps.verifier.env]``, by step name (:meth:`for_step` applies it).
+    solution_env : dict of str to str
+        ``[solution.env]``: the variables the reference solution runs with (Harbor's oracle resolves
+        its ``${VAR}`` templates from the host, as for the tests).
+    healthcheck : Healthcheck or None
+        ``[environment.healthcheck]``: run once after the container starts, before any agent.
+    step_healthchecks : dict of str to Healthcheck
+        Each step's ``[steps.healthcheck]``, by step name: run after the step's ``setup.sh``, before
+        its agent (as well as the task's, never instead of it).
     """
 
     path: Path
@@ -150,6 +201,9 @@ class TaskSpec:
     environment_env: dict[str, str] = field(default_factory=dict, hash=False)
     skills_dir: str | None = None
     step_verifier_envs: dict[str, dict[str, str]] = field(default_factory=dict, hash=False, repr=False)
+    solution_env: dict[str, str] = field(default_factory=dict, hash=False, repr=False)
+    healthcheck: Healthcheck | None = None
+    step_healthchecks: dict[str, Healthcheck] = field(default_factory=dict, hash=False, repr=False)
 
     @property
     def internet(self) -> bool:
@@ -209,6 +263,7 @@ class TaskSpec:
             verifier_env={**self.verifier_env, **self.step_verifier_envs.get(step.name, {})},
             steps=(),
             step_verifier_envs={},
+            step_healthchecks={},
         )
 
     def verifier_image_task(self) -> TaskSpec | None:
@@ -334,6 +389,13 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
             step.name: _env(section(table, "verifier"), f"{where} steps[{step.index - 1}].verifier.env")
             for step, table in zip(harbor.steps, config.get("steps") or (), strict=False)
         },
+        solution_env=_env(section(config, "solution"), f"{where} [solution].env"),
+        healthcheck=_healthcheck(environment, f"{where} [environment.healthcheck]"),
+        step_healthchecks={
+            step.name: check
+            for step, table in zip(harbor.steps, config.get("steps") or (), strict=False)
+            if (check := _healthcheck(table, f"{where} steps[{step.index - 1}].healthcheck")) is not None
+        },
     )
 
 
@@ -357,8 +419,6 @@ def unsupported(task: HarborTask) -> str | None:
     if task.network_mode == "allowlist":
         return 'has network_mode = "allowlist" (Harbor\'s firewall)'
     environment = section(config, "environment")
-    if environment.get("healthcheck") is not None:
-        return "has an [environment.healthcheck]"
     # servers Harbor's agent is told of, which the runner's agent is not
     if environment.get("mcp_servers"):
         return "declares [[environment.mcp_servers]] (servers Harbor's agent is told of)"
@@ -369,8 +429,6 @@ def unsupported(task: HarborTask) -> str | None:
         if not isinstance(step, dict):
             continue
         where = f"steps[{index}]"
-        if step.get("healthcheck") is not None:
-            return f"has a healthcheck in {where}"
         if any(not isinstance(item, str) for item in step.get("artifacts") or ()):
             return f"gives artifacts in {where}"
         name = str(step.get("name"))
@@ -411,6 +469,11 @@ def _env(verifier: dict[str, Any], where: str) -> dict[str, str]:
     if not isinstance(env, dict) or not all(isinstance(value, str) for value in env.values()):
         raise ValueError(f'{where} must be a table of text values (NAME = "value" or "${{VAR}}"), got {env!r}')
     return dict(env)
+
+
+def _healthcheck(table: dict[str, Any], where: str) -> Healthcheck | None:
+    check = table.get("healthcheck") if isinstance(table, dict) else None
+    return None if check is None else Healthcheck.from_table(check, where)
 
 
 def _memory_mb(environment: dict[str, Any], where: str) -> int:

@@ -13,6 +13,7 @@ import time
 import traceback
 import uuid
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,18 +28,21 @@ from depthlab.runner.errors import (
     AgentTimeoutError,
     CancelledError,
     ContainerExitedError,
+    HealthcheckError,
     NonZeroAgentExitCodeError,
     RewardFileNotFoundError,
 )
 from depthlab.runner.image import ensure_image
 from depthlab.runner.output import JobDir, utc_now, write_json, write_text
 from depthlab.runner.profiles import RunSettings
-from depthlab.runner.task import TaskSpec
+from depthlab.runner.task import Healthcheck, TaskSpec
 from depthlab.runner.verifier import resolve_env
 from depthlab.runner.verifier_env import run_verifier
 
 # a container's deadline beyond its trial's longest run: copying files, starting the shell
 _LIFETIME_MARGIN_SEC = 600.0
+# a healthcheck try given timeout_sec = 0 (Harbor's docker exec then sets no limit): bounded all the same
+_UNTIMED_TRY_SEC = 3600.0
 
 
 class Agent(Protocol):
@@ -153,7 +157,10 @@ def run_trial(
     try:
         attempt.check_cancel()
         lifetime = agent_timeout + verifier_timeout + _request_timeout(agent) + _LIFETIME_MARGIN_SEC
+        lifetime += healthcheck_budget(task.healthcheck)
         box = attempt.open_box(docker_client, task, limits, settings, lifetime)
+        if task.healthcheck is not None:  # Harbor's order: after the container starts, before the agent's setup
+            run_healthcheck(box, task.healthcheck, check_cancel=attempt.check_cancel)
         attempt.check_cancel()
         attempt.phases["agent_setup"] = harbor_writer.phase(utc_now(), utc_now())
         _run_agent(attempt, box, task, agent, agent_timeout)
@@ -295,6 +302,55 @@ def _exception_record(error: BaseException | None, occurred_at: str, where: Path
     text = "".join(traceback.format_exception(error))
     write_text(where / "exception.txt", text)
     return harbor_writer.exception_info(type(error).__name__, str(error), text, occurred_at)
+
+
+def run_healthcheck(
+    box: TaskContainer,
+    check: Healthcheck,
+    *,
+    user: str | None = None,
+    check_cancel: Callable[[], None] | None = None,
+) -> None:
+    """Run ``check`` in ``box`` until it passes; raise ``HealthcheckError`` when its retries are spent.
+
+    Harbor 0.26's rule (``BaseEnvironment.run_healthcheck``): ``bash -c command`` as ``user`` (default:
+    the image's), each try limited to ``int(timeout_sec)`` seconds; a failed try within
+    ``start_period_sec`` of the first is not counted and the next comes after ``start_interval_sec``;
+    after it, ``retries`` failures in a row fail the check, ``interval_sec`` apart. A try that runs
+    past its limit is Harbor's ``RuntimeError("Command timed out after N seconds")``, which ends the
+    check at once (Harbor does not catch it either). Both are infrastructure failures of the trial
+    (invalid), never the model's fail. ``check_cancel`` is called before every try (an interrupt
+    stops a long start period).
+    """
+    limit = int(check.timeout_sec)  # Harbor passes whole seconds, and no limit for 0
+    start_period_end = time.monotonic() + check.start_period_sec
+    failures = 0
+    while True:
+        if check_cancel is not None:
+            check_cancel()
+        in_start_period = time.monotonic() < start_period_end
+        try:
+            code, _ = box.exec(["bash", "-c", check.command], timeout=limit or _UNTIMED_TRY_SEC, user=user)
+        except TimeoutError:
+            raise RuntimeError(f"Command timed out after {limit} seconds") from None
+        if code == 0:
+            return
+        if in_start_period:
+            time.sleep(check.start_interval_sec)
+            continue
+        failures += 1
+        if failures >= check.retries:
+            raise HealthcheckError(f"Healthcheck failed after {check.retries} consecutive retries: {check.command}")
+        time.sleep(check.interval_sec)
+
+
+def healthcheck_budget(check: Healthcheck | None) -> float:
+    """The longest ``check`` can run (seconds), for the container's lifetime; 0 without one."""
+    if check is None:
+        return 0.0
+    try_sec = int(check.timeout_sec) or _UNTIMED_TRY_SEC
+    start_tries = check.start_period_sec / max(check.start_interval_sec, 0.1) + 1
+    return check.start_period_sec + start_tries * try_sec + check.retries * (try_sec + check.interval_sec)
 
 
 def _run_agent(attempt: _Attempt, box: TaskContainer, task: TaskSpec, agent: Agent, timeout: float) -> None:

@@ -41,6 +41,7 @@ no reward, so a fail) whose message gives the true cause, never as an infrastruc
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -257,6 +258,54 @@ def resolve_env(values: Mapping[str, str], where: str, host: Mapping[str, str] |
                 "depthlab runs in"
             )
     return resolved
+
+
+#: The task.toml tables whose ``${VAR}`` templates Harbor resolves from the host (its ``resolve_env_vars``):
+#: the tests', the container's and the reference solution's variables; each step's tests' too.
+HOST_ENV_TABLES: tuple[tuple[str, ...], ...] = (("verifier", "env"), ("environment", "env"), ("solution", "env"))
+
+
+def host_env_digest(task_dir: str | os.PathLike[str], host: Mapping[str, str] | None = None) -> str:
+    """A digest of the values ``task_dir``'s task.toml takes from ``host`` through ``${VAR}`` templates.
+
+    The same task runs differently when a value it takes from the host changes (an LLM judge's model
+    in ``[verifier.env]``, a flag in ``[environment.env]``), yet its checksum (its files) is the same;
+    a cache of its runs (the oracle preflight's) must key on this digest too. Only a digest of every
+    value together is returned, so a key (``${OPENAI_API_KEY}``) never reaches the disk; an unset
+    variable with no default counts as unset. "" when task.toml has no template (or cannot be read:
+    its run then fails on its own), so such a task's key is its checksum alone.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> task = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (task / "task.toml").write_text('[verifier.env]\\nJUDGE = "${JUDGE_MODEL:-gpt}"\\nMODE = "fast"\\n')
+    >>> host_env_digest(task, {}) == host_env_digest(task, {"JUDGE_MODEL": "gpt"})
+    True
+    >>> host_env_digest(task, {}) == host_env_digest(task, {"JUDGE_MODEL": "other"})
+    False
+    """
+    from depthlab.io.harbor_task import TaskFormatError, read_config, section
+
+    host = os.environ if host is None else host
+    try:
+        config = read_config(Path(task_dir) / "task.toml")
+    except TaskFormatError:
+        return ""
+    tables = [(".".join(path), section(config, *path)) for path in HOST_ENV_TABLES]
+    for index, step in enumerate(config.get("steps") or ()):
+        tables.append((f"steps[{index}].verifier.env", section(step, "verifier", "env")))
+    taken = []
+    for where, table in tables:
+        for key, value in sorted(table.items()):
+            template = _TEMPLATE.fullmatch(value) if isinstance(value, str) else None
+            if template is None:
+                continue  # a literal value is in the task's checksum already
+            got = host.get(template["name"], template["default"])
+            taken.append([where, key, got])
+    if not taken:
+        return ""
+    return hashlib.sha256(json.dumps(taken).encode()).hexdigest()[:16]
 
 
 class _Checks:

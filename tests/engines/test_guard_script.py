@@ -167,5 +167,5 @@ def test_the_guards_names_and_shell_agree_on_both_sides(harbor_python):
     assert side["script"] == guard.GUARD_SCRIPT
     assert tuple(side["modes"]) == guard.GUARD_MODES
     assert side["sections"] == guard.guard_script_sections()
-    assert set(side["sections"]) == {"chain", "processes", "tests", "watch", "suspect", "kill"}
+    assert set(side["sections"]) == {"chain", "processes", "tests", "watch", "suspect", "kill", "restore"}
     assert side["agents"] == [guard.GUARDED_AGENT.split(":")[1], guard.WHOLE_RUN_AGENT.split(":")[1]]

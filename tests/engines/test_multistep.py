@@ -111,7 +111,7 @@ def test_a_separate_verifier_sees_only_the_artifacts(tasks, docker_client, tmp_p
     ("toml", "what"),
     [
         ('[environment]\nnetwork_mode = "allowlist"\n', "allowlist"),
-        ('[[steps]]\nname = "a"\n[steps.healthcheck]\ncommand = "true"\n', "healthcheck"),
+        ('[environment]\nmcp_servers = [{name = "s", transport = "stdio", command = "s"}]\n', "mcp_servers"),
         ('[verifier]\nuser = "tester"\n', "user"),
     ],
 )
@@ -128,6 +128,28 @@ def test_what_the_runner_cannot_run_as_harbor_does_is_refused_naming_the_harbor_
     assert "\n" not in message
     assert "--engine harbor" in message
     assert what in message
+
+
+def test_a_healthcheck_is_read_with_harbors_defaults_not_refused(tmp_path):
+    """Harbor runs ``[environment.healthcheck]`` and ``[steps.healthcheck]`` (tests/engines/test_harbor_fidelity.py
+    runs them on both engines); the runner reads them, with Harbor's defaults, and refuses a malformed one."""
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "environment" / "Dockerfile").write_text("FROM scratch\n")
+    (tmp_path / "steps" / "a").mkdir(parents=True)
+    (tmp_path / "steps" / "a" / "instruction.md").write_text("Do a.")
+    toml = (
+        'schema_version = "1.4"\n[environment.healthcheck]\ncommand = "test -f /ready"\nretries = 5\n'
+        '[[steps]]\nname = "a"\n[steps.healthcheck]\ncommand = "true"\nstart_period_sec = 2.5\n'
+    )
+    (tmp_path / "task.toml").write_text(toml)
+    task = load_task(tmp_path)
+    check = task.healthcheck
+    assert (check.command, check.retries, check.interval_sec) == ("test -f /ready", 5, 5.0)
+    step = task.step_healthchecks["a"]
+    assert (step.command, step.start_period_sec, step.retries, step.timeout_sec) == ("true", 2.5, 3, 30.0)
+    (tmp_path / "task.toml").write_text(toml.replace("retries = 5", "retries = -1"))
+    with pytest.raises(ValueError, match=r"\[environment.healthcheck\].retries must be a non-negative finite number"):
+        load_task(tmp_path)
 
 
 def test_the_merged_task_runs_every_steps_solution_and_tests_as_one(tasks, docker_client, tmp_path):

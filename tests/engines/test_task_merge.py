@@ -19,8 +19,8 @@ A merge passes where the original passes, with the same reward, or is refused wi
 The whole recipe is refused by ``depthlab tasks merge``, with the reason: its step 1 asks greet.sh to
 print "hello" and step 2 changes that, so one verifier at the end fails step 1's tests (on Harbor
 too); the recipe's steps 2 and 3 alone (its shared tests, verifier env, fixture and workdir) merge.
-The originals with a step's verifier env or a healthcheck (the cookbook's) run on Harbor only; the
-others, shared tests included (the local runner puts the task's ``tests/`` under each step's in
+The cookbook's original (a step's verifier env, a step healthcheck) runs on Harbor and on the local
+preflight; the others, shared tests included (the local runner puts the task's ``tests/`` under each step's in
 ``/tests``, as Harbor does), and every merged task run on both.
 """
 
@@ -232,8 +232,8 @@ def _reward(trials: pl.DataFrame, folder: Path) -> float | None:
 
 
 KEPT = ["cookbook-two-steps", "merge-cd-tests", "merge-final", "merge-marked"]
-#: The originals the local runner runs as Harbor does (no step verifier env, no healthcheck): the
-#: shared tests/ under each step's in /tests included.
+#: The originals run on the local runner here (the cookbook's has its own test below): the shared
+#: tests/ under each step's in /tests included.
 LOCAL_ORIGINALS = {"merge-final", "merge-cd-tests", "merge-marked"}
 
 
@@ -338,22 +338,17 @@ def test_the_merged_tasks_work_is_its_steps_work_and_the_wrappers_lines(merge_ta
 
 def test_the_local_preflight_passes_the_cookbooks_recipe_as_harbors_oracle(merge_tasks, harbor_oracle, tmp_path):
     """The recipe's original on ``measure --engine local``'s preflight: every step's tests source the
-    shared ``tests/helpers.sh``, which the local runner now puts beside them in ``/tests``. Its step
-    healthcheck is taken out here: the local runner refuses healthchecks (one line naming
-    ``--engine harbor``, test_multistep.py); this one only checks greet.sh is executable, which the
-    reference solution makes, so Harbor's oracle (which ran it) passes with or without it."""
+    shared ``tests/helpers.sh``, which the local runner now puts beside them in ``/tests``, and its step
+    healthcheck (step 1 left an executable greet.sh) runs before step 2, as under Harbor's oracle."""
     import dataclasses
-    import re
 
-    from depthlab.runner import TaskSpec, preflight
+    from depthlab.runner import TaskSpec, load_task, preflight
 
     if "verifier_env" not in {field.name for field in dataclasses.fields(TaskSpec)}:
         pytest.skip("the recipe's step 2 needs [steps.verifier.env] in its tests (branch i36-house)")
     assert _reward(harbor_oracle, merge_tasks["cookbook-multi-step"]) == 1.0
-    task = tmp_path / "cookbook-no-healthcheck"
-    shutil.copytree(merge_tasks["cookbook-multi-step"], task)
-    toml = (task / "task.toml").read_text()
-    (task / "task.toml").write_text(re.sub(r"\[steps\.healthcheck\][^\[]*", "", toml))
+    task = merge_tasks["cookbook-multi-step"]
+    assert load_task(task).step_healthchecks, "the recipe has a step healthcheck"
     report = preflight([task], jobs_dir=tmp_path / "jobs", use_cache=False)
     (row,) = report.rows
     assert (row.passed, row.checked, row.reward) == (True, True, 1.0), (row.reason, row.verifier_tail)

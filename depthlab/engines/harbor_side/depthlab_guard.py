@@ -26,6 +26,9 @@ run ends, before Harbor's verifier starts, this guard
   or the step's setup started runs on into the tests, as under Harbor;
 * hashes ``/tests`` at the run's start and end (the tests are copied in after the agent: a file the
   agent put there would be run with them), and records whether ``/logs/verifier`` is still a folder;
+  when the agent removed or replaced it, makes it afresh (the ``restore`` section), as depthlab's
+  runner makes it before every run of the tests: Harbor would otherwise end the trial in
+  ``DownloadVerifierDirError`` (an invalid trial, retried), and the agent would decide its own cell;
 * records whether the run ended while a model request had no answer (an agent timeout then is the
   endpoint's outage, not the model's fail, as on depthlab's runner);
 * writes what it found to ``depthlab-guard.json`` in the agent's log folder on the host (one entry
@@ -199,13 +202,15 @@ class GuardedTerminus2(Terminus2):
                 keep = [item for item in keep if item in self._container_keep or item in started_after]
             watch = await _shell(environment, _SCRIPTS["watch"])
             settings = f"KEEP={shlex.quote(' '.join(keep))}\nMODE={self._guard_mode}\nSINCE={self._since}\n"
-            script = _SCRIPTS["chain"] + settings + _SCRIPTS["suspect"] + _SCRIPTS["kill"] + _SCRIPTS["tests"]
+            script = _SCRIPTS["chain"] + settings + _SCRIPTS["suspect"] + _SCRIPTS["kill"]
+            script += _SCRIPTS["restore"] + _SCRIPTS["tests"]
             killed = await _shell(environment, script)
             entry.update(
                 tests_before=_lines(start, "T ")[:1] or None,
                 tests_after=_lines(killed, "T ")[:1] or None,
                 verifier_writes=_lines(watch, "W "),
                 verifier_folder=(_lines(watch, "V ") or [""])[0],
+                verifier_restored=(_lines(killed, "R ") or [""])[0],
                 killed=_lines(killed, "K "),
                 stopped_earlier_steps=_lines(killed, "S "),
                 mode=self._guard_mode,
