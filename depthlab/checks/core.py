@@ -36,14 +36,22 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_choice, check_positive_int
 from depthlab.checks import static
-from depthlab.checks.replay import FROM_SNAPSHOT, EngineReplays, Replay, Replayer, StepRun, local_replays
+from depthlab.checks.replay import (
+    FROM_SNAPSHOT,
+    EngineReplays,
+    Replay,
+    Replayer,
+    ReplayRequest,
+    StepRun,
+    local_replays,
+)
 from depthlab.checks.script import MarkError, key_lines, key_span, top_level_commands, without_key, without_lines
 from depthlab.io.tasks import count_work
 from depthlab.runner.profiles import RunSettings
@@ -53,6 +61,8 @@ from depthlab.runner.task import TaskSpec, load_task
 CHECK_NAMES: tuple[str, ...] = schema.CHECK_NAMES
 #: The engines a check runs on.
 ENGINES: tuple[str, ...] = ("local", "harbor")
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -108,6 +118,7 @@ def check_tasks(
     harbor: str | None = None,
     progress: Callable[[str], None] | None = None,
     reuse: bool = True,
+    batch: bool = True,
 ) -> CheckReport:
     """Check tasks' verifiers by replaying their reference solutions (no model is called).
 
@@ -132,7 +143,8 @@ def check_tasks(
     mutant_seed : int, default 0
         The sample's seed.
     settings : RunSettings, optional
-        The runner's settings (the profile); the network is off whatever they say.
+        The runner's settings (the profile, the capabilities given back, the pid limit, the disk
+        bound), applied alike on both engines; the network is off whatever they say.
     docker_client : docker.DockerClient, optional
         The local engine's Docker client; default ``docker.from_env()``.
     harbor : str, optional
@@ -145,6 +157,11 @@ def check_tasks(
         mutant from a ``docker commit`` snapshot of them (from scratch where a process is left
         running, which a snapshot cannot carry; :mod:`depthlab.checks.replay`); False: every mutant
         from scratch. The verdicts are the same; the Harbor engine always replays from scratch.
+    batch : bool, default True
+        Hand a task's replays to the engine in two batches (its oracle's, then the other checks'):
+        on Harbor one Harbor process each instead of one per replay
+        (:func:`depthlab.checks.harbor.harbor_replays`). False: one engine call per replay (the
+        baseline ``tests/bench/bench_checks_engines.py`` measures against). The table is the same.
 
     Returns
     -------
@@ -164,7 +181,7 @@ def check_tasks(
     paths = [Path(os.fspath(tasks))] if isinstance(tasks, str | os.PathLike) else [Path(os.fspath(t)) for t in tasks]
     replayer = None
     if any(name in _REPLAYED for name in wanted):
-        replays = _engine_replays(engine, Path(os.fspath(jobs_dir)), docker_client, settings, harbor, reuse)
+        replays = _engine_replays(engine, Path(os.fspath(jobs_dir)), docker_client, settings, harbor, reuse, batch)
         replayer = Replayer(Path(os.fspath(jobs_dir)), replays) if replays is not None else None
     lint = static.harbor_lint(paths) if "lint" in wanted else {}
     rows: list[dict[str, Any]] = []
@@ -172,7 +189,9 @@ def check_tasks(
     reused = 0
     try:
         for path in paths:
-            checker = _TaskChecker(path, wanted, replayer, repeat=repeat, mutants=mutants, seed=mutant_seed)
+            checker = _TaskChecker(
+                path, wanted, replayer, repeat=repeat, mutants=mutants, seed=mutant_seed, batch=batch
+            )
             task_rows = checker.run(lint)
             problems += checker.problems
             reused += checker.reused
@@ -198,12 +217,13 @@ def _engine_replays(
     settings: RunSettings | None,
     harbor: str | None,
     reuse: bool = True,
+    batch: bool = True,
 ) -> EngineReplays | None:
     """The engine's replays (the one place the engine matters); None when the local engine has no Docker."""
     if engine == "harbor":
         from depthlab.checks.harbor import harbor_replays
 
-        return harbor_replays(jobs_dir, harbor)
+        return harbor_replays(jobs_dir, harbor, settings=settings, batch=batch)
     if docker_client is None:
         from depthlab.runner.container import new_docker_client
 
@@ -235,6 +255,7 @@ class _TaskChecker:
         repeat: int,
         mutants: int | None,
         seed: int,
+        batch: bool = True,
     ) -> None:
         self.path = path.resolve()
         self.name = path.name
@@ -246,6 +267,8 @@ class _TaskChecker:
         self.problems: list[str] = []
         self.rows: list[dict[str, Any]] = []
         self.reused = 0
+        self.batch = batch
+        self.collecting: list[ReplayRequest] | None = None  # set while _batched learns the replays
 
     # ---------------------------------------------------------------- rows ------------------
     def row(
@@ -317,9 +340,8 @@ class _TaskChecker:
                     if check in _REPLAYED:
                         self.row(step, check, "error", reason)
             return self.rows
-        oracle = self._oracle(task, steps)
-        for step in steps:
-            self._replay_checks(task, steps, step, oracle)
+        oracle = self._batched(lambda: self._oracle(task, steps))
+        self._batched(lambda: [self._replay_checks(task, steps, step, oracle) for step in steps])
         return self.rows
 
     def _replay(
@@ -327,9 +349,31 @@ class _TaskChecker:
     ) -> Replay:
         if self.replayer is None:  # run() returned before any replay without an engine
             raise RuntimeError("no Docker engine to replay on")
+        if self.collecting is not None:  # the first pass of _batched: note the request, replay nothing yet
+            self.collecting.append(ReplayRequest(task, key, plan, upto, strict, snapshot))
+            return Replay(key, Path(), {}, 0.0, False)
         replay = self.replayer.replay(task, key, plan, upto=upto, strict_exit=strict, snapshot=snapshot)
         self.reused += replay.reused
         return replay
+
+    def _batched(self, checks: Callable[[], _T]) -> _T:
+        """``checks()`` with every replay it makes run first as one batch of the engine.
+
+        The checks run twice: once only to learn the replays they make (their rows and problems
+        dropped; which replays a check makes depends on the oracle's verdicts, known by then, never
+        on its own replays' results), which then run in one engine call, then for real, finding each
+        replay done. Without ``batch`` they run once, each replay its own engine call."""
+        if not self.batch or self.replayer is None:
+            return checks()
+        rows, problems = len(self.rows), len(self.problems)
+        self.collecting = []
+        try:
+            checks()
+        finally:
+            wanted, self.collecting = self.collecting, None
+            del self.rows[rows:], self.problems[problems:]
+        self.replayer.prefetch(wanted)
+        return checks()
 
     def _oracle(self, task: TaskSpec, steps: list[_Step]) -> dict[str, tuple[str, str]]:
         """Each step's oracle outcome and evidence (also when the oracle row is not wanted)."""
