@@ -341,8 +341,12 @@ class _TaskChecker:
                         self.row(step, check, "error", reason)
             return self.rows
         oracle = self._batched(lambda: self._oracle(task, steps))
-        self._batched(lambda: [self._replay_checks(task, steps, step, oracle) for step in steps])
+        self._batched(lambda: self._steps_checks(task, steps, oracle))
         return self.rows
+
+    def _steps_checks(self, task: TaskSpec, steps: list[_Step], oracle: dict[str, tuple[str, str]]) -> None:
+        for step in steps:
+            self._replay_checks(task, steps, step, oracle)
 
     def _replay(
         self, task: TaskSpec, key: str, plan: dict[str, str | None], upto: int, strict: bool, snapshot: bool = False

@@ -52,6 +52,7 @@ from depthlab.engines._harbor_guard import DISK_NOTE, HARBOR_RESULT, DiskWatch, 
 from depthlab.engines.harbor import HARBOR_SIDE, HarborCommand, die_with_parent, find_harbor
 from depthlab.engines.rounds import EngineError
 from depthlab.io import harbor_writer
+from depthlab.io.harbor import read_trial_result
 from depthlab.runner.container import ContainerLimits
 from depthlab.runner.output import JobDir
 from depthlab.runner.profiles import RunSettings, limits_for
@@ -200,27 +201,28 @@ def _run_harbor(argv: list[str], job: JobDir, env: Mapping[str, str], bounds: Ma
 def disk_verdict(trial_dir: Path) -> bool:
     """Record a trial the disk watch stopped as the local runner records it; whether it was one.
 
-    The local runner stops a container past its disk bound and records the trial's (or step's)
-    ``RewardFileNotFoundError`` ("The verifier could not start: ..."), a fail with its cause; Harbor
-    records whatever the killed container made of its run. So the trial's result, and the result of
-    the step that was running, get the local runner's exception (Harbor's own result is kept beside
-    it in :data:`depthlab.engines._harbor_guard.HARBOR_RESULT`).
+    The local runner stops a container past its disk bound and records ``RewardFileNotFoundError``
+    ("The verifier could not start: ..."), a fail with its cause; Harbor records whatever the killed
+    container made of its run. So the trial's result gets the local runner's exception, as
+    :func:`depthlab.engines._harbor_guard.judge_trials` records its verdicts (Harbor's own result kept
+    beside it in :data:`depthlab.engines._harbor_guard.HARBOR_RESULT`); a multi-step trial's steps keep
+    Harbor's own exceptions (the rows' outcomes are the same: a stopped step neither passes nor hangs).
     """
     note = trial_dir / DISK_NOTE
     if not note.is_file() or (trial_dir / HARBOR_RESULT).exists():
         return False
-    raw = json.loads((trial_dir / "result.json").read_text(encoding="utf-8"))
+    read = read_trial_result(trial_dir / "result.json")
+    if isinstance(read, str):  # no result to record it in: the replay is reported as lost
+        return False
     cause = note.read_text(encoding="utf-8").strip()
     info = harbor_writer.exception_info(
         "RewardFileNotFoundError", f"The verifier could not start: {cause}", "", harbor_writer.utc_now()
     )
-    steps = raw.get("step_results") or []
-    stopped = next((step for step in steps if step.get("exception_info") or not step.get("verifier_result")), None)
-    if stopped is not None:
-        stopped["exception_info"], stopped["verifier_result"] = info, None
-    write_text(trial_dir / HARBOR_RESULT, json.dumps(raw, indent=2) + "\n")
-    raw["exception_info"], raw["verifier_result"] = info, None
-    write_text(trial_dir / "result.json", json.dumps(raw, indent=2) + "\n")
+    write_text(trial_dir / HARBOR_RESULT, json.dumps(read.raw, indent=2) + "\n")
+    write_text(
+        trial_dir / "result.json",
+        json.dumps({**read.raw, "exception_info": info, "verifier_result": None}, indent=2) + "\n",
+    )
     return True
 
 
