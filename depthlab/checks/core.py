@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -184,27 +184,50 @@ def check_tasks(
         replays = _engine_replays(engine, Path(os.fspath(jobs_dir)), docker_client, settings, harbor, reuse, batch)
         replayer = Replayer(Path(os.fspath(jobs_dir)), replays) if replays is not None else None
     lint = static.harbor_lint(paths) if "lint" in wanted else {}
-    rows: list[dict[str, Any]] = []
-    problems: list[str] = []
-    reused = 0
+    checkers = [
+        _TaskChecker(path, wanted, replayer, repeat=repeat, mutants=mutants, seed=mutant_seed, batch=batch)
+        for path in paths
+    ]
     try:
-        for path in paths:
-            checker = _TaskChecker(
-                path, wanted, replayer, repeat=repeat, mutants=mutants, seed=mutant_seed, batch=batch
-            )
-            task_rows = checker.run(lint)
-            problems += checker.problems
-            reused += checker.reused
-            rows += task_rows
-            if progress is not None:
-                progress(f"{checker.name}: {_tally(task_rows)}")
+        _run_in_step(checkers, lint, replayer, progress)
     finally:  # the snapshots go however the check ends
         if replayer is not None:
             replayer.close()
     if replayer is not None:
         replayer.finish()
+    rows = [row for checker in checkers for row in checker.rows]
+    problems = [line for checker in checkers for line in checker.problems]
+    reused = sum(checker.reused for checker in checkers)
     table = pl.DataFrame(rows, schema=schema.CHECKS) if rows else schema.empty("checks")
     return CheckReport(table, problems, replayer.ran if replayer else 0, reused)
+
+
+def _run_in_step(
+    checkers: list[_TaskChecker],
+    lint: dict[Path, list[dict]] | str,
+    replayer: Replayer | None,
+    progress: Callable[[str], None] | None,
+) -> None:
+    """Run every task's checks side by side, a batch of the engine at each phase (:meth:`_TaskChecker.run`).
+
+    Each task's checks stop where a phase's replays are needed and hand them over; the replays of
+    every task at that phase (all the oracles', then all the other checks') run as one batch, then
+    each task goes on, finding its replays done. A task's rows are its own whatever the others'."""
+    running = [(checker, checker.run(lint)) for checker in checkers]
+    while running:
+        wanted: list[ReplayRequest] = []
+        still = []
+        for checker, phases in running:
+            try:
+                wanted += next(phases)
+            except StopIteration:
+                if progress is not None:
+                    progress(f"{checker.name}: {_tally(checker.rows)}")
+                continue
+            still.append((checker, phases))
+        if wanted and replayer is not None:
+            replayer.prefetch(wanted)
+        running = still
 
 
 _REPLAYED = frozenset({"oracle", "before", "key_removed", "next_after_key", "mutants"})
@@ -268,7 +291,7 @@ class _TaskChecker:
         self.rows: list[dict[str, Any]] = []
         self.reused = 0
         self.batch = batch
-        self.collecting: list[ReplayRequest] | None = None  # set while _batched learns the replays
+        self.collecting: list[ReplayRequest] | None = None  # set while _phase learns the replays
 
     # ---------------------------------------------------------------- rows ------------------
     def row(
@@ -308,7 +331,9 @@ class _TaskChecker:
         return self.rows
 
     # ---------------------------------------------------------------- the task --------------
-    def run(self, lint: dict[Path, list[dict]] | str) -> list[dict[str, Any]]:
+    def run(self, lint: dict[Path, list[dict]] | str) -> Generator[list[ReplayRequest], None, None]:
+        """The task's checks, into :attr:`rows`; yields the replays each phase needs before it goes on
+        (:meth:`_phase`), which the caller runs (:func:`_run_in_step`)."""
         if "lint" in self.wanted:
             if isinstance(lint, str):
                 self.row(None, "lint", "not_applicable", lint)
@@ -318,7 +343,8 @@ class _TaskChecker:
         try:
             task = load_task(self.path)
         except Exception as error:  # any unreadable task: its rows say why, the others go on
-            return self.fail_all([], f"cannot be read: {error}")
+            self.fail_all([], f"cannot be read: {error}")
+            return
         self.name = task.name.rsplit("/", 1)[-1]  # the tasks table's name: task.toml's without its org
         for row in self.rows:
             row["task"] = self.name
@@ -329,9 +355,10 @@ class _TaskChecker:
         missing = next((step for step in steps if step.script is None), None)
         self._static(steps)
         if not _REPLAYED & set(self.wanted):
-            return self.rows
+            return
         if self.replayer is None:
-            return self.fail_all(steps, "no Docker engine to replay on")
+            self.fail_all(steps, "no Docker engine to replay on")
+            return
         if missing is not None:
             reason = f"the oracle cannot run: step {missing.name!r} has no solution/solve.sh"
             self.problems.append(f"{self.name}: {reason}")
@@ -339,10 +366,9 @@ class _TaskChecker:
                 for check in self.wanted:
                     if check in _REPLAYED:
                         self.row(step, check, "error", reason)
-            return self.rows
-        oracle = self._batched(lambda: self._oracle(task, steps))
-        self._batched(lambda: self._steps_checks(task, steps, oracle))
-        return self.rows
+            return
+        oracle = yield from self._phase(lambda: self._oracle(task, steps))
+        yield from self._phase(lambda: self._steps_checks(task, steps, oracle))
 
     def _steps_checks(self, task: TaskSpec, steps: list[_Step], oracle: dict[str, tuple[str, str]]) -> None:
         for step in steps:
@@ -353,20 +379,21 @@ class _TaskChecker:
     ) -> Replay:
         if self.replayer is None:  # run() returned before any replay without an engine
             raise RuntimeError("no Docker engine to replay on")
-        if self.collecting is not None:  # the first pass of _batched: note the request, replay nothing yet
+        if self.collecting is not None:  # the first pass of _phase: note the request, replay nothing yet
             self.collecting.append(ReplayRequest(task, key, plan, upto, strict, snapshot))
             return Replay(key, Path(), {}, 0.0, False)
         replay = self.replayer.replay(task, key, plan, upto=upto, strict_exit=strict, snapshot=snapshot)
         self.reused += replay.reused
         return replay
 
-    def _batched(self, checks: Callable[[], _T]) -> _T:
-        """``checks()`` with every replay it makes run first as one batch of the engine.
+    def _phase(self, checks: Callable[[], _T]) -> Generator[list[ReplayRequest], None, _T]:
+        """``checks()`` with every replay it makes handed over first, to run in one batch of the engine.
 
         The checks run twice: once only to learn the replays they make (their rows and problems
         dropped; which replays a check makes depends on the oracle's verdicts, known by then, never
-        on its own replays' results), which then run in one engine call, then for real, finding each
-        replay done. Without ``batch`` they run once, each replay its own engine call."""
+        on its own replays' results), which are yielded (the caller runs them, with the other
+        tasks'), then for real, finding each replay done. Without ``batch`` they run once, each
+        replay its own engine call."""
         if not self.batch or self.replayer is None:
             return checks()
         rows, problems = len(self.rows), len(self.problems)
@@ -376,7 +403,7 @@ class _TaskChecker:
         finally:
             wanted, self.collecting = self.collecting, None
             del self.rows[rows:], self.problems[problems:]
-        self.replayer.prefetch(wanted)
+        yield wanted
         return checks()
 
     def _oracle(self, task: TaskSpec, steps: list[_Step]) -> dict[str, tuple[str, str]]:

@@ -277,7 +277,7 @@ def profile_overlay(copies: Path, limits: ContainerLimits) -> Path:
     --------
     >>> import tempfile
     >>> from depthlab.runner.container import ContainerLimits
-    >>> path = profile_overlay(Path(tempfile.mkdtemp()), ContainerLimits(profile="strict", network=False))
+    >>> path = profile_overlay(Path(tempfile.mkdtemp()), ContainerLimits(1.0, 512, profile="strict", network=False))
     >>> json.loads(path.read_text())["services"]["main"]["cap_drop"]
     ['ALL']
     """
