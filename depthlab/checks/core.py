@@ -158,8 +158,8 @@ def check_tasks(
         running, which a snapshot cannot carry; :mod:`depthlab.checks.replay`); False: every mutant
         from scratch. The verdicts are the same; the Harbor engine always replays from scratch.
     batch : bool, default True
-        Hand a task's replays to the engine in two batches (its oracle's, then the other checks'):
-        on Harbor one Harbor process each instead of one per replay
+        Hand the replays to the engine in two batches (every task's oracle replays, then every
+        task's other replays): on Harbor one Harbor process each instead of one per replay
         (:func:`depthlab.checks.harbor.harbor_replays`). False: one engine call per replay (the
         baseline ``tests/bench/bench_checks_engines.py`` measures against). The table is the same.
 
