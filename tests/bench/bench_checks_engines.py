@@ -9,9 +9,10 @@ folders):
     (:func:`depthlab.simulate.checks.write_planted_tasks`, two steps) with the checks ``oracle`` and
     ``before`` (``repeat=2``: 4 replays).
 ``batch``
-    On Harbor, a task's replays in two batches, one Harbor process each (``batch=True``, the default),
-    against one ``harbor trials start`` per replay (``batch=False``): the same ``clean`` task and
-    checks; wall seconds per replay, per-replay over batched.
+    On Harbor, the replays in two batches (every task's oracle replays, then the others), one Harbor
+    process each (``batch=True``, the default), against one ``harbor trials start`` per replay
+    (``batch=False``): the planted ``clean`` and ``blind`` tasks, ``oracle`` and ``before``,
+    ``repeat=1`` (5 replays); wall seconds per replay, per-replay over batched.
 ``reuse``
     On the local engine, the mutants of a step started from a ``docker commit`` snapshot of the earlier
     steps (``reuse=True``, the default) against each replayed from scratch (``reuse=False``): a two-step
@@ -83,7 +84,7 @@ def _reward(condition: str) -> str:
 def _compare(
     label: str,
     ways: dict[str, dict[str, Any]],
-    task: Path,
+    task: Path | list[Path],
     root: Path,
     rounds: int,
     checks: list[str],
@@ -129,7 +130,8 @@ def main() -> None:
     parts = args.part or ["engines", "batch", "reuse"]
     image = _script_output("userland-up.sh")
     root = Path(tempfile.mkdtemp(prefix="bench-checks-"))
-    clean = write_planted_tasks(root / "tasks", image)["clean"]
+    planted = write_planted_tasks(root / "tasks", image)
+    clean = planted["clean"]
     if {"engines", "batch"} & set(parts):
         harbor = args.harbor or str(Path(_script_output("harbor-venv.sh")).parent / "harbor")
     if "engines" in parts:
@@ -144,7 +146,8 @@ def main() -> None:
             "one-each": {"engine": "harbor", "harbor": harbor, "batch": False},
             "batched": {"engine": "harbor", "harbor": harbor, "batch": True},
         }
-        got = _compare("batch", ways, clean, root, args.rounds, ["oracle", "before"], 2, _seconds)
+        tasks = [planted["clean"], planted["blind"]]
+        got = _compare("batch", ways, tasks, root, args.rounds, ["oracle", "before"], 1, _seconds)
         print(
             f"batch: Harbor, one process per replay / batched, seconds per replay: "
             f"{got['one-each'][0] / got['batched'][0]:.2f}x wall ({got['one-each'][0]:.1f} s against "
