@@ -33,17 +33,25 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_choice, check_positive_int
 from depthlab.checks import static
-from depthlab.checks.replay import FROM_SNAPSHOT, EngineReplays, Replay, Replayer, StepRun, local_replays
+from depthlab.checks.replay import (
+    FROM_SNAPSHOT,
+    EngineReplays,
+    Replay,
+    Replayer,
+    ReplayRequest,
+    StepRun,
+    local_replays,
+)
 from depthlab.checks.script import MarkError, key_lines, key_span, top_level_commands, without_key, without_lines
 from depthlab.io.tasks import count_work
 from depthlab.runner.profiles import RunSettings
@@ -53,6 +61,8 @@ from depthlab.runner.task import TaskSpec, load_task
 CHECK_NAMES: tuple[str, ...] = schema.CHECK_NAMES
 #: The engines a check runs on.
 ENGINES: tuple[str, ...] = ("local", "harbor")
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -108,6 +118,7 @@ def check_tasks(
     harbor: str | None = None,
     progress: Callable[[str], None] | None = None,
     reuse: bool = True,
+    batch: bool = True,
 ) -> CheckReport:
     """Check tasks' verifiers by replaying their reference solutions (no model is called).
 
@@ -132,7 +143,8 @@ def check_tasks(
     mutant_seed : int, default 0
         The sample's seed.
     settings : RunSettings, optional
-        The runner's settings (the profile); the network is off whatever they say.
+        The runner's settings (the profile, the capabilities given back, the pid limit, the disk
+        bound), applied alike on both engines; the network is off whatever they say.
     docker_client : docker.DockerClient, optional
         The local engine's Docker client; default ``docker.from_env()``.
     harbor : str, optional
@@ -145,6 +157,11 @@ def check_tasks(
         mutant from a ``docker commit`` snapshot of them (from scratch where a process is left
         running, which a snapshot cannot carry; :mod:`depthlab.checks.replay`); False: every mutant
         from scratch. The verdicts are the same; the Harbor engine always replays from scratch.
+    batch : bool, default True
+        Hand the replays to the engine in two batches (every task's oracle replays, then every
+        task's other replays): on Harbor one Harbor process each instead of one per replay
+        (:func:`depthlab.checks.harbor.harbor_replays`). False: one engine call per replay (the
+        baseline ``tests/bench/bench_checks_engines.py`` measures against). The table is the same.
 
     Returns
     -------
@@ -164,28 +181,53 @@ def check_tasks(
     paths = [Path(os.fspath(tasks))] if isinstance(tasks, str | os.PathLike) else [Path(os.fspath(t)) for t in tasks]
     replayer = None
     if any(name in _REPLAYED for name in wanted):
-        replays = _engine_replays(engine, Path(os.fspath(jobs_dir)), docker_client, settings, harbor, reuse)
+        replays = _engine_replays(engine, Path(os.fspath(jobs_dir)), docker_client, settings, harbor, reuse, batch)
         replayer = Replayer(Path(os.fspath(jobs_dir)), replays) if replays is not None else None
     lint = static.harbor_lint(paths) if "lint" in wanted else {}
-    rows: list[dict[str, Any]] = []
-    problems: list[str] = []
-    reused = 0
+    checkers = [
+        _TaskChecker(path, wanted, replayer, repeat=repeat, mutants=mutants, seed=mutant_seed, batch=batch)
+        for path in paths
+    ]
     try:
-        for path in paths:
-            checker = _TaskChecker(path, wanted, replayer, repeat=repeat, mutants=mutants, seed=mutant_seed)
-            task_rows = checker.run(lint)
-            problems += checker.problems
-            reused += checker.reused
-            rows += task_rows
-            if progress is not None:
-                progress(f"{checker.name}: {_tally(task_rows)}")
+        _run_in_step(checkers, lint, replayer, progress)
     finally:  # the snapshots go however the check ends
         if replayer is not None:
             replayer.close()
     if replayer is not None:
         replayer.finish()
+    rows = [row for checker in checkers for row in checker.rows]
+    problems = [line for checker in checkers for line in checker.problems]
+    reused = sum(checker.reused for checker in checkers)
     table = pl.DataFrame(rows, schema=schema.CHECKS) if rows else schema.empty("checks")
     return CheckReport(table, problems, replayer.ran if replayer else 0, reused)
+
+
+def _run_in_step(
+    checkers: list[_TaskChecker],
+    lint: dict[Path, list[dict]] | str,
+    replayer: Replayer | None,
+    progress: Callable[[str], None] | None,
+) -> None:
+    """Run every task's checks side by side, a batch of the engine at each phase (:meth:`_TaskChecker.run`).
+
+    Each task's checks stop where a phase's replays are needed and hand them over; the replays of
+    every task at that phase (all the oracles', then all the other checks') run as one batch, then
+    each task goes on, finding its replays done. A task's rows are its own whatever the others'."""
+    running = [(checker, checker.run(lint)) for checker in checkers]
+    while running:
+        wanted: list[ReplayRequest] = []
+        still = []
+        for checker, phases in running:
+            try:
+                wanted += next(phases)
+            except StopIteration:
+                if progress is not None:
+                    progress(f"{checker.name}: {_tally(checker.rows)}")
+                continue
+            still.append((checker, phases))
+        if wanted and replayer is not None:
+            replayer.prefetch(wanted)
+        running = still
 
 
 _REPLAYED = frozenset({"oracle", "before", "key_removed", "next_after_key", "mutants"})
@@ -198,12 +240,13 @@ def _engine_replays(
     settings: RunSettings | None,
     harbor: str | None,
     reuse: bool = True,
+    batch: bool = True,
 ) -> EngineReplays | None:
     """The engine's replays (the one place the engine matters); None when the local engine has no Docker."""
     if engine == "harbor":
         from depthlab.checks.harbor import harbor_replays
 
-        return harbor_replays(jobs_dir, harbor)
+        return harbor_replays(jobs_dir, harbor, settings=settings, batch=batch)
     if docker_client is None:
         from depthlab.runner.container import new_docker_client
 
@@ -235,6 +278,7 @@ class _TaskChecker:
         repeat: int,
         mutants: int | None,
         seed: int,
+        batch: bool = True,
     ) -> None:
         self.path = path.resolve()
         self.name = path.name
@@ -246,6 +290,8 @@ class _TaskChecker:
         self.problems: list[str] = []
         self.rows: list[dict[str, Any]] = []
         self.reused = 0
+        self.batch = batch
+        self.collecting: list[ReplayRequest] | None = None  # set while _phase learns the replays
 
     # ---------------------------------------------------------------- rows ------------------
     def row(
@@ -285,7 +331,9 @@ class _TaskChecker:
         return self.rows
 
     # ---------------------------------------------------------------- the task --------------
-    def run(self, lint: dict[Path, list[dict]] | str) -> list[dict[str, Any]]:
+    def run(self, lint: dict[Path, list[dict]] | str) -> Generator[list[ReplayRequest], None, None]:
+        """The task's checks, into :attr:`rows`; yields the replays each phase needs before it goes on
+        (:meth:`_phase`), which the caller runs (:func:`_run_in_step`)."""
         if "lint" in self.wanted:
             if isinstance(lint, str):
                 self.row(None, "lint", "not_applicable", lint)
@@ -295,7 +343,8 @@ class _TaskChecker:
         try:
             task = load_task(self.path)
         except Exception as error:  # any unreadable task: its rows say why, the others go on
-            return self.fail_all([], f"cannot be read: {error}")
+            self.fail_all([], f"cannot be read: {error}")
+            return
         self.name = task.name.rsplit("/", 1)[-1]  # the tasks table's name: task.toml's without its org
         for row in self.rows:
             row["task"] = self.name
@@ -306,9 +355,10 @@ class _TaskChecker:
         missing = next((step for step in steps if step.script is None), None)
         self._static(steps)
         if not _REPLAYED & set(self.wanted):
-            return self.rows
+            return
         if self.replayer is None:
-            return self.fail_all(steps, "no Docker engine to replay on")
+            self.fail_all(steps, "no Docker engine to replay on")
+            return
         if missing is not None:
             reason = f"the oracle cannot run: step {missing.name!r} has no solution/solve.sh"
             self.problems.append(f"{self.name}: {reason}")
@@ -316,20 +366,45 @@ class _TaskChecker:
                 for check in self.wanted:
                     if check in _REPLAYED:
                         self.row(step, check, "error", reason)
-            return self.rows
-        oracle = self._oracle(task, steps)
+            return
+        oracle = yield from self._phase(lambda: self._oracle(task, steps))
+        yield from self._phase(lambda: self._steps_checks(task, steps, oracle))
+
+    def _steps_checks(self, task: TaskSpec, steps: list[_Step], oracle: dict[str, tuple[str, str]]) -> None:
         for step in steps:
             self._replay_checks(task, steps, step, oracle)
-        return self.rows
 
     def _replay(
         self, task: TaskSpec, key: str, plan: dict[str, str | None], upto: int, strict: bool, snapshot: bool = False
     ) -> Replay:
         if self.replayer is None:  # run() returned before any replay without an engine
             raise RuntimeError("no Docker engine to replay on")
+        if self.collecting is not None:  # the first pass of _phase: note the request, replay nothing yet
+            self.collecting.append(ReplayRequest(task, key, plan, upto, strict, snapshot))
+            return Replay(key, Path(), {}, 0.0, False)
         replay = self.replayer.replay(task, key, plan, upto=upto, strict_exit=strict, snapshot=snapshot)
         self.reused += replay.reused
         return replay
+
+    def _phase(self, checks: Callable[[], _T]) -> Generator[list[ReplayRequest], None, _T]:
+        """``checks()`` with every replay it makes handed over first, to run in one batch of the engine.
+
+        The checks run twice: once only to learn the replays they make (their rows and problems
+        dropped; which replays a check makes depends on the oracle's verdicts, known by then, never
+        on its own replays' results), which are yielded (the caller runs them, with the other
+        tasks'), then for real, finding each replay done. Without ``batch`` they run once, each
+        replay its own engine call."""
+        if not self.batch or self.replayer is None:
+            return checks()
+        rows, problems = len(self.rows), len(self.problems)
+        self.collecting = []
+        try:
+            checks()
+        finally:
+            wanted, self.collecting = self.collecting, None
+            del self.rows[rows:], self.problems[problems:]
+        yield wanted
+        return checks()
 
     def _oracle(self, task: TaskSpec, steps: list[_Step]) -> dict[str, tuple[str, str]]:
         """Each step's oracle outcome and evidence (also when the oracle row is not wanted)."""

@@ -1,58 +1,92 @@
-"""The Harbor engine's replays: each replay one ``harbor trials start`` of depthlab's replay agent.
+"""The Harbor engine's replays: Harbor trials of depthlab's replay agent, a batch of them per Harbor process.
 
 The agent is ``depthlab_replay:ReplayAgent`` in ``depthlab/engines/harbor_side`` (Harbor imports it
 in its own venv; depthlab never does). Each replay runs on a copy of the task made for the checks
 (:func:`replay_task`): its steps 1..``upto`` only, none gated by ``min_reward`` (a replay goes on
-past a failing step, as on the local engine). A replay is offline whatever the task allows: Harbor
-0.26's docker environment enforces ``network_mode = "no-network"`` only with its egress-control
-sidecar (an image it pulls, and a kernel feature), so the copy states ``"public"`` and every trial
-gets a Compose overlay giving the ``main`` service ``network_mode: none`` (:data:`OFFLINE_FILE`):
-no network at all, as the local engine's containers. The copies are kept under
+past a failing step, as on the local engine). The copies are kept under
 ``<jobs_dir>/depthlab-check-tasks``, one per (task checksum, steps), so a rerun reuses them.
 
-Every trial goes into the one ``depthlab-check`` job the local engine writes too (``--trials-dir``),
-named from the task and the replay's key; its ``config.json`` holds the key and the original
-task's checksum in ``agent.kwargs``, which is how :class:`depthlab.checks.replay.Replayer` finds
-the replays a killed check finished. Harbor's output for each trial is appended to
-``depthlab-harbor.log`` in the job folder.
+A replay runs under the profile the local engine's would (:func:`profile_overlay`, a Compose overlay
+of the ``main`` service): offline whatever the task allows (Harbor 0.26's docker environment
+enforces ``network_mode = "no-network"`` only with its egress-control sidecar, an image it pulls
+and a kernel feature, so the copy states ``"public"`` and the overlay gives ``network_mode: none``);
+every capability dropped under ``strict`` (those given back added); ``no-new-privileges`` and the
+runner's pid limit. Its container's writable layer is watched while it runs
+(:class:`depthlab.engines._harbor_guard.DiskWatch`, the bound the local runner uses: task.toml's
+``storage_mb``, else the default) and killed past it; the trial is then recorded as the local
+runner records it (:func:`disk_verdict`).
+
+The replays handed over in one call run in one Harbor process (:data:`BATCH_RUNNER`, Harbor's own
+``Trial`` one after another, as ``harbor trials start`` runs one), so Harbor starts once per batch,
+not once per replay; ``batch=False`` runs one ``harbor trials start`` each. Every trial goes into
+the one ``depthlab-check`` job the local engine writes too (``trials_dir``), named from the task and
+the replay's key, and writes its own ``result.json`` when it ends; its ``config.json`` holds the key
+and the original task's checksum in ``agent.kwargs``, which is how
+:class:`depthlab.checks.replay.Replayer` finds the replays a killed check finished (a batch killed
+half-way keeps the trials it finished; the Harbor process dies with depthlab). Harbor's output is
+appended to ``depthlab-harbor.log`` in the job folder.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import functools
 import hashlib
 import json
 import math
 import os
 import shutil
+import signal
 import subprocess
+import time
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from depthlab._atomic import write_text
+from depthlab._defaults import DEFAULT_STORAGE_MB
 from depthlab.checks.replay import EngineReplays, ReplayRequest
-from depthlab.engines._harbor_guard import compose_project
-from depthlab.engines.harbor import HARBOR_SIDE, HarborCommand, find_harbor
+from depthlab.engines._harbor_guard import DISK_NOTE, HARBOR_RESULT, DiskWatch, compose_project, remove_projects
+from depthlab.engines.harbor import HARBOR_SIDE, HarborCommand, die_with_parent, find_harbor
 from depthlab.engines.rounds import EngineError
+from depthlab.io import harbor_writer
+from depthlab.io.harbor import read_trial_result
+from depthlab.runner.container import ContainerLimits
 from depthlab.runner.output import JobDir
+from depthlab.runner.profiles import RunSettings, limits_for
 from depthlab.runner.task import TaskSpec
 
 #: The agent Harbor imports for a replay (``depthlab/engines/harbor_side/depthlab_replay.py``).
 REPLAY_AGENT = "depthlab_replay:ReplayAgent"
 #: Under the jobs folder: the task copies the replays run on.
 TASKS_DIR = "depthlab-check-tasks"
-#: Under the task copies: the Compose overlay that takes the network away from every replay's container.
-OFFLINE_FILE = "offline-compose.json"
+#: Under the task copies: the Compose overlays of the replays' containers, one per profile and bounds
+#: (``<prefix><digest>.json``): no network, the profile's capabilities, the pid limit.
+OVERLAY_PREFIX = "replay-compose-"
+#: In Harbor's side folder: the script running a batch of trials in one Harbor process.
+BATCH_RUNNER = "depthlab_trials.py"
+#: How often the disk watch looks at the running replay's container (seconds).
+DISK_INTERVAL_SEC = 2.0
 #: In the job folder: Harbor's output for every replay (a file: a folder without result.json is a lost trial).
 LOG_FILE = "depthlab-harbor.log"
 
 
 def harbor_replays(
-    jobs_dir: Path, harbor: str | HarborCommand | None = None, *, env: Mapping[str, str] | None = None
+    jobs_dir: Path,
+    harbor: str | HarborCommand | None = None,
+    *,
+    settings: RunSettings | None = None,
+    env: Mapping[str, str] | None = None,
+    batch: bool = True,
 ) -> EngineReplays:
     """The Harbor engine's replays (module docstring); ``harbor`` as for :func:`depthlab.engines.harbor.find_harbor`.
+
+    ``settings`` are the runner's (the profile, the capabilities given back, the pid limit, the disk
+    bound), applied as on the local engine; the network is off whatever they say. ``batch``: every
+    request of one call in one Harbor process (:data:`BATCH_RUNNER`); False: one ``harbor trials
+    start`` each (the baseline of ``tests/bench/bench_checks_engines.py``).
 
     Raises
     ------
@@ -60,24 +94,48 @@ def harbor_replays(
         When Harbor is missing or its version is not supported (the message says how to install it).
     """
     command = harbor if isinstance(harbor, HarborCommand) else find_harbor(harbor)
+    python = harbor_python(command) if batch else None
+    offline = dataclasses.replace(settings or RunSettings(), network=False)
     child_env = {**os.environ, **dict(env or {})}
     child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HARBOR_SIDE), child_env.get("PYTHONPATH")]))
     copies = Path(jobs_dir).absolute() / TASKS_DIR
 
     def run(requests: Sequence[ReplayRequest], job: JobDir) -> list[Path]:
-        trial_dirs = []
-        for request in requests:
-            job.n_planned += 1
-            trial_dirs.append(_run_trial(request, job, command, child_env, copies))
-            job.update_result()
-        return trial_dirs
+        trials = [_prepare_trial(request, job, copies, offline) for request in requests]
+        job.n_planned += len(trials)
+        bounds = {trial.dir.name.rsplit("__", 1)[0]: trial.storage_mb for trial in trials}
+        if python is not None:
+            configs = [str(trial.config) for trial in trials]
+            _run_harbor([*python, str(HARBOR_SIDE / BATCH_RUNNER), *configs], job, child_env, bounds)
+        else:
+            for trial in trials:
+                _run_harbor([*command.argv, "trials", "start", "--config", str(trial.config)], job, child_env, bounds)
+        job.update_result()
+        for trial in trials:
+            if not (trial.dir / "result.json").is_file():
+                tail = (job.path / LOG_FILE).read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
+                raise EngineError(
+                    f"Harbor wrote no result for the replay {trial.request.key!r} of {trial.request.task.name}; "
+                    f"its output is in {job.path / LOG_FILE}:\n" + "\n".join(tail)
+                )
+            disk_verdict(trial.dir)
+        return [trial.dir for trial in trials]
 
     return run
 
 
-def _run_trial(
-    request: ReplayRequest, job: JobDir, harbor: HarborCommand, env: Mapping[str, str], copies: Path
-) -> Path:
+@dataclasses.dataclass(frozen=True)
+class _Trial:
+    """One replay made ready for Harbor: its request, trial folder, config file and disk bound (MB)."""
+
+    request: ReplayRequest
+    dir: Path
+    config: Path
+    storage_mb: int
+
+
+def _prepare_trial(request: ReplayRequest, job: JobDir, copies: Path, settings: RunSettings) -> _Trial:
+    """Write the replay's trial config (its leftovers of a killed run removed first)."""
     task = request.task
     copy = replay_task(task, request.upto, copies)
     digest = hashlib.sha256(f"{task.checksum}\0{request.key}".encode()).hexdigest()[:10]
@@ -86,6 +144,7 @@ def _run_trial(
     if trial_dir.exists():  # a trial Harbor left without a result (the Replayer removes those at start)
         shutil.rmtree(trial_dir)
     _remove_leftover_project(name)
+    limits = limits_for(task, settings)
     config = {
         "task": {"path": str(copy)},
         "trial_name": name,
@@ -99,23 +158,96 @@ def _run_trial(
                 "steps": _plan_steps(task, request),
             },
         },
-        "environment": {"type": "docker", "delete": True, "extra_docker_compose": [str(_offline_overlay(copies))]},
+        "environment": {
+            "type": "docker",
+            "delete": True,
+            "extra_docker_compose": [str(profile_overlay(copies, limits))],
+        },
     }
     config_path = copies / "configs" / f"{name}.json"
     config_path.parent.mkdir(parents=True, exist_ok=True)
     write_text(config_path, json.dumps(config, indent=2) + "\n")
-    argv = [*harbor.argv, "trials", "start", "--config", str(config_path)]
+    return _Trial(request, trial_dir, config_path, limits.storage_mb or DEFAULT_STORAGE_MB)
+
+
+def _run_harbor(argv: list[str], job: JobDir, env: Mapping[str, str], bounds: Mapping[str, int | None]) -> int:
+    """Run one Harbor process for ``job``'s replays, its output appended to the log, the disk watched; its exit.
+
+    The process is killed with depthlab (``kill -9`` included): a batch must not run on beside a
+    resumed check; what its running trial left is removed when that replay runs again."""
     with (job.path / LOG_FILE).open("a", encoding="utf-8") as log:
         log.write(f"$ {' '.join(argv)}\n")
         log.flush()
-        done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=dict(env))
-    if not (trial_dir / "result.json").is_file():
-        tail = (job.path / LOG_FILE).read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
-        raise EngineError(
-            f"harbor trials start wrote no result for the replay {request.key!r} of {task.name} "
-            f"(exit {done.returncode}); its output is in {job.path / LOG_FILE}:\n" + "\n".join(tail)
+        process = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=dict(env),
+            preexec_fn=functools.partial(die_with_parent, signal.SIGKILL),
         )
-    return trial_dir
+        watch = DiskWatch(job.path, bounds, interval=DISK_INTERVAL_SEC)
+        try:
+            while process.poll() is None:
+                watch.check()
+                time.sleep(0.2)
+        except BaseException:  # interrupted: the batch stops with the check
+            process.kill()
+            process.wait()
+            raise
+    return process.returncode
+
+
+def disk_verdict(trial_dir: Path) -> bool:
+    """Record a trial the disk watch stopped as the local runner records it; whether it was one.
+
+    The local runner stops a container past its disk bound and records ``RewardFileNotFoundError``
+    ("The verifier could not start: ..."), a fail with its cause; Harbor records whatever the killed
+    container made of its run. So the trial's result gets the local runner's exception, as
+    :func:`depthlab.engines._harbor_guard.judge_trials` records its verdicts (Harbor's own result kept
+    beside it in :data:`depthlab.engines._harbor_guard.HARBOR_RESULT`); a multi-step trial's steps keep
+    Harbor's own exceptions (the rows' outcomes are the same: a stopped step neither passes nor hangs).
+    """
+    note = trial_dir / DISK_NOTE
+    if not note.is_file() or (trial_dir / HARBOR_RESULT).exists():
+        return False
+    read = read_trial_result(trial_dir / "result.json")
+    if isinstance(read, str):  # no result to record it in: the replay is reported as lost
+        return False
+    cause = note.read_text(encoding="utf-8").strip()
+    info = harbor_writer.exception_info(
+        "RewardFileNotFoundError", f"The verifier could not start: {cause}", "", harbor_writer.utc_now()
+    )
+    write_text(trial_dir / HARBOR_RESULT, json.dumps(read.raw, indent=2) + "\n")
+    write_text(
+        trial_dir / "result.json",
+        json.dumps({**read.raw, "exception_info": info, "verifier_result": None}, indent=2) + "\n",
+    )
+    return True
+
+
+def harbor_python(harbor: HarborCommand) -> tuple[str, ...]:
+    """How to call the Python of Harbor's venv: the ``python`` beside its ``harbor`` script, else its interpreter.
+
+    Examples
+    --------
+    >>> harbor_python(HarborCommand(("uv", "run", "harbor"), "0.26.0"))
+    ('uv', 'run', 'python')
+    """
+    *runner, script = harbor.argv
+    if runner:  # a launcher (``uv run harbor``): the same launcher's python
+        return (*runner, "python")
+    beside = Path(script).with_name("python")
+    if beside.is_file():
+        return (str(beside),)
+    try:
+        with open(script, "rb") as handle:
+            first = handle.readline(4096).decode(errors="replace")
+    except OSError:
+        first = ""
+    if first.startswith("#!") and "python" in first:
+        return tuple(first[2:].split())
+    raise EngineError(f"the Python of Harbor's venv was not found beside {script} nor in its first line")
 
 
 def _remove_leftover_project(trial_name: str) -> None:
@@ -132,20 +264,37 @@ def _remove_leftover_project(trial_name: str) -> None:
         check=False,
     )
     if listed.stdout.strip():
-        subprocess.run(
-            ["docker", "compose", "--project-name", project, "down", "--rmi", "local", "--volumes", "--remove-orphans"],
-            capture_output=True,
-            timeout=300,
-            check=False,
-        )
+        remove_projects([project])
 
 
-def _offline_overlay(copies: Path) -> Path:
-    """Write (once) the Compose overlay giving the ``main`` service no network; its path."""
-    path = copies / OFFLINE_FILE
+def profile_overlay(copies: Path, limits: ContainerLimits) -> Path:
+    """Write (once) the Compose overlay of a replay's ``main`` service under ``limits``; its path.
+
+    No network; the profile's capabilities (every one dropped under ``strict``, the ones given back
+    added), ``no-new-privileges`` and the pid limit, as the local runner's container has them.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from depthlab.runner.container import ContainerLimits
+    >>> path = profile_overlay(Path(tempfile.mkdtemp()), ContainerLimits(1.0, 512, profile="strict", network=False))
+    >>> json.loads(path.read_text())["services"]["main"]["cap_drop"]
+    ['ALL']
+    """
+    main: dict[str, Any] = {
+        "network_mode": "none",
+        "security_opt": ["no-new-privileges:true"],
+        "pids_limit": limits.pids_limit,
+    }
+    if limits.cap_drop:
+        main["cap_drop"] = list(limits.cap_drop)
+    if limits.cap_add:
+        main["cap_add"] = list(limits.cap_add)
+    text = json.dumps({"services": {"main": main}}, indent=2) + "\n"
+    path = copies / f"{OVERLAY_PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
     if not path.is_file():
         copies.mkdir(parents=True, exist_ok=True)
-        write_text(path, json.dumps({"services": {"main": {"network_mode": "none"}}}, indent=2) + "\n")
+        write_text(path, text)
     return path
 
 

@@ -379,6 +379,7 @@ class Replayer:
         )
         self.job = JobDir(Path(jobs_dir), JOB_NAME, config)
         self.done = self._finished()
+        self.fresh: set[tuple[str, str, str]] = set()  # the replays run by this Replayer (not found done)
         self.ran = 0
 
     def _finished(self) -> dict[tuple[str, str, str], Path]:
@@ -407,15 +408,28 @@ class Replayer:
         snapshot: bool = False,
     ) -> Replay:
         """The replay ``key`` of ``task``: found in the job when a run before finished it, else run now."""
-        checksum = task.checksum
-        found = self.done.get((task.name, checksum, key))
-        if found is not None:
-            return read_replay(key, found, reused=True)
-        request = ReplayRequest(task, key, plan, upto, strict_exit, snapshot)
-        (trial_dir,) = self.engine([request], self.job)
-        self.ran += 1
-        self.done[(task.name, checksum, key)] = trial_dir
-        return read_replay(key, trial_dir, reused=False)
+        identity = (task.name, task.checksum, key)
+        if identity not in self.done:
+            self.prefetch([ReplayRequest(task, key, plan, upto, strict_exit, snapshot)])
+        return read_replay(key, self.done[identity], reused=identity not in self.fresh)
+
+    def prefetch(self, requests: Sequence[ReplayRequest]) -> None:
+        """Run ``requests`` not finished before (each once) in one call of the engine: a batch.
+
+        :meth:`replay` then finds them done. The engine writes each replay's trial as it finishes,
+        so a batch cut short keeps the replays it finished and the next run does the rest."""
+        todo: dict[tuple[str, str, str], ReplayRequest] = {}
+        for request in requests:
+            identity = (request.task.name, request.task.checksum, request.key)
+            if identity not in self.done:
+                todo.setdefault(identity, request)
+        if not todo:
+            return
+        trial_dirs = self.engine(list(todo.values()), self.job)
+        for identity, trial_dir in zip(todo, trial_dirs, strict=True):
+            self.done[identity] = trial_dir
+            self.fresh.add(identity)
+        self.ran += len(todo)
 
     def finish(self) -> None:
         """Write the job's final ``result.json``; the engine removes what it kept (its snapshots)."""

@@ -44,7 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help=f"comma-separated checks to run (default all: {','.join(CHECK_NAMES)})",
     )
-    parser.add_argument("--profile", choices=("harbor", "strict"), default="harbor", help="security profile")
+    parser.add_argument(
+        "--profile",
+        choices=("harbor", "strict"),
+        default="harbor",
+        help="security profile of the replays, on either engine (docs/checks.md): 'harbor' (default) Docker's "
+        "default capabilities, 'strict' none; no network in both",
+    )
 
 
 def task_folders(paths: list[str]) -> list[Path]:

@@ -524,7 +524,7 @@ class HarborEngine:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env=self.env,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
             watch = DiskWatch(job, self.storage_bounds) if self.environment == "docker" else None
             try:
@@ -708,13 +708,13 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: get SIGTERM when depthlab dies (Linux), so Harbor never outlives it."""
+def die_with_parent(signum: int = signal.SIGTERM) -> None:
+    """In the child before exec: get ``signum`` when depthlab dies (Linux), so Harbor never outlives it."""
     try:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        libc.prctl(1, signum)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # not Linux: nothing to set
         pass
 

@@ -7,20 +7,23 @@ the ``[steps.verifier.env]`` values of step ``implement`` are exported at the to
 local runner does not pass a step's verifier environment), and the shared ``tests/helpers.sh`` is copied
 into each step's ``tests/`` (Harbor merges the task's tests into every step's ``/tests``; the local runner
 copies the step's own only). Every outcome asserted below was worked out from
-the recipe's files before the run.
+the recipe's files before the run. The same copy is checked on both engines, which must give the same
+table (every column but the seconds, the evidence and the trial folders).
 """
 
 from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
 
-from depthlab.checks import KEY_BEGIN, KEY_END, check_tasks
+from depthlab import schema
+from depthlab.checks import KEY_BEGIN, KEY_END, CheckReport, check_tasks
 
 pytestmark = pytest.mark.docker
 
@@ -53,21 +56,43 @@ def recipe(samples: Path, userland: str, tmp_path_factory: pytest.TempPathFactor
     return _runnable_copy(source, tmp_path_factory.mktemp("cookbook") / "multi-step", userland)
 
 
-def test_the_cookbook_multi_step_recipe_checked(recipe: Path, docker_client: Any, tmp_path: Path) -> None:
-    report = check_tasks(
-        recipe,
-        jobs_dir=tmp_path / "jobs",
-        docker_client=docker_client,
-        checks=[
-            "oracle",
-            "before",
-            "key_removed",
-            "next_after_key",
-            "mutants",
-            "named_in_instruction",
-            "fix_not_in_instruction",
-        ],
-    )
+CHECKS = [
+    "oracle",
+    "before",
+    "key_removed",
+    "next_after_key",
+    "mutants",
+    "named_in_instruction",
+    "fix_not_in_instruction",
+]
+#: The columns both engines must give alike (the seconds, evidence and trial folders are the run's own).
+SAME = [name for name in schema.CHECKS if name not in ("seconds", "evidence", "trials")]
+
+
+@pytest.fixture(scope="module")
+def checked(
+    recipe: Path, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str], CheckReport]:
+    """The recipe's check on an engine, run once per engine for the module."""
+    reports: dict[str, CheckReport] = {}
+
+    def check(engine: str) -> CheckReport:
+        if engine not in reports:
+            options: dict[str, Any] = (
+                {"harbor": request.getfixturevalue("harbor_cmd")}
+                if engine == "harbor"
+                else {"docker_client": request.getfixturevalue("docker_client")}
+            )
+            jobs = tmp_path_factory.mktemp(f"jobs-{engine}")
+            reports[engine] = check_tasks(recipe, jobs_dir=jobs, engine=engine, checks=CHECKS, **options)
+        return reports[engine]
+
+    return check
+
+
+@pytest.mark.parametrize("engine", ["local", pytest.param("harbor", marks=pytest.mark.harbor)])
+def test_the_cookbook_multi_step_recipe_checked(engine: str, checked: Callable[[str], CheckReport]) -> None:
+    report = checked(engine)
     outcome = {(row["step"], row["check"]): row["outcome"] for row in report.table.iter_rows(named=True)}
     steps = ("scaffold", "implement", "document")
     for step in steps:
@@ -94,3 +119,6 @@ def test_the_cookbook_multi_step_recipe_checked(recipe: Path, docker_client: Any
     assert report.problems == []
     # the cost: 2 oracle replays, 3 before, 3 key-step replays, 11 mutants
     assert report.replays_run == 2 + 3 + 3 + 11
+    if engine == "harbor":  # the same table as the local engine's, every column but the run's own
+        local = checked("local").table
+        assert report.table.select(SAME).equals(local.select(SAME)), (report.table, local)

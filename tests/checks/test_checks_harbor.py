@@ -118,3 +118,72 @@ def test_bad_input_is_the_same_line_on_both_engines_and_the_same_rows(
         line = next(problem for problem in harbor.problems if problem.startswith(f"{name}:"))
         assert words in line, line
     assert [line.split(":")[:2] for line in harbor.problems] == [line.split(":")[:2] for line in local.problems]
+
+
+# ---------------------------------------------------------------- the profile and the disk bound, on both engines
+_VERDICT = "if {condition}; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
+
+
+def _single_task(root: Path, name: str, image: str, test: str, solve: str, environment: str = "") -> Path:
+    folder = root / name
+    for relative, text in {
+        "environment/Dockerfile": f"FROM {image}\nRUN mkdir -p /app\nWORKDIR /app\n",
+        "task.toml": f'schema_version = "1.4"\n[task]\nname = "profiles/{name}"\n'
+        f"[environment]\ncpus = 1\nmemory_mb = 512\n{environment}",
+        "instruction.md": f"Do what {name} says.",
+        "tests/test.sh": "#!/bin/bash\nmkdir -p /logs/verifier\n" + _VERDICT.format(condition=test),
+        "solution/solve.sh": solve,
+    }.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
+    return folder
+
+
+def test_the_profile_and_the_disk_bound_give_the_same_outcome_on_both_engines(
+    userland: str, docker_client: Any, harbor_cmd: str, tmp_path: Path
+) -> None:
+    """A solution that needs root's capabilities (a chown) passes under the faithful profile and cannot run
+    under ``strict`` (no capability), and one that writes past its task's disk bound is stopped: on both
+    engines alike."""
+    from depthlab.runner.profiles import RunSettings
+
+    owned = _single_task(
+        tmp_path, "owned", userland, '[ "$(stat -c %u /app/owned.txt)" = 4321 ]',
+        "#!/bin/bash\necho mine > /app/owned.txt\nchown 4321:4321 /app/owned.txt\n",
+    )  # fmt: skip
+    filler = _single_task(
+        tmp_path, "fills-disk", userland, "[ -f /app/done.txt ]",
+        "#!/bin/bash\ndd if=/dev/zero of=/app/big bs=1M count=120 status=none\nsleep 10\ntouch /app/done.txt\n",
+        "storage_mb = 30\n",
+    )  # fmt: skip
+    tables: dict[tuple[str, str], pl.DataFrame] = {}
+    for engine, options in (("local", {"docker_client": docker_client}), ("harbor", {"harbor": harbor_cmd})):
+        for profile, tasks in (("harbor", [owned, filler]), ("strict", [owned])):
+            report = check_tasks(
+                tasks, jobs_dir=tmp_path / f"jobs-{engine}-{profile}", engine=engine, checks=["oracle"], repeat=1,
+                settings=RunSettings(profile=profile), **options,
+            )  # fmt: skip
+            tables[(engine, profile)] = report.table
+    for profile in ("harbor", "strict"):
+        local, harbor = tables[("local", profile)], tables[("harbor", profile)]
+        assert harbor.select(SAME).equals(local.select(SAME)), (profile, harbor, local)
+    outcome = {
+        (profile, row["task"]): (row["outcome"], row["evidence"])
+        for (engine, profile), table in tables.items()
+        if engine == "harbor"
+        for row in table.iter_rows(named=True)
+    }
+    assert outcome[("harbor", "owned")][0] == "ok"
+    assert outcome[("strict", "owned")] == (
+        "error", "the oracle cannot run: NonZeroAgentExitCodeError: solution/solve.sh exited with code 1"
+    )  # fmt: skip
+    assert outcome[("harbor", "fills-disk")][0] == "error"
+    assert "RewardFileNotFoundError: The verifier could not start" in outcome[("harbor", "fills-disk")][1]
+    assert "over the bound of 30 MB" in outcome[("harbor", "fills-disk")][1]
+    local_disk = tables[("local", "harbor")].filter(pl.col("task") == "fills-disk")["evidence"].item()
+    assert "RewardFileNotFoundError: The verifier could not start" in local_disk
+    # Harbor's strict containers had no capability: the overlay its trial config names says so
+    (trial,) = (tmp_path / "jobs-harbor-strict" / "depthlab-check").glob("*/config.json")
+    overlay = json.loads(Path(json.loads(trial.read_text())["environment"]["extra_docker_compose"][0]).read_text())
+    assert overlay["services"]["main"]["cap_drop"] == ["ALL"]
+    assert overlay["services"]["main"]["network_mode"] == "none"

@@ -396,9 +396,9 @@ def test_harbor_does_not_outlive_a_killed_depthlab(tmp_path):
 
     script = (
         "import subprocess, sys, time\n"
-        "from depthlab.engines.harbor import _die_with_parent\n"
+        "from depthlab.engines.harbor import die_with_parent\n"
         "command = [sys.executable, '-c', 'import time; time.sleep(120)']\n"
-        "child = subprocess.Popen(command, preexec_fn=_die_with_parent)\n"
+        "child = subprocess.Popen(command, preexec_fn=die_with_parent)\n"
         "print(child.pid, flush=True)\n"
         "time.sleep(120)\n"
     )
