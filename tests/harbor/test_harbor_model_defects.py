@@ -13,7 +13,6 @@ Skips with the reason without Harbor, Docker or the userland image; fails instea
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -33,14 +32,6 @@ import depthlab as dl
 from depthlab.io import harbor_writer
 from depthlab.io.harbor_models import TrialResult, strip_canary
 from depthlab.io.tasks import count_work
-
-_ENGINES = Path(__file__).resolve().parents[1] / "engines"
-_spec = importlib.util.spec_from_file_location("engines_conftest_io36", _ENGINES / "conftest.py")
-assert _spec is not None
-assert _spec.loader is not None
-_engines = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_engines)
-userland, compose, harbor_cmd = _engines.userland, _engines.compose, _engines.harbor_cmd  # the engines' fixtures
 
 
 def _side(harbor_python: Path, code: str, *args: str) -> str:

@@ -9,7 +9,6 @@ Skips with the reason without Harbor, Docker or the userland image; fails instea
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -20,20 +19,13 @@ import polars as pl
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engines"))
+from engines_helpers import scripted_server
 from harbor_runs import OFFLINE, run_job, write_multistep_task, write_single_task, writing_policy
 
 import depthlab as dl
 from depthlab.io import harbor_writer, read_steps
 from depthlab.io.tasks import count_work
-
-_ENGINES = Path(__file__).resolve().parents[1] / "engines"
-_spec = importlib.util.spec_from_file_location("engines_conftest", _ENGINES / "conftest.py")
-assert _spec is not None
-assert _spec.loader is not None
-_engines = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_engines)
-userland, compose, harbor_cmd = _engines.userland, _engines.compose, _engines.harbor_cmd  # the engines' fixtures
-from engines_helpers import scripted_server  # noqa: E402  (its folder is on the path once the conftest ran)
 
 CAP = 5
 
