@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from types import ModuleType
 from typing import Any, NoReturn
 
 import pytest
@@ -41,6 +42,22 @@ def samples(shared: Path) -> Path:
 @pytest.fixture(scope="session")
 def shared_data(shared: Path) -> Path:
     return shared / "data"
+
+
+@pytest.fixture(scope="session")
+def depth_truth() -> ModuleType:
+    """tests/bench/depth_truth.py: noisy runs of known true depth from a generator written apart from the library."""
+    import importlib.util
+    import sys
+
+    path = ROOT / "tests" / "bench" / "depth_truth.py"
+    spec = importlib.util.spec_from_file_location("depth_truth", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("depth_truth", module)  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
 
 
 # ---------------------------------------------------------------- Docker -------------------

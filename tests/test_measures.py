@@ -672,24 +672,7 @@ def test_split_half_depth_agrees_fully_on_noiseless_runs_and_less_on_noisy_ones(
 # ------------------------------------------------------------------ the interval for the true depth (issue 38)
 
 
-def _truth_generator():
-    """tests/bench/depth_truth.py: noisy runs of known true depth, written apart from the library."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent / "bench" / "depth_truth.py"
-    spec = importlib.util.spec_from_file_location("depth_truth", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    import sys
-
-    sys.modules.setdefault("depth_truth", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_true_depth_interval_covers_at_its_level_on_a_generator_apart_from_the_library():
+def test_the_true_depth_interval_covers_at_its_level_on_a_generator_apart_from_the_library(depth_truth):
     """Coverage >= 0.9 - Monte Carlo error on a moderate grid of noisy runs the noise model never saw.
 
     The grid: 1 and 3 attempts, 1 and 3 models, 5% and 10% luck (varying by task), full and gapped
@@ -700,9 +683,8 @@ def test_the_true_depth_interval_covers_at_its_level_on_a_generator_apart_from_t
     """
     import itertools
 
-    truth = _truth_generator()
     rows = [
-        truth.interval_row(truth.Scenario(n_tasks=200, n_models=m, attempts=a, luck=luck, gap=gap), seed=i)
+        depth_truth.interval_row(depth_truth.Scenario(n_tasks=200, n_models=m, attempts=a, luck=luck, gap=gap), seed=i)
         for i, (a, m, luck, gap) in enumerate(itertools.product((1, 3), (1, 3), (0.05, 0.1), (0.0, 0.25)))
     ]
     coverage = np.array([r["coverage"] for r in rows])
@@ -718,12 +700,11 @@ def test_the_true_depth_interval_covers_at_its_level_on_a_generator_apart_from_t
     assert widths[3] < widths[1]
 
 
-def test_the_ladder_interval_is_not_an_interval_for_the_true_depth_under_noise():
+def test_the_ladder_interval_is_not_an_interval_for_the_true_depth_under_noise(depth_truth):
     """Issue 38: with 5% luck and a pass probability of 0.5-0.95, "any" at 5 attempts puts the true depth in
     (depth_low, depth_high] for under half the tasks; the interval for the true depth holds it for 0.9 or more."""
-    truth = _truth_generator()
-    scenario = truth.Scenario(n_tasks=300, n_models=2, attempts=5, luck=0.05, pass_law="uniform")
-    row = truth.interval_row(scenario, seed=11, rules=("any",))
+    scenario = depth_truth.Scenario(n_tasks=300, n_models=2, attempts=5, luck=0.05, pass_law="uniform")
+    row = depth_truth.interval_row(scenario, seed=11, rules=("any",))
     assert row["ladder_any"] < 0.5
     assert row["coverage"] >= 0.9 - 3 * np.sqrt(0.09 / 300)
 
@@ -780,14 +761,14 @@ def test_level_none_skips_the_interval_and_a_bad_level_is_refused():
             estimate_depth(trials, level=bad)
 
 
-def test_a_wider_level_gives_a_wider_interval():
-    truth = _truth_generator()
+def test_a_wider_level_gives_a_wider_interval(depth_truth):
     rng = np.random.default_rng(5)
-    drawn = truth.draw(truth.Scenario(n_tasks=150, attempts=2), rng)
-    trials = truth.runs(drawn, 2, rng)
+    drawn = depth_truth.draw(depth_truth.Scenario(n_tasks=150, attempts=2), rng)
+    trials = depth_truth.runs(drawn, 2, rng)
     width = {}
     for level in (0.5, 0.9, 0.99):
-        width[level] = truth.covered(estimate_depth(trials, level=level), drawn, "ci_low", "ci_high")["width"].mean()
+        covered = depth_truth.covered(estimate_depth(trials, level=level), drawn, "ci_low", "ci_high")
+        width[level] = covered["width"].mean()
     assert width[0.5] < width[0.9] < width[0.99]
 
 
