@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engines"))
 from engines_helpers import scripted_server
-from harbor_runs import OFFLINE, run_job, write_multistep_task, write_single_task, writing_policy
+from harbor_runs import run_job, tasks_init, write_multistep_task, write_single_task, writing_policy
 
 import depthlab as dl
 from depthlab.io import harbor_writer, read_steps
@@ -43,17 +42,8 @@ def _results(job: Path) -> dict[str, dict]:
 
 
 def test_harbor_tasks_init_output_loads_with_its_w(harbor_python, tmp_path):
-    harbor = str(harbor_python.parent / "harbor")
-    for args in (["demo/single"], ["demo/multi", "--steps", "3"]):
-        done = subprocess.run(
-            [harbor, "tasks", "init", *args, "-p", str(tmp_path / "tasks")],
-            env={**__import__("os").environ, **OFFLINE},
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-    multi = tmp_path / "tasks" / "multi"
+    tasks_init(harbor_python, tmp_path / "tasks", "demo/single")
+    multi = tasks_init(harbor_python, tmp_path / "tasks", "demo/multi", "--steps", "3")
     for index in (1, 2, 3):  # give each step's scaffolded solution `index` working lines
         solve = multi / "steps" / f"step-{index}" / "solution" / "solve.sh"
         solve.write_text(solve.read_text() + "\n" + "echo work >> /app/log\n" * index)
