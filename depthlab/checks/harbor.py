@@ -33,7 +33,7 @@ from typing import Any
 
 from depthlab._atomic import write_text
 from depthlab.checks.replay import EngineReplays, ReplayRequest
-from depthlab.engines._harbor_guard import compose_project
+from depthlab.engines._harbor_guard import compose_project, live_projects, remove_projects
 from depthlab.engines.harbor import HARBOR_SIDE, HarborCommand, find_harbor
 from depthlab.engines.rounds import EngineError
 from depthlab.runner.output import JobDir
@@ -124,20 +124,8 @@ def _remove_leftover_project(trial_name: str) -> None:
     ``kill -9`` gives Harbor no chance to run ``docker compose down``; the trial's name is the
     replay's (deterministic), so the replay run again finds what its killed run left."""
     project = compose_project(f"{trial_name}__env")
-    listed = subprocess.run(
-        ["docker", "ps", "-aq", "--filter", f"label=com.docker.compose.project={project}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    if listed.stdout.strip():
-        subprocess.run(
-            ["docker", "compose", "--project-name", project, "down", "--rmi", "local", "--volumes", "--remove-orphans"],
-            capture_output=True,
-            timeout=300,
-            check=False,
-        )
+    if project in live_projects():  # a container or a network of it is left
+        remove_projects([project])
 
 
 def _offline_overlay(copies: Path) -> Path:
