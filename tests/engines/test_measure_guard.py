@@ -98,7 +98,7 @@ def test_a_changed_task_has_its_old_trials_set_aside_and_its_depth_measured_agai
         (
             "[agent]\ntimeout_sec = -5.0\n",
             "accepted",
-            "[agent] timeout_sec must be a finite number of seconds > 0, got -5.0",
+            "[agent].timeout_sec must be a finite number of seconds > 0, got -5.0",
         ),
         (  # the tasks loader itself refuses it now (issue 26's task reader): never a task to measure
             "[agent]\ntimeout_sec = nan\n",
@@ -108,7 +108,7 @@ def test_a_changed_task_has_its_old_trials_set_aside_and_its_depth_measured_agai
         (
             '[environment]\nmemory = "lots"\n',
             "refused",
-            "[environment] memory must be a size like '2G' or '512M', got 'lots'",
+            "[environment].memory must be a size like '2G' or '512M', got 'lots'",
         ),
     ],
 )
