@@ -1,9 +1,16 @@
-"""Shared fixtures: the real reference material in ../shared (read in place, never copied); hypothesis profiles."""
+"""Shared fixtures: the real reference material in ../shared (read in place, never copied); hypothesis profiles;
+Docker, the Debian userland image and Harbor's command, for every folder of tests that runs them.
+
+Docker tests fail (not skip) when ``DEPTHLAB_REQUIRE_DOCKER=1`` (CI), and skip with the reason otherwise.
+"""
 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
+from types import ModuleType
+from typing import Any, NoReturn
 
 import pytest
 from hypothesis import settings
@@ -37,6 +44,55 @@ def shared_data(shared: Path) -> Path:
     return shared / "data"
 
 
+@pytest.fixture(scope="session")
+def depth_truth() -> ModuleType:
+    """tests/bench/depth_truth.py: noisy runs of known true depth from a generator written apart from the library."""
+    import importlib.util
+    import sys
+
+    path = ROOT / "tests" / "bench" / "depth_truth.py"
+    spec = importlib.util.spec_from_file_location("depth_truth", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("depth_truth", module)  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------- Docker -------------------
+def _unavailable(message: str) -> NoReturn:
+    """Skip with ``message``, or fail where ``DEPTHLAB_REQUIRE_DOCKER=1`` (CI) makes it an error."""
+    if os.environ.get("DEPTHLAB_REQUIRE_DOCKER") == "1":
+        pytest.fail(message + "; DEPTHLAB_REQUIRE_DOCKER=1 makes this an error")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Any:
+    """A Docker client whose engine answers, else skip (fail in CI) with the reason."""
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+    except Exception as error:  # any failure to reach the engine
+        _unavailable(f"the Docker Engine does not answer ({type(error).__name__}: {error}; bash scripts/docker-up.sh)")
+    return client
+
+
+@pytest.fixture(scope="session")
+def userland(docker_client: Any) -> str:
+    """The Debian userland image (scripts/userland-up.sh builds it once)."""
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "userland-up.sh")], capture_output=True, text=True, check=False
+    )
+    image = done.stdout.strip().splitlines()[-1:] if done.returncode == 0 else []
+    if not image:
+        _unavailable(f"the Debian userland image could not be made (scripts/userland-up.sh): {done.stderr[-500:]}")
+    return image[0]
+
+
 # ---------------------------------------------------------------- Harbor -------------------
 HARBOR_CHECK = ROOT / "tests" / "harbor" / "harbor_check.py"
 #: Harbor without its phone-home: no telemetry, LiteLLM's bundled model table instead of a download.
@@ -68,6 +124,15 @@ def harbor_python() -> Path:
 def harbor_env() -> dict[str, str]:
     """The environment to run Harbor's commands in (this one, offline: :data:`HARBOR_OFFLINE`)."""
     return {**os.environ, **HARBOR_OFFLINE}
+
+
+@pytest.fixture(scope="session")
+def harbor_cmd(harbor_python: Path) -> str:
+    """The side venv's ``harbor``; Harbor's docker environment runs every trial with Docker Compose v2."""
+    done = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        _unavailable("Harbor's docker environment needs `docker compose` v2 (bash scripts/compose-up.sh)")
+    return str(harbor_python.parent / "harbor")
 
 
 @pytest.fixture(scope="session")

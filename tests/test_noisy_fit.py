@@ -73,33 +73,17 @@ def test_the_observed_share_pools_every_first_model(drawn):
     assert 0 < share < 1
 
 
-def _truth_generator():
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent / "bench" / "depth_truth.py"
-    spec = importlib.util.spec_from_file_location("depth_truth", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("depth_truth", module)
-    spec.loader.exec_module(module)
-    return module
-
-
 TRUTH = {"slopes": (2.5, 4.0), "luck": 0.04, "beyond": 0.12, "median": 5.0, "sigma": 1.1}
 
 
 @pytest.mark.parametrize(("link", "horizons"), [("logistic", "normal"), ("probit", "normal"), ("logistic", "t3")])
-def test_the_fit_recovers_its_parameters_from_a_generator_written_apart(link, horizons):
+def test_the_fit_recovers_its_parameters_from_a_generator_written_apart(link, horizons, depth_truth):
     """Issue 38: the model written again from the fit's docstring (tests/bench/depth_truth.py), not
     simulate.noisy.draw_tasks, and twice misspecified (a probit curve; t-distributed horizons).
     Bench (5 draws of 400 tasks, 2 attempts, means): slopes within 4% (probit: 14% high), luck within 0.001,
     beyond within 0.01 (t3: 0.02 high), median within 4%, sigma within 2% (t3: 25% low, the t's tails read as
     beyond), and the noise-alone drop share within 0.016 of the generator's own noise-alone runs."""
-    truth = _truth_generator()
-    trials = truth.logistic_horizon_runs(
+    trials = depth_truth.logistic_horizon_runs(
         400, **TRUTH, spread=0.3, attempts=2, rng=np.random.default_rng(4000), link=link, horizons=horizons
     )
     fit = fit_noisy_model(trials)
@@ -114,12 +98,11 @@ def test_the_fit_recovers_its_parameters_from_a_generator_written_apart(link, ho
     assert fit.model_spread == pytest.approx(0.3, abs=0.1)
 
 
-def test_the_noise_alone_share_matches_the_generators_own_noise_alone_runs():
+def test_the_noise_alone_share_matches_the_generators_own_noise_alone_runs(depth_truth):
     """Fitted to runs where every model sits at the task's horizon, the noise-alone share the fit predicts is
     the share of drops those runs show (bench: within 0.015 on average over 5 draws)."""
-    truth = _truth_generator()
     rng = np.random.default_rng(4001)
-    alone = truth.logistic_horizon_runs(400, **TRUTH, spread=0.0, attempts=2, rng=rng)
+    alone = depth_truth.logistic_horizon_runs(400, **TRUTH, spread=0.0, attempts=2, rng=rng)
     observed, _ = drop_share(alone)
     predicted = noise_drop_share(fit_noisy_model(alone), replications=6, seed=1)
     assert observed is not None

@@ -489,29 +489,12 @@ def dl_trials(out):
     return load_trials(out / "jobs")
 
 
-def _truth_generator():
-    """tests/bench/depth_truth.py: noisy runs of known true depth from a generator the planner was not designed on."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent / "bench" / "depth_truth.py"
-    spec = importlib.util.spec_from_file_location("depth_truth", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("depth_truth", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_auto_attempts_hold_on_a_generator_they_were_not_designed_on():
+def test_auto_attempts_hold_on_a_generator_they_were_not_designed_on(depth_truth):
     """Issue 38: auto's share of fixed 3's runs and its accuracy, on the step generator of tests/bench/depth_truth.py
     (Beta pass probabilities per task and model, luck varying by task, models up to two rungs apart), not the
     logistic model auto was designed on. The bench (12 draws of 200 tasks) measures 0.70 of fixed 3's runs under
     isotonic at equal accuracy; here 2 draws of 80 tasks, so the bounds are looser."""
-    truth = _truth_generator()
-    got = truth.planner_rows(truth.Scenario(n_tasks=80, n_models=2, luck=0.05), range(3000, 3002))
+    got = depth_truth.planner_rows(depth_truth.Scenario(n_tasks=80, n_models=2, luck=0.05), range(3000, 3002))
     assert got["auto_share"] < 0.8
     assert got["exact_auto"] >= got["exact_fixed3"] - 0.05
     assert got["within_one_auto"] >= got["within_one_fixed3"] - 0.05

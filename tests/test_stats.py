@@ -36,6 +36,32 @@ R_COVARS = (("cv1",), ("cv1", "cv2"), ("cv1", "cv2", "cv3"))
 TIED_COVARS = (("z",), ("z", "w"), ("z", "w", "v"))
 
 
+def _rscript() -> str:
+    """The Rscript on PATH; without one the R reference is skipped, or fails under DEPTHLAB_REQUIRE_R=1 (CI)."""
+    rscript = shutil.which("Rscript")
+    if rscript is None:
+        if os.environ.get("DEPTHLAB_REQUIRE_R") == "1":
+            pytest.fail("DEPTHLAB_REQUIRE_R=1 but Rscript is not on PATH (make r installs r-base-core)")
+        pytest.skip("Rscript not found: the R reference is not run (make r installs r-base-core)")
+    return rscript
+
+
+def _run_r(rscript: str, script: Path, folder: Path, cases: list[dict[str, str]], timeout: float) -> pd.DataFrame:
+    """A reference script of tests/r run afresh on ``cases`` (written to ``folder``/cases.csv): one row per case."""
+    pd.DataFrame(cases).to_csv(folder / "cases.csv", index=False)
+    done = subprocess.run(
+        [rscript, str(script), str(folder / "cases.csv"), str(folder / "out.csv")],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = pd.read_csv(folder / "out.csv", dtype={"id": str})
+    assert len(out) == len(cases)
+    return out
+
+
 @pytest.fixture(scope="module")
 def r_reference(ppcor_data, tmp_path_factory) -> dict[tuple, tuple[float, float, int, int]]:
     """Fresh output of tests/r/ppcor_reference.R (base R): case -> (r, p, n, k).
@@ -44,11 +70,7 @@ def r_reference(ppcor_data, tmp_path_factory) -> dict[tuple, tuple[float, float,
     "tied<seed>" (:func:`tied_frame`), kind "partial" or "semipartial", Spearman throughout.
     Skipped without Rscript, unless DEPTHLAB_REQUIRE_R=1 (CI), where that is a failure.
     """
-    rscript = shutil.which("Rscript")
-    if rscript is None:
-        if os.environ.get("DEPTHLAB_REQUIRE_R") == "1":
-            pytest.fail("DEPTHLAB_REQUIRE_R=1 but Rscript is not on PATH (make r installs r-base-core)")
-        pytest.skip("Rscript not found: the R reference is not run (make r installs r-base-core)")
+    rscript = _rscript()
     folder = tmp_path_factory.mktemp("r")
     frames = {"ppcor": (ppcor_data, R_COVARS)} | {f"tied{seed}": (tied_frame(seed), TIED_COVARS) for seed in range(3)}
     cases = []
@@ -67,17 +89,7 @@ def r_reference(ppcor_data, tmp_path_factory) -> dict[tuple, tuple[float, float,
                         "kind": kind,
                     }
                 )
-    pd.DataFrame(cases).to_csv(folder / "cases.csv", index=False)
-    done = subprocess.run(
-        [rscript, str(R_SCRIPT), str(folder / "cases.csv"), str(folder / "out.csv")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    out = pd.read_csv(folder / "out.csv", dtype={"id": str})
-    assert len(out) == len(cases)
+    out = _run_r(rscript, R_SCRIPT, folder, cases, timeout=120)
     return {
         (name, kind, tuple(covar)): (float(row.r), float(row.p), int(row.n), int(row.k))
         for row in out.itertuples()
@@ -1098,11 +1110,7 @@ def _fl_cases() -> dict[str, tuple[pd.DataFrame, tuple[str, ...]]]:
 @pytest.fixture(scope="module")
 def r_freedman_lane(tmp_path_factory) -> dict[tuple[str, tuple[str, ...]], tuple[float, float, int]]:
     """Fresh output of tests/r/freedman_lane_reference.R (base R, every permutation): case -> (r, p, n!)."""
-    rscript = shutil.which("Rscript")
-    if rscript is None:
-        if os.environ.get("DEPTHLAB_REQUIRE_R") == "1":
-            pytest.fail("DEPTHLAB_REQUIRE_R=1 but Rscript is not on PATH (make r installs r-base-core)")
-        pytest.skip("Rscript not found: the R reference is not run (make r installs r-base-core)")
+    rscript = _rscript()
     folder = tmp_path_factory.mktemp("r_fl")
     cases = []
     for name, (frame, covars) in _fl_cases().items():
@@ -1111,17 +1119,7 @@ def r_freedman_lane(tmp_path_factory) -> dict[tuple[str, tuple[str, ...]], tuple
             covar = covars[:k]
             cases.append({"id": "|".join([name, *covar]), "data": str(folder / f"{name}.csv"), "x": "x", "y": "y"})
             cases[-1]["covar"] = ";".join(covar)
-    pd.DataFrame(cases).to_csv(folder / "cases.csv", index=False)
-    done = subprocess.run(
-        [rscript, str(FL_SCRIPT), str(folder / "cases.csv"), str(folder / "out.csv")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    out = pd.read_csv(folder / "out.csv", dtype={"id": str})
-    assert len(out) == len(cases)
+    out = _run_r(rscript, FL_SCRIPT, folder, cases, timeout=600)
     return {
         (name, tuple(covar)): (float(row.r), float(row.p), int(row.n_perm))
         for row in out.itertuples()

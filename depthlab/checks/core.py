@@ -604,7 +604,7 @@ def _failure(run: StepRun) -> str:
     """
     text = f"{run.exception}: {run.message}"
     if run.exception == "AgentTimeoutError" and "hangs" not in text:
-        text += " (it hangs)"  # Harbor's own timeout message does not say so; the local runner's does
+        text += " (it hangs)"  # the timeout message is Harbor's words on both engines, which do not say so
     return text
 
 

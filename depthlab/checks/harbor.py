@@ -48,7 +48,14 @@ from typing import Any
 from depthlab._atomic import write_text
 from depthlab._defaults import DEFAULT_STORAGE_MB
 from depthlab.checks.replay import EngineReplays, ReplayRequest
-from depthlab.engines._harbor_guard import DISK_NOTE, HARBOR_RESULT, DiskWatch, compose_project, remove_projects
+from depthlab.engines._harbor_guard import (
+    DISK_NOTE,
+    HARBOR_RESULT,
+    DiskWatch,
+    compose_project,
+    live_projects,
+    remove_projects,
+)
 from depthlab.engines.harbor import HARBOR_SIDE, HarborCommand, die_with_parent, find_harbor
 from depthlab.engines.rounds import EngineError
 from depthlab.io import harbor_writer
@@ -256,14 +263,7 @@ def _remove_leftover_project(trial_name: str) -> None:
     ``kill -9`` gives Harbor no chance to run ``docker compose down``; the trial's name is the
     replay's (deterministic), so the replay run again finds what its killed run left."""
     project = compose_project(f"{trial_name}__env")
-    listed = subprocess.run(
-        ["docker", "ps", "-aq", "--filter", f"label=com.docker.compose.project={project}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    if listed.stdout.strip():
+    if project in live_projects():  # a container or a network of it is left
         remove_projects([project])
 
 

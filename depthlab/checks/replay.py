@@ -39,7 +39,6 @@ import dataclasses
 import json
 import re
 import tempfile
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,9 +52,9 @@ from depthlab.io.harbor_models import VerifierResult
 from depthlab.io.multistep import main_reward
 from depthlab.io.status import PASS_REWARD
 from depthlab.runner.agent import AgentContext
-from depthlab.runner.container import TaskContainer, script_command
-from depthlab.runner.errors import AgentTimeoutError, NonZeroAgentExitCodeError
+from depthlab.runner.container import TaskContainer
 from depthlab.runner.multistep import run_multistep_trial, run_task_trial
+from depthlab.runner.oracle import run_solution
 from depthlab.runner.output import VERSION, JobDir, remove_incomplete_trials
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import TaskSpec
@@ -143,28 +142,14 @@ class ReplayAgent:
         *,
         timeout_sec: float | None = None,
     ) -> None:
-        solution = task.solution_path
-        script = self.plan.get(str(solution.resolve()))
-        context.metadata["replay"] = self.replay
+        script = self.plan.get(str(task.solution_path.resolve()))
+        context.metadata.update({"replay": self.replay, "replayed": script is not None})
         if script is None:  # this step is not done
-            context.metadata["replayed"] = False
             return
-        box.put_directory(solution, "/solution")
-        box.put_file("/solution/solve.sh", script.encode(), mode=0o755)
-        agent_dir.mkdir(parents=True, exist_ok=True)
-        try:  # the output streams to disk, cut to FILE_LIMIT_BYTES
-            exit_code, _ = box.exec_to_file(
-                script_command("/solution/solve.sh"),
-                agent_dir / "replay.txt",
-                timeout=deadline - time.monotonic(),
-                user=box.agent_user,
-            )
-        except TimeoutError:
-            timeout = timeout_sec if timeout_sec is not None else task.agent_timeout_sec
-            raise AgentTimeoutError(f"The solution did not finish within {timeout:g} seconds (it hangs)") from None
-        context.metadata.update({"replayed": True, "exit_code": exit_code})
-        if exit_code != 0 and self.strict_exit:
-            raise NonZeroAgentExitCodeError(f"solution/solve.sh exited with code {exit_code}")
+        output = agent_dir / "replay.txt"
+        run_solution(
+            box, task, output, deadline, context, script=script, strict_exit=self.strict_exit, timeout_sec=timeout_sec
+        )
 
 
 def without_gates(task: TaskSpec, upto: int | None = None) -> TaskSpec:

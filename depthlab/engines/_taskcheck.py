@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from depthlab import schema
+from depthlab._text import toml_key
 from depthlab.io.harbor_task import DEFAULT_AGENT_TIMEOUT_SEC, TaskFormatError, read_config, section, size_mb
 
 _TIMES = (("agent", "timeout_sec"), ("verifier", "timeout_sec"), ("environment", "build_timeout_sec"))
@@ -40,8 +41,8 @@ def task_config_problems(tasks: pl.DataFrame) -> pl.DataFrame:
     >>> tasks = pl.DataFrame({"task": ["t"], "source": [str(folder / "task.toml")]})
     >>> for problem in task_config_problems(tasks)["reason"].to_list()[0].split("; "):
     ...     print(problem)
-    task.toml: [agent] timeout_sec must be a finite number of seconds > 0, got -5.0
-    [environment] memory must be a size like '2G' or '512M', got 'lots'
+    task.toml: [agent].timeout_sec must be a finite number of seconds > 0, got -5.0
+    [environment].memory must be a size like '2G' or '512M', got 'lots'
     """
     rows = []
     for task, source in tasks.select("task", "source").iter_rows():
@@ -72,7 +73,8 @@ def config_problems(config: dict[str, Any]) -> list[str]:
         for table, key in _TIMES:
             value = _get(part, table, key)
             if value is not _MISSING and not _positive(value):
-                problems.append(f"[{prefix}{table}] {key} must be a finite number of seconds > 0, got {value!r}")
+                name = toml_key(f"{prefix}{table}.{key}")
+                problems.append(f"{name} must be a finite number of seconds > 0, got {value!r}")
     environments = [("environment", section(config, "environment"))]
     environments.append(("verifier.environment", section(config, "verifier", "environment")))
     for name, environment in environments:
@@ -80,15 +82,15 @@ def config_problems(config: dict[str, Any]) -> list[str]:
             continue
         cpus = environment.get("cpus", _MISSING)
         if cpus is not _MISSING and cpus is not None and not _positive(cpus):
-            problems.append(f"[{name}] cpus must be a number > 0, got {cpus!r}")
+            problems.append(f"{toml_key(f'{name}.cpus')} must be a number > 0, got {cpus!r}")
         for key in ("memory_mb", "storage_mb"):
             value = environment.get(key, _MISSING)
             if value is not _MISSING and value is not None and not (_int(value) and value > 0):
-                problems.append(f"[{name}] {key} must be a whole number of megabytes > 0, got {value!r}")
+                problems.append(f"{toml_key(f'{name}.{key}')} must be a whole number of megabytes > 0, got {value!r}")
         for key in ("memory", "storage"):
             value = environment.get(key, _MISSING)
             if value is not _MISSING and not (size_mb(value) or 0) > 0:
-                problems.append(f"[{name}] {key} must be a size like '2G' or '512M', got {value!r}")
+                problems.append(f"{toml_key(f'{name}.{key}')} must be a size like '2G' or '512M', got {value!r}")
     return problems
 
 

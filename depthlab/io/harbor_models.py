@@ -43,6 +43,8 @@ from typing import Annotated, Any, Final
 
 import msgspec
 
+from depthlab._text import toml_key
+
 #: A number of turns or steps that fits its Int32 column.
 Turns = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
 
@@ -263,13 +265,12 @@ class TaskConfig(msgspec.Struct, omit_defaults=True):
     def _check(self, path: str) -> None:
         if self.multi_step_reward_strategy is not None:
             _choice(self.multi_step_reward_strategy, REWARD_STRATEGIES, "multi_step_reward_strategy", path)
-        _choice(self.environment.network_mode, NETWORK_MODES, "[environment].network_mode", path)
+        _choice(self.environment.network_mode, NETWORK_MODES, toml_key("environment.network_mode"), path)
         if self.environment.os is not None:
-            _choice(self.environment.os.lower(), TASK_OS, "[environment].os", path)
-        _choice(self.verifier.environment_mode, VERIFIER_MODES, "[verifier].environment_mode", path)
-        for field_name, value in (("[agent].timeout_sec", self.agent.timeout_sec),):
-            _finite(value, field_name, path)
-        _finite(self.verifier.timeout_sec, "[verifier].timeout_sec", path)
+            _choice(self.environment.os.lower(), TASK_OS, toml_key("environment.os"), path)
+        _choice(self.verifier.environment_mode, VERIFIER_MODES, toml_key("verifier.environment_mode"), path)
+        _finite(self.agent.timeout_sec, toml_key("agent.timeout_sec"), path)
+        _finite(self.verifier.timeout_sec, toml_key("verifier.timeout_sec"), path)
         seen: set[str] = set()
         for index, step in enumerate(self.steps or []):
             where = f"steps[{index}]"
@@ -284,7 +285,7 @@ class TaskConfig(msgspec.Struct, omit_defaults=True):
             _finite(single, f"{where}.min_reward", path)
             for key_name, value in (per_key or {}).items():
                 _finite(value, f"{where}.min_reward.{key_name}", path)
-            _choice(step.verifier.environment_mode, VERIFIER_MODES, f"[{where}.verifier].environment_mode", path)
+            _choice(step.verifier.environment_mode, VERIFIER_MODES, f"{where}.verifier.environment_mode", path)
             _finite(step.agent.timeout_sec, f"{where}.agent.timeout_sec", path)
             _finite(step.verifier.timeout_sec, f"{where}.verifier.timeout_sec", path)
 
@@ -316,8 +317,7 @@ def _convert_reason(message: str, config: Mapping[str, Any]) -> str:
         got = type(value).__name__  # (the old messages name the type a section came as)
     else:
         got = repr(value) if isinstance(value, str | int | float | bool) else match["got"]
-    shown = f"[{where}]" if where and "." not in where and "[" not in where else where or "task.toml"
-    return f"{shown} must be {wanted}, got {got}"
+    return f"{toml_key(where, table=wanted == 'a table')} must be {wanted}, got {got}"
 
 
 def _choice(value: str | None, choices: tuple[str, ...], where: str, path: str) -> None:

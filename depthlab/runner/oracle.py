@@ -54,26 +54,60 @@ class OracleAgent:
         *,
         timeout_sec: float | None = None,
     ) -> None:
-        solution = task.solution_path
-        if not (solution / "solve.sh").is_file():
-            where = solution.relative_to(task.path) if solution.is_relative_to(task.path) else solution
-            raise FileNotFoundError(f"The task {task.name!r} has no {where}/solve.sh for the oracle")
-        box.put_directory(solution, "/solution")
-        environment = {
-            **resolve_env(task.solution_env, f"The task {task.name!r}: [solution.env]"),
-            "DEBIAN_FRONTEND": "noninteractive",
-        }
-        try:  # the output streams to disk, cut to FILE_LIMIT_BYTES
-            exit_code, _ = box.exec_to_file(
-                script_command("/solution/solve.sh"),
-                agent_dir / "oracle.txt",
-                timeout=deadline - time.monotonic(),
-                user=box.agent_user,
-                environment=environment,
-            )
-        except TimeoutError:
-            timeout = timeout_sec if timeout_sec is not None else task.agent_timeout_sec
-            raise AgentTimeoutError(f"Agent execution timed out after {timeout:g} seconds") from None
-        context.metadata["exit_code"] = exit_code
-        if exit_code != 0:
-            raise NonZeroAgentExitCodeError(f"solution/solve.sh exited with code {exit_code}")
+        run_solution(box, task, agent_dir / "oracle.txt", deadline, context, timeout_sec=timeout_sec)
+
+
+def run_solution(
+    box: TaskContainer,
+    task: TaskSpec,
+    output: Path,
+    deadline: float,
+    context: AgentContext,
+    *,
+    script: str | None = None,
+    strict_exit: bool = True,
+    timeout_sec: float | None = None,
+) -> None:
+    """Run the step's ``solve.sh``, or ``script`` in its place, as the agent in ``box`` until ``deadline``.
+
+    The one run of a solution script, the oracle's and the checks' replays' (``script``: an edited
+    ``solve.sh``): ``solution/`` is copied to ``/solution``, the script runs as the agent's user
+    with ``[solution.env]`` and its output streamed to ``output`` (cut to ``FILE_LIMIT_BYTES``), and its exit code goes to
+    ``context.metadata["exit_code"]``.
+
+    Raises
+    ------
+    FileNotFoundError
+        No ``script`` and the step has no ``solve.sh``.
+    AgentTimeoutError
+        ``deadline`` (``time.monotonic``) passed; the message names ``timeout_sec`` (default: the
+        task's agent timeout) in Harbor's words.
+    NonZeroAgentExitCodeError
+        The script exited non-zero and ``strict_exit`` is true (the oracle's rule; an edited script
+        whose removed lines make it exit non-zero is graded as it is).
+    """
+    solution = task.solution_path
+    if script is None and not (solution / "solve.sh").is_file():
+        where = solution.relative_to(task.path) if solution.is_relative_to(task.path) else solution
+        raise FileNotFoundError(f"The task {task.name!r} has no {where}/solve.sh for the oracle")
+    box.put_directory(solution, "/solution")
+    if script is not None:
+        box.put_file("/solution/solve.sh", script.encode(), mode=0o755)
+    environment = {  # as Harbor's oracle runs it: [solution.env] resolved from the host, and no prompts
+        **resolve_env(task.solution_env, f"The task {task.name!r}: [solution.env]"),
+        "DEBIAN_FRONTEND": "noninteractive",
+    }
+    try:
+        exit_code, _ = box.exec_to_file(
+            script_command("/solution/solve.sh"),
+            output,
+            timeout=deadline - time.monotonic(),
+            user=box.agent_user,
+            environment=environment,
+        )
+    except TimeoutError:
+        timeout = timeout_sec if timeout_sec is not None else task.agent_timeout_sec
+        raise AgentTimeoutError(f"Agent execution timed out after {timeout:g} seconds") from None
+    context.metadata["exit_code"] = exit_code
+    if exit_code != 0 and strict_exit:
+        raise NonZeroAgentExitCodeError(f"solution/solve.sh exited with code {exit_code}")

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from depthlab._text import toml_key
 from depthlab.io.harbor_task import (
     DEFAULT_AGENT_TIMEOUT_SEC,
     DEFAULT_BUILD_TIMEOUT_SEC,
@@ -357,7 +358,7 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
     where = f"The task {str(root)!r}: task.toml"
 
     def number(table: str, key: str, default: float) -> float:
-        return positive_number(section(config, table).get(key, default), f"{where} [{table}].{key}")
+        return positive_number(section(config, table).get(key, default), f"{where} {toml_key(f'{table}.{key}')}")
 
     skills_dir = environment.get("skills_dir")
     if skills_dir is not None and (not isinstance(skills_dir, str) or not skills_dir.startswith("/")):
@@ -481,19 +482,19 @@ def _memory_mb(environment: dict[str, Any], where: str) -> int:
     if megabytes is None:
         return _DEFAULT_MEMORY_MB
     if megabytes < 6:  # Docker refuses memory limits below 6 MB
-        raise ValueError(
-            f"{where} [environment] memory must be at least 6 MB (Docker's smallest limit), got {megabytes:g} MB"
-        )
+        key = toml_key("environment.memory_mb" if "memory_mb" in environment else "environment.memory")
+        raise ValueError(f"{where} {key} must be at least 6 MB (Docker's smallest limit), got {megabytes:g} MB")
     return megabytes
 
 
 def _environment_mb(environment: dict[str, Any], key: str, where: str) -> int | None:
     """``[environment].<key>_mb``, or the older ``<key> = "2G"`` as Harbor converts it, in MB (None when absent)."""
     if f"{key}_mb" in environment:
-        return math.ceil(positive_number(environment[f"{key}_mb"], f"{where} [environment].{key}_mb"))
+        return math.ceil(positive_number(environment[f"{key}_mb"], f"{where} {toml_key(f'environment.{key}_mb')}"))
     if key not in environment:
         return None
     megabytes = size_mb(environment[key])
     if not megabytes:  # Harbor cannot read it, or reads it as 0 MB
-        raise ValueError(f'{where} [environment].{key} must be a positive size such as "2G", got {environment[key]!r}')
+        name = toml_key(f"environment.{key}")
+        raise ValueError(f'{where} {name} must be a positive size such as "2G", got {environment[key]!r}')
     return megabytes

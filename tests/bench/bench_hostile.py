@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "engines"))
 
 from engines_helpers import (  # noqa: E402
+    MEASURE,
     forging_policy,
     hanging_after_one_answer,
     reading_policy,
@@ -51,7 +52,6 @@ from multistep_helpers import waiting_forger_policy, write_two_step_task  # noqa
 
 import depthlab as dl  # noqa: E402
 
-MEASURE = [sys.executable, "-c", "import sys; from depthlab.cli import main; sys.exit(main())", "measure"]
 SCENARIOS = ("forger", "waiter", "outage", "kill")
 #: Harbor without its phone-home (as the tests run it)
 OFFLINE = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,11 +22,39 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 #: K reads per chain task: D = K + 1 (2 -> 3, 4 -> 5)
 READS = (2, 4)
 MODELS = "openai/m1,openai/m2"
 #: the ladder of the end-to-end runs: 2 rounds (cap 2, then caps 3 and 5) pin both tasks
 CAPS = "2,3,5"
+
+#: ``depthlab measure`` as a user runs it: a fresh process of this Python, so a SIGKILL kills it alone.
+MEASURE = [sys.executable, "-c", "import sys; from depthlab.cli import main; sys.exit(main())", "measure"]
+
+
+def measure_args(
+    tasks: Path, jobs: Path, out: Path, url: str, *extra: str, models: str = "openai/m1", caps: str = "2,3"
+) -> list[str]:
+    """The arguments of a ``depthlab measure`` of ``tasks`` against the server at ``url``, then ``extra``."""
+    return [str(tasks), "--models", models, "--caps", caps, "--base-url", url, "--jobs-dir", str(jobs),
+            "-o", str(out), "--no-progress", *extra]  # fmt: skip
+
+
+def run_measure(args: list[str], env: dict[str, str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """Run ``depthlab measure`` with ``args`` to its end; its exit code, stdout and stderr."""
+    return subprocess.run([*MEASURE, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def engine_flags(engine: str, request: pytest.FixtureRequest) -> list[str]:
+    """``--engine`` and what the engine needs: Harbor's command (the ``harbor_cmd`` fixture), or a
+    Docker engine that answers (the ``docker_client`` fixture); each skips with its reason, or fails in CI."""
+    if engine == "harbor":
+        return ["--engine", "harbor", "--harbor", request.getfixturevalue("harbor_cmd")]
+    request.getfixturevalue("docker_client")
+    return ["--engine", "local"]
+
 
 # Runs at build time: K reads reach the secret (random names from /dev/urandom).
 MAKE_CHAIN = r"""set -e

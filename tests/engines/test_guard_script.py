@@ -150,16 +150,35 @@ def test_the_next_step_stops_what_an_earlier_steps_agent_left_and_spares_its_own
     assert sh(container, "cat /logs/verifier/reward.txt 2>/dev/null || echo none").strip() == "none"
 
 
+#: Shell texts the two section readers must split alike: text before the first section, a name given
+#: twice, blank and indented lines, a ``#@`` line without its space, surrounding white space, no section.
+SECTION_TEXTS = (
+    "# intro\n#@ a\necho a\n#@ b\necho b\n",
+    "echo before\n#@ a\n\n  one\n#@ b\n#@ a\ntwo\n",
+    "#@  spaced  \nx\n#@tight\ny\n\n\n",
+    "no sections at all\n",
+    "",
+)
+
+
 def test_the_guards_names_and_shell_agree_on_both_sides(harbor_python):
-    """harbor_side cannot import depthlab: its file names and the sections it reads are checked in Harbor's venv."""
+    """harbor_side cannot import depthlab: its file names and the sections it reads are checked in Harbor's venv.
+
+    Its section reader (``depthlab_guard.scripts``) is therefore a second copy of depthlab's
+    (``depthlab._guard_shell.split_sections``): both are run on the package's shell and on
+    :data:`SECTION_TEXTS`, and must give the same sections.
+    """
+    from depthlab._guard_shell import split_sections
     from depthlab.engines import _harbor_guard as guard
 
     probe = (
-        "import json, depthlab_guard as g, depthlab_whole_run as w; "
+        "import json, sys, depthlab_guard as g, depthlab_whole_run as w; "
         "print(json.dumps({'file': g.GUARD_FILE, 'script': g.SCRIPT_FILE, 'modes': list(g.GUARD_MODES), "
-        "'sections': g.scripts(), 'agents': [g.GuardedTerminus2.__name__, w.WholeRunTerminus2.__name__]}))"
+        "'sections': g.scripts(), 'agents': [g.GuardedTerminus2.__name__, w.WholeRunTerminus2.__name__], "
+        "'texts': [g.scripts(text) for text in json.loads(sys.argv[1])]}))"
     )
-    done = subprocess.run([str(harbor_python), "-c", probe], env={"PYTHONPATH": str(SIDE), "PATH": "/usr/bin:/bin"},
+    done = subprocess.run([str(harbor_python), "-c", probe, json.dumps(SECTION_TEXTS)],
+                          env={"PYTHONPATH": str(SIDE), "PATH": "/usr/bin:/bin"},
                           capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     side = json.loads(done.stdout.strip().splitlines()[-1])
@@ -167,5 +186,6 @@ def test_the_guards_names_and_shell_agree_on_both_sides(harbor_python):
     assert side["script"] == guard.GUARD_SCRIPT
     assert tuple(side["modes"]) == guard.GUARD_MODES
     assert side["sections"] == guard.guard_script_sections()
+    assert side["texts"] == [split_sections(text) for text in SECTION_TEXTS]
     assert set(side["sections"]) == {"chain", "processes", "tests", "watch", "suspect", "kill", "restore"}
     assert side["agents"] == [guard.GUARDED_AGENT.split(":")[1], guard.WHOLE_RUN_AGENT.split(":")[1]]

@@ -9,11 +9,10 @@ second time (the fill's own resume count), run nothing, and stop with exit 1.
 
 from __future__ import annotations
 
-import os
-
 import polars as pl
 import pytest
-from test_measure_e2e import capped_trials, run_measure
+from engines_helpers import engine_flags, measure_args, run_measure
+from test_measure_e2e import capped_trials
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
 
@@ -22,16 +21,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.harbor]
 def test_attempts_auto_runs_the_second_attempt_on_both_engines(
     engine, chain_tasks, server, request, measure_env, tmp_path
 ):
-    extra = ["--engine", engine]
-    if engine == "harbor":
-        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
-    else:
-        request.getfixturevalue("docker_client_or_skip")
     jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
-    args = [str(chain_tasks / "measure-chain-r2"), "--models", "openai/m1", "--caps", "2,3", "--base-url", server.url]
-    args += ["--attempts", "auto", "--max-attempts", "2", "--jobs-dir", str(jobs), "-o", str(out)]
-    args += ["--no-progress", "--no-preflight", "-n", "2", *extra]
-    run = run_measure(args, measure_env)
+    extra = ["--attempts", "auto", "--max-attempts", "2", "--no-preflight", "-n", "2", *engine_flags(engine, request)]
+    run = run_measure(measure_args(chain_tasks / "measure-chain-r2", jobs, out, server.url, *extra), measure_env)
     assert run.returncode == 0, run.stderr[-4000:]
     assert "recorded no valid trial" not in run.stderr
     table = pl.read_csv(out)
@@ -44,15 +36,3 @@ def test_attempts_auto_runs_the_second_attempt_on_both_engines(
     # two rounds: cap 2, then its second attempt beside cap 3
     assert "round 2:" in run.stderr, run.stderr[-3000:]
     assert "round 3:" not in run.stderr, run.stderr[-3000:]
-
-
-@pytest.fixture(scope="module")
-def docker_client_or_skip() -> None:
-    try:
-        import docker
-
-        docker.from_env().ping()
-    except Exception as error:  # any failure to reach the engine
-        if os.environ.get("DEPTHLAB_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"no Docker engine: {error}")
-        pytest.skip(f"no Docker engine: {error}")

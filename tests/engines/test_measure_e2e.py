@@ -19,13 +19,12 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import polars as pl
 import pytest
-from engines_helpers import CAPS, MODELS
+from engines_helpers import CAPS, MEASURE, MODELS, engine_flags, measure_args, run_measure
 
 import depthlab as dl
 from depthlab.engines._harbor_guard import compose_project, harbor_temp_leftovers
@@ -33,31 +32,11 @@ from depthlab.engines._harbor_guard import compose_project, harbor_temp_leftover
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
 
 EXPECTED = {"measure-chain-r2": 3, "measure-chain-r4": 5}
-MEASURE = [sys.executable, "-c", "import sys; from depthlab.cli import main; sys.exit(main())", "measure"]
 
 
-def measure_args(tasks: Path, jobs: Path, out: Path, url: str, *extra: str) -> list[str]:
-    return [
-        str(tasks),
-        "--models",
-        MODELS,
-        "--caps",
-        CAPS,
-        "--base-url",
-        url,
-        "--jobs-dir",
-        str(jobs),
-        "-o",
-        str(out),
-        "-n",
-        "2",
-        "--no-progress",
-        *extra,
-    ]
-
-
-def run_measure(args: list[str], env: dict[str, str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*MEASURE, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
+def both_models_args(tasks: Path, jobs: Path, out: Path, url: str, *extra: str) -> list[str]:
+    """The measurement of this file: both models, the ladder of :data:`CAPS`, two trials at a time."""
+    return measure_args(tasks, jobs, out, url, "-n", "2", *extra, models=MODELS, caps=CAPS)
 
 
 def kill_when(args: list[str], env: dict[str, str], ready, timeout: float = 600) -> subprocess.Popen[str]:
@@ -158,7 +137,7 @@ def harbor_measured(chain_tasks, server, harbor_cmd, measure_env, tmp_path_facto
 
 def _harbor_measure(work: Path, chain_tasks: Path, server, harbor_cmd: str, measure_env: dict) -> dict:
     jobs, out = work / "jobs", work / "depth.csv"
-    args = measure_args(chain_tasks, jobs, out, server.url, "--engine", "harbor", "--harbor", harbor_cmd)
+    args = both_models_args(chain_tasks, jobs, out, server.url, "--engine", "harbor", "--harbor", harbor_cmd)
     round_one = jobs / "measure-r01__cap-002"
     before = compose_projects()
 
@@ -258,27 +237,15 @@ def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, ha
 
 # ---------------------------------------------------------------- local ---------------------
 @pytest.fixture(scope="module")
-def local_measured(chain_tasks, server, docker_client_or_skip, measure_env, tmp_path_factory):
+def local_measured(chain_tasks, server, docker_client, measure_env, tmp_path_factory):
     def compute(work: Path) -> dict:
         jobs, out = work / "jobs", work / "depth.csv"
         started = time.monotonic()
-        run = run_measure(measure_args(chain_tasks, jobs, out, server.url, "--engine", "local"), measure_env)
+        run = run_measure(both_models_args(chain_tasks, jobs, out, server.url, "--engine", "local"), measure_env)
         return {"returncode": run.returncode, "stderr": run.stderr, "out": str(out), "jobs": str(jobs),
                 "seconds": time.monotonic() - started}  # fmt: skip
 
     return once("local-measure", tmp_path_factory, compute)
-
-
-@pytest.fixture(scope="module")
-def docker_client_or_skip():
-    try:
-        import docker
-
-        docker.from_env().ping()
-    except Exception as error:  # any failure to reach the engine
-        if os.environ.get("DEPTHLAB_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"no Docker engine: {error}")
-        pytest.skip(f"no Docker engine: {error}")
 
 
 def test_local_engine_gives_d_3_and_5(local_measured):
@@ -296,10 +263,10 @@ def test_both_engines_give_the_same_depth_table(harbor_measured, local_measured)
 
 
 def test_local_engine_killed_in_a_round_resumes_without_duplicates(
-    chain_tasks, server, docker_client_or_skip, measure_env, tmp_path
+    chain_tasks, server, docker_client, measure_env, tmp_path
 ):
     jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
-    args = measure_args(chain_tasks, jobs, out, server.url, "--engine", "local")
+    args = both_models_args(chain_tasks, jobs, out, server.url, "--engine", "local")
 
     def one_trial_done() -> bool:
         return any(jobs.glob("fill__*__cap2/*/result.json"))
@@ -326,24 +293,10 @@ def closed_port_url() -> str:
 def test_an_endpoint_that_is_down_stops_the_rounds_and_counts_nothing(
     engine, chain_tasks, request, measure_env, tmp_path
 ):
-    extra = ["--engine", engine]
-    if engine == "harbor":
-        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
-    else:
-        request.getfixturevalue("docker_client_or_skip")
     jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
     # one task, one model, one cap: one trial shows it (the oracle needs no model: skipped here)
-    args = [
-        str(chain_tasks / "measure-chain-r2"),
-        "--models",
-        "openai/m1",
-        "--caps",
-        "2,3",
-        "--base-url",
-        closed_port_url(),
-    ]
-    args += ["--jobs-dir", str(jobs), "-o", str(out), "--no-progress", "--no-preflight", *extra]
-    run = run_measure(args, measure_env)
+    extra = ["--no-preflight", *engine_flags(engine, request)]
+    run = run_measure(measure_args(chain_tasks / "measure-chain-r2", jobs, out, closed_port_url(), *extra), measure_env)
     assert run.returncode == 1, run.stderr[-3000:]
     assert "round 1 recorded no valid trial, nothing was counted" in run.stderr
     assert "round 2" not in run.stderr

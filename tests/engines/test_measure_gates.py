@@ -11,16 +11,13 @@ naming step 2; a task whose gate the reference solution meets (the same task, ``
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+from engines_helpers import engine_flags, measure_args, run_measure
 from multistep_helpers import write_two_step_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
 
-MEASURE = [sys.executable, "-c", "import sys; from depthlab.cli import main; sys.exit(main())", "measure"]
 UNREACHED = (
     "step 2 ('second') is never reached: the reference solution got reward 1 in step 1 ('first'), "
     "below its min_reward 2"
@@ -40,16 +37,10 @@ def gated(userland, tmp_path_factory):
 def test_a_gate_no_run_can_meet_fails_the_preflight_naming_the_step(
     engine, gated, server, request, measure_env, tmp_path
 ):
-    extra = ["--engine", engine]
-    if engine == "harbor":
-        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
-    else:
-        _docker_or_skip()
+    extra = engine_flags(engine, request)
     before = server.count()
-    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
-    args = [str(gated), "--models", "openai/m1", "--caps", "3,5", "--base-url", server.url]
-    args += ["--jobs-dir", str(jobs), "-o", str(out), "--no-progress", *extra]
-    run = subprocess.run([*MEASURE, *args], env=measure_env, capture_output=True, text=True, timeout=1200)
+    args = measure_args(gated, tmp_path / "jobs", tmp_path / "depth.csv", server.url, *extra, caps="3,5")
+    run = run_measure(args, measure_env, timeout=1200)
     assert run.returncode == 1, run.stderr[-3000:]
     lines = run.stderr.splitlines()
     assert "oracle preflight: 1 task(s) left out, their reference solution fails:" in lines, run.stderr[-3000:]
@@ -78,14 +69,3 @@ def test_the_rule_passes_a_gate_the_reference_solution_meets(tmp_path):
     )
     stopped = {"step_name": "first", "exception_info": {"exception_type": "AgentTimeoutError"}}
     assert unreached_step(oracle(stopped), tmp_path) is None
-
-
-def _docker_or_skip() -> None:
-    try:
-        import docker
-
-        docker.from_env().ping()
-    except Exception as error:  # any failure to reach the engine
-        if os.environ.get("DEPTHLAB_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"no Docker engine: {error}")
-        pytest.skip(f"no Docker engine: {error}")

@@ -26,8 +26,15 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from engines_helpers import forging_policy, hanging_after_one_answer, reply, write_chain_task
-from test_measure_e2e import run_measure
+from engines_helpers import (
+    engine_flags,
+    forging_policy,
+    hanging_after_one_answer,
+    measure_args,
+    reply,
+    run_measure,
+    write_chain_task,
+)
 
 import depthlab as dl
 from depthlab.engines import HarborEngine
@@ -37,22 +44,15 @@ from depthlab.engines._lock import jobs_folder_lock
 pytestmark = [pytest.mark.docker]
 
 
-def one_task_args(task: Path, jobs: Path, out: Path, url: str, *extra: str) -> list[str]:
-    return [str(task), "--models", "openai/m1", "--caps", "2,3", "--base-url", url, "--jobs-dir", str(jobs),
-            "-o", str(out), "--no-progress", *extra]  # fmt: skip
-
-
 # ---------------------------------------------------------------- 3. one measurement per jobs folder
 @pytest.mark.parametrize("engine", ["local", "harbor"])
 def test_a_second_measure_on_a_busy_jobs_folder_is_refused_before_its_preflight(
     engine, chain_tasks, server, measure_env, request, tmp_path
 ):
-    extra = ["--engine", engine]
-    if engine == "harbor":
-        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
+    extra = engine_flags(engine, request)
     jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
     with jobs_folder_lock(jobs):  # the first measurement, holding the folder
-        run = run_measure(one_task_args(chain_tasks / "measure-chain-r2", jobs, out, server.url, *extra), measure_env)
+        run = run_measure(measure_args(chain_tasks / "measure-chain-r2", jobs, out, server.url, *extra), measure_env)
     assert run.returncode == 1, run.stderr[-3000:]
     assert f"another depthlab measure is using the jobs folder {str(jobs)!r} (pid {os.getpid()} on" in run.stderr
     # nothing ran: no oracle job, no preflight folder, no trial
@@ -68,8 +68,7 @@ def test_a_changed_task_has_its_old_trials_set_aside_and_its_depth_measured_agai
     old trial aside, plans its cells again, and the table says 5 (local engine, real Docker)."""
     task = write_chain_task(tmp_path / "tasks", 2, userland)
     jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
-    args = [str(task), "--models", "openai/m1", "--caps", "3,5", "--base-url", server.url, "--jobs-dir", str(jobs),
-            "-o", str(out), "--no-progress", "--engine", "local", "--no-preflight"]  # fmt: skip
+    args = measure_args(task, jobs, out, server.url, "--engine", "local", "--no-preflight", caps="3,5")
     first = run_measure(args, measure_env)
     assert first.returncode == 0, first.stderr[-3000:]
     assert pl.read_csv(out).select("depth", "status").rows() == [(3, "solved")]
@@ -99,7 +98,7 @@ def test_a_changed_task_has_its_old_trials_set_aside_and_its_depth_measured_agai
         (
             "[agent]\ntimeout_sec = -5.0\n",
             "accepted",
-            "[agent] timeout_sec must be a finite number of seconds > 0, got -5.0",
+            "[agent].timeout_sec must be a finite number of seconds > 0, got -5.0",
         ),
         (  # the tasks loader itself refuses it now (issue 26's task reader): never a task to measure
             "[agent]\ntimeout_sec = nan\n",
@@ -109,7 +108,7 @@ def test_a_changed_task_has_its_old_trials_set_aside_and_its_depth_measured_agai
         (
             '[environment]\nmemory = "lots"\n',
             "refused",
-            "[environment] memory must be a size like '2G' or '512M', got 'lots'",
+            "[environment].memory must be a size like '2G' or '512M', got 'lots'",
         ),
     ],
 )
@@ -124,7 +123,7 @@ def test_task_values_harbor_would_misread_are_left_out_even_without_preflight(
     # Harbor itself takes the value as a time (a fail with no model call), or aborts on it every time
     assert harbor_check_task(task).startswith(harbor)
     jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
-    args = one_task_args(task, jobs, out, server.url, "--engine", "harbor", "--harbor", harbor_cmd, "--no-preflight")
+    args = measure_args(task, jobs, out, server.url, "--engine", "harbor", "--harbor", harbor_cmd, "--no-preflight")
     before = server.count()
     run = run_measure(args, measure_env)
     assert run.returncode == 1, run.stderr[-3000:]
@@ -224,8 +223,8 @@ def hostile_harbor(chain_tasks, harbor_cmd, measure_env, tmp_path_factory):
     work = tmp_path_factory.mktemp("hostile")
     jobs, out = work / "jobs", work / "depth.csv"
     with scripted_server(hostile_policy) as server:
-        args = one_task_args(chain_tasks / "measure-chain-r2", jobs, out, server.url, "--engine", "harbor",
-                             "--harbor", harbor_cmd, "--no-preflight")  # fmt: skip
+        args = measure_args(chain_tasks / "measure-chain-r2", jobs, out, server.url, "--engine", "harbor",
+                            "--harbor", harbor_cmd, "--no-preflight")  # fmt: skip
         run = run_measure(args, measure_env)
     return {"run": run, "jobs": jobs, "out": out}
 
@@ -256,21 +255,21 @@ def stalling_policy(messages, model):
     return reply(complete=True)
 
 
-@pytest.mark.parametrize("engine", ["local", "harbor"])
-def test_a_stalling_endpoint_is_an_outage_that_stops_the_round_not_a_fail(
-    engine, userland, measure_env, request, tmp_path
-):
+def _an_outage(policy, agent_timeout_sec: float, engine: str, userland: str, measure_env, request, tmp_path):
+    """Measure the 2-read chain task against ``policy``'s endpoint: an outage stops round 1, nothing counted.
+
+    Returns the capped trials (one, invalid) and the run.
+    """
     from engines_helpers import scripted_server
 
     task = write_chain_task(tmp_path / "tasks", 2, userland)
     toml = task / "task.toml"
-    toml.write_text(toml.read_text().replace("[agent]\ntimeout_sec = 120.0", "[agent]\ntimeout_sec = 15.0"))
-    extra = ["--engine", engine, "--no-preflight"]
-    if engine == "harbor":
-        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
+    limit = f"[agent]\ntimeout_sec = {agent_timeout_sec}"
+    toml.write_text(toml.read_text().replace("[agent]\ntimeout_sec = 120.0", limit))
+    extra = ["--no-preflight", *engine_flags(engine, request)]
     jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
-    with scripted_server(stalling_policy) as server:
-        run = run_measure(one_task_args(task, jobs, out, server.url, *extra), measure_env, timeout=600)
+    with scripted_server(policy) as server:
+        run = run_measure(measure_args(task, jobs, out, server.url, *extra), measure_env, timeout=600)
     assert run.returncode == 1, run.stderr[-3000:]
     assert "round 1 recorded no valid trial, nothing was counted" in run.stderr
     assert "round 2" not in run.stderr
@@ -278,29 +277,21 @@ def test_a_stalling_endpoint_is_an_outage_that_stops_the_round_not_a_fail(
     assert table.select("task", "status").rows() == [("measure-chain-r2", "incomplete")]  # not "unsolved"
     trials = dl.load_trials([jobs], cache=False).filter(pl.col("cap").is_not_null())
     assert trials["status"].to_list() == ["invalid"]
+    return trials, run
+
+
+@pytest.mark.parametrize("engine", ["local", "harbor"])
+def test_a_stalling_endpoint_is_an_outage_that_stops_the_round_not_a_fail(
+    engine, userland, measure_env, request, tmp_path
+):
+    _an_outage(stalling_policy, 15.0, engine, userland, measure_env, request, tmp_path)
 
 
 @pytest.mark.parametrize("engine", ["local", "harbor"])
 def test_an_endpoint_that_hangs_after_its_first_answer_is_an_outage_on_both_engines(
     engine, userland, measure_env, request, tmp_path
 ):
-    from engines_helpers import scripted_server
-
-    task = write_chain_task(tmp_path / "tasks", 2, userland)
-    toml = task / "task.toml"
-    toml.write_text(toml.read_text().replace("[agent]\ntimeout_sec = 120.0", "[agent]\ntimeout_sec = 20.0"))
-    extra = ["--engine", engine, "--no-preflight"]
-    if engine == "harbor":
-        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
-    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
-    with scripted_server(hanging_after_one_answer) as server:
-        run = run_measure(one_task_args(task, jobs, out, server.url, *extra), measure_env, timeout=600)
-    assert run.returncode == 1, run.stderr[-3000:]
-    assert "round 1 recorded no valid trial, nothing was counted" in run.stderr
-    table = pl.read_csv(out)
-    assert table.select("task", "status").rows() == [("measure-chain-r2", "incomplete")]  # not "unsolved"
-    trials = dl.load_trials([jobs], cache=False).filter(pl.col("cap").is_not_null())
-    assert trials["status"].to_list() == ["invalid"]
+    trials, _ = _an_outage(hanging_after_one_answer, 20.0, engine, userland, measure_env, request, tmp_path)
     if engine == "harbor":
         assert trials["n_output_tokens"].to_list()[0] > 0  # one answer came: "0 tokens" alone missed this outage
         (message,) = trials["exception_message"].to_list()
@@ -316,12 +307,10 @@ def forged(chain_tasks, measure_env, tmp_path_factory, request):
     runs = {}
     for engine in ("local", "harbor"):
         work = tmp_path_factory.mktemp(f"forged-{engine}")
-        extra = ["--engine", engine, "--no-preflight"]
-        if engine == "harbor":
-            extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
+        extra = ["--no-preflight", *engine_flags(engine, request)]
         with scripted_server(forging_policy) as server:
-            run = run_measure(one_task_args(chain_tasks / "measure-chain-r2", work / "jobs", work / "depth.csv",
-                                            server.url, *extra), measure_env)  # fmt: skip
+            run = run_measure(measure_args(chain_tasks / "measure-chain-r2", work / "jobs", work / "depth.csv",
+                                           server.url, *extra), measure_env)  # fmt: skip
         runs[engine] = {"run": run, "jobs": work / "jobs", "out": work / "depth.csv"}
     return runs
 
@@ -415,9 +404,7 @@ def test_a_long_instruction_is_sent_as_a_file_and_said_so_on_both_engines(
     instruction = task / "instruction.md"
     instruction.write_text(instruction.read_text() + "\n\n" + "A line of background the task does not need.\n" * 3000)
     size = instruction.stat().st_size
-    extra = ["--engine", engine, "--no-preflight"]
-    if engine == "harbor":
-        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
+    extra = ["--no-preflight", *engine_flags(engine, request)]
     firsts: list[str] = []
 
     def policy(messages, model):
@@ -426,10 +413,8 @@ def test_a_long_instruction_is_sent_as_a_file_and_said_so_on_both_engines(
         return reading_policy(messages, model)
 
     jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
-    args = [str(task), "--models", "openai/m1", "--caps", "3", "--jobs-dir", str(jobs), "-o", str(out),
-            "--no-progress", *extra]  # fmt: skip
     with scripted_server(policy) as server:
-        run = run_measure([*args, "--base-url", server.url], measure_env, timeout=900)
+        run = run_measure(measure_args(task, jobs, out, server.url, *extra, caps="3"), measure_env, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"note: the instruction of measure-chain-r2 is {size} bytes, over 65536" in run.stderr
     assert "/logs/agent/instruction.md (on both engines)" in run.stderr

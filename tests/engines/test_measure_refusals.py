@@ -10,12 +10,11 @@ venv) refuses the same tasks, so the rule is Harbor's and not a stricter one of 
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import pytest
+from engines_helpers import engine_flags, measure_args, run_measure
 from refusal_tasks import CAUSES, write_refused_tasks
-from test_measure_e2e import run_measure
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
 
@@ -29,16 +28,10 @@ def refused(userland, tmp_path_factory):
 def test_both_engines_refuse_the_same_tasks_in_one_line_before_any_model_call(
     engine, refused, server, request, measure_env, tmp_path
 ):
-    extra = ["--engine", engine]
-    if engine == "harbor":
-        extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
-    else:
-        _docker_or_skip()
     before = server.count()
     jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
-    args = [str(refused), "--models", "openai/m1", "--caps", "2,3", "--base-url", server.url]
-    args += ["--jobs-dir", str(jobs), "-o", str(out), "--no-progress", *extra]
-    run = run_measure(args, measure_env, timeout=300)
+    extra = engine_flags(engine, request)
+    run = run_measure(measure_args(refused, jobs, out, server.url, *extra), measure_env, timeout=300)
     assert run.returncode == 1, run.stderr[-3000:]
     assert "Traceback" not in run.stderr
     assert "No tasks matched" not in run.stderr
@@ -73,14 +66,3 @@ def test_harbors_own_loader_refuses_every_one_of_them(refused, harbor_python):
     done = subprocess.run([str(harbor_python), "-c", script, *paths], capture_output=True, text=True, check=True)
     verdicts = dict(line.rsplit(" ", 2)[:2] for line in done.stdout.splitlines())
     assert verdicts == dict.fromkeys(paths, "refused"), done.stdout
-
-
-def _docker_or_skip() -> None:
-    try:
-        import docker
-
-        docker.from_env().ping()
-    except Exception as error:  # any failure to reach the engine
-        if os.environ.get("DEPTHLAB_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"no Docker engine: {error}")
-        pytest.skip(f"no Docker engine: {error}")

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
-from engines_helpers import scripted_server
+from engines_helpers import run_measure, scripted_server
 from multistep_helpers import chains_policy, waiting_forger_policy, write_separate_verifier_task, write_two_step_task
 
 import depthlab as dl
@@ -29,13 +28,6 @@ from depthlab.runner.errors import UnsupportedTaskError
 from depthlab.runner.multistep import run_task_trial
 
 pytestmark = [pytest.mark.docker]
-
-
-@pytest.fixture(scope="module")
-def docker_client():
-    import docker
-
-    return docker.from_env()
 
 
 @pytest.fixture(scope="module")
@@ -189,9 +181,6 @@ def test_the_local_preflight_runs_every_steps_solution_and_names_the_first_faili
     assert rows["ms-chain-wrong"].reason.startswith("step 1 ('first') is the first that fails"), rows["ms-chain-wrong"]
 
 
-MEASURE = [sys.executable, "-c", "import sys; from depthlab.cli import main; sys.exit(main())", "measure"]
-
-
 @pytest.mark.harbor
 def test_measure_gives_the_known_d_on_both_engines_counting_turns_over_the_whole_run(
     userland, measure_env, harbor_cmd, tmp_path
@@ -208,7 +197,7 @@ def test_measure_gives_the_known_d_on_both_engines_counting_turns_over_the_whole
             args = [str(tasks), "--models", "openai/m1", "--caps", "3,4,5", "--base-url", server.url]
             args += ["--jobs-dir", str(tmp_path / f"jobs-{engine}"), "-o", str(out), "--no-progress", "-n", "2"]
             args += ["--engine", engine] + (["--harbor", harbor_cmd] if engine == "harbor" else [])
-            done = subprocess.run([*MEASURE, *args], env=measure_env, capture_output=True, text=True, timeout=1500)
+            done = run_measure(args, measure_env, timeout=1500)
             assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
             assert "reference solution fails" not in done.stdout + done.stderr  # both pass their oracle (every step's)
             tables[engine] = pl.read_csv(out).select("task", "depth").sort("task")
@@ -265,7 +254,7 @@ def test_a_waiter_left_by_an_earlier_step_forges_no_pass_on_either_engine(userla
             args = [str(tasks), "--models", "openai/m1", "--caps", "3,5", "--base-url", server.url, "--no-preflight"]
             args += ["--jobs-dir", str(jobs), "-o", str(out), "--no-progress", "--engine", engine]
             args += ["--harbor", harbor_cmd] if engine == "harbor" else []
-            done = subprocess.run([*MEASURE, *args], env=measure_env, capture_output=True, text=True, timeout=1500)
+            done = run_measure(args, measure_env, timeout=1500)
         table = pl.read_csv(out)
         assert table["depth"].is_null().all(), (engine, table, done.stderr[-3000:])  # no D from a forged pass
         trials = dl.load_trials([jobs], cache=False).filter(pl.col("cap").is_not_null())

@@ -137,6 +137,19 @@ def run_job(
     return job
 
 
+def tasks_init(harbor_python: Path, tasks_dir: Path, name: str, *options: str) -> Path:
+    """``harbor tasks init <name> -p <tasks_dir> [options]``: the task Harbor itself scaffolds; its folder."""
+    done = subprocess.run(
+        [str(harbor_python.parent / "harbor"), "tasks", "init", name, "-p", str(tasks_dir), *options],
+        env={**os.environ, **OFFLINE},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return tasks_dir / name.rsplit("/", 1)[-1]
+
+
 def write_single_task(root: Path, name: str, image: str) -> Path:
     """A single-step task (schema 1.4) asking for ``/app/s1.txt`` holding ``ok-1`` (W = 1)."""
     task = root / name

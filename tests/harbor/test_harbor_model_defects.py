@@ -13,7 +13,6 @@ Skips with the reason without Harbor, Docker or the userland image; fails instea
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -27,20 +26,12 @@ import polars as pl
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harbor_runs import OFFLINE, decode_harbor_files, write_multistep_task, write_single_task
+from harbor_runs import OFFLINE, decode_harbor_files, tasks_init, write_multistep_task, write_single_task
 
 import depthlab as dl
 from depthlab.io import harbor_writer
 from depthlab.io.harbor_models import TrialResult, strip_canary
 from depthlab.io.tasks import count_work
-
-_ENGINES = Path(__file__).resolve().parents[1] / "engines"
-_spec = importlib.util.spec_from_file_location("engines_conftest_io36", _ENGINES / "conftest.py")
-assert _spec is not None
-assert _spec.loader is not None
-_engines = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_engines)
-userland, compose, harbor_cmd = _engines.userland, _engines.compose, _engines.harbor_cmd  # the engines' fixtures
 
 
 def _side(harbor_python: Path, code: str, *args: str) -> str:
@@ -151,17 +142,8 @@ def test_a_verifier_timeout_is_an_invalid_trial_as_harbor_says(relative_job):
 
 
 def test_instruction_words_count_what_the_agent_sees_after_harbors_canary_strip(harbor_python, tmp_path):
-    harbor = str(harbor_python.parent / "harbor")
-    for args in (["demo/canary"], ["demo/canary-steps", "--steps", "2"]):
-        done = subprocess.run(
-            [harbor, "tasks", "init", *args, "-p", str(tmp_path / "tasks"), "--include-canary-strings"],
-            env={**os.environ, **OFFLINE},
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-    single = tmp_path / "tasks" / "canary"
+    single = tasks_init(harbor_python, tmp_path / "tasks", "demo/canary", "--include-canary-strings")
+    tasks_init(harbor_python, tmp_path / "tasks", "demo/canary-steps", "--steps", "2", "--include-canary-strings")
     assert "canary" in (single / "instruction.md").read_text().splitlines()[0].lower()  # Harbor wrote one
     seen = json.loads(
         _side(
@@ -182,16 +164,7 @@ def test_instruction_words_count_what_the_agent_sees_after_harbors_canary_strip(
 
 
 def test_a_windows_task_has_the_w_of_the_solve_bat_harbors_oracle_runs(harbor_python, tmp_path):
-    harbor = str(harbor_python.parent / "harbor")
-    done = subprocess.run(
-        [harbor, "tasks", "init", "demo/win", "-p", str(tmp_path / "tasks")],
-        env={**os.environ, **OFFLINE},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    task = tmp_path / "tasks" / "win"
+    task = tasks_init(harbor_python, tmp_path / "tasks", "demo/win")
     toml = task / "task.toml"
     text, found = re.subn(r'^os = "linux"$', 'os = "windows"', toml.read_text(), flags=re.MULTILINE)
     if not found:  # (the template states no OS)

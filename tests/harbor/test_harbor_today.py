@@ -9,10 +9,8 @@ Skips with the reason without Harbor, Docker or the userland image; fails instea
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,20 +18,13 @@ import polars as pl
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harbor_runs import OFFLINE, run_job, write_multistep_task, write_single_task, writing_policy
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engines"))
+from engines_helpers import scripted_server
+from harbor_runs import run_job, tasks_init, write_multistep_task, write_single_task, writing_policy
 
 import depthlab as dl
 from depthlab.io import harbor_writer, read_steps
 from depthlab.io.tasks import count_work
-
-_ENGINES = Path(__file__).resolve().parents[1] / "engines"
-_spec = importlib.util.spec_from_file_location("engines_conftest", _ENGINES / "conftest.py")
-assert _spec is not None
-assert _spec.loader is not None
-_engines = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_engines)
-userland, compose, harbor_cmd = _engines.userland, _engines.compose, _engines.harbor_cmd  # the engines' fixtures
-from engines_helpers import scripted_server  # noqa: E402  (its folder is on the path once the conftest ran)
 
 CAP = 5
 
@@ -51,17 +42,8 @@ def _results(job: Path) -> dict[str, dict]:
 
 
 def test_harbor_tasks_init_output_loads_with_its_w(harbor_python, tmp_path):
-    harbor = str(harbor_python.parent / "harbor")
-    for args in (["demo/single"], ["demo/multi", "--steps", "3"]):
-        done = subprocess.run(
-            [harbor, "tasks", "init", *args, "-p", str(tmp_path / "tasks")],
-            env={**__import__("os").environ, **OFFLINE},
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-    multi = tmp_path / "tasks" / "multi"
+    tasks_init(harbor_python, tmp_path / "tasks", "demo/single")
+    multi = tasks_init(harbor_python, tmp_path / "tasks", "demo/multi", "--steps", "3")
     for index in (1, 2, 3):  # give each step's scaffolded solution `index` working lines
         solve = multi / "steps" / f"step-{index}" / "solution" / "solve.sh"
         solve.write_text(solve.read_text() + "\n" + "echo work >> /app/log\n" * index)
