@@ -184,3 +184,38 @@ class HarborView:
 
         with urllib.request.urlopen(self.url + path, timeout=30) as response:
             return json.loads(response.read())
+
+
+# ---------------------------------------------------------------- pytest-xdist ---------------
+#: A rough cost of one test by its heaviest mark, to start the longest modules first (seconds; only
+#: the order matters): a Harbor test runs `harbor run` jobs, a Docker test builds and runs containers.
+MARK_COST = {"harbor": 60.0, "docker": 10.0, "browser": 10.0, "slow": 5.0}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist's workers, the longest modules first.
+
+    ``make test`` runs ``-n 2 --dist loadscope --no-loadscope-reorder``: each module goes whole to one
+    worker, so a module-scoped fixture (a Harbor job, a measured run, a set of replays every test of the
+    module reads) is computed once; ``--dist load`` split a module over both workers, which computed it
+    on each. The modules are handed out in the order of this list: here the most costly first
+    (:data:`MARK_COST`, summed over the module's tests), so the run does not end on one long Harbor
+    module while the other worker idles. Within a module the order is the file's.
+
+    Outside pytest-xdist nothing changes: a developer's ``pytest tests/x.py`` runs in file order.
+    """
+    if not hasattr(config, "workerinput"):
+        return
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    ordered = sorted(modules.values(), key=lambda tests: -sum(map(_cost, tests)))
+    items[:] = [item for tests in ordered for item in tests]
+
+
+def _cost(item: pytest.Item) -> float:
+    marks = {mark.name for mark in item.iter_markers()}
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("engine") == "harbor":  # the both-engines tests' Harbor half
+        marks.add("harbor")
+    return max((MARK_COST[name] for name in marks if name in MARK_COST), default=0.1)
