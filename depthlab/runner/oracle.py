@@ -72,8 +72,8 @@ def run_solution(
 
     The one run of a solution script, the oracle's and the checks' replays' (``script``: an edited
     ``solve.sh``): ``solution/`` is copied to ``/solution``, the script runs as the agent's user
-    with ``[solution.env]`` and its output streamed to ``output`` (cut to ``FILE_LIMIT_BYTES``), and its exit code goes to
-    ``context.metadata["exit_code"]``.
+    with ``[solution.env]``, its output streamed to ``output`` (cut to ``FILE_LIMIT_BYTES``), and
+    its exit code goes to ``context.metadata["exit_code"]``.
 
     Raises
     ------
