@@ -225,11 +225,9 @@ def disk_verdict(trial_dir: Path) -> bool:
     info = harbor_writer.exception_info(
         "RewardFileNotFoundError", f"The verifier could not start: {cause}", "", harbor_writer.utc_now()
     )
-    write_text(trial_dir / HARBOR_RESULT, json.dumps(read.raw, indent=2) + "\n")
-    write_text(
-        trial_dir / "result.json",
-        json.dumps({**read.raw, "exception_info": info, "verifier_result": None}, indent=2) + "\n",
-    )
+    harbor_writer.write_json(trial_dir / HARBOR_RESULT, read.raw)
+    rewritten = {**read.raw, "exception_info": harbor_writer.as_object(info), "verifier_result": None}
+    harbor_writer.write_json(trial_dir / "result.json", rewritten)
     return True
 
 
