@@ -100,6 +100,36 @@ class AgentSection(msgspec.Struct, omit_defaults=True):
     allowed_hosts: list[str] | None = None
 
 
+class HealthcheckConfig(msgspec.Struct, frozen=True):
+    """``[environment.healthcheck]`` or ``[steps.healthcheck]``, with Harbor 0.26's defaults.
+
+    Harbor's ``HealthcheckConfig`` mirrors Docker's HEALTHCHECK: ``command`` runs with bash in the
+    agent's container until it exits 0; a failure within ``start_period_sec`` of the first try does
+    not count (the next try comes after ``start_interval_sec``); after that, ``retries`` consecutive
+    failures (``interval_sec`` apart) fail it. Each try may run ``timeout_sec`` (whole seconds).
+
+    Examples
+    --------
+    >>> config = TaskConfig.from_toml_dict({"environment": {"healthcheck": {"command": "true", "retries": 5}}}, "t")
+    >>> check = config.environment.healthcheck
+    >>> check.retries, check.interval_sec, check.timeout_sec, check.start_period_sec
+    (5, 5.0, 30.0, 0.0)
+    """
+
+    command: str
+    interval_sec: float = 5.0
+    timeout_sec: float = 30.0
+    start_period_sec: float = 0.0
+    start_interval_sec: float = 5.0
+    retries: int = 3
+
+    def _check(self, where: str, path: str) -> None:
+        for name in ("interval_sec", "timeout_sec", "start_period_sec", "start_interval_sec", "retries"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise TaskFormatError(path, f"{where}.{name} must be a non-negative finite number, got {value!r}")
+
+
 class EnvironmentSection(msgspec.Struct, omit_defaults=True):
     """``[environment]`` (and a separate verifier's ``[verifier.environment]``)."""
 
@@ -117,7 +147,7 @@ class EnvironmentSection(msgspec.Struct, omit_defaults=True):
     skills_dir: str | None = None
     workdir: str | None = None
     mcp_servers: list[Any] | None = None
-    healthcheck: dict[str, Any] | None = None
+    healthcheck: HealthcheckConfig | None = None
 
     def resolved_os(self) -> str:
         """``linux`` or ``windows`` (Harbor lower-cases the value; none written is ``linux``)."""
@@ -157,7 +187,7 @@ class StepConfig(msgspec.Struct, omit_defaults=True):
     agent: AgentSection = msgspec.field(default_factory=AgentSection)
     verifier: VerifierSection = msgspec.field(default_factory=VerifierSection)
     min_reward: float | dict[str, float] | None = None
-    healthcheck: dict[str, Any] | None = None
+    healthcheck: HealthcheckConfig | None = None
     artifacts: list[Any] | None = None
 
     def gate(self) -> tuple[float | None, dict[str, float] | None]:
@@ -288,6 +318,8 @@ class TaskConfig(msgspec.Struct, omit_defaults=True):
             _choice(step.verifier.environment_mode, VERIFIER_MODES, f"{where}.verifier.environment_mode", path)
             _finite(step.agent.timeout_sec, f"{where}.agent.timeout_sec", path)
             _finite(step.verifier.timeout_sec, f"{where}.verifier.timeout_sec", path)
+            if step.healthcheck is not None:
+                step.healthcheck._check(f"{where}.healthcheck", path)
 
 
 _CONVERT = re.compile(r"Expected `(?P<expected>[^`]+)`, got `(?P<got>[^`]+)`(?: - at `\$(?P<at>[^`]*)`)?")

@@ -65,6 +65,7 @@ from typing import Any
 
 from depthlab._guard_shell import guard_sections
 from depthlab.io import harbor_writer
+from depthlab.io.harbor_models import HealthcheckConfig
 from depthlab.io.harbor_records import ExceptionInfoRecord, StepResultRecord
 from depthlab.io.harbor_task import TaskStep, passes_gate
 from depthlab.io.multistep import main_reward
@@ -74,7 +75,7 @@ from depthlab.runner.container import ContainerLimits, TaskContainer
 from depthlab.runner.errors import CancelledError, HealthcheckError, RunnerError
 from depthlab.runner.output import JobDir, utc_now, write_json
 from depthlab.runner.profiles import RunSettings
-from depthlab.runner.task import Healthcheck, TaskSpec
+from depthlab.runner.task import TaskSpec
 from depthlab.runner.trial import (
     _LIFETIME_MARGIN_SEC,
     Agent,
@@ -369,7 +370,7 @@ def _run_step(
     first: bool,
     check_cancel: Any,
     earlier: EarlierSteps | None = None,
-    healthcheck: Healthcheck | None = None,
+    healthcheck: HealthcheckConfig | None = None,
 ) -> tuple[StepResultRecord, dict[str, float] | None, int]:
     """One step: prepare, agent, verifier. Returns (its StepResult record, its rewards, the turns it used).
 

@@ -16,7 +16,7 @@ strings); labels (difficulty, tags, ...) belong to :func:`depthlab.load_tasks`. 
 accepts it applies as Harbor does: ``[verifier.env]`` and ``[steps.verifier.env]`` reach the tests
 (:func:`depthlab.runner.verifier.verifier_environment`), ``skills_dir`` is listed to the agent
 (:mod:`depthlab.runner.skills`), ``[solution.env]`` reaches the reference solution, and
-``[environment.healthcheck]`` / ``[steps.healthcheck]`` gate the agent (:class:`Healthcheck`,
+``[environment.healthcheck]`` / ``[steps.healthcheck]`` gate the agent (:class:`HealthcheckConfig`,
 :func:`depthlab.runner.trial.run_healthcheck`). What it cannot run as Harbor does (a Windows task, an
 ``allowlist`` network, a verifier environment other than a ``tests/Dockerfile`` or the task's own
 image, per-step users, artifacts given as tables, MCP servers)
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from depthlab._text import toml_key
+from depthlab.io.harbor_models import HealthcheckConfig
 from depthlab.io.harbor_task import (
     DEFAULT_AGENT_TIMEOUT_SEC,
     DEFAULT_BUILD_TIMEOUT_SEC,
@@ -73,47 +74,6 @@ def task_folder(source: str | os.PathLike[str]) -> Path:
     """
     path = Path(os.fspath(source))
     return path.parent if path.name in {"task.toml", "task.yaml"} else path
-
-
-@dataclass(frozen=True)
-class Healthcheck:
-    """A ``[environment.healthcheck]`` or ``[steps.healthcheck]`` table, with Harbor 0.26's defaults.
-
-    Harbor's ``HealthcheckConfig`` mirrors Docker's HEALTHCHECK: ``command`` runs with bash in the
-    agent's container until it exits 0; a failure within ``start_period_sec`` of the first try does
-    not count (the next try comes after ``start_interval_sec``); after that, ``retries`` consecutive
-    failures (``interval_sec`` apart) fail it. Each try may run ``timeout_sec`` (whole seconds).
-
-    Examples
-    --------
-    >>> check = Healthcheck.from_table({"command": "test -f /ready", "retries": 5}, "[environment.healthcheck]")
-    >>> check.retries, check.interval_sec, check.timeout_sec, check.start_period_sec
-    (5, 5.0, 30.0, 0.0)
-    """
-
-    command: str
-    interval_sec: float = 5.0
-    timeout_sec: float = 30.0
-    start_period_sec: float = 0.0
-    start_interval_sec: float = 5.0
-    retries: int = 3
-
-    @classmethod
-    def from_table(cls, table: object, where: str) -> Healthcheck:
-        """The healthcheck of a task.toml table, checked as Harbor's model takes it (``where`` names it)."""
-        if not isinstance(table, dict) or not isinstance(table.get("command"), str):
-            raise ValueError(f'{where} must be a table with a command = "..." text, got {table!r}')
-        numbers: dict[str, Any] = {}
-        for name in ("interval_sec", "timeout_sec", "start_period_sec", "start_interval_sec", "retries"):
-            if name not in table:
-                continue
-            value = table[name]
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"{where}.{name} must be a non-negative finite number, got {value!r}")
-            if name == "retries" and not float(value).is_integer():
-                raise ValueError(f"{where}.retries must be a whole number, got {value!r}")
-            numbers[name] = int(value) if name == "retries" else float(value)
-        return cls(command=table["command"], **numbers)
 
 
 @dataclass(frozen=True)
@@ -173,9 +133,9 @@ class TaskSpec:
     solution_env : dict of str to str
         ``[solution.env]``: the variables the reference solution runs with (Harbor's oracle resolves
         its ``${VAR}`` templates from the host, as for the tests).
-    healthcheck : Healthcheck or None
+    healthcheck : HealthcheckConfig or None
         ``[environment.healthcheck]``: run once after the container starts, before any agent.
-    step_healthchecks : dict of str to Healthcheck
+    step_healthchecks : dict of str to HealthcheckConfig
         Each step's ``[steps.healthcheck]``, by step name: run after the step's ``setup.sh``, before
         its agent (as well as the task's, never instead of it).
     """
@@ -203,8 +163,8 @@ class TaskSpec:
     skills_dir: str | None = None
     step_verifier_envs: dict[str, dict[str, str]] = field(default_factory=dict, hash=False, repr=False)
     solution_env: dict[str, str] = field(default_factory=dict, hash=False, repr=False)
-    healthcheck: Healthcheck | None = None
-    step_healthchecks: dict[str, Healthcheck] = field(default_factory=dict, hash=False, repr=False)
+    healthcheck: HealthcheckConfig | None = None
+    step_healthchecks: dict[str, HealthcheckConfig] = field(default_factory=dict, hash=False, repr=False)
 
     @property
     def internet(self) -> bool:
@@ -391,11 +351,11 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
             for step, table in zip(harbor.steps, config.get("steps") or (), strict=False)
         },
         solution_env=_env(section(config, "solution"), f"{where} [solution].env"),
-        healthcheck=_healthcheck(environment, f"{where} [environment.healthcheck]"),
+        healthcheck=harbor.model.environment.healthcheck,
         step_healthchecks={
-            step.name: check
-            for step, table in zip(harbor.steps, config.get("steps") or (), strict=False)
-            if (check := _healthcheck(table, f"{where} steps[{step.index - 1}].healthcheck")) is not None
+            step.name: model.healthcheck
+            for step, model in zip(harbor.steps, harbor.model.steps or (), strict=False)
+            if model.healthcheck is not None
         },
     )
 
@@ -470,11 +430,6 @@ def _env(verifier: dict[str, Any], where: str) -> dict[str, str]:
     if not isinstance(env, dict) or not all(isinstance(value, str) for value in env.values()):
         raise ValueError(f'{where} must be a table of text values (NAME = "value" or "${{VAR}}"), got {env!r}')
     return dict(env)
-
-
-def _healthcheck(table: dict[str, Any], where: str) -> Healthcheck | None:
-    check = table.get("healthcheck") if isinstance(table, dict) else None
-    return None if check is None else Healthcheck.from_table(check, where)
 
 
 def _memory_mb(environment: dict[str, Any], where: str) -> int:

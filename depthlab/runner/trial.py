@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from depthlab._checks import check_positive_finite
 from depthlab.io import harbor_writer
+from depthlab.io.harbor_models import HealthcheckConfig
 from depthlab.io.harbor_records import ExceptionInfoRecord, TimingInfoRecord, TrialConfigRecord
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import ContainerLimits, TaskContainer
@@ -35,7 +36,7 @@ from depthlab.runner.errors import (
 from depthlab.runner.image import ensure_image
 from depthlab.runner.output import JobDir, utc_now, write_json, write_text
 from depthlab.runner.profiles import RunSettings
-from depthlab.runner.task import Healthcheck, TaskSpec
+from depthlab.runner.task import TaskSpec
 from depthlab.runner.verifier import resolve_env
 from depthlab.runner.verifier_env import run_verifier
 
@@ -306,7 +307,7 @@ def _exception_record(error: BaseException | None, occurred_at: str, where: Path
 
 def run_healthcheck(
     box: TaskContainer,
-    check: Healthcheck,
+    check: HealthcheckConfig,
     *,
     user: str | None = None,
     check_cancel: Callable[[], None] | None = None,
@@ -340,11 +341,13 @@ def run_healthcheck(
             continue
         failures += 1
         if failures >= check.retries:
-            raise HealthcheckError(f"Healthcheck failed after {check.retries} consecutive retries: {check.command}")
+            raise HealthcheckError(
+                f"Healthcheck failed after {check.retries} consecutive retries: {check.command}"
+            )
         time.sleep(check.interval_sec)
 
 
-def healthcheck_budget(check: Healthcheck | None) -> float:
+def healthcheck_budget(check: HealthcheckConfig | None) -> float:
     """The longest ``check`` can run (seconds), for the container's lifetime; 0 without one."""
     if check is None:
         return 0.0
