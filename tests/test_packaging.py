@@ -125,7 +125,7 @@ def test_readme_names_the_command_ci_runs():
 
 
 # import name of a requirement, where it differs from the distribution name
-_IMPORT_NAMES = {"pyyaml": "yaml"}
+_IMPORT_NAMES = {"pyyaml": "yaml", "tomli-w": "tomli_w"}
 # requirements the package uses without an import statement, and how
 _USED_WITHOUT_IMPORT = {
     "pyarrow": "polars' DataFrame.to_pandas (the figures hand pandas frames to seaborn)",

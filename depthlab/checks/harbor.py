@@ -30,17 +30,14 @@ appended to ``depthlab-harbor.log`` in the job folder.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import functools
 import hashlib
 import json
-import math
 import os
 import shutil
 import signal
 import subprocess
 import time
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -60,6 +57,7 @@ from depthlab.engines.harbor import HARBOR_SIDE, HarborCommand, die_with_parent,
 from depthlab.engines.rounds import EngineError
 from depthlab.io import harbor_writer
 from depthlab.io.harbor import read_trial_result
+from depthlab.io.harbor_task import read_config, write_config
 from depthlab.runner.container import ContainerLimits
 from depthlab.runner.output import JobDir
 from depthlab.runner.profiles import RunSettings, limits_for
@@ -320,14 +318,14 @@ def replay_task(task: TaskSpec, upto: int | None, root: Path) -> Path:
     >>> from depthlab.simulate.checks import write_planted_tasks
     >>> tasks = write_planted_tasks(tempfile.mkdtemp(), "debian:12")
     >>> copy = replay_task(load_task(tasks["clean"]), 1, Path(tempfile.mkdtemp()))
-    >>> config = tomllib.loads((copy / "task.toml").read_text())
+    >>> config = read_config(copy / "task.toml")
     >>> [step for step in config["steps"]], config["environment"]["network_mode"]
     ([{'name': 'make'}], 'public')
     """
     folder = root / f"{task.path.name}__{task.checksum[:12]}__{upto or 'all'}"
     if (folder / "task.toml").is_file():
         return folder.absolute()
-    config = tomllib.loads((task.path / "task.toml").read_text(encoding="utf-8"))
+    config = read_config(task.path / "task.toml", decode_errors="strict")
     steps = config.get("steps")
     if isinstance(steps, list) and steps:
         kept = steps if upto is None else steps[:upto]
@@ -338,66 +336,6 @@ def replay_task(task: TaskSpec, upto: int | None, root: Path) -> Path:
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     shutil.copytree(task.path, partial, symlinks=True)
-    write_text(partial / "task.toml", toml_text(config))
+    write_config(partial / "task.toml", config)
     partial.rename(folder)  # whole or absent: a killed copy is made again
     return folder.absolute()
-
-
-def toml_text(table: Mapping[str, Any]) -> str:
-    """``table`` (as :mod:`tomllib` reads it) written back as TOML text; ``tomllib.loads`` gives it back.
-
-    Examples
-    --------
-    >>> text = toml_text({"a": 1, "t": {"s": "x\\"y"}, "steps": [{"name": "one"}, {"name": "two"}]})
-    >>> tomllib.loads(text) == {"a": 1, "t": {"s": 'x"y'}, "steps": [{"name": "one"}, {"name": "two"}]}
-    True
-    """
-    return "\n".join(_table_lines(table, ())).lstrip("\n") + "\n"
-
-
-def _table_lines(table: Mapping[str, Any], prefix: tuple[str, ...]) -> list[str]:
-    lines: list[str] = []
-    subtables: list[tuple[str, Any]] = []
-    for key, value in table.items():
-        if isinstance(value, Mapping) or (_is_table_array(value)):
-            subtables.append((key, value))
-        else:
-            lines.append(f"{_key(key)} = {_value(value)}")
-    for key, value in subtables:
-        path = (*prefix, key)
-        dotted = ".".join(_key(part) for part in path)
-        if isinstance(value, Mapping):
-            lines += ["", f"[{dotted}]", *_table_lines(value, path)]
-        else:
-            for item in value:
-                lines += ["", f"[[{dotted}]]", *_table_lines(item, path)]
-    return lines
-
-
-def _is_table_array(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(item, Mapping) for item in value)
-
-
-def _key(key: str) -> str:
-    bare = key.replace("-", "").replace("_", "")
-    return key if bare.isascii() and bare.isalnum() else json.dumps(key)
-
-
-def _value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        return ("inf" if value > 0 else "-inf") if math.isinf(value) else repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, list):
-        return "[" + ", ".join(_value(item) for item in value) + "]"
-    if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"a TOML value cannot be a {type(value).__name__}")

@@ -35,7 +35,6 @@ Layout under ``root``
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +103,7 @@ def read_index(path: str | Path, *, dataset: str = "rst") -> tuple[pl.DataFrame,
     >>> from depthlab.datasets import rst
     >>> tasks, skipped = rst.read_index("data/rst/metadata/tasks.parquet")  # doctest: +SKIP
     """
+    from depthlab.io.harbor_task import parse_config
     from depthlab.io.tasks import NOT_LABELS, TaskFormatError, label_columns, work_columns
 
     path = Path(path)
@@ -115,9 +115,9 @@ def read_index(path: str | Path, *, dataset: str = "rst") -> tuple[pl.DataFrame,
     skipped: list[str] = []
     for i, row_fields in enumerate(index.iter_rows(named=True)):
         try:
-            config = tomllib.loads(row_fields["task_toml"] or "")
-        except tomllib.TOMLDecodeError as error:
-            skipped.append(f"row {i}: {error}")
+            config = parse_config(row_fields["task_toml"] or "", f"{path}#row{i}")
+        except TaskFormatError as error:
+            skipped.append(f"row {i}: {error.__cause__ or error.reason}")
             continue
         metadata = config.get("metadata")
         if not isinstance(metadata, dict):

@@ -38,9 +38,14 @@ import os
 import re
 import tomllib
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import msgspec
+import tomli_w
+
+from depthlab._atomic import write_text
 from depthlab.io.harbor_models import (
     CURRENT_TASK_SCHEMA,
     DEFAULT_OS,
@@ -66,11 +71,19 @@ __all__ = [
     "NewerTaskFormatWarning",
     "TaskFormatError",
     "TaskStep",
+    "TaskTomlSyntaxError",
+    "config_text",
+    "parse_config",
     "read_config",
     "read_task",
     "read_text",
     "step_gates",
+    "write_config",
 ]
+
+
+class TaskTomlSyntaxError(TaskFormatError):
+    """A task.toml that is not TOML at all (the parser's error is its ``__cause__``)."""
 
 
 class NewerTaskFormatWarning(UserWarning):
@@ -334,10 +347,73 @@ def read_config(path: str | os.PathLike[str], *, decode_errors: str = "replace")
         raise TaskFormatError(where, f"cannot read: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise TaskFormatError(where, f"cannot read: {exc}") from exc
+    return parse_config(text, where)
+
+
+def parse_config(text: str, where: str) -> dict[str, Any]:
+    """task.toml text parsed, nothing checked: depthlab's one TOML parse (:func:`read_config` reads files with it).
+
+    Raises
+    ------
+    TaskTomlSyntaxError
+        When ``text`` is not TOML (``where`` names it); the parser's error is its ``__cause__``.
+
+    Examples
+    --------
+    >>> parse_config('[task]\\nname = "org/hello"\\n', "row 3")
+    {'task': {'name': 'org/hello'}}
+    >>> parse_config("[task", "row 3")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    depthlab.io.harbor_task.TaskTomlSyntaxError: row 3: not valid TOML: Expected ']' at the end of a table ...
+    """
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise TaskFormatError(where, f"not valid TOML: {exc}") from exc
+        raise TaskTomlSyntaxError(where, f"not valid TOML: {exc}") from exc
+
+
+def config_text(config: TaskConfig | Mapping[str, Any], *, header: str | None = None) -> str:
+    """The task.toml text of ``config`` (the typed model, or a table :func:`read_config` gives): the one TOML writer.
+
+    Written by ``tomli_w``: every value TOML has (dates and times stay dates and times, any string
+    quoted as TOML quotes it), so :func:`parse_config` gives back what was written. ``header``, when
+    given, is a comment put first (one ``# `` line per line of it).
+
+    Examples
+    --------
+    >>> import datetime
+    >>> table = {"task": {"name": 'a "b"'}, "metadata": {"created": datetime.date(2025, 1, 2)}}
+    >>> parse_config(config_text(table), "t") == table
+    True
+    >>> model = TaskConfig(schema_version="1.4", steps=[StepConfig(name="a", min_reward=1.0)])
+    >>> print(config_text(model, header="written by a test"), end="")
+    # written by a test
+    schema_version = "1.4"
+    steps = [
+        { name = "a", min_reward = 1.0 },
+    ]
+    """
+    table = _without_empty_tables(msgspec.to_builtins(config)) if isinstance(config, TaskConfig) else config
+    comment = "".join(f"# {line}\n" for line in header.splitlines()) if header else ""
+    return comment + tomli_w.dumps(table, multiline_strings=False)
+
+
+def _without_empty_tables(value: Any) -> Any:
+    """The model's builtins without the sections it defaults to empty (``[agent]`` unwritten stays unwritten)."""
+    if isinstance(value, dict):
+        kept = {key: _without_empty_tables(item) for key, item in value.items()}
+        return {key: item for key, item in kept.items() if item != {}}
+    if isinstance(value, list):
+        return [_without_empty_tables(item) for item in value]
+    return value
+
+
+def write_config(
+    path: str | os.PathLike[str], config: TaskConfig | Mapping[str, Any], *, header: str | None = None
+) -> None:
+    """Write ``config`` as the task.toml ``path`` (:func:`config_text`, atomically)."""
+    write_text(path, config_text(config, header=header))
 
 
 def read_text(path: str) -> str | None:

@@ -53,7 +53,6 @@ the cookbook's multi-step recipe and on hostile cases).
 from __future__ import annotations
 
 import filecmp
-import json
 import os
 import re
 import shlex
@@ -62,13 +61,14 @@ from pathlib import Path
 from typing import Any
 
 from depthlab._atomic import write_text
-from depthlab.io.harbor_task import HarborTask, TaskFormatError, TaskStep, read_task
+from depthlab.io.harbor_task import HarborTask, TaskFormatError, TaskStep, read_task, write_config
 
 #: The name suffix of a merged task (folder and ``[task].name``).
 MERGED_SUFFIX = "-merged"
 #: The folder of the merged task's ``tests/`` and ``solution/`` that holds each step's files.
 MERGED_FOLDER = "depthlab-merged"
 _STAGED = "depthlab-step-workdirs"  # inside environment/: the steps' workdirs, copied in at build time
+_HEADER = "The merged version of a multi-step task (depthlab tasks merge)."
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TEXT_LIMIT = 8 << 20  # files larger than this are data, never rewritten
 
@@ -229,7 +229,7 @@ def merge_steps(
     )
     write_text(target / "solution" / "solve.sh", _solve_sh(task, target / "solution" / MERGED_FOLDER))
     _stage_workdirs(task, target)
-    write_text(target / "task.toml", _merged_config(task, dataset or source.parent.name))
+    write_config(target / "task.toml", _merged_config(task, dataset or source.parent.name), header=_HEADER)
     return target
 
 
@@ -382,7 +382,7 @@ def _stage_workdirs(task: HarborTask, target: Path) -> None:
         write_text(dockerfile, text + "\n# the steps' workdirs (depthlab tasks merge)\n" + "\n".join(lines) + "\n")
 
 
-def _merged_config(task: HarborTask, dataset: str) -> str:
+def _merged_config(task: HarborTask, dataset: str) -> dict[str, Any]:
     config = {key: value for key, value in task.config.items() if key not in ("steps", "multi_step_reward_strategy")}
     agent_seconds = sum(step.agent_timeout_sec or task.agent_timeout_sec or 600.0 for step in task.steps)
     verifier_seconds = sum(step.verifier_timeout_sec or task.verifier_timeout_sec or 600.0 for step in task.steps)
@@ -398,42 +398,4 @@ def _merged_config(task: HarborTask, dataset: str) -> str:
     if "task" in config and config["task"].get("name"):
         config["task"] = {**config["task"], "name": f"{config['task']['name']}{MERGED_SUFFIX}"}
     config["metadata"] = {**config.get("metadata", {}), "merged_from": f"{dataset}/{task.name}"}
-    return "# The merged version of a multi-step task (depthlab tasks merge).\n" + _toml(config)
-
-
-def _toml(table: dict[str, Any], prefix: str = "") -> str:
-    """A TOML document of ``table`` (scalars, arrays of scalars, tables and arrays of tables)."""
-    lines: list[str] = []
-    nested: list[tuple[str, Any]] = []
-    for key, value in table.items():
-        if isinstance(value, dict) or (isinstance(value, list) and value and all(isinstance(i, dict) for i in value)):
-            nested.append((key, value))
-        else:
-            lines.append(f"{_key(key)} = {_value(value)}")
-    text = "\n".join(lines) + ("\n" if lines else "")
-    for key, value in nested:
-        name = f"{prefix}{_key(key)}"
-        if isinstance(value, dict):
-            text += f"\n[{name}]\n" + _toml(value, f"{name}.")
-        else:
-            for item in value:
-                text += f"\n[[{name}]]\n" + _toml(item, f"{name}.")
-    return text
-
-
-def _key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
-
-
-def _value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_value(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + "}"
-    return json.dumps(str(value))  # a TOML date or time: written as text
+    return config

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from depthlab.io.harbor_task import (
     HarborTask,
     TaskFormatError,
     TaskStep,
+    TaskTomlSyntaxError,
     read_task,
     section,
     size_mb,
@@ -299,7 +299,7 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
     except TaskFormatError as error:
         if isinstance(error.__cause__, UnicodeDecodeError):
             raise error.__cause__ from None
-        if isinstance(error.__cause__, tomllib.TOMLDecodeError):
+        if isinstance(error, TaskTomlSyntaxError):
             raise ValueError(f"The file {str(toml_file)!r} is not valid TOML: {error.__cause__}") from None
         raise ValueError(f"The task {str(root)!r}: task.toml {error.reason}") from None
     if problem := unsupported(harbor):  # before anything else: a Windows task has no Linux files to check

@@ -34,11 +34,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import polars as pl
 
 from depthlab import schema
+from depthlab.io.harbor_task import config_text
 
 #: (task, step, check) -> the outcome planted; every other row of these tasks is ``ok``,
 #: ``not_marked`` or ``not_applicable``.
@@ -61,12 +62,6 @@ BAD: Final[dict[str, str]] = {
     "open-mark": "never closes",
     "hangs": "hangs",
 }
-
-_TOML_HEAD = 'schema_version = "1.4"\n[task]\nname = "planted/{name}"\n'
-_TOML_TAIL = (
-    "[agent]\ntimeout_sec = {agent_timeout}\n[verifier]\ntimeout_sec = 30.0\n"
-    '[environment]\ncpus = 1\nmemory_mb = 512\nnetwork_mode = "no-network"\n'
-)
 
 
 def _reward_test(condition: str) -> str:
@@ -98,16 +93,19 @@ def _task(
     """A task of ``steps`` (name, instruction, test.sh, solve.sh or None); one step: a single-step task."""
     folder = root / name
     files = {"environment/Dockerfile": f"FROM {image}\nRUN mkdir -p /app\nWORKDIR /app\n"}
-    head = _TOML_HEAD.format(name=name)
-    tail = _TOML_TAIL.format(agent_timeout=agent_timeout)
+    config: dict[str, Any] = {"schema_version": "1.4", "task": {"name": f"planted/{name}"}}
+    if len(steps) > 1:
+        config["steps"] = [{"name": step, "min_reward": 1.0} for step, *_ in steps]
+    config["agent"] = {"timeout_sec": agent_timeout}
+    config["verifier"] = {"timeout_sec": 30.0}
+    config["environment"] = {"cpus": 1, "memory_mb": 512, "network_mode": "no-network"}
+    files["task.toml"] = config_text(config)
     if len(steps) == 1:
         _, instruction, test, solve = steps[0]
-        files |= {"task.toml": head + tail, "instruction.md": instruction, "tests/test.sh": test}
+        files |= {"instruction.md": instruction, "tests/test.sh": test}
         if solve is not None:
             files["solution/solve.sh"] = solve
     else:
-        toml = head + "".join(f'[[steps]]\nname = "{step}"\nmin_reward = 1.0\n' for step, *_ in steps) + tail
-        files["task.toml"] = toml
         for step, instruction, test, solve in steps:
             files |= {f"steps/{step}/instruction.md": instruction, f"steps/{step}/tests/test.sh": test}
             if solve is not None:

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from depthlab.io import harbor_writer
 from depthlab.io.harbor_records import AgentContextRecord, StepResultRecord
+from depthlab.io.harbor_task import config_text
 from depthlab.simulate.model import _Task, _Trial
 
 #: The two layouts of a segmented task and its runs (``write_runs(segments_as=...)``).
@@ -79,38 +80,21 @@ def segment_work(task: _Task) -> list[int]:
     return split(task.work, task.segments)
 
 
-def task_files(task: _Task, toml_value: Any) -> dict[str, str]:
-    """The files of a segmented task as a Harbor multi-step task (relative path -> text).
-
-    ``toml_value`` renders a metadata value as TOML (the caller's, so both layouts write it alike).
-    """
+def task_files(task: _Task) -> dict[str, str]:
+    """The files of a segmented task as a Harbor multi-step task (relative path -> text)."""
     names = [step_name(index) for index in range(1, len(task.segments) + 1)]
-    lines = [
-        'schema_version = "1.4"',
-        f'multi_step_reward_strategy = "{STEP_REWARD_STRATEGY}"',
-        "",
-        "[task]",
-        f'name = "{task.dataset}/{task.name}"',
-    ]
+    config: dict[str, Any] = {
+        "schema_version": "1.4",
+        "multi_step_reward_strategy": STEP_REWARD_STRATEGY,
+        "task": {"name": f"{task.dataset}/{task.name}"},
+    }
     if task.metadata:
-        lines += ["", "[metadata]"] + [f"{key} = {toml_value(value)}" for key, value in task.metadata.items()]
-    for name in names:
-        lines += ["", "[[steps]]", f'name = "{name}"', f"min_reward = {MIN_REWARD}"]
-    lines += [
-        "",
-        "[verifier]",
-        "timeout_sec = 600.0",
-        "",
-        "[agent]",
-        "timeout_sec = 600.0",
-        "",
-        "[environment]",
-        "build_timeout_sec = 600.0",
-        "cpus = 1",
-        "memory_mb = 2048",
-        "storage_mb = 10240",
-    ]
-    files = {"task.toml": "\n".join(lines) + "\n", "environment/Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\n"}
+        config["metadata"] = dict(task.metadata)
+    config["steps"] = [{"name": name, "min_reward": MIN_REWARD} for name in names]
+    config["verifier"] = {"timeout_sec": 600.0}
+    config["agent"] = {"timeout_sec": 600.0}
+    config["environment"] = {"build_timeout_sec": 600.0, "cpus": 1, "memory_mb": 2048, "storage_mb": 10240}
+    files = {"task.toml": config_text(config), "environment/Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\n"}
     first_op = 1
     for index, (name, work) in enumerate(zip(names, segment_work(task), strict=True), start=1):
         files[f"steps/{name}/instruction.md"] = step_instruction(task, index)

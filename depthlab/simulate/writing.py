@@ -25,6 +25,7 @@ import numpy as np
 from depthlab._checks import check_choice, check_nonnegative_int, check_number
 from depthlab.io import harbor_writer
 from depthlab.io.harbor_records import AgentConfigRecord, StepResultRecord, TrialResultRecord
+from depthlab.io.harbor_task import config_text
 from depthlab.schema import CAPS
 from depthlab.simulate import steps as _steps
 from depthlab.simulate.model import (
@@ -174,7 +175,7 @@ def _write_all_jobs(
 def _write_task_dir(tasks_dir: Path, task: _Task, *, as_steps: bool = False) -> int:
     root = tasks_dir / task.dataset / task.name
     if as_steps and task.segments:
-        files = _steps.task_files(task, _toml_value)
+        files = _steps.task_files(task)
     else:
         files = {
             "task.toml": _task_toml(task),
@@ -193,39 +194,19 @@ def _write_task_dir(tasks_dir: Path, task: _Task, *, as_steps: bool = False) -> 
     return len(files)
 
 
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    return _ENCODER.encode(str(value)).decode()  # a JSON string is a TOML basic string here (ASCII)
-
-
 def _task_toml(task: _Task) -> str:
     tb2 = task.dataset == "tb2"
-    lines = (
-        ['version = "1.0"'] if tb2 else ['schema_version = "1.1"', "", "[task]", f'name = "{task.dataset}/{task.name}"']
+    config: dict[str, Any] = (
+        {"version": "1.0"} if tb2 else {"schema_version": "1.1", "task": {"name": f"{task.dataset}/{task.name}"}}
     )
     if task.metadata:
-        lines += ["", "[metadata]"] + [f"{key} = {_toml_value(value)}" for key, value in task.metadata.items()]
+        config["metadata"] = dict(task.metadata)
     timeout = 900.0 if tb2 else 600.0
-    lines += [
-        "",
-        "[verifier]",
-        f"timeout_sec = {timeout}",
-        "",
-        "[agent]",
-        f"timeout_sec = {timeout}",
-        "",
-        "[environment]",
-        "build_timeout_sec = 600.0",
-        "cpus = 1",
-        'memory = "2G"' if tb2 else "memory_mb = 2048",
-        'storage = "10G"' if tb2 else "storage_mb = 10240",
-    ]
-    return "\n".join(lines) + "\n"
+    config["verifier"] = {"timeout_sec": timeout}
+    config["agent"] = {"timeout_sec": timeout}
+    sizes = {"memory": "2G", "storage": "10G"} if tb2 else {"memory_mb": 2048, "storage_mb": 10240}
+    config["environment"] = {"build_timeout_sec": 600.0, "cpus": 1, **sizes}
+    return config_text(config)
 
 
 def _solve_sh(task: _Task) -> str:
