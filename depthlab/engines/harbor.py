@@ -80,7 +80,6 @@ from depthlab.engines._harbor_guard import (
     remove_temp_leftovers,
     strip_setuid,
 )
-from depthlab.engines._taskcheck import storage_bounds
 from depthlab.engines.rounds import Echo, EngineError, check_api_key
 from depthlab.io import harbor_writer
 from depthlab.io.harbor import (
@@ -93,6 +92,7 @@ from depthlab.io.harbor import (
 )
 from depthlab.io.harbor_models import JobConfig, JobResult, StepResult
 from depthlab.io.harbor_records import AgentConfigRecord, DatasetConfigRecord, JobConfigRecord
+from depthlab.io.harbor_task import storage_bounds
 
 #: The Harbor versions depthlab's configs are checked against: [lowest, first unsupported).
 SUPPORTED_HARBOR: tuple[str, str] = ("0.26.0", "0.27.0")

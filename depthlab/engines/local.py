@@ -23,8 +23,8 @@ from depthlab import _atomic, schema
 from depthlab._checks import check_positive_finite, check_positive_int
 from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab.engines._harbor_guard import judge_trials
-from depthlab.engines._taskcheck import agent_timeouts
 from depthlab.engines.rounds import Echo, EngineError, check_api_key
+from depthlab.io.harbor_task import agent_timeouts
 
 #: A file of the jobs folder counting the rounds run there (a file: ``harbor view`` lists folders as jobs)
 ROUNDS_FILE = ".depthlab-measure-rounds"

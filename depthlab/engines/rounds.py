@@ -36,8 +36,7 @@ from depthlab import schema
 from depthlab._checks import check_caps, check_models, check_number, check_positive_int, parameter_error
 from depthlab._text import one_line as _one_line
 from depthlab.engines._lock import jobs_folder_lock
-from depthlab.engines._refusals import REFUSED, refused_tasks
-from depthlab.engines._taskcheck import task_config_problems
+from depthlab.io.task_rules import MISREAD, REFUSED, refused_tasks, task_config_problems
 from depthlab.measures import plan_missing
 from depthlab.measures.depth import DEPTH_LEVEL, TASK_KEYS, depth_from_grid, evidence_grid, true_depth_columns
 
@@ -293,7 +292,7 @@ def _measure_locked(
     # tasks no engine runs, and values Harbor would misread, are refused before anything runs (on both
     # engines the same, with or without the preflight)
     excluded = schema.preflight_failures()
-    for check, why in ((refused_tasks, REFUSED), (task_config_problems, "the task's configuration would be misread")):
+    for check, why in ((refused_tasks, REFUSED), (task_config_problems, MISREAD)):
         found = check(tasks)
         if found.height:
             say(render_failures(found, why))

@@ -10,9 +10,11 @@ as Harbor's own ``TaskConfig`` defaults it):
 
 * 1.0 to 1.4 are read as they are (1.4 is Harbor 0.26's: ``[task]`` package table, ``[[steps]]``,
   ``[verifier] environment_mode``, ``[environment] network_mode``, ``artifacts``);
-* a newer minor version of major 1 (``1.5``) is read as 1.4 with a :class:`NewerTaskFormatWarning`
-  and a ``note`` saying so (``strict=True`` raises instead): its new fields are not known here;
-* any other version (``2.0``, ``"x"``) is a :class:`TaskFormatError` naming the path and the reason.
+* any other version (``1.5``, ``2.0``, ``"x"``) is read as Harbor 0.26 reads it: Harbor's
+  ``TaskConfig`` takes any ``schema_version`` string (its ``handle_version_rename`` maps the older
+  ``version`` key, and nothing checks the value), so its fields are read as 1.4's, with a
+  :class:`NewerTaskFormatWarning` and a ``note`` saying so (``strict=True`` raises instead): fields
+  a newer version adds are not known here.
 
 Harbor's rules followed here (``harbor.models.task``):
 
@@ -34,13 +36,14 @@ this module reads the task's files beside them.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import tomli_w
@@ -53,15 +56,19 @@ from depthlab.io.harbor_models import (
     TASK_OS,
     TASK_SCHEMA_VERSIONS,
     VERIFIER_MODES,
+    EnvironmentSection,
     StepConfig,
     TaskConfig,
     TaskFormatError,
     strip_canary,
 )
 
+if TYPE_CHECKING:
+    import polars as pl
+
 #: task.toml versions read as they are.
 KNOWN_VERSIONS: Final[tuple[str, ...]] = TASK_SCHEMA_VERSIONS
-_LATEST: Final[tuple[int, int]] = tuple(int(part) for part in CURRENT_TASK_SCHEMA.split("."))  # type: ignore[assignment]
+_LATEST: Final[tuple[int, ...]] = tuple(int(part) for part in CURRENT_TASK_SCHEMA.split("."))
 
 __all__ = [
     "KNOWN_VERSIONS",
@@ -87,7 +94,7 @@ class TaskTomlSyntaxError(TaskFormatError):
 
 
 class NewerTaskFormatWarning(UserWarning):
-    """A task.toml of a newer minor version than depthlab knows was read as the latest known one."""
+    """A task.toml of a version depthlab does not know (``1.5``, ``2.0``) was read as Harbor reads it, as the latest."""
 
 
 @dataclass(frozen=True)
@@ -157,7 +164,7 @@ class HarborTask:
     schema_version : str
         The version as written (Harbor's current one, ``"1.4"``, when none is).
     note : str or None
-        How the file was read when not plainly (a newer minor version read as 1.4).
+        How the file was read when not plainly (a version depthlab does not know, read as 1.4 as Harbor reads it).
     metadata, package : dict
         ``[metadata]`` (the labels) and ``[task]`` (name, version, description, authors, keywords).
     instruction, solution : str or None
@@ -233,8 +240,8 @@ def read_task(task_dir: str | os.PathLike[str], *, strict: bool = False, decode_
     task_dir : str or path-like
         A directory holding ``task.toml``.
     strict : bool, default False
-        Raise :class:`TaskFormatError` on a newer minor version instead of reading it with a
-        :class:`NewerTaskFormatWarning`.
+        Raise :class:`TaskFormatError` on a version depthlab does not know instead of reading it as
+        Harbor does, with a :class:`NewerTaskFormatWarning`.
     decode_errors : {"replace", "strict"}, default "replace"
         How undecodable bytes in task.toml are taken (:func:`read_config`).
 
@@ -245,7 +252,8 @@ def read_task(task_dir: str | os.PathLike[str], *, strict: bool = False, decode_
     Raises
     ------
     TaskFormatError
-        When task.toml is missing, not TOML, of an unknown version, or has a field of the wrong type.
+        When task.toml is missing, not TOML, or has a field of the wrong type (or, with ``strict``, a
+        version depthlab does not know).
 
     Examples
     --------
@@ -428,20 +436,23 @@ def read_text(path: str) -> str | None:
 
 
 def _version(model: TaskConfig, path: str, strict: bool) -> tuple[str, str | None]:
+    """The version as written, and a note when it is not one depthlab knows (Harbor's rule: any version is read)."""
     version = model.version()
     if version in KNOWN_VERSIONS:
         return version, None
     known = f"known: {KNOWN_VERSIONS[0]} to {KNOWN_VERSIONS[-1]}"
     parts = version.split(".")
-    if len(parts) == 2 and all(part.isdigit() for part in parts):
-        major, minor = int(parts[0]), int(parts[1])
-        if major == _LATEST[0] and minor > _LATEST[1]:
-            note = f"task.toml schema version {version!r} is newer than known ({known}): read as {KNOWN_VERSIONS[-1]}"
-            if strict:
-                raise TaskFormatError(path, note)
-            warnings.warn(f"{path}: {note}", NewerTaskFormatWarning, stacklevel=3)
-            return version, note
-    raise TaskFormatError(path, f"unknown task.toml schema version {version!r} ({known})")
+    numbers = tuple(int(part) for part in parts) if all(part.isdigit() for part in parts) else None
+    newer = numbers is not None and numbers > _LATEST
+    what = "is newer than known" if newer else "is not one depthlab knows"
+    note = (
+        f"task.toml schema version {version!r} {what} ({known}): read as {KNOWN_VERSIONS[-1]}, "
+        "as Harbor 0.26 reads any version"
+    )
+    if strict:
+        raise TaskFormatError(path, note)
+    warnings.warn(f"{path}: {note}", NewerTaskFormatWarning, stacklevel=3)
+    return version, note
 
 
 def _steps(model: TaskConfig, folder: str, solution: str) -> list[TaskStep]:
@@ -510,6 +521,55 @@ def size_mb(text: object) -> int | None:
         return None
     number, unit = float(match[1]), match[3].upper()
     return int(number * 1024 if unit == "G" else number if unit == "M" else number / 1024)
+
+
+def storage_limit_mb(environment: EnvironmentSection) -> int | None:
+    """The disk bound a task states in MB: ``storage_mb``, else the older ``storage`` size as Harbor converts it.
+
+    None when it states none (or none Harbor could use: those are :mod:`depthlab.io.task_rules`' to refuse).
+
+    Examples
+    --------
+    >>> storage_limit_mb(EnvironmentSection(storage_mb=512)), storage_limit_mb(EnvironmentSection(storage="1G"))
+    (512, 1024)
+    >>> storage_limit_mb(EnvironmentSection(storage="lots")) is None
+    True
+    """
+    if environment.storage_mb is not None and environment.storage_mb > 0:
+        return environment.storage_mb
+    return size_mb(environment.storage) or None
+
+
+def task_models(tasks: pl.DataFrame) -> dict[str, TaskConfig | None]:
+    """Task -> its task.toml as the typed model, for a tasks table (``task``, ``source``); None where it cannot be read.
+
+    What a task is bounded by (:func:`storage_limit_mb`, the agent's timeout) the engines read from it.
+    """
+    models: dict[str, TaskConfig | None] = {}
+    for task, source in tasks.select("task", "source").iter_rows():
+        path = source if os.path.basename(str(source)) == "task.toml" else os.path.join(str(source), "task.toml")
+        try:
+            models[str(task)] = TaskConfig.from_toml_dict(read_config(path, decode_errors="strict"), path)
+        except TaskFormatError:
+            models[str(task)] = None
+    return models
+
+
+def storage_bounds(tasks: pl.DataFrame) -> dict[str, int | None]:
+    """Task -> the disk bound its task.toml states in MB (:func:`storage_limit_mb`); None when it states none."""
+    return {
+        task: None if model is None else storage_limit_mb(model.environment)
+        for task, model in task_models(tasks).items()
+    }
+
+
+def agent_timeouts(tasks: pl.DataFrame, default: float = DEFAULT_AGENT_TIMEOUT_SEC) -> dict[str, float]:
+    """Task -> its ``[agent] timeout_sec`` (``default``, Harbor's and the runner's, when unset or unusable)."""
+    timeouts: dict[str, float] = {}
+    for task, model in task_models(tasks).items():
+        value = None if model is None else model.agent.timeout_sec
+        timeouts[task] = float(value) if value is not None and math.isfinite(value) and value > 0 else default
+    return timeouts
 
 
 def section(config: object, *keys: str) -> dict[str, Any]:

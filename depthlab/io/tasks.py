@@ -3,11 +3,12 @@
 * Harbor task dir: ``task.toml`` of schema 1.0 to 1.4 (``version = "1.0"`` with ``[metadata]``;
   ``schema_version`` 1.1 to 1.4 with ``[task]``, ``[metadata]``, and since 1.4 Harbor 0.26's
   ``[[steps]]``, ``network_mode`` and verifier ``environment_mode``), read by
-  :func:`depthlab.io.harbor_task.read_task` (a newer minor version with a warning and a ``note``;
-  an unknown major version is a rejection), ``instruction.md``, ``solution/solve.sh`` (``solve.bat``,
-  with ``REM`` / ``::`` comments, for ``[environment] os = "windows"``). The task name is ``[task].name``
-  without its ``org/`` prefix, else the directory name. ``instruction_words`` counts the words the agent
-  sees: the instruction without the leading canary lines Harbor strips.
+  :func:`depthlab.io.harbor_task.read_task` (a version depthlab does not know, ``1.5`` or ``2.0``,
+  read as Harbor 0.26 reads any version, with a warning and a ``note``), ``instruction.md``,
+  ``solution/solve.sh`` (``solve.bat``, with ``REM`` / ``::`` comments, for ``[environment] os =
+  "windows"``). The task name is ``[task].name`` without its ``org/`` prefix, else the directory name.
+  ``instruction_words`` counts the words the agent sees: the instruction without the leading canary
+  lines Harbor strips.
 * A multi-step task (``[[steps]]``): ``n_steps`` declared steps; its W is the sum of its steps'
   W (each step's ``steps/<name>/solution/solve.sh``; null, with a ``work_note``, when one is
   missing), its ``instruction_words`` the sum over the steps' ``instruction.md``; per step, W,
@@ -127,11 +128,11 @@ def read_tasks(
     --------
     >>> import pathlib, tempfile
     >>> root = pathlib.Path(tempfile.mkdtemp())
-    >>> (root / "future").mkdir()
-    >>> _ = (root / "future" / "task.toml").write_text('schema_version = "2.0"\\n')
+    >>> (root / "odd").mkdir()
+    >>> _ = (root / "odd" / "task.toml").write_text('metadata = "easy"\\n')
     >>> load = read_tasks(root)
     >>> load.tasks.height, [item.reason for item in load.rejected]
-    (0, ["unknown task.toml schema version '2.0' (known: 1.0 to 1.4)"])
+    (0, ['[metadata] must be a table, got str'])
     """
     return _read(paths, dataset, difficulty_source, strict, "read_tasks")
 
@@ -205,9 +206,9 @@ def load_tasks(
         the column is null. When stated, tasks without a difficulty get ``"none"``.
     strict : bool, default False
         Raise :class:`~depthlab.io.LoadError` on the first rejected task directory, and
-        :class:`TaskFormatError` on a task.toml of a newer minor version than known (by default
-        read as the latest known one, with a :class:`~depthlab.io.harbor_task.NewerTaskFormatWarning`
-        and the row's ``note`` saying so).
+        :class:`TaskFormatError` on a task.toml of a version depthlab does not know (by default
+        read as Harbor 0.26 reads any version, as the latest known one, with a
+        :class:`~depthlab.io.harbor_task.NewerTaskFormatWarning` and the row's ``note`` saying so).
 
     Returns
     -------

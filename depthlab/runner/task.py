@@ -37,10 +37,7 @@ from depthlab.io.harbor_models import HealthcheckConfig
 from depthlab.io.harbor_task import (
     DEFAULT_AGENT_TIMEOUT_SEC,
     DEFAULT_BUILD_TIMEOUT_SEC,
-    DEFAULT_TASK_OS,
     DEFAULT_VERIFIER_TIMEOUT_SEC,
-    TASK_OSES,
-    HarborTask,
     TaskFormatError,
     TaskStep,
     TaskTomlSyntaxError,
@@ -48,6 +45,7 @@ from depthlab.io.harbor_task import (
     section,
     size_mb,
 )
+from depthlab.io.task_rules import local_unsupported
 from depthlab.io.tasks import dirhash_sha256
 from depthlab.runner.errors import UnsupportedTaskError
 
@@ -261,7 +259,8 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
         When the directory or one of the required files is missing.
     UnsupportedTaskError
         When ``environment/`` holds a compose file (several containers need Harbor), or the task
-        asks for what the runner cannot run as Harbor does (:func:`unsupported`).
+        asks for what the runner cannot run as Harbor does (the local-only rules of
+        :mod:`depthlab.io.task_rules`).
     ValueError
         When task.toml is not valid TOML, a limit or timeout is not a positive finite number
         (the message names the task.toml key: ``memory_mb = 0`` would mean no limit at all), a
@@ -302,7 +301,7 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
         if isinstance(error, TaskTomlSyntaxError):
             raise ValueError(f"The file {str(toml_file)!r} is not valid TOML: {error.__cause__}") from None
         raise ValueError(f"The task {str(root)!r}: task.toml {error.reason}") from None
-    if problem := unsupported(harbor):  # before anything else: a Windows task has no Linux files to check
+    if problem := local_unsupported(root, harbor.config):  # first: a Windows task has no Linux files to check
         raise UnsupportedTaskError(
             f"The task {str(root)!r} {problem}: the local runner cannot run it as Harbor does; {_USE_HARBOR}."
         )
@@ -358,53 +357,6 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
             if model.healthcheck is not None
         },
     )
-
-
-def unsupported(task: HarborTask) -> str | None:
-    """What of ``task`` the local runner cannot run as Harbor does (a phrase), or None.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> root = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (root / "task.toml").write_text('[environment]\\nnetwork_mode = "allowlist"\\n')
-    >>> unsupported(read_task(root))[:30]
-    'has network_mode = "allowlist"'
-    """
-    config = task.config
-    task_os = section(config, "environment").get("os", DEFAULT_TASK_OS)
-    if str(task_os).lower() != DEFAULT_TASK_OS:  # Harbor reads the value case-insensitively
-        if str(task_os).lower() in TASK_OSES:
-            return f"has [environment] os = {task_os!r}: a Windows task cannot run in a Linux container"
-        return f"has [environment] os = {task_os!r}, not one of Harbor's {list(TASK_OSES)}"
-    if task.network_mode == "allowlist":
-        return 'has network_mode = "allowlist" (Harbor\'s firewall)'
-    environment = section(config, "environment")
-    # servers Harbor's agent is told of, which the runner's agent is not
-    if environment.get("mcp_servers"):
-        return "declares [[environment.mcp_servers]] (servers Harbor's agent is told of)"
-    if any(not isinstance(item, str) for item in config.get("artifacts") or ()):
-        return "gives artifacts as tables"
-    tables = [("[verifier]", section(config, "verifier"), section(config, "agent"), task.path + "/tests")]
-    for index, step in enumerate(config.get("steps") or ()):
-        if not isinstance(step, dict):
-            continue
-        where = f"steps[{index}]"
-        if any(not isinstance(item, str) for item in step.get("artifacts") or ()):
-            return f"gives artifacts in {where}"
-        name = str(step.get("name"))
-        tables.append(
-            (f"{where}.verifier", section(step, "verifier"), section(step, "agent"), f"{task.path}/steps/{name}/tests")
-        )
-    for where, verifier, agent, tests in tables:
-        if verifier.get("user") is not None or agent.get("user") is not None:
-            return f"sets a user in {where} or its agent"
-        if verifier.get("collect"):
-            return f"has collect hooks in {where}"
-        separate = section(verifier, "environment")
-        if separate and (separate.get("docker_image") or os.path.isfile(os.path.join(tests, "docker-compose.yaml"))):
-            return f"has a verifier environment other than a tests/Dockerfile in {where}"
-    return None
 
 
 def positive_number(value: object, what: str) -> float:

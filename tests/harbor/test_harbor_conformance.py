@@ -58,7 +58,10 @@ TASK_TOML: dict[type, tuple[str, dict[str, str]]] = {
     hm.SolutionSection: ("SolutionConfig", {}),
 }
 #: Keys depthlab decodes that Harbor's schema does not list: older names Harbor still accepts.
-TASK_TOML_OLDER: dict[type, set[str]] = {hm.TaskConfig: {"version"}}  # Harbor renames it to schema_version
+TASK_TOML_OLDER: dict[type, set[str]] = {
+    hm.TaskConfig: {"version"},  # Harbor renames it to schema_version
+    hm.EnvironmentSection: {"memory", "storage"},  # Harbor converts them to memory_mb and storage_mb
+}
 
 _TIMING = "a phase's timing: only the agent's phase is a column (agent_seconds)"
 _RUN_SETTINGS = "how the trial was run (timeouts, environment, artifacts): no column reads it"

@@ -51,24 +51,29 @@ def test_a_newer_minor_version_is_read_with_a_warning_and_a_note_strict_raises(t
         dl.load_tasks(tmp_path / "d", strict=True)
 
 
-def test_an_unknown_major_version_is_a_rejection_with_its_reason(tmp_path):
-    _task(tmp_path / "d", "t", 'schema_version = "2.0"\n')
-    load = dl.read_tasks(tmp_path / "d")
-    assert load.tasks.height == 0
-    assert [(Path(item.path).name, item.reason) for item in load.rejected] == [
-        ("task.toml", "unknown task.toml schema version '2.0' (known: 1.0 to 1.4)")
-    ]
+@pytest.mark.parametrize("version", ["2.0", "x"])
+def test_any_other_version_is_read_as_harbor_reads_it_with_a_warning_and_a_note(tmp_path, version):
+    # Harbor 0.26 reads any schema_version string (its handle_version_rename; nothing checks the value)
+    _task(tmp_path / "d", "t", f'schema_version = "{version}"\n[environment]\nallow_internet = false\n')
+    with pytest.warns(NewerTaskFormatWarning, match=f"{version}.*as Harbor 0.26 reads any version"):
+        load = dl.read_tasks(tmp_path / "d")
+    assert load.rejected == []
+    row = load.tasks.row(0, named=True)
+    assert (row["schema_version"], row["work"], row["network_mode"]) == (version, 1, "no-network")
+    assert "read as 1.4" in row["note"]
+    with pytest.raises(LoadError, match=f"{version}.*(newer than known|not one depthlab knows)"):
+        dl.load_tasks(tmp_path / "d", strict=True)
 
 
 def test_measure_reports_a_rejected_task_as_rejected_not_as_not_found(tmp_path, capsys):
     from depthlab import cli
 
-    _task(tmp_path / "d", "t", 'schema_version = "3.1"\n')
+    _task(tmp_path / "d", "t", 'schema_version = "1.4"\n[agent]\ntimeout_sec = "soon"\n')
     out = str(tmp_path / "d.csv")
     assert cli.main(["measure", str(tmp_path / "d"), "--models", "openai/m", "-o", out]) == 1
     err = capsys.readouterr().err
     assert "task rejected" in err
-    assert "unknown task.toml schema version '3.1'" in err
+    assert "[agent].timeout_sec must be a finite number, got 'soon'" in err
     assert "1 task folders rejected" in err
     assert "no task folders found" not in err
 

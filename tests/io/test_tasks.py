@@ -83,11 +83,13 @@ def test_bad_task_dirs_are_skipped_with_a_warning(tmp_path, samples):
     shutil.copytree(samples / PMARS, tmp_path / "set" / "good")
     (tmp_path / "set" / "broken").mkdir()
     (tmp_path / "set" / "broken" / "task.toml").write_text("version = [unterminated")
-    (tmp_path / "set" / "future").mkdir()
+    (tmp_path / "set" / "mistyped").mkdir()
+    (tmp_path / "set" / "mistyped" / "task.toml").write_text('metadata = "easy"\n')
+    (tmp_path / "set" / "future").mkdir()  # read as Harbor reads any version, with a note (issue 46)
     (tmp_path / "set" / "future" / "task.toml").write_text('schema_version = "9.0"\n')
     with pytest.warns(RejectedFilesWarning, match="2 task directories rejected"):
         tasks = load_tasks(tmp_path / "set")
-    assert tasks["task"].to_list() == ["good"]
+    assert sorted(tasks["task"].to_list()) == ["future", "good"]
 
 
 def test_checksum_is_content_addressed(tmp_path, samples):
