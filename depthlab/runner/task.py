@@ -30,10 +30,9 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from depthlab._text import toml_key
-from depthlab.io.harbor_models import HealthcheckConfig
+from depthlab.io.harbor_models import EnvironmentSection, HealthcheckConfig
 from depthlab.io.harbor_task import (
     DEFAULT_AGENT_TIMEOUT_SEC,
     DEFAULT_BUILD_TIMEOUT_SEC,
@@ -42,7 +41,6 @@ from depthlab.io.harbor_task import (
     TaskStep,
     TaskTomlSyntaxError,
     read_task,
-    section,
     size_mb,
 )
 from depthlab.io.task_rules import local_unsupported
@@ -305,56 +303,55 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
         raise UnsupportedTaskError(
             f"The task {str(root)!r} {problem}: the local runner cannot run it as Harbor does; {_USE_HARBOR}."
         )
-    config = harbor.config
     for step in harbor.steps:
         if step.instruction is None:
             raise FileNotFoundError(f"The task {str(root)!r} has no steps/{step.name}/instruction.md")
     if not harbor.steps and not instruction_file.is_file():
         raise FileNotFoundError(f"The task {str(root)!r} has no instruction.md")
-    environment = section(config, "environment")
-    if not dockerfile.is_file() and not environment.get("docker_image"):
+    model = harbor.model
+    environment = model.environment
+    if not dockerfile.is_file() and not environment.docker_image:
         raise FileNotFoundError(f"The task {str(root)!r} has no environment/Dockerfile and no docker_image")
     where = f"The task {str(root)!r}: task.toml"
 
-    def number(table: str, key: str, default: float) -> float:
-        return positive_number(section(config, table).get(key, default), f"{where} {toml_key(f'{table}.{key}')}")
+    def number(value: float | None, key: str, default: float) -> float:
+        return positive_number(default if value is None else value, f"{where} {toml_key(key)}")
 
-    skills_dir = environment.get("skills_dir")
-    if skills_dir is not None and (not isinstance(skills_dir, str) or not skills_dir.startswith("/")):
+    skills_dir = environment.skills_dir
+    if skills_dir is not None and not skills_dir.startswith("/"):
         # Harbor looks the folder up in the container: a relative path names no fixed place there
         raise ValueError(
             f"{where} [environment].skills_dir must be an absolute path in the container, got {skills_dir!r}"
         )
     return TaskSpec(
         path=root,
-        name=str(harbor.package.get("name") or root.name),
+        name=str(model.task.name if model.task is not None and model.task.name else root.name),
         instruction="" if harbor.steps else instruction_file.read_text(encoding="utf-8"),
-        agent_timeout_sec=number("agent", "timeout_sec", DEFAULT_AGENT_TIMEOUT_SEC),
-        verifier_timeout_sec=number("verifier", "timeout_sec", DEFAULT_VERIFIER_TIMEOUT_SEC),
-        build_timeout_sec=number("environment", "build_timeout_sec", DEFAULT_BUILD_TIMEOUT_SEC),
-        cpus=number("environment", "cpus", _DEFAULT_CPUS),
+        agent_timeout_sec=number(model.agent.timeout_sec, "agent.timeout_sec", DEFAULT_AGENT_TIMEOUT_SEC),
+        verifier_timeout_sec=number(model.verifier.timeout_sec, "verifier.timeout_sec", DEFAULT_VERIFIER_TIMEOUT_SEC),
+        build_timeout_sec=number(
+            environment.build_timeout_sec, "environment.build_timeout_sec", DEFAULT_BUILD_TIMEOUT_SEC
+        ),
+        cpus=number(environment.cpus, "environment.cpus", _DEFAULT_CPUS),
         memory_mb=_memory_mb(environment, where),
         # Harbor's network mode (network_mode, else the older allow_internet); "allowlist" is refused above
         allow_internet=None if harbor.network_mode is None else harbor.network_mode != "no-network",
-        docker_image=environment.get("docker_image") or None,
+        docker_image=environment.docker_image or None,
         storage_mb=_environment_mb(environment, "storage", where),
         steps=harbor.steps,
         reward_strategy=harbor.reward_strategy,
         verifier_mode=harbor.verifier_mode,
-        artifacts=tuple(str(item) for item in harbor.config.get("artifacts") or ()),
-        verifier_env=_env(section(config, "verifier"), f"{where} [verifier].env"),
-        environment_env=_env(environment, f"{where} [environment].env"),
+        artifacts=tuple(str(item) for item in model.artifacts or ()),
+        verifier_env=harbor.verifier_env,
+        environment_env=harbor.environment_env,
         skills_dir=skills_dir,
-        step_verifier_envs={
-            step.name: _env(section(table, "verifier"), f"{where} steps[{step.index - 1}].verifier.env")
-            for step, table in zip(harbor.steps, config.get("steps") or (), strict=False)
-        },
-        solution_env=_env(section(config, "solution"), f"{where} [solution].env"),
-        healthcheck=harbor.model.environment.healthcheck,
+        step_verifier_envs={step.name: step.verifier_env for step in harbor.steps},
+        solution_env=dict(model.solution.env or {}),
+        healthcheck=environment.healthcheck,
         step_healthchecks={
-            step.name: model.healthcheck
-            for step, model in zip(harbor.steps, harbor.model.steps or (), strict=False)
-            if model.healthcheck is not None
+            step.name: typed.healthcheck
+            for step, typed in zip(harbor.steps, model.steps or (), strict=False)
+            if typed.healthcheck is not None
         },
     )
 
@@ -376,32 +373,26 @@ def positive_number(value: object, what: str) -> float:
     return float(value)
 
 
-def _env(verifier: dict[str, Any], where: str) -> dict[str, str]:
-    """A ``[verifier] env`` table checked as Harbor's model takes it (names and values text)."""
-    env = verifier.get("env", {})
-    if not isinstance(env, dict) or not all(isinstance(value, str) for value in env.values()):
-        raise ValueError(f'{where} must be a table of text values (NAME = "value" or "${{VAR}}"), got {env!r}')
-    return dict(env)
-
-
-def _memory_mb(environment: dict[str, Any], where: str) -> int:
+def _memory_mb(environment: EnvironmentSection, where: str) -> int:
     megabytes = _environment_mb(environment, "memory", where)
     if megabytes is None:
         return _DEFAULT_MEMORY_MB
     if megabytes < 6:  # Docker refuses memory limits below 6 MB
-        key = toml_key("environment.memory_mb" if "memory_mb" in environment else "environment.memory")
+        key = toml_key("environment.memory_mb" if environment.memory_mb is not None else "environment.memory")
         raise ValueError(f"{where} {key} must be at least 6 MB (Docker's smallest limit), got {megabytes:g} MB")
     return megabytes
 
 
-def _environment_mb(environment: dict[str, Any], key: str, where: str) -> int | None:
+def _environment_mb(environment: EnvironmentSection, key: str, where: str) -> int | None:
     """``[environment].<key>_mb``, or the older ``<key> = "2G"`` as Harbor converts it, in MB (None when absent)."""
-    if f"{key}_mb" in environment:
-        return math.ceil(positive_number(environment[f"{key}_mb"], f"{where} {toml_key(f'environment.{key}_mb')}"))
-    if key not in environment:
+    megabytes = getattr(environment, f"{key}_mb")
+    if megabytes is not None:
+        return math.ceil(positive_number(megabytes, f"{where} {toml_key(f'environment.{key}_mb')}"))
+    older = getattr(environment, key)
+    if older is None:
         return None
-    megabytes = size_mb(environment[key])
-    if not megabytes:  # Harbor cannot read it, or reads it as 0 MB
+    converted = size_mb(older)
+    if not converted:  # Harbor cannot read it, or reads it as 0 MB
         name = toml_key(f"environment.{key}")
-        raise ValueError(f'{where} {name} must be a positive size such as "2G", got {environment[key]!r}')
-    return megabytes
+        raise ValueError(f'{where} {name} must be a positive size such as "2G", got {older!r}')
+    return converted

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from depthlab.checks.harbor import replay_task, toml_text
+from depthlab.checks.harbor import replay_task
+from depthlab.io.harbor_task import config_text
 from depthlab.runner.task import load_task
 from depthlab.simulate.checks import write_planted_tasks
 
@@ -22,10 +23,10 @@ def test_real_task_tomls_written_back_read_the_same() -> None:
     assert files
     for path in files:
         config = tomllib.loads(path.read_text(encoding="utf-8"))
-        assert tomllib.loads(toml_text(config)) == config, path
+        assert tomllib.loads(config_text(config)) == config, path
 
 
-def test_toml_text_writes_every_value_kind_tomllib_reads() -> None:
+def test_config_text_writes_every_value_kind_tomllib_reads() -> None:
     config = {
         "s": 'quote " and \\ and \n and ü',
         "n": 3,
@@ -37,7 +38,7 @@ def test_toml_text_writes_every_value_kind_tomllib_reads() -> None:
         "dotted key": {"nested": {"deep": "yes"}},
         "steps": [{"name": "a", "min_reward": {"reward": 1.0}}, {"name": "b"}],
     }
-    assert tomllib.loads(toml_text(config)) == config
+    assert tomllib.loads(config_text(config)) == config
 
 
 def test_a_copy_holds_the_replayed_steps_ungated_and_is_reused(tmp_path: Path) -> None:
