@@ -305,17 +305,22 @@ def read_task(task_dir: str | os.PathLike[str], *, strict: bool = False, decode_
     )
 
 
-def step_gates(config: dict, path: str) -> tuple[list[tuple[str, float | None, dict[str, float] | None]], str | None]:
-    """The declared steps of a parsed task.toml as (name, min_reward, per-key min_rewards), and its reward strategy.
+def step_gates(
+    path: str | os.PathLike[str],
+) -> tuple[list[tuple[str, float | None, dict[str, float] | None]], str | None]:
+    """The declared steps of the task.toml ``path`` as (name, min_reward, per-key min_rewards), and its reward strategy.
 
-    Only task.toml is read (a trial's reader needs no more of the task).
+    Only task.toml is read (a trial's reader needs no more of the task); :class:`TaskFormatError` when it cannot be.
 
     Examples
     --------
-    >>> step_gates({"steps": [{"name": "a", "min_reward": 1}], "multi_step_reward_strategy": "final"}, "task.toml")
+    >>> import pathlib, tempfile
+    >>> toml = pathlib.Path(tempfile.mkdtemp()) / "task.toml"
+    >>> _ = toml.write_text('multi_step_reward_strategy = "final"\\n[[steps]]\\nname = "a"\\nmin_reward = 1\\n')
+    >>> step_gates(toml)
     ([('a', 1.0, None)], 'final')
     """
-    model = TaskConfig.from_toml_dict(config, path)
+    model = TaskConfig.from_toml_dict(read_config(path), os.fspath(path))
     gates = [(step.name, *step.gate()) for step in model.steps or []]
     return gates, model.reward_strategy()
 

@@ -414,14 +414,14 @@ def unreached_step(result: TrialResultFile | None, task_dir: str | os.PathLike[s
     >>> print(unreached_step(read_trial_result(task / "result.json"), task))
     step 2 ('b') is never reached: the reference solution got reward 1 in step 1 ('a'), below its min_reward 2
     """
-    from depthlab.io.harbor_task import TaskFormatError, read_config, step_gates
+    from depthlab.io.harbor_task import TaskFormatError, step_gates
 
     if result is None or result.result.exception_info is not None:
         return None  # a trial that stopped on an exception is named by that exception
     ran = result.steps
     path = Path(task_dir) / "task.toml"
     try:
-        gates, _ = step_gates(read_config(path), str(path))
+        gates, _ = step_gates(path)
     except TaskFormatError:
         return None
     if not ran or len(ran) >= len(gates):

@@ -262,7 +262,7 @@ def resolve_env(values: Mapping[str, str], where: str, host: Mapping[str, str] |
 
 #: The task.toml tables whose ``${VAR}`` templates Harbor resolves from the host (its ``resolve_env_vars``):
 #: the tests', the container's and the reference solution's variables; each step's tests' too.
-HOST_ENV_TABLES: tuple[tuple[str, ...], ...] = (("verifier", "env"), ("environment", "env"), ("solution", "env"))
+HOST_ENV_TABLES: tuple[str, ...] = ("verifier.env", "environment.env", "solution.env")
 
 
 def host_env_digest(task_dir: str | os.PathLike[str], host: Mapping[str, str] | None = None) -> str:
@@ -285,16 +285,19 @@ def host_env_digest(task_dir: str | os.PathLike[str], host: Mapping[str, str] | 
     >>> host_env_digest(task, {}) == host_env_digest(task, {"JUDGE_MODEL": "other"})
     False
     """
-    from depthlab.io.harbor_task import TaskFormatError, read_config, section
+    from depthlab.io.harbor_models import TaskConfig
+    from depthlab.io.harbor_task import TaskFormatError, read_config
 
     host = os.environ if host is None else host
+    path = str(Path(task_dir) / "task.toml")
     try:
-        config = read_config(Path(task_dir) / "task.toml")
+        model = TaskConfig.from_toml_dict(read_config(path), path)
     except TaskFormatError:
         return ""
-    tables = [(".".join(path), section(config, *path)) for path in HOST_ENV_TABLES]
-    for index, step in enumerate(config.get("steps") or ()):
-        tables.append((f"steps[{index}].verifier.env", section(step, "verifier", "env")))
+    envs = (model.verifier.env, model.environment.env, model.solution.env)
+    tables = [(where, env or {}) for where, env in zip(HOST_ENV_TABLES, envs, strict=True)]
+    for index, step in enumerate(model.steps or ()):
+        tables.append((f"steps[{index}].verifier.env", step.verifier.env or {}))
     taken = []
     for where, table in tables:
         for key, value in sorted(table.items()):
