@@ -336,6 +336,13 @@ def _convert_reason(message: str, config: Mapping[str, Any]) -> str:
         return message
     where = (match["at"] or "").lstrip(".")
     expected = match["expected"]
+    if where.endswith("[...]"):  # a value of a table ([verifier.env] A = 1): the table named, as a whole
+        where = where.removesuffix("[...]")
+        table: Any = config
+        for key, index in _STEP.findall(where):
+            table = table.get(key) if key and isinstance(table, Mapping) else table[int(index)] if index else None
+        kind = "text" if expected.startswith("str") else expected
+        return f"{toml_key(where)} must be a table of {kind} values, got {table!r}"
     if "float" in expected or "int" in expected:
         wanted = "a finite number"
     elif expected.startswith("object"):

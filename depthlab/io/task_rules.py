@@ -56,7 +56,7 @@ import polars as pl
 from depthlab import schema
 from depthlab._text import toml_key
 from depthlab.io.harbor_models import TASK_OS, step_name_key, step_name_problem
-from depthlab.io.harbor_task import DEFAULT_TASK_OS, TaskFormatError, read_config, section, size_mb
+from depthlab.io.harbor_task import DEFAULT_TASK_OS, HarborTask, TaskFormatError, read_config, section, size_mb
 
 #: The engines of ``depthlab measure`` and ``depthlab check``.
 LOCAL: Final[str] = "local"
@@ -153,16 +153,20 @@ def refusal(folder: str | os.PathLike[str], engine: str, heading: str | None = N
     return None
 
 
-def local_unsupported(folder: str | os.PathLike[str], config: dict[str, Any]) -> str | None:
-    """What of the task the local runner cannot run as Harbor does (a phrase), or None: the :data:`LOCAL_CANNOT` rules.
+def local_unsupported(task: HarborTask) -> str | None:
+    """What of ``task`` the local runner cannot run as Harbor does (a phrase), or None: the :data:`LOCAL_CANNOT` rules.
 
     Examples
     --------
-    >>> local_unsupported(".", {"environment": {"network_mode": "allowlist"}})[:30]
+    >>> import tempfile, pathlib
+    >>> from depthlab.io.harbor_task import read_task
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (root / "task.toml").write_text('[environment]\\nnetwork_mode = "allowlist"\\n')
+    >>> local_unsupported(read_task(root))[:30]
     'has network_mode = "allowlist"'
     """
     for rule in rules_for(LOCAL, LOCAL_CANNOT):
-        problem = rule.check(Path(folder), config)
+        problem = rule.check(Path(task.path), task.config)
         if problem:
             return problem
     return None

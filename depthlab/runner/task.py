@@ -299,7 +299,7 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
         if isinstance(error, TaskTomlSyntaxError):
             raise ValueError(f"The file {str(toml_file)!r} is not valid TOML: {error.__cause__}") from None
         raise ValueError(f"The task {str(root)!r}: task.toml {error.reason}") from None
-    if problem := local_unsupported(root, harbor.config):  # first: a Windows task has no Linux files to check
+    if problem := local_unsupported(harbor):  # before anything else: a Windows task has no Linux files to check
         raise UnsupportedTaskError(
             f"The task {str(root)!r} {problem}: the local runner cannot run it as Harbor does; {_USE_HARBOR}."
         )

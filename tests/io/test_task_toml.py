@@ -108,3 +108,17 @@ def test_no_module_outside_io_parses_toml_or_writes_it_by_hand():
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and "[[steps]]\nname" in node.value:
                 offenders.append(f"{relative}:{node.lineno} (task.toml text by hand)")
     assert offenders == []
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[verifier.env]\nA = 1\n", "[verifier].env must be a table of text values, got {'A': 1}"),
+        ('[[steps]]\nname = "a"\n[steps.verifier.env]\nB = true\n', "steps[0].verifier.env must be a table of text"),
+    ],
+)
+def test_a_table_value_of_the_wrong_type_names_the_table(tmp_path, toml, message):
+    (tmp_path / "task.toml").write_text(toml)
+    with pytest.raises(TaskFormatError) as caught:
+        read_task(tmp_path)
+    assert caught.value.reason.startswith(message)
