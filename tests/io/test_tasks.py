@@ -13,6 +13,7 @@ import yaml
 
 from depthlab import schema
 from depthlab.io import RejectedFilesWarning, load_tasks
+from depthlab.io.harbor_task import NewerTaskFormatWarning
 from depthlab.io.tasks import count_work, dirhash_sha256
 
 PMARS = "yujianll_skill-usage/terminal-bench-2/build-pmars"
@@ -87,7 +88,10 @@ def test_bad_task_dirs_are_skipped_with_a_warning(tmp_path, samples):
     (tmp_path / "set" / "mistyped" / "task.toml").write_text('metadata = "easy"\n')
     (tmp_path / "set" / "future").mkdir()  # read as Harbor reads any version, with a note (issue 46)
     (tmp_path / "set" / "future" / "task.toml").write_text('schema_version = "9.0"\n')
-    with pytest.warns(RejectedFilesWarning, match="2 task directories rejected"):
+    with (
+        pytest.warns(RejectedFilesWarning, match="2 task directories rejected"),
+        pytest.warns(NewerTaskFormatWarning, match="'9.0' is newer than known"),
+    ):
         tasks = load_tasks(tmp_path / "set")
     assert sorted(tasks["task"].to_list()) == ["future", "good"]
 
