@@ -79,12 +79,17 @@ __all__ = [
     "TaskFormatError",
     "TaskStep",
     "TaskTomlSyntaxError",
+    "agent_timeouts",
     "config_text",
     "parse_config",
     "read_config",
     "read_task",
     "read_text",
+    "size_mb",
     "step_gates",
+    "storage_bounds",
+    "storage_limit_mb",
+    "task_models",
     "write_config",
 ]
 
