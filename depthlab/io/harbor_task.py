@@ -395,8 +395,15 @@ def config_text(config: TaskConfig | Mapping[str, Any], *, header: str | None = 
     """The task.toml text of ``config`` (the typed model, or a table :func:`read_config` gives): the one TOML writer.
 
     Written by ``tomli_w``: every value TOML has (dates and times stay dates and times, any string
-    quoted as TOML quotes it), so :func:`parse_config` gives back what was written. ``header``, when
+    quoted as TOML quotes it), so :func:`parse_config` gives back what was written. A table is held
+    to the model first (:meth:`TaskConfig.from_toml_dict`, keys the model does not know kept as
+    they are), so no task.toml is written that depthlab's own reader would refuse. ``header``, when
     given, is a comment put first (one ``# `` line per line of it).
+
+    Raises
+    ------
+    TaskFormatError
+        When ``config`` is a table the task model refuses (its path is ``"task.toml being written"``).
 
     Examples
     --------
@@ -411,8 +418,16 @@ def config_text(config: TaskConfig | Mapping[str, Any], *, header: str | None = 
     steps = [
         { name = "a", min_reward = 1.0 },
     ]
+    >>> config_text({"agent": {"timeout_sec": "soon"}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    depthlab.io.harbor_models.TaskFormatError: task.toml being written: [agent].timeout_sec must be a finite number, ...
     """
-    table = _without_empty_tables(msgspec.to_builtins(config)) if isinstance(config, TaskConfig) else config
+    if isinstance(config, TaskConfig):
+        table = _without_empty_tables(msgspec.to_builtins(config))
+    else:
+        TaskConfig.from_toml_dict(config, "task.toml being written")
+        table = config
     comment = "".join(f"# {line}\n" for line in header.splitlines()) if header else ""
     return comment + tomli_w.dumps(table, multiline_strings=False)
 
