@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 import depthlab as dl
+from depthlab.checks.core import check_tasks
 from depthlab.io.harbor_task import NewerTaskFormatWarning, read_task
 from depthlab.io.task_rules import ENGINES, refusal, refused_tasks, task_config_problems
 from depthlab.runner.task import load_task
@@ -101,3 +102,14 @@ def test_a_version_2_task_is_read_as_harbor_reads_it(harbor_python, tmp_path, ve
     assert [refusal(folder, engine) for engine in ENGINES] == [None, None]  # on no engine refused
     tasks = pl.DataFrame({"task": ["v2"], "source": [str(folder)]})
     assert refused_tasks(tasks).height == task_config_problems(tasks).height == 0
+
+
+def test_the_static_checks_run_on_a_version_2_task(tmp_path):
+    """``depthlab check`` refused every check of such a task ("unknown task.toml schema version '2.0'")."""
+    folder = _write_task(tmp_path / "tasks" / "v2", "version")
+    with pytest.warns(NewerTaskFormatWarning):
+        report = check_tasks(
+            [folder], jobs_dir=tmp_path / "jobs", checks=("named_in_instruction", "fix_not_in_instruction")
+        )
+    rows = report.table.select("task", "check", "outcome").rows()
+    assert rows == [("v2", "named_in_instruction", "ok"), ("v2", "fix_not_in_instruction", "not_marked")]

@@ -105,6 +105,8 @@ def test_no_module_outside_io_parses_toml_or_writes_it_by_hand():
                 names = [node.module]
             if any(name.split(".")[0] in {"tomllib", "tomli", "tomli_w", "tomlkit", "toml"} for name in names):
                 offenders.append(f"{relative}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and any(alias.name == "section" for alias in node.names):
+                offenders.append(f"{relative}:{node.lineno} (a parsed task.toml's tables read by hand)")
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and "[[steps]]\nname" in node.value:
                 offenders.append(f"{relative}:{node.lineno} (task.toml text by hand)")
     assert offenders == []
