@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
@@ -58,6 +59,35 @@ def depth_truth() -> ModuleType:
     sys.modules.setdefault("depth_truth", module)  # its dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def once_per_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Callable[[Path], Any]], Any]:
+    """``once_per_run(name, compute)``: ``compute(work_dir)`` once per test run, its JSON value to every caller.
+
+    A session fixture is computed once per pytest-xdist worker (``make test`` runs two), so a costly run
+    several modules read (a Harbor measure, the planted tasks' checks) would be computed on each worker
+    that runs one of them. Here the first caller computes it under a file lock in the folder the workers
+    share (``getbasetemp().parent``) and writes its value as JSON; the others wait for the lock and read
+    it. ``compute`` writes what is bigger (tables, job folders) under ``work_dir`` and returns their paths.
+    """
+    import fcntl
+    import json
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    root = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
+
+    def once(name: str, compute: Callable[[Path], Any]) -> Any:
+        record = root / f"{name}.json"
+        with (root / f"{name}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not record.is_file():
+                work = root / name
+                work.mkdir(exist_ok=True)
+                record.write_text(json.dumps(compute(work)))
+        return json.loads(record.read_text())
+
+    return once
 
 
 # ---------------------------------------------------------------- Docker -------------------
