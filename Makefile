@@ -41,12 +41,14 @@ r:
 	bash scripts/r-up.sh
 
 # --dist loadscope: a module's tests on one worker (its module-scoped fixtures computed once), the most
-# costly modules first (tests/conftest.py, pytest_collection_modifyitems; xdist's own reorder is off)
+# costly modules first (tests/conftest.py, pytest_collection_modifyitems; xdist's own reorder is off).
+# --durations: the 30 slowest tests and the seconds of every module, also written to out/module_seconds.txt
+# (copy it over tests/module_seconds.txt to refresh the order; docs/testing.md)
 test: $(VENV)/.installed docker userland compose harbor browser r
 	$(BIN)/ruff check depthlab tests notebooks docs/_ext
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -p no:cacheprovider --doctest-modules depthlab
-	$(BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder --benchmark-disable -p no:cacheprovider tests
+	$(BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder --durations=30 --benchmark-disable -p no:cacheprovider tests
 
 # The docs site (mkdocs.yml: the guide pages in docs/ and the API reference) into out/site/; strict, so a
 # broken link or API reference fails. `make test` builds it too, into a temporary folder (tests/test_docs.py).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
@@ -58,6 +59,35 @@ def depth_truth() -> ModuleType:
     sys.modules.setdefault("depth_truth", module)  # its dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def once_per_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Callable[[Path], Any]], Any]:
+    """``once_per_run(name, compute)``: ``compute(work_dir)`` once per test run, its JSON value to every caller.
+
+    A session fixture is computed once per pytest-xdist worker (``make test`` runs two), so a costly run
+    several modules read (a Harbor measure, the planted tasks' checks) would be computed on each worker
+    that runs one of them. Here the first caller computes it under a file lock in the folder the workers
+    share (``getbasetemp().parent``) and writes its value as JSON; the others wait for the lock and read
+    it. ``compute`` writes what is bigger (tables, job folders) under ``work_dir`` and returns their paths.
+    """
+    import fcntl
+    import json
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    root = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
+
+    def once(name: str, compute: Callable[[Path], Any]) -> Any:
+        record = root / f"{name}.json"
+        with (root / f"{name}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not record.is_file():
+                work = root / name
+                work.mkdir(exist_ok=True)
+                record.write_text(json.dumps(compute(work)))
+        return json.loads(record.read_text())
+
+    return once
 
 
 # ---------------------------------------------------------------- Docker -------------------
@@ -251,44 +281,97 @@ class HarborView:
             return json.loads(response.read())
 
 
-# ---------------------------------------------------------------- pytest-xdist ---------------
-#: A rough cost of one test by its heaviest mark, to start the longest modules first (seconds; only the
-#: order matters), from a profile on 2 loaded cores: a Harbor test runs `harbor run` jobs (60 to 1,000 s),
-#: a Docker test builds and runs containers (20 to 150 s); an unmarked test, DEFAULT_COST (0.3 to 11 s
-#: a test: modules of a hundred such tests take 400 to 700 s, so they must not be left for the end).
-MARK_COST = {"harbor": 120.0, "docker": 30.0, "browser": 120.0, "slow": 120.0}
-DEFAULT_COST = 3.0
-#: The same by the fixtures a test uses (through others too), for the tests that carry no mark.
-FIXTURE_COST = {"harbor_cmd": 120.0, "docker_client": 30.0, "userland": 30.0, "userland_image": 30.0,
-                "harbor_python": 30.0}  # fmt: skip
+# ---------------------------------------------------------------- marks and the order of modules ----
+#: The fixtures that make a test a Docker or a Harbor test (used directly or through another fixture):
+#: such a test must carry the mark, so ``-m "not harbor"`` leaves it out (checked at collection).
+NEEDS_MARK = {"docker_client": "docker", "userland": "docker", "userland_image": "docker",
+              "harbor_python": "harbor", "harbor_cmd": "harbor"}  # fmt: skip
+#: The measured worker-seconds of each test module (setup, call and teardown of its tests, its module
+#: fixtures included), written by the last full run; see :func:`pytest_terminal_summary` to refresh it.
+MODULE_SECONDS = ROOT / "tests" / "module_seconds.txt"
+#: A module missing from that table (a new one) is guessed from its tests' marks, seconds a test: a Harbor
+#: test runs `harbor run` jobs, a Docker test builds and runs containers, an unmarked test is quick.
+MARK_COST = {"harbor": 60.0, "docker": 20.0, "browser": 60.0, "slow": 30.0}
+DEFAULT_COST = 0.3
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist's workers, the longest modules first.
+    """Refuse a Docker or Harbor test without its mark; under pytest-xdist, the longest modules first.
 
     ``make test`` runs ``-n 2 --dist loadscope --no-loadscope-reorder``: each module goes whole to one
     worker, so a module-scoped fixture (a Harbor job, a measured run, a set of replays every test of the
     module reads) is computed once; ``--dist load`` split a module over both workers, which computed it
-    on each. The modules are handed out in the order of this list: here the most costly first
-    (:data:`MARK_COST` and :data:`FIXTURE_COST`, summed over the module's tests), so the run does not
-    end on one long Harbor module while the other worker idles. Within a module the order is the file's.
+    on each. The modules are handed out in the order of this list: here the most costly first (their
+    measured seconds, :data:`MODULE_SECONDS`), so the run does not end on one long Harbor module while
+    the other worker idles. Within a module the order is the file's.
 
-    Outside pytest-xdist nothing changes: a developer's ``pytest tests/x.py`` runs in file order.
+    Outside pytest-xdist the order is the files': a developer's ``pytest tests/x.py`` runs in file order.
     """
+    unmarked = [
+        f"{item.nodeid} (uses {name}, no {mark!r} mark)"
+        for item in items
+        for name, mark in NEEDS_MARK.items()
+        if name in getattr(item, "fixturenames", ()) and item.get_closest_marker(mark) is None
+    ]
+    if unmarked:
+        raise pytest.UsageError("a Docker or Harbor test without its mark:\n  " + "\n  ".join(unmarked))
     if not hasattr(config, "workerinput"):
         return
+    measured = module_seconds(MODULE_SECONDS)
     modules: dict[str, list[pytest.Item]] = {}
     for item in items:
-        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-    ordered = sorted(modules.values(), key=lambda tests: -sum(map(_cost, tests)))
-    items[:] = [item for tests in ordered for item in tests]
+        modules.setdefault(_module(item.nodeid), []).append(item)
+
+    def cost(module: str) -> float:
+        return measured[module] if module in measured else sum(map(_guess, modules[module]))
+
+    items[:] = [item for module in sorted(modules, key=lambda name: -cost(name)) for item in modules[module]]
 
 
-def _cost(item: pytest.Item) -> float:
+def module_seconds(path: Path) -> dict[str, float]:
+    """The table of :data:`MODULE_SECONDS`: ``seconds  module`` a line, ``#`` comments."""
+    rows = (line.split() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#"))
+    return {module: float(seconds) for seconds, module in rows}
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _guess(item: pytest.Item) -> float:
     marks = {mark.name for mark in item.iter_markers()}
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None and callspec.params.get("engine") == "harbor":  # the both-engines tests' Harbor half
-        marks.add("harbor")
-    costs = [MARK_COST[name] for name in marks if name in MARK_COST]
-    costs += [FIXTURE_COST[name] for name in getattr(item, "fixturenames", ()) if name in FIXTURE_COST]
-    return max(costs, default=DEFAULT_COST)
+    return max((MARK_COST[name] for name in marks if name in MARK_COST), default=DEFAULT_COST)
+
+
+# ---------------------------------------------------------------- measured seconds per module --------
+_SPENT: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Sum each test's setup, call and teardown seconds by module (on the controller: every worker's)."""
+    _SPENT[_module(report.nodeid)] = _SPENT.get(_module(report.nodeid), 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """With ``--durations`` (``make test`` sets it), the seconds each module took, and the same table
+    written to ``out/module_seconds.txt``.
+
+    To refresh :data:`MODULE_SECONDS` after a full ``make test``: ``cp out/module_seconds.txt
+    tests/module_seconds.txt`` (a partial run, one file or a ``-k``, gives a partial table: keep the
+    full one and change only the lines of the modules you ran in full).
+    """
+    if config.getoption("durations", None) is None or hasattr(config, "workerinput") or not _SPENT:
+        return
+    lines = [f"{seconds:9.1f}  {module}" for module, seconds in sorted(_SPENT.items(), key=lambda row: -row[1])]
+    total = sum(_SPENT.values())
+    terminalreporter.write_sep("=", f"seconds per module ({total:.0f} worker-seconds in all)")
+    for line in lines:
+        terminalreporter.write_line(line)
+    out = ROOT / "out"
+    out.mkdir(exist_ok=True)
+    header = [
+        "# Worker-seconds per test module: setup, call and teardown of its tests, module fixtures included.",
+        "# Written by tests/conftest.py (pytest_terminal_summary) after a run with --durations; the order of",
+        f"# modules under pytest-xdist (pytest_collection_modifyitems) reads it. {total:.0f} s in all.",
+    ]
+    (out / "module_seconds.txt").write_text("\n".join([*header, *lines]) + "\n")

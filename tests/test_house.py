@@ -8,6 +8,7 @@ offenders a check finds are listed with their file and line.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import re
 from collections.abc import Iterator
@@ -27,9 +28,17 @@ _ENGINES_HALF: dict[str, str] = {}
 _PARSER_ROW = {"depthlab/io/_rows.py"}
 
 
+@functools.cache
+def _parsed() -> tuple[tuple[str, ast.Module], ...]:
+    """Every module of the package, parsed once for all the checks of this file (they only read the trees)."""
+    return tuple(
+        (path.relative_to(ROOT).as_posix(), ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        for path in sorted(PACKAGE.rglob("*.py"))
+    )
+
+
 def _modules() -> Iterator[tuple[str, ast.Module]]:
-    for path in sorted(PACKAGE.rglob("*.py")):
-        yield path.relative_to(ROOT).as_posix(), ast.parse(path.read_text(), str(path))
+    yield from _parsed()
 
 
 def _literal_strings(node: ast.AST) -> tuple[str, ...] | None:
@@ -355,11 +364,10 @@ def _result_key_reads(tree: ast.AST, keys: frozenset[str] = _RESULT_KEYS) -> lis
 
 def _reads_outside_io(keys: frozenset[str]) -> dict[str, list[int]]:
     readers = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        relative = path.relative_to(ROOT).as_posix()
+    for relative, tree in _modules():
         if relative.startswith(("depthlab/io/", "depthlab/engines/harbor_side/")):
             continue  # (harbor_side runs in Harbor's venv, on Harbor's own objects)
-        lines = _result_key_reads(ast.parse(path.read_text(encoding="utf-8")), keys)
+        lines = _result_key_reads(tree, keys)
         if lines:
             readers[relative] = lines
     return readers

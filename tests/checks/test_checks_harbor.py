@@ -11,6 +11,7 @@ checked without replays. Every column but the seconds, the evidence and the tria
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import pytest
 
 from depthlab import schema
 from depthlab.checks import check_tasks
-from depthlab.simulate.checks import BAD, PLANTED, write_bad_tasks, write_planted_tasks
+from depthlab.simulate.checks import BAD, PLANTED
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
 
@@ -31,8 +32,8 @@ SAME = [name for name in schema.CHECKS if name not in ("seconds", "evidence", "t
 
 
 @pytest.fixture(scope="module")
-def planted(userland: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return write_planted_tasks(tmp_path_factory.mktemp("planted"), userland)
+def planted(planted_run: dict[str, Any]) -> dict[str, Path]:
+    return planted_run["tasks"]
 
 
 def _tables(planted: dict[str, Path], jobs: Path, **engine: Any) -> tuple[pl.DataFrame, Any]:
@@ -43,9 +44,13 @@ def _tables(planted: dict[str, Path], jobs: Path, **engine: Any) -> tuple[pl.Dat
 
 @pytest.fixture(scope="module")
 def both(
-    planted: dict[str, Path], docker_client: Any, harbor_cmd: str, tmp_path_factory: pytest.TempPathFactory
+    planted_run: dict[str, Any], docker_client: Any, harbor_cmd: str, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
-    local, local_report = _tables(planted, tmp_path_factory.mktemp("local"), docker_client=docker_client)
+    # local: on a copy of the planted run's replays (tests/checks/conftest.py), each found there and reused
+    local_jobs = tmp_path_factory.mktemp("local") / "jobs"
+    shutil.copytree(planted_run["jobs"], local_jobs)
+    planted = planted_run["tasks"]
+    local, local_report = _tables(planted, local_jobs, docker_client=docker_client)
     jobs = tmp_path_factory.mktemp("harbor")
     harbor, harbor_report = _tables(planted, jobs, engine="harbor", harbor=harbor_cmd)
     return {"local": local, "harbor": harbor, "jobs": jobs, "local_report": local_report, "report": harbor_report}
@@ -56,7 +61,9 @@ def test_both_engines_give_the_same_table(both: dict[str, Any]) -> None:
     schema.check(harbor, "checks")
     assert harbor.height == local.height > 0
     assert harbor.select(SAME).equals(local.select(SAME)), (harbor.select(SAME), local.select(SAME))
-    assert both["report"].replays_run == both["local_report"].replays_run == harbor["replays"].sum()
+    local_report = both["local_report"]  # its replays reused from the planted run's, or run if not found there
+    assert both["report"].replays_run == local_report.replays_run + local_report.replays_reused
+    assert both["report"].replays_run == harbor["replays"].sum()
 
 
 def test_harbor_reports_every_planted_fault_of_these_tasks_and_no_other(both: dict[str, Any]) -> None:
@@ -104,15 +111,16 @@ def test_a_rerun_on_harbor_replays_nothing_and_gives_the_same_table(
 
 
 def test_bad_input_is_the_same_line_on_both_engines_and_the_same_rows(
-    userland: str, docker_client: Any, harbor_cmd: str, tmp_path: Path
+    bad_run: dict[str, Any], harbor_cmd: str, tmp_path: Path
 ) -> None:
-    bad = write_bad_tasks(tmp_path / "bad", userland)
-    checks = ["oracle", "before", "key_removed"]
-    local = check_tasks(list(bad.values()), jobs_dir=tmp_path / "local", docker_client=docker_client, checks=checks)
+    local = bad_run["report"]  # the bad inputs (and the unmarked task) on the local engine: tests/checks/conftest.py
     harbor = check_tasks(
-        list(bad.values()), jobs_dir=tmp_path / "harbor", engine="harbor", harbor=harbor_cmd, checks=checks
-    )
-    assert harbor.table.select(SAME).equals(local.table.select(SAME))
+        list(bad_run["bad"].values()), jobs_dir=tmp_path / "harbor", engine="harbor", harbor=harbor_cmd,
+        checks=bad_run["checks"],
+    )  # fmt: skip
+    local_bad = local.table.filter(pl.col("task").is_in(list(BAD)))
+    assert local_bad.height > 0
+    assert harbor.table.select(SAME).equals(local_bad.select(SAME)), (harbor.table, local_bad)
     assert len(harbor.problems) == len(BAD)
     for name, words in BAD.items():
         line = next(problem for problem in harbor.problems if problem.startswith(f"{name}:"))

@@ -11,7 +11,7 @@ import pytest
 
 from depthlab import schema
 from depthlab.checks import check_tasks
-from depthlab.simulate.checks import BAD, PLANTED, write_bad_tasks, write_planted_tasks
+from depthlab.simulate.checks import BAD, PLANTED
 
 pytestmark = pytest.mark.docker
 
@@ -19,15 +19,15 @@ FAULTS = ("fault", "flaky")
 
 
 @pytest.fixture(scope="module")
-def planted(userland: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return write_planted_tasks(tmp_path_factory.mktemp("planted"), userland)
+def planted(planted_run: dict[str, Any]) -> dict[str, Path]:
+    return planted_run["tasks"]
 
 
 @pytest.fixture(scope="module")
-def report(planted: dict[str, Path], docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """Every planted task but the coin-flip one, at the default two oracle replays."""
-    tasks = [path for name, path in planted.items() if name != "flaky"]
-    return check_tasks(tasks, jobs_dir=tmp_path_factory.mktemp("jobs"), docker_client=docker_client)
+def report(planted_run: dict[str, Any]) -> Any:
+    """Every planted task but the coin-flip one, at the default two oracle replays (once per test run:
+    tests/checks/conftest.py)."""
+    return planted_run["report"]
 
 
 def found(table: pl.DataFrame) -> dict[tuple[str, str, str], str]:
@@ -85,16 +85,8 @@ def test_a_coin_flip_verifier_is_flaky(planted: dict[str, Path], docker_client: 
     assert outcome == {"oracle": "flaky", "before": "not_applicable"}
 
 
-def test_bad_input_is_one_line_each_and_the_other_tasks_go_on(
-    userland: str, planted: dict[str, Path], docker_client: Any, tmp_path: Path
-) -> None:
-    bad = write_bad_tasks(tmp_path / "bad", userland)
-    report = check_tasks(
-        [*bad.values(), planted["unmarked"]],
-        jobs_dir=tmp_path / "jobs",
-        docker_client=docker_client,
-        checks=["oracle", "before", "key_removed"],
-    )
+def test_bad_input_is_one_line_each_and_the_other_tasks_go_on(bad_run: dict[str, Any]) -> None:
+    report = bad_run["report"]  # the bad inputs and the unmarked task, checked together (tests/checks/conftest.py)
     assert len(report.problems) == len(BAD)
     for name, words in BAD.items():
         line = next(problem for problem in report.problems if problem.startswith(f"{name}:"))

@@ -161,6 +161,7 @@ SECTION_TEXTS = (
 )
 
 
+@pytest.mark.harbor
 def test_the_guards_names_and_shell_agree_on_both_sides(harbor_python):
     """harbor_side cannot import depthlab: its file names and the sections it reads are checked in Harbor's venv.
 

@@ -106,32 +106,19 @@ def project_images(project: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- Harbor --------------------
-def once(name: str, tmp_path_factory: pytest.TempPathFactory, compute) -> dict:
-    """``compute(work_dir)`` once per test session, also under pytest-xdist (whose workers would each
-    build a module fixture): the first worker computes under a lock, the others read its result."""
-    import fcntl
-
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    root = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
-    record = root / f"{name}.json"
-    with (root / f"{name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not record.is_file():
-            work = root / name
-            work.mkdir(exist_ok=True)
-            record.write_text(json.dumps(compute(work)))
-    result = json.loads(record.read_text())
+def measured(record: dict) -> dict:
+    """A measure's record (``once_per_run``, tests/conftest.py: once per test run, also under pytest-xdist)
+    with its run as a ``CompletedProcess`` and its paths as paths."""
+    result = dict(record)
     result["run"] = subprocess.CompletedProcess([], result.pop("returncode"), "", result.pop("stderr"))
     return {key: Path(value) if key in {"out", "jobs"} else value for key, value in result.items()}
 
 
 @pytest.fixture(scope="module")
-def harbor_measured(chain_tasks, server, harbor_cmd, measure_env, tmp_path_factory):
+def harbor_measured(chain_tasks, server, harbor_cmd, measure_env, once_per_run):
     """Measure with Harbor, SIGKILL everything in the middle of round 1, then run the same command again."""
-    return once(
-        "harbor-measure",
-        tmp_path_factory,
-        lambda work: _harbor_measure(work, chain_tasks, server, harbor_cmd, measure_env),
+    return measured(
+        once_per_run("harbor-measure", lambda work: _harbor_measure(work, chain_tasks, server, harbor_cmd, measure_env))
     )
 
 
@@ -237,7 +224,7 @@ def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, ha
 
 # ---------------------------------------------------------------- local ---------------------
 @pytest.fixture(scope="module")
-def local_measured(chain_tasks, server, docker_client, measure_env, tmp_path_factory):
+def local_measured(chain_tasks, server, docker_client, measure_env, once_per_run):
     def compute(work: Path) -> dict:
         jobs, out = work / "jobs", work / "depth.csv"
         started = time.monotonic()
@@ -245,7 +232,7 @@ def local_measured(chain_tasks, server, docker_client, measure_env, tmp_path_fac
         return {"returncode": run.returncode, "stderr": run.stderr, "out": str(out), "jobs": str(jobs),
                 "seconds": time.monotonic() - started}  # fmt: skip
 
-    return once("local-measure", tmp_path_factory, compute)
+    return measured(once_per_run("local-measure", compute))
 
 
 def test_local_engine_gives_d_3_and_5(local_measured):

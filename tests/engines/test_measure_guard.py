@@ -45,7 +45,7 @@ pytestmark = [pytest.mark.docker]
 
 
 # ---------------------------------------------------------------- 3. one measurement per jobs folder
-@pytest.mark.parametrize("engine", ["local", "harbor"])
+@pytest.mark.parametrize("engine", ["local", pytest.param("harbor", marks=pytest.mark.harbor)])
 def test_a_second_measure_on_a_busy_jobs_folder_is_refused_before_its_preflight(
     engine, chain_tasks, server, measure_env, request, tmp_path
 ):
@@ -92,6 +92,7 @@ def test_a_changed_task_has_its_old_trials_set_aside_and_its_depth_measured_agai
 
 
 # ---------------------------------------------------------------- 6. task.toml Harbor would misread
+@pytest.mark.harbor
 @pytest.mark.parametrize(
     ("line", "harbor", "reason"),
     [
@@ -155,6 +156,7 @@ def harbor_check_task(harbor_python, harbor_env):
 
 
 # ---------------------------------------------------------------- 7. FIFO result.json
+@pytest.mark.harbor
 def test_a_fifo_in_place_of_a_result_does_not_hang_the_resume(harbor_cmd, measure_env, tmp_path):
     jobs = tmp_path / "jobs"
     job = jobs / "measure-r01__cap-002"
@@ -229,11 +231,13 @@ def hostile_harbor(chain_tasks, harbor_cmd, measure_env, tmp_path_factory):
     return {"run": run, "jobs": jobs, "out": out}
 
 
+@pytest.mark.harbor
 def test_harbor_trials_run_under_a_pid_limit(hostile_harbor):
     (found,) = hostile_harbor["jobs"].glob("measure-r01__*/*/agent/pids-max.txt")
     assert found.read_text().strip() == "1024"
 
 
+@pytest.mark.harbor
 def test_no_setuid_file_is_left_and_no_link_is_followed(hostile_harbor):
     jobs = hostile_harbor["jobs"]
     (shell,) = jobs.glob("measure-r01__*/*/agent/rootbash")
@@ -280,14 +284,14 @@ def _an_outage(policy, agent_timeout_sec: float, engine: str, userland: str, mea
     return trials, run
 
 
-@pytest.mark.parametrize("engine", ["local", "harbor"])
+@pytest.mark.parametrize("engine", ["local", pytest.param("harbor", marks=pytest.mark.harbor)])
 def test_a_stalling_endpoint_is_an_outage_that_stops_the_round_not_a_fail(
     engine, userland, measure_env, request, tmp_path
 ):
     _an_outage(stalling_policy, 15.0, engine, userland, measure_env, request, tmp_path)
 
 
-@pytest.mark.parametrize("engine", ["local", "harbor"])
+@pytest.mark.parametrize("engine", ["local", pytest.param("harbor", marks=pytest.mark.harbor)])
 def test_an_endpoint_that_hangs_after_its_first_answer_is_an_outage_on_both_engines(
     engine, userland, measure_env, request, tmp_path
 ):
@@ -394,7 +398,7 @@ def test_resume_removes_every_container_of_the_job_and_keeps_harbors_own_excepti
 
 
 # ---------------------------------------------------------------- issue 37, case 8: a long instruction
-@pytest.mark.parametrize("engine", ["local", "harbor"])
+@pytest.mark.parametrize("engine", ["local", pytest.param("harbor", marks=pytest.mark.harbor)])
 def test_a_long_instruction_is_sent_as_a_file_and_said_so_on_both_engines(
     engine, userland, measure_env, request, tmp_path
 ):

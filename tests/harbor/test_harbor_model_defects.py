@@ -33,6 +33,8 @@ from depthlab.io import harbor_writer
 from depthlab.io.harbor_models import TrialResult, strip_canary
 from depthlab.io.tasks import count_work
 
+pytestmark = pytest.mark.harbor
+
 
 def _side(harbor_python: Path, code: str, *args: str) -> str:
     """Run ``code`` in Harbor's side venv (Harbor's own answer), its stdout."""
@@ -94,6 +96,7 @@ def _harbor_results(job: Path) -> dict[str, dict]:
     }
 
 
+@pytest.mark.docker
 def test_depthlabs_model_decodes_every_file_this_harbor_run_wrote(relative_job):
     counts = decode_harbor_files(relative_job.parent.parent, as_records=True)  # the job, its trials, locks, tasks
     assert counts == {
@@ -107,12 +110,14 @@ def test_depthlabs_model_decodes_every_file_this_harbor_run_wrote(relative_job):
     }
 
 
+@pytest.mark.docker
 def test_harbor_recorded_the_task_path_relative(relative_job):
     result = _harbor_results(relative_job)["io36-gated"]
     assert result["task_id"]["path"] == "tasks/io36-gated"  # as given on its command line, not absolute
     assert [step["step_name"] for step in result["step_results"]] == ["step-1", "step-2"]  # gated after step 2
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize("where", ["elsewhere", "the job", "a moved copy"])
 def test_a_gated_trial_has_its_declared_steps_from_any_working_directory(relative_job, tmp_path, monkeypatch, where):
     # issue 36: the relative task_id.path was resolved against this process's cwd: from any other
@@ -128,6 +133,7 @@ def test_a_gated_trial_has_its_declared_steps_from_any_working_directory(relativ
     assert steps.select("step", "status").rows() == [("step-1", "pass"), ("step-2", "fail"), ("step-3", "skipped")]
 
 
+@pytest.mark.docker
 def test_a_verifier_timeout_is_an_invalid_trial_as_harbor_says(relative_job):
     harbor = _harbor_results(relative_job)["io36-slow-verifier"]
     assert harbor["exception_info"]["exception_type"] == "VerifierTimeoutError"

@@ -26,6 +26,8 @@ import depthlab as dl
 from depthlab.io import harbor_writer, read_steps
 from depthlab.io.tasks import count_work
 
+pytestmark = pytest.mark.harbor
+
 CAP = 5
 
 
@@ -72,6 +74,7 @@ def oracle_job(userland, harbor_cmd, tmp_path_factory) -> Path:
     return run_job(harbor_cmd, root / "jobs", "hr26-oracle", root / "tasks", harbor_writer.agent_config("oracle", None))
 
 
+@pytest.mark.docker
 def test_oracle_steps_load_as_harbor_recorded_them(oracle_job):
     harbor = _results(oracle_job)
     trials = dl.load_trials(oracle_job.parent, cache=False)
@@ -98,6 +101,7 @@ def test_oracle_steps_load_as_harbor_recorded_them(oracle_job):
     assert steps.filter(pl.col("task") == "hr26-steps-wrong2")["status"].to_list() == ["pass", "fail", "skipped"]
 
 
+@pytest.mark.docker
 def test_oracle_trials_get_their_lock_digest_and_their_tasks_w(oracle_job):
     trials = dl.load_trials(oracle_job.parent, cache=False)
     for row in trials.iter_rows(named=True):
@@ -107,6 +111,7 @@ def test_oracle_trials_get_their_lock_digest_and_their_tasks_w(oracle_job):
     assert tasks["work"].to_list() == [6, 6, 6]  # 1 + 2 + 3 working lines over the three steps
 
 
+@pytest.mark.docker
 def test_a_trial_reward_harbor_did_not_record_is_computed_as_harbor_computes_it(oracle_job, tmp_path):
     copy = tmp_path / "jobs" / oracle_job.name
     shutil.copytree(oracle_job, copy)
@@ -149,6 +154,7 @@ def _episodes(result: dict) -> int:
     return result["agent_result"]["metadata"]["n_episodes"]
 
 
+@pytest.mark.docker
 def test_terminus_trajectories_are_atif_1_8_and_their_n_is_read(terminus_job):
     versions = {json.loads(p.read_text())["schema_version"] for p in terminus_job.rglob("trajectory.json")}
     assert versions == {"ATIF-v1.8"}
@@ -159,6 +165,7 @@ def test_terminus_trajectories_are_atif_1_8_and_their_n_is_read(terminus_job):
     assert all(n >= 1 for n, _, _ in got.values())
 
 
+@pytest.mark.docker
 def test_without_n_episodes_n_comes_from_the_atif_1_8_trajectories(terminus_job, tmp_path):
     copy = tmp_path / "jobs" / terminus_job.name
     shutil.copytree(terminus_job, copy)
@@ -179,6 +186,7 @@ def test_without_n_episodes_n_comes_from_the_atif_1_8_trajectories(terminus_job,
     assert steps["n_turns"].to_list() == [s["agent_result"]["metadata"]["n_episodes"] for s in harbor_steps]
 
 
+@pytest.mark.docker
 def test_read_steps_of_a_multi_step_trial_reads_its_steps_trajectories(terminus_job):
     # issue 36: read_steps raised "no agent/trajectory.json" on a multi-step trial, whose N the trials
     # table takes from steps/*/agent/trajectory.json; its rows are now the steps' turns, in step order

@@ -229,6 +229,7 @@ class _HereBox:
         return done.returncode, done.stdout
 
 
+@pytest.mark.harbor
 def test_the_skills_block_is_harbors_own(tmp_path, harbor_python):
     import subprocess
 
@@ -253,6 +254,7 @@ def test_the_skills_block_is_harbors_own(tmp_path, harbor_python):
     assert skills_section(_HereBox(), str(tmp_path / "absent")) == ""
 
 
+@pytest.mark.harbor
 def test_the_cookbooks_skills_recipe_gives_harbors_block(shared, harbor_python):
     # Harbor's own recipe (harbor-framework/harbor-cookbook, recipes/skills): its skills folder, read in place
     import subprocess
@@ -285,6 +287,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.harbor
 def test_sizes_are_converted_as_harbors_own_model_converts_them(harbor_python):
     import json
     import subprocess
