@@ -1,10 +1,11 @@
 """Run in Inspect Scout's side venv (scripts/scout-venv.sh): open a transcript database with Scout's own
 loader and print, per transcript, the fields depthlab's export must carry, as one JSON object per line.
 
-    python read_scout.py DATABASE_FOLDER FULL
+    python read_scout.py FULL DATABASE_FOLDER...
 
-Every transcript's index entry is printed; the messages are read (Scout's ``read``) for the first FULL only,
-since reading a transcript whole costs Scout a query of its own.
+Every transcript's index entry is printed (with its database folder as ``location``); the messages are read
+(Scout's ``read``) for the first FULL of each database only, since reading a transcript whole costs Scout a
+query of its own.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ import json
 import sys
 
 
-async def main(location: str, full: int) -> None:
+async def main(full: int, locations: list[str]) -> None:
+    for location in locations:
+        await read(location, full)
+
+
+async def read(location: str, full: int) -> None:
     from inspect_scout import transcripts_from
     from inspect_scout._transcript.types import TranscriptContent
 
@@ -29,6 +35,7 @@ async def main(location: str, full: int) -> None:
             print(
                 json.dumps(
                     {
+                        "location": location,
                         "transcript_id": info.transcript_id,
                         "task_id": info.task_id,
                         "model": info.model,
@@ -49,4 +56,4 @@ async def main(location: str, full: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+    asyncio.run(main(int(sys.argv[1]), sys.argv[2:]))
