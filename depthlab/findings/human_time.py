@@ -38,11 +38,12 @@ def depth_vs_human_time(data: AuditData, *, n_boot: int = AUDIT_N_BOOT, seed: in
     """D, N and the pass rate against the task authors' expert time estimate (human minutes).
 
     Fixed before any result was looked at: per collection with a task stating an estimate,
-    Spearman's rho (BCa interval) of the task's ``expert_time_min`` with, in turn, D (``spearman_depth_human_minutes``: tasks whose D is
-    pinned or unsolved, an unsolved task ranked above every cap, incomplete tasks left out), N (the
-    median turns of its valid uncapped runs, ``spearman_turns_human_minutes``) and its public pass
-    rate (``spearman_pass_human_minutes``). No covariate: the question is whether D orders tasks as
-    human time does. The paper reports none of these numbers.
+    Spearman's rho (BCa interval) of the task's ``expert_time_min`` with, in turn, D
+    (``spearman_depth_human_minutes``: tasks whose D is pinned or unsolved, an unsolved task ranked
+    above every cap, incomplete tasks left out), N (the median turns of its valid uncapped runs,
+    ``spearman_turns_human_minutes``) and its public pass rate (``spearman_pass_human_minutes``).
+    No covariate: the question is whether D orders tasks as human time does. The paper reports
+    none of these numbers.
 
     A row is not computable (value null, the reason in ``detail``) where the collection has no
     capped runs (D unknown: the bundled TB2 facts), or fewer than ``MIN_TASKS`` tasks with both
