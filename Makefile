@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= out/reproduce
 
-.PHONY: reproduce test lint bench docs docs-figures docker userland compose harbor browser r mutate clean
+.PHONY: reproduce test lint bench docs docs-figures docker userland compose harbor peers browser r mutate clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ compose: docker
 harbor:
 	bash scripts/harbor-up.sh
 
+# The export peers, Inspect Scout and Docent (Python >= 3.12), each in its own cached venv built with uv, for
+# tests/export: each reads depthlab's export back with its own loader
+peers:
+	bash scripts/scout-venv.sh >/dev/null
+	bash scripts/docent-venv.sh >/dev/null
+
 # Debian's chromium + chromium-driver for tests/browser (the explorer in JupyterLab)
 browser:
 	bash scripts/browser-up.sh
@@ -44,7 +50,7 @@ r:
 # costly modules first (tests/conftest.py, pytest_collection_modifyitems; xdist's own reorder is off).
 # --durations: the 30 slowest tests and the seconds of every module, also written to out/module_seconds.txt
 # (copy it over tests/module_seconds.txt to refresh the order; docs/testing.md)
-test: $(VENV)/.installed docker userland compose harbor browser r
+test: $(VENV)/.installed docker userland compose harbor peers browser r
 	$(BIN)/ruff check depthlab tests notebooks docs/_ext
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -p no:cacheprovider --doctest-modules depthlab

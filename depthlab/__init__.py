@@ -61,6 +61,7 @@ _SUBMODULES: tuple[str, ...] = (
     "findings",
     "auditdata",
     "engines",
+    "export",
 )
 
 # a literal list, so that linters and IDEs see the public API (tests check it matches the tables above)
@@ -81,6 +82,7 @@ __all__ = [
     "depth_proxy",
     "engines",
     "estimate_depth",
+    "export",
     "findings",
     "io",
     "list_datasets",
@@ -115,6 +117,7 @@ if TYPE_CHECKING:  # pragma: no cover
         catalog,
         datasets,
         engines,
+        export,
         findings,
         io,
         measures,

@@ -37,6 +37,7 @@ VERBS: tuple[str, ...] = (
     "fetch",
     "proxy",
     "cache",
+    "export",
 )
 
 

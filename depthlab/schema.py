@@ -515,3 +515,72 @@ CENSORED_DEPTH: Final[dict[str, pl.DataType]] = {
     "n_unsolved": pl.Int64(),
     "n_degenerate": pl.Int64(),  # resamples where the statistic is undefined (left out)
 }
+
+#: Columns of the Inspect Scout transcript database :func:`depthlab.export.export_scout` writes: Scout's own
+#: transcript fields first (its parquet schema: strings, ``task_repeat``, ``message_count`` and ``total_tokens``
+#: integers, ``success`` and ``trust_content`` booleans, ``total_time`` a float; JSON fields as strings), then
+#: depthlab's metadata, one column each (Scout reads every column beyond its own as the transcript's metadata).
+SCOUT_TRANSCRIPTS: Final[dict[str, pl.DataType]] = {
+    "transcript_id": pl.String(),
+    "source_type": pl.String(),
+    "source_id": pl.String(),
+    "source_uri": pl.String(),
+    "date": pl.String(),
+    "task_set": pl.String(),
+    "task_id": pl.String(),
+    "task_repeat": pl.Int64(),
+    "agent": pl.String(),
+    "agent_args": pl.String(),
+    "model": pl.String(),
+    "model_options": pl.String(),
+    "score": pl.String(),  # JSON: the trial's rewards object (every key), else its reward
+    "score_explanation": pl.String(),  # the verifier's output
+    "success": pl.Boolean(),  # passed; null for an invalid trial (no valid reward)
+    "message_count": pl.Int64(),
+    "total_time": pl.Float64(),  # the agent's seconds
+    "total_tokens": pl.Int64(),
+    "error": pl.String(),
+    "limit": pl.String(),  # "turns" when the stated turn cap ended the run
+    "trust_content": pl.Boolean(),
+    "messages": pl.String(),  # JSON list of chat messages
+    "events": pl.String(),  # JSON list (empty: depthlab records turns, not events)
+    "timelines": pl.String(),
+    "events_data": pl.String(),
+    # depthlab's metadata
+    "dataset": pl.String(),
+    "job": pl.String(),
+    "trial": pl.String(),
+    "cap": pl.Int64(),  # the stated turn cap; null: uncapped
+    "turn_limit": pl.Int64(),
+    "status": pl.String(),  # pass | fail | invalid
+    "reward": pl.Float64(),
+    "n_turns": pl.Int64(),  # N of this trial
+    "n_subagent_turns": pl.Int64(),
+    "depth": pl.Int64(),  # the task's D (null unless solved)
+    "depth_low": pl.Int64(),
+    "depth_high": pl.Int64(),
+    "depth_status": pl.String(),
+    "ci_low": pl.Int64(),
+    "ci_high": pl.Int64(),
+    "work": pl.Int64(),  # the task's W
+    "expert_time_min": pl.Float64(),
+    "checks": pl.String(),  # JSON list of the task's check verdicts ({check, step, outcome}); null: not given
+    "task_checksum": pl.String(),
+    "trajectory_form": pl.String(),  # atif | chat-list | episodes | multi-step; null: no trajectory
+    "not_carried": pl.String(),  # what the transcript could not carry; null: nothing
+}
+
+#: Columns of METR's ``runs.jsonl`` (:func:`depthlab.export.export_metr`): METR's seven, then the run's own.
+METR_RUNS: Final[dict[str, pl.DataType]] = {
+    "task_id": pl.String(),  # "<dataset>/<task>"
+    "task_family": pl.String(),  # the task itself: a Terminal-Bench task is a family of one
+    "alias": pl.String(),  # agent, model and stated cap: one curve per alias
+    "score_binarized": pl.Int64(),
+    "score_cont": pl.Float64(),
+    "human_minutes": pl.Float64(),  # the task's expert time estimate; null where it states none
+    "invsqrt_task_weight": pl.Float64(),  # 1/sqrt(tasks in the family), shared by the alias's runs of the task
+    "run_id": pl.String(),
+    "model": pl.String(),
+    "cap": pl.Int64(),
+    "depth": pl.Int64(),
+}

@@ -53,6 +53,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
         "depthlab.runner",
         "depthlab.engines",
         "depthlab.checks",
+        "depthlab.export",
     ),
     4: ("depthlab.auditdata",),
     5: ("depthlab.findings",),

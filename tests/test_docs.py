@@ -44,6 +44,7 @@ API_PAGES: tuple[tuple[str, str], ...] = (
             "simulate",
             "runner",
             "engines",
+            "export",
             "paper",
             "catalog",
             "schema",

@@ -26,6 +26,8 @@ importable from here:
   second-model drops noise alone gives, pass ~ D | W with a permutation p-value and a hierarchical bootstrap;
 * :mod:`~depthlab.findings.checks` (09): do verifiers see the key steps? (the checks table of
   ``depthlab check`` beside the paper's counts);
+* :mod:`~depthlab.findings.human_time`: D, N and pass rate against the authors' expert time estimate
+  (the human minutes METR's horizons are read in);
 * :mod:`~depthlab.findings.results`: a notebook's results JSON and its comparison with the paper.
 
 The row-building engine and the table schema are in the private ``_core``; the docstring
@@ -61,6 +63,7 @@ from depthlab.findings.difficulty import (
     pass_turns_given_depth,
     pass_turns_given_work,
 )
+from depthlab.findings.human_time import HUMAN_TIME_ROWS, depth_vs_human_time
 from depthlab.findings.labels import depth_vs_author_rating, label_pass_correlations
 from depthlab.findings.proxy import PROXY_FINDINGS, proxy_findings, proxy_forest_table
 from depthlab.findings.quadrants import quadrant_cells, quadrant_percentiles
@@ -87,6 +90,7 @@ __all__ = [
     "AUDITED",
     "FINDING",
     "HUMAN",
+    "HUMAN_TIME_ROWS",
     "OWN",
     "PAPER_SEGMENTS",
     "POOLED_GROUPS",
@@ -100,6 +104,7 @@ __all__ = [
     "depth_reliability",
     "depth_shares",
     "depth_vs_author_rating",
+    "depth_vs_human_time",
     "environment_pairs",
     "forest_table",
     "label_pass_correlations",
