@@ -189,3 +189,16 @@ def test_cost_per_depth_counts_every_task_and_keeps_unknown_apart_from_zero():
     assert rows[1]["cost_usd"] == 0.5
     assert (rows[2]["n_tasks"], rows[2]["n_tasks_priced"], rows[2]["cost_priced_usd"]) == (1, 0, None)
     assert rows[None]["cost_priced_usd"] == 2.0
+
+
+def test_the_price_table_and_its_note_are_package_data():
+    # read_prices() must work from an installed wheel: setup.cfg's package data carries both files
+    import configparser
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    cfg = configparser.ConfigParser()
+    cfg.read(root / "setup.cfg")
+    patterns = [part.strip() for part in cfg["options.package_data"]["depthlab"].split(",")]
+    shipped = {p.relative_to(root / "depthlab").as_posix() for pat in patterns for p in (root / "depthlab").glob(pat)}
+    assert {"io/data/prices.csv", "io/data/prices.md"} <= shipped
