@@ -200,8 +200,8 @@ def pass_depth_given_work_robust(
                 collections=[dataset],
                 models=models,
                 p=perm.p if perm else None,
-                detail=f"Freedman-Lane permutation p (studentised), the permuted residuals residualised on W again; {permuted}"
-                f"{grouped}"
+                detail="Freedman-Lane permutation p (studentised), the permuted residuals residualised on W again; "
+                f"{permuted}{grouped}"
                 if perm
                 else why,
             )
