@@ -584,3 +584,43 @@ METR_RUNS: Final[dict[str, pl.DataType]] = {
     "cap": pl.Int64(),
     "depth": pl.Int64(),
 }
+
+#: Columns of :func:`depthlab.io.read_prices`: list prices per token in US dollars, one row per model.
+PRICES: Final[dict[str, pl.DataType]] = {
+    "model": pl.String(),  # as the price table names it (LiteLLM's key: "claude-sonnet-4-5", "openrouter/...")
+    "input_usd_per_token": pl.Float64(),  # uncached input
+    "output_usd_per_token": pl.Float64(),
+    "cache_read_usd_per_token": pl.Float64(),  # null: none stated; cached input is then priced as input
+}
+
+#: Columns :func:`depthlab.measures.price_trials` adds to the trials table.
+PRICED_TRIALS: Final[dict[str, pl.DataType]] = {
+    "cost_priced_usd": pl.Float64(),  # the trial's tokens at the price table's prices; null: no price or no tokens
+    "price_model": pl.String(),  # the price table's row it was priced by
+    "cost_check": pl.String(),  # agree | disagree | no recorded cost | no price | no tokens (COST_CHECKS)
+}
+
+#: What :func:`depthlab.measures.price_trials` says of a trial's recorded ``cost_usd`` against its priced tokens.
+COST_CHECKS: Final[tuple[str, ...]] = ("agree", "disagree", "no recorded cost", "no price", "no tokens")
+
+#: Columns of :func:`depthlab.measures.cost_per_task`: what measuring each task cost.
+COST_PER_TASK: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "n_trials": pl.Int64(),
+    "n_priced": pl.Int64(),  # trials with a priced cost
+    "cost_priced_usd": pl.Float64(),  # sum over the priced trials; null when none is
+    "cost_usd": pl.Float64(),  # sum of the recorded costs; null when none is recorded
+    "n_disagree": pl.Int64(),  # trials whose recorded cost disagrees with the priced one
+}
+
+#: Columns of :func:`depthlab.measures.cost_per_depth`: what measuring tasks of each D cost.
+COST_PER_DEPTH: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "depth": pl.Int32(),  # null: unsolved (beyond the ladder) or no D
+    "n_tasks": pl.Int64(),
+    "n_tasks_priced": pl.Int64(),  # tasks with at least one priced trial
+    "cost_priced_usd": pl.Float64(),  # sum over the tasks' priced trials
+    "cost_priced_usd_per_task": pl.Float64(),  # its mean over the tasks with a priced trial
+    "cost_usd": pl.Float64(),  # sum of the recorded costs
+}

@@ -140,11 +140,12 @@ def pass_depth_given_work_robust(
     under-covers (tests/test_stats.py measures it at n = 30). These rows carry the same estimate
     (solved tasks with a public pass rate and W) with
 
-    * ``pcorr_pass_depth_given_work_perm``: the Freedman-Lane permutation p-value
-      (:func:`depthlab.stats.permutation_pvalue`, no interval), the test that holds its size in
-      that regime: measured on exact nulls, it rejects at 0.05 in 4.2-5.4% of samples at n = 6 to
-      12 with one to three covariates and in 5.1% (1,000 samples) in the tie regime at n = 30
-      (tests/test_stats.py);
+    * ``pcorr_pass_depth_given_work_perm``: the Freedman-Lane permutation p-value of a studentised
+      statistic (:func:`depthlab.stats.permutation_pvalue`, no interval), the test that holds its
+      size in that regime: measured on exact nulls, it rejects at 0.05 in 2.5-7.0% of samples at
+      n = 6 to 12 with one to three covariates (4.9% pooled), in 2.2% (1,000 samples) in the tie
+      regime at n = 30, and in 5.3-6.7% from n = 6 to 50 where pass rate and depth both follow W
+      (Spearman 0.9; 8.0-9.3% before issue 44) (tests/test_stats.py, tests/bench);
     * ``pcorr_pass_depth_given_work_hier``: a 95% percentile interval from a hierarchical
       bootstrap, task groups then tasks then their public runs (the statistic on the tasks' mean
       pass over runs, which is the pass rate). It shows the spread of that hierarchy but is no
@@ -199,8 +200,8 @@ def pass_depth_given_work_robust(
                 collections=[dataset],
                 models=models,
                 p=perm.p if perm else None,
-                detail=f"Freedman-Lane permutation p, the permuted residuals residualised on W again; {permuted}"
-                f"{grouped}"
+                detail="Freedman-Lane permutation p (studentised), the permuted residuals residualised on W again; "
+                f"{permuted}{grouped}"
                 if perm
                 else why,
             )

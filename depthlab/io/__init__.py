@@ -38,6 +38,7 @@ from depthlab.io._errors import (
 )
 from depthlab.io._files import MAX_FILE_BYTES
 from depthlab.io.atif import read_steps
+from depthlab.io.prices import price_provenance, read_prices
 from depthlab.io.status import STATUS_RULES, trial_status
 from depthlab.io.step_table import load_steps
 from depthlab.io.tasks import TaskLoad, load_task_steps, load_tasks, read_tasks
@@ -60,6 +61,8 @@ __all__ = [
     "load_tasks",
     "load_trials",
     "notes_text",
+    "price_provenance",
+    "read_prices",
     "read_steps",
     "read_tasks",
     "read_trials",

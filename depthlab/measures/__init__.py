@@ -15,16 +15,20 @@ from depthlab.measures.depth import (
     second_model_runs,
 )
 from depthlab.measures.planning import PLAN_MODES, plan_missing, sweep_runs
+from depthlab.measures.pricing import COST_TOLERANCE, cost_per_depth, cost_per_task, price_trials
 from depthlab.measures.proxy import depth_proxy, proxy_correlations, rung_agreement, turn_dependencies
 from depthlab.measures.public import pass_rates, turn_counts
 from depthlab.measures.reliability import depth_by_rule, split_half_depth
 
 __all__ = [
+    "COST_TOLERANCE",
     "CURATION",
     "PLAN_MODES",
     "audit_table",
     "censored_depth",
     "censored_distribution",
+    "cost_per_depth",
+    "cost_per_task",
     "depth_by_rule",
     "depth_intervals",
     "depth_proxy",
@@ -32,6 +36,7 @@ __all__ = [
     "estimate_depth",
     "pass_rates",
     "plan_missing",
+    "price_trials",
     "proxy_correlations",
     "rung_agreement",
     "second_model_effect",

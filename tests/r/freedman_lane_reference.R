@@ -1,5 +1,6 @@
 # Reference p-values for tests/test_stats.py: Freedman & Lane's (1983) permutation test of a partial
-# Spearman correlation, enumerating every permutation, written with base R only (lm, qr, rank).
+# Spearman correlation with a studentised statistic (issue 44), enumerating every permutation, written
+# with base R only (lm, qr, rank).
 #
 # The test suite runs this script afresh (tests/test_stats.py, fixture `r_freedman_lane`) and compares
 # depthlab.stats.permutation_pvalue (which enumerates every permutation when n! <= n_perm) with
@@ -13,11 +14,14 @@
 # The textbook procedure (Anderson & Legendre 1999, sec. 2.3; Winkler et al. 2014, table 2), on ranks:
 #   1. rank every column (average ranks for ties);
 #   2. fit the reduced model y ~ covar; keep its fitted values f and residuals e;
-#   3. for every permutation p of 1..n: y* = f + e[p]; the statistic is the partial correlation of x
-#      and y* given covar, i.e. cor(residuals(lm(x ~ covar)), residuals(lm(y* ~ covar)));
-#   4. p = #{|r*| >= |r|} / n! (the identity is one of the permutations).
+#   3. for every permutation p of 1..n: y* = f + e[p]; with a = residuals(lm(x ~ covar)) and
+#      b = residuals(lm(y* ~ covar)), the statistic is t* = sum(a b) / sqrt(sum(a^2 b^2)): the
+#      covariance of the two residual vectors over its heteroscedasticity-consistent standard error
+#      (DiCiccio & Romano 2017's studentised correlation); 0 when every a_i b_i is 0;
+#   4. p = #{|t*| >= |t|} / n! (the identity is one of the permutations).
+# The script also prints r, the plain partial correlation cor(a, residuals(lm(y ~ covar))).
 # A permuted statistic equal to the observed one up to rounding (a permutation of tied residuals)
-# counts as at least as extreme: |r*| >= |r| - 1e-9.
+# counts as at least as extreme: |t*| >= |t| - 1e-9.
 
 args <- commandArgs(trailingOnly = TRUE)
 if (length(args) != 2) stop("usage: Rscript freedman_lane_reference.R CASES.csv OUT.csv")
@@ -56,8 +60,13 @@ for (i in seq_len(nrow(cases))) {
   rx <- residual_on(x, z)
   observed <- cor(rx, residual_on(y, z))
   perms <- all_permutations(nrow(m))
-  stars <- apply(perms, 1, function(p) cor(rx, residual_on(fitted_y + e[p], z)))
-  p <- sum(abs(stars) >= abs(observed) - 1e-9) / nrow(perms)
+  studentised <- function(b) {
+    spread <- sqrt(sum(rx^2 * b^2))
+    if (spread > 0) sum(rx * b) / spread else 0
+  }
+  t_observed <- studentised(residual_on(y, z))
+  stars <- apply(perms, 1, function(p) studentised(residual_on(fitted_y + e[p], z)))
+  p <- sum(abs(stars) >= abs(t_observed) - 1e-9) / nrow(perms)
   out[i, ] <- list(case$id, sprintf("%.17g", observed), sprintf("%.17g", p), nrow(perms))
 }
 write.csv(out, args[2], row.names = FALSE)
