@@ -39,6 +39,7 @@ posterior puts ``1 - error`` on one rung, or when every cell has ``max_attempts`
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Sequence
@@ -59,6 +60,9 @@ BAYES_Q = 0.2
 BAYES_ERROR = 0.05
 #: The turns a run costs beyond its own (container start, build, verifier), in the planner's cost.
 RUN_COST = 5.0
+
+#: Greedy steps in one round of the planner (at most this many runs per task and model a round).
+ROUND_BATCH = 4
 
 _LEVEL_STEPS = 7
 _RISES = (1.0, 0.7, 0.4)
@@ -87,6 +91,7 @@ class NoiseGrid:
         return int(self.curves.shape[1]) + 1
 
 
+@functools.lru_cache(maxsize=8)
 def noise_grid(n_caps: int, q: float = BAYES_Q) -> NoiseGrid:
     """The grid of monotone pass curves of the module docstring, for a ladder of ``n_caps`` caps.
 
@@ -142,11 +147,17 @@ def _normalise_log(log_weights: FloatArray) -> FloatArray:
     return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
-def fit_log_prior(grid: NoiseGrid, loglik: FloatArray, iterations: int = _EM_ITERATIONS) -> FloatArray:
+def fit_log_prior(
+    grid: NoiseGrid,
+    loglik: FloatArray,
+    iterations: int = _EM_ITERATIONS,
+    weights: FloatArray | None = None,
+) -> FloatArray:
     """Empirical-Bayes log prior over states (S,) from one model's rows' log-likelihoods (rows, S).
 
     The prior is a product of a distribution over rungs and one over each curve parameter, each
-    fitted by EM with a Dirichlet(1) pseudo-count (module docstring).
+    fitted by EM with a Dirichlet(1) pseudo-count (module docstring). ``weights`` (rows,): how many
+    tasks each row stands for (rows of equal counts are fitted once).
 
     Examples
     --------
@@ -160,7 +171,8 @@ def fit_log_prior(grid: NoiseGrid, loglik: FloatArray, iterations: int = _EM_ITE
     indices = [grid.rung] + [grid.factors[:, i] for i in range(grid.factors.shape[1])]
     log_prior = _product_log_prior(marginals, indices)
     for _ in range(iterations):
-        posterior = _normalise_log(loglik + log_prior).sum(axis=0) if len(loglik) else np.zeros(len(grid.rung))
+        row_weights = np.ones(len(loglik)) if weights is None else weights
+        posterior = row_weights @ _normalise_log(loglik + log_prior) if len(loglik) else np.zeros(len(grid.rung))
         marginals = [
             (np.bincount(index, weights=posterior, minlength=len(share)) + 1.0) / (posterior.sum() + len(share))
             for index, share in zip(indices, marginals, strict=True)
@@ -224,7 +236,7 @@ def information_gain(state_posterior: FloatArray, grid: NoiseGrid) -> FloatArray
     onehot = np.zeros((len(grid.rung), n_rungs))
     onehot[np.arange(len(grid.rung)), grid.rung] = 1.0
     # P(rung = r, pass at cap j) per (task, model): (T, M, C, R)
-    joint_pass = np.einsum("tms,sc,sr->tmcr", state_posterior, grid.curves, onehot, optimize=True)
+    joint_pass = np.swapaxes(state_posterior[..., None] * grid.curves, -1, -2) @ onehot
     p_pass = joint_pass.sum(axis=-1)  # (T, M, C)
     survival = np.flip(np.cumsum(np.flip(rungs, -1), -1), -1)  # (T, M, R)
     n_models = rungs.shape[1]
@@ -290,7 +302,7 @@ def posteriors(
         n_valid = part["n_valid"].to_numpy().astype(np.int64).reshape(shape)
         loglik = log_likelihood(grid.curves, n_pass, n_valid)  # (T, M, S)
         if log_prior is None:
-            prior = np.stack([fit_log_prior(grid, loglik[:, m]) for m in range(len(names))])
+            prior = np.stack([_fitted(grid, n_pass[:, m], n_valid[:, m]) for m in range(len(names))])
         else:
             prior = np.broadcast_to(log_prior, (len(names), len(grid.rung)))
         states = _normalise_log(loglik + prior[None])
@@ -309,6 +321,14 @@ def posteriors(
             )
         )
     return out
+
+
+def _fitted(grid: NoiseGrid, n_pass: IntArray, n_valid: IntArray) -> FloatArray:
+    """:func:`fit_log_prior` on one model's counts (tasks, C), each distinct row of counts once, weighted."""
+    rows, inverse_counts = np.unique(np.concatenate([n_pass, n_valid], axis=1), axis=0, return_counts=True)
+    n_caps = n_pass.shape[1]
+    loglik = log_likelihood(grid.curves, rows[:, :n_caps], rows[:, n_caps:])
+    return fit_log_prior(grid, loglik, weights=inverse_counts.astype(np.float64))
 
 
 def _mean_turns(trials: pl.DataFrame) -> pl.DataFrame:
@@ -387,31 +407,52 @@ def bayes_round(
     error: float,
     max_attempts: int,
     run_cost: float = RUN_COST,
+    batch: int = ROUND_BATCH,
 ) -> tuple[IntArray, IntArray, IntArray]:
     """One round of the planner on one dataset's posterior: (task index, model index, cap index) of each run.
 
     A run's cost is ``run_cost`` plus its expected turns: the mean turn count of the cell's runs
-    where known (at most the cap), else the cap.
+    where known (at most the cap), else the cap. The round is built in ``batch`` greedy steps: each
+    step adds, per unfinished task, each model's best run (score at least half the task's best),
+    then updates the task's posterior as if each added run gave its more likely outcome, so a later
+    step plans past it (a cell may get several attempts); a task whose updated posterior puts
+    ``1 - error`` on one rung gets no further run in the round.
     """
-    turns = posterior.turns
-    unfinished = posterior.depth.max(axis=1) < 1.0 - error
     ladder = np.asarray(caps, dtype=np.float64)
-    expected_turns = np.broadcast_to(ladder, posterior.n_valid.shape)
-    expected_turns = np.where(np.isnan(turns), expected_turns, np.minimum(turns, ladder))
+    expected_turns = np.where(np.isnan(posterior.turns), ladder, np.minimum(posterior.turns, ladder))
     cost = run_cost + expected_turns
-    open_cell = posterior.n_valid < max_attempts
-    tasks = np.flatnonzero(unfinished & open_cell.any(axis=(1, 2)))
-    if not len(tasks):
+    states = posterior.states.copy()
+    n_valid = posterior.n_valid.copy()
+    curves = posterior.grid.curves
+    picked: list[tuple[IntArray, IntArray, IntArray]] = []
+    for _ in range(batch):
+        rungs = rung_posterior(states, posterior.grid.rung, posterior.grid.n_rungs)
+        unfinished = minimum_posterior(rungs).max(axis=1) < 1.0 - error
+        open_cell = n_valid < max_attempts
+        tasks = np.flatnonzero(unfinished & open_cell.any(axis=(1, 2)))
+        if not len(tasks):
+            break
+        gain = information_gain(states[tasks], posterior.grid)
+        score = np.where(open_cell[tasks] & (gain > 1e-9), gain / cost[tasks], 0.0)  # (t, M, C)
+        best_cap = score.argmax(axis=2)  # (t, M)
+        best_score = score.max(axis=2)
+        chosen = (best_score > 0) & (best_score >= 0.5 * best_score.max(axis=1, keepdims=True))
+        t, m = np.nonzero(chosen)
+        if not len(t):
+            break
+        task, cap = tasks[t], best_cap[t, m]
+        picked.append((task.astype(np.int64), m.astype(np.int64), cap.astype(np.int64)))
+        # the believed outcome: the more likely one under the current posterior
+        p_pass = (states[task, m] * curves[:, cap].T).sum(axis=1)
+        likelihood = np.where((p_pass >= 0.5)[:, None], curves[:, cap].T, 1.0 - curves[:, cap].T)
+        updated = states[task, m] * likelihood
+        states[task, m] = updated / np.clip(updated.sum(axis=1, keepdims=True), _TINY, None)
+        n_valid[task, m, cap] += 1
+    if not picked:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
-    gain = information_gain(posterior.states[tasks], posterior.grid)
-    score = np.where(open_cell[tasks] & (gain > 1e-9), gain / cost[tasks], 0.0)  # (t, M, C)
-    best_cap = score.argmax(axis=2)  # (t, M)
-    best_score = score.max(axis=2)
-    task_best = best_score.max(axis=1, keepdims=True)
-    chosen = (best_score > 0) & (best_score >= 0.5 * task_best)
-    t, m = np.nonzero(chosen)
-    return tasks[t].astype(np.int64), m.astype(np.int64), best_cap[t, m].astype(np.int64)
+    task_index, model_index, cap_index = (np.concatenate(parts) for parts in zip(*picked, strict=True))
+    return task_index, model_index, cap_index
 
 
 def plan_round_table(
@@ -423,19 +464,22 @@ def plan_round_table(
     q: float,
     max_attempts: int,
     run_cost: float = RUN_COST,
+    grid: NoiseGrid | None = None,
+    log_prior: FloatArray | None = None,
 ) -> pl.DataFrame:
-    """The plan table (:data:`depthlab.schema.PLAN`) of one round of the planner (inputs assumed validated)."""
+    """The plan table (:data:`depthlab.schema.PLAN`) of one round of the planner (inputs assumed validated).
+
+    ``grid`` and ``log_prior`` as in :func:`posteriors` (a planner told the true noise).
+    """
     frames = []
-    for post in posteriors(cells, trials, caps=caps, q=q):
+    for post in posteriors(cells, trials, caps=caps, q=q, grid=grid, log_prior=log_prior):
         t, m, c = bayes_round(post, caps=caps, error=error, max_attempts=max_attempts, run_cost=run_cost)
         keys = post.keys[t.tolist()] if len(t) else post.keys.clear()
-        frames.append(
-            keys.with_columns(
-                model=pl.Series([post.models[i] for i in m.tolist()], dtype=pl.String),
-                cap=pl.Series([caps[i] for i in c.tolist()], dtype=pl.Int32),
-                attempts=pl.lit(1, dtype=pl.Int32),
-            )
+        runs = keys.with_columns(
+            model=pl.Series([post.models[i] for i in m.tolist()], dtype=pl.String),
+            cap=pl.Series([caps[i] for i in c.tolist()], dtype=pl.Int32),
         )
+        frames.append(runs.group_by("dataset", "task", "model", "cap").agg(attempts=pl.len().cast(pl.Int32)))
     if not frames:
         return pl.DataFrame(schema=schema.PLAN)
     return pl.concat(frames).sort(["dataset", "task", "model", "cap"]).cast(schema.PLAN)
