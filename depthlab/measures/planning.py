@@ -145,7 +145,7 @@ def plan_missing(
     The Bayesian planner picks, per task, the runs that tell most about D per turn:
 
     >>> plan_missing(trials, tasks, models=["a", "b"], mode="bayes").select("model", "cap").rows()
-    [('a', 2)]
+    [('a', 1), ('a', 2), ('b', 1)]
     """
     function = "plan_missing"
     check_frame(trials, "trials", function, ("dataset", "task", "model", "cap", "status"))
