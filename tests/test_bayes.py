@@ -194,3 +194,75 @@ def test_calibration_of_p_depth_on_a_generator_apart():
     sure = depth["p_depth"].to_numpy() >= 0.95
     assert sure.sum() >= 120
     assert (reported[sure] == truth.true_rung[sure]).mean() >= 0.89
+
+
+class _NoisyEngine:
+    """An engine of known curves in memory (the round loop's protocol): a run at cap c passes with the curve's P."""
+
+    name = "simulated"
+
+    def __init__(self, prob: dict[tuple[str, str], list[float]], caps: tuple[int, ...], seed: int) -> None:
+        self.prob, self.caps, self.rng = prob, caps, np.random.default_rng(seed)
+        self.rows: list[dict] = []
+        self.rounds = 0
+        self.progress, self.note, self.jobs_dir = False, "", None
+
+    def check(self) -> None:
+        pass
+
+    def resume(self, echo) -> None:
+        pass
+
+    def preflight(self, tasks, echo) -> pl.DataFrame:
+        return schema.preflight_failures([])
+
+    def next_round(self) -> int:
+        return self.rounds + 1
+
+    def run_round(self, plan, number, tasks, echo) -> None:
+        self.rounds += 1
+        for row in plan.iter_rows(named=True):
+            p = self.prob[(row["task"], row["model"])][self.caps.index(row["cap"])]
+            for _ in range(row["attempts"]):
+                passed = self.rng.random() < p
+                self.rows.append({"dataset": "d", "task": row["task"], "model": row["model"], "cap": row["cap"],
+                                  "status": "pass" if passed else "fail", "n_turns": row["cap"],
+                                  "source": f"sim/{len(self.rows)}/result.json"})  # fmt: skip
+
+    def load_trials(self) -> pl.DataFrame:
+        return schema.conform(pl.DataFrame(self.rows), "trials") if self.rows else schema.empty("trials")
+
+
+def test_measure_with_an_error_runs_bayesian_rounds_and_reports_p_depth():
+    from depthlab.engines import measure
+
+    caps = (1, 2, 3, 5)
+    steps = {"t1": 0, "t3": 2, "t5": 3, "never": 4, "t2": 1, "u3": 2}
+    prob = {(task, "p/a"): [0.9 if j >= step else 0.0 for j in range(4)] for task, step in steps.items()}
+    tasks = schema.conform(pl.DataFrame({"dataset": "d", "task": list(steps), "source": "/t"}), "tasks")
+    lines: list[str] = []
+    engine = _NoisyEngine(prob, caps, seed=3)
+    result = measure(engine, tasks, models=["p/a"], caps=caps, error=0.05, max_attempts=6, echo=lines.append)
+    depth = result.depth.sort("task")
+    assert result.complete
+    assert depth["p_depth"].min() >= 0.95
+    got = dict(depth.select("task", "depth").iter_rows())
+    assert got == {"never": None, "t1": 1, "t2": 2, "t3": 3, "t5": 5, "u3": 3}
+    assert dict(depth.select("task", "status").iter_rows())["never"] == "unsolved"
+    assert result.runs < 6 * len(caps) * len(steps)
+
+
+def test_cli_plan_error_forecast_prints_runs_and_turns_before_anything_is_spent(tmp_path, capsys):
+    from depthlab import cli
+
+    out = tmp_path / "sim"
+    assert cli.main(["simulate", str(out), "--scale", "0.02", "--seed", "4", "--public-attempts", "0"]) == 0
+    args = ["plan", "--tasks", str(out / "tasks"), "--models", "sim/model-a,sim/model-b", "--error", "0.05"]
+    assert cli.main([*args, "--forecast", "-o", str(tmp_path / "plan.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "bayes plan:" in err
+    assert "forecast (" in err
+    assert "more runs, at most" in err
+    assert pl.read_csv(tmp_path / "plan.csv").height > 0
+    assert cli.main([*args[:-2], "--forecast", "-o", str(tmp_path / "p.csv")]) == 2
+    assert "--forecast needs --error" in capsys.readouterr().err

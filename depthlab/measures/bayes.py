@@ -263,7 +263,8 @@ class Posterior:
 
     ``n_pass``/``n_valid`` are the counts (T, M, C) it rests on, ``turns`` (T, M, C) the mean turn
     count of each cell's valid runs (NaN where none has one), ``keys`` the tasks (dataset, task) in
-    order, ``models`` the models in order, ``grid`` the curves it enumerates.
+    order, ``models`` the models in order, ``grid`` the curves it enumerates, ``log_prior`` (M, S)
+    the prior it used.
     """
 
     keys: pl.DataFrame
@@ -275,6 +276,7 @@ class Posterior:
     n_valid: IntArray
     turns: FloatArray
     grid: NoiseGrid
+    log_prior: FloatArray
 
 
 def posteriors(
@@ -318,6 +320,7 @@ def posteriors(
                 n_valid=n_valid,
                 turns=part["_turns"].fill_null(np.nan).to_numpy().astype(np.float64).reshape(shape),
                 grid=grid,
+                log_prior=np.asarray(prior, dtype=np.float64),
             )
         )
     return out
@@ -483,3 +486,73 @@ def plan_round_table(
     if not frames:
         return pl.DataFrame(schema=schema.PLAN)
     return pl.concat(frames).sort(["dataset", "task", "model", "cap"]).cast(schema.PLAN)
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """What the planner is expected to spend before every task is finished (:func:`forecast`)."""
+
+    runs: float  # further runs, mean over the draws
+    turns: float  # at most this many further turns (a run at cap c counted as c turns), mean over the draws
+    rounds: float  # further rounds, mean over the draws
+    n_tasks: int
+
+
+def forecast(
+    posterior: Posterior,
+    *,
+    caps: Sequence[int],
+    error: float,
+    max_attempts: int,
+    run_cost: float = RUN_COST,
+    draws: int = 3,
+    seed: int = 0,
+) -> Forecast:
+    """The runs, turns and rounds the planner needs to finish one dataset's tasks, before any is spent.
+
+    Each draw gives every (task, model) a curve drawn from its posterior now (the prior fitted to
+    the runs already made; a task without runs draws from the prior), then replays the planner
+    round by round on outcomes drawn from those curves, the prior held fixed, until every task is
+    finished. A run at cap c is counted as c turns (an upper bound: a pass may take fewer).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> grid = noise_grid(3, 0.2)
+    >>> zeros = np.zeros((4, 1, 3), dtype=np.int64)
+    >>> prior = np.full((1, len(grid.rung)), -np.log(len(grid.rung)))
+    >>> states = np.exp(np.broadcast_to(prior, (4, 1, len(grid.rung))))
+    >>> rungs = rung_posterior(states, grid.rung, grid.n_rungs)
+    >>> post = Posterior(pl.DataFrame({"dataset": ["d"] * 4, "task": list("abcd")}), ("m",), states, rungs,
+    ...     minimum_posterior(rungs), zeros, zeros, np.full((4, 1, 3), np.nan), grid, prior)
+    >>> result = forecast(post, caps=(1, 2, 3), error=0.05, max_attempts=4)
+    >>> result.n_tasks, 0 < result.runs <= 4 * 3 * 4
+    (4, True)
+    """
+    rng = np.random.default_rng(seed)
+    grid = posterior.grid
+    n_tasks, n_models, n_caps = posterior.n_valid.shape
+    ladder = np.asarray(caps, dtype=np.float64)
+    totals = np.zeros(3)
+    for _ in range(draws):
+        flat = posterior.states.reshape(-1, posterior.states.shape[-1])
+        cumulative = np.cumsum(flat, axis=1)
+        drawn = (cumulative < rng.random((len(flat), 1)) * cumulative[:, -1:]).sum(axis=1)
+        truth = grid.curves[np.minimum(drawn, len(grid.rung) - 1)].reshape(n_tasks, n_models, n_caps)
+        n_pass, n_valid = posterior.n_pass.copy(), posterior.n_valid.copy()
+        for _round in range(max_attempts * n_caps * n_models + 1):
+            states = _normalise_log(log_likelihood(grid.curves, n_pass, n_valid) + posterior.log_prior[None])
+            rungs = rung_posterior(states, grid.rung, grid.n_rungs)
+            current = Posterior(
+                posterior.keys, posterior.models, states, rungs, minimum_posterior(rungs), n_pass, n_valid,
+                posterior.turns, grid, posterior.log_prior,
+            )  # fmt: skip
+            t, m, c = bayes_round(current, caps=caps, error=error, max_attempts=max_attempts, run_cost=run_cost)
+            if not len(t):
+                break
+            passed = rng.random(len(t)) < truth[t, m, c]
+            np.add.at(n_valid, (t, m, c), 1)
+            np.add.at(n_pass, (t, m, c), passed.astype(np.int64))
+            totals += (len(t), ladder[c].sum(), 1)
+    runs, turns, rounds = totals / draws
+    return Forecast(runs=float(runs), turns=float(turns), rounds=float(rounds), n_tasks=n_tasks)
