@@ -176,6 +176,16 @@ def estimate_depth(
     Non-monotone evidence (a model passes at cap a and only fails at a larger cap b) is kept:
     D still uses the smallest passing cap, and the task is flagged in ``non_monotone``.
 
+    **pass_rule="bayes"**: each task's posterior over its depth at threshold ``q`` (the smallest cap
+    whose pass probability reaches ``q``, minimum over models), under a model of monotone pass curves
+    with priors fitted across the dataset's tasks (:mod:`depthlab.measures.bayes`). ``depth`` is the
+    posterior mode's cap (null when the mode is beyond the ladder), ``p_depth`` its posterior
+    probability; ``status`` is ``solved`` (mode on the ladder) or ``unsolved`` (mode beyond it) when
+    ``p_depth`` reaches ``1 - error``, ``incomplete`` otherwise; ``depth_low``/``depth_high`` are the
+    mode's rounding to the ladder; ``ci_low``/``ci_high`` the shortest run of rungs holding ``level``
+    of the same posterior; ``caps_missing`` the caps of the planner's next round
+    (:func:`plan_missing` with ``mode="bayes"``); ``depth_by_model`` each model's own posterior mode.
+
     Parameters
     ----------
     trials : pl.DataFrame
@@ -186,7 +196,7 @@ def estimate_depth(
         The models that count. Default: in each dataset, every model with a trial at a
         ladder cap there. A model with no valid trial on a task leaves every cap missing.
     pass_rule : {"any", "majority", "isotonic", "bayes"}, default "any"
-        How several attempts at one cap combine; ``"bayes"``: D at a stated error (below).
+        How several attempts at one cap combine; ``"bayes"``: D at a stated error (above).
     q : float, optional
         The ``"isotonic"`` rule's threshold on the fitted P(pass | cap), in (0, 1] (default 0.5);
         under ``"bayes"`` the threshold of the depth's definition (default 0.2); ignored by the
@@ -197,16 +207,6 @@ def estimate_depth(
         ``"bayes"`` the interval is then the posterior's at ``1 - error``).
     error : float, default 0.05
         ``"bayes"`` only: the error a D is reported at.
-
-    **pass_rule="bayes"**: each task's posterior over its depth at threshold ``q`` (the smallest cap
-    whose pass probability reaches ``q``, minimum over models), under a model of monotone pass curves
-    with priors fitted across the dataset's tasks (:mod:`depthlab.measures.bayes`). ``depth`` is the
-    posterior mode's cap (null when the mode is beyond the ladder), ``p_depth`` its posterior
-    probability; ``status`` is ``solved`` (mode on the ladder) or ``unsolved`` (mode beyond it) when
-    ``p_depth`` reaches ``1 - error``, ``incomplete`` otherwise; ``depth_low``/``depth_high`` are the
-    mode's rounding to the ladder; ``ci_low``/``ci_high`` the shortest run of rungs holding ``level``
-    of the same posterior; ``caps_missing`` the caps of the planner's next round
-    (:func:`plan_missing` with ``mode="bayes"``); ``depth_by_model`` each model's own posterior mode.
 
     Returns
     -------
