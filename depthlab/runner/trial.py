@@ -341,7 +341,9 @@ def run_healthcheck(
             continue
         failures += 1
         if failures >= check.retries:
-            raise HealthcheckError(f"Healthcheck failed after {check.retries} consecutive retries: {check.command}")
+            raise HealthcheckError(
+                f"Healthcheck failed after {check.retries} consecutive retries: {check.command}"
+            )
         time.sleep(check.interval_sec)
 
 
