@@ -173,6 +173,8 @@ DEPTH: Final[dict[str, pl.DataType]] = {
     # the true depth in (ci_low, ci_high]; ci_high null when it may lie beyond the top cap; null when not computed
     "ci_low": pl.Int32(),
     "ci_high": pl.Int32(),
+    # pass_rule="bayes": the posterior probability of the reported rung (depth, or beyond the top cap); else null
+    "p_depth": pl.Float64(),
 }
 
 AUDIT: Final[dict[str, pl.DataType]] = {
@@ -623,4 +625,12 @@ COST_PER_DEPTH: Final[dict[str, pl.DataType]] = {
     "cost_priced_usd": pl.Float64(),  # sum over the tasks' priced trials
     "cost_priced_usd_per_task": pl.Float64(),  # its mean over the tasks with a priced trial
     "cost_usd": pl.Float64(),  # sum of the recorded costs
+}
+
+#: Columns of :func:`depthlab.measures.bayes.depth_posterior`: each task's posterior over its depth at threshold q.
+DEPTH_POSTERIOR: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "task": pl.String(),
+    "depth": pl.Int32(),  # the rung's cap; null: beyond the top cap
+    "probability": pl.Float64(),  # posterior probability that the task's depth at q is this rung
 }

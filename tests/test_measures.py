@@ -548,7 +548,7 @@ def test_pass_rule_and_mode_messages():
     with pytest.raises(
         ValueError,
         match=r"^The 'pass_rule' parameter of estimate_depth must be one of "
-        r"\['any', 'majority', 'isotonic'\], got 'all'$",
+        r"\['any', 'majority', 'isotonic', 'bayes'\], got 'all'$",
     ):
         estimate_depth(trials, pass_rule="all")
     tasks = schema.conform(pl.DataFrame({"dataset": ["d"], "task": ["t"]}), "tasks")

@@ -30,7 +30,7 @@ The jobs stay in --jobs-dir: `harbor view JOBS_DIR` and `depthlab depth JOBS_DIR
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from depthlab.commands.depth import add_ladder_arguments
-    from depthlab.commands.plan import add_attempts_arguments
+    from depthlab.commands.plan import add_attempts_arguments, add_error_argument
 
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -50,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-n", "--concurrency", type=int, default=2, help="trials at once (default 2)")
     add_attempts_arguments(parser)
+    add_error_argument(parser)
     parser.add_argument("--max-runs", type=int, default=None, metavar="N", help="stop before passing N runs")
     parser.add_argument("--max-cost", type=float, default=None, metavar="USD", help="stop before passing this cost")
     parser.add_argument(
@@ -236,11 +237,17 @@ def run(args: argparse.Namespace) -> int:
                 max_cost=args.max_cost,
                 preflight=not args.no_preflight,
                 progress=not args.no_progress,
+                error=args.error,
             )
     except (EngineError, OSError, RuntimeError, ValueError) as exc:
         print(f"depthlab measure: {exc}", file=sys.stderr)
         return 1
     print(result.render(), file=sys.stderr)
+    if args.error is not None:
+        for row in result.depth.iter_rows(named=True):
+            where = "beyond the ladder" if row["depth"] is None else f"D = {row['depth']}"
+            sure = "" if row["p_depth"] is None else f" (probability {row['p_depth']:.3f})"
+            print(f"  {row['task']}: {where}{sure}, {row['status']}", file=sys.stderr)
     if result.depth.height:
         try:
             write_table(result.depth, args.output)

@@ -33,6 +33,10 @@ Run it with `depthlab fill` (Docker, one machine), or hand it to Harbor:
 With --mode adaptive the plan is one round of a bottom-up search: run it, then plan again with the new
 jobs among the PATHs, until the plan is empty. It needs far fewer runs than the sweep.
 
+With --error E (or --mode bayes) the plan is one round of the Bayesian planner: per unfinished task, the
+runs with the most information about D per expected turn, until D's posterior puts 1 - E on one rung
+(docs/depth_uncertainty.md); plan again after each round. --forecast prints, before anything is spent,
+the runs and turns it is expected to need (simulated from the priors fitted to the runs among the PATHs).
 With --attempts auto every planned cell gets one attempt, and a cell already run gets another only
 while its outcome can still change D under --pass-rule (majority or isotonic; under any, every
 failure below D stays open) within --max-attempts per cell. Plan again after each round.
@@ -58,7 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="allow --models with no runs among the PATHs (plan their runs from scratch)",
     )
     add_attempts_arguments(parser)
-    parser.add_argument("--mode", choices=["sweep", "adaptive"], default="sweep", help="default: sweep")
+    parser.add_argument("--mode", choices=["sweep", "adaptive", "bayes"], default="sweep", help="default: sweep")
+    add_error_argument(parser)
+    parser.add_argument(
+        "--forecast",
+        action="store_true",
+        help="with --error: print the runs and turns the Bayesian planner is expected to need to finish",
+    )
     parser.add_argument("--harbor-configs", default=None, metavar="DIR", help="also write Harbor job configs here")
     parser.add_argument("--agent", default="terminus-2", help="agent name in the Harbor configs")
     parser.add_argument("--dataset", default=None, help="tag every trial and task with this dataset name")
@@ -77,6 +87,41 @@ def add_attempts_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-attempts", type=int, default=3, metavar="K", help="with --attempts auto: the most per cell (default 3)"
     )
+
+
+def add_error_argument(parser: argparse.ArgumentParser) -> None:
+    """--error E (``plan`` and ``measure``): D to a stated error with the Bayesian planner."""
+    parser.add_argument(
+        "--error",
+        type=float,
+        default=None,
+        metavar="E",
+        help="D to this error (e.g. 0.05): the Bayesian planner and estimator (depth at q 0.2, p_depth per task)",
+    )
+
+
+def forecast_lines(
+    trials: pl.DataFrame, tasks: pl.DataFrame, *, models: list[str], caps: tuple[int, ...], error: float,
+    max_attempts: int,
+) -> list[str]:  # fmt: skip
+    """One line per dataset: the runs, turns and rounds the Bayesian planner is expected to need."""
+    from depthlab.measures.bayes import BAYES_Q, forecast, posteriors
+    from depthlab.measures.depth import evidence_grid
+
+    cells = evidence_grid(trials, caps=caps, models=models, pass_rule="any", tasks=tasks)
+    lines = []
+    for post in posteriors(cells, trials, caps=caps, q=BAYES_Q):
+        made = int(post.n_valid.sum())
+        guess = forecast(post, caps=caps, error=error, max_attempts=max_attempts)
+        source = (
+            f"priors fitted to the {made} runs made" if made else "no runs yet: spread priors over rungs and curves"
+        )
+        lines.append(
+            f"forecast ({post.keys['dataset'][0]}): about {guess.runs:.0f} more runs, at most {guess.turns:.0f} "
+            f"turns, in about {guess.rounds:.0f} rounds for {guess.n_tasks} tasks to error {error:g} "
+            f"(simulated; {source})"
+        )
+    return lines
 
 
 def _attempts(text: str) -> int | str:
@@ -114,6 +159,11 @@ def run(args: argparse.Namespace) -> int:
     if mistake:
         print(f"depthlab plan: {mistake} (a model with no runs yet: add --new-models)", file=sys.stderr)
         return 1
+    bayes = args.error is not None or args.mode == "bayes"
+    mode = "bayes" if bayes else args.mode
+    if args.forecast and not bayes:
+        print("depthlab plan: --forecast needs --error (the Bayesian planner)", file=sys.stderr)
+        return 2
     try:
         plan = plan_missing(
             trials,
@@ -121,19 +171,27 @@ def run(args: argparse.Namespace) -> int:
             models=args.models,
             caps=args.caps,
             attempts=args.attempts,
-            mode=args.mode,
+            mode=mode,
             pass_rule=args.pass_rule,
-            q=args.q,
+            q=None if bayes else args.q,
             max_attempts=args.max_attempts,
+            **({"error": args.error} if args.error is not None else {}),
         )
     except (TypeError, ValueError) as exc:
         print(f"depthlab plan: {exc}", file=sys.stderr)
         return 1
+    if args.forecast:
+        error = 0.05 if args.error is None else args.error
+        lines = forecast_lines(
+            trials, tasks, models=args.models, caps=args.caps, error=error, max_attempts=args.max_attempts
+        )
+        for line in lines:
+            print(line, file=sys.stderr)
     per_cell = args.max_attempts if args.attempts == "auto" else args.attempts
     sweep = sweep_runs(tasks.height, n_models=len(args.models), caps=args.caps, attempts=per_cell)
     runs = int(plan["attempts"].sum()) if plan.height else 0
     n_tasks = plan.select("dataset", "task").unique().height
-    print(f"{args.mode} plan: {runs} runs over {n_tasks} tasks (exhaustive sweep: {sweep} runs)", file=sys.stderr)
+    print(f"{mode} plan: {runs} runs over {n_tasks} tasks (exhaustive sweep: {sweep} runs)", file=sys.stderr)
     write_table(plan, args.output)
     if args.harbor_configs:
         written = write_harbor_configs(plan, tasks, args.harbor_configs, agent=args.agent)

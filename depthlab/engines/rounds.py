@@ -17,6 +17,13 @@ It stops when
 * more rounds than the ladder can need (``2 * len(caps) + 1``, times ``max_attempts`` with
   ``attempts="auto"``, where a round adds at most one attempt to a cell) have run, which only
   happens when invalid trials keep cells missing.
+
+With ``error`` (``depthlab measure --error 0.05``) each round is ``plan_missing(mode="bayes")``
+instead (:mod:`depthlab.measures.bayes`): the runs with the most information about each
+unfinished task's D per expected turn, until D's posterior puts ``1 - error`` on one rung or every
+cell of the task has ``max_attempts`` valid runs; the depth table is ``estimate_depth``'s with
+``pass_rule="bayes"`` (``p_depth`` beside each D). Every round plans at least one run of each
+unfinished task, so the rounds are bounded by ``max_attempts * len(caps) * len(models)``.
 """
 
 from __future__ import annotations
@@ -38,7 +45,15 @@ from depthlab._text import one_line as _one_line
 from depthlab.engines._lock import jobs_folder_lock
 from depthlab.io.task_rules import MISREAD, REFUSED, refused_tasks, task_config_problems
 from depthlab.measures import plan_missing
-from depthlab.measures.depth import DEPTH_LEVEL, TASK_KEYS, depth_from_grid, evidence_grid, true_depth_columns
+from depthlab.measures.bayes import BAYES_Q
+from depthlab.measures.depth import (
+    DEPTH_LEVEL,
+    TASK_KEYS,
+    bayes_depth,
+    depth_from_grid,
+    evidence_grid,
+    true_depth_columns,
+)
 
 Echo = Callable[[str], None]
 
@@ -190,6 +205,7 @@ def measure(
     preflight: bool = True,
     progress: bool = True,
     echo: Echo | None = None,
+    error: float | None = None,
 ) -> MeasureResult:
     """Measure every task's depth D with ``engine``: preflight, then adaptive rounds (module docstring).
 
@@ -220,6 +236,8 @@ def measure(
         Show a progress bar per round.
     echo : callable, optional
         Where the summaries go (default: stderr).
+    error : float, optional
+        D to this error (module docstring): Bayesian rounds, ``attempts`` and ``pass_rule`` unused.
 
     Returns
     -------
@@ -234,13 +252,16 @@ def measure(
     models, caps, attempts, max_runs, max_cost = check_arguments(
         models, caps, attempts, max_runs, max_cost, max_attempts=max_attempts
     )
+    if error is not None:
+        error = check_number(error, "error", "measure", low=0, high=1, low_open=True, high_open=True, kind="a share")
     say = echo or _stderr
     engine.progress = progress
     engine.check()  # an engine that cannot run at all (or a key unset) leaves no trace in the jobs folder
     with jobs_folder_lock(engine.jobs_dir) if engine.jobs_dir is not None else contextlib.nullcontext():
         return _measure_locked(
-            engine, tasks, models, caps, (attempts, max_attempts), pass_rule, max_runs, max_cost, preflight, say
-        )
+            engine, tasks, models, caps, (attempts, max_attempts), pass_rule, max_runs, max_cost, preflight, say,
+            error=error,
+        )  # fmt: skip
 
 
 def check_arguments(
@@ -285,6 +306,8 @@ def _measure_locked(
     max_cost: float | None,
     preflight: bool,
     say: Echo,
+    *,
+    error: float | None = None,
 ) -> MeasureResult:
     """:func:`measure` once it holds the jobs folder (``attempts_max``: attempts and max_attempts)."""
     attempts, max_attempts = attempts_max
@@ -307,7 +330,9 @@ def _measure_locked(
             excluded = pl.concat([excluded, failed])
     sweep = tasks.height * len(models) * len(caps) * per_cell
     if tasks.height == 0:
-        return _result(pl.DataFrame(), [], excluded, engine, models, caps, pass_rule, "every task was left out", sweep)
+        return _result(
+            pl.DataFrame(), [], excluded, engine, models, caps, pass_rule, "every task was left out", sweep, error=error
+        )
     rounds: list[RoundReport] = []
     stopped: str | None = None
     trials = engine.load_trials()
@@ -320,12 +345,19 @@ def _measure_locked(
             f"task_checksum is not the task's now); their cells are planned again: {shown}"
         )
     limit = (2 * len(caps) + 1) * (max_attempts if attempts == "auto" else 1)
+    if error is not None:
+        limit = max_attempts * len(caps) * len(models)
     while True:
         spent = _measured(trials, tasks, models)
-        plan = plan_missing(
-            spent, tasks, models=models, caps=caps, attempts=attempts, mode="adaptive", pass_rule=pass_rule,
-            max_attempts=max_attempts,
-        )  # fmt: skip
+        if error is None:
+            plan = plan_missing(
+                spent, tasks, models=models, caps=caps, attempts=attempts, mode="adaptive", pass_rule=pass_rule,
+                max_attempts=max_attempts,
+            )  # fmt: skip
+        else:
+            plan = plan_missing(
+                spent, tasks, models=models, caps=caps, mode="bayes", error=error, max_attempts=max_attempts
+            )
         if plan.is_empty():
             break
         stopped = _budget_stop(spent, plan, max_runs, max_cost)
@@ -333,13 +365,17 @@ def _measure_locked(
             stopped = f"{len(rounds)} rounds ran and cells are still missing (invalid trials keep recurring)"
         if stopped is not None:
             break
-        trials, report = _run_round(engine, plan, tasks, trials, say, models=models, caps=caps, pass_rule=pass_rule)
+        trials, report = _run_round(
+            engine, plan, tasks, trials, say, models=models, caps=caps, pass_rule=pass_rule, error=error
+        )
         rounds.append(report)
         if report.valid == 0:
             why = report.first_invalid or "the engine recorded no trial"
             stopped = f"round {report.number} recorded no valid trial, nothing was counted: {why}"
             break
-    result = _result(trials, rounds, excluded, engine, models, caps, pass_rule, stopped, sweep, tasks=tasks)
+    result = _result(
+        trials, rounds, excluded, engine, models, caps, pass_rule, stopped, sweep, tasks=tasks, error=error
+    )
     result.set_aside = set_aside(trials, tasks, models).height
     return result
 
@@ -390,6 +426,7 @@ def _run_round(
     models: Sequence[str],
     caps: Sequence[int],
     pass_rule: str,
+    error: float | None = None,
 ) -> tuple[pl.DataFrame, RoundReport]:
     """Run one round of ``plan`` with ``engine``; the trials after it and the round's report (echoed)."""
     number = engine.next_round()
@@ -407,7 +444,8 @@ def _run_round(
     trials = engine.load_trials()
     new = _measured(trials, tasks, models).filter(~pl.col("source").is_in(list(before)))
     report = _report(number, planned, new, time.monotonic() - started)
-    report.status = _status_counts(depth_table(trials, tasks, models=models, caps=caps, pass_rule=pass_rule))
+    depth = depth_table(trials, tasks, models=models, caps=caps, pass_rule=pass_rule, error=error)
+    report.status = _status_counts(depth)
     say(report.render())
     return trials, report
 
@@ -434,11 +472,12 @@ def _result(
     sweep: int,
     *,
     tasks: pl.DataFrame | None = None,
+    error: float | None = None,
 ) -> MeasureResult:
     if tasks is None:
         depth = schema.empty("depth")
         return MeasureResult(depth, rounds, excluded, stopped, sweep_runs=sweep, engine=engine.name)
-    depth = depth_table(trials, tasks, models=models, caps=caps, pass_rule=pass_rule, level=DEPTH_LEVEL)
+    depth = depth_table(trials, tasks, models=models, caps=caps, pass_rule=pass_rule, level=DEPTH_LEVEL, error=error)
     spent = _measured(trials, tasks, models)
     valid = spent.filter(pl.col("status") != "invalid")
     return MeasureResult(
@@ -464,11 +503,13 @@ def depth_table(
     caps: Sequence[int],
     pass_rule: str = "any",
     level: float | None = None,
+    error: float | None = None,
 ) -> pl.DataFrame:
     """The depth table of ``tasks`` (:func:`~depthlab.measures.depth.evidence_grid` over them), a row
     (``incomplete``, every cap missing) for each task with no trial yet; with ``level``, the interval
     for each task's true depth as :func:`~depthlab.measures.estimate_depth` gives it (a round's own
-    status needs D alone: null ``ci_low``/``ci_high``).
+    status needs D alone: null ``ci_low``/``ci_high``). With ``error``: ``estimate_depth``'s with
+    ``pass_rule="bayes"`` at that error (its interval at ``level``, or at ``1 - error`` without one).
 
     Examples
     --------
@@ -482,6 +523,9 @@ def depth_table(
     """
     keys = tasks.select(TASK_KEYS).unique()
     measured = _measured(trials, tasks, models)
+    if error is not None:
+        depth = bayes_depth(measured, caps=caps, models=models, q=BAYES_Q, error=error, level=level, tasks=keys)
+        return depth.sort("dataset", "task", nulls_last=True)
     grid = evidence_grid(measured, caps=caps, models=models, pass_rule=pass_rule, tasks=keys)
     depth = depth_from_grid(grid, keys, caps=caps)
     # a task no model has run yet counts no model (as estimate_depth, which never sees it, would have it)

@@ -9,6 +9,7 @@ from depthlab.measures.audit import CURATION, audit_table
 from depthlab.measures.censored import censored_depth, censored_distribution
 from depthlab.measures.depth import (
     depth_intervals,
+    depth_posterior,
     depth_summary,
     estimate_depth,
     second_model_effect,
@@ -31,6 +32,7 @@ __all__ = [
     "cost_per_task",
     "depth_by_rule",
     "depth_intervals",
+    "depth_posterior",
     "depth_proxy",
     "depth_summary",
     "estimate_depth",

@@ -36,6 +36,7 @@ from depthlab._checks import (
 )
 from depthlab.measures._noise import true_depth_rungs
 from depthlab.measures._rules import FAIL, MISSING, PASS, cell_states
+from depthlab.measures.bayes import BAYES_ERROR, BAYES_Q, depth_columns, plan_round_table, posteriors
 from depthlab.schema import CAPS
 
 TASK_KEYS: tuple[str, str] = ("dataset", "task")
@@ -130,8 +131,9 @@ def estimate_depth(
     caps: Sequence[int] = CAPS,
     models: Sequence[str] | None = None,
     pass_rule: str = "any",
-    q: float = 0.5,
+    q: float | None = None,
     level: float | None = DEPTH_LEVEL,
+    error: float = BAYES_ERROR,
 ) -> pl.DataFrame:
     """Estimate each task's depth D from turn-capped runs, and an interval for its true depth.
 
@@ -174,6 +176,16 @@ def estimate_depth(
     Non-monotone evidence (a model passes at cap a and only fails at a larger cap b) is kept:
     D still uses the smallest passing cap, and the task is flagged in ``non_monotone``.
 
+    **pass_rule="bayes"**: each task's posterior over its depth at threshold ``q`` (the smallest cap
+    whose pass probability reaches ``q``, minimum over models), under a model of monotone pass curves
+    with priors fitted across the dataset's tasks (:mod:`depthlab.measures.bayes`). ``depth`` is the
+    posterior mode's cap (null when the mode is beyond the ladder), ``p_depth`` its posterior
+    probability; ``status`` is ``solved`` (mode on the ladder) or ``unsolved`` (mode beyond it) when
+    ``p_depth`` reaches ``1 - error``, ``incomplete`` otherwise; ``depth_low``/``depth_high`` are the
+    mode's rounding to the ladder; ``ci_low``/``ci_high`` the shortest run of rungs holding ``level``
+    of the same posterior; ``caps_missing`` the caps of the planner's next round
+    (:func:`plan_missing` with ``mode="bayes"``); ``depth_by_model`` each model's own posterior mode.
+
     Parameters
     ----------
     trials : pl.DataFrame
@@ -183,14 +195,18 @@ def estimate_depth(
     models : sequence of str, optional
         The models that count. Default: in each dataset, every model with a trial at a
         ladder cap there. A model with no valid trial on a task leaves every cap missing.
-    pass_rule : {"any", "majority", "isotonic"}, default "any"
-        How several attempts at one cap combine.
-    q : float, default 0.5
-        The ``"isotonic"`` rule's threshold on the fitted P(pass | cap), in (0, 1]; ignored by
-        the other rules.
+    pass_rule : {"any", "majority", "isotonic", "bayes"}, default "any"
+        How several attempts at one cap combine; ``"bayes"``: D at a stated error (above).
+    q : float, optional
+        The ``"isotonic"`` rule's threshold on the fitted P(pass | cap), in (0, 1] (default 0.5);
+        under ``"bayes"`` the threshold of the depth's definition (default 0.2); ignored by the
+        other rules.
     level : float or None, default 0.9
         The share of tasks whose true depth the interval (``ci_low``, ``ci_high``] should hold,
-        in (0, 1); None leaves both columns null (and skips the noise model's fit).
+        in (0, 1); None leaves both columns null (and skips the noise model's fit; under
+        ``"bayes"`` the interval is then the posterior's at ``1 - error``).
+    error : float, default 0.05
+        ``"bayes"`` only: the error a D is reported at.
 
     Returns
     -------
@@ -224,15 +240,26 @@ def estimate_depth(
     ...     "status": ["fail"] * 3 + ["pass", "fail", "fail"] + ["fail"] * 3 + ["pass"] * 3}), "trials")
     >>> [estimate_depth(lucky, pass_rule=rule)["depth"].item() for rule in ("any", "isotonic")]
     [2, 5]
+
+    Under ``"bayes"``, the same runs give D with its probability (one task: its priors are weak).
+
+    >>> bayes = estimate_depth(lucky, pass_rule="bayes").select("depth", "p_depth", "status")
+    >>> bayes["depth"].item(), bayes["p_depth"].item() > 0.5, bayes["status"].item()
+    (5, True, 'incomplete')
     """
     function = "estimate_depth"
     check_frame(trials, "trials", function, _TRIAL_COLUMNS)
     caps = check_caps(caps, function)
     models = check_models(models, function)
-    pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
-    q = check_number(q, "q", function, low=0, high=1, low_open=True, kind="a share")
+    pass_rule = check_choice(pass_rule, "pass_rule", function, (*PASS_RULES, "bayes"))
+    bayes = pass_rule == "bayes"
+    q = (BAYES_Q if bayes else 0.5) if q is None else q
+    q = check_number(q, "q", function, low=0, high=1, low_open=True, high_open=bayes, kind="a share")
+    error = check_number(error, "error", function, low=0, high=1, low_open=True, high_open=True, kind="a share")
     if level is not None:
         level = check_number(level, "level", function, low=0, high=1, low_open=True, high_open=True, kind="a share")
+    if bayes:
+        return bayes_depth(trials, caps=caps, models=models, q=q, error=error, level=level)
     grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule, q=q)
     depth = depth_from_grid(grid, trials.select(TASK_KEYS).unique(), caps=caps)
     if level is None:
@@ -243,6 +270,48 @@ def estimate_depth(
         .join(intervals, on=list(TASK_KEYS), how="left", nulls_equal=True)
         .select(depth.columns)
     )
+
+
+def bayes_depth(
+    trials: pl.DataFrame,
+    *,
+    caps: Sequence[int],
+    models: Sequence[str] | None,
+    q: float,
+    error: float,
+    level: float | None,
+    tasks: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """:func:`estimate_depth` with ``pass_rule="bayes"`` (inputs validated): the depth table from the posterior."""
+    grid = evidence_grid(trials, caps=caps, models=models, pass_rule="any", tasks=tasks)
+    ladder = depth_from_grid(grid, (trials if tasks is None else tasks).select(TASK_KEYS).unique(), caps=caps)
+    frames = [
+        depth_columns(post, caps=caps, error=error, level=level) for post in posteriors(grid, trials, caps=caps, q=q)
+    ]
+    # the planner's next round names the caps still worth running
+    plan = plan_round_table(grid, trials, caps=caps, error=error, q=q, max_attempts=_BAYES_MAX_ATTEMPTS)
+    missing = plan.group_by(TASK_KEYS).agg(_missing=pl.col("cap").unique().sort())
+    replaced = ["depth", "p_depth", "status", "depth_low", "depth_high", "ci_low", "ci_high"]
+    replaced += ["depth_by_model", "n_models"]
+    if not frames:
+        return ladder
+    posterior = pl.concat(frames)
+    out = (
+        ladder.drop(replaced)
+        .join(posterior, on=list(TASK_KEYS), how="left", nulls_equal=True)
+        .join(missing, on=list(TASK_KEYS), how="left", nulls_equal=True)
+        .with_columns(
+            caps_missing=pl.col("_missing").fill_null(pl.lit(pl.Series([[]], dtype=pl.List(pl.Int32)))),
+            status=pl.col("status").fill_null("incomplete"),
+            n_models=pl.col("n_models").fill_null(0),
+            depth_by_model=pl.col("depth_by_model").fill_null("{}"),
+        )
+    )
+    return schema.conform(out, "depth").sort(TASK_KEYS)
+
+
+#: The planner's limit on valid attempts per cell where :func:`estimate_depth` names the caps still missing.
+_BAYES_MAX_ATTEMPTS = 6
 
 
 def true_depth_columns(grid: pl.DataFrame, *, caps: Sequence[int], level: float = DEPTH_LEVEL) -> pl.DataFrame:
@@ -338,6 +407,62 @@ def depth_from_grid(grid: pl.DataFrame, task_keys: pl.DataFrame, *, caps: Sequen
         .sort(TASK_KEYS)
     )
     return schema.conform(out, "depth")
+
+
+def depth_posterior(
+    trials: pl.DataFrame,
+    *,
+    models: Sequence[str] | None = None,
+    caps: Sequence[int] = schema.CAPS,
+    q: float = BAYES_Q,
+) -> pl.DataFrame:
+    """Each task's posterior over its depth at threshold ``q``: one row per (task, rung).
+
+    Parameters
+    ----------
+    trials : pl.DataFrame
+        The trials table (capped valid runs count; columns dataset, task, model, cap, status).
+    models : sequence of str, optional
+        The models D is the minimum over; default every model with a capped run in the dataset.
+    caps : sequence of int, default CAPS
+        The ladder.
+    q : float, default 0.2
+        The threshold of the definition (module docstring).
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`depthlab.schema.DEPTH_POSTERIOR`: dataset, task, depth (the rung's cap; null beyond
+        the ladder), probability; sorted by dataset, task, rung.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from depthlab import schema
+    >>> trials = schema.conform(pl.DataFrame({"dataset": "d", "task": "t", "model": "m",
+    ...     "cap": [1] * 4 + [2] * 4, "status": ["fail"] * 4 + ["pass"] * 4}), "trials")
+    >>> from depthlab.measures import depth_posterior
+    >>> table = depth_posterior(trials, caps=[1, 2])
+    >>> table["depth"].to_list()
+    [1, 2, None]
+    >>> bool(table["probability"][1] > 0.9)
+    True
+    """
+    function = "depth_posterior"
+    check_frame(trials, "trials", function, ("dataset", "task", "model", "cap", "status"))
+    caps = check_caps(caps, function)
+    models = check_models(models, function)
+    q = check_number(q, "q", function, low=0, high=1, low_open=True, high_open=True, kind="a share")
+    rung_caps = [*caps, None]
+    frames = [
+        post.keys.join(pl.DataFrame({"depth": rung_caps}, schema={"depth": pl.Int32}), how="cross").with_columns(
+            probability=pl.Series(post.depth.reshape(-1), dtype=pl.Float64)
+        )
+        for post in posteriors(evidence_grid(trials, caps=caps, models=models, pass_rule="any"), trials, caps=caps, q=q)
+    ]
+    if not frames:
+        return pl.DataFrame(schema=schema.DEPTH_POSTERIOR)
+    return pl.concat(frames).cast(schema.DEPTH_POSTERIOR)
 
 
 def depth_summary(depth: pl.DataFrame, *, by: str | None = "dataset") -> pl.DataFrame:

@@ -61,10 +61,11 @@ from depthlab._checks import (
     parameter_error,
 )
 from depthlab.measures._rules import model_depth_index
+from depthlab.measures.bayes import BAYES_ERROR, BAYES_Q, RUN_COST, plan_round_table
 from depthlab.measures.depth import CELL_KEYS, TASK_KEYS, evidence_grid
 from depthlab.schema import CAPS, PLAN
 
-PLAN_MODES: tuple[str, ...] = ("sweep", "adaptive")
+PLAN_MODES: tuple[str, ...] = ("sweep", "adaptive", "bayes")
 
 #: The plan table's columns (declared in :data:`depthlab.schema.PLAN`; this name is kept for users).
 PLAN_SCHEMA: dict[str, pl.DataType] = PLAN
@@ -79,8 +80,10 @@ def plan_missing(
     attempts: int | str = 1,
     mode: str = "sweep",
     pass_rule: str = "any",
-    q: float = 0.5,
+    q: float | None = None,
     max_attempts: int = 3,
+    error: float = BAYES_ERROR,
+    run_cost: float = RUN_COST,
 ) -> pl.DataFrame:
     """The cells (dataset, task, model, cap, attempts) still to run to pin D for every task.
 
@@ -103,15 +106,24 @@ def plan_missing(
     attempts : int or "auto", default 1
         Valid attempts per cell; ``"auto"``: one, and more only in cells whose outcome can still
         change D (module docstring), up to ``max_attempts``.
-    mode : {"sweep", "adaptive"}, default "sweep"
+    mode : {"sweep", "adaptive", "bayes"}, default "sweep"
         ``"sweep"``: every needed cell now. ``"adaptive"``: one round of the bottom-up search
-        described in the module docstring; re-plan after running it.
+        described in the module docstring; re-plan after running it. ``"bayes"``: one round of the
+        runs with the most expected information about each unfinished task's D per expected cost
+        (:mod:`depthlab.measures.bayes`), until D's posterior puts ``1 - error`` on one rung;
+        ``attempts`` and ``pass_rule`` are then ignored (each planned cell is one run).
     pass_rule : {"any", "majority", "isotonic"}, default "any"
         As in :func:`estimate_depth`.
-    q : float, default 0.5
-        The isotonic rule's threshold, as in :func:`estimate_depth`.
+    q : float, optional
+        The isotonic rule's threshold, as in :func:`estimate_depth` (default 0.5); under
+        ``mode="bayes"`` the threshold of the depth's definition (default 0.2).
     max_attempts : int, default 3
-        With ``attempts="auto"``: the most valid attempts any cell gets.
+        With ``attempts="auto"``: the most valid attempts any cell gets; under ``mode="bayes"`` the
+        same per cell (a task whose every cell has them is finished: its budget is spent).
+    error : float, default 0.05
+        ``mode="bayes"``: a task is finished once its D's posterior puts ``1 - error`` on one rung.
+    run_cost : float, default 5.0
+        ``mode="bayes"``: what a run costs beyond its turns, in turns (container start, verifier).
 
     Returns
     -------
@@ -129,6 +141,11 @@ def plan_missing(
     ...     "cap": [1, 2], "status": ["fail", "pass"]}), "trials")
     >>> plan_missing(trials, tasks, models=["a", "b"]).rows()
     [('d', 't', 'b', 1, 1)]
+
+    The Bayesian planner picks, per task, the runs that tell most about D per turn:
+
+    >>> plan_missing(trials, tasks, models=["a", "b"], mode="bayes").select("model", "cap").rows()
+    [('a', 1), ('a', 2), ('b', 1)]
     """
     function = "plan_missing"
     check_frame(trials, "trials", function, ("dataset", "task", "model", "cap", "status"))
@@ -143,7 +160,16 @@ def plan_missing(
     max_attempts = check_positive_int(max_attempts, "max_attempts", function)
     mode = check_choice(mode, "mode", function, PLAN_MODES)
     pass_rule = check_choice(pass_rule, "pass_rule", function, PASS_RULES)
-    q = check_number(q, "q", function, low=0, high=1, low_open=True, kind="a share")
+    bayes = mode == "bayes"
+    q = (BAYES_Q if bayes else 0.5) if q is None else q
+    q = check_number(q, "q", function, low=0, high=1, low_open=True, high_open=bayes, kind="a share")
+    if bayes:
+        error = check_number(error, "error", function, low=0, high=1, low_open=True, high_open=True, kind="a share")
+        run_cost = check_number(run_cost, "run_cost", function, low=0, kind="a number of turns")
+        cells = evidence_grid(trials, caps=caps, models=models, pass_rule="any", tasks=tasks)
+        return plan_round_table(
+            cells, trials, caps=caps, error=error, q=q, max_attempts=max_attempts, run_cost=run_cost
+        )
     per_cell = 1 if auto else int(attempts)
     grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule, attempts=per_cell, tasks=tasks, q=q)
     planned = _adaptive_round(caps) if mode == "adaptive" else pl.col("needed")
