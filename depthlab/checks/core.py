@@ -53,6 +53,7 @@ from depthlab.checks.replay import (
     local_replays,
 )
 from depthlab.checks.script import MarkError, key_lines, key_span, top_level_commands, without_key, without_lines
+from depthlab.io.harbor_task import read_task
 from depthlab.io.tasks import count_work
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import TaskSpec, load_task
@@ -204,7 +205,7 @@ def check_tasks(
 
 def _run_in_step(
     checkers: list[_TaskChecker],
-    lint: dict[Path, list[dict]] | str,
+    lint: dict[Path, list[dict] | str] | str,
     replayer: Replayer | None,
     progress: Callable[[str], None] | None,
 ) -> None:
@@ -331,7 +332,7 @@ class _TaskChecker:
         return self.rows
 
     # ---------------------------------------------------------------- the task --------------
-    def run(self, lint: dict[Path, list[dict]] | str) -> Generator[list[ReplayRequest], None, None]:
+    def run(self, lint: dict[Path, list[dict] | str] | str) -> Generator[list[ReplayRequest], None, None]:
         """The task's checks, into :attr:`rows`; yields the replays each phase needs before it goes on
         (:meth:`_phase`), which the caller runs (:func:`_run_in_step`)."""
         if "lint" in self.wanted:
@@ -343,7 +344,14 @@ class _TaskChecker:
         try:
             task = load_task(self.path)
         except Exception as error:  # any unreadable task: its rows say why, the others go on
-            self.fail_all([], f"cannot be read: {error}")
+            steps = _text_steps(self.path)  # the static checks need its texts only (a task run elsewhere)
+            if not steps:
+                self.fail_all([], f"cannot be read: {error}")
+                return
+            self._static(steps)
+            self.wanted = tuple(check for check in self.wanted if check in _REPLAYED)
+            if self.wanted:
+                self.fail_all(steps, f"cannot be replayed here: {error}")
             return
         self.name = task.name.rsplit("/", 1)[-1]  # the tasks table's name: task.toml's without its org
         for row in self.rows:
@@ -563,9 +571,12 @@ class _TaskChecker:
 
     # ---------------------------------------------------------------- static ----------------
     def _static(self, steps: list[_Step]) -> None:
+        workdir, environment = static.task_workdir(self.path), static.environment_files(self.path)
         for step in steps:
             if "named_in_instruction" in self.wanted:
-                found = static.named_in_instruction(step.instruction, step.tests)
+                found = static.named_in_instruction(
+                    step.instruction, step.tests, workdir=workdir, environment=environment
+                )
                 self.row(step, "named_in_instruction", found.outcome, found.evidence, total=found.total)
             if "fix_not_in_instruction" in self.wanted:
                 if step.problem:
@@ -632,6 +643,33 @@ def _steps(task: TaskSpec) -> list[_Step]:
                 step.key = key_span(step.script)
             except MarkError as error:
                 step.problem = str(error)
+        steps.append(step)
+    return steps
+
+
+def _text_steps(path: Path) -> list[_Step]:
+    """The steps' texts as Harbor's files hold them, for a task the runner cannot load; [] when unreadable."""
+    try:
+        task = read_task(path)
+    except Exception:  # the caller's row says why the task cannot be read
+        return []
+    if task.multi_step:
+        specs = [
+            (s.index, s.name, s.agent_instruction or "", Path(s.path) / "solution", [Path(s.tests_dir), path / "tests"])
+            for s in task.steps
+        ]
+    else:
+        specs = [(1, task.name, task.agent_instruction or "", path / "solution", [path / "tests"])]
+    steps = []
+    for index, name, instruction, solution_dir, tests in specs:
+        step = _Step(index, name, instruction, solution_dir, tests, None)
+        try:
+            step.script = (solution_dir / "solve.sh").read_text(encoding="utf-8")
+            step.key = key_span(step.script)
+        except (OSError, UnicodeDecodeError):
+            step.problem = "no solution/solve.sh"
+        except MarkError as error:
+            step.problem = str(error)
         steps.append(step)
     return steps
 
