@@ -52,7 +52,16 @@ from depthlab.checks.replay import (
     StepRun,
     local_replays,
 )
-from depthlab.checks.script import MarkError, key_lines, key_span, top_level_commands, without_key, without_lines
+from depthlab.checks.script import (
+    MarkError,
+    before_step,
+    inert_reason,
+    key_lines,
+    key_span,
+    top_level_commands,
+    without_key,
+    without_lines,
+)
 from depthlab.io.harbor_task import read_task
 from depthlab.io.tasks import count_work
 from depthlab.runner.profiles import RunSettings
@@ -525,15 +534,25 @@ class _TaskChecker:
         if blocked:
             self.row(step, "mutants", "not_applicable", blocked)
             return
-        commands = top_level_commands(step.script)
-        if self.mutants is not None and self.mutants < len(commands):
-            chosen = random.Random(f"{self.seed}:{task.name}:{step.name}").sample(range(len(commands)), self.mutants)
-            commands = [commands[i] for i in sorted(chosen)]
+        every = top_level_commands(step.script)
+        before = before_step(_before_texts(self.path, step, prefix), static.task_workdir(self.path))
+        inert = {c.first: why for n, c in enumerate(every) if (why := inert_reason(c, every[:n], before))}
+        live = [command for command in every if command.first not in inert]
+        commands = live
+        if self.mutants is not None and self.mutants < len(live):
+            chosen = random.Random(f"{self.seed}:{task.name}:{step.name}").sample(range(len(live)), self.mutants)
+            commands = [live[i] for i in sorted(chosen)]
+        apart = "; ".join(
+            f"line {c.first}: {c.text.splitlines()[0][:40]} ({inert[c.first]})" for c in every if c.first in inert
+        )
+        inert_note = f"; {len(inert)} inert, not replayed: {apart}" if inert else ""
         if not commands:
-            self.row(step, "mutants", "not_applicable", "the solution has no command", caught=0, total=0)
+            why = "the solution has no command" if not every else "every command is inert"
+            self.row(step, "mutants", "not_applicable", why + inert_note, caught=0, total=0)
             return
         replays: list[Replay] = []
         silent: list[str] = []
+        unrun: list[str] = []
         here = str(step.solution_dir.resolve())
         for command in commands:
             mutant = without_lines(step.script, command.first, command.last)
@@ -547,16 +566,28 @@ class _TaskChecker:
             )
             replays.append(replay)
             run = replay.steps.get(step.result_name)
-            if run is not None and run.passed:
-                silent.append(f"line {command.first}: {command.text.splitlines()[0][:60]}")
-        caught = len(commands) - len(silent)
-        started = _started(replays, step.index)
+            line = f"line {command.first}: {command.text.splitlines()[0][:60]}"
+            if run is None or (not run.passed and (run.exception or "").startswith(("Agent", "NonZeroAgent"))):
+                # STING's gold sanity: the solution did not run, so the verifier caught nothing
+                unrun.append(line + (f" ({run.exception})" if run is not None else " (stopped before the step)"))
+            elif run.passed:
+                silent.append(line)
+        scored = len(commands) - len(unrun)
+        caught = scored - len(silent)
+        whole = f"caught {caught} of {scored}"
+        if len(commands) < len(live):
+            whole += f" sampled ({len(commands)} of {len(live)} removable), {len(every)} in all"
+        elif inert:
+            whole += f", {len(every)} in all"
+        notes = (f"; {len(unrun)} made the solution fail to run, not counted: " + "; ".join(unrun)) if unrun else ""
+        notes += inert_note + _started(replays, step.index)
         if silent:
-            evidence = f"{len(silent)} not caught: " + "; ".join(silent) + started
-            self.row(step, "mutants", "fault", evidence, caught=caught, total=len(commands), replays=replays)
+            evidence = f"{whole}; not caught: " + "; ".join(silent) + notes
+            self.row(step, "mutants", "fault", evidence, caught=caught, total=scored, replays=replays)
+        elif scored:
+            self.row(step, "mutants", "ok", whole + notes, caught=caught, total=scored, replays=replays)
         else:
-            evidence = f"every removal caught ({caught})" + started
-            self.row(step, "mutants", "ok", evidence, caught=caught, total=caught, replays=replays)
+            self.row(step, "mutants", "error", "no mutant ran" + notes, caught=0, total=0, replays=replays)
 
     def _verdict(self, step: _Step, check: str, run: Any, replay: Replay, fault: str, *, shared: bool = False) -> None:
         replays = [] if shared else [replay]
@@ -603,6 +634,18 @@ def _started(replays: list[Replay], index: int) -> str:
     if starts == [FROM_SNAPSHOT]:
         return f"; from a snapshot of {earlier}"
     return "; " + "; ".join(start for start in starts if start != FROM_SNAPSHOT)
+
+
+def _before_texts(path: Path, step: _Step, prefix: dict[str, str | None]) -> list[str]:
+    """What runs before a step's solution, as text: the image's Dockerfile, the earlier steps' solutions,
+    the step's ``workdir/setup.sh``."""
+    texts = [script for script in prefix.values() if script]
+    for file in (path / "environment" / "Dockerfile", step.solution_dir.parent / "workdir" / "setup.sh"):
+        try:
+            texts.append(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return texts
 
 
 def _failure(run: StepRun) -> str:
