@@ -255,7 +255,9 @@ _OUTPUT_ONLY = re.compile(r"^(?:echo|printf)\b")
 _TO_STREAM = re.compile(r"\d?>&\d")
 _CHMOD_X = re.compile(r"^chmod\s+(?:-\w+\s+)*(?:\+x|a\+x|u\+x|[0-7]?[75][0-7][0-7])\s+(.+)$")
 _MKDIR_P = re.compile(r"^mkdir\s+(?:-\w*p\w*\s+)(?:-\S+\s+)*(.+)$")
-_MADE_EXECUTABLE = re.compile(r"(?m)^\s*chmod\s+(?:-\w+\s+)*(?:\+x|a\+x|u\+x|[0-7]?[75][0-7][0-7])\s+([^;&|\n]+)")
+_MADE_EXECUTABLE = re.compile(
+    r"(?m)(?:^\s*|\bRUN\s+|&&\s*|;\s*)chmod\s+(?:-\w+\s+)*(?:\+x|a\+x|u\+x|[0-7]?[75][0-7][0-7])\s+([^;&|\n]+)"
+)
 _MADE_FOLDER = re.compile(r"(?m)(?:\bmkdir\s+(?:-\S+\s+)*|^\s*WORKDIR\s+)([^;&|\n]+)")
 
 
