@@ -227,13 +227,13 @@ def named_facts(text: str) -> list[str]:
     --------
     >>> named_facts("cat /app/out.txt > /logs/verifier/reward.txt; curl localhost:8080; id -u alice")
     ['/app/out.txt', 'port 8080', 'user alice']
-    >>> named_facts('port = 4000 + (digest % 500)\\nif p.startswith("/opt/"): pass')
+    >>> named_facts('port = 4000 + (digest % 500)\\nif p.startswith("/opt/") or "/mmbert-" in name: pass')
     []
     """
     found: list[str] = []
     for match in _PATH.finditer(text):
         path = match.group(1).rstrip("/.") or "/"
-        if not _is_place(path):
+        if not _is_place(path) and not path.endswith(("-", "_")):  # "/mmbert-": a name's fragment, no path
             found.append(path)
     found += [f"port {port}" for pattern in _PORTS for port in pattern.findall(text)]
     found += [f"user {name}" for name in _USER.findall(text) if name not in {"root", "nobody"}]

@@ -351,3 +351,27 @@ def test_inert_commands_are_told_apart() -> None:
         ("true", "does nothing"),
         ("mkdir -p /app/new/sub", None),
     ]
+
+
+# ---------------------------------------------------------------- the real recipes ------------------------
+def test_the_cookbook_recipes_name_what_their_tests_ask(samples: Path, tmp_path: Path) -> None:
+    # the ten recipes of harbor-framework/harbor-cookbook as their authors ship them (five need several
+    # containers: the runner cannot replay them, the static checks read them all); read task by task in
+    # docs/checks.md: every path their tests ask about is named, verbatim or relative to /app
+    root = samples / "harbor-framework_harbor-cookbook" / "harbor_cookbook" / "recipes"
+    if not root.is_dir():
+        pytest.skip(f"the cookbook's recipes are not at {root}")
+    tasks = sorted(path for path in root.iterdir() if (path / "task.toml").is_file())
+    assert len(tasks) == 10
+    report = check_tasks(tasks, jobs_dir=tmp_path / "jobs", checks=["named_in_instruction", "fix_not_in_instruction"])
+    named = report.table.filter(pl.col("check") == "named_in_instruction")
+    assert named.height == 12  # multi-step has three steps
+    assert named["outcome"].unique().to_list() == ["ok"], named.select("task", "step", "evidence")
+    assert named["total"].sum() == 15
+    document = named.filter(pl.col("step") == "document")["evidence"].item()
+    assert document == "all 3 named in the instruction"  # /app/greet.sh as `greet.sh`, /app/config.txt as `config.txt`
+    # no recipe marks a key step
+    assert report.table.filter(pl.col("check") == "fix_not_in_instruction")["outcome"].unique().to_list() == [
+        "not_marked"
+    ]
+    assert report.problems == []
