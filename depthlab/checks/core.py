@@ -12,7 +12,7 @@ check                       replay                                              
                             step s+1 full
 ``next_after_key``          (the same replay)                                        step s+1 fails
 ``mutants``                 steps 1..s-1 full, step s minus one top-level command    every mutant fails
-                            (each command, or a seeded sample of ``mutants``)        step s
+                            (each command not inert, or a seeded sample of them)     step s
 ``named_in_instruction``    none (static)                                            every path, port, user
                                                                                      the tests name is in
                                                                                      the instruction
@@ -24,6 +24,9 @@ check                       replay                                              
 A replay check of step s is ``not_applicable`` while the oracle does not pass every step it
 replays (a failing step means nothing when the full solution fails too); ``key_removed`` and
 ``next_after_key`` are ``not_marked`` for a step without a key-step mark, never ``ok`` or ``fault``.
+An inert command (:func:`depthlab.checks.script.inert_reason`: a shell option, output only, a no-op,
+a ``chmod +x`` of what is executable, a ``mkdir -p`` of what exists) is no mutant: not replayed, not
+counted, named in the evidence; a mutant whose solution does not run (an agent error) is not caught.
 A task that cannot be read, a step without ``solve.sh``, a mark that does not close, an oracle
 that cannot run or hangs: that task's rows are ``error`` (or ``not_applicable``) and say why in
 ``evidence``; the other tasks go on.
