@@ -243,8 +243,9 @@ CHECK_NAMES: Final[tuple[str, ...]] = (
 )
 
 #: A check's outcome: ``ok`` the task meets the rule, ``fault`` it does not; ``flaky`` (replays differ),
-#: ``not_marked`` (no key-step mark), ``not_applicable``, ``error`` (the check could not be made).
-CHECK_OUTCOMES: Final[tuple[str, ...]] = ("ok", "fault", "flaky", "not_marked", "not_applicable", "error")
+#: ``not_marked`` (no key-step mark), ``not_applicable``, ``error`` (the check could not be made), ``note``
+#: (the rule is met, something beside it is worth reading: a style rule of ``harbor lint``, a hidden verifier input).
+CHECK_OUTCOMES: Final[tuple[str, ...]] = ("ok", "fault", "flaky", "not_marked", "not_applicable", "error", "note")
 
 #: One row per task, step and check (:func:`depthlab.checks.check_tasks`). ``step`` is the step's name
 #: (the task's for a single-step task; null for a task-wide check, ``lint``); ``caught``/``total`` the

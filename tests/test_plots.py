@@ -657,3 +657,31 @@ def test_depth_distribution_draws_every_task_beside_the_solved_ones_and_stamps_s
     with pytest.raises(ValueError, match="'table' parameter of depth_distribution_plot"):
         plots.depth_distribution_plot(censored_distribution(depth))
     assert fig._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_key_step_rules_legend_lists_each_source_once():
+    from depthlab import findings
+    from depthlab.simulate.checks import planted_table
+
+    rules = findings.verifiers_see_key_steps(planted_table(), sample="planted")
+    ax = plots.key_step_rules_plot(rules)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["paper", "data"]
+
+
+def test_check_outcomes_colours_a_lint_note_apart_from_a_fault():
+    from depthlab.plots.checks import OUTCOME_COLOURS
+
+    rows = [
+        {"task": "t", "step": "t", "check": "before", "outcome": "ok"},
+        {"task": "t", "step": None, "check": "lint", "outcome": "note"},
+        {"task": "u", "step": "u", "check": "before", "outcome": "ok"},
+        {"task": "u", "step": None, "check": "lint", "outcome": "fault"},
+    ]
+    ax = plots.check_outcomes_plot(schema.conform(pl.DataFrame(rows), "checks"))
+    (image,) = ax.get_images()
+    colours = [[to_hex(image.cmap(image.norm(value))) for value in row] for row in image.get_array().filled(np.nan)]
+    assert colours[0][1] == OUTCOME_COLOURS[schema.CHECK_OUTCOMES.index("note")]
+    assert colours[1][1] == OUTCOME_COLOURS[schema.CHECK_OUTCOMES.index("fault")]
+    assert len(OUTCOME_COLOURS) == len(set(OUTCOME_COLOURS)) == len(schema.CHECK_OUTCOMES)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == list(schema.CHECK_OUTCOMES)

@@ -12,7 +12,7 @@ check                       replay                                              
                             step s+1 full
 ``next_after_key``          (the same replay)                                        step s+1 fails
 ``mutants``                 steps 1..s-1 full, step s minus one top-level command    every mutant fails
-                            (each command, or a seeded sample of ``mutants``)        step s
+                            (each command not inert, or a seeded sample of them)     step s
 ``named_in_instruction``    none (static)                                            every path, port, user
                                                                                      the tests name is in
                                                                                      the instruction
@@ -24,6 +24,9 @@ check                       replay                                              
 A replay check of step s is ``not_applicable`` while the oracle does not pass every step it
 replays (a failing step means nothing when the full solution fails too); ``key_removed`` and
 ``next_after_key`` are ``not_marked`` for a step without a key-step mark, never ``ok`` or ``fault``.
+An inert command (:func:`depthlab.checks.script.inert_reason`: a shell option, output only, a no-op,
+a ``chmod +x`` of what is executable, a ``mkdir -p`` of what exists) is no mutant: not replayed, not
+counted, named in the evidence; a mutant whose solution does not run (an agent error) is not caught.
 A task that cannot be read, a step without ``solve.sh``, a mark that does not close, an oracle
 that cannot run or hangs: that task's rows are ``error`` (or ``not_applicable``) and say why in
 ``evidence``; the other tasks go on.
@@ -52,7 +55,17 @@ from depthlab.checks.replay import (
     StepRun,
     local_replays,
 )
-from depthlab.checks.script import MarkError, key_lines, key_span, top_level_commands, without_key, without_lines
+from depthlab.checks.script import (
+    MarkError,
+    before_step,
+    inert_reason,
+    key_lines,
+    key_span,
+    top_level_commands,
+    without_key,
+    without_lines,
+)
+from depthlab.io.harbor_task import read_task
 from depthlab.io.tasks import count_work
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import TaskSpec, load_task
@@ -204,7 +217,7 @@ def check_tasks(
 
 def _run_in_step(
     checkers: list[_TaskChecker],
-    lint: dict[Path, list[dict]] | str,
+    lint: dict[Path, list[dict] | str] | str,
     replayer: Replayer | None,
     progress: Callable[[str], None] | None,
 ) -> None:
@@ -331,7 +344,7 @@ class _TaskChecker:
         return self.rows
 
     # ---------------------------------------------------------------- the task --------------
-    def run(self, lint: dict[Path, list[dict]] | str) -> Generator[list[ReplayRequest], None, None]:
+    def run(self, lint: dict[Path, list[dict] | str] | str) -> Generator[list[ReplayRequest], None, None]:
         """The task's checks, into :attr:`rows`; yields the replays each phase needs before it goes on
         (:meth:`_phase`), which the caller runs (:func:`_run_in_step`)."""
         if "lint" in self.wanted:
@@ -343,7 +356,14 @@ class _TaskChecker:
         try:
             task = load_task(self.path)
         except Exception as error:  # any unreadable task: its rows say why, the others go on
-            self.fail_all([], f"cannot be read: {error}")
+            steps = _text_steps(self.path)  # the static checks need its texts only (a task run elsewhere)
+            if not steps:
+                self.fail_all([], f"cannot be read: {error}")
+                return
+            self._static(steps)
+            self.wanted = tuple(check for check in self.wanted if check in _REPLAYED)
+            if self.wanted:
+                self.fail_all(steps, f"cannot be replayed here: {error}")
             return
         self.name = task.name.rsplit("/", 1)[-1]  # the tasks table's name: task.toml's without its org
         for row in self.rows:
@@ -517,15 +537,25 @@ class _TaskChecker:
         if blocked:
             self.row(step, "mutants", "not_applicable", blocked)
             return
-        commands = top_level_commands(step.script)
-        if self.mutants is not None and self.mutants < len(commands):
-            chosen = random.Random(f"{self.seed}:{task.name}:{step.name}").sample(range(len(commands)), self.mutants)
-            commands = [commands[i] for i in sorted(chosen)]
+        every = top_level_commands(step.script)
+        before = before_step(_before_texts(self.path, step, prefix), static.task_workdir(self.path))
+        inert = {c.first: why for n, c in enumerate(every) if (why := inert_reason(c, every[:n], before))}
+        live = [command for command in every if command.first not in inert]
+        commands = live
+        if self.mutants is not None and self.mutants < len(live):
+            chosen = random.Random(f"{self.seed}:{task.name}:{step.name}").sample(range(len(live)), self.mutants)
+            commands = [live[i] for i in sorted(chosen)]
+        apart = "; ".join(
+            f"line {c.first}: {c.text.splitlines()[0][:40]} ({inert[c.first]})" for c in every if c.first in inert
+        )
+        inert_note = f"; {len(inert)} inert, not replayed: {apart}" if inert else ""
         if not commands:
-            self.row(step, "mutants", "not_applicable", "the solution has no command", caught=0, total=0)
+            why = "the solution has no command" if not every else "every command is inert"
+            self.row(step, "mutants", "not_applicable", why + inert_note, caught=0, total=0)
             return
         replays: list[Replay] = []
         silent: list[str] = []
+        unrun: list[str] = []
         here = str(step.solution_dir.resolve())
         for command in commands:
             mutant = without_lines(step.script, command.first, command.last)
@@ -539,16 +569,28 @@ class _TaskChecker:
             )
             replays.append(replay)
             run = replay.steps.get(step.result_name)
-            if run is not None and run.passed:
-                silent.append(f"line {command.first}: {command.text.splitlines()[0][:60]}")
-        caught = len(commands) - len(silent)
-        started = _started(replays, step.index)
+            line = f"line {command.first}: {command.text.splitlines()[0][:60]}"
+            if run is None or (not run.passed and (run.exception or "").startswith(("Agent", "NonZeroAgent"))):
+                # STING's gold sanity: the solution did not run, so the verifier caught nothing
+                unrun.append(line + (f" ({run.exception})" if run is not None else " (stopped before the step)"))
+            elif run.passed:
+                silent.append(line)
+        scored = len(commands) - len(unrun)
+        caught = scored - len(silent)
+        whole = f"caught {caught} of {scored}"
+        if len(commands) < len(live):
+            whole += f" sampled ({len(commands)} of {len(live)} removable), {len(every)} in all"
+        elif inert:
+            whole += f", {len(every)} in all"
+        notes = (f"; {len(unrun)} made the solution fail to run, not counted: " + "; ".join(unrun)) if unrun else ""
+        notes += inert_note + _started(replays, step.index)
         if silent:
-            evidence = f"{len(silent)} not caught: " + "; ".join(silent) + started
-            self.row(step, "mutants", "fault", evidence, caught=caught, total=len(commands), replays=replays)
+            evidence = f"{whole}; not caught: " + "; ".join(silent) + notes
+            self.row(step, "mutants", "fault", evidence, caught=caught, total=scored, replays=replays)
+        elif scored:
+            self.row(step, "mutants", "ok", whole + notes, caught=caught, total=scored, replays=replays)
         else:
-            evidence = f"every removal caught ({caught})" + started
-            self.row(step, "mutants", "ok", evidence, caught=caught, total=caught, replays=replays)
+            self.row(step, "mutants", "error", "no mutant ran" + notes, caught=0, total=0, replays=replays)
 
     def _verdict(self, step: _Step, check: str, run: Any, replay: Replay, fault: str, *, shared: bool = False) -> None:
         replays = [] if shared else [replay]
@@ -563,9 +605,12 @@ class _TaskChecker:
 
     # ---------------------------------------------------------------- static ----------------
     def _static(self, steps: list[_Step]) -> None:
+        workdir, environment = static.task_workdir(self.path), static.environment_files(self.path)
         for step in steps:
             if "named_in_instruction" in self.wanted:
-                found = static.named_in_instruction(step.instruction, step.tests)
+                found = static.named_in_instruction(
+                    step.instruction, step.tests, workdir=workdir, environment=environment
+                )
                 self.row(step, "named_in_instruction", found.outcome, found.evidence, total=found.total)
             if "fix_not_in_instruction" in self.wanted:
                 if step.problem:
@@ -592,6 +637,18 @@ def _started(replays: list[Replay], index: int) -> str:
     if starts == [FROM_SNAPSHOT]:
         return f"; from a snapshot of {earlier}"
     return "; " + "; ".join(start for start in starts if start != FROM_SNAPSHOT)
+
+
+def _before_texts(path: Path, step: _Step, prefix: dict[str, str | None]) -> list[str]:
+    """What runs before a step's solution, as text: the image's Dockerfile, the earlier steps' solutions,
+    the step's ``workdir/setup.sh``."""
+    texts = [script for script in prefix.values() if script]
+    for file in (path / "environment" / "Dockerfile", step.solution_dir.parent / "workdir" / "setup.sh"):
+        try:
+            texts.append(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return texts
 
 
 def _failure(run: StepRun) -> str:
@@ -632,6 +689,33 @@ def _steps(task: TaskSpec) -> list[_Step]:
                 step.key = key_span(step.script)
             except MarkError as error:
                 step.problem = str(error)
+        steps.append(step)
+    return steps
+
+
+def _text_steps(path: Path) -> list[_Step]:
+    """The steps' texts as Harbor's files hold them, for a task the runner cannot load; [] when unreadable."""
+    try:
+        task = read_task(path)
+    except Exception:  # the caller's row says why the task cannot be read
+        return []
+    if task.multi_step:
+        specs = [
+            (s.index, s.name, s.agent_instruction or "", Path(s.path) / "solution", [Path(s.tests_dir), path / "tests"])
+            for s in task.steps
+        ]
+    else:
+        specs = [(1, task.name, task.agent_instruction or "", path / "solution", [path / "tests"])]
+    steps = []
+    for index, name, instruction, solution_dir, tests in specs:
+        step = _Step(index, name, instruction, solution_dir, tests, None)
+        try:
+            step.script = (solution_dir / "solve.sh").read_text(encoding="utf-8")
+            step.key = key_span(step.script)
+        except (OSError, UnicodeDecodeError):
+            step.problem = "no solution/solve.sh"
+        except MarkError as error:
+            step.problem = str(error)
         steps.append(step)
     return steps
 

@@ -248,3 +248,93 @@ def _depth_change(code: str, cases: list[int]) -> int:
             cases[0] -= word == "esac"
         at_command = word in {"then", "do", "else", "elif", "in", "!", "time"}
     return change
+
+
+_SHELL_OPTION = re.compile(r"^(?:set\s+[-+][a-zA-Z]+(?:\s+(?:[-+][a-zA-Z]+|[a-z]+))*|shopt\s+-[su](?:\s+\w+)+)$")
+_OUTPUT_ONLY = re.compile(r"^(?:echo|printf)\b")
+_TO_STREAM = re.compile(r"\d?>&\d")
+_CHMOD_X = re.compile(r"^chmod\s+(?:-\w+\s+)*(?:\+x|a\+x|u\+x|[0-7]?[75][0-7][0-7])\s+(.+)$")
+_MKDIR_P = re.compile(r"^mkdir\s+(?:-\w*p\w*\s+)(?:-\S+\s+)*(.+)$")
+_MADE_EXECUTABLE = re.compile(
+    r"(?m)(?:^\s*|\bRUN\s+|&&\s*|;\s*)chmod\s+(?:-\w+\s+)*(?:\+x|a\+x|u\+x|[0-7]?[75][0-7][0-7])\s+([^;&|\n]+)"
+)
+_MADE_FOLDER = re.compile(r"(?m)(?:\bmkdir\s+(?:-\S+\s+)*|^\s*WORKDIR\s+)([^;&|\n]+)")
+
+
+@dataclass(frozen=True)
+class Before:
+    """What exists before a step's solution runs, as far as the task's files say: the folders (the
+    working folder and its parents, the image's ``WORKDIR``\\ s and ``mkdir``\\ s, the earlier steps')
+    and the executable files (made so by the image, an earlier step or the step's ``setup.sh``)."""
+
+    folders: frozenset[str] = frozenset()
+    executables: frozenset[str] = frozenset()
+
+
+def before_step(texts: list[str], workdir: str | None = None) -> Before:
+    """:class:`Before` from the texts that run before a step (the Dockerfile, the earlier steps' solutions,
+    the step's ``setup.sh``) and the working folder.
+
+    Examples
+    --------
+    >>> sorted(before_step(["WORKDIR /app\\nRUN mkdir -p /app/out", "chmod +x /app/run.sh"]).folders)
+    ['/', '/app', '/app/out']
+    """
+    folders = {"/"}
+    executables: set[str] = set()
+    for text in texts:
+        for match in _MADE_FOLDER.finditer(text):
+            folders |= {_word(word) for word in match.group(1).split() if _word(word).startswith("/")}
+        for match in _MADE_EXECUTABLE.finditer(text):
+            executables |= {_word(word) for word in match.group(1).split() if not word.startswith(("-", "2>", ">"))}
+    if workdir:
+        folders.add(workdir.rstrip("/") or "/")
+    for folder in list(folders):
+        parts = folder.rstrip("/").split("/")
+        folders |= {"/".join(parts[:end]) or "/" for end in range(1, len(parts))}
+    return Before(frozenset(folders), frozenset(executables))
+
+
+def inert_reason(command: Command, earlier: list[Command], before: Before = Before()) -> str | None:
+    """Why removing ``command`` cannot change what the step leaves behind, or None: a shell option, output
+    only (an ``echo``/``printf`` to the terminal), a no-op, a ``chmod +x`` of a file already executable, a
+    ``mkdir -p`` of folders that exist. ``earlier`` are the script's commands before it.
+
+    Examples
+    --------
+    >>> [inert_reason(c, []) for c in top_level_commands("set -euo pipefail\\necho done\\necho x > f\\n")]
+    ['a shell option', 'output only', None]
+    >>> commands = top_level_commands("chmod +x /app/a.sh\\nmkdir -p /app /tmp\\nmkdir -p /app/new\\n")
+    >>> [inert_reason(c, [], Before(frozenset({"/app"}), frozenset({"/app/a.sh"}))) for c in commands]
+    ['already executable', 'the folders exist', None]
+    """
+    if "\n" in command.text:
+        return None
+    code = " ".join(_code(command.text).split())
+    if any(mark in code for mark in (";", "&&", "||", "$(", "`")):
+        return None
+    if _SHELL_OPTION.match(code):
+        return "a shell option"
+    if code in {"true", ":"}:
+        return "does nothing"
+    if _OUTPUT_ONLY.match(code) and not any(mark in _TO_STREAM.sub("", code) for mark in (">", "|", "<")):
+        return "output only"
+    made_before = before_step([c.text for c in earlier])
+    chmod = _CHMOD_X.match(code)
+    if chmod and all(
+        _word(word) in before.executables | made_before.executables
+        for word in chmod.group(1).split()
+        if not word.startswith(("2>", ">"))
+    ):
+        return "already executable"
+    mkdir = _MKDIR_P.match(command.text.strip())
+    if mkdir:
+        targets = [_word(word) for word in mkdir.group(1).split() if not word.startswith(("2>", ">"))]
+        exists = before.folders | made_before.folders | {"/tmp", "/logs", "/root", "/var", "/usr"}
+        if targets and all(target.rstrip("/") in exists for target in targets):
+            return "the folders exist"
+    return None
+
+
+def _word(word: str) -> str:
+    return word.strip("'\"").rstrip("/") or "/"

@@ -1,16 +1,32 @@
-"""The static checks: what a step's tests name is in its instruction, its fix is not; ``harbor lint``.
+"""The static checks: what a step's tests ask of the agent's environment is in its instruction, its fix
+is not; ``harbor lint``.
 
 ``named_in_instruction``
-    Every absolute path, port and user name a step's tests name appears verbatim in the step's
-    instruction (the paper's rule: an agent cannot be graded on a file it was never told of).
-    Excepted: Harbor's own folders (``/logs``, ``/tests``, ``/solution``, ``/app`` as a bare working
-    folder) and system paths (:data:`SYSTEM_PATHS`), which no instruction need name.
+    Every absolute path, port and user name a step's tests *ask the agent's environment about* is
+    named in the step's instruction (the paper's rule: an agent cannot be graded on a file it was never
+    told of). What the tests ask about is read from their code only (Python without its comments and
+    docstrings, shell scripts without their comments, shell parameter expansions resolved to their
+    defaults); the files beside them (JSON, text, expected outputs) are fixtures the tests read, not
+    questions. Not asked: Harbor's own folders and the system's (:data:`SYSTEM_PATHS`), bare top
+    folders (:data:`BARE_FOLDERS`), the verifier's own tooling (a path with ``verifier``, ``grader``
+    or ``grading`` in a name, what the tests make themselves: a folder they create, a virtual
+    environment, a clone, a download, a ``PATH`` value; a program the tests run that the task's
+    ``environment/`` ships), and ports outside a connection (only ``localhost:N``, a URL's port, a
+    ``port=N`` argument, ``--port N``, ``nc host N`` or a ``*PORT* = N`` constant count; never
+    arithmetic). Named: verbatim; under the working folder, by its path relative to it (``hello.txt``
+    for ``/app/hello.txt``); a file, by a named folder holding it; a folder, by a named file under it.
+    *Hidden verifier inputs* (a path whose name says it is the verifier's answer: ``golden``,
+    ``expected``, ``hidden``, ``oracle``, ``ground truth``, ``answer key``, ``fixture``) the agent is
+    never meant to see: reported apart (outcome ``note`` when they are all there is), never missing.
 ``fix_not_in_instruction``
     No command line of the step's key step appears verbatim in its instruction (an instruction that
     spells out the fix makes the key step free).
 ``lint``
-    ``harbor lint --json``'s findings, merged as they come (not re-implemented), where Harbor is
-    installed; ``not_applicable`` otherwise.
+    ``harbor lint --json``'s findings, merged as they come (not re-implemented), each rule id with
+    Harbor's message, where Harbor is installed (``not_applicable`` otherwise). A rule about practice
+    rather than validity (:data:`LINT_NOTES`: ``shared-verifier``, ``root-agent``, unpinned images or
+    dependencies, a verifier that installs or downloads at run time, an unused ``.harborignore``) is a
+    ``note``; any other rule (an invalid task, a privileged or leaking container) a ``fault``.
 
 The tests of a step are every text file of its ``tests/`` folder and of the task's shared
 ``tests/`` (Harbor merges both into ``/tests``).
@@ -18,11 +34,14 @@ The tests of a step are every text file of its ``tests/`` folder and of the task
 
 from __future__ import annotations
 
+import ast
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,28 +64,81 @@ SYSTEM_PATHS: tuple[str, ...] = (
     "/var",
     "/opt/conda",
 )
-#: Folders that alone (not the files under them) are the working folder, not a fact to state.
-_BARE_FOLDERS = frozenset({"/", "/app", "/root", "/home"})
+#: Folders that alone (not the files under them) are a place, not a fact to state.
+BARE_FOLDERS: frozenset[str] = frozenset(
+    {"/", "/app", "/root", "/home", "/opt", "/srv", "/mnt", "/media", "/workspace"}
+)
+#: ``harbor lint`` rules about practice, not validity: a ``note``, never a ``fault``.
+LINT_NOTES: frozenset[str] = frozenset(
+    {
+        "shared-verifier",
+        "root-agent",
+        "unpinned-image",
+        "unpinned-python-dependency",
+        "unused-harborignore",
+        "verifier-runtime-install",
+        "verifier-network-download",
+    }
+)
 
-# an absolute path: a slash after a delimiter, then path characters (no shell or URL context)
-_PATH = re.compile(r"(?<![\w.$:/~-])(/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?)")
-_PORT = re.compile(r"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\]):(\d{2,5})\b|\b(?:--port|PORT|port)[ =:]+(\d{2,5})\b")
+# an absolute path: a slash after a delimiter (not after a word, a variable's closing brace, another path)
+_PATH = re.compile(r"(?<![\w.$:/~}\])-])(/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?)")
+# ports where the tests connect: a loopback address, a URL, a keyword argument, --port, nc, a PORT constant
+_PORTS = (
+    re.compile(r"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])(?::|['\"]?\s*,\s*)(\d{2,5})\b"),
+    re.compile(r"\b[a-z][a-z0-9+.-]*://[\w.-]+:(\d{2,5})\b"),
+    re.compile(r"\bport\s*=\s*(\d{2,5})\s*[,)]"),
+    re.compile(r"--port[ =](\d{2,5})\b"),
+    re.compile(r"\bnc\s+(?:-\w+\s+)*[\w.-]+\s+(\d{2,5})\b"),
+    re.compile(r"(?im)^[ \t]*(?:export[ \t]+)?\w*port\w*[ \t]*[:=][ \t]*(\d{2,5})[ \t]*$"),
+)
 _USER = re.compile(
     r"\b(?:id -u|id|su|sudo -u|runuser -u|getent passwd|chown|useradd|adduser)\s+(?:-\w*\s+)*"
     r"([a-z_][a-z0-9_-]{1,31})\b"
 )
+#: A name that says a path is the verifier's own tooling.
+_VERIFIER_NAME = re.compile(r"verifier|grader|grading", re.IGNORECASE)
+#: A name that says a path is an input only the verifier is meant to see.
+_HIDDEN_NAME = re.compile(r"golden|expected|hidden|oracle|ground.?truth|answer.?key|fixture", re.IGNORECASE)
+# what the tests make themselves: a virtual environment, a clone, a download, an install prefix, PATH
+_TOOLBOX = (
+    re.compile(r"\b(?:venv|virtualenv)\s+(?:-\S+\s+)*['\"]?(/[\w.+/-]+)"),
+    re.compile(r"\bgit\s+clone\s+(?:-\S+\s+)*\S+\s+['\"]?(/[\w.+/-]+)"),
+    re.compile(r"\b(?:curl|wget)\b[^\n;|&]*?\s-[oO]\s*['\"]?(/[\w.+/-]+)"),
+    re.compile(r"--(?:target|prefix|root)[= ]['\"]?(/[\w.+/-]+)"),
+)
+_MKDIR = re.compile(r"\bmkdir\s+(?:-\S+\s+)*((?:['\"]?/[\w.+/-]+['\"]?\s*)+)")
+_PATH_VALUE = re.compile(r"\bPATH=['\"]?([^\s'\";]+)")
+# a program the tests run: a command word, or what an interpreter, source or make -f is given
+_RUN = re.compile(r"(?m)(?:^|[;&|(]|\b(?:bash|sh|source|python3?|exec|make\s+-[fC])\s|^\.\s)\s*['\"]?(/[\w.+/-]+)")
+_EXPANSION = re.compile(r"\$\{(\w+)(:?[-=])([^}]*)\}")
+_VARIABLE = re.compile(r"\$\{(\w+)[^}]*\}|\$(\w+)")
+_ASSIGNED = re.compile(r"(?m)^[ \t]*(?:export[ \t]+|local[ \t]+|readonly[ \t]+)?(\w+)=['\"]?(/[\w.+/-]*)['\"]?[ \t]*$")
+_SHELL_SUFFIXES = frozenset({".sh", ".bash", ".bats", ".zsh"})
+_OTHER_CODE_SUFFIXES = frozenset({".js", ".mjs", ".ts", ".go", ".rs", ".c", ".cc", ".cpp", ".java", ".rb", ".pl", ".r"})
 _MAX_TEST_BYTES = 512 * 1024
 
 
 @dataclass(frozen=True)
 class StaticResult:
-    """A static check's outcome (``ok``, ``fault``, ``not_marked``, ``not_applicable``, ``error``), what it
-    checked (``total``) and found wanting (``missing``), and the evidence (one line)."""
+    """A static check's outcome (``ok``, ``fault``, ``note``, ``not_marked``, ``not_applicable``, ``error``), what
+    it checked (``total``), found wanting (``missing``) and set apart (``hidden``), and the evidence (one line)."""
 
     outcome: str
     total: int
     missing: tuple[str, ...]
     evidence: str
+    hidden: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AskedFacts:
+    """What a step's tests ask of the agent's environment (``asked``), the hidden verifier inputs they read
+    (``hidden``) and how many of the paths they name are the verifier's own (``own``)."""
+
+    asked: tuple[str, ...]
+    hidden: tuple[str, ...]
+    own: int
 
 
 def step_test_files(folders: list[Path]) -> list[Path]:
@@ -83,6 +155,71 @@ def step_test_files(folders: list[Path]) -> list[Path]:
     return files
 
 
+def code_of_test(name: str, text: str) -> str | None:
+    """The code of a test file as the check reads it: Python without comments and docstrings, a shell script
+    without comments and with its parameter expansions resolved; None for a fixture (not code).
+
+    Examples
+    --------
+    >>> code_of_test("test.sh", 'pytest ${TEST_DIR:-/tests}/test_outputs.py  # run /app/x')
+    'pytest /tests/test_outputs.py  '
+    >>> code_of_test("test_x.py", '\"\"\"Reads /app/doc.\"\"\"\\nopen("/app/a")  # /app/b\\n')
+    '\\nopen("/app/a")  \\n'
+    >>> code_of_test("expected.json", '{"path": "/sys/class/x"}') is None
+    True
+    """
+    suffix = Path(name).suffix.lower()
+    first = text.split("\n", 1)[0]
+    if suffix == ".py" or (first.startswith("#!") and "python" in first):
+        return _python_code(text)
+    if suffix in _SHELL_SUFFIXES or first.startswith("#!"):
+        return _shell_code(text)
+    if suffix in _OTHER_CODE_SUFFIXES:
+        return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(("//", "#", "*", "/*")))
+    return None
+
+
+def _python_code(text: str) -> str:
+    lines = text.split("\n")
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return _shell_code(text)  # not Python 3: its '#' comments at least
+    for node in ast.walk(tree):  # a string standing alone (a docstring) is prose, not a question
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            for number in range(node.lineno - 1, node.end_lineno or node.lineno):
+                lines[number] = ""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                row, column = token.start
+                lines[row - 1] = lines[row - 1][:column]
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return "\n".join(lines)
+
+
+def _shell_code(text: str) -> str:
+    code = "\n".join(_without_comment(line) for line in text.split("\n"))
+    code = _EXPANSION.sub(lambda match: match.group(3), code)  # ${NAME:-default}: the default
+    values = {name: value for name, value in _ASSIGNED.findall(code)}
+    # $NAME: its value when the script sets it to a path, else a word (what follows it is relative)
+    return _VARIABLE.sub(lambda match: values.get(match.group(1) or match.group(2), "VAR"), code)
+
+
+def _without_comment(line: str) -> str:
+    quote = ""
+    for position, char in enumerate(line):
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (position == 0 or line[position - 1] in " \t;"):
+            return line[:position]
+    return line
+
+
 def named_facts(text: str) -> list[str]:
     """The absolute paths, ports (``port 8080``) and users (``user alice``) ``text`` names, in order, once each.
 
@@ -90,45 +227,160 @@ def named_facts(text: str) -> list[str]:
     --------
     >>> named_facts("cat /app/out.txt > /logs/verifier/reward.txt; curl localhost:8080; id -u alice")
     ['/app/out.txt', 'port 8080', 'user alice']
+    >>> named_facts('port = 4000 + (digest % 500)\\nif p.startswith("/opt/") or "/mmbert-" in name: pass')
+    []
     """
     found: list[str] = []
     for match in _PATH.finditer(text):
         path = match.group(1).rstrip("/.") or "/"
-        if path in _BARE_FOLDERS or any(path == root or path.startswith(root + "/") for root in SYSTEM_PATHS):
-            continue
-        found.append(path)
-    found += [f"port {a or b}" for a, b in _PORT.findall(text)]
+        if not _is_place(path) and not path.endswith(("-", "_")):  # "/mmbert-": a name's fragment, no path
+            found.append(path)
+    found += [f"port {port}" for pattern in _PORTS for port in pattern.findall(text)]
     found += [f"user {name}" for name in _USER.findall(text) if name not in {"root", "nobody"}]
     return list(dict.fromkeys(found))
 
 
-def in_instruction(fact: str, instruction: str) -> bool:
-    """Whether ``fact`` (from :func:`named_facts`) appears verbatim in ``instruction`` (a port or user by its value).
+def _is_place(path: str) -> bool:
+    """A bare top folder or under Harbor's or the system's folders: nothing an instruction need name."""
+    return path in BARE_FOLDERS or any(path == root or path.startswith(root + "/") for root in SYSTEM_PATHS)
+
+
+def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) -> AskedFacts:
+    """What the test files ask of the agent's environment, the hidden inputs they read, the verifier's own.
+
+    ``environment`` holds the names of the files the task's ``environment/`` ships: a program the
+    tests run that the environment ships is the verifier's tooling (module docstring).
+    """
+    facts: list[str] = []
+    own: set[str] = set()
+    toolboxes: set[str] = set()
+    for path in files:
+        try:
+            text = code_of_test(path.name, path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text is None:
+            continue
+        facts += named_facts(text)
+        toolboxes |= {match.group(1).rstrip("/") for pattern in _TOOLBOX for match in pattern.finditer(text)}
+        toolboxes |= {p.rstrip("/") for value in _PATH_VALUE.findall(text) for p in value.split(":") if p}
+        own |= {p.strip("'\"").rstrip("/") for match in _MKDIR.finditer(text) for p in match.group(1).split()}
+        own |= {p for p in _RUN.findall(text) if Path(p).name in environment}
+    asked: list[str] = []
+    hidden: list[str] = []
+    mine = 0
+    for fact in dict.fromkeys(facts):
+        if fact.startswith(("port ", "user ")):
+            asked.append(fact)
+        elif (
+            _VERIFIER_NAME.search(fact)
+            or fact in own
+            or any(fact == box or fact.startswith(box + "/") for box in toolboxes)
+        ):
+            mine += 1
+        elif _HIDDEN_NAME.search(fact):
+            hidden.append(fact)
+        else:
+            asked.append(fact)
+    return AskedFacts(tuple(asked), tuple(hidden), mine)
+
+
+def in_instruction(fact: str, instruction: str, workdir: str | None = None) -> bool:
+    """Whether ``instruction`` names ``fact`` (from :func:`named_facts`): verbatim (a port or user by its
+    value); under ``workdir``, by its relative path; a file, by a named folder holding it; a folder, by a
+    named path under it.
 
     Examples
     --------
     >>> in_instruction("/app/out.txt", "Write `/app/out.txt`."), in_instruction("port 8080", "serve on 8080")
     (True, True)
+    >>> in_instruction("/app/hello.txt", "Create hello.txt.", "/app"), in_instruction("/app/hello.txt", "Create x.")
+    (True, False)
+    >>> in_instruction("/app/docs", "Write /app/docs/a.md."), in_instruction("/app/out/a.json", "Write to /app/out/.")
+    (True, True)
+    >>> in_instruction("/app/out/a.json", "Write /app/out/b.json.")
+    False
     """
-    value = fact.split(" ", 1)[1] if fact.startswith(("port ", "user ")) else fact
+    if fact.startswith(("port ", "user ")):
+        return _names(fact.split(" ", 1)[1], instruction)
+    candidates = [fact]
+    if workdir and workdir.rstrip("/") and fact.startswith(workdir.rstrip("/") + "/"):
+        candidates.append(fact[len(workdir.rstrip("/")) + 1 :])
+    for value in candidates:
+        if _names(value, instruction) or re.search(rf"(?<![\w/.-]){re.escape(value)}/[\w.-]", instruction):
+            return True
+        parts = value.split("/")
+        for end in range(len(parts) - 1, 0, -1):
+            folder = "/".join(parts[:end])
+            if not folder.strip("/") or _is_place(folder):
+                continue
+            # a folder holding the file, named as a folder (a relative one with its slash)
+            slash = "/" if not folder.startswith("/") else "/?"
+            if re.search(rf"(?<![\w/.-]){re.escape(folder)}{slash}(?!/?\w|/?[.-]\w)", instruction):
+                return True
+    return False
+
+
+def _names(value: str, instruction: str) -> bool:
     # not a part of a longer name: no word, slash or dash around it, no ".ext" after it (a full stop is fine)
-    return re.search(rf"(?<![\w/-]){re.escape(value)}(?![\w/-]|\.\w)", instruction) is not None
+    return re.search(rf"(?<![\w/.-]){re.escape(value)}(?![\w/-]|\.\w)", instruction) is not None
 
 
-def named_in_instruction(instruction: str, folders: list[Path]) -> StaticResult:
+def task_workdir(task_dir: Path) -> str | None:
+    """The agent's working folder: task.toml's ``[environment] workdir``, else the Dockerfile's last
+    ``WORKDIR``; None when neither says.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> task = pathlib.Path(tempfile.mkdtemp())
+    >>> (task / "environment").mkdir()
+    >>> _ = (task / "environment" / "Dockerfile").write_text("FROM debian\\nWORKDIR /srv/app\\n")
+    >>> task_workdir(task)
+    '/srv/app'
+    """
+    try:
+        stated = re.search(r'(?m)^\s*workdir\s*=\s*"([^"]+)"', (task_dir / "task.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        stated = None
+    if stated:
+        return stated.group(1)
+    try:
+        dockerfile = (task_dir / "environment" / "Dockerfile").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = re.findall(r"(?im)^\s*WORKDIR\s+(\S+)", dockerfile)
+    return found[-1].strip("'\"") if found and found[-1].startswith(("/", "'/", '"/')) else None
+
+
+def environment_files(task_dir: Path) -> frozenset[str]:
+    """The names of the files the task's ``environment/`` ships (its Dockerfile and Compose files left out)."""
+    folder = task_dir / "environment"
+    if not folder.is_dir():
+        return frozenset()
+    return frozenset(
+        path.name
+        for path in folder.rglob("*")
+        if path.is_file() and path.name != "Dockerfile" and not path.name.startswith(("docker-compose", "compose."))
+    )
+
+
+def named_in_instruction(
+    instruction: str, folders: list[Path], *, workdir: str | None = None, environment: frozenset[str] = frozenset()
+) -> StaticResult:
     """The ``named_in_instruction`` check of one step (module docstring)."""
-    facts: list[str] = []
-    for path in step_test_files(folders):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        facts += named_facts(text)
-    facts = list(dict.fromkeys(facts))
-    missing = tuple(fact for fact in facts if not in_instruction(fact, instruction))
+    found = asked_facts(step_test_files(folders), environment)
+    missing = tuple(fact for fact in found.asked if not in_instruction(fact, instruction, workdir))
+    hidden = tuple(fact for fact in found.hidden if not in_instruction(fact, instruction, workdir))
+    total = len(found.asked)
+    apart = f"hidden verifier inputs, never named: {', '.join(hidden)}" if hidden else ""
     if missing:
-        return StaticResult("fault", len(facts), missing, "not in the instruction: " + ", ".join(missing))
-    return StaticResult("ok", len(facts), (), f"all {len(facts)} named in the instruction")
+        evidence = "not in the instruction: " + ", ".join(missing) + (f"; {apart}" if apart else "")
+        return StaticResult("fault", total, missing, evidence, hidden)
+    own = f" ({found.own} of the verifier's own left out)" if found.own else ""
+    if hidden:
+        return StaticResult("note", total, (), f"{apart}; the other {total} named in the instruction{own}", hidden)
+    return StaticResult("ok", total, (), f"all {total} named in the instruction{own}")
 
 
 def fix_not_in_instruction(instruction: str, key: list[str]) -> StaticResult:
@@ -152,25 +404,42 @@ def harbor_executable() -> str | None:
     return None
 
 
-def harbor_lint(task_dirs: list[Path], *, timeout_sec: float = 120.0) -> dict[Path, list[dict]] | str:
-    """``harbor lint --json``'s findings by task folder, or why it could not run (one line)."""
+def harbor_lint(task_dirs: list[Path], *, timeout_sec: float = 120.0) -> dict[Path, list[dict] | str] | str:
+    """``harbor lint --json``'s findings by task folder, or why it could not run (one line); a task Harbor
+    cannot lint (it stops the whole run) is linted alone and its entry says why."""
     harbor = harbor_executable()
     if harbor is None:
         return "Harbor is not installed (no `harbor` on PATH)"
+    tasks = [Path(task).resolve() for task in task_dirs]
+    found = _lint(harbor, tasks, timeout_sec)
+    if isinstance(found, str) and len(tasks) > 1:  # one task stopped the run: each alone, so it is the only loss
+        alone = {task: _lint(harbor, [task], timeout_sec) for task in tasks}
+        by_task: dict[Path, list[dict] | str] = {}
+        for task, result in alone.items():
+            by_task[task] = result if isinstance(result, str) else result.get(task, [])
+        return by_task
+    return found if isinstance(found, str) else dict(found)
+
+
+def _lint(harbor: str, tasks: list[Path], timeout_sec: float) -> dict[Path, list[dict]] | str:
     try:
         done = subprocess.run(
-            [harbor, "lint", "--json", *map(str, task_dirs)],
+            [harbor, "lint", "--json", *map(str, tasks)],
             capture_output=True,
             text=True,
             timeout=timeout_sec,
             check=False,
         )
-        findings = json.loads(done.stdout or "[]")
-    except (OSError, subprocess.TimeoutExpired, ValueError) as error:
+    except (OSError, subprocess.TimeoutExpired) as error:
         return f"harbor lint could not run: {type(error).__name__}: {error}"
+    try:
+        findings = json.loads(done.stdout)
+    except ValueError:
+        findings = None
     if not isinstance(findings, list):
-        return f"harbor lint --json printed no list (exit {done.returncode}): {done.stderr.strip()[-200:]}"
-    by_task: dict[Path, list[dict]] = {Path(task).resolve(): [] for task in task_dirs}
+        said = " ".join((done.stderr.strip() or done.stdout.strip()).split())[-300:]
+        return f"harbor lint stopped (exit {done.returncode}): {said}"
+    by_task: dict[Path, list[dict]] = {task: [] for task in tasks}
     for finding in findings:
         if not isinstance(finding, dict):
             continue
@@ -181,9 +450,31 @@ def harbor_lint(task_dirs: list[Path], *, timeout_sec: float = 120.0) -> dict[Pa
     return by_task
 
 
-def lint_result(findings: list[dict]) -> StaticResult:
-    """The ``lint`` row of one task from its ``harbor lint`` findings (each rule once in the evidence)."""
-    rules = tuple(dict.fromkeys(str(finding.get("rule")) for finding in findings))
-    if rules:
-        return StaticResult("fault", len(findings), rules, "harbor lint: " + ", ".join(rules))
+def lint_result(findings: list[dict] | str) -> StaticResult:
+    """The ``lint`` row of one task from its ``harbor lint`` findings: each rule once, with Harbor's message;
+    a ``note`` when every rule is about practice (:data:`LINT_NOTES`), else a ``fault``; an ``error`` when
+    Harbor could not lint the task (``findings`` is why).
+
+    Examples
+    --------
+    >>> lint_result([{"rule": "shared-verifier", "message": "Verifier shares the agent sandbox."}]).outcome
+    'note'
+    >>> found = lint_result([{"rule": "invalid-task-config", "message": "Bad."}, {"rule": "root-agent"}])
+    >>> found.outcome, found.missing, found.evidence
+    ('fault', ('invalid-task-config',), 'harbor lint: invalid-task-config: Bad.; root-agent (a note)')
+    """
+    if isinstance(findings, str):
+        return StaticResult("error", 0, (), findings)
+    messages: dict[str, str] = {}
+    for finding in findings:
+        messages.setdefault(str(finding.get("rule")), str(finding.get("message") or "").strip().replace("\n", " "))
+    faults = tuple(rule for rule in messages if rule not in LINT_NOTES)
+    said = "; ".join(
+        (f"{rule}: {message}" if message else rule) + (" (a note)" if faults and rule in LINT_NOTES else "")
+        for rule, message in messages.items()
+    )
+    if faults:
+        return StaticResult("fault", len(findings), faults, "harbor lint: " + said)
+    if messages:
+        return StaticResult("note", len(findings), (), "harbor lint, notes only: " + said)
     return StaticResult("ok", 0, (), "harbor lint: no findings")

@@ -25,7 +25,15 @@ from depthlab.plots._docstrings import fill
 from depthlab.schema import CHECK_NAMES, CHECK_OUTCOMES
 
 #: One colour per outcome, in :data:`depthlab.schema.CHECK_OUTCOMES`'s order.
-OUTCOME_COLOURS: Final[tuple[str, ...]] = ("#4c9a5b", "#c8423b", "#e59a2f", "#b9b9b9", "#e6e6e6", "#6b4c9a")
+OUTCOME_COLOURS: Final[tuple[str, ...]] = (
+    "#4c9a5b",
+    "#c8423b",
+    "#e59a2f",
+    "#b9b9b9",
+    "#e6e6e6",
+    "#6b4c9a",
+    "#9ecae1",
+)
 
 
 @fill
@@ -120,12 +128,14 @@ def key_step_rules_plot(rules: pl.DataFrame, *, ax: Axes | None = None) -> Axes:
     with into_axes(ax, function, (5.0, 3.2)) as ax:
         for offset, (source, colour) in zip((-0.17, 0.17), (("paper", "#7f7f7f"), ("data", "#3a6ea5")), strict=True):
             part = rules.filter(pl.col("source") == source)
+            labelled = False  # each source once in the legend, on its first bar
             for record in part.iter_rows(named=True):
                 x = checks.index(record["check"]) + offset
                 if record["share"] is None:
                     ax.text(x, 0.02, "none judged", rotation=90, fontsize=7, ha="center", va="bottom")
                     continue
-                ax.bar(x, record["share"], width=0.32, color=colour, label=source if x < 1 else None)
+                ax.bar(x, record["share"], width=0.32, color=colour, label=None if labelled else source)
+                labelled = True
                 ax.errorbar(
                     x,
                     record["share"],

@@ -9,8 +9,17 @@ import polars as pl
 import pytest
 
 from depthlab import paper, schema
-from depthlab.checks import check_tasks, read_checks, summarize_checks
-from depthlab.checks.script import MarkError, key_lines, key_span, top_level_commands, without_key, without_lines
+from depthlab.checks import check_tasks, read_checks, static, summarize_checks
+from depthlab.checks.script import (
+    MarkError,
+    before_step,
+    inert_reason,
+    key_lines,
+    key_span,
+    top_level_commands,
+    without_key,
+    without_lines,
+)
 from depthlab.checks.static import fix_not_in_instruction, named_facts, named_in_instruction
 from depthlab.findings import verifiers_see_key_steps
 from depthlab.io.tasks import count_work
@@ -179,3 +188,190 @@ def test_parameters_are_checked_at_the_boundary(tmp_path: Path) -> None:
         check_tasks([], jobs_dir=tmp_path, checks=["nope"])
     with pytest.raises(ValueError, match="engine"):
         check_tasks([], jobs_dir=tmp_path, engine="cloud")
+
+
+# ---------------------------------------------------------------- named_in_instruction, rule by rule -------
+def _tests(folder: Path, files: dict[str, str]) -> list[Path]:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return [folder]
+
+
+def test_comments_docstrings_and_fixtures_ask_nothing(tmp_path: Path) -> None:
+    folders = _tests(
+        tmp_path,
+        {
+            "test_outputs.py": '"""Checks /app/docstring.txt."""\n\n\ndef test_a():\n'
+            '    """Reads /app/also_docstring."""\n    # see /app/comment.txt\n    assert open("/app/real.txt")\n',
+            "test.sh": "#!/bin/bash\n# runs /app/commented.sh\npytest /tests/test_outputs.py  # or /app/trailing\n",
+            "expected.json": '{"devpath": "/devices/pci0000:00/x", "PATH": "/usr/local/bin:/app/bin"}',
+        },
+    )
+    found = named_in_instruction("Write it.", folders)
+    assert found.missing == ("/app/real.txt",)
+
+
+def test_shell_parameter_expansions_are_resolved(tmp_path: Path) -> None:
+    folders = _tests(
+        tmp_path,
+        {
+            "test.sh": '#!/bin/bash\nTEST_DIR="${TEST_DIR:-/tests}"\npytest ${TEST_DIR:-/tests}/test_outputs.py\n'
+            'python "$TEST_DIR/check.py" "${OUT}/result.txt"\nOUT_FILE=/app/out.txt\ncat $OUT_FILE\n'
+        },
+    )
+    # /tests/... is Harbor's; ${OUT}/result.txt is relative to an unknown folder; $OUT_FILE is /app/out.txt
+    assert named_in_instruction("Do it.", folders).missing == ("/app/out.txt",)
+
+
+def test_the_verifiers_own_tooling_is_left_out(tmp_path: Path) -> None:
+    task = tmp_path / "task"
+    (task / "environment").mkdir(parents=True)
+    (task / "environment" / "Makefile").write_text("all:\n")
+    folders = _tests(
+        task / "tests",
+        {
+            "test.sh": "#!/bin/bash\nuv venv /opt/venv\nexport PATH=/opt/tools/bin:$PATH\n"
+            "/opt/verifier-venv/bin/python -m pytest /tests\nmkdir -p /opt/verifier-scripts\n"
+            "git clone https://x.invalid/r /srv/checker\nmake -f /app/Makefile check\n/app/run.sh\n",
+            "test_x.py": 'import subprocess\nsubprocess.run(["/opt/venv/bin/python", "/srv/checker/c.py"])\n'
+            'if path.startswith("/opt/"):\n    pass\n',
+        },
+    )
+    found = named_in_instruction("Do it.", folders, environment=static.environment_files(task))
+    # the one program the tests run that the environment does not ship (the agent's to write) stays asked
+    assert found.missing == ("/app/run.sh",)
+    named = named_in_instruction("Write /app/run.sh.", folders, environment=static.environment_files(task))
+    # the venv, the PATH value, the verifier-named, made, cloned and shipped paths: 8, each once
+    assert (named.outcome, named.evidence) == (
+        "ok",
+        "all 1 named in the instruction (8 of the verifier's own left out)",
+    )
+
+
+def test_ports_count_only_where_the_tests_connect(tmp_path: Path) -> None:
+    folders = _tests(
+        tmp_path,
+        {
+            "test_net.py": "import socket, requests\nport = 4000 + (digest % 500)\nPORT = 8081\n"
+            'requests.get("http://localhost:8080/health")\nsocket.create_connection(("127.0.0.1", 9000))\n'
+            'requests.get("https://api.example:8443/x")\nserve(port=7000)\ntimeout = 3000\n',
+            "test.sh": "#!/bin/bash\nnc -z db 5432\ncurl --port 6000 x\n",
+        },
+    )
+    found = named_in_instruction("Serve.", folders)
+    assert set(found.missing) == {f"port {n}" for n in (8080, 9000, 8443, 7000, 6000, 5432, 8081)}
+
+
+def test_a_path_is_named_relative_to_the_working_folder_and_through_its_folder(tmp_path: Path) -> None:
+    folders = _tests(
+        tmp_path,
+        {
+            "test_x.py": 'for p in ("/app/hello.txt", "/app/docs", "/app/output/r.json", "/app/data/in.csv"):\n'
+            "  open(p)\n"
+        },
+    )
+    instruction = "Create hello.txt, write docs/index.md, and put results in `/app/output/`. Read data/other.csv."
+    found = named_in_instruction(instruction, folders, workdir="/app")
+    assert found.missing == ("/app/data/in.csv",)  # a sibling file does not name another file of its folder
+    assert named_in_instruction(instruction, folders).missing == ("/app/hello.txt", "/app/docs", "/app/data/in.csv")
+
+
+def test_hidden_verifier_inputs_are_reported_apart(tmp_path: Path) -> None:
+    folders = _tests(tmp_path, {"test_x.py": 'open("/app/out.txt")\nopen("/opt/golden/expected_out.txt")\n'})
+    noted = named_in_instruction("Write /app/out.txt.", folders)
+    assert (noted.outcome, noted.missing, noted.hidden) == ("note", (), ("/opt/golden/expected_out.txt",))
+    assert "hidden verifier inputs" in noted.evidence
+    both = named_in_instruction("Write something.", folders)
+    assert (both.outcome, both.missing, both.hidden) == ("fault", ("/app/out.txt",), ("/opt/golden/expected_out.txt",))
+
+
+def test_the_working_folder_comes_from_task_toml_else_the_dockerfile(tmp_path: Path) -> None:
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "environment" / "Dockerfile").write_text("FROM x\nWORKDIR /srv\nWORKDIR /work\n")
+    assert static.task_workdir(tmp_path) == "/work"
+    (tmp_path / "task.toml").write_text('[environment]\nworkdir = "/code"\n')
+    assert static.task_workdir(tmp_path) == "/code"
+
+
+def test_static_checks_run_on_a_task_the_runner_cannot_load(tmp_path: Path) -> None:
+    task = tmp_path / "two-containers"
+    _tests(task / "tests", {"test_x.py": 'open("/app/items.json")\n'})
+    (task / "environment").mkdir()
+    (task / "environment" / "Dockerfile").write_text("FROM debian:12\nWORKDIR /app\n")
+    (task / "environment" / "docker-compose.yaml").write_text("services:\n  api:\n    image: x\n")
+    (task / "instruction.md").write_text("Write the items to items.json.")
+    (task / "solution").mkdir()
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\necho '[]' > /app/items.json\n")
+    (task / "task.toml").write_text('schema_version = "1.1"\n[task]\nname = "x/two-containers"\n')
+    report = check_tasks([task], jobs_dir=tmp_path / "jobs", checks=["named_in_instruction", "before"])
+    outcome = {row["check"]: (row["outcome"], row["evidence"]) for row in report.table.iter_rows(named=True)}
+    assert outcome["named_in_instruction"] == ("ok", "all 1 named in the instruction")
+    assert outcome["before"][0] == "error"
+    assert "cannot be replayed here" in outcome["before"][1]
+
+
+# ---------------------------------------------------------------- lint -------------------------------------
+def test_lint_gives_harbors_message_and_style_rules_are_notes() -> None:
+    style = static.lint_result([{"rule": "shared-verifier", "message": "Verifier shares the agent sandbox."}])
+    assert (style.outcome, style.evidence) == (
+        "note",
+        "harbor lint, notes only: shared-verifier: Verifier shares the agent sandbox.",
+    )
+    bad = static.lint_result([{"rule": "agent-image-test-leak", "message": "Tests are in the image."}])
+    assert (bad.outcome, bad.missing) == ("fault", ("agent-image-test-leak",))
+    assert "Tests are in the image." in bad.evidence
+    assert static.lint_result("harbor lint stopped (exit 2): no env").outcome == "error"
+    assert static.lint_result([]).outcome == "ok"
+
+
+# ---------------------------------------------------------------- inert mutants ----------------------------
+def test_inert_commands_are_told_apart() -> None:
+    script = (
+        "#!/bin/bash\nset -euo pipefail\nset -- a b\nmkdir -p /app\nmkdir -p /app/new\necho 'starting' >&2\n"
+        "printf '%s\\n' done\necho x > /app/x\necho x | tee /app/y\ncat > /app/run.sh <<'EOF'\necho hi\nEOF\n"
+        "chmod +x /app/run.sh\nchmod +x /app/run.sh\nchmod +x /app/shipped.sh\ntrue\nmkdir -p /app/new/sub\n"
+    )
+    commands = top_level_commands(script)
+    before = before_step(["FROM x\nWORKDIR /app\nRUN chmod +x /app/shipped.sh"], "/app")
+    reasons = [(c.text.splitlines()[0], inert_reason(c, commands[:n], before)) for n, c in enumerate(commands)]
+    assert reasons == [
+        ("set -euo pipefail", "a shell option"),
+        ("set -- a b", None),  # sets the positional parameters
+        ("mkdir -p /app", "the folders exist"),
+        ("mkdir -p /app/new", None),
+        ("echo 'starting' >&2", "output only"),
+        ("printf '%s\\n' done", "output only"),
+        ("echo x > /app/x", None),
+        ("echo x | tee /app/y", None),
+        ("cat > /app/run.sh <<'EOF'", None),
+        ("chmod +x /app/run.sh", None),  # the file was just written: not executable yet
+        ("chmod +x /app/run.sh", "already executable"),  # the line before made it so
+        ("chmod +x /app/shipped.sh", "already executable"),  # the image made it so
+        ("true", "does nothing"),
+        ("mkdir -p /app/new/sub", None),
+    ]
+
+
+# ---------------------------------------------------------------- the real recipes ------------------------
+def test_the_cookbook_recipes_name_what_their_tests_ask(samples: Path, tmp_path: Path) -> None:
+    # the ten recipes of harbor-framework/harbor-cookbook as their authors ship them (five need several
+    # containers: the runner cannot replay them, the static checks read them all); read task by task in
+    # docs/checks.md: every path their tests ask about is named, verbatim or relative to /app
+    root = samples / "harbor-framework_harbor-cookbook" / "harbor_cookbook" / "recipes"
+    if not root.is_dir():
+        pytest.skip(f"the cookbook's recipes are not at {root}")
+    tasks = sorted(path for path in root.iterdir() if (path / "task.toml").is_file())
+    assert len(tasks) == 10
+    report = check_tasks(tasks, jobs_dir=tmp_path / "jobs", checks=["named_in_instruction", "fix_not_in_instruction"])
+    named = report.table.filter(pl.col("check") == "named_in_instruction")
+    assert named.height == 12  # multi-step has three steps
+    assert named["outcome"].unique().to_list() == ["ok"], named.select("task", "step", "evidence")
+    assert named["total"].sum() == 15
+    document = named.filter(pl.col("step") == "document")["evidence"].item()
+    assert document == "all 3 named in the instruction"  # /app/greet.sh as `greet.sh`, /app/config.txt as `config.txt`
+    # no recipe marks a key step
+    assert report.table.filter(pl.col("check") == "fix_not_in_instruction")["outcome"].unique().to_list() == [
+        "not_marked"
+    ]
+    assert report.problems == []
