@@ -50,6 +50,7 @@ import numpy.typing as npt
 import polars as pl
 
 from depthlab import schema
+from depthlab._defaults import AUDIT_SEED
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -506,7 +507,7 @@ def forecast(
     max_attempts: int,
     run_cost: float = RUN_COST,
     draws: int = 3,
-    seed: int = 0,
+    seed: int = AUDIT_SEED,
 ) -> Forecast:
     """The runs, turns and rounds the planner needs to finish one dataset's tasks, before any is spent.
 
