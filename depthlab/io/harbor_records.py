@@ -25,7 +25,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from depthlab.io.harbor_models import ErrorPolicy, ErrorPolicyOverride
+from depthlab.io.harbor_models import ErrorPolicy, ErrorPolicyOverride, recorded_exceptions, rewards_count
 
 #: The ``schema_version`` Harbor 0.26 writes in a trial's and a job's config and result.
 DOCUMENT_VERSION: Final = 1
@@ -243,8 +243,14 @@ class TrialResultRecord(_Record, kw_only=True):
 
     def recorded_exceptions(self) -> list[ExceptionInfoRecord]:
         """Harbor's order: the trial's exception first, then its steps' in step order."""
-        found = [self.exception_info] if self.exception_info is not None else []
-        return found + [step.exception_info for step in self.step_results or () if step.exception_info is not None]
+        return recorded_exceptions(self.exception_info, [step.exception_info for step in self.step_results or ()])
+
+    def harbor_reward_valid(self) -> bool:
+        """Harbor's ``reward_valid`` of this result as it stands (:func:`depthlab.io.harbor_models.rewards_count`
+        on its rewards and every recorded exception's policy): what the writer records, and what a rewrite
+        recomputes."""
+        rewards = self.verifier_result.rewards if self.verifier_result is not None else None
+        return rewards_count(rewards, [info.policy for info in self.recorded_exceptions()])
 
 
 # ------------------------------------------------------------------------------ job files

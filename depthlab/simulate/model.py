@@ -78,7 +78,7 @@ MODELS: Final[tuple[str, ...]] = ("sim/model-a", "sim/model-b")
 
 #: Version of the generative model: bump it whenever a parameter changes what a seed writes, so
 #: that cached demo data (``depthlab reproduce``) built by an older model is not reused.
-MODEL_VERSION: Final[int] = 4  # 4: the files in Harbor 0.26's full shape (issue 36); the draws are 3's
+MODEL_VERSION: Final[int] = 5  # 5: job stats counted as Harbor counts them (issue 43); 4: full shape; the draws are 3's
 
 #: Harness limit of the uncapped public runs (TB2's official runs used 200 episodes too).
 PUBLIC_TURN_LIMIT: Final[int] = 200

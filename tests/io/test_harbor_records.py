@@ -65,6 +65,7 @@ NOT_A_WRITTEN_FILE = {
     hm.InstructionLock,
     hm.JobLock,
     hm.HarborInfo,
+    hm.HealthcheckConfig,  # a task.toml table
     hm.Usage,  # an agent's agent/usage.json
     hm.Metadata,  # the keys of agent_result.metadata, a free object in Harbor's model
     hm.ErrorPolicy,  # shared: ExceptionInfoRecord.policy is this struct
@@ -173,7 +174,8 @@ def test_job_stats_from_records_and_from_results_read_back_agree():
     written = hw.job_result("j", trials, started_at="s", updated_at="u", finished_at=None)
     read = [msgspec.json.decode(hw.encode(trial), type=hm.TrialResult) for trial in trials]
     assert hw.job_result("j", read, started_at="s", updated_at="u", finished_at=None) == written
-    assert (written.stats.n_input_tokens, written.stats.n_errored_trials) == (10, 1)
+    # Harbor's counting: a multi-step trial's steps' tokens and exceptions count (issue 43)
+    assert (written.stats.n_input_tokens, written.stats.n_errored_trials) == (15, 2)
 
 
 def test_fields_harbor_leaves_out_when_empty_are_left_out():
@@ -185,3 +187,42 @@ def test_fields_harbor_leaves_out_when_empty_are_left_out():
     info = hw.as_object(hw.exception_info("AgentTimeoutError", "m", "tb", "t"))
     assert "policy_override" not in info
     assert info["policy"] == {"should_retry": False, "should_grade": True, "has_valid_reward": True}
+
+
+@pytest.mark.parametrize("steps", [False, True], ids=["single-step", "multi-step"])
+def test_an_exception_recorded_in_a_result_recomputes_reward_valid(steps, tmp_path):
+    """io.harbor.record_exception: the one rewrite of a trial's result (the engines' verdicts, the checks' disk
+    stop): through the record, ``reward_valid`` recomputed by Harbor's rule, Harbor's own result kept beside."""
+    from depthlab.io.harbor import read_trial_result, record_exception
+
+    path, kept = tmp_path / "result.json", tmp_path / "harbor-result.json"
+    written = _trial(steps, "AgentTimeoutError")
+    assert written.reward_valid is True
+    hw.write_json(path, written)
+    timeout = hw.exception_info("VerifierTimeoutError", "slow", "", "2026-01-01T00:00:00")
+    assert record_exception(read_trial_result(path), timeout, keep_original=kept) is False
+    read = read_trial_result(path)
+    assert not isinstance(read, str)
+    assert (read.result.reward_valid_, read.result.exception_info.kind()) == (False, "VerifierTimeoutError")
+    assert msgspec.json.decode(kept.read_bytes(), type=hr.TrialResultRecord) == written
+    rewritten = msgspec.json.decode(path.read_bytes(), type=hr.TrialResultRecord)
+    assert msgspec.structs.replace(rewritten, exception_info=written.exception_info, reward_valid=True) == written
+    agent_ended = hw.exception_info("AgentTimeoutError", "late", "", "2026-01-01T00:00:00")
+    assert record_exception(read, agent_ended) is True  # valid again: recomputed, not kept
+    assert record_exception(read_trial_result(path), agent_ended, drop_rewards=True) is False  # no reward: invalid
+    assert msgspec.json.decode(path.read_bytes(), type=hr.TrialResultRecord).verifier_result is None
+
+
+def test_an_exception_recorded_in_an_older_harbors_result_keeps_its_keys(tmp_path):
+    """A result not of Harbor 0.26's full shape (an older Harbor: no policy, a key of its own) keeps every key,
+    its exception and reward_valid changed."""
+    import json
+
+    from depthlab.io.harbor import read_trial_result, record_exception
+
+    path = tmp_path / "result.json"
+    older = {"task_name": "t", "verifier_result": {"rewards": {"reward": 1.0}}, "custom": [1], "reward_valid": True}
+    path.write_text(json.dumps(older))
+    timeout = hw.exception_info("VerifierTimeoutError", "slow", "", "2026-01-01T00:00:00")
+    assert record_exception(read_trial_result(path), timeout) is False
+    assert json.loads(path.read_text()) == {**older, "exception_info": hw.as_object(timeout), "reward_valid": False}
