@@ -76,6 +76,7 @@ from depthlab.io.harbor_models import (
     Metadata,
     Phase,
     StepResult,
+    TrialConfig,
     TrialResult,
     TrialResultBase,
     Turns,
@@ -623,6 +624,11 @@ def read_job_config(path: str | os.PathLike[str]) -> JobConfig | str | None:
     2
     """
     return read_model(path, JobConfig)
+
+
+def read_trial_config(path: str | os.PathLike[str]) -> TrialConfig | str | None:
+    """A trial's config.json decoded with the model (as :func:`read_model` reads it)."""
+    return read_model(path, TrialConfig)
 
 
 def read_job_result(path: str | os.PathLike[str]) -> JobResult | str | None:

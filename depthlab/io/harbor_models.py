@@ -710,6 +710,10 @@ class TrialConfig(msgspec.Struct):
     trials_dir: str | None = None
     extra_instructions: list[str] | None = None  # may state the cap (io.status.stated_cap)
 
+    def agent_kwargs(self) -> dict[str, Any]:
+        """``agent.kwargs`` ({} when absent or null)."""
+        return (self.agent.kwargs if self.agent is not None else None) or {}
+
 
 class StepAgentResult(msgspec.Struct):
     n_input_tokens: Any = None
