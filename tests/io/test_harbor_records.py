@@ -1,8 +1,9 @@
 """Each field of a Harbor file is declared once: in io.harbor_records; the readers of io.harbor_models decode a subset.
 
 The readers stay lean for the loaders' speed, so they are separate structs; this test holds every reader to the
-record of the file it reads (same encoded names, none of its own), and every record the writer builds decodes
-through the readers with the values it was built with.
+record of the file it reads (same encoded names, none of its own; and types and optionality: every value the
+record's field can hold decodes into the reader's field, a narrower one named with why), and every record the
+writer builds decodes through the readers with the values it was built with.
 """
 
 from __future__ import annotations
@@ -226,3 +227,81 @@ def test_an_exception_recorded_in_an_older_harbors_result_keeps_its_keys(tmp_pat
     timeout = hw.exception_info("VerifierTimeoutError", "slow", "", "2026-01-01T00:00:00")
     assert record_exception(read_trial_result(path), timeout) is False
     assert json.loads(path.read_text()) == {**older, "exception_info": hw.as_object(timeout), "reward_valid": False}
+
+
+# ------------------------------------------------------------------------ types and optionality, not names only
+
+#: Reader fields whose type is narrower than their record's, and why that is sound (each checked below by decoding).
+_TYPED_TIME = (
+    "the typed pass's time: a value that is no ISO time sends the file to LenientTrialResult, which takes any value "
+    "field by field (io.harbor.decode_result); the writer's times decode as times "
+    "(test_a_written_result_decodes_through_every_reader_with_its_values)"
+)
+NARROWER: dict[tuple[type, str], str] = {
+    (hm.TrialResult, "started_at"): _TYPED_TIME,
+    (hm.TrialResult, "finished_at"): _TYPED_TIME,
+    (hm.TypedPhase, "started_at"): _TYPED_TIME,
+    (hm.TypedPhase, "finished_at"): _TYPED_TIME,
+}
+
+
+def _members(info: msgspec.inspect.Type) -> list[msgspec.inspect.Type]:
+    members = info.types if isinstance(info, msgspec.inspect.UnionType) else (info,)
+    return [member for member in members if getattr(member, "cls", None) is not msgspec.UnsetType]
+
+
+def _accepts(reader: msgspec.inspect.Type, record: msgspec.inspect.Type) -> bool:
+    """Whether every value ``record``'s type holds decodes into ``reader``'s type (a struct: the reader READS pairs
+    with that record, itself checked field by field)."""
+    i = msgspec.inspect
+    if isinstance(reader, i.AnyType | i.RawType):
+        return True
+    readers = _members(reader)
+    return all(any(_accepts_one(one, theirs) for one in readers) for theirs in _members(record))
+
+
+def _accepts_one(reader: msgspec.inspect.Type, record: msgspec.inspect.Type) -> bool:
+    i = msgspec.inspect
+    if isinstance(reader, i.AnyType | i.RawType):
+        return True
+    if isinstance(record, i.LiteralType):
+        return all(_accepts_one(reader, i.type_info(type(value))) for value in record.values)
+    if isinstance(reader, i.DictType) and isinstance(record, i.StructType):  # a struct is written as an object
+        return isinstance(reader.key_type, i.StrType) and isinstance(reader.value_type, i.AnyType)
+    if isinstance(reader, i.StructType) and isinstance(record, i.DictType):  # a free object read by the keys it has
+        return isinstance(record.key_type, i.StrType) and all(
+            not field.required and _accepts(field.type, record.value_type) for field in reader.fields
+        )
+    if isinstance(reader, i.StructType) or isinstance(record, i.StructType):
+        return (
+            isinstance(reader, i.StructType)
+            and isinstance(record, i.StructType)
+            and (READS.get(reader.cls) is record.cls or reader.cls is record.cls)
+        )
+    if isinstance(reader, i.DictType) and isinstance(record, i.DictType):
+        return _accepts(reader.key_type, record.key_type) and _accepts(reader.value_type, record.value_type)
+    if isinstance(reader, i.ListType) and isinstance(record, i.ListType):
+        return _accepts(reader.item_type, record.item_type)
+    if isinstance(reader, i.FloatType) and isinstance(record, i.IntType):
+        return True
+    return type(reader) is type(record) and getattr(reader, "__dict__", None) == getattr(record, "__dict__", None)
+
+
+@pytest.mark.parametrize("reader", list(READS), ids=lambda struct: struct.__name__)
+def test_every_reader_field_takes_every_value_its_record_writes(reader):
+    """Types and optionality, not names only (issue 43): every value the record's field can hold (null included
+    where it is optional) decodes into the reader's field, so the lean readers are derived from the records in
+    fact, not by name; a narrower reader field is named in NARROWER with why."""
+    record = READS[reader]
+    theirs = {field.encode_name: field for field in msgspec.structs.fields(record)}
+    record_info = {field.encode_name: field.type for field in msgspec.inspect.type_info(record).fields}
+    narrower = []
+    for field in msgspec.inspect.type_info(reader).fields:
+        if field.encode_name not in theirs:
+            continue  # NOT_WRITTEN
+        if not _accepts(field.type, record_info[field.encode_name]):
+            narrower.append(field.name)
+    named = [name for kind, name in NARROWER if kind is reader]
+    assert sorted(narrower) == sorted(named), (
+        f"{reader.__name__} cannot take what {record.__name__} writes in {narrower}"
+    )
