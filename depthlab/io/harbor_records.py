@@ -8,8 +8,9 @@ Harbor file from a dict.
 
 The structs that *read* Harbor's files (:mod:`depthlab.io.harbor_models`) stay lean, for the
 loaders' speed: each decodes only the fields depthlab uses. Their fields are these structs'
-fields under the same names (``tests/io/test_harbor_records.py`` checks every one, so a field's
-name is stated once: here), and ``tests/harbor/test_harbor_conformance.py`` compares these with
+fields under the same names, each taking every value its record's field can hold (types and
+optionality; ``tests/io/test_harbor_records.py`` checks every one, so a field is stated once:
+here), and ``tests/harbor/test_harbor_conformance.py`` compares these with
 Harbor's own JSON schemas field by field, so a new Harbor field is a failing test.
 
 Job-level files: a job's ``config.json`` (:class:`JobConfigRecord`) and ``result.json``

@@ -497,6 +497,17 @@ def test_job_stats_are_harbors_on_the_same_trials(harbor_python, tmp_path):
     assert harbors["evals"]["terminus-2__m__suite"]["n_trials"] == 3  # a__1, a__2, c__2
 
 
+def test_a_nan_reward_is_written_as_harbor_writes_it(harbor_python):
+    """A NaN reward held by a record is written ``null``, as Harbor's pydantic writes it (issue 43: the same bytes;
+    neither engine's verifier lets one through: tests/engines/test_harbor_fidelity.py)."""
+    side = "from harbor.models.verifier.result import VerifierResult as V; print(V(rewards={'reward': float('nan')})"
+    harbors = subprocess.run(
+        [str(harbor_python), "-c", side + ".model_dump_json())"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert harbors == '{"rewards":{"reward":null}}'
+    assert hw.encode(hr.VerifierResultRecord(rewards={"reward": float("nan")})).decode() == harbors
+
+
 # ------------------------------------------------------------------------ depthlab decodes Harbor's files
 
 
