@@ -322,7 +322,15 @@ def _rewards(
         return computed
     if trial_dir is None:
         return None
-    found = _reward_files(trial_dir, deps)
+    try:
+        found = _reward_files(trial_dir, deps)
+    except Reject as refused:
+        if recorded is None and result.exception_info is not None:
+            # the verifier's output its engine already refused (both engines' VerifierOutputParseError on a
+            # reward of nan): the recorded exception is the trial's outcome, the file is not read again
+            note(notes, "reward", f"{refused.reason} ({result.exception_info.kind()} recorded): no reward")
+            return None
+        raise
     if found is None:
         return None
     where, rewards = found
