@@ -60,7 +60,6 @@ from depthlab.engines.harbor import HARBOR_SIDE, HarborCommand, die_with_parent,
 from depthlab.engines.rounds import EngineError
 from depthlab.io import harbor_writer
 from depthlab.io.harbor import read_trial_result, record_exception
-from depthlab.io.harbor_records import AgentConfigRecord, TaskConfigRecord, TrialConfigRecord
 from depthlab.runner.container import ContainerLimits
 from depthlab.runner.output import JobDir
 from depthlab.runner.profiles import RunSettings, limits_for
@@ -153,18 +152,28 @@ def _prepare_trial(request: ReplayRequest, job: JobDir, copies: Path, settings: 
         shutil.rmtree(trial_dir)
     _remove_leftover_project(name)
     limits = limits_for(task, settings)
-    kwargs = {"replay": request.key, "strict_exit": request.strict_exit, "steps": _plan_steps(task, request)}
-    kwargs["task_checksum"] = task.checksum  # the original task's (the copy has no gates)
-    config = TrialConfigRecord(
-        task=TaskConfigRecord(path=str(copy)),
-        trial_name=name,
-        trials_dir=str(job.path.absolute()),
-        agent=AgentConfigRecord(import_path=REPLAY_AGENT, kwargs=kwargs),
-        environment=harbor_writer.environment_config(extra_docker_compose=[str(profile_overlay(copies, limits))]),
-    )
+    config = {
+        "task": {"path": str(copy)},
+        "trial_name": name,
+        "trials_dir": str(job.path.absolute()),
+        "agent": {
+            "import_path": REPLAY_AGENT,
+            "kwargs": {
+                "replay": request.key,
+                "task_checksum": task.checksum,
+                "strict_exit": request.strict_exit,
+                "steps": _plan_steps(task, request),
+            },
+        },
+        "environment": {
+            "type": "docker",
+            "delete": True,
+            "extra_docker_compose": [str(profile_overlay(copies, limits))],
+        },
+    }
     config_path = copies / "configs" / f"{name}.json"
     config_path.parent.mkdir(parents=True, exist_ok=True)
-    harbor_writer.write_json(config_path, config)
+    write_text(config_path, json.dumps(config, indent=2) + "\n")
     return _Trial(request, trial_dir, config_path, limits.storage_mb or DEFAULT_STORAGE_MB)
 
 
