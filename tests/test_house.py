@@ -337,58 +337,134 @@ def test_no_new_table_schema_is_built_inline():
     assert _inline_schemas(iter([("x.py", tree)])) == ["x.py:1"]
 
 
-#: The keys of Harbor's TrialResult / StepResult whose meaning io's model holds (rewards, validity, exceptions, steps).
-_RESULT_KEYS = frozenset({"verifier_result", "exception_info", "step_results", "agent_result", "reward_valid"})
-#: The keys of Harbor's job files (JobConfig, JobResult, JobLock) whose meaning io's model holds.
-_JOB_KEYS = frozenset(
-    {"finished_at", "started_at", "n_attempts", "n_total_trials", "task_names", "datasets", "agents", "trial_results"}
-)
+def _harbor_keys() -> frozenset[str]:
+    """Harbor's keys, derived from the model (issue 43): every field of io.harbor_records' records (the files
+    depthlab writes, in Harbor 0.26's full shape) whose name is Harbor's own, that is a compound name (a single
+    word such as ``id``, ``source`` or ``tasks`` is every JSON's), and neither a column of depthlab's tables
+    (``schema``: a row's ``started_at`` is depthlab's) nor a task.toml key (its own model's and check's)."""
+    import msgspec
+
+    from depthlab.io import harbor_models, harbor_records
+
+    fields = {field.encode_name for record in harbor_records.RECORDS for field in msgspec.structs.fields(record)}
+    columns = {name for table in vars(schema).values() if _is_table(table) for name in table}
+    task_structs = (harbor_models.TaskConfig, harbor_models.EnvironmentSection, harbor_models.VerifierSection,
+                    harbor_models.AgentSection, harbor_models.StepConfig, harbor_models.SolutionSection,
+                    harbor_models.PackageInfo, harbor_models.HealthcheckConfig)  # fmt: skip
+    task_keys = {field.encode_name for struct in task_structs for field in msgspec.structs.fields(struct)}
+    return frozenset(name for name in fields - columns - task_keys if "_" in name)
 
 
-def _result_key_reads(tree: ast.AST, keys: frozenset[str] = _RESULT_KEYS) -> list[int]:
-    """Lines that read one of ``keys`` by hand: ``x["key"]`` or ``x.get("key")``."""
+def _is_table(value: object) -> bool:
+    import polars as pl
+
+    return isinstance(value, dict) and bool(value) and all(isinstance(v, pl.DataType) for v in value.values())
+
+
+#: Harbor's keys (derived from the model's records, not listed by hand).
+HARBOR_KEYS = _harbor_keys()
+#: The model itself: where Harbor's files are declared, read and written by their keys.
+_MODEL = ("depthlab/io/harbor_models.py", "depthlab/io/harbor_records.py", "depthlab/io/harbor_writer.py")
+#: Harbor's key names used for something else, by module, each with why.
+_OTHER_MEANING: dict[str, dict[str, str]] = {
+    "depthlab/io/status.py": dict.fromkeys(
+        ("extra_instructions",), "the trial config a cap rule is given: CapRule's public argument is a dict"
+    ),
+    "depthlab/io/harbor.py": {
+        "extra_instructions": "the trial config a cap rule is given: CapRule's public argument is a dict",
+        **dict.fromkeys(
+            ("exception_info", "reward_valid"),
+            "record_exception on an older Harbor's result: its own object kept whole, these changed",
+        ),
+    },
+    "depthlab/io/_fastresults.py": {
+        "agent_result": "BOUNDED names a field of the model it tightens",
+        "extra_instructions": "the trial config a cap rule is given: CapRule's public argument is a dict",
+    },
+    "depthlab/io/tb1.py": {"model_name": "Terminal-Bench 1's own results.json key"},
+    "depthlab/datasets/tb2.py": {"exception_type": "a column of the bundled TB2 leaderboard table"},
+    "depthlab/datasets/tmax.py": {"pass_at_k": "a key of TMax's solve summaries"},
+    "depthlab/runner/llm.py": dict.fromkeys(("base_url", "max_retries"), "the OpenAI client's own arguments"),
+    "depthlab/runner/preflight.py": {"force_build": "a field of the preflight's cache key, depthlab's own"},
+    # not closed yet (issue 43): the replays' engine code, moving under engines/, writes its trial config as a dict
+    "depthlab/checks/harbor.py": dict.fromkeys(
+        ("trial_name", "trials_dir", "import_path", "extra_docker_compose"),
+        "a replay's trial config written as a dict (to be the writer's TrialConfigRecord when it moves)",
+    ),
+    # not closed yet (issue 43): ATIF is still written as dicts, so its keys are not Harbor's records' here
+    "depthlab/simulate/writing.py": {"model_name": "an ATIF step's key (the simulator's trajectories)"},
+}
+
+
+def _result_key_reads(tree: ast.AST, keys: frozenset[str] = HARBOR_KEYS) -> list[int]:
+    """Lines that read or write one of ``keys`` by hand: ``x["key"]``, ``x.get("key")`` (``pop``, ``setdefault``),
+    a dict literal ``{"key": ...}`` or ``dict(key=...)``; a store ``x["key"] = ...`` into a mapping keyed by io's
+    own names (``harbor_writer.PHASES``) is not one."""
+    return sorted(line for line, _ in _harbor_key_uses(tree, keys))
+
+
+def _harbor_key_uses(tree: ast.AST, keys: frozenset[str] = HARBOR_KEYS) -> list[tuple[int, str]]:
     found = []
     for node in ast.walk(tree):
-        key = None
+        named: list[object] = []
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-            key = node.slice.value
+            if not isinstance(node.ctx, ast.Store):
+                named = [node.slice.value]
         elif (
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-            and node.args and isinstance(node.args[0], ast.Constant)
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "pop", "setdefault") and node.args and isinstance(node.args[0], ast.Constant)
         ):  # fmt: skip
-            key = node.args[0].value
-        if key in keys and not isinstance(getattr(node, "ctx", ast.Load()), ast.Store):
-            found.append(node.lineno)
-    return sorted(found)
+            named = [node.args[0].value]
+        elif isinstance(node, ast.Dict):
+            named = [key.value for key in node.keys if isinstance(key, ast.Constant)]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+            named = [keyword.arg for keyword in node.keywords]
+        found.extend((node.lineno, key) for key in named if key in keys)
+    return found
 
 
-def _reads_outside_io(keys: frozenset[str]) -> dict[str, list[int]]:
-    readers = {}
+def _harbor_keys_by_hand() -> dict[str, list[str]]:
+    """Every use of a Harbor key by hand in the package, io included (the model's own modules and the
+    guard's Harbor-side agents apart), but the names listed with another meaning."""
+    found = {}
     for relative, tree in _modules():
-        if relative.startswith(("depthlab/io/", "depthlab/engines/harbor_side/")):
+        if relative in _MODEL or relative.startswith("depthlab/engines/harbor_side/"):
             continue  # (harbor_side runs in Harbor's venv, on Harbor's own objects)
-        lines = _result_key_reads(tree, keys)
-        if lines:
-            readers[relative] = lines
-    return readers
+        allowed = _OTHER_MEANING.get(relative, {})
+        uses = [f"{line}:{key}" for line, key in _harbor_key_uses(tree) if key not in allowed]
+        if uses:
+            found[relative] = sorted(set(uses), key=lambda use: int(use.split(":")[0]))
+    return found
 
 
-def test_no_module_outside_io_reads_a_harbor_result_by_hand():
-    """A trial's result.json is read through io's model (harbor_models, io.harbor.read_trial_result) everywhere else,
-    and the writer's records (harbor_records) are read back by attribute."""
-    assert _reads_outside_io(_RESULT_KEYS) == {}
+def test_no_module_touches_harbors_keys_by_hand():
+    """A Harbor file (trial result and config, step results, job config and result) is read through io's model
+    (harbor_models, io.harbor.read_trial_result, read_trial_config, read_job_config, read_job_result) and written
+    as the writer's records, whose fields are attributes, in every module, io's included."""
+    assert _harbor_keys_by_hand() == {}
 
 
-def test_no_module_outside_io_reads_a_harbor_job_file_by_hand():
-    """A job's config.json and result.json are read through io's model (io.harbor.read_job_config, read_job_result)
-    and written as the writer's records, whose fields are attributes."""
-    assert _reads_outside_io(_JOB_KEYS) == {}
+def test_the_other_meanings_are_still_used():
+    """Each name listed with another meaning is still used there (a stale entry would hide a new use)."""
+    trees = dict(_modules())
+    for relative, names in _OTHER_MEANING.items():
+        used = {key for _, key in _harbor_key_uses(trees[relative])}
+        assert set(names) <= used, (relative, set(names) - used)
 
 
-def test_the_result_key_check_sees_a_read_by_hand():
+def test_harbors_keys_come_from_the_model_and_include_the_old_hand_list():
+    old = {"verifier_result", "exception_info", "step_results", "agent_result", "reward_valid", "n_attempts",
+           "n_total_trials", "task_names", "trial_results"}  # fmt: skip
+    assert old <= HARBOR_KEYS
+    assert len(HARBOR_KEYS) > 3 * len(old)
+    assert not {"id", "source", "task", "started_at", "name"} & HARBOR_KEYS
+
+
+def test_the_harbor_key_check_sees_reads_and_dict_literals():
     tree = ast.parse(
         'a = r.get("verifier_result") or {}\nb = r["exception_info"]\nr["step_results"] = []\nc = r["x"]\n'
+        'd = {"trial_name": n, "other": 1}\ne = dict(trials_dir=t)\nf = {"task": t}\n'
     )
-    assert _result_key_reads(tree) == [1, 2]
-    job = ast.parse('n = config.get("n_attempts", 1)\nf = result["finished_at"]\nm = config.n_attempts\n')
-    assert _result_key_reads(job, _JOB_KEYS) == [1, 2]
+    assert _result_key_reads(tree) == [1, 2, 5, 6]
+    job = ast.parse('n = config.get("n_attempts", 1)\nf = result["n_total_trials"]\nm = config.n_attempts\n')
+    assert _result_key_reads(job) == [1, 2]

@@ -56,7 +56,7 @@ from depthlab.engines._harbor_guard import (
 from depthlab.engines.harbor import HARBOR_SIDE, HarborCommand, die_with_parent, find_harbor
 from depthlab.engines.rounds import EngineError
 from depthlab.io import harbor_writer
-from depthlab.io.harbor import read_trial_result
+from depthlab.io.harbor import read_trial_result, record_exception
 from depthlab.io.harbor_task import read_config, write_config
 from depthlab.runner.container import ContainerLimits
 from depthlab.runner.output import JobDir
@@ -223,9 +223,7 @@ def disk_verdict(trial_dir: Path) -> bool:
     info = harbor_writer.exception_info(
         "RewardFileNotFoundError", f"The verifier could not start: {cause}", "", harbor_writer.utc_now()
     )
-    harbor_writer.write_json(trial_dir / HARBOR_RESULT, read.raw)
-    rewritten = {**read.raw, "exception_info": harbor_writer.as_object(info), "verifier_result": None}
-    harbor_writer.write_json(trial_dir / "result.json", rewritten)
+    record_exception(read, info, drop_rewards=True, keep_original=trial_dir / HARBOR_RESULT)
     return True
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import re
 import tempfile
 import uuid
@@ -47,10 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from depthlab.io import harbor_writer
-from depthlab.io.harbor import read_trial_result
-from depthlab.io.harbor_models import VerifierResult
+from depthlab.io.harbor import read_trial_config, read_trial_result
+from depthlab.io.harbor_models import TrialConfig, VerifierResult
 from depthlab.io.multistep import main_reward
-from depthlab.io.status import PASS_REWARD
+from depthlab.io.status import trial_status
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import TaskContainer
 from depthlab.runner.multistep import run_multistep_trial, run_task_trial
@@ -374,12 +373,16 @@ class Replayer:
         (``agent.kwargs.task_checksum`` names the original), a local one the task itself."""
         found: dict[tuple[str, str, str], Path] = {}
         for result_file in sorted(self.job.path.glob("*/result.json")):
-            with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
-                result = json.loads(result_file.read_text(encoding="utf-8"))
-                config = json.loads((result_file.parent / "config.json").read_text(encoding="utf-8"))
-                kwargs = config["agent"]["kwargs"]
-                checksum = kwargs.get("task_checksum") or result.get("task_checksum") or ""
-                found[(result["task_name"], checksum, kwargs["replay"])] = result_file.parent
+            read = read_trial_result(result_file)
+            config = read_trial_config(result_file.parent / "config.json")
+            if isinstance(read, str) or not isinstance(config, TrialConfig):
+                continue  # not a finished replay of this job's shape: run again
+            kwargs = config.agent_kwargs()
+            replay = kwargs.get("replay")
+            if read.result.task_name is None or not isinstance(replay, str):
+                continue
+            checksum = kwargs.get("task_checksum") or read.result.task_checksum or ""
+            found[(read.result.task_name, str(checksum), replay)] = result_file.parent
         return found
 
     def replay(
@@ -441,7 +444,7 @@ def read_replay(key: str, trial_dir: Path, *, reused: bool) -> Replay:
     for name, verified, exception in records:
         reward = main_reward(verified.rewards if isinstance(verified, VerifierResult) else None)
         steps[str(name)] = StepRun(
-            passed=reward is not None and reward >= PASS_REWARD,
+            passed=trial_status(reward, None, "all") == "pass",  # the pass threshold, io.status's
             reward=reward,
             exception=exception.exception_type if exception is not None else None,
             message=exception.exception_message if exception is not None else None,
@@ -450,9 +453,8 @@ def read_replay(key: str, trial_dir: Path, *, reused: bool) -> Replay:
     if trial_exception is not None and read.steps:  # a fault outside the steps (image, container): every step not
         # run says so (a single-step trial's exception is its step's, read above)
         steps.setdefault("", StepRun(False, None, trial_exception.exception_type, trial_exception.exception_message))
-    start = None
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        start = json.loads((trial_dir / "config.json").read_text(encoding="utf-8"))["agent"]["kwargs"].get("start")
+    config = read_trial_config(trial_dir / "config.json")
+    start = config.agent_kwargs().get("start") if isinstance(config, TrialConfig) else None
     return Replay(key, trial_dir, steps, _seconds(result.started_at, result.finished_at), reused, start)
 
 

@@ -273,18 +273,16 @@ def _dir_name(source: str | None) -> str | None:
 
 def _harbor_task_dirs(trials: pl.DataFrame) -> pl.Series:
     """Each Harbor trial's task named after its ``task_id.path`` (the task folder), else kept."""
-    import msgspec
+    from depthlab.io.harbor import read_model
+    from depthlab.io.harbor_models import TrialResultBase
 
     names = []
     for task, source in zip(trials["task"], trials["source"], strict=True):
         path = (source or "").split("#", 1)[0]
         folder = None
         if path.endswith("result.json"):
-            try:
-                result = msgspec.json.decode(Path(path).read_bytes())
-                task_id = result.get("task_id") if isinstance(result, dict) else None
-                folder = os.path.basename(str(task_id["path"]).rstrip("/")) if isinstance(task_id, dict) else None
-            except (OSError, msgspec.DecodeError, KeyError, TypeError):
-                folder = None  # the loader's own name stands
+            result = read_model(path, TrialResultBase)  # (a file it cannot read: the loader's own name stands)
+            task_id = result.task_id if isinstance(result, TrialResultBase) else None
+            folder = os.path.basename(task_id.path.rstrip("/")) if task_id is not None and task_id.path else None
         names.append(folder or task)
     return pl.Series("task", names, dtype=pl.String)

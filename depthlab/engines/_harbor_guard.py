@@ -41,7 +41,7 @@ from depthlab._guard_shell import GUARD_SCRIPT as GUARD_SCRIPT  # the guard's sh
 from depthlab._guard_shell import guard_sections
 from depthlab._text import one_line as _one_line
 from depthlab.io import harbor_writer
-from depthlab.io.harbor import TrialResultFile, read_json_object, read_text_head, read_trial_result
+from depthlab.io.harbor import TrialResultFile, read_json_object, read_text_head, read_trial_result, record_exception
 
 #: The Compose overlay depthlab writes into the jobs folder (hidden: ``harbor view`` lists folders).
 BOUNDS_FILE = ".depthlab-compose-bounds.json"
@@ -429,8 +429,6 @@ def judge_trials(job: Path, *, tampering: bool = True) -> list[tuple[str, str, s
     its result.json (so Harbor's viewer, ``depthlab depth`` and every reader see it invalid);
     Harbor's own result is kept beside it in :data:`HARBOR_RESULT`.
     """
-    from depthlab import _atomic
-
     verdicts = []
     for trial in sorted(_trial_dirs(job)):
         path = trial / "result.json"
@@ -450,12 +448,9 @@ def judge_trials(job: Path, *, tampering: bool = True) -> list[tuple[str, str, s
             found = (OUTAGE, reason)
         if found is None:
             continue
-        original = json.dumps(read.raw, indent=2)
         message = f"{found[1]} (recorded by depthlab; Harbor's result: {HARBOR_RESULT})"
         verdict = harbor_writer.exception_info(found[0], message, "", harbor_writer.utc_now())
-        _atomic.write_text(trial / HARBOR_RESULT, original + "\n")
-        rewritten = {**read.raw, "exception_info": harbor_writer.as_object(verdict)}
-        _atomic.write_text(path, json.dumps(rewritten, indent=2) + "\n")
+        record_exception(read, verdict, keep_original=trial / HARBOR_RESULT)
         verdicts.append((trial.name, found[0], found[1]))
     return verdicts
 

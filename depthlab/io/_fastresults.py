@@ -4,11 +4,12 @@ A leaderboard fetched with ``--results-only`` is 100,000 trial directories, each
 and nothing else; there the careful path of :mod:`depthlab.io.harbor` spends most of its time on
 its own per-trial work (a row dict, the per-field checks of :func:`depthlab.io._rows.check_row`,
 helper calls), not on the parser. This module reads such a trial with one typed decode into
-:class:`FastResult` and builds the row as a tuple of exactly the columns of
-:data:`depthlab.io._rows.ROW_SCHEMA`, with no field notes.
+:class:`FastResult` (made from :class:`depthlab.io.harbor_models.TrialResult`'s declaration, with tighter
+bounds) and builds the row by column name, every column of :data:`depthlab.io._rows.ROW_SCHEMA`, with no
+field notes (the loader stacks it as a tuple in that order).
 
 **The rules stay in one place.** :class:`FastResult` is *at least as strict* as
-:class:`depthlab.io.harbor.TrialResult` field by field (it reuses its parts, and adds bounds:
+:class:`depthlab.io.harbor.TrialResult` field by field (it is made from its fields, and adds bounds:
 token counts that fit Int64, a cost the row accepts, turns that fit Int32), and a trial is taken
 here only when the careful path would give the same row with no note and no rejection:
 
@@ -28,30 +29,29 @@ careful path's row, files remembered and counts.
 from __future__ import annotations
 
 import math
+import operator
 import os
 import stat
 from datetime import UTC, datetime
-from typing import Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import msgspec
 
 from depthlab.io import harbor
 from depthlab.io._files import ABSENT, MAX_FILE_BYTES, POSIX, there
-from depthlab.io._rows import MAX_COST_USD, ROW_SCHEMA
+from depthlab.io._rows import MAX_COST_USD, NOTES, ROW_SCHEMA
 from depthlab.io.cache import SKIP, Stamps
 from depthlab.io.harbor_models import (
     NULL,
     AgentConfig,
     AgentInfo,
-    ExceptionInfo,
-    TaskId,
-    TrialConfig,
+    TrialResult,
     Turns,
-    TypedPhase,
     VerifierResult,
     main_reward,
     reward_valid,
 )
+from depthlab.io.harbor_records import TrialResultRecord
 from depthlab.io.harbor_writer import STATED_CAP_KEY
 from depthlab.io.status import TURN_LIMIT_KEYS, harness_turn_limit, stated_cap, trial_status
 
@@ -72,39 +72,48 @@ class _FastAgentResult(msgspec.Struct):
     metadata: _FastMetadata | None = None
 
 
-class FastResult(msgspec.Struct):
-    """Harbor's ``TrialResult`` bounded as the row's columns are (what it decodes needs no check).
+#: The types the fast path bounds tighter than the model does (a value out of bounds declines the trial).
+BOUNDED: Final[dict[str, Any]] = {"agent_result": _FastAgentResult | None}
 
-    Its fields are :class:`depthlab.io.harbor_models.TrialResult`'s (the conformance test holds both to
-    Harbor's), declared here again rather than inherited: reading a field of a Struct subclass was measured
-    a fifth slower than of a flat Struct, and the fast path reads a dozen per trial.
-    """
 
-    id: str | None = None
-    task_name: str | None = None
-    trial_name: str | None = None
-    task_id: TaskId | None = None
-    source: str | None = None
-    task_checksum: str | None = None
-    config: TrialConfig | None = None
-    agent_info: AgentInfo | None = None
-    agent_result: _FastAgentResult | None = None
-    verifier_result: VerifierResult | msgspec.UnsetType | None = msgspec.UNSET
-    reward_valid_: bool | None = msgspec.field(default=None, name="reward_valid")
-    exception_info: ExceptionInfo | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    agent_execution: TypedPhase | None = None
-    step_results: msgspec.Raw = NULL  # a multi-step trial's steps: the careful path reads them
-    n_total_trials: int | None = None
+def _derived(declaration: type[msgspec.Struct], bounded: dict[str, Any], record: type[msgspec.Struct]) -> Any:
+    """A flat struct of ``declaration``'s fields (names, encoded names, types, defaults), ``bounded`` replacing
+    some types, in the order Harbor writes them (``record``'s: the decoder finds each key where it expects it).
+
+    Flat rather than a subclass: reading a field of a Struct subclass was measured a fifth slower than of a flat
+    Struct, and the fast path reads a dozen per trial."""
+    written = [field.encode_name for field in msgspec.structs.fields(record)]
+    fields = []
+    order = sorted(
+        msgspec.structs.fields(declaration),
+        key=lambda field: written.index(field.encode_name) if field.encode_name in written else len(written),
+    )
+    for field in order:
+        default: Any = (
+            msgspec.field(default_factory=field.default_factory, name=field.encode_name)
+            if field.default_factory is not msgspec.NODEFAULT
+            else msgspec.field(default=field.default, name=field.encode_name)
+        )
+        fields.append((field.name, bounded.get(field.name, field.type), default))
+    return msgspec.defstruct(f"Fast{declaration.__name__}", fields, module=__name__)
+
+
+if TYPE_CHECKING:
+    FastResult = TrialResult  # what the fast path is type-checked against: the declaration it is made from
+else:
+    #: Harbor's ``TrialResult`` bounded as the row's columns are (what it decodes needs no check): derived from
+    #: :class:`depthlab.io.harbor_models.TrialResult`'s declaration field by field, :data:`BOUNDED` tighter.
+    FastResult = _derived(TrialResult, BOUNDED, TrialResultRecord)
+
+#: A row built by column name (a dict of every column of :data:`depthlab.io._rows.ROW_SCHEMA`, as the careful
+#: path's rows are) as the tuple of :data:`FIELDS` the loader stacks.
+_AS_TUPLE: Final = operator.itemgetter(*ROW_SCHEMA)
 
 
 #: What :func:`trial_row` returns for a trial the careful path must read.
 DECLINED: Final = None
 
-#: The columns of a row tuple, in order: those of ROW_SCHEMA, declared there once. :func:`_row` builds
-#: its tuple in this order (``tests/io/test_fastresults.py`` checks each column against the careful
-#: path's row on a trial whose values all differ, so two columns swapped fail there).
+#: The columns of a row tuple, in order: those of ROW_SCHEMA, declared there once (:data:`FastRow`'s fields).
 FIELDS: Final[tuple[str, ...]] = tuple(ROW_SCHEMA)
 
 _DECODER = msgspec.json.Decoder(FastResult)
@@ -123,9 +132,6 @@ _NO_RESULT: Final = _FastAgentResult()
 
 
 _RULES: Final[tuple[str, ...]] = ("stated_cap", "turn_limit")
-
-
-_N_TURNS: Final[int] = FIELDS.index("n_turns")
 
 
 class _Decline(Exception):
@@ -216,14 +222,14 @@ def trial_row(
     sizes[0].append(size)
     times[0].append(info.st_ctime_ns if POSIX else info.st_mtime_ns)
     # no turns in the result: the careful path probed agent/ (absent, as checked)
-    sizes[1].append(ABSENT if row[_N_TURNS] is None else SKIP)
+    sizes[1].append(ABSENT if row["n_turns"] is None else SKIP)
     times[1].append(0)
     for column in (2, 3):
         sizes[column].append(ABSENT if probed else SKIP)
         times[column].append(0)
     sizes[4].append(ABSENT)
     times[4].append(0)
-    return row
+    return _AS_TUPLE(row)
 
 
 def _row(
@@ -234,8 +240,8 @@ def _row(
     options: harbor.Options,
     fallback_dataset: str,
     jobs: dict[str, str | None],
-) -> tuple[tuple, bool]:
-    """The row, and whether the reward files were probed (found absent)."""
+) -> tuple[dict[str, Any], bool]:
+    """The row (every column by name), and whether the reward files were probed (found absent)."""
     if options.cap_rule not in _RULES:
         raise _Decline
     name = result.task_name
@@ -310,39 +316,42 @@ def _row(
     dataset = options.dataset or result.source or fallback_dataset
     if not (path.isascii() or _utf8(path)) or not (dataset.isascii() or _utf8(dataset)):
         raise _Decline  # a file name that is not UTF-8 is shown escaped, with a note
-    return (
-        dataset,
-        task,
-        agent_info.name or agent_config.name or agent_config.import_path,
-        agent_config.model_name or (agent_info.model_info.label() if agent_info.model_info is not None else None),
-        cap,
-        turn_limit,
-        job,
-        trial,
-        reward,
-        _ENCODE(rewards).decode() if rewards is not None else None,
-        None if status == "invalid" else status == "pass",
-        status,
-        exception,
-        message,
-        n_turns,
-        None,  # n_subagent_turns: no trajectory
-        None,  # n_steps, steps_passed, first_failed_step: a single-step trial
-        None,
-        None,
-        None if n_turns is None or turn_limit is None else n_turns >= turn_limit,
-        agent_result.n_input_tokens,
-        agent_result.n_output_tokens,
-        agent_result.n_cache_tokens,
-        agent_result.cost_usd,
-        started_at,
-        _micros(result.finished_at),
-        seconds,
-        result.task_checksum,
-        None,  # task_digest: no lock
-        harbor.cap_mismatch(kwargs, None, turn_limit) if kwargs and not _CAP_KEYS.isdisjoint(kwargs) else None,
-        path,
-        None,
-        harbor.identity(job, trial, task, started_at, result.id),
-        None,
-    ), probed
+    mismatch = harbor.cap_mismatch(kwargs, None, turn_limit) if kwargs and not _CAP_KEYS.isdisjoint(kwargs) else None
+    row = {
+        "dataset": dataset,
+        "task": task,
+        "agent": agent_info.name or agent_config.name or agent_config.import_path,
+        "model": agent_config.model_name
+        or (agent_info.model_info.label() if agent_info.model_info is not None else None),
+        "cap": cap,
+        "turn_limit": turn_limit,
+        "job": job,
+        "trial": trial,
+        "reward": reward,
+        "rewards": _ENCODE(rewards).decode() if rewards is not None else None,
+        "passed": None if status == "invalid" else status == "pass",
+        "status": status,
+        "exception": exception,
+        "exception_message": message,
+        "n_turns": n_turns,
+        "hit_limit": None if n_turns is None or turn_limit is None else n_turns >= turn_limit,
+        "n_input_tokens": agent_result.n_input_tokens,
+        "n_output_tokens": agent_result.n_output_tokens,
+        "n_cache_tokens": agent_result.n_cache_tokens,
+        "cost_usd": agent_result.cost_usd,
+        "started_at": started_at,
+        "finished_at": _micros(result.finished_at),
+        "agent_seconds": seconds,
+        "task_checksum": result.task_checksum,
+        "cap_mismatch": mismatch,
+        "source": path,
+        "identity": harbor.identity(job, trial, task, started_at, result.id),
+        "n_subagent_turns": None,  # no trajectory
+        "n_steps": None,  # a single-step trial
+        "steps_passed": None,
+        "first_failed_step": None,
+        "task_digest": None,  # no lock
+        "attempt_hint": None,
+        NOTES: None,
+    }
+    return row, probed

@@ -55,11 +55,12 @@ import os
 import re
 import stat
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Final, TypeVar, overload
 
 import msgspec
 
-from depthlab.io import atif, harbor_lock, multistep
+from depthlab.io import atif, harbor_lock, harbor_writer, multistep
 from depthlab.io._errors import Reject, Rejected
 from depthlab.io._files import Dep, decode_json, probe, read_bytes, read_bytes_if_exists, read_json, read_text
 from depthlab.io._rows import check_row, note
@@ -75,6 +76,7 @@ from depthlab.io.harbor_models import (
     Metadata,
     Phase,
     StepResult,
+    TrialConfig,
     TrialResult,
     TrialResultBase,
     Turns,
@@ -82,7 +84,9 @@ from depthlab.io.harbor_models import (
     Usage,
     decode_steps,
     main_reward,
+    rewards_count,
 )
+from depthlab.io.harbor_records import ExceptionInfoRecord, TrialResultRecord
 from depthlab.io.harbor_writer import STATED_CAP_KEY
 from depthlab.io.status import CapRule, apply_cap_rule, harness_turn_limit, trial_status
 
@@ -318,7 +322,15 @@ def _rewards(
         return computed
     if trial_dir is None:
         return None
-    found = _reward_files(trial_dir, deps)
+    try:
+        found = _reward_files(trial_dir, deps)
+    except Reject as refused:
+        if recorded is None and result.exception_info is not None:
+            # the verifier's output its engine already refused (both engines' VerifierOutputParseError on a
+            # reward of nan): the recorded exception is the trial's outcome, the file is not read again
+            note(notes, "reward", f"{refused.reason} ({result.exception_info.kind()} recorded): no reward")
+            return None
+        raise
     if found is None:
         return None
     where, rewards = found
@@ -548,6 +560,64 @@ def read_trial_result(path: str | os.PathLike[str]) -> TrialResultFile | str:
     return TrialResultFile(where, raw, result, steps)
 
 
+def record_exception(
+    read: TrialResultFile,
+    exception: ExceptionInfoRecord,
+    *,
+    drop_rewards: bool = False,
+    keep_original: str | os.PathLike[str] | None = None,
+) -> bool:
+    """Rewrite a trial's result.json with ``exception`` as its ``exception_info``, through the record, and
+    ``reward_valid`` recomputed by Harbor's rule (the one rewrite of a Harbor result: the engines' verdicts and
+    the checks' disk stop).
+
+    ``read`` is the file as :func:`read_trial_result` read it; ``drop_rewards`` records no verifier result
+    (the verifier never ran); ``keep_original`` is where Harbor's own result is kept, unchanged, first. A
+    multi-step trial's steps keep their own exceptions (they count in ``reward_valid`` all the same). Returns the
+    ``reward_valid`` written. A file of an older Harbor, not the record's full shape, keeps every key of its own,
+    the same two (three) changed.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from depthlab.io import harbor_writer
+    >>> path = os.path.join(tempfile.mkdtemp(), "result.json")
+    >>> from depthlab.io.harbor_records import TrialResultRecord as Result, LocalTaskIdRecord, AgentInfoRecord
+    >>> from depthlab.io.harbor_records import TaskConfigRecord, TrialConfigRecord, VerifierResultRecord
+    >>> config = TrialConfigRecord(task=TaskConfigRecord(path="t"), trial_name="t__a")
+    >>> passed = VerifierResultRecord(rewards={"reward": 1.0})
+    >>> harbor_writer.write_json(path, Result(id="1", task_name="t", trial_name="t__a", trial_uri="file:///t__a",
+    ...     task_id=LocalTaskIdRecord(path="t"), task_checksum="0", config=config,
+    ...     agent_info=AgentInfoRecord(name="oracle", version="1"), verifier_result=passed, reward_valid=True))
+    >>> timeout = harbor_writer.exception_info("VerifierTimeoutError", "slow", "", "2026-01-01T00:00:00")
+    >>> record_exception(read_trial_result(path), timeout)
+    False
+    >>> read_trial_result(path).result.reward_valid(), read_trial_result(path).result.exception_info.kind()
+    (False, 'VerifierTimeoutError')
+    """
+    if keep_original is not None:
+        harbor_writer.write_json(Path(keep_original), read.raw)
+    try:
+        record = msgspec.convert(read.raw, TrialResultRecord)
+    except msgspec.ValidationError:
+        record = None  # an older Harbor's shape (no policy, fields of its own): its object, two fields changed
+    if record is None:
+        rewards = None if drop_rewards else read.result.rewards()
+        steps = [step.exception_info.policy() for step in read.steps if step.exception_info is not None]
+        changed = {"exception_info": harbor_writer.as_object(exception), "reward_valid": False}
+        if drop_rewards:
+            changed["verifier_result"] = None
+        changed["reward_valid"] = rewards_count(rewards, [exception.policy, *steps])
+        harbor_writer.write_json(Path(read.path), {**read.raw, **changed})
+        return bool(changed["reward_valid"])
+    record.exception_info = exception
+    if drop_rewards:
+        record.verifier_result = None
+    record.reward_valid = record.harbor_reward_valid()
+    harbor_writer.write_json(Path(read.path), record)
+    return record.reward_valid
+
+
 def read_job_config(path: str | os.PathLike[str]) -> JobConfig | str | None:
     """A job's config.json through the model (:class:`~depthlab.io.harbor_models.JobConfig`), read as
     :func:`read_json_object` reads; None when absent or not a JSON object, the one-line reason when it is
@@ -562,6 +632,11 @@ def read_job_config(path: str | os.PathLike[str]) -> JobConfig | str | None:
     2
     """
     return read_model(path, JobConfig)
+
+
+def read_trial_config(path: str | os.PathLike[str]) -> TrialConfig | str | None:
+    """A trial's config.json decoded with the model (as :func:`read_model` reads it)."""
+    return read_model(path, TrialConfig)
 
 
 def read_job_result(path: str | os.PathLike[str]) -> JobResult | str | None:

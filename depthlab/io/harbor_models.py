@@ -36,10 +36,10 @@ import math
 import os
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from types import MappingProxyType
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, TypeVar
 
 import msgspec
 
@@ -509,6 +509,8 @@ def policy_for(exception_type: str, override: ErrorPolicyOverride | None = None)
 
 # ---------------------------------------------------------------------------------- rewards
 
+_E = TypeVar("_E")  # an exception record: the readers' ExceptionInfo or the writer's ExceptionInfoRecord
+
 
 def reward_valid(
     recorded: bool | None, rewards: Mapping[str, float] | None, exceptions: Sequence[ExceptionInfo]
@@ -525,7 +527,32 @@ def reward_valid(
     """
     if recorded is not None:
         return recorded
-    return bool(rewards) and all(info.policy().has_valid_reward for info in exceptions)
+    return rewards_count(rewards, [info.policy() for info in exceptions])
+
+
+def rewards_count(rewards: Mapping[str, float] | None, policies: Iterable[ErrorPolicy]) -> bool:
+    """Harbor's rule for ``reward_valid`` (written once: the readers' :func:`reward_valid` and the writer's records
+    use it): rewards recorded, and every recorded exception's policy giving a valid reward.
+
+    Examples
+    --------
+    >>> rewards_count({"reward": 1.0}, [policy_for("AgentTimeoutError")]), rewards_count({}, [])
+    (True, False)
+    """
+    return bool(rewards) and all(policy.has_valid_reward for policy in policies)
+
+
+def recorded_exceptions(trial: _E | None, steps: Iterable[_E | None]) -> list[_E]:
+    """Harbor's order of a trial's exceptions (its ``recorded_exceptions``, written once for the readers and the
+    records): the trial's own first, then its steps' in step order.
+
+    Examples
+    --------
+    >>> recorded_exceptions("trial", [None, "step 2"])
+    ['trial', 'step 2']
+    """
+    found = [trial] if trial is not None else []
+    return found + [info for info in steps if info is not None]
 
 
 def main_reward(rewards: Mapping[str, float] | None) -> float | None:
@@ -692,6 +719,10 @@ class TrialConfig(msgspec.Struct):
     trials_dir: str | None = None
     extra_instructions: list[str] | None = None  # may state the cap (io.status.stated_cap)
 
+    def agent_kwargs(self) -> dict[str, Any]:
+        """``agent.kwargs`` ({} when absent or null)."""
+        return (self.agent.kwargs if self.agent is not None else None) or {}
+
 
 class StepAgentResult(msgspec.Struct):
     n_input_tokens: Any = None
@@ -737,8 +768,7 @@ class TrialResultBase(msgspec.Struct):
 
     def recorded_exceptions(self, steps: Sequence[StepResult] = ()) -> list[ExceptionInfo]:
         """Harbor's order: the trial's exception first, then its steps' in step order."""
-        found = [self.exception_info] if self.exception_info is not None else []
-        return found + [step.exception_info for step in steps if step.exception_info is not None]
+        return recorded_exceptions(self.exception_info, [step.exception_info for step in steps])
 
     def reward_valid(self, steps: Sequence[StepResult] = ()) -> bool:
         """Whether Harbor counts this trial's reward: its recorded ``reward_valid``, else Harbor's rule

@@ -8,8 +8,9 @@ Harbor file from a dict.
 
 The structs that *read* Harbor's files (:mod:`depthlab.io.harbor_models`) stay lean, for the
 loaders' speed: each decodes only the fields depthlab uses. Their fields are these structs'
-fields under the same names (``tests/io/test_harbor_records.py`` checks every one, so a field's
-name is stated once: here), and ``tests/harbor/test_harbor_conformance.py`` compares these with
+fields under the same names, each taking every value its record's field can hold (types and
+optionality; ``tests/io/test_harbor_records.py`` checks every one, so a field is stated once:
+here), and ``tests/harbor/test_harbor_conformance.py`` compares these with
 Harbor's own JSON schemas field by field, so a new Harbor field is a failing test.
 
 Job-level files: a job's ``config.json`` (:class:`JobConfigRecord`) and ``result.json``
@@ -25,7 +26,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from depthlab.io.harbor_models import ErrorPolicy, ErrorPolicyOverride
+from depthlab.io.harbor_models import ErrorPolicy, ErrorPolicyOverride, recorded_exceptions, rewards_count
 
 #: The ``schema_version`` Harbor 0.26 writes in a trial's and a job's config and result.
 DOCUMENT_VERSION: Final = 1
@@ -243,8 +244,14 @@ class TrialResultRecord(_Record, kw_only=True):
 
     def recorded_exceptions(self) -> list[ExceptionInfoRecord]:
         """Harbor's order: the trial's exception first, then its steps' in step order."""
-        found = [self.exception_info] if self.exception_info is not None else []
-        return found + [step.exception_info for step in self.step_results or () if step.exception_info is not None]
+        return recorded_exceptions(self.exception_info, [step.exception_info for step in self.step_results or ()])
+
+    def harbor_reward_valid(self) -> bool:
+        """Harbor's ``reward_valid`` of this result as it stands (:func:`depthlab.io.harbor_models.rewards_count`
+        on its rewards and every recorded exception's policy): what the writer records, and what a rewrite
+        recomputes."""
+        rewards = self.verifier_result.rewards if self.verifier_result is not None else None
+        return rewards_count(rewards, [info.policy for info in self.recorded_exceptions()])
 
 
 # ------------------------------------------------------------------------------ job files

@@ -60,7 +60,8 @@ from depthlab.io.harbor_models import (
     DEFAULT_REWARD_STRATEGY,
     REWARD_STRATEGIES,
     TrialResult,
-    TypedAgentResult,
+    VerifierResult,
+    decode_steps,
     multi_step_rewards,
     policy_for,
 )
@@ -446,8 +447,7 @@ def trial_result(
     if step_results is not None and agent_result is not None:
         raise ValueError("The 'agent_result' parameter of trial_result must be None for a multi-step trial")
     steps = None if step_results is None else list(step_results)
-    policies = [info.policy for info in (exception, *(step.exception_info for step in steps or ())) if info]
-    return TrialResultRecord(
+    record = TrialResultRecord(
         id=result_id,
         task_name=task_name,
         trial_name=config.trial_name,
@@ -467,8 +467,10 @@ def trial_result(
         agent_execution=phases.get("agent_execution"),
         verifier=phases.get("verifier"),
         step_results=steps,
-        reward_valid=bool(rewards) and all(policy.has_valid_reward for policy in policies),
+        reward_valid=False,
     )
+    record.reward_valid = record.harbor_reward_valid()
+    return record
 
 
 def trial_uri(trial_dir: str | os.PathLike[str]) -> str:
@@ -549,13 +551,17 @@ def job_result(
     """Harbor's ``JobResult`` (a job's ``result.json``) from its trials: the :func:`trial_result` records
     written, or the trials' result.json read back through the model (a resumed job's).
 
-    Per eval (agent, model, source): trials with a reward, errors, the mean reward over all
-    trials (a missing reward counts 0, Harbor's default metric), and which trials got which
-    reward or exception.
+    The stats are Harbor 0.26's (its ``JobStats.increment``, the job's ``Mean`` metric and
+    ``compute_pass_at_k_by_evals``; ``tests/harbor/test_harbor_conformance.py`` compares them with Harbor's own
+    on the same trials). Per eval (agent, model, source): ``n_trials`` counts the trials whose reward Harbor
+    counts (``reward_valid``, a verifier result recorded), ``reward_stats`` names them by reward, ``n_errors``
+    and ``exception_stats`` count every recorded exception (a multi-step trial's steps' too), ``metrics`` is the
+    mean reward over the counted trials (none counted: no metric), ``pass_at_k`` Harbor's pass@k over them;
+    token and cost totals are null when no trial recorded any.
     """
-    stats = JobStatsRecord(n_input_tokens=0, n_cache_tokens=0, n_output_tokens=0, cost_usd=0.0)
-    totals: dict[str, float] = {**dict.fromkeys(_TOKENS, 0), "cost_usd": 0.0}
-    sums: dict[str, list[float]] = {}
+    stats = JobStatsRecord()
+    counted: dict[str, list[Mapping[str, float] | None]] = {}
+    outcomes: dict[str, list[tuple[str, Mapping[str, float]]]] = {}
     n_trials = 0
     for trial in trials:
         n_trials += 1
@@ -563,28 +569,32 @@ def job_result(
         key = eval_key(facts.agent_name, facts.model_name, trial.source)
         entry = stats.evals.setdefault(key, AgentDatasetStatsRecord())
         name = trial.trial_name or ""
-        if facts.exception_type:
+        if facts.reward_valid and facts.graded:
+            if facts.rewards is not None:
+                entry.n_trials += 1
+                for reward_name, value in facts.rewards.items():
+                    entry.reward_stats.setdefault(reward_name, {}).setdefault(str(float(value)), []).append(name)
+            counted.setdefault(key, []).append(facts.rewards)
+        if facts.reward_valid and facts.rewards is not None:
+            outcomes.setdefault(key, []).append((trial.task_name or "", facts.rewards))
+        kinds = sorted(set(facts.exception_types))
+        for kind in kinds:
+            entry.exception_stats.setdefault(kind, []).append(name)
+        if kinds:
             entry.n_errors += 1
             stats.n_errored_trials += 1
-            entry.exception_stats.setdefault(facts.exception_type, []).append(name)
-        rewards = facts.rewards or {}
-        if rewards:
-            entry.n_trials += 1
-            for reward_name, value in rewards.items():
-                entry.reward_stats.setdefault(reward_name, {}).setdefault(str(float(value)), []).append(name)
-        total = sums.setdefault(key, [0.0, 0])
-        total[0] += float(rewards.get("reward", 0.0) or 0.0)
-        total[1] += 1
+            stats.n_cancelled_trials += "CancelledError" in kinds
         for field in _TOKENS:  # a count a reader recorded as anything but a number adds nothing
-            count: Any = getattr(facts.usage, field) if facts.usage is not None else None
-            if isinstance(count, int | float) and not isinstance(count, bool):
-                totals[field] += count
-    for key, entry in stats.evals.items():
-        entry.metrics = [{"mean": sums[key][0] / max(sums[key][1], 1)}]
+            total = _sum(_number(getattr(usage, field)) for usage in facts.usage)
+            if total is not None:
+                setattr(stats, field, (getattr(stats, field) or 0) + total)
+    for key, rewards in counted.items():
+        stats.evals[key].metrics = [_mean(rewards)]
+    for key, pairs in outcomes.items():
+        if pass_at_k := _pass_at_k(pairs):
+            stats.evals[key].pass_at_k = pass_at_k
     n_total = n_trials if n_total_trials is None else max(n_total_trials, n_trials)
     stats.n_completed_trials, stats.n_pending_trials = n_trials, n_total - n_trials
-    stats.n_input_tokens, stats.n_cache_tokens = int(totals["n_input_tokens"]), int(totals["n_cache_tokens"])
-    stats.n_output_tokens, stats.cost_usd = int(totals["n_output_tokens"]), totals["cost_usd"]
     return JobResultRecord(
         id=job_id,
         started_at=started_at,
@@ -595,29 +605,99 @@ def job_result(
     )
 
 
+def _number(value: Any) -> float | None:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _mean(rewards: Sequence[Mapping[str, float] | None]) -> dict[str, float]:
+    """Harbor's ``Mean`` metric (its ``aggregate_reward_dicts``): one key, or none, is ``mean``; several are
+    averaged key by key; a missing reward counts 0.
+
+    Examples
+    --------
+    >>> _mean([{"reward": 1.0}, None]), _mean([{"a": 1.0, "b": 0.0}, {"a": 0.0}])
+    ({'mean': 0.5}, {'a': 0.5, 'b': 0.0})
+    """
+    keys = sorted({key for reward in rewards if reward is not None for key in reward})
+    if len(keys) <= 1:
+        values = [0.0 if reward is None else next(iter(reward.values()), 0.0) for reward in rewards]
+        return {"mean": sum(values) / len(values)}
+    return {
+        key: sum(0.0 if reward is None else reward.get(key, 0.0) for reward in rewards) / len(rewards) for key in keys
+    }
+
+
+def _pass_at_k(outcomes: Sequence[tuple[str, Mapping[str, float]]]) -> dict[int, float]:
+    """Harbor's pass@k of one eval (``compute_pass_at_k_by_evals``): only when every counted trial has one reward,
+    0 or 1; k = 2, 4, 8, ... and 5, 10, 15, ... up to the fewest trials of a task.
+
+    Examples
+    --------
+    >>> _pass_at_k([("a", {"reward": 1.0}), ("a", {"reward": 0.0}), ("b", {"reward": 0.0}), ("b", {"reward": 0.0})])
+    {2: 0.5}
+    """
+    successes: dict[str, list[int]] = {}
+    for task, rewards in outcomes:
+        if len(rewards) != 1:
+            return {}
+        value = next(iter(rewards.values()))
+        if value not in (0, 1):
+            return {}
+        successes.setdefault(task, []).append(int(value))
+    fewest = min(len(runs) for runs in successes.values())
+    ks = sorted(
+        {*(2**power for power in range(1, fewest.bit_length()) if 2**power <= fewest), *range(5, fewest + 1, 5)}
+    )
+    return {
+        k: sum(_pass_at_k_of_task(len(runs), sum(runs), k) for runs in successes.values()) / len(successes) for k in ks
+    }
+
+
+def _pass_at_k_of_task(n: int, c: int, k: int) -> float:
+    if n - c < k:
+        return 1.0
+    product = 1.0
+    for i in range(k):
+        product *= (n - c - i) / (n - i)
+    return 1.0 - product
+
+
 class _JobTrial(msgspec.Struct, frozen=True):
     """What a job's stats take from one trial, from a record written or a result read back."""
 
     agent_name: str | None
     model_name: str | None
-    exception_type: str | None
+    exception_types: list[str]
     rewards: dict[str, float] | None
-    usage: AgentContextRecord | TypedAgentResult | None
+    graded: bool  # a verifier_result recorded (Harbor's metric counts it, its rewards null or not)
+    reward_valid: bool
+    usage: list[Any]  # the agent contexts whose tokens and cost Harbor sums (the trial's, else its steps')
 
     @classmethod
     def of(cls, trial: TrialResultRecord | TrialResult) -> _JobTrial:
         if isinstance(trial, TrialResultRecord):
-            rewards = None if trial.verifier_result is None else trial.verifier_result.rewards
-            exception = trial.exception_info.exception_type if trial.exception_info is not None else None
-            return cls(trial.agent_info.name, trial.config.agent.model_name, exception, rewards, trial.agent_result)
+            steps = trial.step_results or []
+            usage: list[Any] = [trial.agent_result] if trial.agent_result else [step.agent_result for step in steps]
+            return cls(
+                trial.agent_info.name,
+                trial.config.agent.model_name,
+                [info.exception_type for info in trial.recorded_exceptions()],
+                None if trial.verifier_result is None else trial.verifier_result.rewards,
+                trial.verifier_result is not None,
+                trial.reward_valid,
+                [context for context in usage if context is not None],
+            )
         agent = trial.config.agent if trial.config is not None else None
-        info = trial.exception_info
+        read = decode_steps(trial.step_results) if trial.multi_step() else []
+        contexts: list[Any] = [trial.agent_result] if trial.agent_result else [step.agent_result for step in read]
         return cls(
             trial.agent_info.name if trial.agent_info is not None else None,
             agent.model_name if agent is not None else None,
-            info.exception_type if info is not None else None,
+            [info.kind() for info in trial.recorded_exceptions(read)],
             trial.rewards(),
-            trial.agent_result,
+            isinstance(trial.verifier_result, VerifierResult),
+            trial.reward_valid(read),
+            [context for context in contexts if context is not None],
         )
 
 

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from depthlab.io._errors import Reject
 from depthlab.io._files import decode_json, read_bytes_if_exists
+from depthlab.io.harbor import read_trial_result
 
 #: The trajectory forms :func:`read_trial_files` tells apart (``None``: no trajectory recorded).
 TRAJECTORY_FORMS: Final[tuple[str, ...]] = ("atif", "chat-list", "episodes", "multi-step")
@@ -113,7 +114,7 @@ def read_trial_files(trial_dir: str | os.PathLike[str]) -> TrialFiles:
     output = _verifier_output(folder)
     if output is None:
         outputs = [
-            (name, _verifier_output(os.path.join(folder, "steps", name))) for name in _step_names(folder, result)
+            (name, _verifier_output(os.path.join(folder, "steps", name))) for name in _step_names(folder)
         ]
         joined = [f"== step {name}\n{text}" for name, text in outputs if text is not None]
         output = "\n".join(joined) if joined else None
@@ -216,12 +217,13 @@ def _verifier_output(folder: str) -> str | None:
     return "\n".join(texts) if texts else None
 
 
-def _step_names(folder: str, result: dict[str, Any] | None) -> list[str]:
+def _step_names(folder: str) -> list[str]:
+    """The step folders of a multi-step trial, in the order its result.json records them (through io's model)."""
     try:
         present = sorted(os.listdir(os.path.join(folder, "steps")))
     except OSError:
         return []
-    recorded = result.get("step_results") if result else None
-    named = [step.get("step_name") for step in recorded if isinstance(step, dict)] if isinstance(recorded, list) else []
+    read = read_trial_result(os.path.join(folder, "result.json"))
+    named = [] if isinstance(read, str) else [step.step_name for step in read.steps]
     order = [name for name in named if isinstance(name, str) and name in present]
     return order or present

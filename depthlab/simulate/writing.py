@@ -333,7 +333,8 @@ class _JobWriter:
             reward_name, reward_text = harbor_writer.reward_file(trial.rewards or {"reward": 0.0})
             files.append((os.path.join(verifier_dir, reward_name), reward_text.encode()))
         usage = _steps.agent_usage(turns)
-        phases = {"environment_setup": harbor_writer.phase(_iso(started), _iso(setup_end))}
+        phases = dict.fromkeys(harbor_writer.PHASES)
+        phases["environment_setup"] = harbor_writer.phase(_iso(started), _iso(setup_end))
         if not invalid:
             phases["agent_setup"] = harbor_writer.phase(_iso(setup_end), _iso(setup_end))
         if not invalid and not stepped:  # a multi-step trial times its agent and verifier per step

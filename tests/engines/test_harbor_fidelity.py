@@ -104,6 +104,8 @@ def _two_steps(root: Path, name: str, image: str, second: str) -> Path:
 def fidelity_tasks(userland, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("fidelity") / "tasks"
     _task(root, "fid-noreward", userland, "", tests="#!/bin/bash\necho the tests ran and wrote nothing\n")
+    nan = "#!/bin/bash\nmkdir -p /logs/verifier\necho nan > /logs/verifier/reward.txt\n"
+    _task(root, "fid-nan-reward", userland, "", tests=nan)
     late = STARTS_LATE.format(command=LATE_READY.format(mark="env"))
     _task(
         root,
@@ -155,12 +157,11 @@ def test_both_engines_leave_out_the_same_tasks_for_the_same_reasons(preflights):
     reasons = {}
     for engine, found in preflights.items():
         reasons[engine] = dict(found["failures"].select("task", "reason").iter_rows())
-        assert sorted(reasons[engine]) == ["fid-hc-hangs", "fid-hc-never", "fid-noreward", "fid-steps-hc-never"], (
-            engine,
-            reasons[engine],
-        )
+        left_out = ["fid-hc-hangs", "fid-hc-never", "fid-nan-reward", "fid-noreward", "fid-steps-hc-never"]
+        assert sorted(reasons[engine]) == left_out, (engine, reasons[engine])
     for engine, got in reasons.items():
         assert got["fid-noreward"].startswith("RewardFileNotFoundError: "), (engine, got)
+        assert got["fid-nan-reward"].startswith("VerifierOutputParseError: "), (engine, got)
         never = "HealthcheckError: Healthcheck failed after 2 consecutive retries: echo not yet; exit 3"
         assert got["fid-hc-never"] == never, (engine, got)
         assert got["fid-hc-hangs"] == "RuntimeError: Command timed out after 1 seconds", (engine, got)
@@ -176,6 +177,7 @@ def test_both_engines_trials_read_the_same(preflights):
         ("fid-hc-hangs", "invalid", "RuntimeError"),
         ("fid-hc-late", "pass", None),
         ("fid-hc-never", "invalid", "HealthcheckError"),
+        ("fid-nan-reward", "invalid", "VerifierOutputParseError"),
         ("fid-noreward", "fail", "RewardFileNotFoundError"),
         ("fid-solution-env", "pass", None),
         ("fid-steps-hc", "pass", None),
@@ -203,6 +205,41 @@ def test_harbor_records_no_reward_as_not_valid_and_depthlab_counts_it(preflights
     assert result["reward_valid"] is False
     assert result["exception_info"]["exception_type"] == "RewardFileNotFoundError"
     assert result["exception_info"]["policy"]["has_valid_reward"] is False
+
+
+def test_a_nan_reward_is_refused_on_both_engines_and_never_written(preflights):
+    """A reward file holding ``nan``: Harbor 0.26's verifier refuses it (``VerifierOutputParseError``, no verifier
+    result), and so does the local runner's (issue 43); no result.json of either holds a reward that is not a
+    number (a NaN a record did hold would be written null, as Harbor's pydantic writes it: the conformance test)."""
+    for engine, found in preflights.items():
+        (path,) = found["jobs"].rglob("fid-nan-reward__*/result.json")
+        result = json.loads(path.read_text())
+        assert result["exception_info"]["exception_type"] == "VerifierOutputParseError", engine
+        assert result["verifier_result"] is None, engine
+        assert result["reward_valid"] is False, engine
+
+
+def test_job_stats_count_as_harbor_counts_on_both_engines(preflights):
+    """Every job's result.json, Harbor's own and the local runner's: errored trials are those with any recorded
+    exception (a step's too), and an eval's n_trials those whose reward Harbor counts (reward_valid, rewards
+    recorded) (issue 43: the local runner counted its own way)."""
+    for engine, found in preflights.items():
+        jobs = [path.parent for path in found["jobs"].rglob("result.json") if (path.parent / "config.json").is_file()]
+        jobs = [job for job in jobs if any(job.glob("*/result.json"))]
+        assert jobs, engine
+        for job in jobs:
+            stats = json.loads((job / "result.json").read_text())["stats"]
+            trials = [json.loads(path.read_text()) for path in job.glob("*/result.json")]
+            errored = [
+                t
+                for t in trials
+                if t["exception_info"] or any(s["exception_info"] for s in t.get("step_results") or [])
+            ]
+            counted = [
+                t for t in trials if t["reward_valid"] and (t["verifier_result"] or {}).get("rewards") is not None
+            ]
+            assert stats["n_errored_trials"] == len(errored), (engine, job.name)
+            assert sum(entry["n_trials"] for entry in stats["evals"].values()) == len(counted), (engine, job.name)
 
 
 # ---------------------------------------------------------------- 3. the cache and the host's values

@@ -5,7 +5,9 @@ Input (stdin): a JSON list of ``[kind, path]`` pairs, kind one of ``job_config``
 config that Harbor also expands into the trial configs it would run, as ``harbor run`` does), or
 ``task`` (a task folder, loaded as Harbor's ``Task``: its task.toml by ``TaskConfig``, its files
 checked as Harbor checks them before a run; the entry also has ``task``: name, validity, reward
-strategy, and each step's name, gate and instruction).
+strategy, and each step's name, gate and instruction), or ``job_stats`` (a job folder: the entry also has
+``stats``, the ``JobStats`` Harbor's ``Job`` computes from its trials' result.json files, with the ``Mean``
+metric and pass@k as the job adds them).
 Output (stdout): ``{"harbor": VERSION, "files": [{"kind", "path", "error"}, ...]}`` (``error``
 null when the file loads; a ``job_plan`` entry also has ``trial_configs``).
 
@@ -55,7 +57,27 @@ def _models() -> dict:
         valid = Task.is_valid_dir(folder)
         return {"task": {"name": loaded.name, "valid": valid, "strategy": strategy, "steps": steps}}
 
+    def job_stats(folder: Path) -> dict:
+        from harbor.metrics.mean import Mean
+        from harbor.models.job.result import JobStats
+        from harbor.utils.pass_at_k import compute_pass_at_k_by_evals
+
+        trials = [TrialResult.model_validate_json(path.read_text()) for path in sorted(folder.glob("*/result.json"))]
+        stats = JobStats.from_trial_results(trials, n_total_trials=len(trials))
+        rewards: dict[str, list] = {}
+        for trial in trials:  # as Job._run_trials_and_finalize collects them
+            model = trial.agent_info.model_info.name if trial.agent_info.model_info else None
+            key = JobStats.format_agent_evals_key(trial.agent_info.name, model, trial.source or "adhoc")
+            if trial.reward_valid and trial.verifier_result is not None:
+                rewards.setdefault(key, []).append(trial.verifier_result.rewards)
+        for key, values in rewards.items():
+            stats.evals[key].metrics.append(Mean().compute(values))
+        for key, pass_at_k in compute_pass_at_k_by_evals(trials).items():
+            stats.evals[key].pass_at_k = pass_at_k
+        return {"stats": stats.model_dump(mode="json")}
+
     return {
+        "job_stats": job_stats,
         "task": task,
         "job_plan": job_plan,
         "job_config": lambda text: JobConfig.model_validate_json(text),
@@ -73,7 +95,7 @@ def main() -> int:
         entry = {"kind": kind, "path": path, "error": None}
         try:
             given = Path(path)
-            extra = models[kind](given if kind == "task" else given.read_text(encoding="utf-8"))
+            extra = models[kind](given if kind in ("task", "job_stats") else given.read_text(encoding="utf-8"))
             if isinstance(extra, dict):
                 entry.update(extra)
         except Exception as failure:  # every failure is reported with its file, none stops the run

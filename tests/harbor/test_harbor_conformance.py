@@ -453,6 +453,64 @@ def test_harbor_accepts_the_runners_job_files_and_a_trial_with_its_exception(har
     assert written["finished_at"]
 
 
+def _stats_trial(job: Path, task: str, attempt: int, rewards, exception: str | None = None, steps: bool = False):
+    """One trial of a job whose stats are compared with Harbor's, written as the runner writes one."""
+    name = f"{task}__{attempt}"
+    agent = hw.agent_config("terminus-2", "p/m", hw.cap_kwargs(3))
+    ids = f"00000000-0000-4000-8000-{sum(map(ord, name)):012d}"
+    config = hw.trial_config(hw.task_config(f"tasks/{task}", "suite"), name, job, agent, job_id=ids)
+    error = None if exception is None else hw.exception_info(exception, "m", "tb", "2026-01-01T00:00:00")
+    step_records = None
+    usage = hw.agent_result(5, 1, 7, 0.25, {"n_episodes": 2})
+    if steps:
+        step_records = [hw.step_result("one", agent_result=usage, rewards=rewards, exception=error)]
+        error, usage = None, None
+    result = hw.trial_result(
+        config, result_id=ids, task_name=task, task_path=f"tasks/{task}", trial_dir=job / name,
+        source="suite", task_checksum="c", agent=hw.agent_info("terminus-2", "2", "p/m"), agent_result=usage,
+        rewards=rewards, exception=error, started_at="2026-01-01T00:00:00Z", finished_at="2026-01-01T00:01:00Z",
+        phases={}, step_results=step_records,
+    )  # fmt: skip
+    hw.write_json(job / name / "result.json", result)
+    return result
+
+
+def test_job_stats_are_harbors_on_the_same_trials(harbor_python, tmp_path):
+    """A job's stats count as Harbor's ``Job`` counts them (issue 43): trials whose reward is valid, every recorded
+    exception (a step's too), the mean over the counted trials, pass@k, token totals over steps."""
+    from conftest import run_harbor_check
+
+    job = tmp_path / "job"
+    trials = [
+        _stats_trial(job, "a", 1, {"reward": 1.0}),
+        _stats_trial(job, "a", 2, {"reward": 0.0}, "AgentTimeoutError"),  # valid: counted
+        _stats_trial(job, "b", 1, {"reward": 1.0}, "VerifierTimeoutError"),  # invalid: not counted
+        _stats_trial(job, "b", 2, None, "RewardFileNotFoundError"),  # no reward
+        _stats_trial(job, "c", 1, {"reward": 1.0}, "CancelledError", steps=True),  # a step's exception
+        _stats_trial(job, "c", 2, {"reward": 0.0}, steps=True),
+    ]
+    (entry,) = run_harbor_check(harbor_python, [("job_stats", job)])
+    assert entry["error"] is None
+    harbors = entry["stats"]
+    written = hw.as_object(hw.job_result("j", trials, started_at="s", updated_at="u", finished_at="f").stats)
+    assert written == harbors
+    read = [msgspec.json.decode((job / t.trial_name / "result.json").read_bytes(), type=hm.TrialResult) for t in trials]
+    assert hw.as_object(hw.job_result("j", read, started_at="s", updated_at="u", finished_at="f").stats) == harbors
+    assert (harbors["n_errored_trials"], harbors["n_cancelled_trials"]) == (4, 1)  # the check can fail
+    assert harbors["evals"]["terminus-2__m__suite"]["n_trials"] == 3  # a__1, a__2, c__2
+
+
+def test_a_nan_reward_is_written_as_harbor_writes_it(harbor_python):
+    """A NaN reward held by a record is written ``null``, as Harbor's pydantic writes it (issue 43: the same bytes;
+    neither engine's verifier lets one through: tests/engines/test_harbor_fidelity.py)."""
+    side = "from harbor.models.verifier.result import VerifierResult as V; print(V(rewards={'reward': float('nan')})"
+    harbors = subprocess.run(
+        [str(harbor_python), "-c", side + ".model_dump_json())"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert harbors == '{"rewards":{"reward":null}}'
+    assert hw.encode(hr.VerifierResultRecord(rewards={"reward": float("nan")})).decode() == harbors
+
+
 # ------------------------------------------------------------------------ depthlab decodes Harbor's files
 
 

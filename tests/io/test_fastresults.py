@@ -189,3 +189,31 @@ def test_each_column_of_the_fast_row_is_in_its_place(tmp_path):
     values = [value for value in row if value is not None and not isinstance(value, bool)]
     assert len(values) >= 20
     assert len({repr(value) for value in values}) == len(values)  # no two columns share a value here
+
+
+def test_the_fast_struct_is_the_models_declaration_with_its_bounds():
+    """FastResult is made from harbor_models.TrialResult (issue 43): the same fields, encoded names, defaults and
+    types, but the bounded ones, and each bound is a type the model's own accepts whole or in part."""
+    import msgspec
+
+    from depthlab.io.harbor_models import TrialResult
+
+    fast = {field.name: field for field in msgspec.structs.fields(_fastresults.FastResult)}
+    model = {field.name: field for field in msgspec.structs.fields(TrialResult)}
+    assert set(fast) == set(model)
+    assert set(_fastresults.BOUNDED) <= set(model)
+    for name, field in model.items():
+        mine = fast[name]
+        assert (mine.encode_name, mine.default, mine.default_factory) == (
+            field.encode_name,
+            field.default,
+            field.default_factory,
+        )
+        if name not in _fastresults.BOUNDED:
+            assert mine.type == field.type, name
+    # a bounded agent_result decodes into the model's type: the bound only narrows
+    bounded = msgspec.json.encode({"agent_result": {"n_input_tokens": 3, "metadata": {"n_episodes": 2}}})
+    assert msgspec.json.decode(bounded, type=_fastresults.FastResult).agent_result.n_input_tokens == 3
+    assert msgspec.json.decode(bounded, type=TrialResult).agent_result.n_input_tokens == 3
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.json.decode(b'{"agent_result": {"n_input_tokens": -1}}', type=_fastresults.FastResult)

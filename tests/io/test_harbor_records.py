@@ -1,8 +1,9 @@
 """Each field of a Harbor file is declared once: in io.harbor_records; the readers of io.harbor_models decode a subset.
 
 The readers stay lean for the loaders' speed, so they are separate structs; this test holds every reader to the
-record of the file it reads (same encoded names, none of its own), and every record the writer builds decodes
-through the readers with the values it was built with.
+record of the file it reads (same encoded names, none of its own; and types and optionality: every value the
+record's field can hold decodes into the reader's field, a narrower one named with why), and every record the
+writer builds decodes through the readers with the values it was built with.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ NOT_A_WRITTEN_FILE = {
     hm.InstructionLock,
     hm.JobLock,
     hm.HarborInfo,
+    hm.HealthcheckConfig,  # a task.toml table
     hm.Usage,  # an agent's agent/usage.json
     hm.Metadata,  # the keys of agent_result.metadata, a free object in Harbor's model
     hm.ErrorPolicy,  # shared: ExceptionInfoRecord.policy is this struct
@@ -173,7 +175,8 @@ def test_job_stats_from_records_and_from_results_read_back_agree():
     written = hw.job_result("j", trials, started_at="s", updated_at="u", finished_at=None)
     read = [msgspec.json.decode(hw.encode(trial), type=hm.TrialResult) for trial in trials]
     assert hw.job_result("j", read, started_at="s", updated_at="u", finished_at=None) == written
-    assert (written.stats.n_input_tokens, written.stats.n_errored_trials) == (10, 1)
+    # Harbor's counting: a multi-step trial's steps' tokens and exceptions count (issue 43)
+    assert (written.stats.n_input_tokens, written.stats.n_errored_trials) == (15, 2)
 
 
 def test_fields_harbor_leaves_out_when_empty_are_left_out():
@@ -185,3 +188,120 @@ def test_fields_harbor_leaves_out_when_empty_are_left_out():
     info = hw.as_object(hw.exception_info("AgentTimeoutError", "m", "tb", "t"))
     assert "policy_override" not in info
     assert info["policy"] == {"should_retry": False, "should_grade": True, "has_valid_reward": True}
+
+
+@pytest.mark.parametrize("steps", [False, True], ids=["single-step", "multi-step"])
+def test_an_exception_recorded_in_a_result_recomputes_reward_valid(steps, tmp_path):
+    """io.harbor.record_exception: the one rewrite of a trial's result (the engines' verdicts, the checks' disk
+    stop): through the record, ``reward_valid`` recomputed by Harbor's rule, Harbor's own result kept beside."""
+    from depthlab.io.harbor import read_trial_result, record_exception
+
+    path, kept = tmp_path / "result.json", tmp_path / "harbor-result.json"
+    written = _trial(steps, "AgentTimeoutError")
+    assert written.reward_valid is True
+    hw.write_json(path, written)
+    timeout = hw.exception_info("VerifierTimeoutError", "slow", "", "2026-01-01T00:00:00")
+    assert record_exception(read_trial_result(path), timeout, keep_original=kept) is False
+    read = read_trial_result(path)
+    assert not isinstance(read, str)
+    assert (read.result.reward_valid_, read.result.exception_info.kind()) == (False, "VerifierTimeoutError")
+    assert msgspec.json.decode(kept.read_bytes(), type=hr.TrialResultRecord) == written
+    rewritten = msgspec.json.decode(path.read_bytes(), type=hr.TrialResultRecord)
+    assert msgspec.structs.replace(rewritten, exception_info=written.exception_info, reward_valid=True) == written
+    agent_ended = hw.exception_info("AgentTimeoutError", "late", "", "2026-01-01T00:00:00")
+    assert record_exception(read, agent_ended) is True  # valid again: recomputed, not kept
+    assert record_exception(read_trial_result(path), agent_ended, drop_rewards=True) is False  # no reward: invalid
+    assert msgspec.json.decode(path.read_bytes(), type=hr.TrialResultRecord).verifier_result is None
+
+
+def test_an_exception_recorded_in_an_older_harbors_result_keeps_its_keys(tmp_path):
+    """A result not of Harbor 0.26's full shape (an older Harbor: no policy, a key of its own) keeps every key,
+    its exception and reward_valid changed."""
+    import json
+
+    from depthlab.io.harbor import read_trial_result, record_exception
+
+    path = tmp_path / "result.json"
+    older = {"task_name": "t", "verifier_result": {"rewards": {"reward": 1.0}}, "custom": [1], "reward_valid": True}
+    path.write_text(json.dumps(older))
+    timeout = hw.exception_info("VerifierTimeoutError", "slow", "", "2026-01-01T00:00:00")
+    assert record_exception(read_trial_result(path), timeout) is False
+    assert json.loads(path.read_text()) == {**older, "exception_info": hw.as_object(timeout), "reward_valid": False}
+
+
+# ------------------------------------------------------------------------ types and optionality, not names only
+
+#: Reader fields whose type is narrower than their record's, and why that is sound (each checked below by decoding).
+_TYPED_TIME = (
+    "the typed pass's time: a value that is no ISO time sends the file to LenientTrialResult, which takes any value "
+    "field by field (io.harbor.decode_result); the writer's times decode as times "
+    "(test_a_written_result_decodes_through_every_reader_with_its_values)"
+)
+NARROWER: dict[tuple[type, str], str] = {
+    (hm.TrialResult, "started_at"): _TYPED_TIME,
+    (hm.TrialResult, "finished_at"): _TYPED_TIME,
+    (hm.TypedPhase, "started_at"): _TYPED_TIME,
+    (hm.TypedPhase, "finished_at"): _TYPED_TIME,
+}
+
+
+def _members(info: msgspec.inspect.Type) -> list[msgspec.inspect.Type]:
+    members = info.types if isinstance(info, msgspec.inspect.UnionType) else (info,)
+    return [member for member in members if getattr(member, "cls", None) is not msgspec.UnsetType]
+
+
+def _accepts(reader: msgspec.inspect.Type, record: msgspec.inspect.Type) -> bool:
+    """Whether every value ``record``'s type holds decodes into ``reader``'s type (a struct: the reader READS pairs
+    with that record, itself checked field by field)."""
+    i = msgspec.inspect
+    if isinstance(reader, i.AnyType | i.RawType):
+        return True
+    readers = _members(reader)
+    return all(any(_accepts_one(one, theirs) for one in readers) for theirs in _members(record))
+
+
+def _accepts_one(reader: msgspec.inspect.Type, record: msgspec.inspect.Type) -> bool:
+    i = msgspec.inspect
+    if isinstance(reader, i.AnyType | i.RawType):
+        return True
+    if isinstance(record, i.LiteralType):
+        return all(_accepts_one(reader, i.type_info(type(value))) for value in record.values)
+    if isinstance(reader, i.DictType) and isinstance(record, i.StructType):  # a struct is written as an object
+        return isinstance(reader.key_type, i.StrType) and isinstance(reader.value_type, i.AnyType)
+    if isinstance(reader, i.StructType) and isinstance(record, i.DictType):  # a free object read by the keys it has
+        return isinstance(record.key_type, i.StrType) and all(
+            not field.required and _accepts(field.type, record.value_type) for field in reader.fields
+        )
+    if isinstance(reader, i.StructType) or isinstance(record, i.StructType):
+        return (
+            isinstance(reader, i.StructType)
+            and isinstance(record, i.StructType)
+            and (READS.get(reader.cls) is record.cls or reader.cls is record.cls)
+        )
+    if isinstance(reader, i.DictType) and isinstance(record, i.DictType):
+        return _accepts(reader.key_type, record.key_type) and _accepts(reader.value_type, record.value_type)
+    if isinstance(reader, i.ListType) and isinstance(record, i.ListType):
+        return _accepts(reader.item_type, record.item_type)
+    if isinstance(reader, i.FloatType) and isinstance(record, i.IntType):
+        return True
+    return type(reader) is type(record) and getattr(reader, "__dict__", None) == getattr(record, "__dict__", None)
+
+
+@pytest.mark.parametrize("reader", list(READS), ids=lambda struct: struct.__name__)
+def test_every_reader_field_takes_every_value_its_record_writes(reader):
+    """Types and optionality, not names only (issue 43): every value the record's field can hold (null included
+    where it is optional) decodes into the reader's field, so the lean readers are derived from the records in
+    fact, not by name; a narrower reader field is named in NARROWER with why."""
+    record = READS[reader]
+    theirs = {field.encode_name: field for field in msgspec.structs.fields(record)}
+    record_info = {field.encode_name: field.type for field in msgspec.inspect.type_info(record).fields}
+    narrower = []
+    for field in msgspec.inspect.type_info(reader).fields:
+        if field.encode_name not in theirs:
+            continue  # NOT_WRITTEN
+        if not _accepts(field.type, record_info[field.encode_name]):
+            narrower.append(field.name)
+    named = [name for kind, name in NARROWER if kind is reader]
+    assert sorted(narrower) == sorted(named), (
+        f"{reader.__name__} cannot take what {record.__name__} writes in {narrower}"
+    )

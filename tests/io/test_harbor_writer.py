@@ -146,7 +146,8 @@ def test_job_result_counts_and_eval_key(tmp_path):
     # Harbor's key: agent, model without provider, source
     ((key, entry),) = result["stats"]["evals"].items()
     assert key == "depthlab-terminus__model-x__suite"
-    assert entry["metrics"] == [{"mean": 0.25}]  # one pass of four; a missing reward counts 0
+    # Harbor's Mean: over the trials whose reward counts (three of four), key by key when there are several
+    assert entry["metrics"] == [{"reward": 1 / 3, "segment_1": 1 / 3, "segment_2": 0.0}]
     by_reward = {value: len(names) for value, names in entry["reward_stats"]["reward"].items()}
     assert by_reward == {"1.0": 1, "0.0": 2}
     assert entry["reward_stats"]["segment_1"] == {"1.0": [entry["reward_stats"]["segment_2"]["0.0"][0]]}
