@@ -7,9 +7,11 @@ past a failing step, as on the local engine). The copies are kept under
 ``<jobs_dir>/depthlab-check-tasks``, one per (task checksum, steps), so a rerun reuses them.
 
 A replay runs under the profile the local engine's would (:func:`profile_overlay`, a Compose overlay
-of the ``main`` service): offline whatever the task allows (Harbor 0.26's docker environment
-enforces ``network_mode = "no-network"`` only with its egress-control sidecar, an image it pulls
-and a kernel feature, so the copy states ``"public"`` and the overlay gives ``network_mode: none``);
+of the ``main`` service): with the network the task allows, as Harbor runs it, or none (the task
+says so, the ``strict`` profile, ``network=False``: the paper's offline rule; Harbor 0.26's docker
+environment enforces ``network_mode = "no-network"`` only with its egress-control sidecar, an image
+it pulls and a kernel feature, so the copy states ``"public"`` and the overlay gives
+``network_mode: none``);
 every capability dropped under ``strict`` (those given back added); ``no-new-privileges`` and the
 runner's pid limit. Its container's writable layer is watched while it runs
 (:class:`depthlab.engines._harbor_guard.DiskWatch`, the bound the local runner uses: task.toml's
@@ -47,7 +49,7 @@ from typing import Any
 
 from depthlab._atomic import write_text
 from depthlab._defaults import DEFAULT_STORAGE_MB
-from depthlab.checks.replay import EngineReplays, ReplayRequest
+from depthlab.checks.replay import EngineReplays, OnTrial, ReplayRequest
 from depthlab.engines._harbor_guard import (
     DISK_NOTE,
     HARBOR_RESULT,
@@ -91,7 +93,7 @@ def harbor_replays(
     """The Harbor engine's replays (module docstring); ``harbor`` as for :func:`depthlab.engines.harbor.find_harbor`.
 
     ``settings`` are the runner's (the profile, the capabilities given back, the pid limit, the disk
-    bound), applied as on the local engine; the network is off whatever they say. ``batch``: every
+    bound, the network: the task's own unless ``network=False``), applied as on the local engine. ``batch``: every
     request of one call in one Harbor process (:data:`BATCH_RUNNER`); False: one ``harbor trials
     start`` each (the baseline of ``tests/bench/bench_checks_engines.py``).
 
@@ -102,21 +104,23 @@ def harbor_replays(
     """
     command = harbor if isinstance(harbor, HarborCommand) else find_harbor(harbor)
     python = harbor_python(command) if batch else None
-    offline = dataclasses.replace(settings or RunSettings(), network=False)
+    settings = settings or RunSettings()
     child_env = {**os.environ, **dict(env or {})}
     child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HARBOR_SIDE), child_env.get("PYTHONPATH")]))
     copies = Path(jobs_dir).absolute() / TASKS_DIR
 
-    def run(requests: Sequence[ReplayRequest], job: JobDir) -> list[Path]:
-        trials = [_prepare_trial(request, job, copies, offline) for request in requests]
+    def run(requests: Sequence[ReplayRequest], job: JobDir, on_trial: OnTrial | None = None) -> list[Path]:
+        trials = [_prepare_trial(request, job, copies, settings) for request in requests]
         job.n_planned += len(trials)
         bounds = {trial.dir.name.rsplit("__", 1)[0]: trial.storage_mb for trial in trials}
+        ended = _Ended(trials, on_trial)
         if python is not None:
             configs = [str(trial.config) for trial in trials]
-            _run_harbor([*python, str(HARBOR_SIDE / BATCH_RUNNER), *configs], job, child_env, bounds)
+            _run_harbor([*python, str(HARBOR_SIDE / BATCH_RUNNER), *configs], job, child_env, bounds, ended)
         else:
             for trial in trials:
-                _run_harbor([*command.argv, "trials", "start", "--config", str(trial.config)], job, child_env, bounds)
+                argv = [*command.argv, "trials", "start", "--config", str(trial.config)]
+                _run_harbor(argv, job, child_env, bounds, ended)
         job.update_result()
         for trial in trials:
             if not (trial.dir / "result.json").is_file():
@@ -126,6 +130,7 @@ def harbor_replays(
                     f"its output is in {job.path / LOG_FILE}:\n" + "\n".join(tail)
                 )
             disk_verdict(trial.dir)
+        ended.check()
         return [trial.dir for trial in trials]
 
     return run
@@ -161,7 +166,6 @@ def _prepare_trial(request: ReplayRequest, job: JobDir, copies: Path, settings: 
             "kwargs": {
                 "replay": request.key,
                 "task_checksum": task.checksum,
-                "strict_exit": request.strict_exit,
                 "steps": _plan_steps(task, request),
             },
         },
@@ -177,7 +181,23 @@ def _prepare_trial(request: ReplayRequest, job: JobDir, copies: Path, settings: 
     return _Trial(request, trial_dir, config_path, limits.storage_mb or DEFAULT_STORAGE_MB)
 
 
-def _run_harbor(argv: list[str], job: JobDir, env: Mapping[str, str], bounds: Mapping[str, int | None]) -> int:
+class _Ended:
+    """Calls ``on_trial`` once for each trial of a batch as its ``result.json`` appears (the progress)."""
+
+    def __init__(self, trials: Sequence[_Trial], on_trial: OnTrial | None) -> None:
+        self.waiting = list(trials) if on_trial is not None else []
+        self.on_trial = on_trial
+
+    def check(self) -> None:
+        for trial in [trial for trial in self.waiting if (trial.dir / "result.json").is_file()]:
+            self.waiting.remove(trial)
+            if self.on_trial is not None:
+                self.on_trial(trial.request, trial.dir)
+
+
+def _run_harbor(
+    argv: list[str], job: JobDir, env: Mapping[str, str], bounds: Mapping[str, int | None], ended: _Ended
+) -> int:
     """Run one Harbor process for ``job``'s replays, its output appended to the log, the disk watched; its exit.
 
     The process is killed with depthlab (``kill -9`` included): a batch must not run on beside a
@@ -197,6 +217,7 @@ def _run_harbor(argv: list[str], job: JobDir, env: Mapping[str, str], bounds: Ma
         try:
             while process.poll() is None:
                 watch.check()
+                ended.check()
                 time.sleep(0.2)
         except BaseException:  # interrupted: the batch stops with the check
             process.kill()
@@ -268,8 +289,9 @@ def _remove_leftover_project(trial_name: str) -> None:
 def profile_overlay(copies: Path, limits: ContainerLimits) -> Path:
     """Write (once) the Compose overlay of a replay's ``main`` service under ``limits``; its path.
 
-    No network; the profile's capabilities (every one dropped under ``strict``, the ones given back
-    added), ``no-new-privileges`` and the pid limit, as the local runner's container has them.
+    No network unless ``limits`` give one; the profile's capabilities (every one dropped under
+    ``strict``, the ones given back added), ``no-new-privileges`` and the pid limit, as the local
+    runner's container has them.
 
     Examples
     --------
@@ -280,7 +302,7 @@ def profile_overlay(copies: Path, limits: ContainerLimits) -> Path:
     ['ALL']
     """
     main: dict[str, Any] = {
-        "network_mode": "none",
+        **({} if limits.network else {"network_mode": "none"}),
         "security_opt": ["no-new-privileges:true"],
         "pids_limit": limits.pids_limit,
     }
@@ -311,7 +333,8 @@ def _plan_steps(task: TaskSpec, request: ReplayRequest) -> list[dict[str, str | 
 def replay_task(task: TaskSpec, upto: int | None, root: Path) -> Path:
     """A copy of ``task`` under ``root`` for the replays: steps 1..``upto``, no ``min_reward`` gate.
 
-    Its network is stated ``public``: the replay's Compose overlay takes it away (module docstring).
+    Its network is stated ``public``: the replay's Compose overlay takes it away when the replay has
+    none (module docstring).
 
     Examples
     --------

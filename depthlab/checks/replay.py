@@ -4,7 +4,8 @@ A *replay* is one trial of the task by :class:`ReplayAgent`, which runs, for eac
 its plan gives (the step's full ``solve.sh``, the script with its key step or one command removed)
 or nothing, and calls no model. On the local engine (:func:`local_replays`) the trial runs through
 the runner (:func:`depthlab.runner.run_task_trial`: the same container, step preparation and
-verifier as ``depthlab run``), offline, and with the steps' ``min_reward`` gates lifted so a replay
+verifier as ``depthlab run``), with the network the task allows (offline with ``network=False``,
+the paper's rule), and with the steps' ``min_reward`` gates lifted so a replay
 goes on past a failing step (the checks need the step after a removed key step graded). A replay
 stops after the last step its plan names.
 
@@ -39,6 +40,7 @@ import dataclasses
 import json
 import re
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,6 +48,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from depthlab.checks.causes import step_cause
 from depthlab.io import harbor_writer
 from depthlab.io.harbor import read_trial_result
 from depthlab.io.harbor_models import VerifierResult
@@ -53,6 +56,7 @@ from depthlab.io.multistep import main_reward
 from depthlab.io.status import PASS_REWARD
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import TaskContainer
+from depthlab.runner.image import image_tag
 from depthlab.runner.multistep import run_multistep_trial, run_task_trial
 from depthlab.runner.oracle import run_solution
 from depthlab.runner.output import VERSION, JobDir, remove_incomplete_trials
@@ -68,12 +72,14 @@ AGENT_NAME = "depthlab-replay"
 
 @dataclass(frozen=True)
 class StepRun:
-    """One step of a replay: whether its checks passed, its main reward, the exception it raised."""
+    """One step of a replay: whether its checks passed, its main reward, the exception it raised, and
+    why it failed in one line from the replay's own output (:func:`depthlab.checks.causes.step_cause`)."""
 
     passed: bool
     reward: float | None
     exception: str | None
     message: str | None
+    cause: str | None = None
 
 
 @dataclass(frozen=True)
@@ -99,9 +105,6 @@ class ReplayAgent:
         The replay's key, written to the trial's ``config.json`` (``agent.kwargs.replay``).
     plan : mapping of str to str or None
         The resolved solution folder of each step -> the script to run there, None: nothing.
-    strict_exit : bool
-        Raise on a script's non-zero exit (the oracle's rule); False for edited scripts, whose
-        removed lines may make them exit non-zero: their steps are graded as they are.
 
     Examples
     --------
@@ -115,12 +118,9 @@ class ReplayAgent:
     #: No turns: every step of a multi-step run gets the same agent.
     turn_budget = None
 
-    def __init__(
-        self, replay: str, plan: Mapping[str, str | None], *, strict_exit: bool = True, start: str | None = None
-    ) -> None:
+    def __init__(self, replay: str, plan: Mapping[str, str | None], *, start: str | None = None) -> None:
         self.replay = replay
         self.plan = dict(plan)
-        self.strict_exit = strict_exit
         self.start = start
 
     def config_kwargs(self) -> dict[str, Any]:
@@ -147,9 +147,7 @@ class ReplayAgent:
         if script is None:  # this step is not done
             return
         output = agent_dir / "replay.txt"
-        run_solution(
-            box, task, output, deadline, context, script=script, strict_exit=self.strict_exit, timeout_sec=timeout_sec
-        )
+        run_solution(box, task, output, deadline, context, script=script, timeout_sec=timeout_sec)
 
 
 def without_gates(task: TaskSpec, upto: int | None = None) -> TaskSpec:
@@ -173,20 +171,22 @@ def without_gates(task: TaskSpec, upto: int | None = None) -> TaskSpec:
 @dataclass(frozen=True)
 class ReplayRequest:
     """One replay to run: the task, its key, the script of each step's solution folder (None: not done),
-    the last step it replays (None: every step), whether a script's non-zero exit is an exception, and
-    whether the steps before its last are the full solutions, so an engine may start the last step from
-    a snapshot of them (``snapshot``, module docstring)."""
+    the last step it replays (None: every step), and whether the steps before its last are the full
+    solutions, so an engine may start the last step from a snapshot of them (``snapshot``, module
+    docstring)."""
 
     task: TaskSpec
     key: str
     plan: Mapping[str, str | None]
     upto: int | None
-    strict_exit: bool
     snapshot: bool = False
 
 
-#: An engine's replays: runs each request as one trial of ``job`` and returns its trial folder, in order.
-EngineReplays = Callable[[Sequence[ReplayRequest], JobDir], list[Path]]
+#: Called by an engine with each replay as its trial ends (its request, its trial folder).
+OnTrial = Callable[["ReplayRequest", Path], None]
+#: An engine's replays: runs each request as one trial of ``job`` and returns its trial folder, in order,
+#: calling ``on_trial`` as each ends.
+EngineReplays = Callable[[Sequence["ReplayRequest"], JobDir, OnTrial | None], list[Path]]
 
 
 #: ``agent.kwargs.start`` of a replay whose last step ran from a snapshot of the earlier steps.
@@ -221,34 +221,52 @@ def left_running(listing: str) -> list[str]:
 class LocalReplays:
     """The local engine's replays: each request one trial of :class:`ReplayAgent` through the runner.
 
-    ``settings`` are the runner's (the profile); the network is off whatever they say (a replay is
-    offline). A request with ``snapshot`` runs its last step from a snapshot of the earlier steps
-    (module docstring) unless ``reuse`` is False; :meth:`close` removes the snapshot.
+    ``settings`` are the runner's (the profile, the network: by default the task's own, as Harbor
+    runs it; ``network=False`` for the paper's offline rule, ``depthlab check --offline``). A request
+    with ``snapshot`` runs its last step from a snapshot of the earlier steps (module docstring)
+    unless ``reuse`` is False; :meth:`close` removes the snapshot.
     """
 
-    def __init__(self, docker_client: Any, settings: RunSettings | None = None, *, reuse: bool = True) -> None:
+    def __init__(
+        self,
+        docker_client: Any,
+        settings: RunSettings | None = None,
+        *,
+        reuse: bool = True,
+        keep_images: bool = False,
+    ) -> None:
         self.docker_client = docker_client
         self.reuse = reuse
-        self.offline = dataclasses.replace(settings or RunSettings(), network=False)
+        self.keep_images = keep_images
+        self.settings = settings or RunSettings()
+        #: The task images this check built (absent before it): removed by :meth:`close` unless ``keep_images``.
+        self.built: dict[str, bool] = {}
+        #: Task checksum -> the trial whose image build failed: the task's other replays are that trial.
+        self.failed_builds: dict[str, Path] = {}
         self.label: str | None = None
         #: The current snapshot: (its earlier steps' identity, its image or None, its start note).
         self.current: tuple[tuple[Any, ...], str | None, str] | None = None
         self.prefix_runs = 0
 
-    def __call__(self, requests: Sequence[ReplayRequest], job: JobDir) -> list[Path]:
+    def __call__(self, requests: Sequence[ReplayRequest], job: JobDir, on_trial: OnTrial | None = None) -> list[Path]:
         if self.label is None:
             self.label = str(job.path.resolve())
             self._remove_snapshots()  # a killed check's leftovers
         trial_dirs = []
         for request in requests:
             task = request.task
+            failed = self.failed_builds.get(task.checksum)
+            if failed is not None:  # its image did not build: not built again for each replay
+                trial_dirs.append(failed)
+                continue
+            self._note_image(task)
             job.n_planned += 1
             run = without_gates(task, request.upto) if task.multi_step else task
             image, start = None, None
             if self.reuse and request.snapshot and task.multi_step and len(run.steps) >= 2:
                 image, start = self._snapshot(run, request)
-            agent = ReplayAgent(request.key, request.plan, strict_exit=request.strict_exit, start=start)
-            options: dict[str, Any] = {"docker_client": self.docker_client, "settings": self.offline}
+            agent = ReplayAgent(request.key, request.plan, start=start)
+            options: dict[str, Any] = {"docker_client": self.docker_client, "settings": self.settings}
             if image is not None:
                 outcome = run_multistep_trial(
                     dataclasses.replace(run, steps=run.steps[-1:]),
@@ -262,7 +280,22 @@ class LocalReplays:
                 outcome = run_task_trial(run, agent, job, dataset=task.path.parent.name, **options)
             job.update_result()
             trial_dirs.append(outcome.trial_dir)
+            if outcome.exception == "EnvironmentBuildError":
+                self.failed_builds[task.checksum] = outcome.trial_dir
+            if on_trial is not None:
+                on_trial(request, outcome.trial_dir)
         return trial_dirs
+
+    def _note_image(self, task: TaskSpec) -> None:
+        """Note, before its first replay, whether ``task``'s image is there already (kept at the end) or not."""
+        tag = image_tag(task)
+        if tag in self.built or (task.docker_image and not self.settings.force_build):
+            return
+        try:
+            self.docker_client.images.get(tag)
+            self.built[tag] = False
+        except Exception:  # absent (ImageNotFound) or unreadable: this check builds it
+            self.built[tag] = True
 
     def _snapshot(self, run: TaskSpec, request: ReplayRequest) -> tuple[str | None, str]:
         """The snapshot image after ``run``'s steps before its last (None: from scratch) and the start note."""
@@ -301,10 +334,10 @@ class LocalReplays:
             )
             outcome = run_multistep_trial(
                 prefix,
-                ReplayAgent(f"prefix:{request.key}", request.plan, strict_exit=True),
+                ReplayAgent(f"prefix:{request.key}", request.plan),
                 JobDir(Path(scratch), "prefix", config),
                 docker_client=self.docker_client,
-                settings=self.offline,
+                settings=self.settings,
                 before_removal=commit,
             )
         self.prefix_runs += 1
@@ -334,13 +367,20 @@ class LocalReplays:
                 self._remove_image(image.id)
 
     def close(self) -> None:
-        """Remove the snapshot images."""
+        """Remove the snapshot images, and the task images this check built unless ``keep_images``."""
         self._remove_snapshots()
+        if not self.keep_images:
+            for tag, built in self.built.items():
+                if built:
+                    self._remove_image(tag)
+            self.built = {tag: built for tag, built in self.built.items() if not built}
 
 
-def local_replays(docker_client: Any, settings: RunSettings | None = None, *, reuse: bool = True) -> LocalReplays:
+def local_replays(
+    docker_client: Any, settings: RunSettings | None = None, *, reuse: bool = True, keep_images: bool = False
+) -> LocalReplays:
     """The local engine's replays (:class:`LocalReplays`)."""
-    return LocalReplays(docker_client, settings, reuse=reuse)
+    return LocalReplays(docker_client, settings, reuse=reuse, keep_images=keep_images)
 
 
 class Replayer:
@@ -352,10 +392,15 @@ class Replayer:
         The jobs folder (``--jobs-dir``); the replays go to its ``depthlab-check`` job.
     engine : callable
         The engine's replays (:func:`local_replays`, :func:`depthlab.checks.harbor.harbor_replays`).
+    progress : callable, optional
+        Called with one line per replay run, as it ends: the time since the check started, the task,
+        the replay, its outcome and its own seconds.
     """
 
-    def __init__(self, jobs_dir: Path, engine: EngineReplays) -> None:
+    def __init__(self, jobs_dir: Path, engine: EngineReplays, progress: Callable[[str], None] | None = None) -> None:
         self.engine = engine
+        self.progress = progress
+        self.started = time.monotonic()
         job_path = Path(jobs_dir) / JOB_NAME
         if job_path.is_dir():
             remove_incomplete_trials(job_path)  # an interrupted replay: replayed again
@@ -389,13 +434,12 @@ class Replayer:
         plan: Mapping[str, str | None],
         *,
         upto: int | None,
-        strict_exit: bool,
         snapshot: bool = False,
     ) -> Replay:
         """The replay ``key`` of ``task``: found in the job when a run before finished it, else run now."""
         identity = (task.name, task.checksum, key)
         if identity not in self.done:
-            self.prefetch([ReplayRequest(task, key, plan, upto, strict_exit, snapshot)])
+            self.prefetch([ReplayRequest(task, key, plan, upto, snapshot)])
         return read_replay(key, self.done[identity], reused=identity not in self.fresh)
 
     def prefetch(self, requests: Sequence[ReplayRequest]) -> None:
@@ -410,11 +454,25 @@ class Replayer:
                 todo.setdefault(identity, request)
         if not todo:
             return
-        trial_dirs = self.engine(list(todo.values()), self.job)
+        trial_dirs = self.engine(list(todo.values()), self.job, self._ended if self.progress else None)
         for identity, trial_dir in zip(todo, trial_dirs, strict=True):
             self.done[identity] = trial_dir
             self.fresh.add(identity)
         self.ran += len(todo)
+
+    def _ended(self, request: ReplayRequest, trial_dir: Path) -> None:
+        """Say one replay ended (``progress``): when, which, how, in how long."""
+        if self.progress is None:
+            return
+        elapsed = int(time.monotonic() - self.started)
+        try:
+            replay = read_replay(request.key, trial_dir, reused=False)
+        except ValueError as error:
+            said, seconds = f"unreadable ({error})", 0.0
+        else:
+            said, seconds = replay_outcome(replay), replay.seconds
+        clock = f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
+        self.progress(f"[{clock}] {request.task.name.rsplit('/', 1)[-1]} {request.key}: {said} ({seconds:.0f} s)")
 
     def finish(self) -> None:
         """Write the job's final ``result.json``; the engine removes what it kept (its snapshots)."""
@@ -440,20 +498,39 @@ def read_replay(key: str, trial_dir: Path, *, reused: bool) -> Replay:
     steps = {}
     for name, verified, exception in records:
         reward = main_reward(verified.rewards if isinstance(verified, VerifierResult) else None)
-        steps[str(name)] = StepRun(
-            passed=reward is not None and reward >= PASS_REWARD,
-            reward=reward,
-            exception=exception.exception_type if exception is not None else None,
-            message=exception.exception_message if exception is not None else None,
-        )
+        passed = reward is not None and reward >= PASS_REWARD
+        kind = exception.exception_type if exception is not None else None
+        message = exception.exception_message if exception is not None else None
+        folder = trial_dir / "steps" / str(name) if read.steps else trial_dir
+        cause = None if passed and kind is None else step_cause(folder, kind, message)
+        steps[str(name)] = StepRun(passed, reward, kind, message, cause)
     trial_exception = result.exception_info
     if trial_exception is not None and read.steps:  # a fault outside the steps (image, container): every step not
         # run says so (a single-step trial's exception is its step's, read above)
-        steps.setdefault("", StepRun(False, None, trial_exception.exception_type, trial_exception.exception_message))
+        kind, message = trial_exception.exception_type, trial_exception.exception_message
+        steps.setdefault("", StepRun(False, None, kind, message, step_cause(trial_dir, kind, message)))
     start = None
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         start = json.loads((trial_dir / "config.json").read_text(encoding="utf-8"))["agent"]["kwargs"].get("start")
     return Replay(key, trial_dir, steps, _seconds(result.started_at, result.finished_at), reused, start)
+
+
+def replay_outcome(replay: Replay) -> str:
+    """A replay's outcome in a few words: every step passed, or the first that did not and why.
+
+    Examples
+    --------
+    >>> replay_outcome(Replay("oracle#1", Path("t"), {"a": StepRun(True, 1.0, None, None)}, 3.0, False))
+    'passed'
+    >>> failed = StepRun(False, 0.0, None, None, "the tests say: FAILED")
+    >>> replay_outcome(Replay("k", Path("t"), {"a": failed}, 3.0, False))
+    'fails: the tests say: FAILED'
+    """
+    for name, run in replay.steps.items():
+        if not run.passed or run.exception:
+            why = run.cause or (f"{run.exception}" if run.exception else f"reward {run.reward}")
+            return f"{name or 'the trial'} fails: {why}" if len(replay.steps) > 1 else f"fails: {why}"
+    return "passed"
 
 
 def _seconds(started_at: Any, finished_at: Any) -> float:
