@@ -26,7 +26,8 @@ replays (a failing step means nothing when the full solution fails too); ``key_r
 ``next_after_key`` are ``not_marked`` for a step without a key-step mark, never ``ok`` or ``fault``.
 A task that cannot be read, a step without ``solve.sh``, a mark that does not close, an oracle
 that cannot run or hangs: that task's rows are ``error`` (or ``not_applicable``) and say why in
-``evidence``; the other tasks go on.
+``evidence``; the other tasks go on. Each of those, and an oracle that fails its checks (``fault``: the
+task's other replay checks cannot be made), is also one line of :attr:`CheckReport.problems`.
 """
 
 from __future__ import annotations
@@ -45,16 +46,9 @@ from depthlab import schema
 from depthlab._checks import check_choice, check_positive_int
 from depthlab.checks import static
 from depthlab.checks.causes import one_line
-from depthlab.checks.replay import (
-    FROM_SNAPSHOT,
-    EngineReplays,
-    Replay,
-    Replayer,
-    ReplayRequest,
-    StepRun,
-    local_replays,
-)
+from depthlab.checks.replay import Replay, Replayer, StepRun
 from depthlab.checks.script import MarkError, key_lines, key_span, top_level_commands, without_key, without_lines
+from depthlab.engines.replays import FROM_SNAPSHOT, ReplayRequest, Replays
 from depthlab.io.tasks import count_work
 from depthlab.runner.profiles import RunSettings, limits_for
 from depthlab.runner.task import TaskSpec, load_task
@@ -135,7 +129,7 @@ def check_tasks(
         with the same folder resumes (no replay is done twice).
     engine : {"local", "harbor"}, default "local"
         Where the replays run: the runner's Docker containers (``local``), or one Harbor trial per
-        replay of depthlab's replay agent (``harbor``, :mod:`depthlab.checks.harbor`). Only the
+        replay of depthlab's replay agent (``harbor``, :mod:`depthlab.engines.harbor_replays`). Only the
         replays differ: the checks and the table are the same code, so both engines give the same
         table for the same tasks.
     checks : sequence of str, default all
@@ -162,7 +156,7 @@ def check_tasks(
     reuse : bool, default True
         On the local engine, replay steps 1..s-1 once for all of step s's mutants and start each
         mutant from a ``docker commit`` snapshot of them (from scratch where a process is left
-        running, which a snapshot cannot carry; :mod:`depthlab.checks.replay`); False: every mutant
+        running, which a snapshot cannot carry; :mod:`depthlab.engines.replays`); False: every mutant
         from scratch. The verdicts are the same; the Harbor engine always replays from scratch.
     offline : bool, default False
         Replay with no network whatever the task allows (the paper's rule; ``depthlab check
@@ -173,7 +167,7 @@ def check_tasks(
     batch : bool, default True
         Hand the replays to the engine in two batches (every task's oracle replays, then every
         task's other replays): on Harbor one Harbor process each instead of one per replay
-        (:func:`depthlab.checks.harbor.harbor_replays`). False: one engine call per replay (the
+        (:class:`depthlab.engines.harbor_replays.HarborReplays`). False: one engine call per replay (the
         baseline ``tests/bench/bench_checks_engines.py`` measures against). The table is the same.
 
     Returns
@@ -269,12 +263,12 @@ def _engine_replays(
     reuse: bool = True,
     batch: bool = True,
     keep_images: bool = False,
-) -> EngineReplays | None:
+) -> Replays | None:
     """The engine's replays (the one place the engine matters); None when the local engine has no Docker."""
     if engine == "harbor":
-        from depthlab.checks.harbor import harbor_replays
+        from depthlab.engines.harbor import HarborEngine
 
-        return harbor_replays(jobs_dir, harbor, settings=settings, batch=batch)
+        return HarborEngine(jobs_dir, base_url=None, harbor=harbor).replays(settings, batch=batch)
     if docker_client is None:
         from depthlab.runner.container import new_docker_client
 
@@ -284,7 +278,9 @@ def _engine_replays(
     from depthlab.runner.leftovers import remove_leftovers
 
     remove_leftovers(docker_client)  # the containers of a check that was killed
-    return local_replays(docker_client, settings, reuse=reuse, keep_images=keep_images)
+    from depthlab.engines.local import LocalEngine
+
+    return LocalEngine(jobs_dir).replays(settings, docker_client=docker_client, reuse=reuse, keep_images=keep_images)
 
 
 def _tally(rows: list[dict[str, Any]]) -> str:
@@ -465,7 +461,7 @@ class _TaskChecker:
         bad = [
             f"step {name!r}: {evidence}" if task.multi_step else evidence
             for name, (outcome, evidence) in verdicts.items()
-            if outcome == "error"
+            if outcome in ("error", "fault")  # the task's other replay checks cannot be made: one line says why
         ]
         if bad:
             self.problems.append(f"{self.name}: {bad[0]}")

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
 
@@ -40,6 +40,10 @@ from depthlab.engines._refusals import REFUSED, refused_tasks
 from depthlab.engines._taskcheck import task_config_problems
 from depthlab.measures import plan_missing
 from depthlab.measures.depth import DEPTH_LEVEL, TASK_KEYS, depth_from_grid, evidence_grid, true_depth_columns
+
+if TYPE_CHECKING:  # annotations only (engines.replays runs the runner; the round loop needs none of it)
+    from depthlab.engines.replays import Replays
+    from depthlab.runner.profiles import RunSettings
 
 Echo = Callable[[str], None]
 
@@ -83,6 +87,9 @@ class Engine(Protocol):
 
     def load_trials(self) -> pl.DataFrame:
         """Every complete trial in the jobs folder (the trials table)."""
+
+    def replays(self, settings: RunSettings | None = None, **options: Any) -> Replays:
+        """The engine's replays of reference solutions for the checks (:mod:`depthlab.engines.replays`)."""
 
 
 def check_api_key(api_key_env: str | None) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from depthlab.checks.harbor import replay_task, toml_text
+from depthlab.engines.harbor_replays import replay_task, toml_text
 from depthlab.runner.task import load_task
 from depthlab.simulate.checks import write_planted_tasks
 

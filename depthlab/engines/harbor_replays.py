@@ -1,7 +1,9 @@
 """The Harbor engine's replays: Harbor trials of depthlab's replay agent, a batch of them per Harbor process.
 
-The agent is ``depthlab_replay:ReplayAgent`` in ``depthlab/engines/harbor_side`` (Harbor imports it
-in its own venv; depthlab never does). Each replay runs on a copy of the task made for the checks
+:meth:`depthlab.engines.HarborEngine.replays` gives them (:class:`HarborReplays`, the
+:class:`depthlab.engines.replays.Replays` of this engine). The agent is
+``depthlab_replay:ReplayAgent`` in ``depthlab/engines/harbor_side`` (Harbor imports it in its own
+venv; depthlab never does). Each replay runs on a copy of the task made for the checks
 (:func:`replay_task`): its steps 1..``upto`` only, none gated by ``min_reward`` (a replay goes on
 past a failing step, as on the local engine). The copies are kept under
 ``<jobs_dir>/depthlab-check-tasks``, one per (task checksum, steps), so a rerun reuses them.
@@ -33,32 +35,29 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 import hashlib
 import json
 import math
-import os
 import shutil
-import signal
 import subprocess
 import time
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from depthlab._atomic import write_text
 from depthlab._defaults import DEFAULT_STORAGE_MB
-from depthlab.checks.replay import EngineReplays, OnTrial, ReplayRequest
 from depthlab.engines._harbor_guard import (
     DISK_NOTE,
     HARBOR_RESULT,
+    HARBOR_SIDE,
     DiskWatch,
     compose_project,
     live_projects,
     remove_projects,
 )
-from depthlab.engines.harbor import HARBOR_SIDE, HarborCommand, die_with_parent, find_harbor
+from depthlab.engines.replays import OnTrial, ReplayRequest
 from depthlab.engines.rounds import EngineError
 from depthlab.io import harbor_writer
 from depthlab.io.harbor import read_trial_result
@@ -66,6 +65,9 @@ from depthlab.runner.container import ContainerLimits
 from depthlab.runner.output import JobDir
 from depthlab.runner.profiles import RunSettings, limits_for
 from depthlab.runner.task import TaskSpec
+
+if TYPE_CHECKING:  # the engine hands its checked command over (engines.harbor imports this module)
+    from depthlab.engines.harbor import HarborCommand
 
 #: The agent Harbor imports for a replay (``depthlab/engines/harbor_side/depthlab_replay.py``).
 REPLAY_AGENT = "depthlab_replay:ReplayAgent"
@@ -82,45 +84,60 @@ DISK_INTERVAL_SEC = 2.0
 LOG_FILE = "depthlab-harbor.log"
 
 
-def harbor_replays(
-    jobs_dir: Path,
-    harbor: str | HarborCommand | None = None,
-    *,
-    settings: RunSettings | None = None,
-    env: Mapping[str, str] | None = None,
-    batch: bool = True,
-) -> EngineReplays:
-    """The Harbor engine's replays (module docstring); ``harbor`` as for :func:`depthlab.engines.harbor.find_harbor`.
+class HarborReplays:
+    """The Harbor engine's replays (module docstring), made by :meth:`depthlab.engines.HarborEngine.replays`.
 
-    ``settings`` are the runner's (the profile, the capabilities given back, the pid limit, the disk
-    bound, the network: the task's own unless ``network=False``), applied as on the local engine. ``batch``: every
-    request of one call in one Harbor process (:data:`BATCH_RUNNER`); False: one ``harbor trials
-    start`` each (the baseline of ``tests/bench/bench_checks_engines.py``).
+    Parameters
+    ----------
+    jobs_dir : Path
+        The jobs folder; the task copies go to its :data:`TASKS_DIR`.
+    harbor : HarborCommand
+        The checked Harbor command.
+    env : mapping
+        The Harbor child's environment (``PYTHONPATH`` naming the side folder).
+    settings : RunSettings, optional
+        The runner's (the profile, the capabilities given back, the pid limit, the disk bound, the
+        network: the task's own unless ``network=False``), applied as on the local engine.
+    batch : bool, default True
+        Every request of one call in one Harbor process (:data:`BATCH_RUNNER`); False: one
+        ``harbor trials start`` each (the baseline of ``tests/bench/bench_checks_engines.py``).
+    preexec : callable, optional
+        Run in the Harbor child before exec (the engine's: die with depthlab).
 
     Raises
     ------
     EngineError
-        When Harbor is missing or its version is not supported (the message says how to install it).
+        When the Python of Harbor's venv cannot be found (``batch``).
     """
-    command = harbor if isinstance(harbor, HarborCommand) else find_harbor(harbor)
-    python = harbor_python(command) if batch else None
-    settings = settings or RunSettings()
-    child_env = {**os.environ, **dict(env or {})}
-    child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HARBOR_SIDE), child_env.get("PYTHONPATH")]))
-    copies = Path(jobs_dir).absolute() / TASKS_DIR
 
-    def run(requests: Sequence[ReplayRequest], job: JobDir, on_trial: OnTrial | None = None) -> list[Path]:
-        trials = [_prepare_trial(request, job, copies, settings) for request in requests]
+    def __init__(
+        self,
+        jobs_dir: Path,
+        harbor: HarborCommand,
+        env: Mapping[str, str],
+        settings: RunSettings | None = None,
+        *,
+        batch: bool = True,
+        preexec: Callable[[], None] | None = None,
+    ) -> None:
+        self.harbor = harbor
+        self.python = harbor_python(harbor) if batch else None
+        self.settings = settings or RunSettings()
+        self.env = dict(env)
+        self.copies = Path(jobs_dir).absolute() / TASKS_DIR
+        self.preexec = preexec
+
+    def __call__(self, requests: Sequence[ReplayRequest], job: JobDir, on_trial: OnTrial | None = None) -> list[Path]:
+        trials = [_prepare_trial(request, job, self.copies, self.settings) for request in requests]
         job.n_planned += len(trials)
         bounds = {trial.dir.name.rsplit("__", 1)[0]: trial.storage_mb for trial in trials}
         ended = _Ended(trials, on_trial)
-        if python is not None:
+        if self.python is not None:
             configs = [str(trial.config) for trial in trials]
-            _run_harbor([*python, str(HARBOR_SIDE / BATCH_RUNNER), *configs], job, child_env, bounds, ended)
+            self._run([*self.python, str(HARBOR_SIDE / BATCH_RUNNER), *configs], job, bounds, ended)
         else:
             for trial in trials:
-                argv = [*command.argv, "trials", "start", "--config", str(trial.config)]
-                _run_harbor(argv, job, child_env, bounds, ended)
+                self._run([*self.harbor.argv, "trials", "start", "--config", str(trial.config)], job, bounds, ended)
         job.update_result()
         for trial in trials:
             if not (trial.dir / "result.json").is_file():
@@ -133,7 +150,37 @@ def harbor_replays(
         ended.check()
         return [trial.dir for trial in trials]
 
-    return run
+    def close(self) -> None:
+        """Nothing kept: Harbor's trials remove their containers and images (``delete``)."""
+
+    def _run(self, argv: list[str], job: JobDir, bounds: Mapping[str, int | None], ended: _Ended) -> int:
+        """Run one Harbor process for ``job``'s replays, its output appended to the log, the disk watched; its exit.
+
+        The process is killed with depthlab (``kill -9`` included, through ``preexec``): a batch must
+        not run on beside a resumed check; what its running trial left is removed when that replay
+        runs again."""
+        with (job.path / LOG_FILE).open("a", encoding="utf-8") as log:
+            log.write(f"$ {' '.join(argv)}\n")
+            log.flush()
+            process = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self.env,
+                preexec_fn=self.preexec,
+            )
+            watch = DiskWatch(job.path, bounds, interval=DISK_INTERVAL_SEC)
+            try:
+                while process.poll() is None:
+                    watch.check()
+                    ended.check()
+                    time.sleep(0.2)
+            except BaseException:  # interrupted: the batch stops with the check
+                process.kill()
+                process.wait()
+                raise
+        return process.returncode
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,27 +204,20 @@ def _prepare_trial(request: ReplayRequest, job: JobDir, copies: Path, settings: 
         shutil.rmtree(trial_dir)
     _remove_leftover_project(name)
     limits = limits_for(task, settings)
-    config = {
-        "task": {"path": str(copy)},
-        "trial_name": name,
-        "trials_dir": str(job.path.absolute()),
-        "agent": {
-            "import_path": REPLAY_AGENT,
-            "kwargs": {
-                "replay": request.key,
-                "task_checksum": task.checksum,
-                "steps": _plan_steps(task, request),
-            },
-        },
-        "environment": {
-            "type": "docker",
-            "delete": True,
-            "extra_docker_compose": [str(profile_overlay(copies, limits))],
-        },
-    }
+    kwargs = {"replay": request.key, "task_checksum": task.checksum, "steps": _plan_steps(task, request)}
+    config = harbor_writer.trial_config(
+        harbor_writer.task_config(copy, None),
+        name,
+        job.path.absolute(),
+        harbor_writer.agent_config(None, None, kwargs, import_path=REPLAY_AGENT),
+        job_id=job.id,
+        environment=harbor_writer.environment_config(
+            "docker", extra_docker_compose=[str(profile_overlay(copies, limits))]
+        ),
+    )
     config_path = copies / "configs" / f"{name}.json"
     config_path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(config_path, json.dumps(config, indent=2) + "\n")
+    harbor_writer.write_json(config_path, config)
     return _Trial(request, trial_dir, config_path, limits.storage_mb or DEFAULT_STORAGE_MB)
 
 
@@ -193,37 +233,6 @@ class _Ended:
             self.waiting.remove(trial)
             if self.on_trial is not None:
                 self.on_trial(trial.request, trial.dir)
-
-
-def _run_harbor(
-    argv: list[str], job: JobDir, env: Mapping[str, str], bounds: Mapping[str, int | None], ended: _Ended
-) -> int:
-    """Run one Harbor process for ``job``'s replays, its output appended to the log, the disk watched; its exit.
-
-    The process is killed with depthlab (``kill -9`` included): a batch must not run on beside a
-    resumed check; what its running trial left is removed when that replay runs again."""
-    with (job.path / LOG_FILE).open("a", encoding="utf-8") as log:
-        log.write(f"$ {' '.join(argv)}\n")
-        log.flush()
-        process = subprocess.Popen(
-            argv,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=dict(env),
-            preexec_fn=functools.partial(die_with_parent, signal.SIGKILL),
-        )
-        watch = DiskWatch(job.path, bounds, interval=DISK_INTERVAL_SEC)
-        try:
-            while process.poll() is None:
-                watch.check()
-                ended.check()
-                time.sleep(0.2)
-        except BaseException:  # interrupted: the batch stops with the check
-            process.kill()
-            process.wait()
-            raise
-    return process.returncode
 
 
 def disk_verdict(trial_dir: Path) -> bool:
@@ -257,6 +266,7 @@ def harbor_python(harbor: HarborCommand) -> tuple[str, ...]:
 
     Examples
     --------
+    >>> from depthlab.engines.harbor import HarborCommand
     >>> harbor_python(HarborCommand(("uv", "run", "harbor"), "0.26.0"))
     ('uv', 'run', 'python')
     """
