@@ -387,7 +387,7 @@ _OTHER_MEANING: dict[str, dict[str, str]] = {
     "depthlab/runner/llm.py": dict.fromkeys(("base_url", "max_retries"), "the OpenAI client's own arguments"),
     "depthlab/runner/preflight.py": {"force_build": "a field of the preflight's cache key, depthlab's own"},
     # not closed yet (issue 43): the replays' engine code, moving under engines/, writes its trial config as a dict
-    "depthlab/checks/harbor.py": dict.fromkeys(
+    "depthlab/engines/harbor_replays.py": dict.fromkeys(
         ("trial_name", "trials_dir", "import_path", "extra_docker_compose"),
         "a replay's trial config written as a dict (to be the writer's TrialConfigRecord when it moves)",
     ),

@@ -1,10 +1,10 @@
 """Task checks by replay: do a task's verifiers see its key steps? (``depthlab check``).
 
-:func:`check_tasks` replays every task's reference solutions, whole and edited, in fresh offline
+:func:`check_tasks` replays every task's reference solutions, whole and edited, in fresh
 containers and reads each step's verdict; the table (:data:`depthlab.schema.CHECKS`) has one row per
 task, step and check. The modules: ``script`` (a solution's key-step mark and top-level commands),
-``replay`` (the replaying agent, the resumable jobs folder, the local engine's replays), ``harbor``
-(the Harbor engine's replays: ``harbor trials start`` of ``harbor_side/depthlab_replay``), ``static``
+``replay`` (the resumable jobs folder, the replays handed to an engine and read back; the engines
+run them, :mod:`depthlab.engines.replays`), ``causes`` (a failed step's cause in one line), ``static``
 (the instruction rules and ``harbor lint``), ``core`` (the checks and the table, the same on both engines).
 """
 

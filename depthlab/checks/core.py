@@ -29,11 +29,13 @@ a ``chmod +x`` of what is executable, a ``mkdir -p`` of what exists) is no mutan
 counted, named in the evidence; a mutant whose solution does not run (an agent error) is not caught.
 A task that cannot be read, a step without ``solve.sh``, a mark that does not close, an oracle
 that cannot run or hangs: that task's rows are ``error`` (or ``not_applicable``) and say why in
-``evidence``; the other tasks go on.
+``evidence``; the other tasks go on. Each of those, and an oracle that fails its checks (``fault``: the
+task's other replay checks cannot be made), is also one line of :attr:`CheckReport.problems`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -46,15 +48,8 @@ import polars as pl
 from depthlab import schema
 from depthlab._checks import check_choice, check_positive_int
 from depthlab.checks import static
-from depthlab.checks.replay import (
-    FROM_SNAPSHOT,
-    EngineReplays,
-    Replay,
-    Replayer,
-    ReplayRequest,
-    StepRun,
-    local_replays,
-)
+from depthlab.checks.causes import one_line
+from depthlab.checks.replay import Replay, Replayer, StepRun
 from depthlab.checks.script import (
     MarkError,
     before_step,
@@ -65,9 +60,10 @@ from depthlab.checks.script import (
     without_key,
     without_lines,
 )
+from depthlab.engines.replays import FROM_SNAPSHOT, ReplayRequest, Replays
 from depthlab.io.harbor_task import read_task
 from depthlab.io.tasks import count_work
-from depthlab.runner.profiles import RunSettings
+from depthlab.runner.profiles import RunSettings, limits_for
 from depthlab.runner.task import TaskSpec, load_task
 
 #: The checks, in the table's order.
@@ -132,6 +128,8 @@ def check_tasks(
     progress: Callable[[str], None] | None = None,
     reuse: bool = True,
     batch: bool = True,
+    offline: bool = False,
+    keep_images: bool = False,
 ) -> CheckReport:
     """Check tasks' verifiers by replaying their reference solutions (no model is called).
 
@@ -144,7 +142,7 @@ def check_tasks(
         with the same folder resumes (no replay is done twice).
     engine : {"local", "harbor"}, default "local"
         Where the replays run: the runner's Docker containers (``local``), or one Harbor trial per
-        replay of depthlab's replay agent (``harbor``, :mod:`depthlab.checks.harbor`). Only the
+        replay of depthlab's replay agent (``harbor``, :mod:`depthlab.engines.harbor_replays`). Only the
         replays differ: the checks and the table are the same code, so both engines give the same
         table for the same tasks.
     checks : sequence of str, default all
@@ -157,23 +155,32 @@ def check_tasks(
         The sample's seed.
     settings : RunSettings, optional
         The runner's settings (the profile, the capabilities given back, the pid limit, the disk
-        bound), applied alike on both engines; the network is off whatever they say.
+        bound, the network), applied alike on both engines. The network is the task's own by
+        default, as Harbor runs it (``[environment].network_mode`` / ``allow_internet``; none under
+        ``strict``).
     docker_client : docker.DockerClient, optional
         The local engine's Docker client; default ``docker.from_env()``.
     harbor : str, optional
         How to call Harbor (``engine="harbor"``), as for :func:`depthlab.engines.harbor.find_harbor`;
         default ``harbor`` on PATH.
     progress : callable, optional
-        Called with one line per finished check.
+        Called with one line per replay as it ends (the time since the start, the task, the replay,
+        its outcome, its seconds) and one line per task as its checks end.
     reuse : bool, default True
         On the local engine, replay steps 1..s-1 once for all of step s's mutants and start each
         mutant from a ``docker commit`` snapshot of them (from scratch where a process is left
-        running, which a snapshot cannot carry; :mod:`depthlab.checks.replay`); False: every mutant
+        running, which a snapshot cannot carry; :mod:`depthlab.engines.replays`); False: every mutant
         from scratch. The verdicts are the same; the Harbor engine always replays from scratch.
+    offline : bool, default False
+        Replay with no network whatever the task allows (the paper's rule; ``depthlab check
+        --offline``). Each oracle row's evidence names the network its replays had.
+    keep_images : bool, default False
+        Keep the task images the local engine built for the check (default: removed at the end;
+        an image there before the check is kept). The Harbor engine's trials remove their own.
     batch : bool, default True
         Hand the replays to the engine in two batches (every task's oracle replays, then every
         task's other replays): on Harbor one Harbor process each instead of one per replay
-        (:func:`depthlab.checks.harbor.harbor_replays`). False: one engine call per replay (the
+        (:class:`depthlab.engines.harbor_replays.HarborReplays`). False: one engine call per replay (the
         baseline ``tests/bench/bench_checks_engines.py`` measures against). The table is the same.
 
     Returns
@@ -191,14 +198,28 @@ def check_tasks(
     if mutants is not None:
         check_positive_int(mutants, "mutants", "check_tasks")
     wanted = tuple(dict.fromkeys(check_choice(name, "checks", "check_tasks", CHECK_NAMES) for name in checks))
+    if offline:
+        settings = dataclasses.replace(settings or RunSettings(), network=False)
     paths = [Path(os.fspath(tasks))] if isinstance(tasks, str | os.PathLike) else [Path(os.fspath(t)) for t in tasks]
     replayer = None
     if any(name in _REPLAYED for name in wanted):
-        replays = _engine_replays(engine, Path(os.fspath(jobs_dir)), docker_client, settings, harbor, reuse, batch)
-        replayer = Replayer(Path(os.fspath(jobs_dir)), replays) if replays is not None else None
+        replays = _engine_replays(
+            engine, Path(os.fspath(jobs_dir)), docker_client, settings, harbor, reuse, batch, keep_images
+        )
+        replayer = Replayer(Path(os.fspath(jobs_dir)), replays, progress) if replays is not None else None
     lint = static.harbor_lint(paths) if "lint" in wanted else {}
     checkers = [
-        _TaskChecker(path, wanted, replayer, repeat=repeat, mutants=mutants, seed=mutant_seed, batch=batch)
+        _TaskChecker(
+            path,
+            wanted,
+            replayer,
+            repeat=repeat,
+            mutants=mutants,
+            seed=mutant_seed,
+            batch=batch,
+            settings=settings or RunSettings(),
+            offline=offline,
+        )
         for path in paths
     ]
     try:
@@ -254,12 +275,13 @@ def _engine_replays(
     harbor: str | None,
     reuse: bool = True,
     batch: bool = True,
-) -> EngineReplays | None:
+    keep_images: bool = False,
+) -> Replays | None:
     """The engine's replays (the one place the engine matters); None when the local engine has no Docker."""
     if engine == "harbor":
-        from depthlab.checks.harbor import harbor_replays
+        from depthlab.engines.harbor import HarborEngine
 
-        return harbor_replays(jobs_dir, harbor, settings=settings, batch=batch)
+        return HarborEngine(jobs_dir, base_url=None, harbor=harbor).replays(settings, batch=batch)
     if docker_client is None:
         from depthlab.runner.container import new_docker_client
 
@@ -269,7 +291,9 @@ def _engine_replays(
     from depthlab.runner.leftovers import remove_leftovers
 
     remove_leftovers(docker_client)  # the containers of a check that was killed
-    return local_replays(docker_client, settings, reuse=reuse)
+    from depthlab.engines.local import LocalEngine
+
+    return LocalEngine(jobs_dir).replays(settings, docker_client=docker_client, reuse=reuse, keep_images=keep_images)
 
 
 def _tally(rows: list[dict[str, Any]]) -> str:
@@ -292,6 +316,8 @@ class _TaskChecker:
         mutants: int | None,
         seed: int,
         batch: bool = True,
+        settings: RunSettings | None = None,
+        offline: bool = False,
     ) -> None:
         self.path = path.resolve()
         self.name = path.name
@@ -304,6 +330,8 @@ class _TaskChecker:
         self.rows: list[dict[str, Any]] = []
         self.reused = 0
         self.batch = batch
+        self.settings = settings or RunSettings()
+        self.offline = offline
         self.collecting: list[ReplayRequest] | None = None  # set while _phase learns the replays
 
     # ---------------------------------------------------------------- rows ------------------
@@ -395,14 +423,14 @@ class _TaskChecker:
             self._replay_checks(task, steps, step, oracle)
 
     def _replay(
-        self, task: TaskSpec, key: str, plan: dict[str, str | None], upto: int, strict: bool, snapshot: bool = False
+        self, task: TaskSpec, key: str, plan: dict[str, str | None], upto: int, snapshot: bool = False
     ) -> Replay:
         if self.replayer is None:  # run() returned before any replay without an engine
             raise RuntimeError("no Docker engine to replay on")
         if self.collecting is not None:  # the first pass of _phase: note the request, replay nothing yet
-            self.collecting.append(ReplayRequest(task, key, plan, upto, strict, snapshot))
+            self.collecting.append(ReplayRequest(task, key, plan, upto, snapshot))
             return Replay(key, Path(), {}, 0.0, False)
-        replay = self.replayer.replay(task, key, plan, upto=upto, strict_exit=strict, snapshot=snapshot)
+        replay = self.replayer.replay(task, key, plan, upto=upto, snapshot=snapshot)
         self.reused += replay.reused
         return replay
 
@@ -429,28 +457,31 @@ class _TaskChecker:
     def _oracle(self, task: TaskSpec, steps: list[_Step]) -> dict[str, tuple[str, str]]:
         """Each step's oracle outcome and evidence (also when the oracle row is not wanted)."""
         plan = {str(step.solution_dir.resolve()): step.script for step in steps}
-        replays = [self._replay(task, f"oracle#{k}", plan, len(steps), True) for k in range(1, self.repeat + 1)]
+        replays = [self._replay(task, f"oracle#{k}", plan, len(steps)) for k in range(1, self.repeat + 1)]
         verdicts: dict[str, tuple[str, str]] = {}
         for step in steps:
             runs = [replay.steps.get(step.result_name) for replay in replays]
             passed = [run is not None and run.passed and not run.exception for run in runs]
             failure = next((run for run in runs if run is not None and run.exception), None)
+            why = next((f": {run.cause}" for run in runs if run is not None and not run.passed and run.cause), "")
             if all(passed):
                 verdicts[step.name] = ("ok", f"passed {len(runs)} of {len(runs)} replays")
             elif any(passed):
-                verdicts[step.name] = ("flaky", f"passed {sum(passed)} of {len(runs)} replays")
+                verdicts[step.name] = ("flaky", f"passed {sum(passed)} of {len(runs)} replays{why}")
             elif failure is not None:
                 verdicts[step.name] = ("error", f"the oracle cannot run: {_failure(failure)}")
             elif any(run is None for run in runs):
                 verdicts[step.name] = ("error", "the oracle stopped before this step")
             else:
-                verdicts[step.name] = ("fault", f"the full solution fails its checks in {len(runs)} replays")
+                verdicts[step.name] = ("fault", f"the full solution fails its checks in {len(runs)} replays{why}")
             if "oracle" in self.wanted:
-                self.row(step, "oracle", *verdicts[step.name], replays=replays if step.index == 1 else [])
+                outcome, evidence = verdicts[step.name]
+                evidence += f"; {_network(task, self.settings, self.offline)}" if step.index == 1 else ""
+                self.row(step, "oracle", outcome, evidence, replays=replays if step.index == 1 else [])
         bad = [
             f"step {name!r}: {evidence}" if task.multi_step else evidence
             for name, (outcome, evidence) in verdicts.items()
-            if outcome == "error"
+            if outcome in ("error", "fault")  # the task's other replay checks cannot be made: one line says why
         ]
         if bad:
             self.problems.append(f"{self.name}: {bad[0]}")
@@ -468,7 +499,7 @@ class _TaskChecker:
             if blocked:
                 self.row(step, "before", "not_applicable", blocked)
             else:
-                replay = self._replay(task, f"before:{step.name}", {**prefix, here: None}, index, False)
+                replay = self._replay(task, f"before:{step.name}", {**prefix, here: None}, index)
                 run = replay.steps.get(step.result_name)
                 self._verdict(step, "before", run, replay, "passes with the step not done")
         self._key_checks(task, steps, step, prefix, oracle, blocked)
@@ -509,7 +540,7 @@ class _TaskChecker:
         if after is not None and "next_after_key" in wanted and not next_blocked:
             plan[str(after.solution_dir.resolve())] = after.script
             upto = index + 1
-        replay = self._replay(task, f"key:{step.name}:{upto}", plan, upto, False)
+        replay = self._replay(task, f"key:{step.name}:{upto}", plan, upto)
         if "key_removed" in wanted:
             self._verdict(
                 step, "key_removed", replay.steps.get(step.result_name), replay, "passes with its key step removed"
@@ -564,7 +595,6 @@ class _TaskChecker:
                 f"mutant:{step.name}:{command.first}-{command.last}",
                 {**prefix, here: mutant},
                 step.index,
-                False,
                 snapshot=step.index > 1,  # the earlier steps are the full solutions: one snapshot of them
             )
             replays.append(replay)
@@ -596,6 +626,8 @@ class _TaskChecker:
         replays = [] if shared else [replay]
         if run is None:
             self.row(step, check, "error", "the replay stopped before this step", replays=replays)
+        elif run.reward is None and run.exception is None and not run.passed:  # recorded, never graded
+            self.row(step, check, "error", "the step never ran in the replay (no verdict)", replays=replays)
         elif run.passed:
             self.row(step, check, "fault", fault, replays=replays)
         elif run.exception == "AgentTimeoutError":
@@ -620,6 +652,28 @@ class _TaskChecker:
                 else:
                     found = static.fix_not_in_instruction(step.instruction, key_lines(step.script or ""))
                     self.row(step, "fix_not_in_instruction", found.outcome, found.evidence, total=found.total)
+
+
+def _network(task: TaskSpec, settings: RunSettings, offline: bool) -> str:
+    """The network the task's replays had, as its oracle row names it.
+
+    Examples
+    --------
+    >>> from depthlab.simulate.checks import write_planted_tasks
+    >>> import tempfile
+    >>> task = load_task(write_planted_tasks(tempfile.mkdtemp(), "debian:12")["clean"])
+    >>> _network(task, RunSettings(), False), _network(task, RunSettings(network=False), True)
+    ('replays offline (the task says no network)', 'replays offline (--offline)')
+    """
+    if offline:
+        return "replays offline (--offline)"
+    if settings.profile == "strict":
+        return "replays offline (the strict profile)"
+    if limits_for(task, settings).network:
+        return "replays with the network the task allows"
+    if settings.network is False:
+        return "replays offline (no network in the settings)"
+    return "replays offline (the task says no network)"
 
 
 def _started(replays: list[Replay], index: int) -> str:
@@ -659,9 +713,11 @@ def _failure(run: StepRun) -> str:
     >>> _failure(StepRun(False, None, "AgentTimeoutError", "Agent execution timed out after 3.0 seconds"))
     'AgentTimeoutError: Agent execution timed out after 3.0 seconds (it hangs)'
     """
-    text = f"{run.exception}: {run.message}"
+    text = f"{run.exception}: {one_line(run.message or '')}"
     if run.exception == "AgentTimeoutError" and "hangs" not in text:
         text += " (it hangs)"  # the timeout message is Harbor's words on both engines, which do not say so
+    if run.cause and not run.cause.startswith(f"{run.exception}:"):  # what the replay's own output says
+        text += f"; {run.cause}"
     return text
 
 

@@ -11,11 +11,18 @@ from depthlab._tables import output_table
 HELP = "Check tasks' verifiers by replaying their reference solutions: oracle, before, key step, mutants, static."
 
 _EPILOG = """\
-Every check replays reference solutions, whole or edited, in fresh offline containers (no model
-is called) and reads each step's verdict; see docs/checks.md for what each check means, how to
-mark a key step (# key-step begin / # key-step end in solve.sh) and what a check costs in replays.
-The replays are Harbor trials in --jobs-dir (`harbor view`, `depthlab trials` read them); run the
-same command again after an interruption: no replay is done twice, none is lost.
+Every check replays reference solutions, whole or edited, in fresh containers (no model is called)
+and reads each step's verdict; see docs/checks.md for what each check means, how to mark a key step
+(# key-step begin / # key-step end in solve.sh) and what a check costs in replays. A replay has the
+network its task allows, as Harbor runs it (--offline: none, the paper's rule); each oracle row says
+which. One line per replay goes to stderr as it ends. The replays are Harbor trials in --jobs-dir
+(`harbor view`, `depthlab trials` read them); run the same command again after an interruption: no
+replay is done twice, none is lost. The task images built for the check are removed at the end
+(--keep-images keeps them).
+
+Exit status: 0 when no row is fault, flaky or error; 1 when one is (no Docker: every replayed row
+is error), or when no task folder was found; 2 when the command cannot run (a bad option, Harbor
+missing or not supported for --engine harbor).
 """
 
 
@@ -49,7 +56,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("harbor", "strict"),
         default="harbor",
         help="security profile of the replays, on either engine (docs/checks.md): 'harbor' (default) Docker's "
-        "default capabilities, 'strict' none; no network in both",
+        "default capabilities and the task's network, 'strict' no capability and no network",
+    )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="replay with no network whatever the task allows (the paper's rule; default: the task's own network)",
+    )
+    parser.add_argument(
+        "--keep-images", action="store_true", help="keep the task images built for the check (default: removed)"
     )
 
 
@@ -89,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
             mutant_seed=args.seed,
             settings=RunSettings(profile=args.profile),
             harbor=args.harbor,
-            progress=lambda line: print(line, file=sys.stderr),
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
+            offline=args.offline,
+            keep_images=args.keep_images,
         )
     except (ValueError, EngineError) as error:
         print(f"depthlab check: {error}", file=sys.stderr)

@@ -44,6 +44,7 @@ keeps running beside a resumed one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -58,7 +59,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import polars as pl
@@ -93,6 +94,10 @@ from depthlab.io.harbor import (
 from depthlab.io.harbor_models import JobConfig, JobResult, StepResult
 from depthlab.io.harbor_records import AgentConfigRecord, DatasetConfigRecord, JobConfigRecord
 from depthlab.io.harbor_task import storage_bounds
+
+if TYPE_CHECKING:
+    from depthlab.engines.harbor_replays import HarborReplays
+    from depthlab.runner.profiles import RunSettings
 
 #: The Harbor versions depthlab's configs are checked against: [lowest, first unsupported).
 SUPPORTED_HARBOR: tuple[str, str] = ("0.26.0", "0.27.0")
@@ -285,6 +290,26 @@ class HarborEngine:
             spec = self._harbor_spec if isinstance(self._harbor_spec, str) else None
             self._harbor = find_harbor(spec, env=self.env)
         return self._harbor
+
+    def replays(self, settings: RunSettings | None = None, *, batch: bool = True) -> HarborReplays:
+        """The replays of reference solutions for the checks, as Harbor trials of depthlab's replay agent
+        (:class:`depthlab.engines.harbor_replays.HarborReplays`; ``batch``: one Harbor process per call).
+
+        Raises
+        ------
+        EngineError
+            Harbor missing or not supported (the message says how to install it).
+        """
+        from depthlab.engines.harbor_replays import HarborReplays
+
+        return HarborReplays(
+            self.jobs_dir,
+            self.harbor,
+            self.env,
+            settings,
+            batch=batch,
+            preexec=functools.partial(die_with_parent, signal.SIGKILL),
+        )
 
     def check(self) -> None:
         """The API key set; Harbor present and supported; for the docker environment, ``docker compose`` v2."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -25,6 +25,10 @@ from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab.engines._harbor_guard import judge_trials
 from depthlab.engines.rounds import Echo, EngineError, check_api_key
 from depthlab.io.harbor_task import agent_timeouts
+
+if TYPE_CHECKING:
+    from depthlab.engines.replays import LocalReplays
+    from depthlab.runner.profiles import RunSettings
 
 #: A file of the jobs folder counting the rounds run there (a file: ``harbor view`` lists folders as jobs)
 ROUNDS_FILE = ".depthlab-measure-rounds"
@@ -132,6 +136,21 @@ class LocalEngine:
                 raise EngineError("the local engine needs --base-url (the model endpoint)")
             check_api_key(self.api_key_env)
         self._client()
+
+    def replays(
+        self,
+        settings: RunSettings | None = None,
+        *,
+        docker_client: Any = None,
+        reuse: bool = True,
+        keep_images: bool = False,
+    ) -> LocalReplays:
+        """The replays of reference solutions for the checks, through depthlab's runner on this machine
+        (:class:`depthlab.engines.replays.LocalReplays`; ``docker_client`` default: the engine's)."""
+        from depthlab.engines.replays import LocalReplays
+
+        client = docker_client if docker_client is not None else self._client()
+        return LocalReplays(client, settings, reuse=reuse, keep_images=keep_images)
 
     def resume(self, echo: Echo) -> None:
         """Nothing to do: the fill of the next round resumes the interrupted one by itself."""

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import polars as pl
 
@@ -54,6 +54,10 @@ from depthlab.measures.depth import (
     evidence_grid,
     true_depth_columns,
 )
+
+if TYPE_CHECKING:  # annotations only (engines.replays runs the runner; the round loop needs none of it)
+    from depthlab.engines.replays import Replays
+    from depthlab.runner.profiles import RunSettings
 
 Echo = Callable[[str], None]
 
@@ -97,6 +101,10 @@ class Engine(Protocol):
 
     def load_trials(self) -> pl.DataFrame:
         """Every complete trial in the jobs folder (the trials table)."""
+
+    def replays(self, settings: RunSettings | None = None) -> Replays:
+        """The engine's replays of reference solutions for the checks (:mod:`depthlab.engines.replays`); each
+        engine may take options of its own, keyword-only with defaults."""
 
 
 def check_api_key(api_key_env: str | None) -> None:

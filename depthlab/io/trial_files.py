@@ -113,9 +113,7 @@ def read_trial_files(trial_dir: str | os.PathLike[str]) -> TrialFiles:
     form, relative = _trajectory(folder, counts, notes)
     output = _verifier_output(folder)
     if output is None:
-        outputs = [
-            (name, _verifier_output(os.path.join(folder, "steps", name))) for name in _step_names(folder)
-        ]
+        outputs = [(name, _verifier_output(os.path.join(folder, "steps", name))) for name in _step_names(folder)]
         joined = [f"== step {name}\n{text}" for name, text in outputs if text is not None]
         output = "\n".join(joined) if joined else None
     return TrialFiles(

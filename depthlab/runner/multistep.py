@@ -205,7 +205,7 @@ def run_multistep_trial(
 
     The parameters are :func:`depthlab.runner.run_trial`'s; the timeouts override every step's.
     ``image`` starts the container from that image instead of the task's (a snapshot of earlier
-    steps, :mod:`depthlab.checks.replay`); ``before_removal`` is called with the container once every
+    steps, :mod:`depthlab.engines.replays`); ``before_removal`` is called with the container once every
     step ran, before it is removed (there it can be committed).
     ``agent``'s turns (its cap) are the whole run's (module docstring).
 

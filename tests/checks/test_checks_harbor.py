@@ -90,7 +90,7 @@ def test_every_harbor_replay_is_a_harbor_trial_of_the_replay_agent_offline(
         config = json.loads((trial / "config.json").read_text())
         assert config["agent"]["import_path"] == "depthlab_replay:ReplayAgent"
         overlay = json.loads(Path(config["environment"]["extra_docker_compose"][0]).read_text())
-        assert overlay["services"]["main"]["network_mode"] == "none"  # offline whatever the task says
+        assert overlay["services"]["main"]["network_mode"] == "none"  # the planted tasks say no-network
         assert "min_reward" not in Path(config["task"]["path"], "task.toml").read_text()
     judged = harbor_check([job])
     assert {path: error for path, error in judged.items() if error} == {}
@@ -164,9 +164,12 @@ def test_the_profile_and_the_disk_bound_give_the_same_outcome_on_both_engines(
         "#!/bin/bash\ndd if=/dev/zero of=/app/big bs=1M count=120 status=none\nsleep 10\ntouch /app/done.txt\n",
         "storage_mb = 30\n",
     )  # fmt: skip
+    # passes only in a container with a network interface besides loopback: the task's own network (Harbor's
+    # default, task.toml says nothing) under the faithful profile, none under strict
+    networked = _single_task(tmp_path, "networked", userland, "ls /sys/class/net | grep -qv '^lo$'", "#!/bin/bash\n")
     tables: dict[tuple[str, str], pl.DataFrame] = {}
     for engine, options in (("local", {"docker_client": docker_client}), ("harbor", {"harbor": harbor_cmd})):
-        for profile, tasks in (("harbor", [owned, filler]), ("strict", [owned])):
+        for profile, tasks in (("harbor", [owned, filler, networked]), ("strict", [owned, networked])):
             report = check_tasks(
                 tasks, jobs_dir=tmp_path / f"jobs-{engine}-{profile}", engine=engine, checks=["oracle"], repeat=1,
                 settings=RunSettings(profile=profile), **options,
@@ -181,17 +184,28 @@ def test_the_profile_and_the_disk_bound_give_the_same_outcome_on_both_engines(
         if engine == "harbor"
         for row in table.iter_rows(named=True)
     }
+    assert outcome[("harbor", "networked")][0] == "ok"
+    assert outcome[("strict", "networked")][0] == "fault"
     assert outcome[("harbor", "owned")][0] == "ok"
-    assert outcome[("strict", "owned")] == (
-        "error", "the oracle cannot run: NonZeroAgentExitCodeError: solution/solve.sh exited with code 1"
-    )  # fmt: skip
+    assert outcome[("harbor", "owned")][1].endswith("; replays with the network the task allows")
+    # the chown fails under strict: solve.sh exits 1 and is graded as Harbor grades it (the tests run and fail),
+    # the exit code and the script's last error line in the evidence, in one line
+    strict, evidence = outcome[("strict", "owned")]
+    assert strict == "fault", evidence
+    assert evidence.startswith("the full solution fails its checks in 1 replays: solve.sh exited with code 1: chown")
+    assert "Operation not permitted" in evidence
+    assert "\n" not in evidence
+    assert evidence.endswith("; replays offline (the strict profile)")
     assert outcome[("harbor", "fills-disk")][0] == "error"
     assert "RewardFileNotFoundError: The verifier could not start" in outcome[("harbor", "fills-disk")][1]
     assert "over the bound of 30 MB" in outcome[("harbor", "fills-disk")][1]
     local_disk = tables[("local", "harbor")].filter(pl.col("task") == "fills-disk")["evidence"].item()
     assert "RewardFileNotFoundError: The verifier could not start" in local_disk
     # Harbor's strict containers had no capability: the overlay its trial config names says so
-    (trial,) = (tmp_path / "jobs-harbor-strict" / "depthlab-check").glob("*/config.json")
+    (trial,) = (tmp_path / "jobs-harbor-strict" / "depthlab-check").glob("owned__*/config.json")
     overlay = json.loads(Path(json.loads(trial.read_text())["environment"]["extra_docker_compose"][0]).read_text())
     assert overlay["services"]["main"]["cap_drop"] == ["ALL"]
     assert overlay["services"]["main"]["network_mode"] == "none"
+    (trial,) = (tmp_path / "jobs-harbor-harbor" / "depthlab-check").glob("networked__*/config.json")
+    overlay = json.loads(Path(json.loads(trial.read_text())["environment"]["extra_docker_compose"][0]).read_text())
+    assert "network_mode" not in overlay["services"]["main"]  # the task's own network, as Harbor gives it

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from depthlab.checks.harbor import replay_task
+from depthlab.engines.harbor_replays import replay_task
 from depthlab.io.harbor_task import config_text
 from depthlab.runner.task import load_task
 from depthlab.simulate.checks import write_planted_tasks

@@ -13,7 +13,8 @@ import polars as pl
 import pytest
 
 from depthlab.checks import check_tasks
-from depthlab.checks.replay import FROM_SNAPSHOT, JOB_NAME, SNAPSHOT_LABEL, read_replay
+from depthlab.checks.replay import JOB_NAME, read_replay
+from depthlab.engines.replays import FROM_SNAPSHOT, SNAPSHOT_LABEL
 from depthlab.simulate.checks import write_planted_tasks
 
 pytestmark = pytest.mark.docker

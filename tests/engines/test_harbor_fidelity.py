@@ -8,7 +8,8 @@ by depthlab's loaders; every verdict must be the same on both:
    and ``reward_valid`` false; both engines' trials read as a counted fail (depthlab's stated variant,
    :mod:`depthlab.io.status`); an agent that deletes ``/logs/verifier`` has its work graded on both
    (Harbor alone would end it in ``DownloadVerifierDirError``: the guard makes the folder afresh).
-   The reference solution runs with ``[solution.env]`` on both.
+   The reference solution runs with ``[solution.env]`` on both; one that exits non-zero is graded by its
+   tests on both, its exit code in ``agent/exit-code.txt`` (Harbor's oracle).
 2. ``[environment.healthcheck]`` and ``[steps.healthcheck]``: one that passes (after a start period
    whose failure does not count) lets the task pass; one that never passes is ``HealthcheckError`` and
    one whose command hangs past its timeout Harbor's ``RuntimeError``, both invalid, the step's
@@ -118,6 +119,9 @@ def fidelity_tasks(userland, tmp_path_factory) -> Path:
     _task(root, "fid-hc-hangs", userland, f"[environment.healthcheck]\n{HANGS}")
     solve_env = '[solution.env]\nANSWER = "${DEPTHLAB_FIDELITY_ANSWER:-ok}"\n'
     _task(root, "fid-solution-env", userland, solve_env, solve='#!/bin/bash\necho "$ANSWER" > /app/answer.txt\n')
+    # the answer is written, then the script's last command fails: Harbor's oracle records the exit code and grades
+    fails_last = WRITE_ANSWER + "sed -n p /solution/missing.sh\n"
+    _task(root, "fid-solve-exits-2", userland, "", solve=fails_last)
     _two_steps(root, "fid-steps-hc", userland, STARTS_LATE.format(command=LATE_READY.format(mark="second")))
     _two_steps(root, "fid-steps-hc-never", userland, NEVER)
     return root
@@ -180,11 +184,23 @@ def test_both_engines_trials_read_the_same(preflights):
         ("fid-nan-reward", "invalid", "VerifierOutputParseError"),
         ("fid-noreward", "fail", "RewardFileNotFoundError"),
         ("fid-solution-env", "pass", None),
+        ("fid-solve-exits-2", "pass", None),
         ("fid-steps-hc", "pass", None),
         ("fid-steps-hc-never", "invalid", "HealthcheckError"),
     ]
     for engine, found in preflights.items():
         assert found["trials"].select("task", "status", "exception").rows() == expected, engine
+
+
+def test_a_reference_solution_exiting_non_zero_is_graded_on_both_engines(preflights):
+    """Harbor 0.26's oracle writes the exit code to ``agent/exit-code.txt``, raises nothing and runs the tests
+    (``harbor/agents/oracle.py``); the local oracle does the same."""
+    for engine, found in preflights.items():
+        (trial,) = [path.parent for path in found["jobs"].rglob("fid-solve-exits-2__*/result.json")]
+        assert (trial / "agent" / "exit-code.txt").read_text().strip() == "2", engine
+        result = json.loads((trial / "result.json").read_text())
+        assert result["exception_info"] is None, engine
+        assert result["verifier_result"]["rewards"] == {"reward": 1.0}, engine
 
 
 def test_a_failed_step_healthcheck_stops_the_trial_before_its_agent(preflights):

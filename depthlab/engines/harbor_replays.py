@@ -1,15 +1,19 @@
 """The Harbor engine's replays: Harbor trials of depthlab's replay agent, a batch of them per Harbor process.
 
-The agent is ``depthlab_replay:ReplayAgent`` in ``depthlab/engines/harbor_side`` (Harbor imports it
-in its own venv; depthlab never does). Each replay runs on a copy of the task made for the checks
+:meth:`depthlab.engines.HarborEngine.replays` gives them (:class:`HarborReplays`, the
+:class:`depthlab.engines.replays.Replays` of this engine). The agent is
+``depthlab_replay:ReplayAgent`` in ``depthlab/engines/harbor_side`` (Harbor imports it in its own
+venv; depthlab never does). Each replay runs on a copy of the task made for the checks
 (:func:`replay_task`): its steps 1..``upto`` only, none gated by ``min_reward`` (a replay goes on
 past a failing step, as on the local engine). The copies are kept under
 ``<jobs_dir>/depthlab-check-tasks``, one per (task checksum, steps), so a rerun reuses them.
 
 A replay runs under the profile the local engine's would (:func:`profile_overlay`, a Compose overlay
-of the ``main`` service): offline whatever the task allows (Harbor 0.26's docker environment
-enforces ``network_mode = "no-network"`` only with its egress-control sidecar, an image it pulls
-and a kernel feature, so the copy states ``"public"`` and the overlay gives ``network_mode: none``);
+of the ``main`` service): with the network the task allows, as Harbor runs it, or none (the task
+says so, the ``strict`` profile, ``network=False``: the paper's offline rule; Harbor 0.26's docker
+environment enforces ``network_mode = "no-network"`` only with its egress-control sidecar, an image
+it pulls and a kernel feature, so the copy states ``"public"`` and the overlay gives
+``network_mode: none``);
 every capability dropped under ``strict`` (those given back added); ``no-new-privileges`` and the
 runner's pid limit. Its container's writable layer is watched while it runs
 (:class:`depthlab.engines._harbor_guard.DiskWatch`, the bound the local runner uses: task.toml's
@@ -30,30 +34,27 @@ appended to ``depthlab-harbor.log`` in the job folder.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
-import os
 import shutil
-import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from depthlab._atomic import write_text
 from depthlab._defaults import DEFAULT_STORAGE_MB
-from depthlab.checks.replay import EngineReplays, ReplayRequest
 from depthlab.engines._harbor_guard import (
     DISK_NOTE,
     HARBOR_RESULT,
+    HARBOR_SIDE,
     DiskWatch,
     compose_project,
     live_projects,
     remove_projects,
 )
-from depthlab.engines.harbor import HARBOR_SIDE, HarborCommand, die_with_parent, find_harbor
+from depthlab.engines.replays import OnTrial, ReplayRequest
 from depthlab.engines.rounds import EngineError
 from depthlab.io import harbor_writer
 from depthlab.io.harbor import read_trial_result, record_exception
@@ -62,6 +63,9 @@ from depthlab.runner.container import ContainerLimits
 from depthlab.runner.output import JobDir
 from depthlab.runner.profiles import RunSettings, limits_for
 from depthlab.runner.task import TaskSpec
+
+if TYPE_CHECKING:  # the engine hands its checked command over (engines.harbor imports this module)
+    from depthlab.engines.harbor import HarborCommand
 
 #: The agent Harbor imports for a replay (``depthlab/engines/harbor_side/depthlab_replay.py``).
 REPLAY_AGENT = "depthlab_replay:ReplayAgent"
@@ -78,43 +82,60 @@ DISK_INTERVAL_SEC = 2.0
 LOG_FILE = "depthlab-harbor.log"
 
 
-def harbor_replays(
-    jobs_dir: Path,
-    harbor: str | HarborCommand | None = None,
-    *,
-    settings: RunSettings | None = None,
-    env: Mapping[str, str] | None = None,
-    batch: bool = True,
-) -> EngineReplays:
-    """The Harbor engine's replays (module docstring); ``harbor`` as for :func:`depthlab.engines.harbor.find_harbor`.
+class HarborReplays:
+    """The Harbor engine's replays (module docstring), made by :meth:`depthlab.engines.HarborEngine.replays`.
 
-    ``settings`` are the runner's (the profile, the capabilities given back, the pid limit, the disk
-    bound), applied as on the local engine; the network is off whatever they say. ``batch``: every
-    request of one call in one Harbor process (:data:`BATCH_RUNNER`); False: one ``harbor trials
-    start`` each (the baseline of ``tests/bench/bench_checks_engines.py``).
+    Parameters
+    ----------
+    jobs_dir : Path
+        The jobs folder; the task copies go to its :data:`TASKS_DIR`.
+    harbor : HarborCommand
+        The checked Harbor command.
+    env : mapping
+        The Harbor child's environment (``PYTHONPATH`` naming the side folder).
+    settings : RunSettings, optional
+        The runner's (the profile, the capabilities given back, the pid limit, the disk bound, the
+        network: the task's own unless ``network=False``), applied as on the local engine.
+    batch : bool, default True
+        Every request of one call in one Harbor process (:data:`BATCH_RUNNER`); False: one
+        ``harbor trials start`` each (the baseline of ``tests/bench/bench_checks_engines.py``).
+    preexec : callable, optional
+        Run in the Harbor child before exec (the engine's: die with depthlab).
 
     Raises
     ------
     EngineError
-        When Harbor is missing or its version is not supported (the message says how to install it).
+        When the Python of Harbor's venv cannot be found (``batch``).
     """
-    command = harbor if isinstance(harbor, HarborCommand) else find_harbor(harbor)
-    python = harbor_python(command) if batch else None
-    offline = dataclasses.replace(settings or RunSettings(), network=False)
-    child_env = {**os.environ, **dict(env or {})}
-    child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HARBOR_SIDE), child_env.get("PYTHONPATH")]))
-    copies = Path(jobs_dir).absolute() / TASKS_DIR
 
-    def run(requests: Sequence[ReplayRequest], job: JobDir) -> list[Path]:
-        trials = [_prepare_trial(request, job, copies, offline) for request in requests]
+    def __init__(
+        self,
+        jobs_dir: Path,
+        harbor: HarborCommand,
+        env: Mapping[str, str],
+        settings: RunSettings | None = None,
+        *,
+        batch: bool = True,
+        preexec: Callable[[], None] | None = None,
+    ) -> None:
+        self.harbor = harbor
+        self.python = harbor_python(harbor) if batch else None
+        self.settings = settings or RunSettings()
+        self.env = dict(env)
+        self.copies = Path(jobs_dir).absolute() / TASKS_DIR
+        self.preexec = preexec
+
+    def __call__(self, requests: Sequence[ReplayRequest], job: JobDir, on_trial: OnTrial | None = None) -> list[Path]:
+        trials = [_prepare_trial(request, job, self.copies, self.settings) for request in requests]
         job.n_planned += len(trials)
         bounds = {trial.dir.name.rsplit("__", 1)[0]: trial.storage_mb for trial in trials}
-        if python is not None:
+        ended = _Ended(trials, on_trial)
+        if self.python is not None:
             configs = [str(trial.config) for trial in trials]
-            _run_harbor([*python, str(HARBOR_SIDE / BATCH_RUNNER), *configs], job, child_env, bounds)
+            self._run([*self.python, str(HARBOR_SIDE / BATCH_RUNNER), *configs], job, bounds, ended)
         else:
             for trial in trials:
-                _run_harbor([*command.argv, "trials", "start", "--config", str(trial.config)], job, child_env, bounds)
+                self._run([*self.harbor.argv, "trials", "start", "--config", str(trial.config)], job, bounds, ended)
         job.update_result()
         for trial in trials:
             if not (trial.dir / "result.json").is_file():
@@ -124,9 +145,40 @@ def harbor_replays(
                     f"its output is in {job.path / LOG_FILE}:\n" + "\n".join(tail)
                 )
             disk_verdict(trial.dir)
+        ended.check()
         return [trial.dir for trial in trials]
 
-    return run
+    def close(self) -> None:
+        """Nothing kept: Harbor's trials remove their containers and images (``delete``)."""
+
+    def _run(self, argv: list[str], job: JobDir, bounds: Mapping[str, int | None], ended: _Ended) -> int:
+        """Run one Harbor process for ``job``'s replays, its output appended to the log, the disk watched; its exit.
+
+        The process is killed with depthlab (``kill -9`` included, through ``preexec``): a batch must
+        not run on beside a resumed check; what its running trial left is removed when that replay
+        runs again."""
+        with (job.path / LOG_FILE).open("a", encoding="utf-8") as log:
+            log.write(f"$ {' '.join(argv)}\n")
+            log.flush()
+            process = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self.env,
+                preexec_fn=self.preexec,
+            )
+            watch = DiskWatch(job.path, bounds, interval=DISK_INTERVAL_SEC)
+            try:
+                while process.poll() is None:
+                    watch.check()
+                    ended.check()
+                    time.sleep(0.2)
+            except BaseException:  # interrupted: the batch stops with the check
+                process.kill()
+                process.wait()
+                raise
+        return process.returncode
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,57 +202,35 @@ def _prepare_trial(request: ReplayRequest, job: JobDir, copies: Path, settings: 
         shutil.rmtree(trial_dir)
     _remove_leftover_project(name)
     limits = limits_for(task, settings)
-    config = {
-        "task": {"path": str(copy)},
-        "trial_name": name,
-        "trials_dir": str(job.path.absolute()),
-        "agent": {
-            "import_path": REPLAY_AGENT,
-            "kwargs": {
-                "replay": request.key,
-                "task_checksum": task.checksum,
-                "strict_exit": request.strict_exit,
-                "steps": _plan_steps(task, request),
-            },
-        },
-        "environment": {
-            "type": "docker",
-            "delete": True,
-            "extra_docker_compose": [str(profile_overlay(copies, limits))],
-        },
-    }
+    kwargs = {"replay": request.key, "task_checksum": task.checksum, "steps": _plan_steps(task, request)}
+    config = harbor_writer.trial_config(
+        harbor_writer.task_config(copy, None),
+        name,
+        job.path.absolute(),
+        harbor_writer.agent_config(None, None, kwargs, import_path=REPLAY_AGENT),
+        job_id=job.id,
+        environment=harbor_writer.environment_config(
+            "docker", extra_docker_compose=[str(profile_overlay(copies, limits))]
+        ),
+    )
     config_path = copies / "configs" / f"{name}.json"
     config_path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(config_path, json.dumps(config, indent=2) + "\n")
+    harbor_writer.write_json(config_path, config)
     return _Trial(request, trial_dir, config_path, limits.storage_mb or DEFAULT_STORAGE_MB)
 
 
-def _run_harbor(argv: list[str], job: JobDir, env: Mapping[str, str], bounds: Mapping[str, int | None]) -> int:
-    """Run one Harbor process for ``job``'s replays, its output appended to the log, the disk watched; its exit.
+class _Ended:
+    """Calls ``on_trial`` once for each trial of a batch as its ``result.json`` appears (the progress)."""
 
-    The process is killed with depthlab (``kill -9`` included): a batch must not run on beside a
-    resumed check; what its running trial left is removed when that replay runs again."""
-    with (job.path / LOG_FILE).open("a", encoding="utf-8") as log:
-        log.write(f"$ {' '.join(argv)}\n")
-        log.flush()
-        process = subprocess.Popen(
-            argv,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=dict(env),
-            preexec_fn=functools.partial(die_with_parent, signal.SIGKILL),
-        )
-        watch = DiskWatch(job.path, bounds, interval=DISK_INTERVAL_SEC)
-        try:
-            while process.poll() is None:
-                watch.check()
-                time.sleep(0.2)
-        except BaseException:  # interrupted: the batch stops with the check
-            process.kill()
-            process.wait()
-            raise
-    return process.returncode
+    def __init__(self, trials: Sequence[_Trial], on_trial: OnTrial | None) -> None:
+        self.waiting = list(trials) if on_trial is not None else []
+        self.on_trial = on_trial
+
+    def check(self) -> None:
+        for trial in [trial for trial in self.waiting if (trial.dir / "result.json").is_file()]:
+            self.waiting.remove(trial)
+            if self.on_trial is not None:
+                self.on_trial(trial.request, trial.dir)
 
 
 def disk_verdict(trial_dir: Path) -> bool:
@@ -232,6 +262,7 @@ def harbor_python(harbor: HarborCommand) -> tuple[str, ...]:
 
     Examples
     --------
+    >>> from depthlab.engines.harbor import HarborCommand
     >>> harbor_python(HarborCommand(("uv", "run", "harbor"), "0.26.0"))
     ('uv', 'run', 'python')
     """
@@ -264,8 +295,9 @@ def _remove_leftover_project(trial_name: str) -> None:
 def profile_overlay(copies: Path, limits: ContainerLimits) -> Path:
     """Write (once) the Compose overlay of a replay's ``main`` service under ``limits``; its path.
 
-    No network; the profile's capabilities (every one dropped under ``strict``, the ones given back
-    added), ``no-new-privileges`` and the pid limit, as the local runner's container has them.
+    No network unless ``limits`` give one; the profile's capabilities (every one dropped under
+    ``strict``, the ones given back added), ``no-new-privileges`` and the pid limit, as the local
+    runner's container has them.
 
     Examples
     --------
@@ -276,7 +308,7 @@ def profile_overlay(copies: Path, limits: ContainerLimits) -> Path:
     ['ALL']
     """
     main: dict[str, Any] = {
-        "network_mode": "none",
+        **({} if limits.network else {"network_mode": "none"}),
         "security_opt": ["no-new-privileges:true"],
         "pids_limit": limits.pids_limit,
     }
@@ -307,7 +339,8 @@ def _plan_steps(task: TaskSpec, request: ReplayRequest) -> list[dict[str, str | 
 def replay_task(task: TaskSpec, upto: int | None, root: Path) -> Path:
     """A copy of ``task`` under ``root`` for the replays: steps 1..``upto``, no ``min_reward`` gate.
 
-    Its network is stated ``public``: the replay's Compose overlay takes it away (module docstring).
+    Its network is stated ``public``: the replay's Compose overlay takes it away when the replay has
+    none (module docstring).
 
     Examples
     --------
