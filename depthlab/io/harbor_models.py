@@ -303,6 +303,8 @@ class TaskConfig(msgspec.Struct, omit_defaults=True):
         _choice(self.verifier.environment_mode, VERIFIER_MODES, toml_key("verifier.environment_mode"), path)
         _finite(self.agent.timeout_sec, toml_key("agent.timeout_sec"), path)
         _finite(self.verifier.timeout_sec, toml_key("verifier.timeout_sec"), path)
+        if self.environment.healthcheck is not None:
+            self.environment.healthcheck._check("[environment.healthcheck]", path)
         seen: set[str] = set()
         for index, step in enumerate(self.steps or []):
             where = f"steps[{index}]"

@@ -82,7 +82,7 @@ def test_a_template_takes_the_hosts_variable_and_a_missing_one_is_harbors_value_
 def test_a_verifier_env_that_is_not_text_is_refused_naming_the_key(tmp_path):
     task = _env_task(tmp_path)
     (task / "task.toml").write_text("[verifier.env]\nRETRIES = 3\n")
-    with pytest.raises(ValueError, match=r"verifier\.env.*must be a string, got int"):
+    with pytest.raises(ValueError, match=r"\[verifier\]\.env must be a table of text values, got \{'RETRIES': 3\}"):
         load_task(task)
 
 
