@@ -180,6 +180,17 @@ def harbor_check(harbor_python: Path):
     return check
 
 
+@pytest.fixture(scope="session")
+def harbor_entries(harbor_python: Path):
+    """``entries(items) -> [entry, ...]``: :func:`run_harbor_check`'s whole entries (a kind may return more
+    than its error, ``job_stats`` Harbor's own stats), for a test module that cannot import this conftest by name."""
+
+    def entries(files: list[tuple[str, Path]]) -> list[dict]:
+        return run_harbor_check(harbor_python, files)
+
+    return entries
+
+
 def run_harbor_check(harbor_python: Path, files: list[tuple[str, Path]]) -> list[dict]:
     """Run tests/harbor/harbor_check.py in the Harbor side venv on ``(kind, path)`` pairs."""
     import json

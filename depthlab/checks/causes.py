@@ -54,13 +54,13 @@ def strip_ansi(text: str) -> str:
     return "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
 
 
-def one_line(text: str) -> str:
+def cause_line(text: str) -> str:
     """``text`` (a message, an output) as one line: its ANSI codes stripped; a single line as it is, else
     its first line and its last error line (a failed build's ``ERROR: ...``), cut to :data:`LINE_LIMIT`.
 
     Examples
     --------
-    >>> one_line("Building the image failed:\\n#5 RUN apt-get x\\n\\x1b[1mERROR: process exited 100\\x1b[0m\\n")
+    >>> cause_line("Building the image failed:\\n#5 RUN apt-get x\\n\\x1b[1mERROR: process exited 100\\x1b[0m\\n")
     'Building the image failed: ... ERROR: process exited 100'
     """
     lines = [line.strip() for line in strip_ansi(text).splitlines() if line.strip()]
@@ -147,7 +147,7 @@ def step_cause(step_dir: Path, exception: str | None = None, message: str | None
     if need := network_need(verifier):
         return f"the tests need the network ({need})"
     if exception is not None:
-        return _cut(f"{exception}: {one_line(message or '')}")
+        return _cut(f"{exception}: {cause_line(message or '')}")
     said = last_error(verifier)
     return f"the tests say: {said}" if said else None
 

@@ -48,7 +48,7 @@ import polars as pl
 from depthlab import schema
 from depthlab._checks import check_choice, check_positive_int
 from depthlab.checks import static
-from depthlab.checks.causes import one_line
+from depthlab.checks.causes import cause_line
 from depthlab.checks.replay import Replay, Replayer, StepRun
 from depthlab.checks.script import (
     MarkError,
@@ -713,7 +713,7 @@ def _failure(run: StepRun) -> str:
     >>> _failure(StepRun(False, None, "AgentTimeoutError", "Agent execution timed out after 3.0 seconds"))
     'AgentTimeoutError: Agent execution timed out after 3.0 seconds (it hangs)'
     """
-    text = f"{run.exception}: {one_line(run.message or '')}"
+    text = f"{run.exception}: {cause_line(run.message or '')}"
     if run.exception == "AgentTimeoutError" and "hangs" not in text:
         text += " (it hangs)"  # the timeout message is Harbor's words on both engines, which do not say so
     if run.cause and not run.cause.startswith(f"{run.exception}:"):  # what the replay's own output says

@@ -475,11 +475,9 @@ def _stats_trial(job: Path, task: str, attempt: int, rewards, exception: str | N
     return result
 
 
-def test_job_stats_are_harbors_on_the_same_trials(harbor_python, tmp_path):
+def test_job_stats_are_harbors_on_the_same_trials(harbor_entries, tmp_path):
     """A job's stats count as Harbor's ``Job`` counts them (issue 43): trials whose reward is valid, every recorded
     exception (a step's too), the mean over the counted trials, pass@k, token totals over steps."""
-    from conftest import run_harbor_check
-
     job = tmp_path / "job"
     trials = [
         _stats_trial(job, "a", 1, {"reward": 1.0}),
@@ -489,7 +487,7 @@ def test_job_stats_are_harbors_on_the_same_trials(harbor_python, tmp_path):
         _stats_trial(job, "c", 1, {"reward": 1.0}, "CancelledError", steps=True),  # a step's exception
         _stats_trial(job, "c", 2, {"reward": 0.0}, steps=True),
     ]
-    (entry,) = run_harbor_check(harbor_python, [("job_stats", job)])
+    (entry,) = harbor_entries([("job_stats", job)])
     assert entry["error"] is None
     harbors = entry["stats"]
     written = hw.as_object(hw.job_result("j", trials, started_at="s", updated_at="u", finished_at="f").stats)
