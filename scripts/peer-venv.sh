@@ -16,25 +16,10 @@ set -euo pipefail
 name="$1"
 requirement="$2"
 
-usable() {  # a Python >= 3.12 that runs (a pyenv shim of another version does not)
-    "$1" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1
-}
+# shellcheck source=python312.sh
+. "$(dirname "$0")/python312.sh"
 
-find_python() {
-    local candidate version
-    for candidate in "${DEPTHLAB_PEER_PYTHON:-}" python3.12 python3.13; do
-        [ -n "$candidate" ] && usable "$candidate" && { command -v "$candidate"; return 0; }
-    done
-    if command -v pyenv >/dev/null 2>&1; then
-        for version in $(pyenv versions --bare 2>/dev/null | grep -E '^3\.1[23]\.[0-9]+$' | sort -V); do
-            candidate="$(pyenv prefix "$version" 2>/dev/null)/bin/python"
-            usable "$candidate" && { echo "$candidate"; return 0; }
-        done
-    fi
-    return 1
-}
-
-if ! python="$(find_python)"; then
+if ! python="$(find_python DEPTHLAB_PEER_PYTHON)"; then
     echo "$name-venv: no Python 3.12 or 3.13 interpreter (python3.12 on PATH, pyenv, or DEPTHLAB_PEER_PYTHON)" >&2
     exit 3
 fi
