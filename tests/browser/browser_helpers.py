@@ -15,6 +15,9 @@ NETWORK_CHANGED = "net::ERR_NETWORK_CHANGED"
 #: Loads of one page tried when each is aborted by :data:`NETWORK_CHANGED` (a Docker test changes the
 #: bridges a few times a minute, so three aborts in a row mean something else is wrong)
 LOAD_ATTEMPTS = 3
+#: Seconds the kernel may take to start and a notebook's Run All to finish while its kernel is busy: the
+#: test waits on progress, not on a fixed time, so only a kernel that stays busy this long fails it
+KERNEL_START_SECONDS = 600
 
 
 def load_page(driver: Any, url: str, attempts: int = LOAD_ATTEMPTS) -> None:

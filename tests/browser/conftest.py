@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from browser_helpers import CHROMEDRIVER, CHROMIUM
+from browser_helpers import CHROMEDRIVER, CHROMIUM, KERNEL_START_SECONDS
 
 
 def _missing() -> list[str]:
@@ -95,6 +95,12 @@ def lab(browser_tools: None, tmp_path_factory: pytest.TempPathFactory, request: 
     ):
         (settings / extension).mkdir(parents=True, exist_ok=True)
         (settings / extension / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
+    # the debugger is not under test, and it logs a console error whenever a slow kernel's first
+    # connection is replaced (its state request cancelled), which the test would read as the page's
+    labconfig = jupyter / "config" / "labconfig"
+    labconfig.mkdir(parents=True, exist_ok=True)
+    disabled = {"disabledExtensions": {"@jupyterlab/debugger-extension": True}}
+    (labconfig / "page_config.json").write_text(json.dumps(disabled))
     token = secrets.token_hex(16)
     port = _free_port()
     env = {
@@ -122,6 +128,9 @@ def lab(browser_tools: None, tmp_path_factory: pytest.TempPathFactory, request: 
         "--ServerApp.terminals_enabled=False",
         # the notebook's kernel, also when the page asks before the kernel list has loaded
         "--MappingKernelManager.default_kernel_name=depthlab",
+        # a loaded machine (CI runs Docker tests beside this one) can take over a minute to start the kernel;
+        # the server's default of 60 s then fails the page's kernel connection and a second kernel is started
+        f"--MappingKernelManager.kernel_info_timeout={KERNEL_START_SECONDS}",
         *(["--allow-root"] if os.geteuid() == 0 else []),  # CI runs as root
     ]
     with log.open("wb") as out:

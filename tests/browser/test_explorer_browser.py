@@ -20,7 +20,7 @@ from typing import Any
 import nbformat
 import polars as pl
 import pytest
-from browser_helpers import LOAD_ATTEMPTS, NETWORK_CHANGED, connection_dropped, load_page
+from browser_helpers import KERNEL_START_SECONDS, LOAD_ATTEMPTS, NETWORK_CHANGED, connection_dropped, load_page
 from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
@@ -162,24 +162,40 @@ def _run_all(driver: Any) -> None:
     raise AssertionError("Run All Cells did not start any cell")
 
 
+def _run_finished(driver: Any) -> bool:
+    """Whether Run All is over: the kernel idle, no cell queued or running ("[*]"), one at least run.
+
+    A cell that raised stops the run with the later cells unnumbered, so "every cell numbered" would
+    wait out the whole budget on an error that is already on the page.
+    """
+    from selenium.webdriver.common.by import By
+
+    if not driver.find_elements(By.CSS_SELECTOR, IDLE_KERNEL):
+        return False
+    cells = driver.find_elements(By.CSS_SELECTOR, ".jp-CodeCell .jp-InputPrompt")
+    prompts = [str(cell.get_attribute("textContent")) for cell in cells]
+    return not any("[*]" in p for p in prompts) and any(re.search(r"\[\d+\]", p) for p in prompts)
+
+
 def _open_explorer(driver: Any) -> None:
-    """Wait for the notebook and its kernel, Run All, and wait for the explorer (raises when it does not show)."""
+    """Wait for the notebook and its kernel, Run All, and wait for the explorer (raises when it does not show).
+
+    The waits follow progress, not the clock: a busy kernel on a loaded machine is waited for (up to
+    :data:`KERNEL_START_SECONDS`), while a run that ended without the explorer fails at once.
+    """
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.wait import WebDriverWait
 
-    wait = WebDriverWait(driver, 180, poll_frequency=0.5)
+    wait = WebDriverWait(driver, KERNEL_START_SECONDS, poll_frequency=0.5)
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")))
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, IDLE_KERNEL)))
-    explorer = ec.presence_of_element_located((By.CSS_SELECTOR, ".dl-explorer .dl-task-caption"))
-    for attempt in range(2):  # on a loaded machine a first Run All can be lost while the kernel starts
-        _run_all(driver)
-        try:
-            WebDriverWait(driver, 150, poll_frequency=0.5).until(explorer)
-            break
-        except Exception:  # selenium's TimeoutException
-            if attempt:
-                raise
+    _run_all(driver)
+    explorer = (By.CSS_SELECTOR, ".dl-explorer .dl-task-caption")
+    wait.until(lambda d: d.find_elements(*explorer) or _run_finished(d))
+    if not driver.find_elements(*explorer):
+        # the run may have finished a moment before the widget rendered: a short grace, then it is a failure
+        WebDriverWait(driver, WAIT, poll_frequency=0.5).until(ec.presence_of_element_located(explorer))
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, IDLE_KERNEL)))
 
 
