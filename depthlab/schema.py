@@ -621,11 +621,33 @@ COST_PER_TASK: Final[dict[str, pl.DataType]] = {
 COST_PER_DEPTH: Final[dict[str, pl.DataType]] = {
     "dataset": pl.String(),
     "depth": pl.Int32(),  # null: unsolved (beyond the ladder) or no D
+    "status": pl.String(),  # the depth status: solved | unsolved | incomplete
     "n_tasks": pl.Int64(),
     "n_tasks_priced": pl.Int64(),  # tasks with at least one priced trial
     "cost_priced_usd": pl.Float64(),  # sum over the tasks' priced trials
     "cost_priced_usd_per_task": pl.Float64(),  # its mean over the tasks with a priced trial
     "cost_usd": pl.Float64(),  # sum of the recorded costs
+}
+
+#: Columns :func:`depthlab.measures.price_depth` adds to the depth table: what each task's D cost.
+DEPTH_COST: Final[dict[str, pl.DataType]] = {
+    "n_runs": pl.Int64(),  # the task's trials in the table priced (every model and cap, invalid ones too)
+    "n_runs_priced": pl.Int64(),  # those with a priced cost
+    "cost_priced_usd": pl.Float64(),  # their tokens at the price table's prices, summed; null when none is priced
+    "cost_usd": pl.Float64(),  # their recorded costs summed; null when none is recorded
+    "n_cost_disagree": pl.Int64(),  # runs whose recorded cost disagrees with the priced one (COST_TOLERANCE)
+    "depth_cost_priced_usd": pl.Float64(),  # the same sum over the runs D rests on: ladder caps, counted models
+    "depth_cost_usd": pl.Float64(),  # the recorded costs of those runs
+}
+
+#: Columns of :func:`depthlab.measures.cost_per_turn`: dollars per turn of the priced runs made, per dataset.
+COST_PER_TURN: Final[dict[str, pl.DataType]] = {
+    "dataset": pl.String(),
+    "n_runs": pl.Int64(),  # the runs considered
+    "n_runs_priced": pl.Int64(),  # those with a priced cost and a turn count, the ones the rate is read from
+    "n_turns": pl.Int64(),  # their turns
+    "cost_priced_usd": pl.Float64(),  # their priced cost
+    "usd_per_turn": pl.Float64(),  # cost_priced_usd / n_turns; null when no run is priced
 }
 
 #: Columns of :func:`depthlab.measures.bayes.depth_posterior`: each task's posterior over its depth at threshold q.

@@ -29,6 +29,99 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_q_argument(parser)
     parser.add_argument("--dataset", default=None, help="tag every trial with this dataset name")
     parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
+    add_prices_argument(parser)
+
+
+def add_prices_argument(parser: argparse.ArgumentParser, *, what: str = "the table gains what each D cost") -> None:
+    """--prices FILE|litellm (``depth``, ``measure``, ``plan``): the price table runs are priced by."""
+    parser.add_argument(
+        "--prices",
+        default=None,
+        metavar="FILE",
+        help="a price table CSV (model, input_usd_per_token, output_usd_per_token, cache_read_usd_per_token), or "
+        f"'litellm' for LiteLLM's published prices shipped with depthlab (the default); given, {what}",
+    )
+
+
+def read_prices_for(args: argparse.Namespace, verb: str) -> tuple[pl.DataFrame, str] | None:
+    """The price table ``--prices`` names and where it comes from; None (after a message) when it is refused."""
+    from depthlab.io import price_source, read_prices
+
+    path = None if args.prices in (None, SHIPPED_PRICES) else args.prices
+    try:
+        return read_prices(path), price_source(path)
+    except (TypeError, ValueError) as exc:
+        print(f"depthlab {verb}: --prices: {exc}", file=sys.stderr)
+        return None
+
+
+#: The --prices value naming the table shipped with depthlab.
+SHIPPED_PRICES = "litellm"
+
+
+def cost_lines(
+    trials: pl.DataFrame, depth: pl.DataFrame, prices: pl.DataFrame, source: str, *, caps: Sequence[int],
+    models: Sequence[str] | None,
+) -> tuple[pl.DataFrame, list[str]]:  # fmt: skip
+    """``depth`` with what each D cost (:func:`depthlab.measures.price_depth`) and the summary lines saying it."""
+    import polars as pl
+
+    from depthlab._text import count
+    from depthlab.measures import COST_ROUNDING_USD, COST_TOLERANCE, cost_per_depth, price_depth, price_trials
+
+    priced = price_trials(trials, prices)
+    costed = price_depth(priced, depth, caps=caps, models=models)
+    per_depth = cost_per_depth(priced, depth)
+    lines = []
+    for (dataset,), tasks in costed.group_by("dataset", maintain_order=True):
+        runs = priced.filter(pl.col("dataset").eq_missing(dataset))
+        lines.append(
+            f"cost ({dataset}): the D of {count(tasks.height, 'task')} cost {_usd(tasks['depth_cost_priced_usd'])} "
+            f"priced from tokens, {_usd(tasks['depth_cost_usd'])} recorded; all {count(runs.height, 'run')}: "
+            f"{_usd(runs['cost_priced_usd'])} priced ({runs['cost_priced_usd'].is_not_null().sum()} priced), "
+            f"{_usd(runs['cost_usd'])} recorded; at {source}"
+        )
+        checks = runs["cost_check"].value_counts().rows()
+        counted = dict(checks)
+        if counted.get("disagree"):
+            lines.append(
+                f"  {count(counted['disagree'], 'run')} with a recorded cost unlike the priced one (more than "
+                f"{COST_TOLERANCE:.0%} + ${COST_ROUNDING_USD:.6f} apart): the recorded cost_usd or the price is wrong"
+            )
+        unpriced = runs.filter(pl.col("cost_check") == "no price")["model"].unique().sort().to_list()
+        if unpriced:
+            lines.append(
+                f"  not priced: {count(counted['no price'], 'run')} of {', '.join(map(str, unpriced))}: no price "
+                "for the model in the table (--prices FILE states one)"
+            )
+        if counted.get("no tokens"):
+            lines.append(f"  not priced: {count(counted['no tokens'], 'run')} that recorded no tokens")
+        rungs = per_depth.filter(pl.col("dataset").eq_missing(dataset))
+        shown = [
+            f"{_rung(row['depth'], row['status'])} {_usd(row['cost_priced_usd_per_task'])} "
+            f"({count(row['n_tasks'], 'task')})"
+            for row in rungs.iter_rows(named=True)
+        ]
+        lines.append("  a task's runs at each D: " + ", ".join(shown))
+    return costed, lines
+
+
+def _usd(value: pl.Series | float | None) -> str:
+    """Dollars for a summary line; a series is summed over its known values, and none known is 'unknown'."""
+    import polars as pl
+
+    if isinstance(value, pl.Series):
+        value = None if value.is_null().all() else float(value.sum())
+    return "unknown" if value is None else f"${value:,.4f}"
+
+
+def _rung(depth: int | None, status: str) -> str:
+    """A row of the cost per D: 'D=5', 'beyond the ladder', 'incomplete (D=5 so far)'."""
+    if status == "unsolved":
+        return "beyond the ladder"
+    if status == "incomplete":
+        return "incomplete" + ("" if depth is None else f" (D={depth} so far)")
+    return f"D={depth}"
 
 
 def add_ladder_arguments(parser: argparse.ArgumentParser, *, models_required: bool = False) -> None:
@@ -71,6 +164,9 @@ def run(args: argparse.Namespace) -> int:
     from depthlab._tables import write_table
     from depthlab.measures import depth_summary, estimate_depth
 
+    prices = read_prices_for(args, "depth")
+    if prices is None:
+        return 1
     trials = load_trials_for(args, "depth")
     if trials is None:
         return 1
@@ -89,7 +185,10 @@ def run(args: argparse.Namespace) -> int:
             f"{row['n_incomplete']} incomplete, {row['n_non_monotone']} non-monotone",
             file=sys.stderr,
         )
-    write_table(depth, args.output)
+    costed, lines = cost_lines(trials, depth, *prices, caps=args.caps, models=args.models)
+    for line in lines:
+        print(line, file=sys.stderr)
+    write_table(depth if args.prices is None else costed, args.output)
     return 0
 
 

@@ -29,7 +29,7 @@ The jobs stay in --jobs-dir: `harbor view JOBS_DIR` and `depthlab depth JOBS_DIR
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from depthlab.commands.depth import add_ladder_arguments
+    from depthlab.commands.depth import add_ladder_arguments, add_prices_argument
     from depthlab.commands.plan import add_attempts_arguments, add_error_argument
 
     parser.epilog = _EPILOG
@@ -79,6 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds one model request may take (default: --engine local the task's agent timeout, --engine "
         "harbor LiteLLM's); on both engines a run that ends while a request has no answer is an outage (invalid)",
     )
+    add_prices_argument(parser, what="the depth table gains what each D cost (a summary is printed either way)")
     parser.add_argument("--no-preflight", action="store_true", help="skip the oracle preflight")
     parser.add_argument("--dataset", default=None, help="tag every task with this dataset name")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -171,6 +172,7 @@ def long_instruction_notes(tasks: Any) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from depthlab._tables import write_table
+    from depthlab.commands.depth import cost_lines, read_prices_for
     from depthlab.commands.run import sigterm_as_interrupt
     from depthlab.engines import Engine, EngineError, HarborEngine, LocalEngine, measure
     from depthlab.io import read_tasks
@@ -178,6 +180,9 @@ def run(args: argparse.Namespace) -> int:
     mistake = command_line_mistake(args)
     if mistake:
         print(f"depthlab measure: {mistake}", file=sys.stderr)
+        return 2
+    prices = read_prices_for(args, "measure")  # a bad price file is refused before any run
+    if prices is None:
         return 2
     try:
         load = read_tasks(args.tasks, dataset=args.dataset)
@@ -248,9 +253,12 @@ def run(args: argparse.Namespace) -> int:
             where = "beyond the ladder" if row["depth"] is None else f"D = {row['depth']}"
             sure = "" if row["p_depth"] is None else f" (probability {row['p_depth']:.3f})"
             print(f"  {row['task']}: {where}{sure}, {row['status']}", file=sys.stderr)
+    costed, lines = cost_lines(result.trials, result.depth, *prices, caps=args.caps, models=args.models)
+    for line in lines:
+        print(line, file=sys.stderr)
     if result.depth.height:
         try:
-            write_table(result.depth, args.output)
+            write_table(result.depth if args.prices is None else costed, args.output)
         except OSError as exc:  # the folder changed since the check: the trials stay in --jobs-dir
             where = f"the trials are in {args.jobs_dir}"
             print(f"depthlab measure: cannot write {args.output}: {exc}; {where}", file=sys.stderr)

@@ -44,7 +44,7 @@ failure below D stays open) within --max-attempts per cell. Plan again after eac
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from depthlab.commands.depth import add_ladder_arguments, add_q_argument
+    from depthlab.commands.depth import add_ladder_arguments, add_prices_argument, add_q_argument
 
     parser.description = "List the (dataset, task, model, cap) runs still needed to pin every task's depth D."
     parser.epilog = _EPILOG
@@ -67,8 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--forecast",
         action="store_true",
-        help="with --error: print the runs and turns the Bayesian planner is expected to need to finish",
+        help="with --error: print the runs and turns the Bayesian planner is expected to need to finish, and "
+        "what they would cost at the tokens per turn of the runs made",
     )
+    add_prices_argument(parser, what="--forecast prices its turns by it")
     parser.add_argument("--harbor-configs", default=None, metavar="DIR", help="also write Harbor job configs here")
     parser.add_argument("--agent", default="terminus-2", help="agent name in the Harbor configs")
     parser.add_argument("--dataset", default=None, help="tag every trial and task with this dataset name")
@@ -102,13 +104,15 @@ def add_error_argument(parser: argparse.ArgumentParser) -> None:
 
 def forecast_lines(
     trials: pl.DataFrame, tasks: pl.DataFrame, *, models: list[str], caps: tuple[int, ...], error: float,
-    max_attempts: int,
+    max_attempts: int, prices: tuple[pl.DataFrame, str] | None = None,
 ) -> list[str]:  # fmt: skip
-    """One line per dataset: the runs, turns and rounds the Bayesian planner is expected to need."""
+    """Per dataset: the runs, turns and rounds the Bayesian planner is expected to need, and with ``prices``
+    (a price table and where it comes from) what they would cost."""
     from depthlab.measures.bayes import BAYES_Q, forecast, posteriors
     from depthlab.measures.depth import evidence_grid
 
     cells = evidence_grid(trials, caps=caps, models=models, pass_rule="any", tasks=tasks)
+    rates = None if prices is None else _turn_prices(trials, prices[0], models)
     lines = []
     for post in posteriors(cells, trials, caps=caps, q=BAYES_Q):
         made = int(post.n_valid.sum())
@@ -121,7 +125,35 @@ def forecast_lines(
             f"turns, in about {guess.rounds:.0f} rounds for {guess.n_tasks} tasks to error {error:g} "
             f"(simulated; {source})"
         )
+        if prices is not None:
+            lines.append(_forecast_cost(post.keys["dataset"][0], guess.turns, rates, prices[1]))
     return lines
+
+
+def _turn_prices(trials: pl.DataFrame, prices: pl.DataFrame, models: list[str]) -> dict[str | None, dict]:
+    """Per dataset, what a turn of the runs made cost (:func:`depthlab.measures.cost_per_turn`), by dataset."""
+    from depthlab.measures import cost_per_turn, price_trials
+
+    rates = cost_per_turn(price_trials(trials, prices), models=models)
+    return {row["dataset"]: row for row in rates.iter_rows(named=True)}
+
+
+def _forecast_cost(dataset: str | None, turns: float, rates: dict[str | None, dict] | None, source: str) -> str:
+    """The forecast's turns priced: turns -> tokens -> dollars at the tokens per turn of the runs made."""
+    rate = (rates or {}).get(dataset)
+    if rate is None or rate["usd_per_turn"] is None:
+        made = 0 if rate is None else rate["n_runs"]
+        why = (
+            "no runs made yet to read the tokens per turn from"
+            if not made
+            else f"none of the {made} runs made has tokens, turns and a price at {source}"
+        )
+        return f"forecast cost ({dataset}): cannot price: {why}"
+    return (
+        f"forecast cost ({dataset}): at most about ${turns * rate['usd_per_turn']:,.2f}: {turns:.0f} turns at "
+        f"${rate['usd_per_turn']:.4f} a turn (the tokens per turn of {rate['n_runs_priced']} of the "
+        f"{rate['n_runs']} runs made, at {source})"
+    )
 
 
 def _attempts(text: str) -> int | str:
@@ -136,7 +168,7 @@ def _attempts(text: str) -> int | str:
 def run(args: argparse.Namespace) -> int:
     from depthlab import schema
     from depthlab._tables import write_table
-    from depthlab.commands.depth import load_trials_for, unknown_models
+    from depthlab.commands.depth import load_trials_for, read_prices_for, unknown_models
     from depthlab.io import read_tasks
     from depthlab.measures import plan_missing, sweep_runs
 
@@ -164,6 +196,12 @@ def run(args: argparse.Namespace) -> int:
     if args.forecast and not bayes:
         print("depthlab plan: --forecast needs --error (the Bayesian planner)", file=sys.stderr)
         return 2
+    if args.prices is not None and not args.forecast:
+        print("depthlab plan: --prices prices the forecast: it needs --forecast", file=sys.stderr)
+        return 2
+    prices = read_prices_for(args, "plan") if args.forecast else None
+    if args.forecast and prices is None:
+        return 1
     try:
         plan = plan_missing(
             trials,
@@ -183,8 +221,9 @@ def run(args: argparse.Namespace) -> int:
     if args.forecast:
         error = 0.05 if args.error is None else args.error
         lines = forecast_lines(
-            trials, tasks, models=args.models, caps=args.caps, error=error, max_attempts=args.max_attempts
-        )
+            trials, tasks, models=args.models, caps=args.caps, error=error, max_attempts=args.max_attempts,
+            prices=prices,
+        )  # fmt: skip
         for line in lines:
             print(line, file=sys.stderr)
     per_cell = args.max_attempts if args.attempts == "auto" else args.attempts

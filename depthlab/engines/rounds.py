@@ -169,6 +169,8 @@ class MeasureResult:
     sweep_runs: int = 0
     set_aside: int = 0  # trials of an earlier version of their task, left out
     engine: str = ""  # the engine's name
+    # the runs the measurement counts (what depthlab measure prices: each D states what it cost)
+    trials: pl.DataFrame = field(default_factory=lambda: schema.empty("trials"))
 
     @property
     def complete(self) -> bool:
@@ -500,6 +502,7 @@ def _result(
         cost_usd=_sum_or_none(spent["cost_usd"]),
         sweep_runs=sweep,
         engine=engine.name,
+        trials=spent,
     )
 
 

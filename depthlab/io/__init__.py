@@ -38,7 +38,7 @@ from depthlab.io._errors import (
 )
 from depthlab.io._files import MAX_FILE_BYTES
 from depthlab.io.atif import read_steps
-from depthlab.io.prices import price_provenance, read_prices
+from depthlab.io.prices import price_provenance, price_source, read_prices
 from depthlab.io.status import STATUS_RULES, trial_status
 from depthlab.io.step_table import load_steps
 from depthlab.io.tasks import TaskLoad, load_task_steps, load_tasks, read_tasks
@@ -62,6 +62,7 @@ __all__ = [
     "load_trials",
     "notes_text",
     "price_provenance",
+    "price_source",
     "read_prices",
     "read_steps",
     "read_tasks",

@@ -10,6 +10,8 @@ A user's table is a CSV with the same columns (``schema.PRICES``).
 from __future__ import annotations
 
 import math
+import re
+from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
 
@@ -86,6 +88,34 @@ def price_provenance() -> str:
     True
     """
     return files("depthlab").joinpath(*_PROVENANCE).read_text(encoding="utf-8")
+
+
+def price_source(path: str | Path | None = None) -> str:
+    """Where a price table comes from, with its date, in a few words (for a summary line).
+
+    Parameters
+    ----------
+    path : str, Path or None
+        A user's price file (as given to :func:`read_prices`); None: the shipped table, named by
+        the LiteLLM release and the date its prices were read (from :func:`price_provenance`).
+
+    Examples
+    --------
+    >>> price_source()
+    "LiteLLM ...'s published prices (read ...)"
+    """
+    if path is None:
+        note = price_provenance()
+        release = re.search(r"`litellm` (\S+?),", note)
+        read = re.search(r"Extracted: (\d{4}-\d{2}-\d{2})", note)
+        version = release.group(1) if release else "(release unknown)"
+        return f"LiteLLM {version}'s published prices (read {read.group(1) if read else 'on an unknown date'})"
+    file = Path(path)
+    try:
+        modified = datetime.fromtimestamp(file.stat().st_mtime, tz=UTC).date().isoformat()
+    except OSError as error:
+        raise ValueError(f"{file}: cannot read the price table ({error.strerror or error})") from error
+    return f"the prices in {file} (modified {modified})"
 
 
 def _price(value: str | None, column: str, where: str, line: int, *, optional: bool) -> float | None:

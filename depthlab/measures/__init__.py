@@ -16,12 +16,21 @@ from depthlab.measures.depth import (
     second_model_runs,
 )
 from depthlab.measures.planning import PLAN_MODES, plan_missing, sweep_runs
-from depthlab.measures.pricing import COST_TOLERANCE, cost_per_depth, cost_per_task, price_trials
+from depthlab.measures.pricing import (
+    COST_ROUNDING_USD,
+    COST_TOLERANCE,
+    cost_per_depth,
+    cost_per_task,
+    cost_per_turn,
+    price_depth,
+    price_trials,
+)
 from depthlab.measures.proxy import depth_proxy, proxy_correlations, rung_agreement, turn_dependencies
 from depthlab.measures.public import pass_rates, turn_counts
 from depthlab.measures.reliability import depth_by_rule, split_half_depth
 
 __all__ = [
+    "COST_ROUNDING_USD",
     "COST_TOLERANCE",
     "CURATION",
     "PLAN_MODES",
@@ -30,6 +39,7 @@ __all__ = [
     "censored_distribution",
     "cost_per_depth",
     "cost_per_task",
+    "cost_per_turn",
     "depth_by_rule",
     "depth_intervals",
     "depth_posterior",
@@ -38,6 +48,7 @@ __all__ = [
     "estimate_depth",
     "pass_rates",
     "plan_missing",
+    "price_depth",
     "price_trials",
     "proxy_correlations",
     "rung_agreement",
