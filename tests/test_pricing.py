@@ -504,3 +504,44 @@ def test_measure_keeps_the_runs_it_counts_so_each_d_states_its_cost():
         assert row["depth_cost_usd"] == 0.0  # recorded as nothing: known, and flagged
         assert row["n_cost_disagree"] == len(ran)
     assert dict(costed.select("task", "status").iter_rows()) == {"t3": "solved", "never": "unsolved"}
+
+
+def test_the_cost_summary_says_a_partly_priced_sum_is_a_lower_bound_and_names_what_is_not_priced():
+    from depthlab.commands.depth import cost_lines
+
+    trials = schema.conform(
+        pl.DataFrame(
+            {
+                "dataset": "d",
+                "task": ["a", "a", "b", "c"],
+                "model": ["m", "m", "ghost", "m"],
+                "cap": [1, 2, 1, 1],
+                "status": ["fail", "pass", "pass", "pass"],
+                "n_input_tokens": [1000, 1000, 1000, None],
+                "n_output_tokens": [100, 100, 100, None],
+                "cost_usd": [0.002, 0.5, None, None],
+            }
+        ),
+        "trials",
+    )
+    depth = measures.estimate_depth(trials, caps=(1, 2), level=None)
+    prices = pl.DataFrame(
+        {
+            "model": ["m"],
+            "input_usd_per_token": [1e-6],
+            "output_usd_per_token": [1e-5],
+            "cache_read_usd_per_token": [None],
+        },
+        schema=PRICES,
+    )
+    costed, lines = cost_lines(trials, depth, prices, "my prices", caps=(1, 2), models=None)
+    assert costed["depth_cost_priced_usd"].to_list() == [pytest.approx(0.004), None, None]
+    assert lines[0] == (
+        "cost (d): the D of 3 tasks cost $0.0040 priced from tokens (1 of them priced: a lower bound), $0.5020 "
+        "recorded; all 4 runs: $0.0040 priced (2 priced), $0.5020 recorded; at my prices"
+    )
+    assert lines[1].startswith("  1 run with a recorded cost unlike the priced one (more than 5% + $0.000001 apart)")
+    assert lines[2] == "  not priced: 1 run of ghost: no price for the model in the table (--prices FILE states one)"
+    assert lines[3] == "  not priced: 1 run that recorded no tokens"
+    # a: m passed at 2, ghost never ran it (so it is incomplete); b and c pass at 1: D = 1, not priced
+    assert lines[4] == "  a task's runs at each D: D=1 unknown (2 tasks), incomplete $0.0040 (1 task)"

@@ -75,14 +75,15 @@ def cost_lines(
     lines = []
     for (dataset,), tasks in costed.group_by("dataset", maintain_order=True):
         runs = priced.filter(pl.col("dataset").eq_missing(dataset))
+        known = tasks["depth_cost_priced_usd"].is_not_null().sum()
+        partly = f" ({known} of them priced: a lower bound)" if 0 < known < tasks.height else ""
         lines.append(
             f"cost ({dataset}): the D of {count(tasks.height, 'task')} cost {_usd(tasks['depth_cost_priced_usd'])} "
-            f"priced from tokens, {_usd(tasks['depth_cost_usd'])} recorded; all {count(runs.height, 'run')}: "
+            f"priced from tokens{partly}, {_usd(tasks['depth_cost_usd'])} recorded; all {count(runs.height, 'run')}: "
             f"{_usd(runs['cost_priced_usd'])} priced ({runs['cost_priced_usd'].is_not_null().sum()} priced), "
             f"{_usd(runs['cost_usd'])} recorded; at {source}"
         )
-        checks = runs["cost_check"].value_counts().rows()
-        counted = dict(checks)
+        counted = dict(runs["cost_check"].value_counts().rows())
         if counted.get("disagree"):
             lines.append(
                 f"  {count(counted['disagree'], 'run')} with a recorded cost unlike the priced one (more than "

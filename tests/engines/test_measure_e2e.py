@@ -249,6 +249,36 @@ def test_both_engines_give_the_same_depth_table(harbor_measured, local_measured)
     assert harbor.equals(local), (harbor, local)
 
 
+def test_both_engines_say_what_each_d_cost(harbor_measured, local_measured, tmp_path):
+    # measure printed what the D cost on both engines (the scripted model has no public price: said, never $0);
+    # the same jobs priced at a stated price give each D its runs' tokens in dollars, the same runs on both
+    from depthlab import cli
+
+    rates = {"openai/m1": (1e-6, 4e-6), "openai/m2": (2e-6, 8e-6)}
+    prices = tmp_path / "prices.csv"
+    rows = "".join(f"{model},{price_in},{price_out},\n" for model, (price_in, price_out) in rates.items())
+    prices.write_text("model,input_usd_per_token,output_usd_per_token,cache_read_usd_per_token\n" + rows)
+    runs = {}
+    for name, done in (("harbor", harbor_measured), ("local", local_measured)):
+        err = done["run"].stderr
+        assert "the D of 2 tasks cost unknown priced from tokens" in err, err[-3000:]
+        assert "openai/m1, openai/m2: no price for the model in the table" in err
+        out = tmp_path / f"{name}.csv"
+        args = ["depth", str(done["jobs"]), "--models", MODELS, "--caps", CAPS, "--prices", str(prices), "-o", str(out)]
+        assert cli.main(args) == 0
+        table = pl.read_csv(out)
+        trials = capped_trials(done["jobs"])
+        assert trials["n_input_tokens"].null_count() == 0  # both engines record the tokens the server reported
+        by_hand = {}
+        for task, model, n_in, n_out in trials.select("task", "model", "n_input_tokens", "n_output_tokens").iter_rows():
+            by_hand[task] = by_hand.get(task, 0.0) + n_in * rates[model][0] + n_out * rates[model][1]
+        got = dict(table.select("task", "depth_cost_priced_usd").iter_rows())
+        assert got == pytest.approx(by_hand, rel=1e-9)
+        assert min(got.values()) > 0
+        runs[name] = dict(trials.group_by("task").len().iter_rows())
+    assert runs["harbor"] == runs["local"]
+
+
 def test_local_engine_killed_in_a_round_resumes_without_duplicates(
     chain_tasks, server, docker_client, measure_env, tmp_path
 ):
