@@ -32,14 +32,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_prices_argument(parser)
 
 
-def add_prices_argument(parser: argparse.ArgumentParser, *, what: str = "the table gains what each D cost") -> None:
+def add_prices_argument(
+    parser: argparse.ArgumentParser, *, what: str = "; given, the table gains what each D cost"
+) -> None:
     """--prices FILE|litellm (``depth``, ``measure``, ``plan``): the price table runs are priced by."""
     parser.add_argument(
         "--prices",
         default=None,
         metavar="FILE",
         help="a price table CSV (model, input_usd_per_token, output_usd_per_token, cache_read_usd_per_token), or "
-        f"'litellm' for LiteLLM's published prices shipped with depthlab (the default); given, {what}",
+        f"'litellm' for LiteLLM's published prices shipped with depthlab (the default){what}",
     )
 
 

@@ -79,7 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds one model request may take (default: --engine local the task's agent timeout, --engine "
         "harbor LiteLLM's); on both engines a run that ends while a request has no answer is an outage (invalid)",
     )
-    add_prices_argument(parser, what="the depth table gains what each D cost (a summary is printed either way)")
+    add_prices_argument(
+        parser, what="; given, the depth table gains what each D cost (a summary is printed either way)"
+    )
     parser.add_argument("--no-preflight", action="store_true", help="skip the oracle preflight")
     parser.add_argument("--dataset", default=None, help="tag every task with this dataset name")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")

@@ -70,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --error: print the runs and turns the Bayesian planner is expected to need to finish, and "
         "what they would cost at the tokens per turn of the runs made",
     )
-    add_prices_argument(parser, what="--forecast prices its turns by it")
+    add_prices_argument(parser, what="; what --forecast prices its turns by (without --forecast it is refused)")
     parser.add_argument("--harbor-configs", default=None, metavar="DIR", help="also write Harbor job configs here")
     parser.add_argument("--agent", default="terminus-2", help="agent name in the Harbor configs")
     parser.add_argument("--dataset", default=None, help="tag every trial and task with this dataset name")
