@@ -46,6 +46,9 @@ Field by field (see ``depthlab.schema.TRIALS``):
   the trajectory had to be read anyway. ``hit_limit``: ``n_turns >= turn_limit``.
 * ``started_at``/``finished_at``: trial times, naive ones taken as UTC; ``agent_seconds``: the
   ``agent_execution`` phase.
+* ``harbor_reward_valid``: Harbor's ``reward_valid`` of the result as written (recorded, else its rule);
+  ``exception_policy``: the policy of the row's exception (:mod:`depthlab.io.harbor_versions`, which also
+  sets ``harbor_version`` and ``version_note`` once every row is in).
 """
 
 from __future__ import annotations
