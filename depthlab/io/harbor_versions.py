@@ -163,17 +163,21 @@ def policy_json(policy: ErrorPolicy | None) -> str | None:
 
 
 def read_job_version(job_dir: str) -> JobVersion:
-    """The Harbor version (lock.json) and error policy (config.json) of the job folder ``job_dir``.
+    """The Harbor version (lock.json) of the job folder ``job_dir`` and, for a Harbor older than 0.26, its error
+    policy (config.json).
 
     A file that is absent says nothing; one that cannot be read is a note (``"harbor_version: <reason>
     (<path>)"``), never an error.
     """
     notes: list[str] = []
     lock = _read(os.path.join(job_dir, "lock.json"), JobLock, notes)
-    policy = _read(os.path.join(job_dir, "config.json"), JobErrorPolicy, notes)
     version = lock.harbor.version if lock is not None and lock.harbor is not None else None
-    if version is not None and harbor_version_key(version) is None:
+    key = harbor_version_key(version)
+    if version is not None and key is None:
         notes.append(f"harbor_version: {version!r} names no release: read as unknown ({job_dir}/lock.json)")
+    policy = None
+    if key is not None and key < POLICY_RECORDED_SINCE:  # (only an older job's policy is computed here)
+        policy = _read(os.path.join(job_dir, "config.json"), JobErrorPolicy, notes)
     return JobVersion(version, policy, tuple(notes))
 
 
@@ -223,21 +227,28 @@ def _older_policy(job: JobVersion, exception: str) -> str | None:
 
 # A trial folder's row names <job>/<trial>/result.json; an entry of an older job's result.json names
 # <job>/result.json#trial_results[<i>]. Any other source (TB1's results.json) is no Harbor job's.
-_EMBEDDED = r"#trial_results\[\d+\]$"
-_SEP = re.escape(os.sep) if os.sep == "/" else r"[\\/]"
+_TRIAL_FILE = os.sep + "result.json"
+_EMBEDDED = "#trial_results["
+_LAST_PART = r"[\\/][^\\/]*$" if os.sep == "\\" else r"/[^/]*$"
 
 
-def _job_dirs(source: pl.Expr) -> pl.Expr:
-    file = source.str.replace(_EMBEDDED, "")
-    parent = file.str.replace(rf"{_SEP}[^\\/]*$", "")
-    trial_file = file.str.ends_with(f"{os.sep}result.json")
-    return (
-        pl.when(source.str.contains(_EMBEDDED))
-        .then(parent)
-        .when(trial_file)
-        .then(parent.str.replace(rf"{_SEP}[^\\/]*$", ""))
-        .otherwise(None)
-    )
+def _job_dirs(source: pl.Series) -> pl.Series:
+    """Each row's job folder (null for a row of no Harbor job's), from its ``source``.
+
+    A suffix stripped and one anchored replace: the three replaces this took at first cost 10x as much
+    over 100,000 rows (0.43 s against 0.04 s, measured on one loaded machine)."""
+    trial_file = pl.col("source").str.ends_with(_TRIAL_FILE)
+    trial_dir = pl.col("source").str.strip_suffix(_TRIAL_FILE)
+    frame = source.to_frame("source")
+    folders = frame.select(
+        pl.when(trial_file).then(trial_dir.str.replace(_LAST_PART, "")).otherwise(None).alias("job_dir")
+    ).to_series()
+    embedded = frame.select(pl.col("source").str.contains(_EMBEDDED, literal=True)).to_series()
+    if embedded.any():  # (rare: an older job's result.json holding its trials)
+        where = embedded.arg_true()
+        files = [text.rpartition(_EMBEDDED)[0] for text in source.gather(where).to_list()]
+        folders = folders.scatter(where, [os.path.dirname(file) for file in files])
+    return folders
 
 
 def apply_versions(table: pl.DataFrame, *, include_leaky_steps: bool = False) -> pl.DataFrame:
@@ -247,12 +258,13 @@ def apply_versions(table: pl.DataFrame, *, include_leaky_steps: bool = False) ->
 
     Each job folder is read once (:func:`read_job_version`); rows that are no Harbor job's are left as they are.
     """
+    unknown = [pl.lit(None, pl.String()).alias("harbor_version"), pl.lit(None, pl.String()).alias("version_note")]
     if table.height == 0:
-        return table.with_columns(
-            pl.lit(None, pl.String()).alias("harbor_version"), pl.lit(None, pl.String()).alias("version_note")
-        )
-    job_dir = table.select(_job_dirs(pl.col("source")).alias("job_dir")).to_series()
+        return table.with_columns(unknown)
+    job_dir = _job_dirs(table["source"])
     jobs = {folder: read_job_version(folder) for folder in job_dir.unique().drop_nulls().to_list()}
+    if not any(job.version is not None or job.notes for job in jobs.values()):
+        return table.with_columns(unknown)  # no job names its Harbor (TB1, depthlab's runner, a results-only tree)
     # small per-job and per-(job, exception) lookups, joined back: the work is per job, not per trial
     versions = {folder: job.version for folder, job in jobs.items()}
     notes = {folder: "\n".join(job.notes) for folder, job in jobs.items() if job.notes}
