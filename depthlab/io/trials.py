@@ -107,6 +107,9 @@ class TrialLoad:
         if self.notes:
             by_field = ", ".join(f"{name} {len(items)}" for name, items in self.notes_by_field().items())
             text += f"; field notes {len(self.notes)} ({by_field})"
+        flagged = self.trials.height - self.trials["version_note"].null_count() if self.trials.height else 0
+        if flagged:
+            text += f"; multi-step trials run before Harbor isolated its steps {flagged} (see version_note)"
         return text
 
 

@@ -142,6 +142,15 @@ def test_multi_step_trial_of_harbor_before_the_fix_is_invalid_with_the_reason(tm
     assert row["harbor_reward_valid"] is True  # Harbor's own verdict is untouched: the status says the rest
 
 
+def test_the_load_summary_counts_the_flagged_trials(tmp_path):
+    job = _job(tmp_path / "j", "0.23.0")
+    _multi_step(job, "demo-task__a")
+    _multi_step(job, "demo-task__b", reward=0.0)
+    summary = read_trials(job, cache=False).summary()
+    assert "invalid 2" in summary
+    assert "multi-step trials run before Harbor isolated its steps 2 (see version_note)" in summary
+
+
 def test_include_leaky_steps_keeps_the_trial_and_its_note(tmp_path):
     job = _job(tmp_path / "j", "0.23.0")
     _multi_step(job)
