@@ -86,6 +86,11 @@ TRIALS: Final[dict[str, pl.DataType]] = {
     "task_checksum": pl.String(),
     "task_digest": pl.String(),  # lock.json's task digest ("sha256:..."), when the trial has a lock
     "cap_mismatch": pl.Boolean(),  # the cap stated to the agent differs from the limit the harness enforced
+    # Harbor's meaning, by the version that wrote the trial (depthlab.io.harbor_versions); null for a TB1 trial
+    "harbor_reward_valid": pl.Boolean(),  # Harbor's reward_valid: as recorded (Harbor >= 0.26), else by its rule
+    "exception_policy": pl.String(),  # JSON {should_retry, should_grade, has_valid_reward} of the trial's exception
+    "harbor_version": pl.String(),  # the Harbor that ran the trial's job (its lock.json's harbor.version)
+    "version_note": pl.String(),  # why that version changes the row (a multi-step trial before the between-steps fix)
     "source": pl.String(),  # path of the file the row was read from
 }
 

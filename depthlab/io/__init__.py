@@ -6,6 +6,9 @@
   dirs (task.yaml) -> the tasks table (``depthlab.schema.TASKS``); :func:`load_task_steps`: the
   declared steps of multi-step tasks (``depthlab.schema.TASK_STEPS``);
   :func:`depthlab.io.harbor_task.read_task`: one Harbor task read whole and typed (for a runner).
+* :mod:`depthlab.io.harbor_versions`: what a trial means by the Harbor version that ran its job
+  (``harbor_reward_valid``, ``exception_policy``, ``harbor_version``, ``version_note``; the multi-step
+  trials of a Harbor older than 0.24 ``invalid`` unless ``include_leaky_steps=True``).
 * :func:`load_steps`: the steps of multi-step trials, one row per (trial, declared step)
   (``depthlab.schema.STEPS``).
 * :func:`read_steps`: the turns of one trial (ATIF, chat list or terminus episode dirs) as a

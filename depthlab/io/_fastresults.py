@@ -52,6 +52,7 @@ from depthlab.io.harbor_models import (
     reward_valid,
 )
 from depthlab.io.harbor_records import TrialResultRecord
+from depthlab.io.harbor_versions import policy_json
 from depthlab.io.harbor_writer import STATED_CAP_KEY
 from depthlab.io.status import TURN_LIMIT_KEYS, harness_turn_limit, stated_cap, trial_status
 
@@ -278,8 +279,10 @@ def _row(
     if reward is not None and not math.isfinite(reward):
         raise _Decline  # a rejection
     exception_info = result.exception_info
+    recorded_valid = result.reward_valid_
     if exception_info is None:
-        exception = message = None
+        exception = message = policy = None
+        harbor_valid = bool(rewards) if recorded_valid is None else recorded_valid
         if result.reward_valid_ is False and rewards:  # Harbor's recorded verdict (a trial without one: valid)
             status = trial_status(reward, None, options.status_rule, reward_valid=False)
         else:
@@ -287,6 +290,8 @@ def _row(
     else:
         exception = exception_info.kind()
         message = exception_info.message()
+        policy = policy_json(exception_info.policy())
+        harbor_valid = reward_valid(recorded_valid, rewards, (exception_info,))
         valid = reward_valid(result.reward_valid_, rewards, (exception_info,)) if rewards else None
         status = trial_status(reward, exception, options.status_rule, reward_valid=valid)
 
@@ -344,6 +349,8 @@ def _row(
         "agent_seconds": seconds,
         "task_checksum": result.task_checksum,
         "cap_mismatch": mismatch,
+        "harbor_reward_valid": harbor_valid,
+        "exception_policy": policy,
         "source": path,
         "identity": harbor.identity(job, trial, task, started_at, result.id),
         "n_subagent_turns": None,  # no trajectory

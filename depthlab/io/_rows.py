@@ -26,14 +26,20 @@ from depthlab.io._errors import Reject
 # Rows as the parsers make them: times are microseconds since the epoch until the frame is built.
 TIMES: Final[tuple[str, ...]] = ("started_at", "finished_at")
 
-#: Columns of a parser's row: the trials table without ``attempt`` (numbered once all rows are
-#: in), plus TB1's attempt hint and the trial's identity (its log's id, else job/trial/task/start),
-#: which finds the same trial reached twice.
 #: Column of a parser's row (and of the cached table) holding its field notes, one per line (null: none).
 NOTES: Final[str] = "_notes"
 
+#: Columns of the trials table set once every row is in, not by a parser: ``attempt`` (numbered in order) and
+#: what the Harbor version of a trial's job means (read from the job's files once per job:
+#: :mod:`depthlab.io.harbor_versions`).
+SET_AFTER: Final[tuple[str, ...]] = ("attempt", "harbor_version", "version_note")
+
+#: Columns of a parser's row: the trials table without :data:`SET_AFTER`, plus TB1's attempt hint and the
+#: trial's identity (its log's id, else job/trial/task/start), which finds the same trial reached twice.
 ROW_SCHEMA: Final[dict[str, pl.DataType]] = {
-    **{name: (pl.Int64() if name in TIMES else dtype) for name, dtype in schema.TRIALS.items() if name != "attempt"},
+    **{
+        name: (pl.Int64() if name in TIMES else dtype) for name, dtype in schema.TRIALS.items() if name not in SET_AFTER
+    },
     "attempt_hint": pl.Int32(),
     "identity": pl.String(),
     NOTES: pl.String(),
@@ -68,6 +74,8 @@ OPTIONAL: Final[tuple[str, ...]] = (
     "first_failed_step",
     "task_digest",
     "cap_mismatch",
+    "harbor_reward_valid",
+    "exception_policy",
 )
 #: The largest cost of one trial taken as real, in US dollars; a larger one is nulled with a note.
 MAX_COST_USD: Final[float] = 1e6

@@ -63,7 +63,7 @@ from depthlab.io._errors import Rejected
 from depthlab.io._files import ABSENT, BROKEN_LINK, POSIX, Dep, collection_paused, there
 
 # Bump when the loaders change what they produce, so old entries are not reused.
-FORMAT_VERSION: Final[int] = 7
+FORMAT_VERSION: Final[int] = 8
 
 #: Column of the cached table naming the unit each row came from ("" = a run-level file).
 UNIT: Final[str] = "_unit"

@@ -46,6 +46,9 @@ Field by field (see ``depthlab.schema.TRIALS``):
   the trajectory had to be read anyway. ``hit_limit``: ``n_turns >= turn_limit``.
 * ``started_at``/``finished_at``: trial times, naive ones taken as UTC; ``agent_seconds``: the
   ``agent_execution`` phase.
+* ``harbor_reward_valid``: Harbor's ``reward_valid`` of the result as written (recorded, else its rule);
+  ``exception_policy``: the policy of the row's exception (:mod:`depthlab.io.harbor_versions`, which also
+  sets ``harbor_version`` and ``version_note`` once every row is in).
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ from typing import Any, Final, TypeVar, overload
 
 import msgspec
 
-from depthlab.io import atif, harbor_lock, harbor_writer, multistep
+from depthlab.io import atif, harbor_lock, harbor_versions, harbor_writer, multistep
 from depthlab.io._errors import Reject, Rejected
 from depthlab.io._files import Dep, decode_json, probe, read_bytes, read_bytes_if_exists, read_json, read_text
 from depthlab.io._rows import check_row, note
@@ -197,6 +200,8 @@ def result_row(
         exception, message = steps.exception, steps.exception_message  # Harbor's recorded_exceptions order
     valid = _reward_valid(result, rewards, steps)
     status = trial_status(reward, exception, options.status_rule, reward_valid=valid)
+    step_results = steps.results if steps is not None else ()
+    shown_exception = harbor_versions.first_exception(result, step_results)
 
     agent_result = _part(result.agent_result, AgentResult, "agent_result", notes)
     n_turns = _part(agent_result.metadata, Metadata, "agent_result.metadata", notes).n_episodes
@@ -255,6 +260,8 @@ def result_row(
         "task_checksum": result.task_checksum,
         "task_digest": lock.task.digest if lock is not None and lock.task is not None else None,
         "cap_mismatch": cap_mismatch(agent_config.kwargs or {}, lock_cap, turn_limit),
+        "harbor_reward_valid": result.reward_valid(step_results),
+        "exception_policy": harbor_versions.policy_json(shown_exception.policy() if shown_exception else None),
         "source": path,
         "identity": identity(job, trial, task, started_at, result.id),
     }

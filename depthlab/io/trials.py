@@ -20,7 +20,7 @@ import polars as pl
 
 from depthlab import schema
 from depthlab._checks import check_bool, check_choice, check_text
-from depthlab.io import _fastresults, harbor, tb1
+from depthlab.io import _fastresults, harbor, harbor_versions, tb1
 from depthlab.io import cache as _cache
 from depthlab.io._discover import Found, discover_more, discover_stream
 from depthlab.io._errors import (
@@ -107,6 +107,9 @@ class TrialLoad:
         if self.notes:
             by_field = ", ".join(f"{name} {len(items)}" for name, items in self.notes_by_field().items())
             text += f"; field notes {len(self.notes)} ({by_field})"
+        flagged = self.trials.height - self.trials["version_note"].null_count() if self.trials.height else 0
+        if flagged:
+            text += f"; multi-step trials run before Harbor isolated its steps {flagged} (see version_note)"
         return text
 
 
@@ -120,6 +123,7 @@ def read_trials(
     cap_rule: str | CapRule | None = None,
     progress: Progress | None = None,
     follow_links: bool = False,
+    include_leaky_steps: bool = False,
 ) -> TrialLoad:
     """Load every trial found under ``paths`` into the trials table, with what was rejected.
 
@@ -163,6 +167,10 @@ def read_trials(
         Follow symbolic links to directories outside ``paths`` (by default such a link is a
         rejection naming it and its target, so a link to ``/`` does not walk the whole
         filesystem). Links inside ``paths`` are always followed; link loops always end.
+    include_leaky_steps : bool, default False
+        Keep the status of multi-step trials a Harbor older than 0.24 ran (before it emptied ``/tests`` and
+        ``/logs/verifier`` between steps; :mod:`depthlab.io.harbor_versions`). By default they are
+        ``invalid``, so D leaves them out; either way their ``version_note`` says why.
 
     Returns
     -------
@@ -199,7 +207,8 @@ def read_trials(
     """
     roots = _roots(paths)
     rule = _cap_rule(cap_rule)
-    for name, value in (("strict", strict), ("cache", cache), ("follow_links", follow_links)):
+    flags = (("strict", strict), ("cache", cache), ("follow_links", follow_links))
+    for name, value in (*flags, ("include_leaky_steps", include_leaky_steps)):
         check_bool(value, name, "read_trials")
     check_choice(status_rule, "status_rule", "read_trials", STATUS_RULES)
     check_text(dataset, "dataset", "read_trials", optional=True)
@@ -217,7 +226,7 @@ def read_trials(
             if strict and rejected:
                 raise LoadError(str(rejected[0]))
             kept = entry.kept()
-            return _finish(kept, rejected, entry.n_seen, entry.duplicates, strict)
+            return _finish(kept, rejected, entry.n_seen, entry.duplicates, strict, include_leaky_steps)
 
     assembly = _Assembly(strict)
     with collection_paused():
@@ -233,7 +242,7 @@ def read_trials(
         _cache.save(
             key, stored, assembly.rejected, assembly.n_seen, assembly.deps, assembly.owners, duplicates, assembly.stamps
         )
-    return _finish(trials, rejected, assembly.n_seen, duplicates, strict)
+    return _finish(trials, rejected, assembly.n_seen, duplicates, strict, include_leaky_steps)
 
 
 def _worker_start() -> None:
@@ -242,9 +251,17 @@ def _worker_start() -> None:
 
 
 def _finish(
-    table: pl.DataFrame, rejected: list[Rejected], n_seen: int, duplicates: list[str], strict: bool
+    table: pl.DataFrame,
+    rejected: list[Rejected],
+    n_seen: int,
+    duplicates: list[str],
+    strict: bool,
+    include_leaky_steps: bool = False,
 ) -> TrialLoad:
-    """The load, with the field notes read from the table's notes column (``strict``: the first field's raises)."""
+    """The load, with what each job's Harbor version means (its files read once per load, never cached: a
+    job's lock is no trial's file) and the field notes read from the table's notes column (``strict``: the
+    first field's raises)."""
+    table = harbor_versions.apply_versions(table, include_leaky_steps=include_leaky_steps)
     noted = None
     if NOTES in table.columns and table[NOTES].null_count() < table.height:  # (a count polars keeps: no scan)
         noted = table.filter(pl.col(NOTES).is_not_null()).select("source", NOTES)
@@ -269,6 +286,7 @@ def load_trials(
     cache: bool = True,
     cap_rule: str | CapRule | None = None,
     follow_links: bool = False,
+    include_leaky_steps: bool = False,
 ) -> pl.DataFrame:
     """The trials table of :func:`read_trials`, warning when anything was rejected.
 
@@ -291,6 +309,7 @@ def load_trials(
         cache=cache,
         cap_rule=cap_rule,
         follow_links=follow_links,
+        include_leaky_steps=include_leaky_steps,
     )
     if load.rejected:
         warnings.warn(warning_text(load.rejected, "trials"), RejectedFilesWarning, stacklevel=2)

@@ -31,6 +31,7 @@ import pytest
 
 from depthlab.io import harbor_models as hm
 from depthlab.io import harbor_records as hr
+from depthlab.io import harbor_versions as hv
 from depthlab.io import harbor_writer as hw
 from depthlab.simulate import write_runs
 
@@ -263,6 +264,15 @@ RESULTS: dict[type, tuple[str, str, dict[str, str]]] = {
     hm.InstructionLock: ("TrialLock", "ExtraInstructionLock", {}),
     hm.ErrorPolicyOverride: ("TrialResult", "ErrorPolicyOverride", {}),
     hm.ErrorPolicy: ("TrialResult", "ErrorPolicy", {}),
+    # the retry filter an older job's policies are computed from (io.harbor_versions)
+    hv.RetryConfig: (
+        "JobConfig",
+        "RetryConfig",
+        {
+            name: "the wait between retries: no column reads it"
+            for name in ("max_wait_sec", "min_wait_sec", "wait_multiplier")
+        },
+    ),
 }
 #: Keys depthlab decodes beyond the Harbor model's: a job-level result.json's key (it tells the two apart).
 RESULTS_EXTRA: dict[type, set[str]] = {hm.TrialResult: {"n_total_trials"}}
