@@ -18,6 +18,11 @@ Job-level files: a job's ``config.json`` (:class:`JobConfigRecord`) and ``result
 resolved inputs of every trial, with digests, for ``harbor jobs resume``); depthlab's runner and
 simulator do not write one (nothing reads it back but Harbor's resume, which depthlab's jobs do not
 use), and :class:`depthlab.io.harbor_models.JobLock` reads Harbor's.
+
+ATIF trajectories (``agent/trajectory.json``, :data:`ATIF_RECORDS`) are declared here too, in Harbor's
+``harbor.models.trajectories`` field order; Harbor writes them with ``exclude_none``, so every optional
+field is ``UNSET`` by default and left out unless given (``tests/io/test_atif_harbor.py`` holds them to
+Harbor's models and validates a written file with Harbor's own).
 """
 
 from __future__ import annotations
@@ -355,6 +360,114 @@ class JobResultRecord(_Record, kw_only=True):
     n_total_trials: int
     stats: JobStatsRecord
     trial_results: list[TrialResultRecord] = _UNSET
+
+
+# ------------------------------------------------------------------------------ ATIF trajectory
+
+
+class AtifToolCallRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``ToolCall``: one call of a tool an agent step made."""
+
+    tool_call_id: str
+    function_name: str
+    arguments: dict[str, Any]
+    extra: dict[str, Any] | None = _UNSET
+
+
+class AtifObservationResultRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``ObservationResult``: what one call (or the environment) returned."""
+
+    source_call_id: str | None = _UNSET
+    content: str | list[dict[str, Any]] | None = _UNSET
+    subagent_trajectory_ref: list[dict[str, Any]] | None = _UNSET
+    extra: dict[str, Any] | None = _UNSET
+
+
+class AtifObservationRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``Observation`` of a step."""
+
+    results: list[AtifObservationResultRecord]
+
+
+class AtifMetricsRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``Metrics`` of one step (a count the endpoint did not report is left out)."""
+
+    prompt_tokens: int | None = _UNSET
+    completion_tokens: int | None = _UNSET
+    cached_tokens: int | None = _UNSET
+    cost_usd: float | None = _UNSET
+    prompt_token_ids: list[int] | None = _UNSET
+    completion_token_ids: list[int] | None = _UNSET
+    logprobs: list[float] | None = _UNSET
+    extra: dict[str, Any] | None = _UNSET
+
+
+class AtifStepRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``Step``: one message of the user, the agent or the system."""
+
+    step_id: int
+    timestamp: str | None = _UNSET
+    source: Literal["system", "user", "agent"]
+    model_name: str | None = _UNSET
+    reasoning_effort: str | float | None = _UNSET
+    message: str | list[dict[str, Any]]
+    reasoning_content: str | None = _UNSET
+    tool_calls: list[AtifToolCallRecord] | None = _UNSET
+    observation: AtifObservationRecord | None = _UNSET
+    metrics: AtifMetricsRecord | None = _UNSET
+    is_copied_context: bool | None = _UNSET
+    llm_call_count: int | None = _UNSET
+    extra: dict[str, Any] | None = _UNSET
+
+
+class AtifAgentRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``Agent``: the agent that wrote the trajectory."""
+
+    name: str
+    version: str
+    model_name: str | None = _UNSET
+    tool_definitions: list[dict[str, Any]] | None = _UNSET
+    extra: dict[str, Any] | None = _UNSET
+
+
+class AtifFinalMetricsRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``FinalMetrics``: the trajectory's totals (a total of no reported count left out)."""
+
+    total_prompt_tokens: int | None = _UNSET
+    total_completion_tokens: int | None = _UNSET
+    total_cached_tokens: int | None = _UNSET
+    total_cost_usd: float | None = _UNSET
+    total_steps: int | None = _UNSET
+    extra: dict[str, Any] | None = _UNSET
+
+
+class TrajectoryRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``Trajectory``: an agent's ``trajectory.json``."""
+
+    schema_version: str
+    session_id: str | None = _UNSET
+    trajectory_id: str | None = _UNSET
+    agent: AtifAgentRecord
+    steps: list[AtifStepRecord]
+    notes: str | None = _UNSET
+    final_metrics: AtifFinalMetricsRecord | None = _UNSET
+    continued_trajectory_ref: str | None = _UNSET
+    extra: dict[str, Any] | None = _UNSET
+    subagent_trajectories: list[TrajectoryRecord] | None = _UNSET
+
+
+#: The ATIF records, each with the Harbor model it is (``harbor.models.trajectories``' class names), for the test
+#: that holds them to Harbor's models.
+ATIF_RECORDS: Final[dict[str, type[msgspec.Struct]]] = {
+    "ToolCall": AtifToolCallRecord,
+    "ObservationResult": AtifObservationResultRecord,
+    "Observation": AtifObservationRecord,
+    "Metrics": AtifMetricsRecord,
+    "Step": AtifStepRecord,
+    "Agent": AtifAgentRecord,
+    "FinalMetrics": AtifFinalMetricsRecord,
+    "Trajectory": TrajectoryRecord,
+}
 
 
 #: Every record, for the tests that hold them to Harbor's models and the readers to them.
