@@ -1,4 +1,7 @@
-"""Harbor's trial lock (``<trial>/lock.json``): the task digest and the extra instructions a trial was given.
+"""Harbor's locks: a trial's ``lock.json`` read (the task digest and the extra instructions a trial was given), and
+a job's ``lock.json`` written (:func:`trial_lock`, :func:`job_lock`, :func:`write_lock`), as Harbor 0.26 writes one
+per job (its ``JobLock``: every trial's resolved inputs, the task's content digest,
+:func:`depthlab.io.tasks.content_hash`).
 
 Harbor 0.26 writes a ``TrialLock`` (``schema_version`` 2, ``harbor.models.job.lock``) beside each
 trial's ``result.json``: ``task.digest`` (``"sha256:<64 hex>"``, the content hash of the task it ran)
@@ -16,15 +19,38 @@ from __future__ import annotations
 import hashlib
 import os
 from functools import cache
-from typing import Final
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
 
 from depthlab.io._errors import Reject
 from depthlab.io._files import Dep, decode_json, read_bytes_if_exists
 from depthlab.io._rows import note
 from depthlab.io.harbor_models import InstructionLock, TrialLock
-from depthlab.io.harbor_writer import stated_cap_instructions
+from depthlab.io.harbor_records import (
+    ExtraInstructionLockRecord,
+    JobConfigRecord,
+    JobLockRecord,
+    TaskLockRecord,
+    TrialConfigRecord,
+    TrialLockRecord,
+    VerifierLockRecord,
+)
+from depthlab.io.harbor_task import TaskFormatError, read_config, section
+from depthlab.io.harbor_writer import stated_cap_instructions, utc_now, write_json
+from depthlab.io.tasks import content_hash
 
-__all__ = ["MAX_STATED_CAP", "InstructionLock", "TrialLock", "lock_stated_cap", "read_lock"]
+__all__ = [
+    "MAX_STATED_CAP",
+    "InstructionLock",
+    "TrialLock",
+    "job_lock",
+    "lock_stated_cap",
+    "read_lock",
+    "trial_lock",
+    "write_lock",
+]
 
 #: The largest cap recognised from a lock's instruction digests.
 MAX_STATED_CAP: Final[int] = 1000
@@ -65,3 +91,97 @@ def _cap_digests() -> dict[str, int]:
         "sha256:" + hashlib.sha256(stated_cap_instructions(cap)[0].encode("utf-8")).hexdigest(): cap
         for cap in range(1, MAX_STATED_CAP + 1)
     }
+
+
+# ---------------------------------------------------------------------------------- a job's lock, written
+
+
+def trial_lock(config: TrialConfigRecord) -> TrialLockRecord | None:
+    """Harbor's ``TrialLock`` of a trial run from ``config`` (its ``build_trial_lock`` for a local task), or None when
+    depthlab cannot lock it as Harbor would: its task folder gone, a task with ignore rules of its own
+    (:func:`depthlab.io.tasks.content_hash`), or inputs depthlab's runner never gives (skills, extra Compose files,
+    a user agent, a source trial).
+
+    Examples
+    --------
+    >>> from depthlab.io.harbor_records import TaskConfigRecord
+    >>> trial_lock(TrialConfigRecord(task=TaskConfigRecord(path="/no/such/task"))) is None
+    True
+    """
+    task = config.task
+    if task.path is None or task.git_url is not None or config.agent.skills or config.environment.extra_docker_compose:
+        return None
+    if config.user_agent is not None or config.source_trial is not None:
+        return None
+    folder = Path(task.path).expanduser().resolve()
+    try:
+        toml = read_config(folder / "task.toml")
+        digest = content_hash(folder)
+        instructions = [_file_digest(Path(path)) for path in config.extra_instruction_paths]
+    except (OSError, TaskFormatError):
+        return None
+    if digest is None:
+        return None
+    instructions += [_text_digest(text) for text in config.extra_instructions]
+    version = section(toml, "task").get("version")
+    verifier = section(toml, "verifier")
+    mode: Any = None
+    if not toml.get("steps"):  # a multi-step task's mode is per step
+        mode = verifier.get("environment_mode") or ("separate" if "environment" in verifier else "shared")
+    return TrialLockRecord(
+        task=TaskLockRecord(
+            name=folder.name,
+            version=version if isinstance(version, str) else None,
+            digest=f"sha256:{digest}",
+            source=task.source,
+            path=task.path,
+        ),
+        install_only=config.install_only,
+        timeout_multiplier=config.timeout_multiplier,
+        agent_timeout_multiplier=config.agent_timeout_multiplier,
+        verifier_timeout_multiplier=config.verifier_timeout_multiplier,
+        agent_setup_timeout_multiplier=config.agent_setup_timeout_multiplier,
+        environment_build_timeout_multiplier=config.environment_build_timeout_multiplier,
+        extra_instructions=[ExtraInstructionLockRecord(path=path, digest=d) for path, d in instructions] or None,
+        agent=config.agent,
+        environment=config.environment,
+        verifier=VerifierLockRecord(**msgspec.structs.asdict(config.verifier), environment_mode=mode),
+        artifacts=config.artifacts,
+        override_error_policy=config.override_error_policy,
+    )
+
+
+def job_lock(config: JobConfigRecord, trials: list[TrialLockRecord], created_at: str | None = None) -> JobLockRecord:
+    """Harbor's ``JobLock`` of a job of ``config`` whose trials are locked as ``trials``; its ``harbor`` left empty
+    (no Harbor ran the job: depthlab's version is not Harbor's)."""
+    return JobLockRecord(
+        created_at=created_at or utc_now(),
+        n_concurrent_trials=config.n_concurrent_trials,
+        retry=config.retry,
+        trials=trials,
+    )
+
+
+def write_lock(path: Path, lock: JobLockRecord) -> None:
+    """Write ``lock`` to ``path`` as Harbor writes a lock (``model_dump_json(indent=4, exclude_none=True)``: a field
+    that is None left out, a None inside a table kept), atomically."""
+    write_json(path, _without_none(lock))
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, msgspec.Struct):
+        fields = ((field.encode_name, getattr(value, field.name)) for field in msgspec.structs.fields(value))
+        return {name: _without_none(item) for name, item in fields if item is not None and item is not msgspec.UNSET}
+    if isinstance(value, list):
+        return [_without_none(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _without_none(item) for key, item in value.items()}
+    return value
+
+
+def _file_digest(path: Path) -> tuple[str | None, str]:
+    return str(path), "sha256:" + hashlib.sha256(path.expanduser().read_bytes()).hexdigest()
+
+
+def _text_digest(text: str) -> tuple[str | None, str]:
+    return None, "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -13,11 +13,12 @@ optionality; ``tests/io/test_harbor_records.py`` checks every one, so a field is
 here), and ``tests/harbor/test_harbor_conformance.py`` compares these with
 Harbor's own JSON schemas field by field, so a new Harbor field is a failing test.
 
-Job-level files: a job's ``config.json`` (:class:`JobConfigRecord`) and ``result.json``
-(:class:`JobResultRecord`). Harbor 0.26 also writes a job's ``lock.json`` (its ``JobLock``: the
-resolved inputs of every trial, with digests, for ``harbor jobs resume``); depthlab's runner and
-simulator do not write one (nothing reads it back but Harbor's resume, which depthlab's jobs do not
-use), and :class:`depthlab.io.harbor_models.JobLock` reads Harbor's.
+Job-level files: a job's ``config.json`` (:class:`JobConfigRecord`), ``result.json``
+(:class:`JobResultRecord`) and ``lock.json`` (:class:`JobLockRecord`, Harbor 0.26's ``JobLock``: the
+resolved inputs of every trial, with the tasks' content digests; Harbor writes it with ``exclude_none``,
+and so does :func:`depthlab.io.harbor_writer.write_lock`). The runner writes one per job, as Harbor does;
+its ``harbor`` names no Harbor version (depthlab is not Harbor). :class:`depthlab.io.harbor_models.JobLock`
+reads a lock back.
 
 ATIF trajectories (``agent/trajectory.json``, :data:`ATIF_RECORDS`) are declared here too, in Harbor's
 ``harbor.models.trajectories`` field order; Harbor writes them with ``exclude_none``, so every optional
@@ -360,6 +361,93 @@ class JobResultRecord(_Record, kw_only=True):
     n_total_trials: int
     stats: JobStatsRecord
     trial_results: list[TrialResultRecord] = _UNSET
+
+
+# ------------------------------------------------------------------------------ job lock
+
+
+class HarborLockInfoRecord(_Record, kw_only=True):
+    """Harbor's ``HarborLockInfo`` (a job lock's ``harbor``): the Harbor that ran the job; all null (left out)
+    in a lock depthlab's runner writes, no Harbor having run it."""
+
+    version: str | None = None
+    git_commit_hash: str | None = None
+    is_editable: bool | None = None
+
+
+class TaskLockRecord(_Record, kw_only=True):
+    """Harbor's ``TaskLock``: a trial's task, its ``digest`` ``"sha256:"`` and Harbor's content hash."""
+
+    name: str
+    version: str | None = None
+    type: Literal["local", "git", "package"] = "local"
+    digest: str
+    source: str | None = None
+    path: str | None = None
+    git_url: str | None = None
+    git_commit_id: str | None = None
+
+
+class ExtraInstructionLockRecord(_Record, kw_only=True):
+    """Harbor's ``ExtraInstructionLock``: an extra instruction's file (or none: given as text) and digest."""
+
+    path: str | None = None
+    digest: str
+
+
+class VerifierLockRecord(VerifierConfigRecord, kw_only=True):
+    """Harbor's ``VerifierLock``: the trial's verifier config and its resolved environment mode (None: per step)."""
+
+    environment_mode: Literal["shared", "separate"] | None = None
+
+
+class TrialLockRecord(_Record, kw_only=True):
+    """Harbor's ``TrialLock`` (schema 2): one trial's resolved inputs, an entry of a job lock's ``trials``."""
+
+    schema_version: int = 2
+    task: TaskLockRecord
+    install_only: bool = False
+    timeout_multiplier: float = 1.0
+    agent_timeout_multiplier: float | None = None
+    verifier_timeout_multiplier: float | None = None
+    agent_setup_timeout_multiplier: float | None = None
+    environment_build_timeout_multiplier: float | None = None
+    extra_instructions: list[ExtraInstructionLockRecord] | None = None
+    agent: AgentConfigRecord
+    user_agent: dict[str, Any] | None = None
+    user_persona: ExtraInstructionLockRecord | None = None
+    user_prompt_template: ExtraInstructionLockRecord | None = None
+    bridge_prompt: ExtraInstructionLockRecord | None = None
+    bridge_inputs: dict[str, ExtraInstructionLockRecord] = msgspec.field(default_factory=dict)
+    skills: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    environment: EnvironmentConfigRecord
+    extra_docker_compose: list[dict[str, Any]] | None = None
+    verifier: VerifierLockRecord
+    artifacts: list[Any] = msgspec.field(default_factory=list)
+    override_error_policy: dict[str, ErrorPolicyOverride] = msgspec.field(default_factory=dict)
+    source_trial: dict[str, Any] | None = None
+
+
+class JobLockRecord(_Record, kw_only=True):
+    """Harbor's ``JobLock`` (schema 3, a job's ``lock.json``)."""
+
+    schema_version: int = 3
+    created_at: str
+    harbor: HarborLockInfoRecord = msgspec.field(default_factory=HarborLockInfoRecord)
+    n_concurrent_trials: int
+    retry: RetryConfigRecord
+    trials: list[TrialLockRecord] = msgspec.field(default_factory=list)
+
+
+#: The job lock's records, each with the Harbor model it is (``harbor.models.job.lock``' class names).
+LOCK_RECORDS: Final[dict[str, type[msgspec.Struct]]] = {
+    "HarborLockInfo": HarborLockInfoRecord,
+    "TaskLock": TaskLockRecord,
+    "ExtraInstructionLock": ExtraInstructionLockRecord,
+    "VerifierLock": VerifierLockRecord,
+    "TrialLock": TrialLockRecord,
+    "JobLock": JobLockRecord,
+}
 
 
 # ------------------------------------------------------------------------------ ATIF trajectory
