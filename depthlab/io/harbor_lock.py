@@ -16,8 +16,10 @@ A lock that cannot be read costs only what it would have told (a note on ``task_
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
@@ -27,7 +29,7 @@ import msgspec
 from depthlab.io._errors import Reject
 from depthlab.io._files import Dep, decode_json, read_bytes_if_exists
 from depthlab.io._rows import note
-from depthlab.io.harbor_models import InstructionLock, TrialLock
+from depthlab.io.harbor_models import InstructionLock, JobLock, TrialLock
 from depthlab.io.harbor_records import (
     ExtraInstructionLockRecord,
     JobConfigRecord,
@@ -44,6 +46,7 @@ from depthlab.io.tasks import content_hash
 __all__ = [
     "MAX_STATED_CAP",
     "InstructionLock",
+    "JobLockFile",
     "TrialLock",
     "job_lock",
     "lock_stated_cap",
@@ -168,15 +171,67 @@ def write_lock(path: Path, lock: JobLockRecord) -> None:
     write_json(path, _without_none(lock))
 
 
+class JobLockFile:
+    """A job's ``lock.json`` kept up to date trial by trial: each trial's config read and locked once, the file
+    rewritten from the locks (a resumed job keeps the creation time of the lock it had).
+
+    Parameters
+    ----------
+    job_dir : Path
+        The job's folder (its trials are its sub-folders).
+    config : JobConfigRecord
+        The job's config.
+    """
+
+    def __init__(self, job_dir: Path, config: JobConfigRecord) -> None:
+        self.path = Path(job_dir) / "lock.json"
+        self.config = config
+        before = None
+        with contextlib.suppress(OSError, msgspec.DecodeError):
+            before = msgspec.json.decode(self.path.read_bytes(), type=JobLock)
+        self.created_at = before.created_at if before is not None and before.created_at else utc_now()
+        self._written: dict[str, Any] = {}  # trial folder name -> its TrialLock as written, None: cannot be locked
+
+    def write(self, trial_names: Iterable[str]) -> bool:
+        """Rewrite the lock with the trials ``trial_names`` (complete trials of the job); False, and no lock file,
+        when one of them cannot be locked as Harbor would lock it (:func:`trial_lock`): a lock of some trials only
+        would misstate the job."""
+        entries = []
+        for name in trial_names:
+            if name not in self._written:
+                entry = None
+                with contextlib.suppress(OSError, msgspec.DecodeError):
+                    config = msgspec.json.decode(
+                        (self.path.parent / name / "config.json").read_bytes(), type=TrialConfigRecord
+                    )
+                    entry = trial_lock(config)
+                self._written[name] = None if entry is None else _without_none(entry)
+            if self._written[name] is None:
+                with contextlib.suppress(FileNotFoundError):
+                    self.path.unlink()
+                return False
+            entries.append(self._written[name])
+        lock = _without_none(job_lock(self.config, [], self.created_at))
+        lock["trials"] = entries  # each entry as written already (the file is rewritten after every trial)
+        write_json(self.path, lock)
+        return True
+
+
 def _without_none(value: Any) -> Any:
     if isinstance(value, msgspec.Struct):
-        fields = ((field.encode_name, getattr(value, field.name)) for field in msgspec.structs.fields(value))
+        fields = ((encoded, getattr(value, name)) for name, encoded in _field_names(type(value)))
         return {name: _without_none(item) for name, item in fields if item is not None and item is not msgspec.UNSET}
     if isinstance(value, list):
         return [_without_none(item) for item in value]
     if isinstance(value, dict):
         return {key: _without_none(item) for key, item in value.items()}
     return value
+
+
+@cache
+def _field_names(record: type[msgspec.Struct]) -> tuple[tuple[str, str], ...]:
+    """A record's (attribute, JSON key) pairs (``msgspec.structs.fields`` evaluates the annotations each call)."""
+    return tuple((field.name, field.encode_name) for field in msgspec.structs.fields(record))
 
 
 def _file_digest(path: Path) -> tuple[str | None, str]:

@@ -12,7 +12,7 @@ Layout of a job (what Harbor writes, and what the loaders read)::
 
     <jobs_dir>/<job_name>/config.json      JobConfig        (job_config)
     <jobs_dir>/<job_name>/result.json      JobResult        (job_result)
-    <jobs_dir>/<job_name>/lock.json        JobLock          Harbor's own runs only (not written here)
+    <jobs_dir>/<job_name>/lock.json        JobLock          (depthlab.io.harbor_lock.job_lock: the runner's jobs)
     <jobs_dir>/<job_name>/<trial_name>/    one trial        (trial_name)
         config.json                        TrialConfig      (trial_config)
         result.json                        TrialResult      (trial_result), written last

@@ -27,9 +27,9 @@ from depthlab import schema
 from depthlab._version import __version__
 from depthlab.io import harbor_writer, load_trials
 from depthlab.io.harbor import read_job_result
-from depthlab.io.harbor_lock import job_lock, trial_lock, write_lock
-from depthlab.io.harbor_models import JobLock, JobResult, TrialResult
-from depthlab.io.harbor_records import JobConfigRecord, TrialConfigRecord, TrialLockRecord
+from depthlab.io.harbor_lock import JobLockFile
+from depthlab.io.harbor_models import JobResult, TrialResult
+from depthlab.io.harbor_records import JobConfigRecord
 from depthlab.io.harbor_writer import Trajectory, trial_name, utc_now, write_json, write_text
 
 __all__ = [
@@ -91,9 +91,7 @@ class JobDir:
         # trial folder name -> (the result.json's stat signature, its decoded result or None if unreadable)
         self._read: dict[str, tuple[tuple[int, int, int], TrialResult | None]] = {}
         self._reading = threading.Lock()  # trial_results is called by the workers' threads and the planner
-        self._locks: dict[str, TrialLockRecord | None] = {}  # trial folder name -> its entry of the job's lock.json
-        written = _read_lock(self.path / "lock.json")
-        self.lock_created_at = written.created_at if written is not None and written.created_at else utc_now()
+        self._lock_file = JobLockFile(self.path, self.config)
         with _job_lock(self.path):
             write_json(self.path / "config.json", self.config)
 
@@ -159,28 +157,8 @@ class JobDir:
             self._write_lock()
 
     def _write_lock(self) -> None:
-        """Rewrite the job's ``lock.json`` (Harbor's ``JobLock``) from the complete trials' configs, each read once;
-        none when a trial cannot be locked as Harbor would lock it (:func:`depthlab.io.harbor_lock.trial_lock`)."""
-        entries = []
-        for name, (_, result) in sorted(self._read.items()):
-            if result is None:
-                continue
-            if name not in self._locks:
-                try:
-                    config = msgspec.json.decode(
-                        (self.path / name / "config.json").read_bytes(), type=TrialConfigRecord
-                    )
-                except (OSError, msgspec.DecodeError):
-                    self._locks[name] = None
-                else:
-                    self._locks[name] = trial_lock(config)
-            entry = self._locks[name]
-            if entry is None:
-                with contextlib.suppress(FileNotFoundError):
-                    (self.path / "lock.json").unlink()  # a lock of some trials only would misstate the job
-                return
-            entries.append(entry)
-        write_lock(self.path / "lock.json", job_lock(self.config, entries, self.lock_created_at))
+        """Rewrite the job's ``lock.json`` (Harbor's ``JobLock``) from the complete trials, each locked once."""
+        self._lock_file.write(name for name, (_, result) in sorted(self._read.items()) if result is not None)
 
 
 def load_job_trials(jobs_dir: str | os.PathLike[str]) -> pl.DataFrame:
@@ -219,13 +197,6 @@ def remove_incomplete_trials(job_path: Path) -> list[str]:
             shutil.rmtree(child, ignore_errors=True)
             removed.append(child.name)
     return removed
-
-
-def _read_lock(path: Path) -> JobLock | None:
-    """A job's lock.json as written before (a resumed job keeps its lock's creation time), None if none is readable."""
-    with contextlib.suppress(OSError, msgspec.DecodeError):
-        return msgspec.json.decode(path.read_bytes(), type=JobLock)
-    return None
 
 
 def _job_lock(path: Path) -> threading.Lock:
