@@ -1,7 +1,7 @@
 """Harbor's locks: a trial's ``lock.json`` read (the task digest and the extra instructions a trial was given), and
 a job's ``lock.json`` written (:func:`trial_lock`, :func:`job_lock`, :func:`write_lock`), as Harbor 0.26 writes one
 per job (its ``JobLock``: every trial's resolved inputs, the task's content digest,
-:func:`depthlab.io.tasks.content_hash`).
+:func:`content_hash`).
 
 Harbor 0.26 writes a ``TrialLock`` (``schema_version`` 2, ``harbor.models.job.lock``) beside each
 trial's ``result.json``: ``task.digest`` (``"sha256:<64 hex>"``, the content hash of the task it ran)
@@ -17,6 +17,7 @@ A lock that cannot be read costs only what it would have told (a note on ``task_
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import hashlib
 import os
 from collections.abc import Iterable
@@ -41,13 +42,13 @@ from depthlab.io.harbor_records import (
 )
 from depthlab.io.harbor_task import TaskFormatError, read_config, section
 from depthlab.io.harbor_writer import stated_cap_instructions, utc_now, write_json
-from depthlab.io.tasks import content_hash
 
 __all__ = [
     "MAX_STATED_CAP",
     "InstructionLock",
     "JobLockFile",
     "TrialLock",
+    "content_hash",
     "job_lock",
     "lock_stated_cap",
     "read_lock",
@@ -102,7 +103,7 @@ def _cap_digests() -> dict[str, int]:
 def trial_lock(config: TrialConfigRecord) -> TrialLockRecord | None:
     """Harbor's ``TrialLock`` of a trial run from ``config`` (its ``build_trial_lock`` for a local task), or None when
     depthlab cannot lock it as Harbor would: its task folder gone, a task with ignore rules of its own
-    (:func:`depthlab.io.tasks.content_hash`), or inputs depthlab's runner never gives (skills, extra Compose files,
+    (:func:`content_hash`), or inputs depthlab's runner never gives (skills, extra Compose files,
     a user agent, a source trial).
 
     Examples
@@ -240,3 +241,76 @@ def _file_digest(path: Path) -> tuple[str | None, str]:
 
 def _text_digest(text: str) -> tuple[str | None, str]:
     return None, "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# ---------------------------------------------------------------------------------- a task's content hash
+
+
+#: What Harbor's Packager hashes of a task (``harbor.publisher.packager.Packager.collect_files``): these files
+#: of its folder, and every file under these folders (a linked folder is not entered).
+_PACKAGED_FILES: Final[tuple[str, ...]] = ("task.toml", "instruction.md", "README.md", "trajectory.json")
+_PACKAGED_FOLDERS: Final[tuple[str, ...]] = ("environment", "tests", "solution", "steps")
+#: The Packager's ignore rules when the task has no ``.gitignore`` (its ``DEFAULT_IGNORES``): a folder's name,
+#: and patterns any name on the path is matched against.
+_IGNORED_FOLDER: Final[str] = "__pycache__"
+_IGNORED_NAMES: Final[tuple[str, ...]] = ("*.pyc", ".DS_Store", "*.swp", "*.swo", "*~")
+#: The file of a task's own ignore rules for its tests and solution (Harbor's ``TaskFileFilter``).
+_HARBOR_IGNORE: Final[str] = ".harborignore"
+
+
+def content_hash(task_dir: str | os.PathLike[str]) -> str | None:
+    """Harbor's content hash of a task (its ``Packager.compute_content_hash``; a lock.json's task digest is
+    ``"sha256:"`` and this): sha256 over ``"<relative path>\\0<file's sha256>\\n"`` of every packaged file, sorted.
+
+    None for a task with ignore rules of its own (a ``.gitignore``, or a ``.harborignore`` with rules): depthlab
+    does not apply gitignore patterns, and a wrong digest would be worse than none.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "task.toml").write_text("")
+    >>> content_hash(folder) == hashlib.sha256(f"task.toml\\0{hashlib.sha256(b'').hexdigest()}\\n".encode()).hexdigest()
+    True
+    """
+    root = Path(task_dir).resolve()
+    if (root / ".gitignore").exists():
+        return None
+    files = [(name, root / name) for name in _PACKAGED_FILES if (root / name).exists()]
+    for folder in _PACKAGED_FOLDERS:
+        if (root / folder).is_dir() and not _packaged(root / folder, folder, files):
+            return None
+    outer = hashlib.sha256()
+    for relative, path in sorted(files):
+        if not _default_ignored(relative):
+            outer.update(f"{relative}\0{_file_sha256(path)}\n".encode())
+    return outer.hexdigest()
+
+
+def _packaged(folder: Path, relative: str, files: list[tuple[str, Path]]) -> bool:
+    """Add ``folder``'s files to ``files`` as Harbor's ``select_files`` walks it; False on a ``.harborignore`` rule."""
+    for path in sorted(folder.iterdir()):
+        name = f"{relative}/{path.name}"
+        if path.name == _HARBOR_IGNORE:
+            rules = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+            if any(not line.lstrip().startswith("#") for line in rules):
+                return False
+            continue
+        if path.is_dir() and not path.is_symlink():
+            if not _packaged(path, name, files):
+                return False
+        elif path.is_file():
+            files.append((name, path))
+    return True
+
+
+def _default_ignored(relative: str) -> bool:
+    parts = relative.split("/")
+    if _IGNORED_FOLDER in parts[:-1]:
+        return True
+    return any(fnmatch.fnmatchcase(part, pattern) for part in parts for pattern in _IGNORED_NAMES)
+
+
+def _file_sha256(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()

@@ -32,7 +32,6 @@ task directory, as the ``dirhash`` package computes it (checked against dirhash 
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import math
 import os
@@ -40,7 +39,6 @@ import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 import msgspec
@@ -596,68 +594,3 @@ def _file_sha256(path: str) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-#: What Harbor's Packager hashes of a task (``harbor.publisher.packager.Packager.collect_files``): these files
-#: of its folder, and every file under these folders (a linked folder is not entered).
-_PACKAGED_FILES: Final[tuple[str, ...]] = ("task.toml", "instruction.md", "README.md", "trajectory.json")
-_PACKAGED_FOLDERS: Final[tuple[str, ...]] = ("environment", "tests", "solution", "steps")
-#: The Packager's ignore rules when the task has no ``.gitignore`` (its ``DEFAULT_IGNORES``): a folder's name,
-#: and patterns any name on the path is matched against.
-_IGNORED_FOLDER: Final[str] = "__pycache__"
-_IGNORED_NAMES: Final[tuple[str, ...]] = ("*.pyc", ".DS_Store", "*.swp", "*.swo", "*~")
-#: The file of a task's own ignore rules for its tests and solution (Harbor's ``TaskFileFilter``).
-_HARBOR_IGNORE: Final[str] = ".harborignore"
-
-
-def content_hash(task_dir: str | os.PathLike[str]) -> str | None:
-    """Harbor's content hash of a task (its ``Packager.compute_content_hash``; a lock.json's task digest is
-    ``"sha256:"`` and this): sha256 over ``"<relative path>\\0<file's sha256>\\n"`` of every packaged file, sorted.
-
-    None for a task with ignore rules of its own (a ``.gitignore``, or a ``.harborignore`` with rules): depthlab
-    does not apply gitignore patterns, and a wrong digest would be worse than none.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (folder / "task.toml").write_text("")
-    >>> content_hash(folder) == hashlib.sha256(f"task.toml\\0{hashlib.sha256(b'').hexdigest()}\\n".encode()).hexdigest()
-    True
-    """
-    root = Path(task_dir).resolve()
-    if (root / ".gitignore").exists():
-        return None
-    files = [(name, root / name) for name in _PACKAGED_FILES if (root / name).exists()]
-    for folder in _PACKAGED_FOLDERS:
-        if (root / folder).is_dir() and not _packaged(root / folder, folder, files):
-            return None
-    outer = hashlib.sha256()
-    for relative, path in sorted(files):
-        if not _default_ignored(relative):
-            outer.update(f"{relative}\0{_file_sha256(str(path))}\n".encode())
-    return outer.hexdigest()
-
-
-def _packaged(folder: Path, relative: str, files: list[tuple[str, Path]]) -> bool:
-    """Add ``folder``'s files to ``files`` as Harbor's ``select_files`` walks it; False on a ``.harborignore`` rule."""
-    for path in sorted(folder.iterdir()):
-        name = f"{relative}/{path.name}"
-        if path.name == _HARBOR_IGNORE:
-            rules = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
-            if any(not line.lstrip().startswith("#") for line in rules):
-                return False
-            continue
-        if path.is_dir() and not path.is_symlink():
-            if not _packaged(path, name, files):
-                return False
-        elif path.is_file():
-            files.append((name, path))
-    return True
-
-
-def _default_ignored(relative: str) -> bool:
-    parts = relative.split("/")
-    if _IGNORED_FOLDER in parts[:-1]:
-        return True
-    return any(fnmatch.fnmatchcase(part, pattern) for part in parts for pattern in _IGNORED_NAMES)

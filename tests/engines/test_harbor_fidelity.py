@@ -260,9 +260,9 @@ def test_job_stats_count_as_harbor_counts_on_both_engines(preflights):
 
 def test_both_engines_write_a_job_lock_with_harbors_task_digests(preflights):
     """Every job with trials has a lock.json (issue 43: the local runner wrote none): one entry per complete trial,
-    the task digest Harbor's Packager gives (:func:`depthlab.io.tasks.content_hash`, held to Harbor's in
+    the task digest Harbor's Packager gives (:func:`depthlab.io.harbor_lock.content_hash`, held to Harbor's in
     tests/io/test_job_lock.py); only Harbor's names a Harbor version."""
-    from depthlab.io.tasks import content_hash
+    from depthlab.io.harbor_lock import content_hash
 
     for engine, found in preflights.items():
         jobs = [path.parent for path in found["jobs"].rglob("config.json") if any(path.parent.glob("*/result.json"))]

@@ -17,7 +17,7 @@ import pytest
 
 from depthlab.io import harbor_records as hr
 from depthlab.io import harbor_writer as hw
-from depthlab.io.tasks import content_hash
+from depthlab.io.harbor_lock import content_hash
 from depthlab.runner.output import JobDir
 
 _HARBOR_SIDE = """
