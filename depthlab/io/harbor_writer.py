@@ -751,6 +751,28 @@ def atif_step(step_id: int, timestamp: str, source: str, message: str, **fields:
     )
 
 
+def atif_metrics(
+    *,
+    prompt_tokens: int | None = None,
+    completion_tokens: int | None = None,
+    cached_tokens: int | None = None,
+    cost_usd: float | None = None,
+) -> AtifMetricsRecord:
+    """An ATIF step's metrics; a count or cost not reported (None) is left out, as Harbor leaves it out.
+
+    Examples
+    --------
+    >>> encode(atif_metrics(prompt_tokens=12, completion_tokens=3))
+    b'{"prompt_tokens":12,"completion_tokens":3}'
+    """
+    return AtifMetricsRecord(
+        prompt_tokens=_LEFT_OUT if prompt_tokens is None else prompt_tokens,
+        completion_tokens=_LEFT_OUT if completion_tokens is None else completion_tokens,
+        cached_tokens=_LEFT_OUT if cached_tokens is None else cached_tokens,
+        cost_usd=_LEFT_OUT if cost_usd is None else cost_usd,
+    )
+
+
 def trajectory(
     session_id: str,
     steps: Sequence[AtifStepRecord],

@@ -49,8 +49,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from depthlab._checks import check_choice, check_int_at_least, check_positive_finite, check_positive_int
 from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab.io import harbor_writer
@@ -512,13 +510,12 @@ def limit_output(text: str, limit: int, *, already_dropped: int = 0) -> str:
 def _reply_metrics(reply: ChatReply) -> AtifMetricsRecord:
     """A trajectory step's metrics: the reply's token counts and cost that the endpoint reported (the others left
     out, as Harbor leaves them out)."""
-    counts = {
-        "prompt_tokens": reply.prompt_tokens,
-        "completion_tokens": reply.completion_tokens,
-        "cached_tokens": reply.cached_tokens,
-        "cost_usd": reply.cost_usd,
-    }
-    return msgspec.convert({name: value for name, value in counts.items() if value is not None}, AtifMetricsRecord)
+    return harbor_writer.atif_metrics(
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        cached_tokens=reply.cached_tokens,
+        cost_usd=reply.cost_usd,
+    )
 
 
 def _observation(text: str) -> AtifObservationRecord:
