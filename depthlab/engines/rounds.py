@@ -32,7 +32,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -265,7 +265,7 @@ def measure(
     say = echo or _stderr
     engine.progress = progress
     engine.check()  # an engine that cannot run at all (or a key unset) leaves no trace in the jobs folder
-    _refuse_unset_host_variables(tasks, oracle=preflight)
+    _refuse_unset_host_variables(engine, tasks, oracle=preflight)
     with jobs_folder_lock(engine.jobs_dir) if engine.jobs_dir is not None else contextlib.nullcontext():
         return _measure_locked(
             engine, tasks, models, caps, (attempts, max_attempts), pass_rule, max_runs, max_cost, preflight, say,
@@ -273,10 +273,13 @@ def measure(
         )  # fmt: skip
 
 
-def _refuse_unset_host_variables(tasks: pl.DataFrame, *, oracle: bool) -> None:
+def _refuse_unset_host_variables(engine: Engine, tasks: pl.DataFrame, *, oracle: bool) -> None:
     """Refuse the measurement, on both engines, when a task takes a ``${VAR}`` without default that is unset
     here: Harbor stops its whole job on it before any trial (:func:`depthlab.io.task_rules.unset_host_variables`)."""
-    unset = unset_host_variables(tasks, oracle=oracle)
+    # the variables the engine's trials run with: Harbor's child environment (this one and the engine's ``env``),
+    # the local runner's this process's
+    host = getattr(engine, "env", None)
+    unset = unset_host_variables(tasks, oracle=oracle, host=host if isinstance(host, Mapping) else None)
     if unset:
         lines = [f"  {task}: {key} takes ${{{name}}}, which is not set" for task, key, name in unset]
         raise ValueError(

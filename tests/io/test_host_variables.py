@@ -110,3 +110,26 @@ def test_both_engines_refuse_the_measurement_before_any_trial(engine, request, t
         measure(chosen, load_tasks([root]), models=["openai/m1"], caps=[2, 3], progress=False, echo=lambda _: None)
     assert "Harbor stops a job" in str(refused.value)
     assert list(jobs.rglob("result.json")) == []  # not one trial, not even the oracle's
+
+
+@pytest.mark.harbor
+def test_a_variable_given_to_harbors_engine_counts_as_set(request, tmp_path, monkeypatch):
+    """Harbor's child gets the engine's ``env`` too: a variable given there is not refused (it is, unset, on local)."""
+    from depthlab.engines.rounds import _refuse_unset_host_variables
+
+    monkeypatch.delenv(UNSET, raising=False)
+    root = tmp_path / "tasks"
+    _task(root, "needs-a-judge", TABLES["verifier"])
+    tasks = load_tasks([root])
+    harbor = HarborEngine(
+        tmp_path / "jobs", base_url="http://127.0.0.1:9/v1", harbor=request.getfixturevalue("harbor_cmd")
+    )
+    given = HarborEngine(
+        tmp_path / "jobs",
+        base_url="http://127.0.0.1:9/v1",
+        harbor=request.getfixturevalue("harbor_cmd"),
+        env={UNSET: "m"},
+    )
+    _refuse_unset_host_variables(given, tasks, oracle=True)  # no refusal
+    with pytest.raises(ValueError, match=UNSET):
+        _refuse_unset_host_variables(harbor, tasks, oracle=True)
