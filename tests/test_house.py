@@ -386,8 +386,6 @@ _OTHER_MEANING: dict[str, dict[str, str]] = {
     "depthlab/datasets/tmax.py": {"pass_at_k": "a key of TMax's solve summaries"},
     "depthlab/runner/llm.py": dict.fromkeys(("base_url", "max_retries"), "the OpenAI client's own arguments"),
     "depthlab/runner/preflight.py": {"force_build": "a field of the preflight's cache key, depthlab's own"},
-    # not closed yet (issue 43): ATIF is still written as dicts, so its keys are not Harbor's records' here
-    "depthlab/simulate/writing.py": {"model_name": "an ATIF step's key (the simulator's trajectories)"},
 }
 
 

@@ -32,7 +32,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -43,7 +43,7 @@ from depthlab import schema
 from depthlab._checks import check_caps, check_models, check_number, check_positive_int, parameter_error
 from depthlab._text import one_line as _one_line
 from depthlab.engines._lock import jobs_folder_lock
-from depthlab.io.task_rules import MISREAD, REFUSED, refused_tasks, task_config_problems
+from depthlab.io.task_rules import MISREAD, REFUSED, refused_tasks, task_config_problems, unset_host_variables
 from depthlab.measures import plan_missing
 from depthlab.measures.bayes import BAYES_Q
 from depthlab.measures.depth import (
@@ -267,11 +267,27 @@ def measure(
     say = echo or _stderr
     engine.progress = progress
     engine.check()  # an engine that cannot run at all (or a key unset) leaves no trace in the jobs folder
+    _refuse_unset_host_variables(engine, tasks, oracle=preflight)
     with jobs_folder_lock(engine.jobs_dir) if engine.jobs_dir is not None else contextlib.nullcontext():
         return _measure_locked(
             engine, tasks, models, caps, (attempts, max_attempts), pass_rule, max_runs, max_cost, preflight, say,
             error=error,
         )  # fmt: skip
+
+
+def _refuse_unset_host_variables(engine: Engine, tasks: pl.DataFrame, *, oracle: bool) -> None:
+    """Refuse the measurement, on both engines, when a task takes a ``${VAR}`` without default that is unset
+    here: Harbor stops its whole job on it before any trial (:func:`depthlab.io.task_rules.unset_host_variables`)."""
+    # the variables the engine's trials run with: Harbor's child environment (this one and the engine's ``env``),
+    # the local runner's this process's
+    host = getattr(engine, "env", None)
+    unset = unset_host_variables(tasks, oracle=oracle, host=host if isinstance(host, Mapping) else None)
+    if unset:
+        lines = [f"  {task}: {key} takes ${{{name}}}, which is not set" for task, key, name in unset]
+        raise ValueError(
+            f"{len(unset)} variable(s) the tasks take from this environment are unset, and Harbor stops a job on "
+            "them before any trial; set them, or give a default (${VAR:-default}) in task.toml:\n" + "\n".join(lines)
+        )
 
 
 def check_arguments(

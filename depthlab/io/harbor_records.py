@@ -13,11 +13,17 @@ optionality; ``tests/io/test_harbor_records.py`` checks every one, so a field is
 here), and ``tests/harbor/test_harbor_conformance.py`` compares these with
 Harbor's own JSON schemas field by field, so a new Harbor field is a failing test.
 
-Job-level files: a job's ``config.json`` (:class:`JobConfigRecord`) and ``result.json``
-(:class:`JobResultRecord`). Harbor 0.26 also writes a job's ``lock.json`` (its ``JobLock``: the
-resolved inputs of every trial, with digests, for ``harbor jobs resume``); depthlab's runner and
-simulator do not write one (nothing reads it back but Harbor's resume, which depthlab's jobs do not
-use), and :class:`depthlab.io.harbor_models.JobLock` reads Harbor's.
+Job-level files: a job's ``config.json`` (:class:`JobConfigRecord`), ``result.json``
+(:class:`JobResultRecord`) and ``lock.json`` (:class:`JobLockRecord`, Harbor 0.26's ``JobLock``: the
+resolved inputs of every trial, with the tasks' content digests; Harbor writes it with ``exclude_none``,
+and so does :func:`depthlab.io.harbor_writer.write_lock`). The runner writes one per job, as Harbor does;
+its ``harbor`` names no Harbor version (depthlab is not Harbor). :class:`depthlab.io.harbor_models.JobLock`
+reads a lock back.
+
+ATIF trajectories (``agent/trajectory.json``, :data:`ATIF_RECORDS`) are declared here too, in Harbor's
+``harbor.models.trajectories`` field order; Harbor writes them with ``exclude_none``, so every optional
+field is ``UNSET`` by default and left out unless given (``tests/io/test_atif_harbor.py`` holds them to
+Harbor's models and validates a written file with Harbor's own).
 """
 
 from __future__ import annotations
@@ -355,6 +361,201 @@ class JobResultRecord(_Record, kw_only=True):
     n_total_trials: int
     stats: JobStatsRecord
     trial_results: list[TrialResultRecord] = _UNSET
+
+
+# ------------------------------------------------------------------------------ job lock
+
+
+class HarborLockInfoRecord(_Record, kw_only=True):
+    """Harbor's ``HarborLockInfo`` (a job lock's ``harbor``): the Harbor that ran the job; all null (left out)
+    in a lock depthlab's runner writes, no Harbor having run it."""
+
+    version: str | None = None
+    git_commit_hash: str | None = None
+    is_editable: bool | None = None
+
+
+class TaskLockRecord(_Record, kw_only=True):
+    """Harbor's ``TaskLock``: a trial's task, its ``digest`` ``"sha256:"`` and Harbor's content hash."""
+
+    name: str
+    version: str | None = None
+    type: Literal["local", "git", "package"] = "local"
+    digest: str
+    source: str | None = None
+    path: str | None = None
+    git_url: str | None = None
+    git_commit_id: str | None = None
+
+
+class ExtraInstructionLockRecord(_Record, kw_only=True):
+    """Harbor's ``ExtraInstructionLock``: an extra instruction's file (or none: given as text) and digest."""
+
+    path: str | None = None
+    digest: str
+
+
+class VerifierLockRecord(VerifierConfigRecord, kw_only=True):
+    """Harbor's ``VerifierLock``: the trial's verifier config and its resolved environment mode (None: per step)."""
+
+    environment_mode: Literal["shared", "separate"] | None = None
+
+
+class TrialLockRecord(_Record, kw_only=True):
+    """Harbor's ``TrialLock`` (schema 2): one trial's resolved inputs, an entry of a job lock's ``trials``."""
+
+    schema_version: int = 2
+    task: TaskLockRecord
+    install_only: bool = False
+    timeout_multiplier: float = 1.0
+    agent_timeout_multiplier: float | None = None
+    verifier_timeout_multiplier: float | None = None
+    agent_setup_timeout_multiplier: float | None = None
+    environment_build_timeout_multiplier: float | None = None
+    extra_instructions: list[ExtraInstructionLockRecord] | None = None
+    agent: AgentConfigRecord
+    user_agent: dict[str, Any] | None = None
+    user_persona: ExtraInstructionLockRecord | None = None
+    user_prompt_template: ExtraInstructionLockRecord | None = None
+    bridge_prompt: ExtraInstructionLockRecord | None = None
+    bridge_inputs: dict[str, ExtraInstructionLockRecord] = msgspec.field(default_factory=dict)
+    skills: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    environment: EnvironmentConfigRecord
+    extra_docker_compose: list[dict[str, Any]] | None = None
+    verifier: VerifierLockRecord
+    artifacts: list[Any] = msgspec.field(default_factory=list)
+    override_error_policy: dict[str, ErrorPolicyOverride] = msgspec.field(default_factory=dict)
+    source_trial: dict[str, Any] | None = None
+
+
+class JobLockRecord(_Record, kw_only=True):
+    """Harbor's ``JobLock`` (schema 3, a job's ``lock.json``)."""
+
+    schema_version: int = 3
+    created_at: str
+    harbor: HarborLockInfoRecord = msgspec.field(default_factory=HarborLockInfoRecord)
+    n_concurrent_trials: int
+    retry: RetryConfigRecord
+    trials: list[TrialLockRecord] = msgspec.field(default_factory=list)
+
+
+#: The job lock's records, each with the Harbor model it is (``harbor.models.job.lock``' class names).
+LOCK_RECORDS: Final[dict[str, type[msgspec.Struct]]] = {
+    "HarborLockInfo": HarborLockInfoRecord,
+    "TaskLock": TaskLockRecord,
+    "ExtraInstructionLock": ExtraInstructionLockRecord,
+    "VerifierLock": VerifierLockRecord,
+    "TrialLock": TrialLockRecord,
+    "JobLock": JobLockRecord,
+}
+
+
+# ------------------------------------------------------------------------------ ATIF trajectory
+
+
+class AtifToolCallRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``ToolCall``: one call of a tool an agent step made."""
+
+    tool_call_id: str
+    function_name: str
+    arguments: dict[str, Any]
+    extra: dict[str, Any] | None = _UNSET
+
+
+class AtifObservationResultRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``ObservationResult``: what one call (or the environment) returned."""
+
+    source_call_id: str | None = _UNSET
+    content: str | list[dict[str, Any]] | None = _UNSET
+    subagent_trajectory_ref: list[dict[str, Any]] | None = _UNSET
+    extra: dict[str, Any] | None = _UNSET
+
+
+class AtifObservationRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``Observation`` of a step."""
+
+    results: list[AtifObservationResultRecord]
+
+
+class AtifMetricsRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``Metrics`` of one step (a count the endpoint did not report is left out)."""
+
+    prompt_tokens: int | None = _UNSET
+    completion_tokens: int | None = _UNSET
+    cached_tokens: int | None = _UNSET
+    cost_usd: float | None = _UNSET
+    prompt_token_ids: list[int] | None = _UNSET
+    completion_token_ids: list[int] | None = _UNSET
+    logprobs: list[float] | None = _UNSET
+    extra: dict[str, Any] | None = _UNSET
+
+
+class AtifStepRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``Step``: one message of the user, the agent or the system."""
+
+    step_id: int
+    timestamp: str | None = _UNSET
+    source: Literal["system", "user", "agent"]
+    model_name: str | None = _UNSET
+    reasoning_effort: str | float | None = _UNSET
+    message: str | list[dict[str, Any]]
+    reasoning_content: str | None = _UNSET
+    tool_calls: list[AtifToolCallRecord] | None = _UNSET
+    observation: AtifObservationRecord | None = _UNSET
+    metrics: AtifMetricsRecord | None = _UNSET
+    is_copied_context: bool | None = _UNSET
+    llm_call_count: int | None = _UNSET
+    extra: dict[str, Any] | None = _UNSET
+
+
+class AtifAgentRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``Agent``: the agent that wrote the trajectory."""
+
+    name: str
+    version: str
+    model_name: str | None = _UNSET
+    tool_definitions: list[dict[str, Any]] | None = _UNSET
+    extra: dict[str, Any] | None = _UNSET
+
+
+class AtifFinalMetricsRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``FinalMetrics``: the trajectory's totals (a total of no reported count left out)."""
+
+    total_prompt_tokens: int | None = _UNSET
+    total_completion_tokens: int | None = _UNSET
+    total_cached_tokens: int | None = _UNSET
+    total_cost_usd: float | None = _UNSET
+    total_steps: int | None = _UNSET
+    extra: dict[str, Any] | None = _UNSET
+
+
+class TrajectoryRecord(_Record, kw_only=True):
+    """Harbor's ATIF ``Trajectory``: an agent's ``trajectory.json``."""
+
+    schema_version: str
+    session_id: str | None = _UNSET
+    trajectory_id: str | None = _UNSET
+    agent: AtifAgentRecord
+    steps: list[AtifStepRecord]
+    notes: str | None = _UNSET
+    final_metrics: AtifFinalMetricsRecord | None = _UNSET
+    continued_trajectory_ref: str | None = _UNSET
+    extra: dict[str, Any] | None = _UNSET
+    subagent_trajectories: list[TrajectoryRecord] | None = _UNSET
+
+
+#: The ATIF records, each with the Harbor model it is (``harbor.models.trajectories``' class names), for the test
+#: that holds them to Harbor's models.
+ATIF_RECORDS: Final[dict[str, type[msgspec.Struct]]] = {
+    "ToolCall": AtifToolCallRecord,
+    "ObservationResult": AtifObservationResultRecord,
+    "Observation": AtifObservationRecord,
+    "Metrics": AtifMetricsRecord,
+    "Step": AtifStepRecord,
+    "Agent": AtifAgentRecord,
+    "FinalMetrics": AtifFinalMetricsRecord,
+    "Trajectory": TrajectoryRecord,
+}
 
 
 #: Every record, for the tests that hold them to Harbor's models and the readers to them.

@@ -12,7 +12,7 @@ Layout of a job (what Harbor writes, and what the loaders read)::
 
     <jobs_dir>/<job_name>/config.json      JobConfig        (job_config)
     <jobs_dir>/<job_name>/result.json      JobResult        (job_result)
-    <jobs_dir>/<job_name>/lock.json        JobLock          Harbor's own runs only (not written here)
+    <jobs_dir>/<job_name>/lock.json        JobLock          (depthlab.io.harbor_lock.job_lock: the runner's jobs)
     <jobs_dir>/<job_name>/<trial_name>/    one trial        (trial_name)
         config.json                        TrialConfig      (trial_config)
         result.json                        TrialResult      (trial_result), written last
@@ -70,6 +70,10 @@ from depthlab.io.harbor_records import (
     AgentContextRecord,
     AgentDatasetStatsRecord,
     AgentInfoRecord,
+    AtifAgentRecord,
+    AtifFinalMetricsRecord,
+    AtifMetricsRecord,
+    AtifStepRecord,
     DatasetConfigRecord,
     EnvironmentConfigRecord,
     ExceptionInfoRecord,
@@ -81,6 +85,7 @@ from depthlab.io.harbor_records import (
     StepResultRecord,
     TaskConfigRecord,
     TimingInfoRecord,
+    TrajectoryRecord,
     TrialConfigRecord,
     TrialResultRecord,
     VerifierConfigRecord,
@@ -102,6 +107,8 @@ TRIAL_SUFFIX_LENGTH: Final[int] = 7
 _TASK_PREFIX_LENGTH: Final[int] = 32
 #: Encodes records and plain values alike (a path or another object msgspec does not know as its str).
 _ENCODER: Final = msgspec.json.Encoder(enc_hook=str)
+#: A record's optional field left out of the file (as Harbor's ``exclude_none`` leaves a None out).
+_LEFT_OUT: Any = msgspec.UNSET
 
 
 # ----------------------------------------------------------------------------------------
@@ -723,39 +730,84 @@ def reward_file(rewards: Mapping[str, float]) -> tuple[str, str]:
 # ATIF trajectories
 
 
-def atif_step(step_id: int, timestamp: str, source: str, message: str, **fields: Any) -> dict[str, Any]:
-    """One ATIF step (``source``: "user", "agent" or "system"); fields that are None are left out."""
+def atif_step(step_id: int, timestamp: str, source: str, message: str, **fields: Any) -> AtifStepRecord:
+    """One ATIF step (``source``: "user", "agent" or "system"), an :class:`AtifStepRecord`.
+
+    ``fields`` are the step's other fields (:class:`AtifStepRecord`'s names), records or their plain
+    values (checked against the record's types); those that are None are left out, as Harbor leaves
+    them out.
+
+    Examples
+    --------
+    >>> encode(atif_step(1, "2026-01-01T00:00:00Z", "agent", "ls", model_name="p/m", metrics={"prompt_tokens": 3}))
+    b'{"step_id":1,"timestamp":"2026-01-01T00:00:00Z","source":"agent","model_name":"p/m","message":"ls","metrics":{"prompt_tokens":3}}'
+    """
     if source not in ("user", "agent", "system"):
         raise ValueError(f"The 'source' parameter of atif_step must be 'user', 'agent' or 'system', got {source!r}")
-    step = {"step_id": step_id, "timestamp": timestamp, "source": source, "message": message}
-    step.update({key: value for key, value in fields.items() if value is not None})
-    return step
+    given = {key: value for key, value in fields.items() if value is not None}
+    return msgspec.convert(
+        {"step_id": step_id, "timestamp": timestamp, "source": source, "message": message, **given},
+        AtifStepRecord,
+    )
+
+
+def atif_metrics(
+    *,
+    prompt_tokens: int | None = None,
+    completion_tokens: int | None = None,
+    cached_tokens: int | None = None,
+    cost_usd: float | None = None,
+) -> AtifMetricsRecord:
+    """An ATIF step's metrics; a count or cost not reported (None) is left out, as Harbor leaves it out.
+
+    Examples
+    --------
+    >>> encode(atif_metrics(prompt_tokens=12, completion_tokens=3))
+    b'{"prompt_tokens":12,"completion_tokens":3}'
+    """
+    return AtifMetricsRecord(
+        prompt_tokens=_LEFT_OUT if prompt_tokens is None else prompt_tokens,
+        completion_tokens=_LEFT_OUT if completion_tokens is None else completion_tokens,
+        cached_tokens=_LEFT_OUT if cached_tokens is None else cached_tokens,
+        cost_usd=_LEFT_OUT if cost_usd is None else cost_usd,
+    )
 
 
 def trajectory(
     session_id: str,
-    steps: Sequence[Mapping[str, Any]],
+    steps: Sequence[AtifStepRecord],
     *,
     agent_name: str,
     agent_version: str,
     model_name: str | None,
     extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """An ATIF trajectory (``agent/trajectory.json``) with ``final_metrics`` summed over ``steps``."""
-    metrics = [step.get("metrics") or {} for step in steps if step.get("source") == "agent"]
-    return {
-        "schema_version": ATIF_VERSION,
-        "session_id": session_id,
-        "agent": {"name": agent_name, "version": agent_version, "model_name": model_name, "extra": dict(extra or {})},
-        "steps": [dict(step) for step in steps],
-        "final_metrics": {
-            "total_prompt_tokens": _sum(m.get("prompt_tokens") for m in metrics),
-            "total_completion_tokens": _sum(m.get("completion_tokens") for m in metrics),
-            "total_cached_tokens": _sum(m.get("cached_tokens") for m in metrics),
-            "total_cost_usd": _sum(m.get("cost_usd") for m in metrics),
-            "total_steps": len(steps),
-        },
-    }
+) -> TrajectoryRecord:
+    """An ATIF trajectory (``agent/trajectory.json``) with ``final_metrics`` summed over the agent's ``steps``
+    (a total of a count no step reported is left out, as Harbor leaves it out)."""
+    metrics = [step.metrics for step in steps if step.source == "agent" and isinstance(step.metrics, AtifMetricsRecord)]
+
+    def total(field: str) -> Any:
+        summed = _sum(_given(getattr(step_metrics, field)) for step_metrics in metrics)
+        return _LEFT_OUT if summed is None else summed
+
+    return TrajectoryRecord(
+        schema_version=ATIF_VERSION,
+        session_id=session_id,
+        agent=AtifAgentRecord(
+            name=agent_name,
+            version=agent_version,
+            model_name=_LEFT_OUT if model_name is None else model_name,
+            extra=dict(extra or {}),
+        ),
+        steps=list(steps),
+        final_metrics=AtifFinalMetricsRecord(
+            total_prompt_tokens=total("prompt_tokens"),
+            total_completion_tokens=total("completion_tokens"),
+            total_cached_tokens=total("cached_tokens"),
+            total_cost_usd=total("cost_usd"),
+            total_steps=len(steps),
+        ),
+    )
 
 
 class TrajectoryAgent(TypedDict):
@@ -792,15 +844,20 @@ class Trajectory:
             "model_name": model_name,
             "extra": extra,
         }
-        self.steps: list[dict[str, Any]] = []
+        self.steps: list[AtifStepRecord] = []
 
     def add(self, source: str, message: str, **fields: Any) -> None:
-        """Append a step and rewrite the file."""
+        """Append a step (:func:`atif_step`'s ``fields``) and rewrite the file."""
         self.steps.append(atif_step(len(self.steps) + 1, utc_now(), source, message, **fields))
         self.write()
 
     def write(self) -> None:
         write_json(self.path, trajectory(self.session_id, self.steps, **self.agent))
+
+
+def _given(value: Any) -> Any:
+    """A record's field as a value, None when it was left out (``UNSET``)."""
+    return None if value is msgspec.UNSET else value
 
 
 # ----------------------------------------------------------------------------------------

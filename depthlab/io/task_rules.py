@@ -37,6 +37,13 @@ reason an engine has to refuse a task folder.
   ``allowlist`` network (Harbor's firewall), MCP servers, artifacts given as tables, a user set for
   a verifier or an agent, collect hooks, a verifier environment other than a ``tests/Dockerfile``.
 
+* **The machine lacks a variable** (:func:`unset_host_variables`): a ``${VAR}`` with no default, the
+  whole value of a key of ``[environment.env]`` or ``[verifier.env]`` (and ``[solution.env]`` when the
+  reference solution runs), with ``VAR`` unset where depthlab runs. Harbor 0.26 stops the whole job on
+  it before any trial (``harbor.cli.jobs``' check, its ``get_required_host_vars``); the round loop
+  refuses the measurement the same way on both engines, where the local runner used to record one
+  invalid trial per task.
+
 These rules read task.toml leniently, as parsed (a check that reports what is wrong rather than
 raising); every other reader takes a task through :func:`~depthlab.io.harbor_task.read_task`'s
 typed model.
@@ -46,7 +53,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -82,7 +90,16 @@ __all__ = [
     "refused_tasks",
     "rules_for",
     "task_config_problems",
+    "unset_host_variables",
 ]
+
+#: A task.toml ``env`` value Harbor takes from the host: wholly ``${NAME}`` or ``${NAME:-default}`` (its
+#: ``harbor.utils.env`` pattern, matched against the whole value: ``"c ${Y}"`` is a literal).
+HOST_TEMPLATE: Final = re.compile(r"\$\{(?P<name>[^}:]+)(?::-(?P<default>.*))?\}")
+#: The task.toml tables whose unset ``${VAR}`` Harbor's job refuses before any trial (``[solution.env]`` only
+#: when the oracle runs), as :func:`~depthlab._text.toml_key` names them.
+JOB_HOST_TABLES: Final[tuple[str, ...]] = ("environment.env", "verifier.env")
+SOLUTION_HOST_TABLE: Final[str] = "solution.env"
 
 Check = Callable[[Path, dict[str, Any]], "str | None"]
 
@@ -221,6 +238,43 @@ def task_config_problems(tasks: pl.DataFrame) -> pl.DataFrame:
         if problem:
             rows.append({"task": task, "reason": problem, "output": ""})
     return schema.preflight_failures(rows)
+
+
+def unset_host_variables(
+    tasks: pl.DataFrame, *, oracle: bool, host: Mapping[str, str] | None = None
+) -> list[tuple[str, str, str]]:
+    """(task, ``[table].key``, variable) of every ``${VAR}`` without a default that ``tasks`` take from ``host``
+    (default: this process's environment) and ``host`` lacks; ``oracle``: the reference solution runs (its
+    ``[solution.env]`` counts too). Harbor's job refuses all of these before any trial (module docstring).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp()) / "t"
+    >>> folder.mkdir()
+    >>> _ = (folder / "task.toml").write_text(
+    ...     '[verifier.env]\\nJUDGE = "${JUDGE_MODEL}"\\nMODE = "${MODE:-fast}"\\nNOTE = "a ${B}"\\n'
+    ...     '[solution.env]\\nKEY = "${SOLVER_KEY}"\\n')
+    >>> tasks = pl.DataFrame({"task": ["t"], "source": [str(folder)]})
+    >>> unset_host_variables(tasks, oracle=False, host={})
+    [('t', '[verifier.env].JUDGE', 'JUDGE_MODEL')]
+    >>> unset_host_variables(tasks, oracle=True, host={"JUDGE_MODEL": "m"})
+    [('t', '[solution.env].KEY', 'SOLVER_KEY')]
+    """
+    host = os.environ if host is None else host
+    tables = (*JOB_HOST_TABLES, *((SOLUTION_HOST_TABLE,) if oracle else ()))
+    found = []
+    for task, folder in _harbor_tasks(tasks):
+        try:
+            config = read_config(folder / "task.toml")
+        except TaskFormatError:
+            continue  # reported by task_config_problems
+        for table in tables:
+            for key, value in section(config, *table.split(".")).items():
+                template = HOST_TEMPLATE.fullmatch(value) if isinstance(value, str) else None
+                if template is not None and template["default"] is None and template["name"] not in host:
+                    found.append((task, f"[{table}].{key}", template["name"]))
+    return found
 
 
 def _harbor_tasks(tasks: pl.DataFrame) -> list[tuple[str, Path]]:

@@ -52,7 +52,13 @@ from typing import Any
 from depthlab._checks import check_choice, check_int_at_least, check_positive_finite, check_positive_int
 from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab.io import harbor_writer
-from depthlab.io.harbor_records import AgentContextRecord
+from depthlab.io.harbor_records import (
+    AgentContextRecord,
+    AtifMetricsRecord,
+    AtifObservationRecord,
+    AtifObservationResultRecord,
+    AtifToolCallRecord,
+)
 from depthlab.io.harbor_writer import cap_sentence
 from depthlab.runner.container import TaskContainer
 from depthlab.runner.errors import AgentTimeoutError
@@ -313,7 +319,7 @@ class TerminusAgent:
                         "agent",
                         reply.content,
                         model_name=self.model_name,
-                        observation={"results": [{"content": observation}]},
+                        observation=_observation(observation),
                         metrics=metrics,
                     )
                 else:
@@ -324,7 +330,7 @@ class TerminusAgent:
                         f"Analysis: {parsed['analysis']}\nPlan: {parsed['plan']}",
                         model_name=self.model_name,
                         tool_calls=_tool_calls(parsed, episode) or None,
-                        observation={"results": [{"content": observation}]},
+                        observation=_observation(observation),
                         metrics=metrics,
                     )
                     if timed_out:
@@ -501,26 +507,33 @@ def limit_output(text: str, limit: int, *, already_dropped: int = 0) -> str:
     return head + note.format(tail_start - head_end + already_dropped) + tail
 
 
-def _reply_metrics(reply: ChatReply) -> dict[str, Any]:
-    """A trajectory step's metrics: the reply's token counts and cost that the endpoint reported."""
-    metrics = {
-        "prompt_tokens": reply.prompt_tokens,
-        "completion_tokens": reply.completion_tokens,
-        "cached_tokens": reply.cached_tokens,
-        "cost_usd": reply.cost_usd,
-    }
-    return {key: value for key, value in metrics.items() if value is not None}
+def _reply_metrics(reply: ChatReply) -> AtifMetricsRecord:
+    """A trajectory step's metrics: the reply's token counts and cost that the endpoint reported (the others left
+    out, as Harbor leaves them out)."""
+    return harbor_writer.atif_metrics(
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        cached_tokens=reply.cached_tokens,
+        cost_usd=reply.cost_usd,
+    )
 
 
-def _tool_calls(parsed: dict[str, Any], episode: int) -> list[dict[str, Any]]:
+def _observation(text: str) -> AtifObservationRecord:
+    """A step's observation: the terminal's answer to its commands (or the parse error), one result."""
+    return AtifObservationRecord(results=[AtifObservationResultRecord(content=text)])
+
+
+def _tool_calls(parsed: dict[str, Any], episode: int) -> list[AtifToolCallRecord]:
     """A parsed reply's commands as ATIF tool calls, plus ``mark_task_complete`` when it asks to stop."""
-    calls: list[dict[str, Any]] = [
-        {"tool_call_id": f"call_{episode}_{index + 1}", "function_name": "bash_command", "arguments": command}
+    calls = [
+        AtifToolCallRecord(tool_call_id=f"call_{episode}_{index + 1}", function_name="bash_command", arguments=command)
         for index, command in enumerate(parsed["commands"])
     ]
     if parsed["task_complete"]:
         calls.append(
-            {"tool_call_id": f"call_{episode}_task_complete", "function_name": "mark_task_complete", "arguments": {}}
+            AtifToolCallRecord(
+                tool_call_id=f"call_{episode}_task_complete", function_name="mark_task_complete", arguments={}
+            )
         )
     return calls
 

@@ -3,8 +3,10 @@
 The files themselves (configs, results, ATIF trajectories, trial names) are built by
 :mod:`depthlab.io.harbor_writer`, the one writer of the Harbor format; this module keeps what
 only the runner needs: a job folder that trials are added to by several threads, whose
-``result.json`` is rewritten after every trial, and which is resumed by deleting the trial
-folders that have no ``result.json`` (interrupted trials), as Harbor does.
+``result.json`` is rewritten after every trial (from the trials' results it has read: only a
+trial's result.json that is new or changed since the last update is read again), and which is
+resumed by deleting the trial folders that have no ``result.json`` (interrupted trials), as Harbor
+does.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from depthlab import schema
 from depthlab._version import __version__
 from depthlab.io import harbor_writer, load_trials
 from depthlab.io.harbor import read_job_result
+from depthlab.io.harbor_lock import JobLockFile
 from depthlab.io.harbor_models import JobResult, TrialResult
 from depthlab.io.harbor_records import JobConfigRecord
 from depthlab.io.harbor_writer import Trajectory, trial_name, utc_now, write_json, write_text
@@ -83,16 +86,48 @@ class JobDir:
         started = existing.started_at
         self.started_at = started if isinstance(started, str) and started else harbor_writer.job_time()
         self.n_planned = 0
+        #: How many trial result.json files this object has decoded (each new or changed file once).
+        self.n_reads = 0
+        # trial folder name -> (the result.json's stat signature, its decoded result or None if unreadable)
+        self._read: dict[str, tuple[tuple[int, int, int], TrialResult | None]] = {}
+        self._reading = threading.Lock()  # trial_results is called by the workers' threads and the planner
+        self._lock_file = JobLockFile(self.path, self.config)
         with _job_lock(self.path):
             write_json(self.path / "config.json", self.config)
 
     def trial_results(self) -> list[TrialResult]:
-        """The ``result.json`` of every complete trial in the job, read through the model."""
-        results = []
-        for file in sorted(self.path.glob("*/result.json")):
-            with contextlib.suppress(OSError, msgspec.DecodeError):  # (a ValidationError is a DecodeError)
-                results.append(msgspec.json.decode(file.read_bytes(), type=TrialResult))
-        return results
+        """The ``result.json`` of every complete trial in the job, read through the model.
+
+        A file is decoded again only when its size, modification time or inode changed since the
+        last call (a trial rewritten by the guard, a resumed job's trials read once); a file that
+        cannot be decoded is left out, as before, until it changes.
+        """
+        with self._reading:
+            return self._read_trials()
+
+    def _read_trials(self) -> list[TrialResult]:
+        seen: dict[str, tuple[tuple[int, int, int], TrialResult | None]] = {}
+        with os.scandir(self.path) as entries:
+            for entry in entries:
+                if not entry.is_dir():
+                    continue
+                file = Path(entry.path) / "result.json"
+                try:
+                    stat = file.stat()
+                except OSError:
+                    continue
+                signature = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+                known = self._read.get(entry.name)
+                if known is not None and known[0] == signature:
+                    seen[entry.name] = known
+                    continue
+                result = None
+                self.n_reads += 1
+                with contextlib.suppress(OSError, msgspec.DecodeError):  # (a ValidationError is a DecodeError)
+                    result = msgspec.json.decode(file.read_bytes(), type=TrialResult)
+                seen[entry.name] = (signature, result)
+        self._read = seen
+        return [result for _, (_, result) in sorted(seen.items()) if result is not None]
 
     def new_trial_dir(self, task_name: str) -> Path:
         """Create and return a fresh, uniquely named trial folder."""
@@ -105,7 +140,8 @@ class JobDir:
                 continue
 
     def update_result(self, *, finished: bool = False) -> None:
-        """Rewrite the job's ``result.json`` from the trials on disk (so it is right after a resume)."""
+        """Rewrite the job's ``result.json`` from the trials on disk (so it is right after a resume), reading
+        only the trials' result.json files that are new or changed since the last update."""
         with _job_lock(self.path):
             trials = self.trial_results()
             now = harbor_writer.job_time()
@@ -118,6 +154,11 @@ class JobDir:
                 n_total_trials=self.n_planned,
             )
             write_json(self.path / "result.json", result)
+            self._write_lock()
+
+    def _write_lock(self) -> None:
+        """Rewrite the job's ``lock.json`` (Harbor's ``JobLock``) from the complete trials, each locked once."""
+        self._lock_file.write(name for name, (_, result) in sorted(self._read.items()) if result is not None)
 
 
 def load_job_trials(jobs_dir: str | os.PathLike[str]) -> pl.DataFrame:

@@ -52,6 +52,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from depthlab.io.task_rules import HOST_TEMPLATE
 from depthlab.runner.container import CopyReport, TaskContainer, layered, script_command
 from depthlab.runner.errors import (
     AddTestsDirError,
@@ -90,8 +91,6 @@ REWARD_FILE_LIMIT_BYTES = 1 << 20
 #: Tries of the identity snapshot before its check is reported as one that could not run.
 SNAPSHOT_ATTEMPTS = 3
 
-# a value of [verifier.env] that is a template: "${NAME}" or "${NAME:-default}" (Harbor's syntax)
-_TEMPLATE = re.compile(r"\$\{(?P<name>[^}:]+)(?::-(?P<default>.*))?\}")
 # a plain decimal number: no "1_0" (Python reads 10), no "nan" or "inf"
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
@@ -245,7 +244,7 @@ def resolve_env(values: Mapping[str, str], where: str, host: Mapping[str, str] |
     host = os.environ if host is None else host
     resolved = {}
     for key, value in values.items():
-        template = _TEMPLATE.fullmatch(value)
+        template = HOST_TEMPLATE.fullmatch(value)
         if template is None:
             resolved[key] = value
         elif template["name"] in host:
@@ -301,7 +300,7 @@ def host_env_digest(task_dir: str | os.PathLike[str], host: Mapping[str, str] | 
     taken = []
     for where, table in tables:
         for key, value in sorted(table.items()):
-            template = _TEMPLATE.fullmatch(value) if isinstance(value, str) else None
+            template = HOST_TEMPLATE.fullmatch(value) if isinstance(value, str) else None
             if template is None:
                 continue  # a literal value is in the task's checksum already
             got = host.get(template["name"], template["default"])

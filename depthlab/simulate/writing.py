@@ -24,7 +24,17 @@ import numpy as np
 
 from depthlab._checks import check_choice, check_nonnegative_int, check_number
 from depthlab.io import harbor_writer
-from depthlab.io.harbor_records import AgentConfigRecord, StepResultRecord, TrialResultRecord
+from depthlab.io.harbor_records import (
+    AgentConfigRecord,
+    AtifMetricsRecord,
+    AtifObservationRecord,
+    AtifObservationResultRecord,
+    AtifStepRecord,
+    AtifToolCallRecord,
+    StepResultRecord,
+    TrajectoryRecord,
+    TrialResultRecord,
+)
 from depthlab.io.harbor_task import config_text
 from depthlab.schema import CAPS
 from depthlab.simulate import steps as _steps
@@ -51,6 +61,8 @@ _AGENT_VERSION = "2.0.0"
 _BASE_TIME = datetime(2026, 6, 1, tzinfo=UTC)
 
 _ENCODER = msgspec.json.Encoder()
+#: Every simulated agent step's token counts (no cost reported).
+_STEP_METRICS = AtifMetricsRecord(prompt_tokens=2500, completion_tokens=310, cached_tokens=1200)
 
 
 def write_runs(
@@ -408,7 +420,7 @@ def _trajectory(
     script: list[tuple[str, str]] | None = None,
     message: str | None = None,
     first: int = 0,
-) -> dict[str, Any]:
+) -> TrajectoryRecord:
     """An ATIF trajectory: the prompt as a user step, then one agent step per turn.
 
     The turns carry the trial's planted chain (:func:`_turn_script`); the root's
@@ -419,34 +431,37 @@ def _trajectory(
     """
     cap_line = f"\n\nYou have at most {trial.cap} turns." if trial.cap is not None and not first else ""
     prompt = (trial.task.instruction if message is None else message) + cap_line
-    steps: list[dict[str, Any]] = [{"step_id": 1, "timestamp": _iso(started), "source": "user", "message": prompt}]
+    steps = [AtifStepRecord(step_id=1, timestamp=_iso(started), source="user", message=prompt)]
     if script is None:
         script = _turn_script(trial.n_turns or 0, trial.chain, session)
     turns = len(script)
     for turn, (command, output) in enumerate(script):
         calls = [
-            {
-                "tool_call_id": f"call_{turn}_1",
-                "function_name": "bash_command",
-                "arguments": {"keystrokes": f"{command}\n", "duration": 1.0},
-            }
+            AtifToolCallRecord(
+                tool_call_id=f"call_{turn}_1",
+                function_name="bash_command",
+                arguments={"keystrokes": f"{command}\n", "duration": 1.0},
+            )
         ]
         if turn == turns - 1:
             calls.append(
-                {"tool_call_id": f"call_{turn}_task_complete", "function_name": "mark_task_complete", "arguments": {}}
+                AtifToolCallRecord(
+                    tool_call_id=f"call_{turn}_task_complete", function_name="mark_task_complete", arguments={}
+                )
             )
+        # the terminal echoes the command line before its output
+        seen = AtifObservationResultRecord(content=f"root@sim:/app# {command}\n{output}")
         steps.append(
-            {
-                "step_id": turn + 2,
-                "timestamp": _iso(started + timedelta(seconds=11 * (turn + 1))),
-                "source": "agent",
-                "model_name": trial.model,
-                "message": f"Analysis: step {first + turn + 1} output read.\nPlan: run the next operation.",
-                "tool_calls": calls,
-                # the terminal echoes the command line before its output
-                "observation": {"results": [{"content": f"root@sim:/app# {command}\n{output}"}]},
-                "metrics": {"prompt_tokens": 2500, "completion_tokens": 310, "cached_tokens": 1200},
-            }
+            AtifStepRecord(
+                step_id=turn + 2,
+                timestamp=_iso(started + timedelta(seconds=11 * (turn + 1))),
+                source="agent",
+                model_name=trial.model,
+                message=f"Analysis: step {first + turn + 1} output read.\nPlan: run the next operation.",
+                tool_calls=calls,
+                observation=AtifObservationRecord(results=[seen]),
+                metrics=_STEP_METRICS,
+            )
         )
     document = harbor_writer.trajectory(
         session,
@@ -456,8 +471,12 @@ def _trajectory(
         model_name=trial.model,
         extra={"parser": "json"},
     )
+    if document.final_metrics:
+        # the simulator has written its unknown cost total as null since its first release (Harbor leaves it
+        # out); kept, so simulated files, and the tables and digests made of them, stay byte for byte the same
+        document.final_metrics.total_cost_usd = None
     if message is None:
-        document["extra"] = {"planted_chain": trial.chain}  # ATIF's root extra (v1.1 on)
+        document.extra = {"planted_chain": trial.chain}  # ATIF's root extra (v1.1 on)
     return document
 
 

@@ -258,6 +258,27 @@ def test_job_stats_count_as_harbor_counts_on_both_engines(preflights):
             assert sum(entry["n_trials"] for entry in stats["evals"].values()) == len(counted), (engine, job.name)
 
 
+def test_both_engines_write_a_job_lock_with_harbors_task_digests(preflights):
+    """Every job with trials has a lock.json (issue 43: the local runner wrote none): one entry per complete trial,
+    the task digest Harbor's Packager gives (:func:`depthlab.io.harbor_lock.content_hash`, held to Harbor's in
+    tests/io/test_job_lock.py); only Harbor's names a Harbor version."""
+    from depthlab.io.harbor_lock import content_hash
+
+    for engine, found in preflights.items():
+        jobs = [path.parent for path in found["jobs"].rglob("config.json") if any(path.parent.glob("*/result.json"))]
+        jobs = [job for job in jobs if (job / "result.json").is_file()]
+        assert jobs, engine
+        for job in jobs:
+            lock = json.loads((job / "lock.json").read_text())
+            assert lock["schema_version"] == 3, (engine, job.name)
+            assert len(lock["trials"]) >= len(list(job.glob("*/result.json"))) > 0, (engine, job.name)
+            for entry in lock["trials"]:
+                folder = Path(entry["task"]["path"])
+                folder = folder if folder.is_absolute() else (job.parent.parent / folder)
+                assert entry["task"]["digest"] == f"sha256:{content_hash(folder)}", (engine, entry["task"])
+            assert bool(lock["harbor"].get("version")) == (engine == "harbor"), (engine, lock["harbor"])
+
+
 # ---------------------------------------------------------------- 3. the cache and the host's values
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_preflight_cache_keys_on_the_values_taken_from_the_host(
