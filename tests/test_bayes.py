@@ -266,3 +266,23 @@ def test_cli_plan_error_forecast_prints_runs_and_turns_before_anything_is_spent(
     assert pl.read_csv(tmp_path / "plan.csv").height > 0
     assert cli.main([*args[:-2], "--forecast", "-o", str(tmp_path / "p.csv")]) == 2
     assert "--forecast needs --error" in capsys.readouterr().err
+
+
+def test_cli_plan_forecast_from_a_stated_pass_probability_prices_noisier_models_higher(tmp_path, capsys):
+    from depthlab import cli
+
+    out = tmp_path / "sim"
+    assert cli.main(["simulate", str(out), "--scale", "0.02", "--seed", "4", "--public-attempts", "0"]) == 0
+    args = ["plan", "--tasks", str(out / "tasks"), "--models", "sim/model-a", "--new-models", "--error", "0.05"]
+    runs = {}
+    for pass_prob in ("0.9", "0.4"):
+        code = cli.main([*args, "--forecast", "--pass-prob", pass_prob, "--luck", "0", "-o", str(tmp_path / "p.csv")])
+        assert code == 0
+        err = capsys.readouterr().err
+        assert f"stated pass probability {pass_prob} at the depth, luck 0" in err
+        runs[pass_prob] = float(err.split("about ")[1].split(" more runs")[0])
+    assert runs["0.4"] > runs["0.9"] > 0
+    assert cli.main([*args, "--forecast", "--pass-prob", "0.1", "-o", str(tmp_path / "p.csv")]) == 1
+    assert "pass_prob must be between q = 0.2 and 1" in capsys.readouterr().err
+    assert cli.main([*args, "--pass-prob", "0.5", "-o", str(tmp_path / "p.csv")]) == 2
+    assert "--pass-prob needs --forecast" in capsys.readouterr().err

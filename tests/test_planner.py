@@ -498,3 +498,28 @@ def test_auto_attempts_hold_on_a_generator_they_were_not_designed_on(depth_truth
     assert got["auto_share"] < 0.8
     assert got["exact_auto"] >= got["exact_fixed3"] - 0.05
     assert got["within_one_auto"] >= got["within_one_fixed3"] - 0.05
+
+
+def test_depth_cost_designs_place_every_depth_of_noiseless_steps():
+    from depthlab.simulate.depth_cost import replay_design, step_curves
+
+    known = step_curves(12, pass_prob=1.0, luck=0.0, seed=3)
+    assert set(known.true_rung.tolist()) != {known.true_rung[0]}  # depths differ across tasks
+    sweep = replay_design(known, "sweep-1")
+    assert sweep["runs"] == len(known.caps)
+    assert sweep["misplaced"] == 0.0
+    assert replay_design(known, "sweep-5")["runs"] == 5 * len(known.caps)
+    with pytest.raises(ValueError, match="design must be one of"):
+        replay_design(known, "bisect")
+
+
+def test_depth_cost_budget_cuts_each_task_to_its_runs_in_plan_order():
+    from depthlab.simulate.depth_cost import _within_budget
+
+    plan = pl.DataFrame(
+        {"dataset": "sim", "task": ["a", "a", "a", "b"], "model": "m", "cap": [1, 2, 3, 1], "attempts": [2, 2, 2, 4]}
+    ).cast({"cap": pl.Int32, "attempts": pl.Int32})
+    trials = pl.DataFrame({"task": ["a", "b", "b"]})
+    cut = _within_budget(plan, trials, budget=4)
+    assert cut.select("task", "cap", "attempts").rows() == [("a", 1, 2), ("a", 2, 1), ("b", 1, 2)]
+    assert cut.columns == plan.columns

@@ -685,3 +685,28 @@ def test_check_outcomes_colours_a_lint_note_apart_from_a_fault():
     assert len(OUTCOME_COLOURS) == len(set(OUTCOME_COLOURS)) == len(schema.CHECK_OUTCOMES)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels == list(schema.CHECK_OUTCOMES)
+
+
+def test_depth_cost_draws_a_panel_per_pass_probability_stamped_simulated():
+    table = pl.DataFrame(
+        {
+            "pass_prob": [0.8, 0.8, 0.8, 0.5, 0.5],
+            "luck": 0.02,
+            "design": ["sweep-1", "planner", "planner at sweep-1 runs", "sweep-5", "planner"],
+            "error": [None, 0.05, 0.05, None, 0.05],
+            "runs": [8.0, 12.0, 8.0, 40.0, 30.0],
+            "misplaced": [0.3, 0.01, 0.15, 0.4, 0.08],
+        }
+    )
+    fig = plots.depth_cost(table)
+    assert [ax.get_title() for ax in fig.axes] == [
+        "pass probability 0.8 at the depth, luck 0.02",
+        "pass probability 0.5 at the depth, luck 0.02",
+    ]
+    assert any(text.get_text() == plots.SIMULATED_STAMP for text in fig.texts)
+    first = fig.axes[0]
+    assert sorted(first.get_legend_handles_labels()[1]) == sorted(
+        ["sweep-1", "planner, error 0.05", "planner held to a sweep's runs"]
+    )
+    with pytest.raises(ValueError, match="one pass probability's rows"):
+        plots.depth_cost_plot(table)

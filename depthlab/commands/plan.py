@@ -36,7 +36,8 @@ jobs among the PATHs, until the plan is empty. It needs far fewer runs than the 
 With --error E (or --mode bayes) the plan is one round of the Bayesian planner: per unfinished task, the
 runs with the most information about D per expected turn, until D's posterior puts 1 - E on one rung
 (docs/depth_uncertainty.md); plan again after each round. --forecast prints, before anything is spent,
-the runs and turns it is expected to need (simulated from the priors fitted to the runs among the PATHs).
+the runs and turns it is expected to need (simulated from the priors fitted to the runs among the PATHs;
+with --pass-prob P --luck L, from that stated noise, so a measurement can be priced before any run).
 With --attempts auto every planned cell gets one attempt, and a cell already run gets another only
 while its outcome can still change D under --pass-rule (majority or isotonic; under any, every
 failure below D stays open) within --max-attempts per cell. Plan again after each round.
@@ -71,6 +72,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "what they would cost at the tokens per turn of the runs made",
     )
     add_prices_argument(parser, what="; what --forecast prices its turns by (without --forecast it is refused)")
+    parser.add_argument(
+        "--pass-prob",
+        type=float,
+        default=None,
+        metavar="P",
+        help="with --forecast: forecast from a stated pass probability at the depth (with --luck), not fitted priors",
+    )
+    parser.add_argument(
+        "--luck", type=float, default=0.02, metavar="L", help="with --pass-prob: the stated luck rate (default 0.02)"
+    )
     parser.add_argument("--harbor-configs", default=None, metavar="DIR", help="also write Harbor job configs here")
     parser.add_argument("--agent", default="terminus-2", help="agent name in the Harbor configs")
     parser.add_argument("--dataset", default=None, help="tag every trial and task with this dataset name")
@@ -104,22 +115,31 @@ def add_error_argument(parser: argparse.ArgumentParser) -> None:
 
 def forecast_lines(
     trials: pl.DataFrame, tasks: pl.DataFrame, *, models: list[str], caps: tuple[int, ...], error: float,
-    max_attempts: int, prices: tuple[pl.DataFrame, str] | None = None,
+    max_attempts: int, prices: tuple[pl.DataFrame, str] | None = None, pass_prob: float | None = None,
+    luck: float = 0.02,
 ) -> list[str]:  # fmt: skip
     """Per dataset: the runs, turns and rounds the Bayesian planner is expected to need, and with ``prices``
-    (a price table and where it comes from) what they would cost."""
-    from depthlab.measures.bayes import BAYES_Q, forecast, posteriors
+    (a price table and where it comes from) what they would cost.
+
+    ``pass_prob`` (with ``luck``): forecast from that stated noise
+    (:func:`depthlab.measures.bayes.stated_log_prior`) instead of priors fitted to ``trials``.
+    """
+    from depthlab.measures.bayes import BAYES_Q, forecast, posteriors, stated_log_prior
     from depthlab.measures.depth import evidence_grid
 
     cells = evidence_grid(trials, caps=caps, models=models, pass_rule="any", tasks=tasks)
     rates = None if prices is None else _turn_prices(trials, prices[0], models)
+    stated = None if pass_prob is None else stated_log_prior(len(caps), pass_prob=pass_prob, luck=luck)
     lines = []
-    for post in posteriors(cells, trials, caps=caps, q=BAYES_Q):
+    for post in posteriors(cells, trials, caps=caps, q=BAYES_Q, log_prior=stated):
         made = int(post.n_valid.sum())
         guess = forecast(post, caps=caps, error=error, max_attempts=max_attempts)
-        source = (
-            f"priors fitted to the {made} runs made" if made else "no runs yet: spread priors over rungs and curves"
-        )
+        if stated is not None:
+            source = f"stated pass probability {pass_prob:g} at the depth, luck {luck:g}"
+        elif made:
+            source = f"priors fitted to the {made} runs made"
+        else:
+            source = "no runs yet: spread priors over rungs and curves"
         lines.append(
             f"forecast ({post.keys['dataset'][0]}): about {guess.runs:.0f} more runs, at most {guess.turns:.0f} "
             f"turns, in about {guess.rounds:.0f} rounds for {guess.n_tasks} tasks to error {error:g} "
@@ -202,6 +222,9 @@ def run(args: argparse.Namespace) -> int:
     prices = read_prices_for(args, "plan") if args.forecast else None
     if args.forecast and prices is None:
         return 1
+    if args.pass_prob is not None and not args.forecast:
+        print("depthlab plan: --pass-prob needs --forecast (it prices a measurement)", file=sys.stderr)
+        return 2
     try:
         plan = plan_missing(
             trials,
@@ -220,10 +243,14 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if args.forecast:
         error = 0.05 if args.error is None else args.error
-        lines = forecast_lines(
-            trials, tasks, models=args.models, caps=args.caps, error=error, max_attempts=args.max_attempts,
-            prices=prices,
-        )  # fmt: skip
+        try:
+            lines = forecast_lines(
+                trials, tasks, models=args.models, caps=args.caps, error=error, max_attempts=args.max_attempts,
+                prices=prices, pass_prob=args.pass_prob, luck=args.luck,
+            )  # fmt: skip
+        except ValueError as exc:
+            print(f"depthlab plan: {exc}", file=sys.stderr)
+            return 1
         for line in lines:
             print(line, file=sys.stderr)
     per_cell = args.max_attempts if args.attempts == "auto" else args.attempts

@@ -26,6 +26,7 @@ question (the notebooks' topics), every name importable from here:
   :func:`compounding_plot`, its right panel), :func:`segment_reliability_by_model`,
   :func:`paired_depths`;
 * :mod:`depthlab.plots.uncertainty` (``08_depth_uncertainty``): :func:`depth_distribution`;
+* :mod:`depthlab.plots.cost` (``10_depth_cost``): :func:`depth_cost` (simulated data only);
 * ``_core`` (private): the style, :func:`save`, ``order``/``palette`` resolution and the preamble
   every figure function shares; ``_docstrings`` (private): the parameter blocks written once.
 
@@ -78,6 +79,7 @@ from typing import Final
 from depthlab.catalog import NAMES, ORDER, PALETTE, color, name
 from depthlab.plots._core import RC, SIMULATED_STAMP, DataSource, Palette, ShownFigure, save
 from depthlab.plots.checks import check_outcomes, check_outcomes_plot, key_step_rules, key_step_rules_plot
+from depthlab.plots.cost import depth_cost, depth_cost_plot
 from depthlab.plots.difficulty import forest, forest_plot, work_vs_pass_rate, work_vs_pass_rate_plot
 from depthlab.plots.labels import label_depths, label_depths_plot, label_pass_rates, label_pass_rates_plot, label_plot
 from depthlab.plots.segments import (
@@ -120,6 +122,8 @@ __all__ = [
     "collection_summary_plot",
     "color",
     "compounding_plot",
+    "depth_cost",
+    "depth_cost_plot",
     "depth_distribution",
     "depth_distribution_plot",
     "depth_given_turns",

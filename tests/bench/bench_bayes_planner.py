@@ -157,6 +157,38 @@ def main() -> None:
     print(table.with_columns(pl.col(pl.Float64).round(3)))
     print("\nThe price of learning the noise (runs of bayes / runs of oracle):")
     print(ratio.with_columns(pl.col("runs_vs_oracle").round(3)))
+    print("\nIssue 44's targets (bayes), and where one is missed, by how much:")
+    for line in target_lines(table, ratio):
+        print(" ", line)
+
+
+def target_lines(table: pl.DataFrame, ratio: pl.DataFrame) -> list[str]:
+    """One line per target and scenario: the value, met or MISSED by how much."""
+    bayes = {row["scenario"]: row for row in table.filter(pl.col("design") == "bayes").iter_rows(named=True)}
+    lines = []
+
+    def verdict(value: float, limit: float, above: bool, unit: str) -> str:
+        gap = (limit - value) if above else (value - limit)
+        return "met" if gap <= 0 else f"MISSED by {gap:.3g}{unit}"
+
+    for name, row in bayes.items():
+        setting = SCENARIOS[name]
+        if setting.level >= 0.5 and setting.luck == 0.02 and setting.shape == "flat":
+            lines.append(
+                f"misplaced <= 0.07, {name}: {row['misplaced']:.3f} ({verdict(row['misplaced'], 0.07, False, '')})"
+            )
+        if row["n_sure"]:
+            right = row["right_when_sure"]
+            lines.append(f"right among p_depth >= 0.95 >= 0.93, {name}: {right:.3f} ({verdict(right, 0.93, True, '')})")
+    for name, value in ratio.iter_rows():
+        lines.append(f"runs / oracle's <= 1.15, {name}: {value:.2f} ({verdict(value, 1.15, False, 'x')})")
+    skewed, uniform = "flat q 0.5, skewed, luck 2%", "flat q 0.5, 1 model, luck 2%"
+    if skewed in bayes and uniform in bayes:
+        s, u = bayes[skewed]["runs"], bayes[uniform]["runs"]
+        lines.append(
+            f"skewed collection cheaper than uniform: {s:.1f} vs {u:.1f} runs ({'met' if s < u else 'MISSED'})"
+        )
+    return lines
 
 
 if __name__ == "__main__":
