@@ -300,19 +300,28 @@ def in_instruction(fact: str, instruction: str, workdir: str | None = None) -> b
     (True, True)
     >>> in_instruction("/app/out/a.json", "Write /app/out/b.json.")
     False
+    >>> in_instruction("/app/sub/a.csv", "Write `./sub/a.csv`.", "/app"), in_instruction("/app/videos", "in /app/videos/.")
+    (True, True)
+    >>> in_instruction("port 8080", "at http://localhost:8080/auth"), in_instruction("/root/.gnupg", "in ~/.gnupg/")
+    (True, True)
     """
-    if fact.startswith(("port ", "user ")):
-        return _names(fact.split(" ", 1)[1], instruction)
+    if fact.startswith("port "):  # a whole number: "localhost:8080/auth" names port 8080
+        return re.search(rf"(?<![\w.]){re.escape(fact[5:])}(?!\w)", instruction) is not None
+    if fact.startswith("user "):
+        return _names(fact[5:], instruction)
     candidates = [fact]
     if workdir and workdir.rstrip("/") and fact.startswith(workdir.rstrip("/") + "/"):
-        candidates.append(fact[len(workdir.rstrip("/")) + 1 :])
+        relative = fact[len(workdir.rstrip("/")) + 1 :]
+        candidates += [relative, f"./{relative}"]  # `./submission/audit.csv` names /app/submission/audit.csv
+    if fact.startswith("/root/"):  # Harbor's agents run as root: `~/.gnupg` is /root/.gnupg
+        candidates.append("~" + fact[len("/root") :])
     for value in candidates:
         if _names(value, instruction) or re.search(rf"(?<![\w/.-]){re.escape(value)}/[\w.-]", instruction):
             return True
         parts = value.split("/")
         for end in range(len(parts) - 1, 0, -1):
             folder = "/".join(parts[:end])
-            if not folder.strip("/") or _is_place(folder):
+            if not folder.strip("/.") or _is_place(folder):
                 continue
             # a folder holding the file, named as a folder (a relative one with its slash)
             slash = "/" if not folder.startswith("/") else "/?"
@@ -322,8 +331,9 @@ def in_instruction(fact: str, instruction: str, workdir: str | None = None) -> b
 
 
 def _names(value: str, instruction: str) -> bool:
-    # not a part of a longer name: no word, slash or dash around it, no ".ext" after it (a full stop is fine)
-    return re.search(rf"(?<![\w/.-]){re.escape(value)}(?![\w/-]|\.\w)", instruction) is not None
+    # not a part of a longer name: no word, slash or dash around it, no ".ext" or path after it (a full stop
+    # is fine, and so is a folder's closing slash: `/app/videos/`)
+    return re.search(rf"(?<![\w/.-]){re.escape(value)}(?![\w-]|/[\w.-]|\.\w)", instruction) is not None
 
 
 def task_workdir(task_dir: Path) -> str | None:
