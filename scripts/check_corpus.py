@@ -53,25 +53,30 @@ class Corpus:
     commit: str | None
     subdir: str
     sample: int | None
+    skip: int = 0
 
     @classmethod
     def parse(cls, spec: str) -> Corpus:
-        """``NAME=FOLDER`` or ``NAME=GITDIR@COMMIT:SUBDIR[#N]``; a clear error otherwise."""
+        """``NAME=FOLDER`` or ``NAME=GITDIR@COMMIT:SUBDIR[#N[+K]]``; a clear error otherwise."""
         name, sep, where = spec.partition("=")
         if not sep or not name or not where:
-            raise SystemExit(f"corpus {spec!r}: expected NAME=FOLDER or NAME=GITDIR@COMMIT:SUBDIR[#N]")
+            raise SystemExit(f"corpus {spec!r}: expected NAME=FOLDER or NAME=GITDIR@COMMIT:SUBDIR[#N[+K]]")
         where, _, count = where.partition("#")
-        sample = int(count) if count else None
+        wanted, _, skip = count.partition("+")
+        if not (wanted.isdigit() or not count) or not (skip.isdigit() or not skip):
+            raise SystemExit(f"corpus {name}: the sample {count!r} is not N or N+K (whole numbers)")
+        sample, skipped = (int(wanted) if wanted else None), int(skip or 0)
         if "@" in where:
             gitdir, _, rest = where.partition("@")
             commit, _, subdir = rest.partition(":")
-            return cls(name, Path(gitdir), commit, subdir.strip("/"), sample)
+            return cls(name, Path(gitdir), commit, subdir.strip("/"), sample, skipped)
         if not Path(where).is_dir():
             raise SystemExit(f"corpus {name}: {where} is not a folder")
-        return cls(name, Path(where), None, "", sample)
+        return cls(name, Path(where), None, "", sample, skipped)
 
     def task_names(self) -> list[str]:
-        """The corpus's task folders (relative to its subdir), sorted, sampled with seed 0 when asked."""
+        """The corpus's task folders (relative to its subdir), sorted; with ``#N+K``, the N drawn after the first
+        K of one seeded draw (seed 0), so ``#150+120`` is disjoint from ``#120``."""
         if self.commit is None:
             names = sorted(p.name for p in self.root.iterdir() if (p / "task.toml").is_file())
         else:
@@ -82,8 +87,9 @@ class Corpus:
                 for line in listed.splitlines()
                 if line.endswith("/task.toml") and "/" not in line[len(prefix) : -len("/task.toml")]
             )
-        if self.sample is not None and self.sample < len(names):
-            names = sorted(random.Random(0).sample(names, self.sample))
+        if self.sample is not None:
+            drawn = random.Random(0).sample(names, min(len(names), self.skip + self.sample))
+            names = sorted(drawn[self.skip :])
         return names
 
     def extract(self, task: str, into: Path) -> tuple[Path, int]:

@@ -16,7 +16,8 @@ is not; ``harbor lint``.
     arithmetic). Named: verbatim; under the working folder, by its path relative to it (``hello.txt``
     for ``/app/hello.txt``); a file, by a named folder holding it; a folder, by a named file under it.
     *Hidden verifier inputs* (a path whose name says it is the verifier's answer: ``golden``,
-    ``expected``, ``hidden``, ``oracle``, ``ground truth``, ``answer key``, ``fixture``) the agent is
+    ``expected``, ``hidden``, ``oracle``, ``ground truth``, ``answer key``, ``fixture``, ``test set``,
+    ``held out``) the agent is
     never meant to see: reported apart (outcome ``note`` when they are all there is), never missing.
 ``fix_not_in_instruction``
     No command line of the step's key step appears verbatim in its instruction (an instruction that
@@ -90,16 +91,21 @@ _PORTS = (
     re.compile(r"\bport\s*=\s*(\d{2,5})\s*[,)]"),
     re.compile(r"--port[ =](\d{2,5})\b"),
     re.compile(r"\bnc\s+(?:-\w+\s+)*[\w.-]+\s+(\d{2,5})\b"),
-    re.compile(r"(?im)^[ \t]*(?:export[ \t]+)?\w*port\w*[ \t]*[:=][ \t]*(\d{2,5})[ \t]*$"),
+    # PORT as a whole word of the name (SERVER_PORT, port), never inside one (MAX_REPORT_ERR_MS = 500)
+    re.compile(r"(?im)^[ \t]*(?:export[ \t]+)?(?:[a-z0-9]+_)*port(?:_[a-z0-9]+)*[ \t]*[:=][ \t]*(\d{2,5})[ \t]*$"),
 )
+# `id` only where a command starts, or a quoted `id -u` (not "id should be positive" in a message)
 _USER = re.compile(
-    r"\b(?:id -u|id|su|sudo -u|runuser -u|getent passwd|chown|useradd|adduser)\s+(?:-\w*\s+)*"
-    r"([a-z_][a-z0-9_-]{1,31})\b"
+    r"(?:(?:^|[;&|(`!]|\$\(|\b(?:if|then|do|else|while|until)\b)[ \t]*id|['\"]id(?= -)|\b(?:su|sudo -u|runuser -u|getent passwd|chown|useradd|adduser))"
+    r"\s+(?:-\w*\s+)*([a-z_][a-z0-9_-]{1,31})\b",
+    re.MULTILINE,
 )
 #: A name that says a path is the verifier's own tooling.
 _VERIFIER_NAME = re.compile(r"verifier|grader|grading", re.IGNORECASE)
 #: A name that says a path is an input only the verifier is meant to see.
-_HIDDEN_NAME = re.compile(r"golden|expected|hidden|oracle|ground.?truth|answer.?key|fixture", re.IGNORECASE)
+_HIDDEN_NAME = re.compile(
+    r"golden|expected|hidden|oracle|truth|answer.?key|fixture|test.?set|held.?out", re.IGNORECASE
+)
 # what the tests make themselves: a virtual environment, a clone, a download, an install prefix, PATH
 _TOOLBOX = (
     re.compile(r"\b(?:venv|virtualenv)\s+(?:-\S+\s+)*['\"]?(/[\w.+/-]+)"),
@@ -110,7 +116,15 @@ _TOOLBOX = (
 _MKDIR = re.compile(r"\bmkdir\s+(?:-\S+\s+)*((?:['\"]?/[\w.+/-]+['\"]?\s*)+)")
 _PATH_VALUE = re.compile(r"\bPATH=['\"]?([^\s'\";]+)")
 # a program the tests run: a command word, or what an interpreter, source or make -f is given
-_RUN = re.compile(r"(?m)(?:^|[;&|(]|\b(?:bash|sh|source|python3?|exec|make\s+-[fC])\s|^\.\s)\s*['\"]?(/[\w.+/-]+)")
+_RUN = re.compile(
+    r"(?m)(?:^|[;&|(]|\b(?:bash|sh|source|python3?|exec|make\s+-[fC])(?:\s|['\"]\s*,\s*)|^\.\s)\s*['\"]?(/[\w.+/-]+)"
+)
+# what pytest is told to run: a test file, the verifier's own wherever it lies
+_PYTEST = re.compile(r"\bpytest[ \t]+(?:-\S+[ \t]+)*['\"]?(/[\w.+/-]+)")
+# where the tests copy, move or link a file to: the verifier's own copy (`cp /tests/t.py /app/t.py`)
+_COPY_TARGET = re.compile(
+    r"\b(?:cp|mv|ln|install|rsync)[ \t]+(?:-\S+[ \t]+)*(?:['\"]?[^\s;|&'\"]+['\"]?[ \t]+)+['\"]?(/[\w.+/-]+)"
+)
 _EXPANSION = re.compile(r"\$\{(\w+)(:?[-=])([^}]*)\}")
 _VARIABLE = re.compile(r"\$\{(\w+)[^}]*\}|\$(\w+)")
 _ASSIGNED = re.compile(r"(?m)^[ \t]*(?:export[ \t]+|local[ \t]+|readonly[ \t]+)?(\w+)=['\"]?(/[\w.+/-]*)['\"]?[ \t]*$")
@@ -229,6 +243,8 @@ def named_facts(text: str) -> list[str]:
     ['/app/out.txt', 'port 8080', 'user alice']
     >>> named_facts('port = 4000 + (digest % 500)\\nif p.startswith("/opt/") or "/mmbert-" in name: pass')
     []
+    >>> named_facts('MAX_REPORT_ERR_MS = 500\\nSERVER_PORT = 9000\\nassert x, f"id should be > 0"\\nout=$(id bob)')
+    ['port 9000', 'user bob']
     """
     found: list[str] = []
     for match in _PATH.finditer(text):
@@ -266,6 +282,7 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
         toolboxes |= {p.rstrip("/") for value in _PATH_VALUE.findall(text) for p in value.split(":") if p}
         own |= {p.strip("'\"").rstrip("/") for match in _MKDIR.finditer(text) for p in match.group(1).split()}
         own |= {p for p in _RUN.findall(text) if Path(p).name in environment}
+        own |= {match.group(1).rstrip("/") for pattern in (_COPY_TARGET, _PYTEST) for match in pattern.finditer(text)}
     asked: list[str] = []
     hidden: list[str] = []
     mine = 0
