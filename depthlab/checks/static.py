@@ -84,6 +84,9 @@ LINT_NOTES: frozenset[str] = frozenset(
 
 # an absolute path: a slash after a delimiter (not after a word, a variable's closing brace, another path)
 _PATH = re.compile(r"(?<![\w.$:/~}\])-])(/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?)")
+# a quoted path tested as a substring: followed by ` in` / ` not in`, or the argument of startswith/endswith
+_FRAGMENT_TEST = re.compile(r"['\"][ \t]+(?:not[ \t]+)?in\b")
+_FRAGMENT_LEAD = re.compile(r"\.(?:startswith|endswith)\([ \t]*[rbf]?['\"]\Z")
 # ports where the tests connect: a loopback address, a URL, a keyword argument, --port, nc, a PORT constant
 _PORTS = (
     re.compile(r"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])(?::|['\"]?\s*,\s*)(\d{2,5})\b"),
@@ -112,6 +115,11 @@ _TOOLBOX = (
     re.compile(r"\bgit\s+clone\s+(?:-\S+\s+)*\S+\s+['\"]?(/[\w.+/-]+)"),
     re.compile(r"\b(?:curl|wget)\b[^\n;|&]*?\s-[oO]\s*['\"]?(/[\w.+/-]+)"),
     re.compile(r"--(?:target|prefix|root)[= ]['\"]?(/[\w.+/-]+)"),
+    # what the tests compile: `gcc ... -o /x`, or `"-o", "/x"` in an argument list
+    re.compile(
+        r"(?:['\"]-o['\"][ \t]*,[ \t]*['\"]|\b(?:gcc|g\+\+|cc|clang|clang\+\+|mpicc|mpicxx|gfortran|rustc)\b"
+        r"[^\n;|&]*?[ \t]-o[ \t]*['\"]?)(/[\w.+/-]+)"
+    ),
 )
 _MKDIR = re.compile(r"\bmkdir\s+(?:-\S+\s+)*((?:['\"]?/[\w.+/-]+['\"]?\s*)+)")
 _PATH_VALUE = re.compile(r"\bPATH=['\"]?([^\s'\";]+)")
@@ -148,11 +156,13 @@ class StaticResult:
 @dataclass(frozen=True)
 class AskedFacts:
     """What a step's tests ask of the agent's environment (``asked``), the hidden verifier inputs they read
-    (``hidden``) and how many of the paths they name are the verifier's own (``own``)."""
+    (``hidden``), how many of the paths they name are the verifier's own (``own``) and the groups of paths
+    they accept any one of (``alternatives``)."""
 
     asked: tuple[str, ...]
     hidden: tuple[str, ...]
     own: int
+    alternatives: tuple[tuple[str, ...], ...] = ()
 
 
 def step_test_files(folders: list[Path]) -> list[Path]:
@@ -210,7 +220,59 @@ def _python_code(text: str) -> str:
                 lines[row - 1] = lines[row - 1][:column]
     except (tokenize.TokenError, SyntaxError):
         pass
-    return "\n".join(lines)
+    encoded = [bytearray(line.encode("utf-8")) for line in lines]
+    for node in ast.walk(tree):  # an assertion's message says what failed, it asks nothing
+        if isinstance(node, ast.Assert) and node.msg is not None and node.msg.end_lineno is not None:
+            message = node.msg
+            for number in range(message.lineno - 1, message.end_lineno):
+                line = encoded[number]
+                start = message.col_offset if number == message.lineno - 1 else 0
+                end = message.end_col_offset if number == message.end_lineno - 1 else len(line)
+                line[start : end or len(line)] = b" " * max(0, min(end or len(line), len(line)) - start)
+    return "\n".join(line.decode("utf-8", errors="replace") for line in encoded)
+
+
+def alternatives(text: str) -> list[tuple[str, ...]]:
+    """The groups of absolute paths a Python test file accepts any one of: a list, tuple or set literal of two
+    or more paths that are one file in several places (one name), or that a function searches for one of
+    (its body has ``any(``, ``next(`` or ``break``). A list the tests check path by path is no group.
+
+    Examples
+    --------
+    >>> alternatives('def t():\\n    assert any(Path(p).exists() for p in ["/app/a.bin", Path("/srv/b")])')
+    [('/app/a.bin', '/srv/b')]
+    >>> alternatives('for p in ["/app/x/run.cfg", "/app/run.cfg"]: pass\\nfor q in ["/app/a", "/app/b"]: pass')
+    [('/app/x/run.cfg', '/app/run.cfg')]
+    """
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    scopes: list[ast.AST] = [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+    searched = {
+        id(node)
+        for scope in scopes
+        if scope is not tree and re.search(r"\bany\(|\bnext\(|\bbreak\b", ast.get_source_segment(text, scope) or "")
+        for node in ast.walk(scope)
+    }
+    groups: list[tuple[str, ...]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and len(node.elts) >= 2:
+            paths = [_literal_path(element) for element in node.elts]
+            if all(paths):
+                group = tuple(str(path).rstrip("/") for path in paths)
+                if id(node) in searched or len({Path(path).name for path in group}) == 1:
+                    groups.append(group)
+    return groups
+
+
+def _literal_path(node: ast.expr) -> str | None:
+    """An absolute path written as a string or ``Path("...")``; None for anything else."""
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+        node = node.args[0]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("/"):
+        return node.value
+    return None
 
 
 def _shell_code(text: str) -> str:
@@ -249,6 +311,8 @@ def named_facts(text: str) -> list[str]:
     found: list[str] = []
     for match in _PATH.finditer(text):
         path = match.group(1).rstrip("/.") or "/"
+        if _FRAGMENT_TEST.match(text, match.end()) or _FRAGMENT_LEAD.search(text, max(0, match.start() - 40), match.start()):
+            continue  # `"/src/" in str(p)`, `p.startswith("/x/")`: a piece of a name, no place
         if not _is_place(path) and not path.endswith(("-", "_")):  # "/mmbert-": a name's fragment, no path
             found.append(path)
     found += [f"port {port}" for pattern in _PORTS for port in pattern.findall(text)]
@@ -270,13 +334,17 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
     facts: list[str] = []
     own: set[str] = set()
     toolboxes: set[str] = set()
+    groups: list[tuple[str, ...]] = []
     for path in files:
         try:
-            text = code_of_test(path.name, path.read_text(encoding="utf-8"))
+            raw = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
+        text = code_of_test(path.name, raw)
         if text is None:
             continue
+        if path.suffix.lower() == ".py":
+            groups += alternatives(raw)
         facts += named_facts(text)
         toolboxes |= {match.group(1).rstrip("/") for pattern in _TOOLBOX for match in pattern.finditer(text)}
         toolboxes |= {p.rstrip("/") for value in _PATH_VALUE.findall(text) for p in value.split(":") if p}
@@ -286,7 +354,10 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
     asked: list[str] = []
     hidden: list[str] = []
     mine = 0
+    grouped = {path for group in groups for path in group}
     for fact in dict.fromkeys(facts):
+        if fact in grouped:
+            continue  # one of a group: asked as the group
         if fact.startswith(("port ", "user ")):
             asked.append(fact)
         elif (
@@ -299,7 +370,7 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
             hidden.append(fact)
         else:
             asked.append(fact)
-    return AskedFacts(tuple(asked), tuple(hidden), mine)
+    return AskedFacts(tuple(asked), tuple(hidden), mine, tuple(dict.fromkeys(groups)))
 
 
 def in_instruction(fact: str, instruction: str, workdir: str | None = None) -> bool:
@@ -399,8 +470,16 @@ def named_in_instruction(
     found = asked_facts(step_test_files(folders), environment)
     missing = tuple(fact for fact in found.asked if not in_instruction(fact, instruction, workdir))
     hidden = tuple(fact for fact in found.hidden if not in_instruction(fact, instruction, workdir))
+    unnamed = [
+        " | ".join(group)
+        for group in found.alternatives
+        if not any(in_instruction(path, instruction, workdir) for path in group)
+    ]
     total = len(found.asked)
-    apart = f"hidden verifier inputs, never named: {', '.join(hidden)}" if hidden else ""
+    said = [f"hidden verifier inputs, never named: {', '.join(hidden)}"] if hidden else []
+    said += [f"places the tests accept any one of, none named: {'; '.join(unnamed)}"] if unnamed else []
+    apart = "; ".join(said)
+    hidden += tuple(unnamed)
     if missing:
         evidence = "not in the instruction: " + ", ".join(missing) + (f"; {apart}" if apart else "")
         return StaticResult("fault", total, missing, evidence, hidden)
