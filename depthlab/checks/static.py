@@ -259,18 +259,19 @@ def alternatives(text: str) -> list[tuple[str, ...]]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and len(node.elts) >= 2:
             paths = [_literal_path(element) for element in node.elts]
-            if all(paths):
-                group = tuple(str(path).rstrip("/") for path in paths)
-                if id(node) in searched or len({Path(path).name for path in group}) == 1:
-                    groups.append(group)
+            group = tuple(path.rstrip("/") for path in paths if path and path.startswith("/"))
+            if None in paths or len(group) < 2:  # relative places may stand beside them (`./feature_store.yaml`)
+                continue
+            if id(node) in searched or len({Path(path).name for path in group}) == 1:
+                groups.append(group)
     return groups
 
 
 def _literal_path(node: ast.expr) -> str | None:
-    """An absolute path written as a string or ``Path("...")``; None for anything else."""
+    """A path written as a string or ``Path("...")``; None for anything else."""
     if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
         node = node.args[0]
-    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("/"):
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     return None
 
