@@ -203,7 +203,7 @@ def check_corpus(corpus: Corpus, tune_corpora: frozenset[str], *, lint: bool) ->
 
 def precision_table(items: pl.DataFrame, labels_file: Path) -> pl.DataFrame:
     """Flagged items by check and part with their labels: true, debatable, false, unlabelled, precision."""
-    labels = pl.read_csv(labels_file, schema_overrides={"step": pl.Utf8}).with_columns(pl.col("step").fill_null(""))
+    labels = pl.read_csv(labels_file, infer_schema=False).with_columns(pl.col("step").fill_null(""))
     bad = labels.filter(~pl.col("label").is_in(LABELS))
     if bad.height:
         raise SystemExit(f"{labels_file}: labels must be one of {LABELS}; got {bad['label'].unique().to_list()}")

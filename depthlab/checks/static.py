@@ -36,6 +36,7 @@ The tests of a step are every text file of its ``tests/`` folder and of the task
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import json
 import os
@@ -559,6 +560,35 @@ def _lint(harbor: str, tasks: list[Path], timeout_sec: float) -> dict[Path, list
     return by_task
 
 
+#: Harbor 0.26's words when ``docker compose config`` fails on a task's Compose file (harbor/lint/compose.py).
+COMPOSE_LOAD_MESSAGE = "Docker Compose could not load this configuration"
+
+
+@functools.lru_cache(maxsize=1)
+def compose_version_reason() -> str | None:
+    """Why this machine's Docker Compose cannot lint as Harbor 0.26 does, or None when it can.
+
+    Harbor 0.26 lints a task's Compose file with ``docker compose config --no-env-resolution``; a Compose
+    without that option (2.26.1, Debian 13's) fails on every Compose file, and Harbor reads the failure as
+    ``invalid-task-config``: a finding about the machine, not the task.
+    """
+    try:
+        done = subprocess.run(
+            ["docker", "compose", "config", "--help"], capture_output=True, text=True, timeout=30, check=False
+        )
+        version = subprocess.run(
+            ["docker", "compose", "version", "--short"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None  # no Compose at all: Harbor says so itself
+    if done.returncode or "--no-env-resolution" in done.stdout:
+        return None
+    return (
+        f"this machine's Docker Compose {version.stdout.strip() or '(version unknown)'} has no "
+        "`config --no-env-resolution`, which Harbor's Compose lint needs"
+    )
+
+
 def lint_result(findings: list[dict] | str) -> StaticResult:
     """The ``lint`` row of one task from its ``harbor lint`` findings: each rule once, with Harbor's message;
     a ``note`` when every rule is about practice (:data:`LINT_NOTES`), else a ``fault``; an ``error`` when
@@ -577,7 +607,14 @@ def lint_result(findings: list[dict] | str) -> StaticResult:
     messages: dict[str, str] = {}
     for finding in findings:
         messages.setdefault(str(finding.get("rule")), str(finding.get("message") or "").strip().replace("\n", " "))
-    faults = tuple(rule for rule in messages if rule not in LINT_NOTES)
+    machine = {
+        rule
+        for rule, message in messages.items()
+        if message.startswith(COMPOSE_LOAD_MESSAGE) and compose_version_reason() is not None
+    }
+    for rule in machine:  # the machine's finding, not the task's: a note that says so
+        messages[rule] += f" ({compose_version_reason()}; a note, not the task's fault)"
+    faults = tuple(rule for rule in messages if rule not in LINT_NOTES and rule not in machine)
     said = "; ".join(
         (f"{rule}: {message}" if message else rule) + (" (a note)" if faults and rule in LINT_NOTES else "")
         for rule, message in messages.items()
