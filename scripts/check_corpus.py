@@ -1,8 +1,9 @@
 """The static checks over a corpus of real Harbor-format tasks, every flagged item listed and tallied.
 
 A corpus is a folder of task folders (``NAME=FOLDER``), or a git repository read at one commit
-(``NAME=GITDIR@COMMIT:SUBDIR``, optionally ``#N`` for a seeded sample of N of its tasks): each task is
-extracted with ``git archive`` into a temporary folder, checked there and deleted, so no task file is
+(``NAME=GITDIR@COMMIT:SUBDIR``, optionally ``#N`` for a seeded sample of N of its tasks, ``#N+K`` for
+the N drawn after the first K, disjoint from ``#K``): each task's files are written from git into a
+temporary folder (a blob the snapshot left out, empty), checked there and deleted, so no task file is
 ever written beside the repository (docs/checks.md, "Measured on real tasks").
 
 Each task belongs to one *part*, fixed before any item is read: ``tune`` (the rules may be changed after
@@ -12,18 +13,21 @@ were written). The labels (``--labels``, a CSV of ``corpus,task,step,check,item,
 ``true``, ``debatable`` or ``false``, the definitions in docs/checks.md) are joined to the items and
 the precision (true over flagged) printed per check and part.
 
-Usage::
+Usage (a fetched snapshot's git folder, and a folder of tasks)::
 
     python scripts/check_corpus.py \\
-        mmtb=/work/.mirror/mm-tbench+multimedia-terminal-bench/repo@c96adc0:datasets/mmtb-core \\
-        cookbook=../shared/samples/harbor-framework_harbor-cookbook/harbor_cookbook/recipes \\
+        mmtb=MIRROR/multimedia-terminal-bench.git@c96adc0:datasets/mmtb-core \\
+        tbenv=MIRROR/terminal-bench-env.git@aaad6ae:environments_harbor#150+570 \\
+        cookbook=SHARED/samples/harbor-framework_harbor-cookbook/harbor_cookbook/recipes \\
         --tune-corpus cookbook --labels scripts/corpus_labels.csv --lint -o out/corpus_items.csv
+
+The labels of every item the rules as shipped flag on the corpus of docs/checks.md are in
+``scripts/corpus_labels.csv``.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
 import random
 import subprocess
@@ -188,16 +192,18 @@ def check_corpus(corpus: Corpus, tune_corpora: frozenset[str], *, lint: bool) ->
                 )
         for problem in report.problems:
             counts[(part, "problem", "error")] += 1
-            items.append(dict(zip(_FIELDS, (corpus.name, commit, task, part, "", "load", "error", problem))))
+            items.append(
+                dict(zip(_FIELDS, (corpus.name, commit, task, part, "", "load", "error", problem), strict=True))
+            )
         for row in rows:
             counts[(part, row["check"], row["outcome"])] += 1
             if row["outcome"] == "error":
                 print(f"{corpus.name}/{task}: {row['check']}: {row['evidence']}", file=sys.stderr)
             base = (corpus.name, commit, task, part, row["step"] or "", row["check"])
             for item in flagged_items(row):
-                items.append(dict(zip(_FIELDS, (*base, "fault", item))))
+                items.append(dict(zip(_FIELDS, (*base, "fault", item), strict=True)))
             for item in hidden_items(row) if row["check"] == "named_in_instruction" else []:
-                items.append(dict(zip(_FIELDS, (*base, "hidden", item))))
+                items.append(dict(zip(_FIELDS, (*base, "hidden", item), strict=True)))
     return items, counts
 
 
@@ -252,9 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         table.write_csv(args.output, quote_style="non_numeric")
-    tally = pl.DataFrame(
-        [{"part": p, "check": c, "outcome": o, "rows": n} for (p, c, o), n in counts.items()]
-    ).sort("part", "check", "outcome")
+    tally = pl.DataFrame([{"part": p, "check": c, "outcome": o, "rows": n} for (p, c, o), n in counts.items()]).sort(
+        "part", "check", "outcome"
+    )
     with pl.Config(tbl_rows=-1, tbl_width_chars=200, fmt_str_lengths=120):
         print(tally)
         if args.labels:
@@ -265,5 +271,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    csv.field_size_limit(1 << 24)
     sys.exit(main())

@@ -4,21 +4,25 @@ is not; ``harbor lint``.
 ``named_in_instruction``
     Every absolute path, port and user name a step's tests *ask the agent's environment about* is
     named in the step's instruction (the paper's rule: an agent cannot be graded on a file it was never
-    told of). What the tests ask about is read from their code only (Python without its comments and
-    docstrings, shell scripts without their comments, shell parameter expansions resolved to their
-    defaults); the files beside them (JSON, text, expected outputs) are fixtures the tests read, not
-    questions. Not asked: Harbor's own folders and the system's (:data:`SYSTEM_PATHS`), bare top
-    folders (:data:`BARE_FOLDERS`), the verifier's own tooling (a path with ``verifier``, ``grader``
-    or ``grading`` in a name, what the tests make themselves: a folder they create, a virtual
-    environment, a clone, a download, a ``PATH`` value; a program the tests run that the task's
-    ``environment/`` ships), and ports outside a connection (only ``localhost:N``, a URL's port, a
-    ``port=N`` argument, ``--port N``, ``nc host N`` or a ``*PORT* = N`` constant count; never
-    arithmetic). Named: verbatim; under the working folder, by its path relative to it (``hello.txt``
-    for ``/app/hello.txt``); a file, by a named folder holding it; a folder, by a named file under it.
-    *Hidden verifier inputs* (a path whose name says it is the verifier's answer: ``golden``,
-    ``expected``, ``hidden``, ``oracle``, ``ground truth``, ``answer key``, ``fixture``, ``test set``,
-    ``held out``) the agent is
-    never meant to see: reported apart (outcome ``note`` when they are all there is), never missing.
+    told of). What the tests ask about is read from their code only (Python without its comments,
+    docstrings and assertion messages, shell scripts without their comments, shell parameter
+    expansions resolved to their defaults); the files beside them (JSON, text, expected outputs) are
+    fixtures the tests read, not questions. Not asked: Harbor's own folders and the system's
+    (:data:`SYSTEM_PATHS`), bare top folders (:data:`BARE_FOLDERS`), pieces of names (a substring
+    test, a JSON pointer, a regular expression's piece), the verifier's own tooling (a path with
+    ``verifier``, ``grader`` or ``grading`` in a name; what the tests make themselves: a folder they
+    create, a virtual environment, a clone, a download, a ``PATH`` value, a copy's target, a compiled
+    ``-o``, a file ``pytest`` runs; a program the tests run that the task's ``environment/`` ships),
+    and ports outside a connection (only ``localhost:N``, a URL's port, a ``port=N`` argument,
+    ``--port N``, ``nc host N`` or a constant named with ``PORT`` as a whole word count; never
+    arithmetic). Named: verbatim (a folder with its closing slash too); under the working folder, by
+    its path relative to it (``hello.txt`` or ``./hello.txt`` for ``/app/hello.txt``); under
+    ``/root``, with ``~``; a file, by a named folder holding it; a folder, by a named file under it;
+    a port, as a whole number. *Hidden verifier inputs* (a path whose name says it is the verifier's
+    answer: ``golden``, ``expected``, ``hidden``, ``oracle``, ``truth``, ``answer key``,
+    ``fixture``, ``test set``, ``held out``) the agent is never meant to see, and *places the tests
+    accept any one of* (:func:`alternatives`) none of which the instruction names: reported apart
+    (outcome ``note`` when they are all there is), never missing.
 ``fix_not_in_instruction``
     No command line of the step's key step appears verbatim in its instruction (an instruction that
     spells out the fix makes the key step free).
@@ -27,7 +31,9 @@ is not; ``harbor lint``.
     Harbor's message, where Harbor is installed (``not_applicable`` otherwise). A rule about practice
     rather than validity (:data:`LINT_NOTES`: ``shared-verifier``, ``root-agent``, unpinned images or
     dependencies, a verifier that installs or downloads at run time, an unused ``.harborignore``) is a
-    ``note``; any other rule (an invalid task, a privileged or leaking container) a ``fault``.
+    ``note``; any other rule (an invalid task, a privileged or leaking container) a ``fault``, but
+    for Harbor's "Docker Compose could not load" where this machine's Compose cannot lint as Harbor
+    does (:func:`compose_version_reason`): the machine's finding, a ``note`` that says so.
 
 The tests of a step are every text file of its ``tests/`` folder and of the task's shared
 ``tests/`` (Harbor merges both into ``/tests``).
@@ -102,16 +108,15 @@ _PORTS = (
 )
 # `id` only where a command starts, or a quoted `id -u` (not "id should be positive" in a message)
 _USER = re.compile(
-    r"(?:(?:^|[;&|(`!]|\$\(|\b(?:if|then|do|else|while|until)\b)[ \t]*id|['\"]id(?= -)|\b(?:su|sudo -u|runuser -u|getent passwd|chown|useradd|adduser))"
+    r"(?:(?:^|[;&|(`!]|\$\(|\b(?:if|then|do|else|while|until)\b)[ \t]*id|['\"]id(?= -)"
+    r"|\b(?:su|sudo -u|runuser -u|getent passwd|chown|useradd|adduser))"
     r"\s+(?:-\w*\s+)*([a-z_][a-z0-9_-]{1,31})\b",
     re.MULTILINE,
 )
 #: A name that says a path is the verifier's own tooling.
 _VERIFIER_NAME = re.compile(r"verifier|grader|grading", re.IGNORECASE)
 #: A name that says a path is an input only the verifier is meant to see.
-_HIDDEN_NAME = re.compile(
-    r"golden|expected|hidden|oracle|truth|answer.?key|fixture|test.?set|held.?out", re.IGNORECASE
-)
+_HIDDEN_NAME = re.compile(r"golden|expected|hidden|oracle|truth|answer.?key|fixture|test.?set|held.?out", re.IGNORECASE)
 # what the tests make themselves: a virtual environment, a clone, a download, an install prefix, PATH
 _TOOLBOX = (
     re.compile(r"\b(?:venv|virtualenv)\s+(?:-\S+\s+)*['\"]?(/[\w.+/-]+)"),
@@ -225,13 +230,17 @@ def _python_code(text: str) -> str:
         pass
     encoded = [bytearray(line.encode("utf-8")) for line in lines]
     for node in ast.walk(tree):  # an assertion's message says what failed, it asks nothing
-        if isinstance(node, ast.Assert) and node.msg is not None and node.msg.end_lineno is not None:
-            message = node.msg
-            for number in range(message.lineno - 1, message.end_lineno):
-                line = encoded[number]
-                start = message.col_offset if number == message.lineno - 1 else 0
-                end = message.end_col_offset if number == message.end_lineno - 1 else len(line)
-                line[start : end or len(line)] = b" " * max(0, min(end or len(line), len(line)) - start)
+        if not isinstance(node, ast.Assert) or node.msg is None:
+            continue
+        message = node.msg
+        last, stop = message.end_lineno, message.end_col_offset
+        if last is None or stop is None:
+            continue
+        for number in range(message.lineno - 1, last):
+            line = encoded[number]
+            start = message.col_offset if number == message.lineno - 1 else 0
+            end = min(stop if number == last - 1 else len(line), len(line))
+            line[start:end] = b" " * max(0, end - start)
     return "\n".join(line.decode("utf-8", errors="replace") for line in encoded)
 
 
@@ -251,7 +260,10 @@ def alternatives(text: str) -> list[tuple[str, ...]]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
-    scopes: list[ast.AST] = [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+    scopes: list[ast.AST] = [
+        tree,
+        *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
+    ]
     searched = {
         id(node)
         for scope in scopes
@@ -315,7 +327,9 @@ def named_facts(text: str) -> list[str]:
     found: list[str] = []
     for match in _PATH.finditer(text):
         path = match.group(1).rstrip("/.") or "/"
-        if _FRAGMENT_TEST.match(text, match.end()) or _FRAGMENT_LEAD.search(text, max(0, match.start() - 40), match.start()):
+        if _FRAGMENT_TEST.match(text, match.end()) or _FRAGMENT_LEAD.search(
+            text, max(0, match.start() - 40), match.start()
+        ):
             continue  # `"/src/" in str(p)`, `p.startswith("/x/")`: a piece of a name, no place
         if not _is_place(path) and not path.endswith(("-", "_")):  # "/mmbert-": a name's fragment, no path
             found.append(path)
@@ -392,7 +406,7 @@ def in_instruction(fact: str, instruction: str, workdir: str | None = None) -> b
     (True, True)
     >>> in_instruction("/app/out/a.json", "Write /app/out/b.json.")
     False
-    >>> in_instruction("/app/sub/a.csv", "Write `./sub/a.csv`.", "/app"), in_instruction("/app/videos", "in /app/videos/.")
+    >>> in_instruction("/app/sub/a.csv", "Write `./sub/a.csv`.", "/app"), in_instruction("/app/v", "in /app/v/.")
     (True, True)
     >>> in_instruction("port 8080", "at http://localhost:8080/auth"), in_instruction("/root/.gnupg", "in ~/.gnupg/")
     (True, True)

@@ -95,7 +95,8 @@ def test_what_the_tests_copy_compile_or_run_with_pytest_is_the_verifiers_own(tmp
         {
             "test.sh": "cp /tests/test_outputs.py /app/test_outputs.py 2>/dev/null || true\n"
             "python3 -m pytest /app/check_more.py -q\n",
-            "test_outputs.py": 'import subprocess\nsubprocess.run(["mpicc", "-o", "/app/sol/transpose", "/app/sol/t.c"])\n'
+            "test_outputs.py": "import subprocess\n"
+            'subprocess.run(["mpicc", "-o", "/app/sol/transpose", "/app/sol/t.c"])\n'
             'def test_msg():\n    assert True, "no file at /app/elsewhere.txt"\n',
         },
     )
@@ -121,8 +122,12 @@ def test_places_the_tests_accept_any_one_of_are_reported_apart(tmp_path: Path) -
     folders = _step(tmp_path, {"test_outputs.py": text})
     found = named_in_instruction("Write `/workspace/out/a.csv` and `/workspace/out/b.csv`.", folders)
     assert found.outcome == "note", found.evidence
-    assert "places the tests accept any one of, none named: /workspace/feature_repo/feature_store.yaml" in found.evidence
-    named = named_in_instruction("Write /workspace/out/a.csv, /workspace/out/b.csv, /workspace/feature_store.yaml", folders)
+    assert (
+        "places the tests accept any one of, none named: /workspace/feature_repo/feature_store.yaml" in found.evidence
+    )
+    named = named_in_instruction(
+        "Write /workspace/out/a.csv, /workspace/out/b.csv, /workspace/feature_store.yaml", folders
+    )
     assert named.outcome == "ok", named.evidence
     each = named_in_instruction("Write /workspace/out/a.csv and the config.", folders)
     assert each.missing == ("/workspace/out/b.csv",)  # a list checked path by path is no group
@@ -143,7 +148,8 @@ def test_the_cookbook_recipes_raise_no_flag(samples: Path, tmp_path: Path) -> No
     tasks = sorted(path for path in root.iterdir() if (path / "task.toml").is_file())
     report = check_tasks(tasks, jobs_dir=tmp_path / "jobs", checks=["named_in_instruction"])
     assert report.table["outcome"].unique().to_list() == ["ok"], report.table.select("task", "evidence")
-    assert report.table.height == 12 and report.table["total"].sum() == 15
+    assert report.table.height == 12
+    assert report.table["total"].sum() == 15
 
 
 # ---------------------------------------------------------------- scripts/check_corpus.py --------------------
@@ -157,13 +163,17 @@ def test_check_corpus_reads_a_git_corpus_and_joins_the_labels(tmp_path: Path) ->
         (task / "task.toml").write_text('version = "1.0"\n[environment]\nworkdir = "/workspace"\n')
         (task / "instruction.md").write_text(instruction + "\n")
         (task / "environment" / "Dockerfile").write_text("FROM debian:12\nWORKDIR /workspace\n")
-        (task / "tests" / "test_outputs.py").write_text('def test_out():\n    assert Path("/workspace/out.txt").exists()\n')
+        (task / "tests" / "test_outputs.py").write_text(
+            'def test_out():\n    assert Path("/workspace/out.txt").exists()\n'
+        )
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "tasks"], check=True)
     labels = tmp_path / "labels.csv"
-    labels.write_text("corpus,task,step,check,item,label,why\nc,bad,bad,named_in_instruction,/workspace/out.txt,true,x\n")
+    labels.write_text(
+        "corpus,task,step,check,item,label,why\nc,bad,bad,named_in_instruction,/workspace/out.txt,true,x\n"
+    )
     output = tmp_path / "items.csv"
     assert script.main([f"c={repo}@HEAD:tasks", "--labels", str(labels), "-o", str(output)]) == 0
     items = pl.read_csv(output, infer_schema=False)

@@ -56,5 +56,9 @@ def test_a_task_fault_stays_a_fault_beside_the_machines_note() -> None:
     ]
     result = static.lint_result(findings)
     assert result.outcome == "fault"
-    expected = ("agent-image-test-leak",) if static.compose_version_reason() else ("invalid-task-config", "agent-image-test-leak")
+    expected = (
+        ("agent-image-test-leak",)
+        if static.compose_version_reason()
+        else ("invalid-task-config", "agent-image-test-leak")
+    )
     assert result.missing == expected
