@@ -90,12 +90,15 @@ LINT_NOTES: frozenset[str] = frozenset(
 )
 
 # an absolute path: a slash after a delimiter (not after a word, a variable's closing brace, another path)
-# (nor after a '#': `#/definitions/` is a JSON pointer); one ending at a backslash is a regular expression's
+# (nor after a '#': `#/definitions/` is a JSON pointer; nor after '<': `</script>` is a closing tag); one ending at a backslash is a regular expression's
 # piece (`/home/u/ca-bundle\.crt`), read as no path
-_PATH = re.compile(r"(?<![\w.$:/~}\])#-])((?>/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?))(?!\\)")
-# a quoted path tested as a substring: followed by ` in` / ` not in`, or the argument of startswith/endswith
+_PATH = re.compile(r"(?<![\w.$:/~}\])#<-])((?>/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?))(?!\\)")
+# a quoted path tested as a substring: followed by ` in` / ` not in`, or the argument of a string method
 _FRAGMENT_TEST = re.compile(r"['\"][ \t]+(?:not[ \t]+)?in\b")
-_FRAGMENT_LEAD = re.compile(r"\.(?:startswith|endswith)\([ \t]*[rbf]?['\"]\Z")
+_FRAGMENT_LEAD = re.compile(
+    r"\.(?:startswith|endswith|split|rsplit|partition|rpartition|find|rfind|index|count|replace|removeprefix"
+    r"|removesuffix|strip|lstrip|rstrip)\([ \t]*[rbf]?['\"]\Z"
+)
 # ports where the tests connect: a loopback address, a URL, a keyword argument, --port, nc, a PORT constant
 _PORTS = (
     re.compile(r"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])(?::|['\"]?\s*,\s*)(\d{2,5})\b"),

@@ -81,6 +81,7 @@ def test_another_place_does_not_name_it(fact: str, instruction: str, workdir: st
         ('assert "/src/" in str(path)\nif p.startswith("/app/x/"): pass\n', []),  # substring tests
         ("ref = r'#/definitions/'\npat = r'^ca=/home/u/certs/ca-bundle\\.crt$'\n", []),  # pointer, regex
         ("ratio = len(x)/sr_ref\n", []),  # division
+        ("assert '</script>' not in html\nparts = p.split('/objects/')\n", []),  # a closing tag, a split
         ('open("/app/out.json")\n', ["/app/out.json"]),
     ],
 )
