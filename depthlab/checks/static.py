@@ -90,8 +90,8 @@ LINT_NOTES: frozenset[str] = frozenset(
 )
 
 # an absolute path: a slash after a delimiter (not after a word, a variable's closing brace, another path)
-# (nor after a '#': `#/definitions/` is a JSON pointer; nor after '<': `</script>` is a closing tag); one ending at a backslash is a regular expression's
-# piece (`/home/u/ca-bundle\.crt`), read as no path
+# (nor after a '#': `#/definitions/` is a JSON pointer; nor after '<': `</script>` is a closing tag); one
+# ending at a backslash is a regular expression's piece (`/home/u/ca-bundle\.crt`), read as no path
 _PATH = re.compile(r"(?<![\w.$:/~}\])#<-])((?>/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?))(?!\\)")
 # a quoted path tested as a substring: followed by ` in` / ` not in`, or the argument of a string method
 _FRAGMENT_TEST = re.compile(r"['\"][ \t]+(?:not[ \t]+)?in\b")
