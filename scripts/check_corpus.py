@@ -21,7 +21,7 @@ Usage (a fetched snapshot's git folder, and a folder of tasks)::
         cookbook=SHARED/samples/harbor-framework_harbor-cookbook/harbor_cookbook/recipes \\
         --tune-corpus cookbook --labels scripts/corpus_labels.csv --lint -o out/corpus_items.csv
 
-The labels of every item the rules as shipped flag on the corpus of docs/checks.md are in
+The labels of every item flagged in any round on the corpus of docs/checks.md are in
 ``scripts/corpus_labels.csv``.
 """
 

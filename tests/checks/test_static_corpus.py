@@ -68,7 +68,7 @@ def test_a_place_named_as_the_corpus_names_it_is_named(fact: str, instruction: s
     ],
 )
 def test_another_place_does_not_name_it(fact: str, instruction: str, workdir: str | None) -> None:
-    # the first: the defect found 50 times in terminal-bench-env (the tests read /workspace/solution/...)
+    # the first: the defect terminal-bench-env has most often (its tests read /workspace/solution/...)
     assert not in_instruction(fact, instruction, workdir)
 
 
