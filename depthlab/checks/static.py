@@ -4,20 +4,25 @@ is not; ``harbor lint``.
 ``named_in_instruction``
     Every absolute path, port and user name a step's tests *ask the agent's environment about* is
     named in the step's instruction (the paper's rule: an agent cannot be graded on a file it was never
-    told of). What the tests ask about is read from their code only (Python without its comments and
-    docstrings, shell scripts without their comments, shell parameter expansions resolved to their
-    defaults); the files beside them (JSON, text, expected outputs) are fixtures the tests read, not
-    questions. Not asked: Harbor's own folders and the system's (:data:`SYSTEM_PATHS`), bare top
-    folders (:data:`BARE_FOLDERS`), the verifier's own tooling (a path with ``verifier``, ``grader``
-    or ``grading`` in a name, what the tests make themselves: a folder they create, a virtual
-    environment, a clone, a download, a ``PATH`` value; a program the tests run that the task's
-    ``environment/`` ships), and ports outside a connection (only ``localhost:N``, a URL's port, a
-    ``port=N`` argument, ``--port N``, ``nc host N`` or a ``*PORT* = N`` constant count; never
-    arithmetic). Named: verbatim; under the working folder, by its path relative to it (``hello.txt``
-    for ``/app/hello.txt``); a file, by a named folder holding it; a folder, by a named file under it.
-    *Hidden verifier inputs* (a path whose name says it is the verifier's answer: ``golden``,
-    ``expected``, ``hidden``, ``oracle``, ``ground truth``, ``answer key``, ``fixture``) the agent is
-    never meant to see: reported apart (outcome ``note`` when they are all there is), never missing.
+    told of). What the tests ask about is read from their code only (Python without its comments,
+    docstrings and assertion messages, shell scripts without their comments, shell parameter
+    expansions resolved to their defaults); the files beside them (JSON, text, expected outputs) are
+    fixtures the tests read, not questions. Not asked: Harbor's own folders and the system's
+    (:data:`SYSTEM_PATHS`), bare top folders (:data:`BARE_FOLDERS`), pieces of names (a substring
+    test, a JSON pointer, a regular expression's piece), the verifier's own tooling (a path with
+    ``verifier``, ``grader`` or ``grading`` in a name; what the tests make themselves: a folder they
+    create, a virtual environment, a clone, a download, a ``PATH`` value, a copy's target, a compiled
+    ``-o``, a file ``pytest`` runs; a program the tests run that the task's ``environment/`` ships),
+    and ports outside a connection (only ``localhost:N``, a URL's port, a ``port=N`` argument,
+    ``--port N``, ``nc host N`` or a constant named with ``PORT`` as a whole word count; never
+    arithmetic). Named: verbatim (a folder with its closing slash too); under the working folder, by
+    its path relative to it (``hello.txt`` or ``./hello.txt`` for ``/app/hello.txt``); under
+    ``/root``, with ``~``; a file, by a named folder holding it; a folder, by a named file under it;
+    a port, as a whole number. *Hidden verifier inputs* (a path whose name says it is the verifier's
+    answer: ``golden``, ``expected``, ``hidden``, ``oracle``, ``truth``, ``answer key``,
+    ``fixture``, ``test set``, ``held out``) the agent is never meant to see, and *places the tests
+    accept any one of* (:func:`alternatives`) none of which the instruction names: reported apart
+    (outcome ``note`` when they are all there is), never missing.
 ``fix_not_in_instruction``
     No command line of the step's key step appears verbatim in its instruction (an instruction that
     spells out the fix makes the key step free).
@@ -26,7 +31,9 @@ is not; ``harbor lint``.
     Harbor's message, where Harbor is installed (``not_applicable`` otherwise). A rule about practice
     rather than validity (:data:`LINT_NOTES`: ``shared-verifier``, ``root-agent``, unpinned images or
     dependencies, a verifier that installs or downloads at run time, an unused ``.harborignore``) is a
-    ``note``; any other rule (an invalid task, a privileged or leaking container) a ``fault``.
+    ``note``; any other rule (an invalid task, a privileged or leaking container) a ``fault``, but
+    for Harbor's "Docker Compose could not load" where this machine's Compose cannot lint as Harbor
+    does (:func:`compose_version_reason`): the machine's finding, a ``note`` that says so.
 
 The tests of a step are every text file of its ``tests/`` folder and of the task's shared
 ``tests/`` (Harbor merges both into ``/tests``).
@@ -35,6 +42,7 @@ The tests of a step are every text file of its ``tests/`` folder and of the task
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import json
 import os
@@ -82,7 +90,15 @@ LINT_NOTES: frozenset[str] = frozenset(
 )
 
 # an absolute path: a slash after a delimiter (not after a word, a variable's closing brace, another path)
-_PATH = re.compile(r"(?<![\w.$:/~}\])-])(/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?)")
+# (nor after a '#': `#/definitions/` is a JSON pointer; nor after '<': `</script>` is a closing tag); one
+# ending at a backslash is a regular expression's piece (`/home/u/ca-bundle\.crt`), read as no path
+_PATH = re.compile(r"(?<![\w.$:/~}\])#<-])((?>/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?))(?!\\)")
+# a quoted path tested as a substring: followed by ` in` / ` not in`, or the argument of a string method
+_FRAGMENT_TEST = re.compile(r"['\"][ \t]+(?:not[ \t]+)?in\b")
+_FRAGMENT_LEAD = re.compile(
+    r"\.(?:startswith|endswith|split|rsplit|partition|rpartition|find|rfind|index|count|replace|removeprefix"
+    r"|removesuffix|strip|lstrip|rstrip)\([ \t]*[rbf]?['\"]\Z"
+)
 # ports where the tests connect: a loopback address, a URL, a keyword argument, --port, nc, a PORT constant
 _PORTS = (
     re.compile(r"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])(?::|['\"]?\s*,\s*)(\d{2,5})\b"),
@@ -90,27 +106,44 @@ _PORTS = (
     re.compile(r"\bport\s*=\s*(\d{2,5})\s*[,)]"),
     re.compile(r"--port[ =](\d{2,5})\b"),
     re.compile(r"\bnc\s+(?:-\w+\s+)*[\w.-]+\s+(\d{2,5})\b"),
-    re.compile(r"(?im)^[ \t]*(?:export[ \t]+)?\w*port\w*[ \t]*[:=][ \t]*(\d{2,5})[ \t]*$"),
+    # PORT as a whole word of the name (SERVER_PORT, port), never inside one (MAX_REPORT_ERR_MS = 500)
+    re.compile(r"(?im)^[ \t]*(?:export[ \t]+)?(?:[a-z0-9]+_)*port(?:_[a-z0-9]+)*[ \t]*[:=][ \t]*(\d{2,5})[ \t]*$"),
 )
+# `id` only where a command starts, or a quoted `id -u` (not "id should be positive" in a message)
 _USER = re.compile(
-    r"\b(?:id -u|id|su|sudo -u|runuser -u|getent passwd|chown|useradd|adduser)\s+(?:-\w*\s+)*"
-    r"([a-z_][a-z0-9_-]{1,31})\b"
+    r"(?:(?:^|[;&|(`!]|\$\(|\b(?:if|then|do|else|while|until)\b)[ \t]*id|['\"]id(?= -)"
+    r"|\b(?:su|sudo -u|runuser -u|getent passwd|chown|useradd|adduser))"
+    r"\s+(?:-\w*\s+)*([a-z_][a-z0-9_-]{1,31})\b",
+    re.MULTILINE,
 )
 #: A name that says a path is the verifier's own tooling.
 _VERIFIER_NAME = re.compile(r"verifier|grader|grading", re.IGNORECASE)
 #: A name that says a path is an input only the verifier is meant to see.
-_HIDDEN_NAME = re.compile(r"golden|expected|hidden|oracle|ground.?truth|answer.?key|fixture", re.IGNORECASE)
+_HIDDEN_NAME = re.compile(r"golden|expected|hidden|oracle|truth|answer.?key|fixture|test.?set|held.?out", re.IGNORECASE)
 # what the tests make themselves: a virtual environment, a clone, a download, an install prefix, PATH
 _TOOLBOX = (
     re.compile(r"\b(?:venv|virtualenv)\s+(?:-\S+\s+)*['\"]?(/[\w.+/-]+)"),
     re.compile(r"\bgit\s+clone\s+(?:-\S+\s+)*\S+\s+['\"]?(/[\w.+/-]+)"),
     re.compile(r"\b(?:curl|wget)\b[^\n;|&]*?\s-[oO]\s*['\"]?(/[\w.+/-]+)"),
     re.compile(r"--(?:target|prefix|root)[= ]['\"]?(/[\w.+/-]+)"),
+    # what the tests compile: `gcc ... -o /x`, or `"-o", "/x"` in an argument list
+    re.compile(
+        r"(?:['\"]-o['\"][ \t]*,[ \t]*['\"]|\b(?:gcc|g\+\+|cc|clang|clang\+\+|mpicc|mpicxx|gfortran|rustc)\b"
+        r"[^\n;|&]*?[ \t]-o[ \t]*['\"]?)(/[\w.+/-]+)"
+    ),
 )
 _MKDIR = re.compile(r"\bmkdir\s+(?:-\S+\s+)*((?:['\"]?/[\w.+/-]+['\"]?\s*)+)")
 _PATH_VALUE = re.compile(r"\bPATH=['\"]?([^\s'\";]+)")
 # a program the tests run: a command word, or what an interpreter, source or make -f is given
-_RUN = re.compile(r"(?m)(?:^|[;&|(]|\b(?:bash|sh|source|python3?|exec|make\s+-[fC])\s|^\.\s)\s*['\"]?(/[\w.+/-]+)")
+_RUN = re.compile(
+    r"(?m)(?:^|[;&|(]|\b(?:bash|sh|source|python3?|exec|make\s+-[fC])(?:\s|['\"]\s*,\s*)|^\.\s)\s*['\"]?(/[\w.+/-]+)"
+)
+# what pytest is told to run: a test file, the verifier's own wherever it lies
+_PYTEST = re.compile(r"\bpytest[ \t]+(?:-\S+[ \t]+)*['\"]?(/[\w.+/-]+)")
+# where the tests copy, move or link a file to: the verifier's own copy (`cp /tests/t.py /app/t.py`)
+_COPY_TARGET = re.compile(
+    r"\b(?:cp|mv|ln|install|rsync)[ \t]+(?:-\S+[ \t]+)*(?:['\"]?[^\s;|&'\"]+['\"]?[ \t]+)+['\"]?(/[\w.+/-]+)"
+)
 _EXPANSION = re.compile(r"\$\{(\w+)(:?[-=])([^}]*)\}")
 _VARIABLE = re.compile(r"\$\{(\w+)[^}]*\}|\$(\w+)")
 _ASSIGNED = re.compile(r"(?m)^[ \t]*(?:export[ \t]+|local[ \t]+|readonly[ \t]+)?(\w+)=['\"]?(/[\w.+/-]*)['\"]?[ \t]*$")
@@ -134,11 +167,13 @@ class StaticResult:
 @dataclass(frozen=True)
 class AskedFacts:
     """What a step's tests ask of the agent's environment (``asked``), the hidden verifier inputs they read
-    (``hidden``) and how many of the paths they name are the verifier's own (``own``)."""
+    (``hidden``), how many of the paths they name are the verifier's own (``own``) and the groups of paths
+    they accept any one of (``alternatives``)."""
 
     asked: tuple[str, ...]
     hidden: tuple[str, ...]
     own: int
+    alternatives: tuple[tuple[str, ...], ...] = ()
 
 
 def step_test_files(folders: list[Path]) -> list[Path]:
@@ -196,7 +231,67 @@ def _python_code(text: str) -> str:
                 lines[row - 1] = lines[row - 1][:column]
     except (tokenize.TokenError, SyntaxError):
         pass
-    return "\n".join(lines)
+    encoded = [bytearray(line.encode("utf-8")) for line in lines]
+    for node in ast.walk(tree):  # an assertion's message says what failed, it asks nothing
+        if not isinstance(node, ast.Assert) or node.msg is None:
+            continue
+        message = node.msg
+        last, stop = message.end_lineno, message.end_col_offset
+        if last is None or stop is None:
+            continue
+        for number in range(message.lineno - 1, last):
+            line = encoded[number]
+            start = message.col_offset if number == message.lineno - 1 else 0
+            end = min(stop if number == last - 1 else len(line), len(line))
+            line[start:end] = b" " * max(0, end - start)
+    return "\n".join(line.decode("utf-8", errors="replace") for line in encoded)
+
+
+def alternatives(text: str) -> list[tuple[str, ...]]:
+    """The groups of absolute paths a Python test file accepts any one of: a list, tuple or set literal of two
+    or more paths that are one file in several places (one name), or that a function searches for one of
+    (its body has ``any(``, ``next(`` or ``break``). A list the tests check path by path is no group.
+
+    Examples
+    --------
+    >>> alternatives('def t():\\n    assert any(Path(p).exists() for p in ["/app/a.bin", Path("/srv/b")])')
+    [('/app/a.bin', '/srv/b')]
+    >>> alternatives('for p in ["/app/x/run.cfg", "/app/run.cfg"]: pass\\nfor q in ["/app/a", "/app/b"]: pass')
+    [('/app/x/run.cfg', '/app/run.cfg')]
+    """
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    scopes: list[ast.AST] = [
+        tree,
+        *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
+    ]
+    searched = {
+        id(node)
+        for scope in scopes
+        if scope is not tree and re.search(r"\bany\(|\bnext\(|\bbreak\b", ast.get_source_segment(text, scope) or "")
+        for node in ast.walk(scope)
+    }
+    groups: list[tuple[str, ...]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and len(node.elts) >= 2:
+            paths = [_literal_path(element) for element in node.elts]
+            group = tuple(path.rstrip("/") for path in paths if path and path.startswith("/"))
+            if None in paths or len(group) < 2:  # relative places may stand beside them (`./feature_store.yaml`)
+                continue
+            if id(node) in searched or len({Path(path).name for path in group}) == 1:
+                groups.append(group)
+    return groups
+
+
+def _literal_path(node: ast.expr) -> str | None:
+    """A path written as a string or ``Path("...")``; None for anything else."""
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+        node = node.args[0]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
 
 
 def _shell_code(text: str) -> str:
@@ -229,10 +324,16 @@ def named_facts(text: str) -> list[str]:
     ['/app/out.txt', 'port 8080', 'user alice']
     >>> named_facts('port = 4000 + (digest % 500)\\nif p.startswith("/opt/") or "/mmbert-" in name: pass')
     []
+    >>> named_facts('MAX_REPORT_ERR_MS = 500\\nSERVER_PORT = 9000\\nassert x, f"id should be > 0"\\nout=$(id bob)')
+    ['port 9000', 'user bob']
     """
     found: list[str] = []
     for match in _PATH.finditer(text):
         path = match.group(1).rstrip("/.") or "/"
+        if _FRAGMENT_TEST.match(text, match.end()) or _FRAGMENT_LEAD.search(
+            text, max(0, match.start() - 40), match.start()
+        ):
+            continue  # `"/src/" in str(p)`, `p.startswith("/x/")`: a piece of a name, no place
         if not _is_place(path) and not path.endswith(("-", "_")):  # "/mmbert-": a name's fragment, no path
             found.append(path)
     found += [f"port {port}" for pattern in _PORTS for port in pattern.findall(text)]
@@ -254,22 +355,30 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
     facts: list[str] = []
     own: set[str] = set()
     toolboxes: set[str] = set()
+    groups: list[tuple[str, ...]] = []
     for path in files:
         try:
-            text = code_of_test(path.name, path.read_text(encoding="utf-8"))
+            raw = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
+        text = code_of_test(path.name, raw)
         if text is None:
             continue
+        if path.suffix.lower() == ".py":
+            groups += alternatives(raw)
         facts += named_facts(text)
         toolboxes |= {match.group(1).rstrip("/") for pattern in _TOOLBOX for match in pattern.finditer(text)}
         toolboxes |= {p.rstrip("/") for value in _PATH_VALUE.findall(text) for p in value.split(":") if p}
         own |= {p.strip("'\"").rstrip("/") for match in _MKDIR.finditer(text) for p in match.group(1).split()}
         own |= {p for p in _RUN.findall(text) if Path(p).name in environment}
+        own |= {match.group(1).rstrip("/") for pattern in (_COPY_TARGET, _PYTEST) for match in pattern.finditer(text)}
     asked: list[str] = []
     hidden: list[str] = []
     mine = 0
+    grouped = {path for group in groups for path in group}
     for fact in dict.fromkeys(facts):
+        if fact in grouped:
+            continue  # one of a group: asked as the group
         if fact.startswith(("port ", "user ")):
             asked.append(fact)
         elif (
@@ -282,7 +391,7 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
             hidden.append(fact)
         else:
             asked.append(fact)
-    return AskedFacts(tuple(asked), tuple(hidden), mine)
+    return AskedFacts(tuple(asked), tuple(hidden), mine, tuple(dict.fromkeys(groups)))
 
 
 def in_instruction(fact: str, instruction: str, workdir: str | None = None) -> bool:
@@ -300,19 +409,28 @@ def in_instruction(fact: str, instruction: str, workdir: str | None = None) -> b
     (True, True)
     >>> in_instruction("/app/out/a.json", "Write /app/out/b.json.")
     False
+    >>> in_instruction("/app/sub/a.csv", "Write `./sub/a.csv`.", "/app"), in_instruction("/app/v", "in /app/v/.")
+    (True, True)
+    >>> in_instruction("port 8080", "at http://localhost:8080/auth"), in_instruction("/root/.gnupg", "in ~/.gnupg/")
+    (True, True)
     """
-    if fact.startswith(("port ", "user ")):
-        return _names(fact.split(" ", 1)[1], instruction)
+    if fact.startswith("port "):  # a whole number: "localhost:8080/auth" names port 8080
+        return re.search(rf"(?<![\w.]){re.escape(fact[5:])}(?!\w)", instruction) is not None
+    if fact.startswith("user "):
+        return _names(fact[5:], instruction)
     candidates = [fact]
     if workdir and workdir.rstrip("/") and fact.startswith(workdir.rstrip("/") + "/"):
-        candidates.append(fact[len(workdir.rstrip("/")) + 1 :])
+        relative = fact[len(workdir.rstrip("/")) + 1 :]
+        candidates += [relative, f"./{relative}"]  # `./submission/audit.csv` names /app/submission/audit.csv
+    if fact.startswith("/root/"):  # Harbor's agents run as root: `~/.gnupg` is /root/.gnupg
+        candidates.append("~" + fact[len("/root") :])
     for value in candidates:
         if _names(value, instruction) or re.search(rf"(?<![\w/.-]){re.escape(value)}/[\w.-]", instruction):
             return True
         parts = value.split("/")
         for end in range(len(parts) - 1, 0, -1):
             folder = "/".join(parts[:end])
-            if not folder.strip("/") or _is_place(folder):
+            if not folder.strip("/.") or _is_place(folder):
                 continue
             # a folder holding the file, named as a folder (a relative one with its slash)
             slash = "/" if not folder.startswith("/") else "/?"
@@ -322,8 +440,9 @@ def in_instruction(fact: str, instruction: str, workdir: str | None = None) -> b
 
 
 def _names(value: str, instruction: str) -> bool:
-    # not a part of a longer name: no word, slash or dash around it, no ".ext" after it (a full stop is fine)
-    return re.search(rf"(?<![\w/.-]){re.escape(value)}(?![\w/-]|\.\w)", instruction) is not None
+    # not a part of a longer name: no word, slash or dash around it, no ".ext" or path after it (a full stop
+    # is fine, and so is a folder's closing slash: `/app/videos/`)
+    return re.search(rf"(?<![\w/.-]){re.escape(value)}(?![\w-]|/[\w.-]|\.\w)", instruction) is not None
 
 
 def task_workdir(task_dir: Path) -> str | None:
@@ -372,8 +491,16 @@ def named_in_instruction(
     found = asked_facts(step_test_files(folders), environment)
     missing = tuple(fact for fact in found.asked if not in_instruction(fact, instruction, workdir))
     hidden = tuple(fact for fact in found.hidden if not in_instruction(fact, instruction, workdir))
+    unnamed = [
+        " | ".join(group)
+        for group in found.alternatives
+        if not any(in_instruction(path, instruction, workdir) for path in group)
+    ]
     total = len(found.asked)
-    apart = f"hidden verifier inputs, never named: {', '.join(hidden)}" if hidden else ""
+    said = [f"hidden verifier inputs, never named: {', '.join(hidden)}"] if hidden else []
+    said += [f"places the tests accept any one of, none named: {'; '.join(unnamed)}"] if unnamed else []
+    apart = "; ".join(said)
+    hidden += tuple(unnamed)
     if missing:
         evidence = "not in the instruction: " + ", ".join(missing) + (f"; {apart}" if apart else "")
         return StaticResult("fault", total, missing, evidence, hidden)
@@ -450,6 +577,35 @@ def _lint(harbor: str, tasks: list[Path], timeout_sec: float) -> dict[Path, list
     return by_task
 
 
+#: Harbor 0.26's words when ``docker compose config`` fails on a task's Compose file (harbor/lint/compose.py).
+COMPOSE_LOAD_MESSAGE = "Docker Compose could not load this configuration"
+
+
+@functools.lru_cache(maxsize=1)
+def compose_version_reason() -> str | None:
+    """Why this machine's Docker Compose cannot lint as Harbor 0.26 does, or None when it can.
+
+    Harbor 0.26 lints a task's Compose file with ``docker compose config --no-env-resolution``; a Compose
+    without that option (2.26.1, Debian 13's) fails on every Compose file, and Harbor reads the failure as
+    ``invalid-task-config``: a finding about the machine, not the task.
+    """
+    try:
+        done = subprocess.run(
+            ["docker", "compose", "config", "--help"], capture_output=True, text=True, timeout=30, check=False
+        )
+        version = subprocess.run(
+            ["docker", "compose", "version", "--short"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None  # no Compose at all: Harbor says so itself
+    if done.returncode or "--no-env-resolution" in done.stdout:
+        return None
+    return (
+        f"this machine's Docker Compose {version.stdout.strip() or '(version unknown)'} has no "
+        "`config --no-env-resolution`, which Harbor's Compose lint needs"
+    )
+
+
 def lint_result(findings: list[dict] | str) -> StaticResult:
     """The ``lint`` row of one task from its ``harbor lint`` findings: each rule once, with Harbor's message;
     a ``note`` when every rule is about practice (:data:`LINT_NOTES`), else a ``fault``; an ``error`` when
@@ -468,7 +624,14 @@ def lint_result(findings: list[dict] | str) -> StaticResult:
     messages: dict[str, str] = {}
     for finding in findings:
         messages.setdefault(str(finding.get("rule")), str(finding.get("message") or "").strip().replace("\n", " "))
-    faults = tuple(rule for rule in messages if rule not in LINT_NOTES)
+    machine = {
+        rule
+        for rule, message in messages.items()
+        if message.startswith(COMPOSE_LOAD_MESSAGE) and compose_version_reason() is not None
+    }
+    for rule in machine:  # the machine's finding, not the task's: a note that says so
+        messages[rule] += f" ({compose_version_reason()}; a note, not the task's fault)"
+    faults = tuple(rule for rule in messages if rule not in LINT_NOTES and rule not in machine)
     said = "; ".join(
         (f"{rule}: {message}" if message else rule) + (" (a note)" if faults and rule in LINT_NOTES else "")
         for rule, message in messages.items()

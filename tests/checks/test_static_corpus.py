@@ -1,0 +1,200 @@
+"""The static checks as measured on real tasks (docs/checks.md, "Measured on real tasks"): each rule the
+corpus called for, on the shape it was found in, and ``scripts/check_corpus.py`` on a real git repository.
+
+The corpus itself is never copied here: the cookbook's recipes are read from ``../shared`` (skipped with a
+reason when absent); every other text below is written for the test, in the shape of the item that made
+the rule (the item is named in the comment).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import polars as pl
+import pytest
+
+from depthlab.checks import check_tasks
+from depthlab.checks.static import alternatives, in_instruction, named_facts, named_in_instruction
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _corpus_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("check_corpus", ROOT / "scripts" / "check_corpus.py")
+    if spec is None or spec.loader is None:
+        raise RuntimeError("scripts/check_corpus.py cannot be loaded")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["check_corpus"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _step(tmp_path: Path, tests: dict[str, str]) -> list[Path]:
+    folder = tmp_path / "tests"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in tests.items():
+        (folder / name).write_text(text)
+    return [folder]
+
+
+# ---------------------------------------------------------------- how an instruction names a place ----------
+@pytest.mark.parametrize(
+    ("fact", "instruction", "workdir"),
+    [
+        ("/app/submission/audit.csv", "Write `./submission/audit.csv` with header:", "/app"),  # mmtb, 30 such
+        ("/app/videos", "The originals live in `/app/videos/`; copy from there.", None),  # a folder's slash
+        ("/workspace/configs", "files in `/workspace/configs/` need fixing", None),
+        ("port 8080", "The service is accessible at `http://localhost:8080/auth`", None),  # port then a path
+        ("/root/.gnupg", "the keyring in `~/.gnupg/`", None),  # Harbor's agents are root
+        ("/app/assets/clips/a.mp4", "a folder of clips (`./assets/clips/`)", "/app"),
+    ],
+)
+def test_a_place_named_as_the_corpus_names_it_is_named(fact: str, instruction: str, workdir: str | None) -> None:
+    assert in_instruction(fact, instruction, workdir)
+
+
+@pytest.mark.parametrize(
+    ("fact", "instruction", "workdir"),
+    [
+        ("/workspace/solution/decision.txt", "Save your result to `/solution/decision.txt`", "/workspace"),
+        ("/app/assets/external.wav", "- `./external.wav`: the external recording", "/app"),  # another place
+        ("port 80", "serve on port 8080", None),
+        ("/app/x/a.json", "see `./x/b.json`", "/app"),
+        ("/app/sub", "write to `./subdir/`", "/app"),
+    ],
+)
+def test_another_place_does_not_name_it(fact: str, instruction: str, workdir: str | None) -> None:
+    # the first: the defect terminal-bench-env has most often (its tests read /workspace/solution/...)
+    assert not in_instruction(fact, instruction, workdir)
+
+
+# ---------------------------------------------------------------- what the tests ask -------------------------
+@pytest.mark.parametrize(
+    ("code", "found"),
+    [
+        ("MAX_REPORT_ERR_MS = 500\nSERVER_PORT = 9000\n", ["port 9000"]),  # PORT a whole word of the name
+        ('assert r["id"] > 0, f"Record {i}: id should be positive"\nid -u carol\n', ["user carol"]),
+        ('assert "/src/" in str(path)\nif p.startswith("/app/x/"): pass\n', []),  # substring tests
+        ("ref = r'#/definitions/'\npat = r'^ca=/home/u/certs/ca-bundle\\.crt$'\n", []),  # pointer, regex
+        ("ratio = len(x)/sr_ref\n", []),  # division
+        ("assert '</script>' not in html\nparts = p.split('/objects/')\n", []),  # a closing tag, a split
+        ('open("/app/out.json")\n', ["/app/out.json"]),
+    ],
+)
+def test_named_facts_reads_only_places(code: str, found: list[str]) -> None:
+    assert named_facts(code) == found
+
+
+def test_what_the_tests_copy_compile_or_run_with_pytest_is_the_verifiers_own(tmp_path: Path) -> None:
+    # moodi-mercor/terminal-bench-qc: 13 fixtures copy their tests into /app and run them there
+    folders = _step(
+        tmp_path,
+        {
+            "test.sh": "cp /tests/test_outputs.py /app/test_outputs.py 2>/dev/null || true\n"
+            "python3 -m pytest /app/check_more.py -q\n",
+            "test_outputs.py": "import subprocess\n"
+            'subprocess.run(["mpicc", "-o", "/app/sol/transpose", "/app/sol/t.c"])\n'
+            'def test_msg():\n    assert True, "no file at /app/elsewhere.txt"\n',
+        },
+    )
+    found = named_in_instruction("Write the C program to `/app/sol/t.c`.", folders)
+    assert found.outcome == "ok", found.evidence
+    assert found.evidence == "all 1 named in the instruction (3 of the verifier's own left out)"
+    missing = named_in_instruction("Write a C program.", folders)
+    assert missing.missing == ("/app/sol/t.c",)
+
+
+def test_places_the_tests_accept_any_one_of_are_reported_apart(tmp_path: Path) -> None:
+    # terminal-bench-env's feast and ansible tasks: several places, any one found passes
+    text = (
+        "def test_config():\n"
+        '    paths = [Path("/workspace/feature_repo/feature_store.yaml"), Path("/workspace/feature_store.yaml"),\n'
+        '             Path("./feature_store.yaml")]\n'
+        "    assert any(p.exists() for p in paths)\n"
+        "def test_each():\n"
+        '    for p in ["/workspace/out/a.csv", "/workspace/out/b.csv"]:\n'
+        "        assert Path(p).exists()\n"
+    )
+    assert alternatives(text) == [("/workspace/feature_repo/feature_store.yaml", "/workspace/feature_store.yaml")]
+    folders = _step(tmp_path, {"test_outputs.py": text})
+    found = named_in_instruction("Write `/workspace/out/a.csv` and `/workspace/out/b.csv`.", folders)
+    assert found.outcome == "note", found.evidence
+    assert (
+        "places the tests accept any one of, none named: /workspace/feature_repo/feature_store.yaml" in found.evidence
+    )
+    named = named_in_instruction(
+        "Write /workspace/out/a.csv, /workspace/out/b.csv, /workspace/feature_store.yaml", folders
+    )
+    assert named.outcome == "ok", named.evidence
+    each = named_in_instruction("Write /workspace/out/a.csv and the config.", folders)
+    assert each.missing == ("/workspace/out/b.csv",)  # a list checked path by path is no group
+
+
+def test_a_held_out_test_set_is_a_hidden_input(tmp_path: Path) -> None:
+    # multimedia-terminal-bench's mock-call-automation: test clips moved in from /opt/.test_set at grading
+    folders = _step(tmp_path, {"verifier.py": 'SRC = Path("/opt/.test_set")\nANSWER = Path("/opt/answer_truth.txt")\n'})
+    found = named_in_instruction("Count the calls.", folders)
+    assert (found.outcome, found.hidden) == ("note", ("/opt/.test_set", "/opt/answer_truth.txt"))
+
+
+# ---------------------------------------------------------------- the cookbook, as shipped -------------------
+def test_the_cookbook_recipes_raise_no_flag(samples: Path, tmp_path: Path) -> None:
+    root = samples / "harbor-framework_harbor-cookbook" / "harbor_cookbook" / "recipes"
+    if not root.is_dir():
+        pytest.skip(f"the cookbook's recipes are not at {root}")
+    tasks = sorted(path for path in root.iterdir() if (path / "task.toml").is_file())
+    report = check_tasks(tasks, jobs_dir=tmp_path / "jobs", checks=["named_in_instruction"])
+    assert report.table["outcome"].unique().to_list() == ["ok"], report.table.select("task", "evidence")
+    assert report.table.height == 12
+    assert report.table["total"].sum() == 15
+
+
+# ---------------------------------------------------------------- scripts/check_corpus.py --------------------
+def test_check_corpus_reads_a_git_corpus_and_joins_the_labels(tmp_path: Path) -> None:
+    script = _corpus_script()
+    repo = tmp_path / "repo"
+    for name, instruction in (("good", "Write `./out.txt`."), ("bad", "Write `/solution/out.txt`.")):
+        task = repo / "tasks" / name
+        (task / "tests").mkdir(parents=True)
+        (task / "environment").mkdir()
+        (task / "task.toml").write_text('version = "1.0"\n[environment]\nworkdir = "/workspace"\n')
+        (task / "instruction.md").write_text(instruction + "\n")
+        (task / "environment" / "Dockerfile").write_text("FROM debian:12\nWORKDIR /workspace\n")
+        (task / "tests" / "test_outputs.py").write_text(
+            'def test_out():\n    assert Path("/workspace/out.txt").exists()\n'
+        )
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "tasks"], check=True)
+    labels = tmp_path / "labels.csv"
+    labels.write_text(
+        "corpus,task,step,check,item,label,why\nc,bad,bad,named_in_instruction,/workspace/out.txt,true,x\n"
+    )
+    output = tmp_path / "items.csv"
+    assert script.main([f"c={repo}@HEAD:tasks", "--labels", str(labels), "-o", str(output)]) == 0
+    items = pl.read_csv(output, infer_schema=False)
+    assert items.select("task", "outcome", "item").rows() == [("bad", "fault", "/workspace/out.txt")]
+    joined = script.precision_table(items, labels)
+    assert joined.select("flagged", "true", "precision").rows() == [(1, 1, 1.0)]
+    assert script.part_of("c", "bad", frozenset({"c"})) == "tune"
+
+
+def test_check_corpus_refuses_a_bad_corpus_with_its_reason(tmp_path: Path) -> None:
+    script = _corpus_script()
+    with pytest.raises(SystemExit, match="expected NAME=FOLDER"):
+        script.Corpus.parse("no-equals-sign")
+    with pytest.raises(SystemExit, match="is not a folder"):
+        script.Corpus.parse(f"x={tmp_path / 'absent'}")
+    with pytest.raises(SystemExit, match="not N or N"):
+        script.Corpus.parse(f"x={tmp_path}@HEAD:tasks#ten")
+    labels = tmp_path / "labels.csv"
+    labels.write_text("corpus,task,step,check,item,label,why\nc,t,t,named_in_instruction,/x,maybe,?\n")
+    items = pl.DataFrame({"corpus": ["c"], "task": ["t"], "part": ["tune"], "step": ["t"],
+                          "check": ["named_in_instruction"], "outcome": ["fault"], "item": ["/x"]})  # fmt: skip
+    with pytest.raises(SystemExit, match="labels must be one of"):
+        script.precision_table(items, labels)
