@@ -1,0 +1,187 @@
+"""D kept per task version (issue 45): a task's digest and parts, and what a change of each costs.
+
+Harbor 0.26's own ``Packager.compute_content_hash`` (the digest its trial locks record), ``Task.checksum``
+(the ``task_checksum`` its trial results record) and ``[task].version`` reading judge depthlab's
+(``harbor`` mark: its side venv, no Docker).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from depthlab.io.task_versions import (
+    PARTS,
+    VERSIONS_FILE,
+    TaskVersion,
+    diff_action,
+    read_versions,
+    record_versions,
+    task_version,
+)
+from depthlab.io.tasks import dirhash_sha256
+
+#: Harbor's own digest, checksum and version of each task folder given as an argument.
+_HARBOR_HASHES = """
+import json, sys, warnings
+from pathlib import Path
+from harbor.models.job.lock import _task_package_version
+from harbor.models.task.task import Task
+from harbor.publisher.packager import Packager
+warnings.simplefilter("ignore", DeprecationWarning)
+out = {}
+for folder in sys.argv[1:]:
+    digest, _ = Packager.compute_content_hash(Path(folder))
+    out[folder] = {"digest": "sha256:" + digest, "checksum": Task(folder).checksum,
+                   "version": _task_package_version(Path(folder))}
+print(json.dumps(out))
+"""
+
+
+def write_task(folder: Path, *, version: str | None = None, verifier_timeout: float = 60.0) -> Path:
+    """A tiny single-step Harbor task: write ``hello`` to /app/out.txt."""
+    (folder / "environment").mkdir(parents=True, exist_ok=True)
+    (folder / "tests").mkdir(exist_ok=True)
+    (folder / "solution").mkdir(exist_ok=True)
+    (folder / "environment" / "Dockerfile").write_text("FROM debian:12\nWORKDIR /app\n")
+    (folder / "instruction.md").write_text("Write hello to /app/out.txt.\n")
+    (folder / "solution" / "solve.sh").write_text("#!/bin/bash\necho hello > /app/out.txt\n")
+    (folder / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nmkdir -p /logs/verifier\n"
+        "if grep -q hello /app/out.txt; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+    )
+    stated = f'version = "{version}"\n' if version else ""
+    (folder / "task.toml").write_text(
+        f'schema_version = "1.1"\n\n[task]\nname = "depthlab/{folder.name}"\n{stated}\n'
+        f"[agent]\ntimeout_sec = 120.0\n\n[verifier]\ntimeout_sec = {verifier_timeout}\n\n"
+        "[environment]\ncpus = 1\nmemory_mb = 1024\n"
+    )
+    return folder
+
+
+def _varied_tasks(root: Path) -> list[Path]:
+    """Task folders that exercise every rule of Harbor's digest: ignored names, unpublished files, nesting, steps."""
+    plain = write_task(root / "plain", version="1.2.3")
+    cluttered = write_task(root / "cluttered")
+    (cluttered / "notes.txt").write_text("not published: outside Harbor's folders")
+    (cluttered / "README.md").write_text("# published\n")
+    (cluttered / "tests" / "__pycache__").mkdir()
+    (cluttered / "tests" / "__pycache__" / "x.cpython-312.pyc").write_bytes(b"\0")
+    (cluttered / "tests" / "helper.pyc").write_bytes(b"\1")
+    (cluttered / "environment" / "files" / "deep").mkdir(parents=True)
+    (cluttered / "environment" / "files" / "deep" / "data.bin").write_bytes(bytes(range(256)))
+    (cluttered / "environment" / "files" / "a b.txt").write_text("space in name")
+    (cluttered / "solution" / "solve.sh~").write_text("editor backup")
+    (cluttered / "tests" / "link.sh").symlink_to("test.sh")
+    steps = root / "steps"
+    (steps / "environment").mkdir(parents=True)
+    (steps / "environment" / "Dockerfile").write_text("FROM debian:12\n")
+    for name in ("first", "second"):
+        (steps / "steps" / name / "tests").mkdir(parents=True)
+        (steps / "steps" / name / "solution").mkdir()
+        (steps / "steps" / name / "instruction.md").write_text(f"Step {name}.\n")
+        (steps / "steps" / name / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+        (steps / "steps" / name / "solution" / "solve.sh").write_text("#!/bin/bash\ntrue\n")
+    (steps / "task.toml").write_text(
+        'schema_version = "1.4"\n\n[task]\nname = "depthlab/steps"\nversion = "0.1.0"\n\n'
+        '[[steps]]\nname = "first"\n\n[[steps]]\nname = "second"\n'
+    )
+    return [plain, cluttered, steps]
+
+
+@pytest.mark.harbor
+def test_digest_checksum_and_version_are_harbors(tmp_path: Path, harbor_python: Path) -> None:
+    tasks = _varied_tasks(tmp_path)
+    done = subprocess.run(
+        [str(harbor_python), "-c", _HARBOR_HASHES, *map(str, tasks)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    harbor = json.loads(done.stdout)
+    for task in tasks:
+        ours = task_version(task)
+        assert ours.digest == harbor[str(task)]["digest"], task.name
+        assert ours.version == harbor[str(task)]["version"], task.name
+        assert dirhash_sha256(task) == harbor[str(task)]["checksum"], task.name
+    # the unpublished file changes the checksum trials record, not the digest: a version that costs no run
+    before = task_version(tasks[1])
+    (tasks[1] / "notes.txt").write_text("edited")
+    assert task_version(tasks[1]) == before
+
+
+def _changed_parts(task: Path, edit: str) -> list[str]:
+    before = task_version(task)
+    path, text = edit.split("=", 1)
+    (task / path).write_text(text)
+    after = task_version(task)
+    return [part for part in PARTS if before.part(part) != after.part(part)]
+
+
+@pytest.mark.parametrize(
+    ("edit", "parts", "action"),
+    [
+        ("tests/test.sh=#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n", ["verifier"], "regrade"),
+        ("instruction.md=Write hello, twice.\n", ["instruction"], "rerun"),
+        ("environment/Dockerfile=FROM debian:12-slim\n", ["environment"], "rerun"),
+        ("solution/solve.sh=#!/bin/bash\nprintf hello > /app/out.txt\n", ["solution"], "reuse"),
+        ("README.md=# about\n", [], "reuse"),
+    ],
+)
+def test_each_part_costs_what_its_change_invalidates(tmp_path: Path, edit: str, parts: list[str], action: str) -> None:
+    task = write_task(tmp_path / "hello")
+    before = task_version(task)
+    assert _changed_parts(task, edit) == parts
+    assert diff_action(before, task_version(task))[0] == action
+
+
+def test_task_toml_tables_belong_to_their_parts(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "hello")
+    before = task_version(task)
+    write_task(task, verifier_timeout=90.0)
+    assert diff_action(before, task_version(task)) == ("regrade", "the verifier changed")
+    text = (task / "task.toml").read_text()
+    (task / "task.toml").write_text(text.replace("[agent]\ntimeout_sec = 120.0", "[agent]\ntimeout_sec = 30.0"))
+    assert diff_action(before, task_version(task)) == ("rerun", "the instruction changed")
+    (task / "task.toml").write_text(text + '\n[metadata]\ndifficulty = "hard"\n')
+    assert diff_action(before, task_version(task))[0] == "regrade"  # metadata in no part: the verifier still decides
+
+
+def test_a_stated_version_is_read_as_harbor_reads_it_and_the_stricter_rule_wins(tmp_path: Path) -> None:
+    old = write_task(tmp_path / "old", version="1.0.0")
+    same_parts = task_version(old)
+    for stated, expected in (("1.0.1", "reuse"), ("1.1.0", "regrade"), ("2.0.0", "rerun"), ("1.0.0-rc1", "rerun")):
+        write_task(old, version=stated)
+        assert diff_action(same_parts, task_version(old))[0] == expected, stated
+    write_task(old, version="1.0.1", verifier_timeout=5.0)  # a patch bump over a changed verifier: regraded still
+    assert diff_action(same_parts, task_version(old)) == ("regrade", "the verifier changed")
+    assert diff_action(None, same_parts)[0] == "rerun"
+
+
+def test_the_record_keeps_each_version_and_refuses_a_bad_file(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "hello")
+    version = task_version(task)
+    record_versions(tmp_path / "jobs", {"abc": version})
+    record_versions(tmp_path / "jobs", {"def": TaskVersion(None, None, "e", "i", "s", "v", digest_note="why")})
+    assert read_versions(tmp_path / "jobs") == {
+        "abc": version,
+        "def": TaskVersion(None, None, "e", "i", "s", "v", digest_note="why"),
+    }
+    (tmp_path / "jobs" / VERSIONS_FILE).write_text("[1, 2]")
+    with pytest.raises(ValueError, match=f"{VERSIONS_FILE}: not a record of task versions"):
+        read_versions(tmp_path / "jobs")
+
+
+def test_a_task_with_ignore_rules_of_its_own_states_why_it_has_no_digest(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "hello")
+    (task / "tests" / ".harborignore").write_text("fixtures/\n")
+    version = task_version(task)
+    assert version.digest is None
+    assert ".harborignore" in str(version.digest_note)
