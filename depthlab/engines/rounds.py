@@ -43,6 +43,7 @@ from depthlab import schema
 from depthlab._checks import check_caps, check_models, check_number, check_positive_int, parameter_error
 from depthlab._text import one_line as _one_line
 from depthlab.engines._lock import jobs_folder_lock
+from depthlab.engines._versions import REUSED_COLUMN, diff_versions
 from depthlab.io.task_rules import MISREAD, REFUSED, refused_tasks, task_config_problems
 from depthlab.measures import plan_missing
 from depthlab.measures.bayes import BAYES_Q
@@ -169,6 +170,7 @@ class MeasureResult:
     sweep_runs: int = 0
     set_aside: int = 0  # trials of an earlier version of their task, left out
     engine: str = ""  # the engine's name
+    versions: str | None = None  # how many earlier versions' trials were reused, regraded, re-run
 
     @property
     def complete(self) -> bool:
@@ -188,6 +190,8 @@ class MeasureResult:
             f"tasks: {_statuses(self.status_counts())}"
             + (f"; {self.excluded.height} left out by the oracle preflight" if self.excluded.height else ""),
         ]
+        if self.versions:
+            lines.append(self.versions)
         if self.set_aside:
             lines.append(f"set aside: {self.set_aside} trial(s) of an earlier version of their task (not counted)")
         if self.stopped:
@@ -344,7 +348,13 @@ def _measure_locked(
     rounds: list[RoundReport] = []
     stopped: str | None = None
     trials = engine.load_trials()
+    # a changed task's earlier trials: reused, regraded or re-run by what changed (Harbor's run --diff)
+    versions = diff_versions(set_aside(trials, tasks, models), tasks, engine.jobs_dir, engine.name)
+    if versions.reused:
+        tasks = tasks.with_columns(pl.col("task").replace_strict(versions.reused, default=[]).alias(REUSED_COLUMN))
     old = set_aside(trials, tasks, models)
+    if versions.counts:
+        say("\n".join([versions.render(engine.name), *versions.lines]))
     if old.height:
         changed = sorted(set(old["task"].to_list()))
         shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
@@ -385,6 +395,7 @@ def _measure_locked(
         trials, rounds, excluded, engine, models, caps, pass_rule, stopped, sweep, tasks=tasks, error=error
     )
     result.set_aside = set_aside(trials, tasks, models).height
+    result.versions = versions.render(engine.name) if versions.counts else None
     return result
 
 
@@ -556,11 +567,12 @@ def _measured(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) 
 
 
 def _other_version() -> pl.Expr:
-    """A trial of another version of its task: both checksums known, and different."""
+    """A trial of another version of its task: both checksums known, different, and not a reused version."""
     return (
         pl.col("task_checksum").is_not_null()
         & pl.col("_checksum_now").is_not_null()
         & (pl.col("task_checksum") != pl.col("_checksum_now"))
+        & ~pl.col(REUSED_COLUMN).list.contains(pl.col("task_checksum")).fill_null(False)
     )
 
 
@@ -569,11 +581,20 @@ def _owned(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) -> 
     if trials.height == 0:
         return trials
     now = tasks["checksum"] if "checksum" in tasks.columns else pl.Series([None] * tasks.height, dtype=pl.String)
-    names = tasks.select("task", "dataset").with_columns(_checksum_now=now).unique("task", keep="first")
+    reused = tasks[REUSED_COLUMN] if REUSED_COLUMN in tasks.columns else pl.Series([None] * tasks.height)
+    names = (
+        tasks.select("task", "dataset")
+        .with_columns(_checksum_now=now, **{REUSED_COLUMN: reused.cast(pl.List(pl.String))})
+        .unique("task", keep="first")
+    )
     capped = trials.filter(pl.col("cap").is_not_null() & pl.col("model").is_in(list(models)))
     # a trial belongs to the task of its name; its dataset is the tasks table's (Harbor records
     # the task folder's name, the local runner the plan's dataset)
-    return capped.drop("dataset").join(names, on="task", how="inner").select(*trials.columns, "_checksum_now")
+    return (
+        capped.drop("dataset")
+        .join(names, on="task", how="inner")
+        .select(*trials.columns, "_checksum_now", REUSED_COLUMN)
+    )
 
 
 def set_aside(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) -> pl.DataFrame:
@@ -582,7 +603,7 @@ def set_aside(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) 
     Such evidence never decides D: the loop leaves them out, and their cells are planned again.
     """
     owned = _owned(trials, tasks, models)
-    return owned.filter(_other_version()).drop("_checksum_now") if owned.height else owned
+    return owned.filter(_other_version()).drop("_checksum_now", REUSED_COLUMN) if owned.height else owned
 
 
 def _report(number: int, planned: int, new: pl.DataFrame, seconds: float) -> RoundReport:

@@ -12,8 +12,11 @@ import os
 import subprocess
 from pathlib import Path
 
+import polars as pl
 import pytest
+from engines_helpers import engine_flags, measure_args, run_measure, write_chain_task
 
+import depthlab as dl
 from depthlab.io.task_versions import (
     PARTS,
     VERSIONS_FILE,
@@ -185,3 +188,42 @@ def test_a_task_with_ignore_rules_of_its_own_states_why_it_has_no_digest(tmp_pat
     version = task_version(task)
     assert version.digest is None
     assert ".harborignore" in str(version.digest_note)
+
+
+# ---------------------------------------------------------------- measure on a changed task, both engines
+@pytest.mark.docker
+@pytest.mark.parametrize("engine", ["local", pytest.param("harbor", marks=pytest.mark.harbor)])
+def test_a_task_fixed_upstream_costs_only_the_runs_its_change_invalidates(
+    engine, userland, server, measure_env, request, tmp_path
+):
+    """Measured once (D = 3); a changed solution costs no run and no model call (its trials reused); a
+    changed verifier sorts the trials as regradable, and both engines say why they re-run them."""
+    task = write_chain_task(tmp_path / "tasks", 2, userland)
+    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
+    args = measure_args(task, jobs, out, server.url, *engine_flags(engine, request), "--no-preflight", caps="3,5")
+    first = run_measure(args, measure_env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert pl.read_csv(out).select("depth", "status").rows() == [(3, "solved")]
+    n_first = dl.load_trials([jobs], cache=False).height
+    assert (jobs / VERSIONS_FILE).is_file()
+
+    (task / "solution").mkdir(exist_ok=True)
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\ncat /data/start\n")  # the solution alone changed
+    calls = server.count()
+    second = run_measure(args, measure_env)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"earlier task versions: {n_first} trial(s) reused, 0 regraded, 0 re-run" in second.stderr
+    assert server.count() == calls, "a reused trial costs no model call"
+    assert dl.load_trials([jobs], cache=False).height == n_first
+    assert pl.read_csv(out).select("depth", "status").rows() == [(3, "solved")]
+
+    (task / "tests").mkdir(exist_ok=True)
+    (task / "tests" / "test.sh").write_text(
+        (task / "tests" / "test.sh").read_text() + "\n# a comment: the verifier changed\n"
+    )
+    third = run_measure(args, measure_env)
+    assert third.returncode == 0, third.stderr[-3000:]
+    why = "the local runner keeps no trial's final state" if engine == "local" else "harbor trial regrade grades"
+    assert f"0 regraded, {n_first} re-run ({n_first} of them changed only in the verifier, re-run: " in third.stderr
+    assert why in third.stderr
+    assert pl.read_csv(out).select("depth", "status").rows() == [(3, "solved")]
