@@ -544,7 +544,7 @@ def depth_table(
     measured = _measured(trials, tasks, models)
     if error is not None:
         depth = bayes_depth(measured, caps=caps, models=models, q=BAYES_Q, error=error, level=level, tasks=keys)
-        return depth.sort("dataset", "task", nulls_last=True)
+        return _versioned(depth, tasks).sort("dataset", "task", nulls_last=True)
     grid = evidence_grid(measured, caps=caps, models=models, pass_rule=pass_rule, tasks=keys)
     depth = depth_from_grid(grid, keys, caps=caps)
     # a task no model has run yet counts no model (as estimate_depth, which never sees it, would have it)
@@ -557,7 +557,15 @@ def depth_table(
     if level is not None and grid.height:
         intervals = true_depth_columns(grid, caps=caps, level=level)
         depth = depth.drop("ci_low", "ci_high").join(intervals, on=list(TASK_KEYS), how="left", nulls_equal=True)
-    return schema.conform(depth, "depth").sort("dataset", "task", nulls_last=True)
+    return _versioned(schema.conform(depth, "depth"), tasks).sort("dataset", "task", nulls_last=True)
+
+
+def _versioned(depth: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
+    """The depth table naming the version of each task it measured (the tasks table's, as it is now)."""
+    named = depth.drop(schema.TASK_CHECKSUM, schema.TASK_VERSION, strict=False).join(
+        schema.version_columns(tasks), on=list(TASK_KEYS), how="left", nulls_equal=True, maintain_order="left"
+    )
+    return named.select(depth.columns)
 
 
 def _measured(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) -> pl.DataFrame:

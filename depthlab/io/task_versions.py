@@ -214,12 +214,15 @@ def diff_action(recorded: TaskVersion | None, now: TaskVersion) -> tuple[DiffAct
     changed = [part for part in PARTS if recorded.part(part) != now.part(part)]
     if "environment" in changed or "instruction" in changed:
         action: DiffAction = "rerun"
-        reason = " and ".join(part for part in changed if part in ("environment", "instruction")) + " changed"
+        reason = "the " + " and the ".join(part for part in changed if part in ("environment", "instruction"))
+        reason += " changed"
     elif "verifier" in changed:
-        action, reason = "regrade", "verifier changed"
+        action, reason = "regrade", "the verifier changed"
     else:
-        action, reason = "reuse", ("only the solution changed" if changed else "no part an agent's trial reads changed")
-    reason = "the " + reason
+        action, reason = (
+            "reuse",
+            ("the solution alone changed" if changed else "no part an agent's trial reads changed"),
+        )
     if recorded.version is not None and now.version is not None and recorded.version != now.version:
         stated, why = _version_action(recorded.version, now.version)
         if DIFF_ACTIONS.index(stated) > DIFF_ACTIONS.index(action):
