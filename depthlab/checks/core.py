@@ -885,4 +885,5 @@ def read_checks(path: str | os.PathLike[str]) -> pl.DataFrame:
     path = Path(os.fspath(path))
     if path.suffix == ".parquet":
         return schema.conform(pl.read_parquet(path), "checks")
-    return pl.read_csv(path, schema=schema.CHECKS)
+    # a file written before a column was added (the task version's) is read with that column null
+    return schema.conform(pl.read_csv(path, schema_overrides=schema.CHECKS), "checks")

@@ -17,6 +17,9 @@ import pytest
 from engines_helpers import engine_flags, measure_args, run_measure, write_chain_task
 
 import depthlab as dl
+from depthlab import schema
+from depthlab.checks.core import check_tasks
+from depthlab.engines.rounds import depth_table
 from depthlab.io.task_versions import (
     PARTS,
     VERSIONS_FILE,
@@ -190,6 +193,33 @@ def test_a_task_with_ignore_rules_of_its_own_states_why_it_has_no_digest(tmp_pat
     assert ".harborignore" in str(version.digest_note)
 
 
+# ---------------------------------------------------------------- every D, W and check verdict names its version
+def test_every_d_w_and_check_verdict_names_the_task_version(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "tasks" / "hello", version="1.4.0")
+    tasks = dl.load_tasks([task])
+    checksum = dirhash_sha256(task)
+    assert tasks.select("checksum", "task_version").row(0) == (checksum, "1.4.0")
+    runs = {"dataset": tasks["dataset"][0], "task": "hello", "model": "m", "status": ["fail", "pass"]}
+    trials = schema.conform(pl.DataFrame({**runs, "cap": [1, 2], "task_checksum": checksum}), "trials")
+    named = [schema.TASK_CHECKSUM, schema.TASK_VERSION]
+    # the round loop's D: the version measured, as the tasks table has it now
+    assert depth_table(trials, tasks, models=["m"], caps=(1, 2)).select("depth", *named).row(0) == (
+        2,
+        checksum,
+        "1.4.0",
+    )
+    # estimate_depth: the checksum the task's trials share, null where they ran on two versions
+    assert dl.estimate_depth(trials, caps=(1, 2))[schema.TASK_CHECKSUM].to_list() == [checksum]
+    mixed = trials.with_columns(task_checksum=pl.Series([checksum, "other"]))
+    assert dl.estimate_depth(mixed, caps=(1, 2))[schema.TASK_CHECKSUM].to_list() == [None]
+    # W: the audit table names the version its work was read from
+    audit = dl.audit_table(tasks, trials, caps=(1, 2))
+    assert audit.select("work", *named).row(0) == (1, checksum, "1.4.0")
+    # a check verdict (a static check: no replay) names the version it checked
+    report = check_tasks(task, jobs_dir=tmp_path / "jobs", checks=("named_in_instruction",))
+    assert report.table.select(*named).unique().rows() == [(checksum, "1.4.0")]
+
+
 # ---------------------------------------------------------------- measure on a changed task, both engines
 @pytest.mark.docker
 @pytest.mark.parametrize("engine", ["local", pytest.param("harbor", marks=pytest.mark.harbor)])
@@ -203,7 +233,9 @@ def test_a_task_fixed_upstream_costs_only_the_runs_its_change_invalidates(
     args = measure_args(task, jobs, out, server.url, *engine_flags(engine, request), "--no-preflight", caps="3,5")
     first = run_measure(args, measure_env)
     assert first.returncode == 0, first.stderr[-3000:]
-    assert pl.read_csv(out).select("depth", "status").rows() == [(3, "solved")]
+    assert pl.read_csv(out).select("depth", "status", schema.TASK_CHECKSUM).rows() == [
+        (3, "solved", dirhash_sha256(task))
+    ]
     n_first = dl.load_trials([jobs], cache=False).height
     assert (jobs / VERSIONS_FILE).is_file()
 
@@ -215,7 +247,10 @@ def test_a_task_fixed_upstream_costs_only_the_runs_its_change_invalidates(
     assert f"earlier task versions: {n_first} trial(s) reused, 0 regraded, 0 re-run" in second.stderr
     assert server.count() == calls, "a reused trial costs no model call"
     assert dl.load_trials([jobs], cache=False).height == n_first
-    assert pl.read_csv(out).select("depth", "status").rows() == [(3, "solved")]
+    # D stands, naming the task's version now (its earlier trials count for it)
+    assert pl.read_csv(out).select("depth", "status", schema.TASK_CHECKSUM).rows() == [
+        (3, "solved", dirhash_sha256(task))
+    ]
 
     (task / "tests").mkdir(exist_ok=True)
     (task / "tests" / "test.sh").write_text(
