@@ -123,6 +123,27 @@ def test_digest_checksum_and_version_are_harbors(tmp_path: Path, harbor_python: 
     assert task_version(tasks[1]) == before
 
 
+@pytest.mark.harbor
+def test_the_digest_is_harbors_on_real_published_tasks(shared: Path, harbor_python: Path) -> None:
+    """The task folders of ../shared's samples (Harbor's cookbook recipes and example tasks), as published."""
+    tasks = sorted({path.parent for path in (shared / "samples").rglob("task.toml")})
+    if not tasks:
+        pytest.skip(f"no task folder under {shared / 'samples'}")
+    script = (
+        "import json, sys\nfrom pathlib import Path\nfrom harbor.publisher.packager import Packager\n"
+        "print(json.dumps({f: 'sha256:' + Packager.compute_content_hash(Path(f))[0] for f in sys.argv[1:]}))"
+    )
+    done = subprocess.run(
+        [str(harbor_python), "-c", script, *map(str, tasks)], capture_output=True, text=True, check=False, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    harbor = json.loads(done.stdout)
+    ours = {str(task): task_version(task) for task in tasks}
+    compared = {folder: version.digest for folder, version in ours.items() if version.digest is not None}
+    assert compared == {folder: harbor[folder] for folder in compared}
+    assert len(compared) >= len(tasks) // 2, "most published tasks have no ignore rules of their own"
+
+
 def _changed_parts(task: Path, edit: str) -> list[str]:
     before = task_version(task)
     path, text = edit.split("=", 1)
