@@ -192,6 +192,43 @@ def test_a_stated_version_is_read_as_harbor_reads_it_and_the_stricter_rule_wins(
     assert diff_action(None, same_parts)[0] == "rerun"
 
 
+_VERSION_PAIRS = [
+    ("1.0.0", "1.0.0"),
+    ("1.0.0", "1.0.1"),
+    ("1.0.0", "1.1.0"),
+    ("1.2.3", "1.3.0"),
+    ("1.0.0", "2.0.0"),
+    ("2.1.0", "1.1.0"),
+    ("1.0.0", "1.0.0-rc1"),
+    ("1.0.0", "1.0.0+build.5"),
+    ("0.9.1", "0.9.0"),
+]
+
+
+@pytest.mark.harbor
+def test_the_version_rule_is_harbors_run_diff(harbor_python: Path) -> None:
+    """Same parts, two stated versions: the action is the one Harbor's ``job_diff._version_action`` gives."""
+    script = (
+        "import json, sys\nfrom harbor.job_diff import _version_action\n"
+        "print(json.dumps([_version_action(a, b).value for a, b in json.loads(sys.argv[1])]))"
+    )
+    done = subprocess.run(
+        [str(harbor_python), "-c", script, json.dumps(_VERSION_PAIRS)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    harbor = json.loads(done.stdout)
+    parts = ("e", "i", "s", "v")
+    ours = [
+        diff_action(TaskVersion(None, old, *parts), TaskVersion(None, new, *parts))[0] for old, new in _VERSION_PAIRS
+    ]
+    assert ours == harbor
+    assert set(harbor) == {"reuse", "regrade", "rerun"}
+
+
 def test_the_record_keeps_each_version_and_refuses_a_bad_file(tmp_path: Path) -> None:
     task = write_task(tmp_path / "hello")
     version = task_version(task)
