@@ -94,6 +94,14 @@ TRIALS: Final[dict[str, pl.DataType]] = {
     "source": pl.String(),  # path of the file the row was read from
 }
 
+#: The column naming the task version a row was measured on: the trials table's ``task_checksum`` (Harbor's
+#: ``Task.checksum``, the Dirhash of the task folder; the tasks table's ``checksum``), carried by every D (the
+#: depth table), W (the audit table) and check verdict (the checks table), so a result names what it measured.
+TASK_CHECKSUM: Final[str] = "task_checksum"
+#: The column of the version a task's task.toml states (``[task].version``, Harbor's semantic version), beside it.
+TASK_VERSION: Final[str] = "task_version"
+_VERSION_COLUMNS: Final[dict[str, pl.DataType]] = {TASK_CHECKSUM: pl.String(), TASK_VERSION: pl.String()}
+
 TASKS: Final[dict[str, pl.DataType]] = {
     "dataset": pl.String(),
     "task": pl.String(),
@@ -116,6 +124,7 @@ TASKS: Final[dict[str, pl.DataType]] = {
     "schema_version": pl.String(),  # task.toml's format version as written
     "note": pl.String(),  # how the task was read when not plainly (a newer format version)
     "checksum": pl.String(),
+    "task_version": pl.String(),  # [task].version when task.toml states one
     "source": pl.String(),
     # the collection's cluster of near-duplicate tasks (RST's rewrites of one seed): bootstraps resample
     # whole groups where a collection has them; null elsewhere
@@ -180,6 +189,7 @@ DEPTH: Final[dict[str, pl.DataType]] = {
     "ci_high": pl.Int32(),
     # pass_rule="bayes": the posterior probability of the reported rung (depth, or beyond the top cap); else null
     "p_depth": pl.Float64(),
+    **_VERSION_COLUMNS,  # the task version D was measured on; null where its trials ran on several
 }
 
 AUDIT: Final[dict[str, pl.DataType]] = {
@@ -200,6 +210,7 @@ AUDIT: Final[dict[str, pl.DataType]] = {
     "proxy_depth": pl.Int32(),  # trajectory depth proxy (depthlab.depth_proxy): lower median over passing runs
     "proxy_n_passing": pl.Int32(),  # passing uncapped runs with a readable trajectory the proxy was read from
     "task_group": pl.String(),  # the task's cluster of near-duplicates (schema.TASKS), null where none
+    **_VERSION_COLUMNS,  # the task version its W was read from (the tasks table's checksum)
 }
 
 #: The cells still to run (:func:`depthlab.measures.planning.plan_missing`; ``depthlab plan``).
@@ -270,6 +281,7 @@ CHECKS: Final[dict[str, pl.DataType]] = {
     "seconds": pl.Float64(),
     "evidence": pl.String(),
     "trials": pl.String(),
+    **_VERSION_COLUMNS,  # the task version the check replayed
 }
 
 
@@ -302,6 +314,23 @@ TABLES: Final[dict[str, dict[str, pl.DataType]]] = {
 def empty(table: str) -> pl.DataFrame:
     """Return an empty frame of ``table`` (a key of :data:`TABLES`: 'trials', 'tasks', 'depth', ...)."""
     return pl.DataFrame(schema=_columns(table, "schema.empty"))
+
+
+def version_columns(tasks: pl.DataFrame) -> pl.DataFrame:
+    """A tasks table's version of each task as a D, W or check verdict names it: ``dataset``, ``task``,
+    :data:`TASK_CHECKSUM` (the tasks table's ``checksum``) and :data:`TASK_VERSION`, one row per task.
+
+    Examples
+    --------
+    >>> tasks = conform(pl.DataFrame({"dataset": ["d"], "task": ["t"], "checksum": ["ab12"]}), "tasks")
+    >>> version_columns(tasks).rows()
+    [('d', 't', 'ab12', None)]
+    """
+    checksum = pl.col("checksum") if "checksum" in tasks.columns else pl.lit(None, dtype=pl.String)
+    version = pl.col(TASK_VERSION) if TASK_VERSION in tasks.columns else pl.lit(None, dtype=pl.String)
+    return tasks.select(
+        "dataset", "task", checksum.cast(pl.String).alias(TASK_CHECKSUM), version.cast(pl.String).alias(TASK_VERSION)
+    ).unique(["dataset", "task"], keep="first", maintain_order=True)
 
 
 def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:

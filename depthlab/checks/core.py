@@ -61,8 +61,9 @@ from depthlab.checks.script import (
     without_lines,
 )
 from depthlab.engines.replays import FROM_SNAPSHOT, ReplayRequest, Replays
-from depthlab.io.harbor_task import read_task
-from depthlab.io.tasks import count_work
+from depthlab.io.harbor_task import TaskFormatError, read_task
+from depthlab.io.task_versions import task_version
+from depthlab.io.tasks import count_work, dirhash_sha256
 from depthlab.runner.profiles import RunSettings, limits_for
 from depthlab.runner.task import TaskSpec, load_task
 
@@ -236,6 +237,19 @@ def check_tasks(
     return CheckReport(table, problems, replayer.ran if replayer else 0, reused)
 
 
+def _version_of(path: Path) -> tuple[str | None, str | None]:
+    """A task folder's checksum and stated version, as its verdicts name them (None where the folder cannot say)."""
+    try:
+        checksum: str | None = dirhash_sha256(path)
+    except (OSError, ValueError):
+        checksum = None  # an empty or unreadable folder: its checks say why
+    try:
+        version = task_version(path).version
+    except (OSError, TaskFormatError):
+        version = None
+    return checksum, version
+
+
 def _run_in_step(
     checkers: list[_TaskChecker],
     lint: dict[Path, list[dict] | str] | str,
@@ -321,6 +335,7 @@ class _TaskChecker:
     ) -> None:
         self.path = path.resolve()
         self.name = path.name
+        self.version = _version_of(self.path)  # every verdict names the task version it checked
         self.wanted = wanted
         self.replayer = replayer
         self.repeat = repeat
@@ -360,6 +375,8 @@ class _TaskChecker:
                 "seconds": round(sum(replay.seconds for replay in replays), 3),
                 "evidence": evidence,
                 "trials": ";".join(str(replay.trial_dir) for replay in replays) or None,
+                schema.TASK_CHECKSUM: self.version[0],
+                schema.TASK_VERSION: self.version[1],
             }
         )
 
@@ -868,4 +885,5 @@ def read_checks(path: str | os.PathLike[str]) -> pl.DataFrame:
     path = Path(os.fspath(path))
     if path.suffix == ".parquet":
         return schema.conform(pl.read_parquet(path), "checks")
-    return pl.read_csv(path, schema=schema.CHECKS)
+    # a file written before a column was added (the task version's) is read with that column null
+    return schema.conform(pl.read_csv(path, schema_overrides=schema.CHECKS), "checks")

@@ -23,6 +23,12 @@ adaptive), runs them, and plans again, until every task's D is pinned or the tas
                     picks its environment: docker (local), daytona, modal, e2b, runloop, gke, ...
   --engine local    depthlab's own runner (depthlab fill) runs each round in Docker here.
 
+A task changed since its trials ran costs only the runs its change invalidates, decided per trial as
+Harbor's `run --diff` decides: a changed solution or metadata reuses them, a changed verifier alone
+regrades them (re-run for now on both engines, saying why), a changed environment or instruction re-runs
+them. The summary counts trials reused, regraded and re-run; the depth table names each task's version
+(task_checksum, task_version).
+
 The API key is read from the environment (--api-key-env, default OPENAI_API_KEY), never written.
 The jobs stay in --jobs-dir: `harbor view JOBS_DIR` and `depthlab depth JOBS_DIR` read them.
 """

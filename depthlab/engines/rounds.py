@@ -43,6 +43,7 @@ from depthlab import schema
 from depthlab._checks import check_caps, check_models, check_number, check_positive_int, parameter_error
 from depthlab._text import one_line as _one_line
 from depthlab.engines._lock import jobs_folder_lock
+from depthlab.engines._versions import REUSED_COLUMN, diff_versions
 from depthlab.io.task_rules import MISREAD, REFUSED, refused_tasks, task_config_problems, unset_host_variables
 from depthlab.measures import plan_missing
 from depthlab.measures.bayes import BAYES_Q
@@ -171,6 +172,7 @@ class MeasureResult:
     engine: str = ""  # the engine's name
     # the runs the measurement counts (what depthlab measure prices: each D states what it cost)
     trials: pl.DataFrame = field(default_factory=lambda: schema.empty("trials"))
+    versions: str | None = None  # how many earlier versions' trials were reused, regraded, re-run
 
     @property
     def complete(self) -> bool:
@@ -190,6 +192,8 @@ class MeasureResult:
             f"tasks: {_statuses(self.status_counts())}"
             + (f"; {self.excluded.height} left out by the oracle preflight" if self.excluded.height else ""),
         ]
+        if self.versions:
+            lines.append(self.versions)
         if self.set_aside:
             lines.append(f"set aside: {self.set_aside} trial(s) of an earlier version of their task (not counted)")
         if self.stopped:
@@ -362,7 +366,13 @@ def _measure_locked(
     rounds: list[RoundReport] = []
     stopped: str | None = None
     trials = engine.load_trials()
+    # a changed task's earlier trials: reused, regraded or re-run by what changed (Harbor's run --diff)
+    versions = diff_versions(set_aside(trials, tasks, models), tasks, engine.jobs_dir, engine.name)
+    if versions.reused:
+        tasks = tasks.with_columns(pl.col("task").replace_strict(versions.reused, default=[]).alias(REUSED_COLUMN))
     old = set_aside(trials, tasks, models)
+    if versions.counts:
+        say("\n".join([versions.render(engine.name), *versions.lines]))
     if old.height:
         changed = sorted(set(old["task"].to_list()))
         shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
@@ -403,6 +413,7 @@ def _measure_locked(
         trials, rounds, excluded, engine, models, caps, pass_rule, stopped, sweep, tasks=tasks, error=error
     )
     result.set_aside = set_aside(trials, tasks, models).height
+    result.versions = versions.render(engine.name) if versions.counts else None
     return result
 
 
@@ -552,7 +563,7 @@ def depth_table(
     measured = _measured(trials, tasks, models)
     if error is not None:
         depth = bayes_depth(measured, caps=caps, models=models, q=BAYES_Q, error=error, level=level, tasks=keys)
-        return depth.sort("dataset", "task", nulls_last=True)
+        return _versioned(depth, tasks).sort("dataset", "task", nulls_last=True)
     grid = evidence_grid(measured, caps=caps, models=models, pass_rule=pass_rule, tasks=keys)
     depth = depth_from_grid(grid, keys, caps=caps)
     # a task no model has run yet counts no model (as estimate_depth, which never sees it, would have it)
@@ -565,7 +576,15 @@ def depth_table(
     if level is not None and grid.height:
         intervals = true_depth_columns(grid, caps=caps, level=level)
         depth = depth.drop("ci_low", "ci_high").join(intervals, on=list(TASK_KEYS), how="left", nulls_equal=True)
-    return schema.conform(depth, "depth").sort("dataset", "task", nulls_last=True)
+    return _versioned(schema.conform(depth, "depth"), tasks).sort("dataset", "task", nulls_last=True)
+
+
+def _versioned(depth: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
+    """The depth table naming the version of each task it measured (the tasks table's, as it is now)."""
+    named = depth.drop(schema.TASK_CHECKSUM, schema.TASK_VERSION, strict=False).join(
+        schema.version_columns(tasks), on=list(TASK_KEYS), how="left", nulls_equal=True, maintain_order="left"
+    )
+    return named.select(depth.columns)
 
 
 def _measured(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) -> pl.DataFrame:
@@ -575,11 +594,12 @@ def _measured(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) 
 
 
 def _other_version() -> pl.Expr:
-    """A trial of another version of its task: both checksums known, and different."""
+    """A trial of another version of its task: both checksums known, different, and not a reused version."""
     return (
         pl.col("task_checksum").is_not_null()
         & pl.col("_checksum_now").is_not_null()
         & (pl.col("task_checksum") != pl.col("_checksum_now"))
+        & ~pl.col(REUSED_COLUMN).list.contains(pl.col("task_checksum")).fill_null(False)
     )
 
 
@@ -588,11 +608,20 @@ def _owned(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) -> 
     if trials.height == 0:
         return trials
     now = tasks["checksum"] if "checksum" in tasks.columns else pl.Series([None] * tasks.height, dtype=pl.String)
-    names = tasks.select("task", "dataset").with_columns(_checksum_now=now).unique("task", keep="first")
+    reused = tasks[REUSED_COLUMN] if REUSED_COLUMN in tasks.columns else pl.Series([None] * tasks.height)
+    names = (
+        tasks.select("task", "dataset")
+        .with_columns(_checksum_now=now, **{REUSED_COLUMN: reused.cast(pl.List(pl.String))})
+        .unique("task", keep="first")
+    )
     capped = trials.filter(pl.col("cap").is_not_null() & pl.col("model").is_in(list(models)))
     # a trial belongs to the task of its name; its dataset is the tasks table's (Harbor records
     # the task folder's name, the local runner the plan's dataset)
-    return capped.drop("dataset").join(names, on="task", how="inner").select(*trials.columns, "_checksum_now")
+    return (
+        capped.drop("dataset")
+        .join(names, on="task", how="inner")
+        .select(*trials.columns, "_checksum_now", REUSED_COLUMN)
+    )
 
 
 def set_aside(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) -> pl.DataFrame:
@@ -601,7 +630,7 @@ def set_aside(trials: pl.DataFrame, tasks: pl.DataFrame, models: Sequence[str]) 
     Such evidence never decides D: the loop leaves them out, and their cells are planned again.
     """
     owned = _owned(trials, tasks, models)
-    return owned.filter(_other_version()).drop("_checksum_now") if owned.height else owned
+    return owned.filter(_other_version()).drop("_checksum_now", REUSED_COLUMN) if owned.height else owned
 
 
 def _report(number: int, planned: int, new: pl.DataFrame, seconds: float) -> RoundReport:

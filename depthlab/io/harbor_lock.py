@@ -258,9 +258,44 @@ _IGNORED_NAMES: Final[tuple[str, ...]] = ("*.pyc", ".DS_Store", "*.swp", "*.swo"
 _HARBOR_IGNORE: Final[str] = ".harborignore"
 
 
+def packaged_files(task_dir: str | os.PathLike[str]) -> tuple[list[tuple[str, str]], str | None]:
+    """The files Harbor's Packager hashes of a task, as sorted ``(relative path, file's sha256)`` pairs (its
+    default ignore list applied), and the task's own ignore-rule file (a ``.gitignore``, or a ``.harborignore``
+    with rules), None when it has none: depthlab does not apply gitignore patterns, so with such a file the list
+    holds every file, more than Harbor hashes.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "task.toml").write_text("")
+    >>> _ = (folder / "notes.txt").write_text("not packaged")
+    >>> files, own_rules = packaged_files(folder)
+    >>> [name for name, _ in files], own_rules
+    (['task.toml'], None)
+    """
+    root = Path(task_dir).resolve()
+    own_rules = str(root / ".gitignore") if (root / ".gitignore").exists() else None
+    files = [(name, root / name) for name in _PACKAGED_FILES if (root / name).exists()]
+    for folder in _PACKAGED_FOLDERS:
+        if (root / folder).is_dir():
+            own_rules = _packaged(root / folder, folder, files) or own_rules
+    kept = [(relative, path) for relative, path in sorted(files) if not _default_ignored(relative)]
+    return [(relative, _file_sha256(path)) for relative, path in kept], own_rules
+
+
+def files_digest(files: Iterable[tuple[str, str]]) -> str:
+    """sha256 over ``"<relative path>\\0<file's sha256>\\n"`` lines, in the order given (Harbor's content hash
+    over :func:`packaged_files`)."""
+    outer = hashlib.sha256()
+    for relative, file_hash in files:
+        outer.update(f"{relative}\0{file_hash}\n".encode())
+    return outer.hexdigest()
+
+
 def content_hash(task_dir: str | os.PathLike[str]) -> str | None:
     """Harbor's content hash of a task (its ``Packager.compute_content_hash``; a lock.json's task digest is
-    ``"sha256:"`` and this): sha256 over ``"<relative path>\\0<file's sha256>\\n"`` of every packaged file, sorted.
+    ``"sha256:"`` and this): :func:`files_digest` of :func:`packaged_files`.
 
     None for a task with ignore rules of its own (a ``.gitignore``, or a ``.harborignore`` with rules): depthlab
     does not apply gitignore patterns, and a wrong digest would be worse than none.
@@ -273,35 +308,26 @@ def content_hash(task_dir: str | os.PathLike[str]) -> str | None:
     >>> content_hash(folder) == hashlib.sha256(f"task.toml\\0{hashlib.sha256(b'').hexdigest()}\\n".encode()).hexdigest()
     True
     """
-    root = Path(task_dir).resolve()
-    if (root / ".gitignore").exists():
-        return None
-    files = [(name, root / name) for name in _PACKAGED_FILES if (root / name).exists()]
-    for folder in _PACKAGED_FOLDERS:
-        if (root / folder).is_dir() and not _packaged(root / folder, folder, files):
-            return None
-    outer = hashlib.sha256()
-    for relative, path in sorted(files):
-        if not _default_ignored(relative):
-            outer.update(f"{relative}\0{_file_sha256(path)}\n".encode())
-    return outer.hexdigest()
+    files, own_rules = packaged_files(task_dir)
+    return None if own_rules else files_digest(files)
 
 
-def _packaged(folder: Path, relative: str, files: list[tuple[str, Path]]) -> bool:
-    """Add ``folder``'s files to ``files`` as Harbor's ``select_files`` walks it; False on a ``.harborignore`` rule."""
+def _packaged(folder: Path, relative: str, files: list[tuple[str, Path]]) -> str | None:
+    """Add ``folder``'s files to ``files`` as Harbor's ``select_files`` walks it; the first ``.harborignore`` with
+    rules found under it, None when there is none."""
+    own_rules = None
     for path in sorted(folder.iterdir()):
         name = f"{relative}/{path.name}"
         if path.name == _HARBOR_IGNORE:
             rules = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
             if any(not line.lstrip().startswith("#") for line in rules):
-                return False
+                own_rules = own_rules or str(path)
             continue
         if path.is_dir() and not path.is_symlink():
-            if not _packaged(path, name, files):
-                return False
+            own_rules = _packaged(path, name, files) or own_rules
         elif path.is_file():
             files.append((name, path))
-    return True
+    return own_rules
 
 
 def _default_ignored(relative: str) -> bool:

@@ -380,6 +380,7 @@ def _harbor_row(spec: HarborTask) -> tuple[dict[str, Any], list[dict[str, Any]]]
         verifier_mode=spec.verifier_mode,
         schema_version=spec.schema_version,
         note=spec.note,
+        task_version=str(spec.package["version"]) if spec.package.get("version") is not None else None,
     )
     batch = spec.task_os == "windows"  # a Windows task's reference solution is solve.bat (REM and :: comments)
     if not spec.multi_step:  # the words the agent sees: Harbor strips the instruction's leading canary lines

@@ -119,6 +119,7 @@ def audit_table(
             maintain_order="left",
         )
         .join(public, on=list(TASK_KEYS), how="left", nulls_equal=True, maintain_order="left")
+        .join(schema.version_columns(tasks), on=list(TASK_KEYS), how="left", nulls_equal=True, maintain_order="left")
     )
     if proxy is not None:
         out = out.join(

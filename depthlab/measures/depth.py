@@ -259,17 +259,36 @@ def estimate_depth(
     if level is not None:
         level = check_number(level, "level", function, low=0, high=1, low_open=True, high_open=True, kind="a share")
     if bayes:
-        return bayes_depth(trials, caps=caps, models=models, q=q, error=error, level=level)
+        return _trials_version(bayes_depth(trials, caps=caps, models=models, q=q, error=error, level=level), trials)
     grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule, q=q)
     depth = depth_from_grid(grid, trials.select(TASK_KEYS).unique(), caps=caps)
-    if level is None:
+    if level is not None:
+        intervals = true_depth_columns(grid, caps=caps, level=level)
+        depth = (
+            depth.drop("ci_low", "ci_high")
+            .join(intervals, on=list(TASK_KEYS), how="left", nulls_equal=True)
+            .select(depth.columns)
+        )
+    return _trials_version(depth, trials)
+
+
+def _trials_version(depth: pl.DataFrame, trials: pl.DataFrame) -> pl.DataFrame:
+    """``depth`` naming the ``task_checksum`` each task's trials share (null where they ran on several or name none)."""
+    if schema.TASK_CHECKSUM not in trials.columns:
         return depth
-    intervals = true_depth_columns(grid, caps=caps, level=level)
-    return (
-        depth.drop("ci_low", "ci_high")
-        .join(intervals, on=list(TASK_KEYS), how="left", nulls_equal=True)
-        .select(depth.columns)
+    shared = (
+        trials.group_by(TASK_KEYS)
+        .agg(pl.col(schema.TASK_CHECKSUM).drop_nulls().unique().alias("_versions"))
+        .select(
+            *TASK_KEYS,
+            pl.when(pl.col("_versions").list.len() == 1)
+            .then(pl.col("_versions").list.first())
+            .otherwise(None)
+            .alias(schema.TASK_CHECKSUM),
+        )
     )
+    named = depth.drop(schema.TASK_CHECKSUM).join(shared, on=list(TASK_KEYS), how="left", nulls_equal=True)
+    return named.select(depth.columns)
 
 
 def bayes_depth(

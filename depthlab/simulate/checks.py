@@ -243,4 +243,4 @@ def planted_table() -> pl.DataFrame:
     >>> planted_table().filter(pl.col("outcome") == "flaky")["task"].to_list()
     ['flaky']
     """
-    return pl.read_csv(PLANTED_TABLE, schema=schema.CHECKS)
+    return schema.conform(pl.read_csv(PLANTED_TABLE, schema_overrides=schema.CHECKS), "checks")

@@ -1,0 +1,322 @@
+"""D kept per task version (issue 45): a task's digest and parts, and what a change of each costs.
+
+Harbor 0.26's own ``Packager.compute_content_hash`` (the digest its trial locks record), ``Task.checksum``
+(the ``task_checksum`` its trial results record) and ``[task].version`` reading judge depthlab's
+(``harbor`` mark: its side venv, no Docker).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+from engines_helpers import engine_flags, measure_args, run_measure, write_chain_task
+
+import depthlab as dl
+from depthlab import schema
+from depthlab.checks.core import check_tasks
+from depthlab.engines.rounds import depth_table
+from depthlab.io.task_versions import (
+    PARTS,
+    VERSIONS_FILE,
+    TaskVersion,
+    diff_action,
+    read_versions,
+    record_versions,
+    task_version,
+)
+from depthlab.io.tasks import dirhash_sha256
+
+#: Harbor's own digest, checksum and version of each task folder given as an argument.
+_HARBOR_HASHES = """
+import json, sys, warnings
+from pathlib import Path
+from harbor.models.job.lock import _task_package_version
+from harbor.models.task.task import Task
+from harbor.publisher.packager import Packager
+warnings.simplefilter("ignore", DeprecationWarning)
+out = {}
+for folder in sys.argv[1:]:
+    digest, _ = Packager.compute_content_hash(Path(folder))
+    out[folder] = {"digest": "sha256:" + digest, "checksum": Task(folder).checksum,
+                   "version": _task_package_version(Path(folder))}
+print(json.dumps(out))
+"""
+
+
+def write_task(folder: Path, *, version: str | None = None, verifier_timeout: float = 60.0) -> Path:
+    """A tiny single-step Harbor task: write ``hello`` to /app/out.txt."""
+    (folder / "environment").mkdir(parents=True, exist_ok=True)
+    (folder / "tests").mkdir(exist_ok=True)
+    (folder / "solution").mkdir(exist_ok=True)
+    (folder / "environment" / "Dockerfile").write_text("FROM debian:12\nWORKDIR /app\n")
+    (folder / "instruction.md").write_text("Write hello to /app/out.txt.\n")
+    (folder / "solution" / "solve.sh").write_text("#!/bin/bash\necho hello > /app/out.txt\n")
+    (folder / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nmkdir -p /logs/verifier\n"
+        "if grep -q hello /app/out.txt; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+    )
+    stated = f'version = "{version}"\n' if version else ""
+    (folder / "task.toml").write_text(
+        f'schema_version = "1.1"\n\n[task]\nname = "depthlab/{folder.name}"\n{stated}\n'
+        f"[agent]\ntimeout_sec = 120.0\n\n[verifier]\ntimeout_sec = {verifier_timeout}\n\n"
+        "[environment]\ncpus = 1\nmemory_mb = 1024\n"
+    )
+    return folder
+
+
+def _varied_tasks(root: Path) -> list[Path]:
+    """Task folders that exercise every rule of Harbor's digest: ignored names, unpublished files, nesting, steps."""
+    plain = write_task(root / "plain", version="1.2.3")
+    cluttered = write_task(root / "cluttered")
+    (cluttered / "notes.txt").write_text("not published: outside Harbor's folders")
+    (cluttered / "README.md").write_text("# published\n")
+    (cluttered / "tests" / "__pycache__").mkdir()
+    (cluttered / "tests" / "__pycache__" / "x.cpython-312.pyc").write_bytes(b"\0")
+    (cluttered / "tests" / "helper.pyc").write_bytes(b"\1")
+    (cluttered / "environment" / "files" / "deep").mkdir(parents=True)
+    (cluttered / "environment" / "files" / "deep" / "data.bin").write_bytes(bytes(range(256)))
+    (cluttered / "environment" / "files" / "a b.txt").write_text("space in name")
+    (cluttered / "solution" / "solve.sh~").write_text("editor backup")
+    (cluttered / "tests" / "link.sh").symlink_to("test.sh")
+    steps = root / "steps"
+    (steps / "environment").mkdir(parents=True)
+    (steps / "environment" / "Dockerfile").write_text("FROM debian:12\n")
+    for name in ("first", "second"):
+        (steps / "steps" / name / "tests").mkdir(parents=True)
+        (steps / "steps" / name / "solution").mkdir()
+        (steps / "steps" / name / "instruction.md").write_text(f"Step {name}.\n")
+        (steps / "steps" / name / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+        (steps / "steps" / name / "solution" / "solve.sh").write_text("#!/bin/bash\ntrue\n")
+    (steps / "task.toml").write_text(
+        'schema_version = "1.4"\n\n[task]\nname = "depthlab/steps"\nversion = "0.1.0"\n\n'
+        '[[steps]]\nname = "first"\n\n[[steps]]\nname = "second"\n'
+    )
+    return [plain, cluttered, steps]
+
+
+@pytest.mark.harbor
+def test_digest_checksum_and_version_are_harbors(tmp_path: Path, harbor_python: Path) -> None:
+    tasks = _varied_tasks(tmp_path)
+    done = subprocess.run(
+        [str(harbor_python), "-c", _HARBOR_HASHES, *map(str, tasks)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    harbor = json.loads(done.stdout)
+    for task in tasks:
+        ours = task_version(task)
+        assert ours.digest == harbor[str(task)]["digest"], task.name
+        assert ours.version == harbor[str(task)]["version"], task.name
+        assert dirhash_sha256(task) == harbor[str(task)]["checksum"], task.name
+    # the unpublished file changes the checksum trials record, not the digest: a version that costs no run
+    before = task_version(tasks[1])
+    (tasks[1] / "notes.txt").write_text("edited")
+    assert task_version(tasks[1]) == before
+
+
+@pytest.mark.harbor
+def test_the_digest_is_harbors_on_real_published_tasks(shared: Path, harbor_python: Path) -> None:
+    """The task folders of ../shared's samples (Harbor's cookbook recipes and example tasks), as published."""
+    tasks = sorted({path.parent for path in (shared / "samples").rglob("task.toml")})
+    if not tasks:
+        pytest.skip(f"no task folder under {shared / 'samples'}")
+    script = (
+        "import json, sys\nfrom pathlib import Path\nfrom harbor.publisher.packager import Packager\n"
+        "print(json.dumps({f: 'sha256:' + Packager.compute_content_hash(Path(f))[0] for f in sys.argv[1:]}))"
+    )
+    done = subprocess.run(
+        [str(harbor_python), "-c", script, *map(str, tasks)], capture_output=True, text=True, check=False, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    harbor = json.loads(done.stdout)
+    ours = {str(task): task_version(task) for task in tasks}
+    compared = {folder: version.digest for folder, version in ours.items() if version.digest is not None}
+    assert compared == {folder: harbor[folder] for folder in compared}
+    assert len(compared) >= len(tasks) // 2, "most published tasks have no ignore rules of their own"
+
+
+def _changed_parts(task: Path, edit: str) -> list[str]:
+    before = task_version(task)
+    path, text = edit.split("=", 1)
+    (task / path).write_text(text)
+    after = task_version(task)
+    return [part for part in PARTS if before.part(part) != after.part(part)]
+
+
+@pytest.mark.parametrize(
+    ("edit", "parts", "action"),
+    [
+        ("tests/test.sh=#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n", ["verifier"], "regrade"),
+        ("instruction.md=Write hello, twice.\n", ["instruction"], "rerun"),
+        ("environment/Dockerfile=FROM debian:12-slim\n", ["environment"], "rerun"),
+        ("solution/solve.sh=#!/bin/bash\nprintf hello > /app/out.txt\n", ["solution"], "reuse"),
+        ("README.md=# about\n", [], "reuse"),
+    ],
+)
+def test_each_part_costs_what_its_change_invalidates(tmp_path: Path, edit: str, parts: list[str], action: str) -> None:
+    task = write_task(tmp_path / "hello")
+    before = task_version(task)
+    assert _changed_parts(task, edit) == parts
+    assert diff_action(before, task_version(task))[0] == action
+
+
+def test_task_toml_tables_belong_to_their_parts(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "hello")
+    before = task_version(task)
+    write_task(task, verifier_timeout=90.0)
+    assert diff_action(before, task_version(task)) == ("regrade", "the verifier changed")
+    text = (task / "task.toml").read_text()
+    (task / "task.toml").write_text(text.replace("[agent]\ntimeout_sec = 120.0", "[agent]\ntimeout_sec = 30.0"))
+    assert diff_action(before, task_version(task)) == ("rerun", "the instruction changed")
+    (task / "task.toml").write_text(text + '\n[metadata]\ndifficulty = "hard"\n')
+    assert diff_action(before, task_version(task))[0] == "regrade"  # metadata in no part: the verifier still decides
+
+
+def test_a_stated_version_is_read_as_harbor_reads_it_and_the_stricter_rule_wins(tmp_path: Path) -> None:
+    old = write_task(tmp_path / "old", version="1.0.0")
+    same_parts = task_version(old)
+    for stated, expected in (("1.0.1", "reuse"), ("1.1.0", "regrade"), ("2.0.0", "rerun"), ("1.0.0-rc1", "rerun")):
+        write_task(old, version=stated)
+        assert diff_action(same_parts, task_version(old))[0] == expected, stated
+    write_task(old, version="1.0.1", verifier_timeout=5.0)  # a patch bump over a changed verifier: regraded still
+    assert diff_action(same_parts, task_version(old)) == ("regrade", "the verifier changed")
+    assert diff_action(None, same_parts)[0] == "rerun"
+
+
+_VERSION_PAIRS = [
+    ("1.0.0", "1.0.0"),
+    ("1.0.0", "1.0.1"),
+    ("1.0.0", "1.1.0"),
+    ("1.2.3", "1.3.0"),
+    ("1.0.0", "2.0.0"),
+    ("2.1.0", "1.1.0"),
+    ("1.0.0", "1.0.0-rc1"),
+    ("1.0.0", "1.0.0+build.5"),
+    ("0.9.1", "0.9.0"),
+]
+
+
+@pytest.mark.harbor
+def test_the_version_rule_is_harbors_run_diff(harbor_python: Path) -> None:
+    """Same parts, two stated versions: the action is the one Harbor's ``job_diff._version_action`` gives."""
+    script = (
+        "import json, sys\nfrom harbor.job_diff import _version_action\n"
+        "print(json.dumps([_version_action(a, b).value for a, b in json.loads(sys.argv[1])]))"
+    )
+    done = subprocess.run(
+        [str(harbor_python), "-c", script, json.dumps(_VERSION_PAIRS)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    harbor = json.loads(done.stdout)
+    parts = ("e", "i", "s", "v")
+    ours = [
+        diff_action(TaskVersion(None, old, *parts), TaskVersion(None, new, *parts))[0] for old, new in _VERSION_PAIRS
+    ]
+    assert ours == harbor
+    assert set(harbor) == {"reuse", "regrade", "rerun"}
+
+
+def test_the_record_keeps_each_version_and_refuses_a_bad_file(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "hello")
+    version = task_version(task)
+    record_versions(tmp_path / "jobs", {"abc": version})
+    record_versions(tmp_path / "jobs", {"def": TaskVersion(None, None, "e", "i", "s", "v", digest_note="why")})
+    assert read_versions(tmp_path / "jobs") == {
+        "abc": version,
+        "def": TaskVersion(None, None, "e", "i", "s", "v", digest_note="why"),
+    }
+    (tmp_path / "jobs" / VERSIONS_FILE).write_text("[1, 2]")
+    with pytest.raises(ValueError, match=f"{VERSIONS_FILE}: not a record of task versions"):
+        read_versions(tmp_path / "jobs")
+
+
+def test_a_task_with_ignore_rules_of_its_own_states_why_it_has_no_digest(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "hello")
+    (task / "tests" / ".harborignore").write_text("fixtures/\n")
+    version = task_version(task)
+    assert version.digest is None
+    assert ".harborignore" in str(version.digest_note)
+
+
+# ---------------------------------------------------------------- every D, W and check verdict names its version
+def test_every_d_w_and_check_verdict_names_the_task_version(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "tasks" / "hello", version="1.4.0")
+    tasks = dl.load_tasks([task])
+    checksum = dirhash_sha256(task)
+    assert tasks.select("checksum", "task_version").row(0) == (checksum, "1.4.0")
+    runs = {"dataset": tasks["dataset"][0], "task": "hello", "model": "m", "status": ["fail", "pass"]}
+    trials = schema.conform(pl.DataFrame({**runs, "cap": [1, 2], "task_checksum": checksum}), "trials")
+    named = [schema.TASK_CHECKSUM, schema.TASK_VERSION]
+    # the round loop's D: the version measured, as the tasks table has it now
+    assert depth_table(trials, tasks, models=["m"], caps=(1, 2)).select("depth", *named).row(0) == (
+        2,
+        checksum,
+        "1.4.0",
+    )
+    # estimate_depth: the checksum the task's trials share, null where they ran on two versions
+    assert dl.estimate_depth(trials, caps=(1, 2))[schema.TASK_CHECKSUM].to_list() == [checksum]
+    mixed = trials.with_columns(task_checksum=pl.Series([checksum, "other"]))
+    assert dl.estimate_depth(mixed, caps=(1, 2))[schema.TASK_CHECKSUM].to_list() == [None]
+    # W: the audit table names the version its work was read from
+    audit = dl.audit_table(tasks, trials, caps=(1, 2))
+    assert audit.select("work", *named).row(0) == (1, checksum, "1.4.0")
+    # a check verdict (a static check: no replay) names the version it checked
+    report = check_tasks(task, jobs_dir=tmp_path / "jobs", checks=("named_in_instruction",))
+    assert report.table.select(*named).unique().rows() == [(checksum, "1.4.0")]
+
+
+# ---------------------------------------------------------------- measure on a changed task, both engines
+@pytest.mark.docker
+@pytest.mark.parametrize("engine", ["local", pytest.param("harbor", marks=pytest.mark.harbor)])
+def test_a_task_fixed_upstream_costs_only_the_runs_its_change_invalidates(
+    engine, userland, server, measure_env, request, tmp_path
+):
+    """Measured once (D = 3); a changed solution costs no run and no model call (its trials reused); a
+    changed verifier sorts the trials as regradable, and both engines say why they re-run them."""
+    task = write_chain_task(tmp_path / "tasks", 2, userland)
+    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
+    args = measure_args(task, jobs, out, server.url, *engine_flags(engine, request), "--no-preflight", caps="3,5")
+    first = run_measure(args, measure_env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert pl.read_csv(out).select("depth", "status", schema.TASK_CHECKSUM).rows() == [
+        (3, "solved", dirhash_sha256(task))
+    ]
+    n_first = dl.load_trials([jobs], cache=False).height
+    assert (jobs / VERSIONS_FILE).is_file()
+
+    (task / "solution").mkdir(exist_ok=True)
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\ncat /data/start\n")  # the solution alone changed
+    calls = server.count()
+    second = run_measure(args, measure_env)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"earlier task versions: {n_first} trial(s) reused, 0 regraded, 0 re-run" in second.stderr
+    assert server.count() == calls, "a reused trial costs no model call"
+    assert dl.load_trials([jobs], cache=False).height == n_first
+    # D stands, naming the task's version now (its earlier trials count for it)
+    assert pl.read_csv(out).select("depth", "status", schema.TASK_CHECKSUM).rows() == [
+        (3, "solved", dirhash_sha256(task))
+    ]
+
+    (task / "tests").mkdir(exist_ok=True)
+    (task / "tests" / "test.sh").write_text(
+        (task / "tests" / "test.sh").read_text() + "\n# a comment: the verifier changed\n"
+    )
+    third = run_measure(args, measure_env)
+    assert third.returncode == 0, third.stderr[-3000:]
+    why = "the local runner keeps no trial's final state" if engine == "local" else "harbor trial regrade grades"
+    assert f"0 regraded, {n_first} re-run ({n_first} of them changed only in the verifier, re-run: " in third.stderr
+    assert why in third.stderr
+    assert pl.read_csv(out).select("depth", "status").rows() == [(3, "solved")]
