@@ -15,8 +15,7 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -46,20 +45,6 @@ def measure_args(
 def run_measure(args: list[str], env: dict[str, str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """Run ``depthlab measure`` with ``args`` to its end; its exit code, stdout and stderr."""
     return subprocess.run([*MEASURE, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
-
-
-def run_measures(
-    runs: Mapping[str, list[str]], env: dict[str, str], timeout: float = 900
-) -> dict[str, subprocess.CompletedProcess[str]]:
-    """Run several ``depthlab measure`` at once (``runs``: a name, e.g. the engine, and its arguments), each in
-    its own process, to their ends: each one's exit code, stdout and stderr, by name.
-
-    A trial mostly waits (a container starting, a command's ``duration``, the scripted model): the
-    measurements a both-engines test compares run side by side instead of one after the other.
-    """
-    with ThreadPoolExecutor(len(runs)) as pool:
-        started = {name: pool.submit(run_measure, args, env, timeout) for name, args in runs.items()}
-    return {name: future.result() for name, future in started.items()}
 
 
 def engine_flags(engine: str, request: pytest.FixtureRequest) -> list[str]:

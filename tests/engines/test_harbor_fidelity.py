@@ -21,12 +21,12 @@ by depthlab's loaders; every verdict must be the same on both:
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import polars as pl
 import pytest
-from engines_helpers import SOLVE_SH, reply, run_measures, scripted_server, write_chain_task
+from engines_helpers import SOLVE_SH, reply, scripted_server, write_chain_task
+from test_measure_e2e import run_measure
 
 import depthlab as dl
 from depthlab.engines import HarborEngine, LocalEngine
@@ -143,25 +143,18 @@ def _oracle_trials(jobs: Path) -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def preflights(fidelity_tasks, harbor_env, tmp_path_factory, request) -> dict[str, dict]:
-    """Each engine's oracle preflight on every task: its failures, its trials, its jobs folder.
-
-    The two engines' preflights run side by side (a thread each: the local runner's trials and Harbor's
-    process mostly wait on containers), not one after the other."""
+    """Each engine's oracle preflight on every task: its failures, its trials, its jobs folder."""
     tasks = dl.load_tasks([fidelity_tasks])
-
-    def preflight(engine: str, jobs: Path) -> dict:
-        lines: list[str] = []
-        failures = _engine(engine, jobs, request).preflight(tasks, lines.append)
-        return {"failures": failures, "trials": _oracle_trials(jobs), "jobs": jobs, "lines": lines}
-
+    found = {}
     with pytest.MonkeyPatch.context() as patch:
         for key, value in harbor_env.items():
             patch.setenv(key, value)
-        folders = {engine: tmp_path_factory.mktemp(f"fidelity-{engine}") / "jobs" for engine in ENGINES}
-        request.getfixturevalue("harbor_cmd")  # set up here: the threads below only read it
-        with ThreadPoolExecutor(len(ENGINES)) as pool:
-            started = {engine: pool.submit(preflight, engine, jobs) for engine, jobs in folders.items()}
-        return {engine: future.result() for engine, future in started.items()}
+        for engine in ENGINES:
+            jobs = tmp_path_factory.mktemp(f"fidelity-{engine}") / "jobs"
+            lines: list[str] = []
+            failures = _engine(engine, jobs, request).preflight(tasks, lines.append)
+            found[engine] = {"failures": failures, "trials": _oracle_trials(jobs), "jobs": jobs, "lines": lines}
+    return found
 
 
 def test_both_engines_leave_out_the_same_tasks_for_the_same_reasons(preflights):
@@ -322,18 +315,14 @@ def test_an_agent_that_deletes_the_verifiers_folder_is_graded_on_both_engines(us
     tests = task / "tests" / "test.sh"
     tests.write_text(tests.read_text().replace("mkdir -p /logs/verifier\n", ""))
     tables = {}
-    with scripted_server(_deleting_solver) as server:  # (the policy reads only the messages it is sent)
-        runs = {}
-        for engine in ENGINES:
-            extra = ["--engine", engine, "--no-preflight"]
-            if engine == "harbor":
-                extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
-            jobs, out = tmp_path / engine / "jobs", tmp_path / engine / "depth.csv"
-            args = [str(task), "--models", "openai/m1", "--caps", "2,3", "--base-url", server.url]
-            runs[engine] = [*args, "--jobs-dir", str(jobs), "-o", str(out), "--no-progress", *extra]
-        done = run_measures(runs, measure_env)
-    for engine, run in done.items():
+    for engine in ENGINES:
+        extra = ["--engine", engine, "--no-preflight"]
+        if engine == "harbor":
+            extra += ["--harbor", request.getfixturevalue("harbor_cmd")]
         jobs, out = tmp_path / engine / "jobs", tmp_path / engine / "depth.csv"
+        with scripted_server(_deleting_solver) as server:
+            args = [str(task), "--models", "openai/m1", "--caps", "2,3", "--base-url", server.url]
+            run = run_measure([*args, "--jobs-dir", str(jobs), "-o", str(out), "--no-progress", *extra], measure_env)
         assert run.returncode == 0, (engine, run.stderr[-3000:])
         trials = dl.load_trials([jobs], cache=False).filter(pl.col("cap").is_not_null())
         assert trials.select("status", "exception").unique().rows() == [("pass", None)], (engine, trials)

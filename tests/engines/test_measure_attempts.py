@@ -11,29 +11,19 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from engines_helpers import engine_flags, measure_args, run_measures
+from engines_helpers import engine_flags, measure_args, run_measure
 from test_measure_e2e import capped_trials
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
 
 
-@pytest.fixture(scope="module")
-def attempts_runs(chain_tasks, server, request, measure_env, tmp_path_factory) -> dict:
-    """The measure of this file on each engine, side by side: its run and its folder, by engine."""
-    works = {engine: tmp_path_factory.mktemp(f"attempts-{engine}") for engine in ("local", "harbor")}
-    runs = {}
-    for engine, work in works.items():
-        extra = ["--attempts", "auto", "--max-attempts", "2", "--no-preflight", "-n", "2"]
-        runs[engine] = measure_args(chain_tasks / "measure-chain-r2", work / "jobs", work / "depth.csv", server.url,
-                                    *extra, *engine_flags(engine, request))  # fmt: skip
-    done = run_measures(runs, measure_env)
-    return {engine: (done[engine], work) for engine, work in works.items()}
-
-
 @pytest.mark.parametrize("engine", ["local", "harbor"])
-def test_attempts_auto_runs_the_second_attempt_on_both_engines(engine, attempts_runs):
-    run, work = attempts_runs[engine]
-    jobs, out = work / "jobs", work / "depth.csv"
+def test_attempts_auto_runs_the_second_attempt_on_both_engines(
+    engine, chain_tasks, server, request, measure_env, tmp_path
+):
+    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
+    extra = ["--attempts", "auto", "--max-attempts", "2", "--no-preflight", "-n", "2", *engine_flags(engine, request)]
+    run = run_measure(measure_args(chain_tasks / "measure-chain-r2", jobs, out, server.url, *extra), measure_env)
     assert run.returncode == 0, run.stderr[-4000:]
     assert "recorded no valid trial" not in run.stderr
     table = pl.read_csv(out)

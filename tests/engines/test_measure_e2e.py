@@ -25,7 +25,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from engines_helpers import CAPS, MEASURE, MODELS, engine_flags, measure_args, run_measure, run_measures
+from engines_helpers import CAPS, MEASURE, MODELS, engine_flags, measure_args, run_measure
 
 import depthlab as dl
 from depthlab.engines._harbor_guard import compose_project, harbor_temp_leftovers
@@ -275,24 +275,14 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/v1"  # nothing listens once the probe is closed
 
 
-@pytest.fixture(scope="module")
-def endpoint_down(chain_tasks, request, measure_env, tmp_path_factory) -> dict:
-    """The measure of one task, one model, one cap against a closed port, on each engine side by side (the
-    oracle needs no model: skipped here): its run and its folder, by engine."""
-    works = {engine: tmp_path_factory.mktemp(f"down-{engine}") for engine in ("local", "harbor")}
-    runs = {}
-    for engine, work in works.items():
-        extra = ["--no-preflight", *engine_flags(engine, request)]
-        runs[engine] = measure_args(chain_tasks / "measure-chain-r2", work / "jobs", work / "depth.csv",
-                                    closed_port_url(), *extra)  # fmt: skip
-    done = run_measures(runs, measure_env)
-    return {engine: (done[engine], work) for engine, work in works.items()}
-
-
 @pytest.mark.parametrize("engine", ["local", "harbor"])
-def test_an_endpoint_that_is_down_stops_the_rounds_and_counts_nothing(engine, endpoint_down):
-    run, work = endpoint_down[engine]
-    jobs, out = work / "jobs", work / "depth.csv"
+def test_an_endpoint_that_is_down_stops_the_rounds_and_counts_nothing(
+    engine, chain_tasks, request, measure_env, tmp_path
+):
+    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
+    # one task, one model, one cap: one trial shows it (the oracle needs no model: skipped here)
+    extra = ["--no-preflight", *engine_flags(engine, request)]
+    run = run_measure(measure_args(chain_tasks / "measure-chain-r2", jobs, out, closed_port_url(), *extra), measure_env)
     assert run.returncode == 1, run.stderr[-3000:]
     assert "round 1 recorded no valid trial, nothing was counted" in run.stderr
     assert "round 2" not in run.stderr

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from engines_helpers import engine_flags, measure_args, run_measures
+from engines_helpers import engine_flags, measure_args, run_measure
 from multistep_helpers import write_two_step_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
@@ -33,27 +33,19 @@ def gated(userland, tmp_path_factory):
     return root
 
 
-@pytest.fixture(scope="module")
-def gated_runs(gated, server, request, measure_env, tmp_path_factory):
-    """The measure of the gated task on each engine, side by side; the model calls made meanwhile."""
-    before = server.count()
-    runs = {}
-    for engine in ("local", "harbor"):
-        work = tmp_path_factory.mktemp(f"gates-{engine}")
-        runs[engine] = measure_args(gated, work / "jobs", work / "depth.csv", server.url,
-                                    *engine_flags(engine, request), caps="3,5")  # fmt: skip
-    done = run_measures(runs, measure_env, timeout=1200)
-    return {"runs": done, "model_calls": server.count() - before}
-
-
 @pytest.mark.parametrize("engine", ["local", "harbor"])
-def test_a_gate_no_run_can_meet_fails_the_preflight_naming_the_step(engine, gated_runs):
-    run = gated_runs["runs"][engine]
+def test_a_gate_no_run_can_meet_fails_the_preflight_naming_the_step(
+    engine, gated, server, request, measure_env, tmp_path
+):
+    extra = engine_flags(engine, request)
+    before = server.count()
+    args = measure_args(gated, tmp_path / "jobs", tmp_path / "depth.csv", server.url, *extra, caps="3,5")
+    run = run_measure(args, measure_env, timeout=1200)
     assert run.returncode == 1, run.stderr[-3000:]
     lines = run.stderr.splitlines()
     assert "oracle preflight: 1 task(s) left out, their reference solution fails:" in lines, run.stderr[-3000:]
     assert f"  ms-gate-two: {UNREACHED}" in lines, run.stderr[-3000:]
-    assert gated_runs["model_calls"] == 0  # no model was called (by either engine)
+    assert server.count() == before  # no model was called
     assert "round 1" not in run.stderr
 
 

@@ -33,7 +33,6 @@ from engines_helpers import (
     measure_args,
     reply,
     run_measure,
-    run_measures,
     write_chain_task,
 )
 
@@ -315,20 +314,16 @@ def test_an_endpoint_that_hangs_after_its_first_answer_is_an_outage_on_both_engi
 def forged(chain_tasks, measure_env, tmp_path_factory, request):
     from engines_helpers import scripted_server
 
-    works = {engine: tmp_path_factory.mktemp(f"forged-{engine}") for engine in ("local", "harbor")}
-    # under Harbor the forger is the hostile agent (its reward writer and more): one run for cases 1 and 5
-    with scripted_server(forging_policy) as local, scripted_server(hostile_policy) as harbor:
-        urls = {"local": local.url, "harbor": harbor.url}
-        args = {
-            engine: measure_args(chain_tasks / "measure-chain-r2", work / "jobs", work / "depth.csv", urls[engine],
-                                 "--no-preflight", *engine_flags(engine, request))
-            for engine, work in works.items()
-        }  # fmt: skip
-        done = run_measures(args, measure_env)
-    return {
-        engine: {"run": done[engine], "jobs": work / "jobs", "out": work / "depth.csv"}
-        for engine, work in works.items()
-    }
+    runs = {}
+    for engine in ("local", "harbor"):
+        work = tmp_path_factory.mktemp(f"forged-{engine}")
+        extra = ["--no-preflight", *engine_flags(engine, request)]
+        # under Harbor the forger is the hostile agent (its reward writer and more): one run for cases 1 and 5
+        with scripted_server(hostile_policy if engine == "harbor" else forging_policy) as server:
+            run = run_measure(measure_args(chain_tasks / "measure-chain-r2", work / "jobs", work / "depth.csv",
+                                           server.url, *extra), measure_env)  # fmt: skip
+        runs[engine] = {"run": run, "jobs": work / "jobs", "out": work / "depth.csv"}
+    return runs
 
 
 @pytest.mark.harbor

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from engines_helpers import run_measures, scripted_server
+from engines_helpers import run_measure, scripted_server
 from multistep_helpers import chains_policy, waiting_forger_policy, write_separate_verifier_task, write_two_step_task
 
 import depthlab as dl
@@ -207,17 +207,15 @@ def test_measure_gives_the_known_d_on_both_engines_counting_turns_over_the_whole
     merge_steps(tasks / "ms-d5", tasks, dataset="tasks")
     tables = {}
     with scripted_server(chains_policy) as server:
-        runs = {}
         for engine in ("local", "harbor"):
+            out = tmp_path / f"{engine}.csv"
             args = [str(tasks), "--models", "openai/m1", "--caps", "3,4,5", "--base-url", server.url]
-            args += ["--jobs-dir", str(tmp_path / f"jobs-{engine}"), "-o", str(tmp_path / f"{engine}.csv")]
-            args += ["--no-progress", "-n", "2", "--engine", engine]
-            runs[engine] = args + (["--harbor", harbor_cmd] if engine == "harbor" else [])
-        done_by_engine = run_measures(runs, measure_env, timeout=1500)
-    for engine, done in done_by_engine.items():
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        assert "reference solution fails" not in done.stdout + done.stderr  # both pass their oracle (every step's)
-        tables[engine] = pl.read_csv(tmp_path / f"{engine}.csv").select("task", "depth").sort("task")
+            args += ["--jobs-dir", str(tmp_path / f"jobs-{engine}"), "-o", str(out), "--no-progress", "-n", "2"]
+            args += ["--engine", engine] + (["--harbor", harbor_cmd] if engine == "harbor" else [])
+            done = run_measure(args, measure_env, timeout=1500)
+            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+            assert "reference solution fails" not in done.stdout + done.stderr  # both pass their oracle (every step's)
+            tables[engine] = pl.read_csv(out).select("task", "depth").sort("task")
     # the steps: 3 turns (read, copy, confirmation) + 2; merged: 4 turns in one conversation
     assert dict(tables["local"].iter_rows()) == {"ms-d5": 5, "ms-d5-merged": 4}
     assert tables["harbor"].equals(tables["local"])
@@ -262,17 +260,14 @@ def test_a_waiter_left_by_an_earlier_step_forges_no_pass_on_either_engine(userla
     tasks = tmp_path / "tasks"
     write_two_step_task(tasks, userland, name="ms-forged")
     verdicts = {}
-    with scripted_server(waiting_forger_policy) as server:  # (the policy reads only the messages it is sent)
-        runs = {}
-        for engine in ("local", "harbor"):
+    for engine in ("local", "harbor"):
+        out, jobs = tmp_path / f"{engine}.csv", tmp_path / f"jobs-{engine}"
+        with scripted_server(waiting_forger_policy) as server:
             # cap 3: step two gets no turn (step one's 3 spent); cap 5: it answers once and confirms
             args = [str(tasks), "--models", "openai/m1", "--caps", "3,5", "--base-url", server.url, "--no-preflight"]
-            args += ["--jobs-dir", str(tmp_path / f"jobs-{engine}"), "-o", str(tmp_path / f"{engine}.csv")]
-            args += ["--no-progress", "--engine", engine]
-            runs[engine] = args + (["--harbor", harbor_cmd] if engine == "harbor" else [])
-        done_by_engine = run_measures(runs, measure_env, timeout=1500)
-    for engine, done in done_by_engine.items():
-        out, jobs = tmp_path / f"{engine}.csv", tmp_path / f"jobs-{engine}"
+            args += ["--jobs-dir", str(jobs), "-o", str(out), "--no-progress", "--engine", engine]
+            args += ["--harbor", harbor_cmd] if engine == "harbor" else []
+            done = run_measure(args, measure_env, timeout=1500)
         table = pl.read_csv(out)
         assert table["depth"].is_null().all(), (engine, table, done.stderr[-3000:])  # no D from a forged pass
         trials = dl.load_trials([jobs], cache=False).filter(pl.col("cap").is_not_null())

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import polars as pl
@@ -66,47 +65,13 @@ def test_harbor_tasks_init_output_loads_with_its_w(harbor_python, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def today_jobs(userland, harbor_cmd, tmp_path_factory) -> dict[str, Path]:
-    """Harbor's two jobs of this file, run side by side (each waits mostly on its containers): the oracle's
-    (``"oracle"``) and terminus-2's against the scripted model (``"terminus"``)."""
-    oracle_root = tmp_path_factory.mktemp("harbor-today-oracle")
-    write_multistep_task(oracle_root / "tasks", "hr26-steps-right", userland)
-    write_multistep_task(oracle_root / "tasks", "hr26-steps-wrong2", userland, wrong=[2])
+def oracle_job(userland, harbor_cmd, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("harbor-today-oracle")
+    write_multistep_task(root / "tasks", "hr26-steps-right", userland)
+    write_multistep_task(root / "tasks", "hr26-steps-wrong2", userland, wrong=[2])
     # no gate, final step decides: Harbor runs every step and takes the last one's reward
-    write_multistep_task(
-        oracle_root / "tasks", "hr26-steps-final", userland, wrong=[2], strategy="final", min_reward=None
-    )
-    terminus_root = tmp_path_factory.mktemp("harbor-today-terminus")
-    write_single_task(terminus_root / "tasks", "hr26-t2-single", userland)
-    write_multistep_task(terminus_root / "tasks", "hr26-t2-steps", userland, n_steps=2)
-    with scripted_server(writing_policy) as server, ThreadPoolExecutor(2) as pool:
-        oracle = pool.submit(
-            run_job,
-            harbor_cmd,
-            oracle_root / "jobs",
-            "hr26-oracle",
-            oracle_root / "tasks",
-            harbor_writer.agent_config("oracle", None),
-        )
-        agent = harbor_writer.agent_config(
-            "terminus-2", "openai/scripted", {harbor_writer.TURN_LIMIT_KEY: CAP, "api_base": server.url}
-        )
-        terminus = pool.submit(
-            run_job,
-            harbor_cmd,
-            terminus_root / "jobs",
-            "hr26-terminus",
-            terminus_root / "tasks",
-            agent,
-            extra_instructions=harbor_writer.stated_cap_instructions(CAP),
-            env={"OPENAI_API_KEY": "sk-depthlab-harbor-today"},
-        )
-        return {"oracle": oracle.result(), "terminus": terminus.result()}
-
-
-@pytest.fixture(scope="module")
-def oracle_job(today_jobs) -> Path:
-    return today_jobs["oracle"]
+    write_multistep_task(root / "tasks", "hr26-steps-final", userland, wrong=[2], strategy="final", min_reward=None)
+    return run_job(harbor_cmd, root / "jobs", "hr26-oracle", root / "tasks", harbor_writer.agent_config("oracle", None))
 
 
 @pytest.mark.docker
@@ -164,8 +129,23 @@ def test_a_trial_reward_harbor_did_not_record_is_computed_as_harbor_computes_it(
 
 
 @pytest.fixture(scope="module")
-def terminus_job(today_jobs) -> Path:
-    return today_jobs["terminus"]
+def terminus_job(userland, harbor_cmd, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("harbor-today-terminus")
+    write_single_task(root / "tasks", "hr26-t2-single", userland)
+    write_multistep_task(root / "tasks", "hr26-t2-steps", userland, n_steps=2)
+    with scripted_server(writing_policy) as server:
+        agent = harbor_writer.agent_config(
+            "terminus-2", "openai/scripted", {harbor_writer.TURN_LIMIT_KEY: CAP, "api_base": server.url}
+        )
+        return run_job(
+            harbor_cmd,
+            root / "jobs",
+            "hr26-terminus",
+            root / "tasks",
+            agent,
+            extra_instructions=harbor_writer.stated_cap_instructions(CAP),
+            env={"OPENAI_API_KEY": "sk-depthlab-harbor-today"},
+        )
 
 
 def _episodes(result: dict) -> int:
