@@ -5,8 +5,9 @@ userland, a scripted model on 127.0.0.1 that reads each output, real Docker, rea
   terminus-2 agent, depthlab's job configs; the first run is killed with SIGKILL (depthlab,
   Harbor and its docker compose children at once, as a lost machine) in the middle of round 1,
   the same command then finishes it: D = 3 and 5, no trial duplicated, no container left.
-* ``--engine local``: depthlab's runner, the same tasks and policy: the same depth table. Also
-  killed in a round and rerun: the same D, no duplicated trial.
+* ``--engine local``: depthlab's runner, the same tasks and policy, killed in round 1 and rerun the
+  same way: the same depth table, no duplicated trial. One measurement per engine (``once_per_run``):
+  every test of an engine reads its killed and resumed run.
 * An endpoint that is down: every trial invalid, a clear stop, nothing counted.
 
 Each measurement is two rounds (cap 2, then caps 3 and 5): 12 capped trials and 2 oracle trials.
@@ -225,21 +226,38 @@ def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, ha
 # ---------------------------------------------------------------- local ---------------------
 @pytest.fixture(scope="module")
 def local_measured(chain_tasks, server, docker_client, measure_env, once_per_run):
+    """Measure with the local engine, SIGKILL it once a trial of round 1 is done, then run the same command
+    again: the measurement the local tests and the comparison with Harbor read (one run, not a clean run
+    and a killed one)."""
+
     def compute(work: Path) -> dict:
         jobs, out = work / "jobs", work / "depth.csv"
+        args = both_models_args(chain_tasks, jobs, out, server.url, "--engine", "local")
+
+        def one_trial_done() -> bool:
+            return any(jobs.glob("fill__*__cap2/*/result.json"))
+
         started = time.monotonic()
-        run = run_measure(both_models_args(chain_tasks, jobs, out, server.url, "--engine", "local"), measure_env)
+        kill_when(args, measure_env, one_trial_done)
+        kept = sorted(path.parent.name for path in jobs.glob("fill__*/*/result.json"))
+        run = run_measure(args, measure_env)
         return {"returncode": run.returncode, "stderr": run.stderr, "out": str(out), "jobs": str(jobs),
-                "seconds": time.monotonic() - started}  # fmt: skip
+                "kept": kept, "seconds": time.monotonic() - started}  # fmt: skip
 
     return measured(once_per_run("local-measure", compute))
 
 
-def test_local_engine_gives_d_3_and_5(local_measured):
+def test_local_engine_gives_d_3_and_5_after_a_kill(local_measured):
     run = local_measured["run"]
     assert run.returncode == 0, run.stderr[-4000:]
     assert depth_of(local_measured["out"]) == EXPECTED
-    assert_no_duplicate(capped_trials(local_measured["jobs"]))
+
+
+def test_local_resume_kept_the_done_trials_and_duplicated_none(local_measured):
+    trials = capped_trials(local_measured["jobs"])
+    assert_no_duplicate(trials)
+    assert local_measured["kept"]  # the kill came after a trial was done
+    assert set(local_measured["kept"]) <= set(trials["trial"].to_list())
 
 
 def test_both_engines_give_the_same_depth_table(harbor_measured, local_measured):
@@ -277,25 +295,6 @@ def test_both_engines_say_what_each_d_cost(harbor_measured, local_measured, tmp_
         assert min(got.values()) > 0
         runs[name] = dict(trials.group_by("task").len().iter_rows())
     assert runs["harbor"] == runs["local"]
-
-
-def test_local_engine_killed_in_a_round_resumes_without_duplicates(
-    chain_tasks, server, docker_client, measure_env, tmp_path
-):
-    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
-    args = both_models_args(chain_tasks, jobs, out, server.url, "--engine", "local")
-
-    def one_trial_done() -> bool:
-        return any(jobs.glob("fill__*__cap2/*/result.json"))
-
-    kill_when(args, measure_env, one_trial_done)
-    kept = {path.parent.name for path in jobs.glob("fill__*/*/result.json")}
-    run = run_measure(args, measure_env)
-    assert run.returncode == 0, run.stderr[-4000:]
-    assert depth_of(out) == EXPECTED
-    trials = capped_trials(jobs)
-    assert_no_duplicate(trials)
-    assert kept <= set(trials["trial"].to_list())
 
 
 # ---------------------------------------------------------------- endpoint down -------------

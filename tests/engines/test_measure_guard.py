@@ -219,16 +219,9 @@ def hostile_policy(messages, model):
 
 
 @pytest.fixture(scope="module")
-def hostile_harbor(chain_tasks, harbor_cmd, measure_env, tmp_path_factory):
-    from engines_helpers import scripted_server
-
-    work = tmp_path_factory.mktemp("hostile")
-    jobs, out = work / "jobs", work / "depth.csv"
-    with scripted_server(hostile_policy) as server:
-        args = measure_args(chain_tasks / "measure-chain-r2", jobs, out, server.url, "--engine", "harbor",
-                            "--harbor", harbor_cmd, "--no-preflight")  # fmt: skip
-        run = run_measure(args, measure_env)
-    return {"run": run, "jobs": jobs, "out": out}
+def hostile_harbor(forged):
+    """The hostile agent's measurement under Harbor: the forged pass's Harbor run (its agent is hostile)."""
+    return forged["harbor"]
 
 
 @pytest.mark.harbor
@@ -250,7 +243,7 @@ def test_no_setuid_file_is_left_and_no_link_is_followed(hostile_harbor):
         read_bytes(str(link), [])
 
 
-# ---------------------------------------------------------------- 2. an endpoint that stalls
+# ---------------------------------------------------------------- 2. an endpoint that stalls or hangs
 def stalling_policy(messages, model):
     """Accept the request and never answer within the agent's time (an outage, not the model's fail)."""
     import time
@@ -259,44 +252,57 @@ def stalling_policy(messages, model):
     return reply(complete=True)
 
 
-def _an_outage(policy, agent_timeout_sec: float, engine: str, userland: str, measure_env, request, tmp_path):
-    """Measure the 2-read chain task against ``policy``'s endpoint: an outage stops round 1, nothing counted.
+#: the models of the outage measurement: one endpoint per model, both down in their own way
+STALLING, HANGING = "openai/m1", "openai/m2"
 
-    Returns the capped trials (one, invalid) and the run.
-    """
+
+def outage_policy(messages, model):
+    """``m1``'s endpoint stalls from its first request; ``m2``'s answers once, then hangs."""
+    policy = hanging_after_one_answer if model.endswith(HANGING.rsplit("/", 1)[1]) else stalling_policy
+    return policy(messages, model)
+
+
+@pytest.fixture(scope="module", params=["local", pytest.param("harbor", marks=pytest.mark.harbor)])
+def outage(request, userland, measure_env, tmp_path_factory):
+    """Measure the 2-read chain task with both models against :func:`outage_policy`, two trials at a time:
+    one measurement per engine that the stalling and the hanging endpoint's tests read."""
     from engines_helpers import scripted_server
 
-    task = write_chain_task(tmp_path / "tasks", 2, userland)
+    engine = request.param
+    work = tmp_path_factory.mktemp(f"outage-{engine}")
+    task = write_chain_task(work / "tasks", 2, userland)
     toml = task / "task.toml"
-    limit = f"[agent]\ntimeout_sec = {agent_timeout_sec}"
-    toml.write_text(toml.read_text().replace("[agent]\ntimeout_sec = 120.0", limit))
-    extra = ["--no-preflight", *engine_flags(engine, request)]
-    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
-    with scripted_server(policy) as server:
-        run = run_measure(measure_args(task, jobs, out, server.url, *extra), measure_env, timeout=600)
+    toml.write_text(toml.read_text().replace("[agent]\ntimeout_sec = 120.0", "[agent]\ntimeout_sec = 20.0"))
+    extra = ["--no-preflight", "-n", "2", *engine_flags(engine, request)]
+    jobs, out = work / "jobs", work / "depth.csv"
+    with scripted_server(outage_policy) as server:
+        args = measure_args(task, jobs, out, server.url, *extra, models=f"{STALLING},{HANGING}")
+        run = run_measure(args, measure_env, timeout=600)
+    trials = dl.load_trials([jobs], cache=False).filter(pl.col("cap").is_not_null())
+    return {"engine": engine, "run": run, "out": out, "trials": trials}
+
+
+def trial_of(outage: dict, model: str) -> pl.DataFrame:
+    """The outage measurement's round 1 stopped with nothing counted; the one trial of ``model``."""
+    run = outage["run"]
     assert run.returncode == 1, run.stderr[-3000:]
     assert "round 1 recorded no valid trial, nothing was counted" in run.stderr
     assert "round 2" not in run.stderr
-    table = pl.read_csv(out)
+    table = pl.read_csv(outage["out"])
     assert table.select("task", "status").rows() == [("measure-chain-r2", "incomplete")]  # not "unsolved"
-    trials = dl.load_trials([jobs], cache=False).filter(pl.col("cap").is_not_null())
+    assert outage["trials"].height == 2, outage["trials"]
+    trials = outage["trials"].filter(pl.col("model").str.ends_with(model.rsplit("/", 1)[1]))
     assert trials["status"].to_list() == ["invalid"]
-    return trials, run
+    return trials
 
 
-@pytest.mark.parametrize("engine", ["local", pytest.param("harbor", marks=pytest.mark.harbor)])
-def test_a_stalling_endpoint_is_an_outage_that_stops_the_round_not_a_fail(
-    engine, userland, measure_env, request, tmp_path
-):
-    _an_outage(stalling_policy, 15.0, engine, userland, measure_env, request, tmp_path)
+def test_a_stalling_endpoint_is_an_outage_that_stops_the_round_not_a_fail(outage):
+    trial_of(outage, STALLING)
 
 
-@pytest.mark.parametrize("engine", ["local", pytest.param("harbor", marks=pytest.mark.harbor)])
-def test_an_endpoint_that_hangs_after_its_first_answer_is_an_outage_on_both_engines(
-    engine, userland, measure_env, request, tmp_path
-):
-    trials, _ = _an_outage(hanging_after_one_answer, 20.0, engine, userland, measure_env, request, tmp_path)
-    if engine == "harbor":
+def test_an_endpoint_that_hangs_after_its_first_answer_is_an_outage_on_both_engines(outage):
+    trials = trial_of(outage, HANGING)
+    if outage["engine"] == "harbor":
         assert trials["n_output_tokens"].to_list()[0] > 0  # one answer came: "0 tokens" alone missed this outage
         (message,) = trials["exception_message"].to_list()
         assert "the endpoint had not answered the agent's request for" in message, message
@@ -312,13 +318,15 @@ def forged(chain_tasks, measure_env, tmp_path_factory, request):
     for engine in ("local", "harbor"):
         work = tmp_path_factory.mktemp(f"forged-{engine}")
         extra = ["--no-preflight", *engine_flags(engine, request)]
-        with scripted_server(forging_policy) as server:
+        # under Harbor the forger is the hostile agent (its reward writer and more): one run for cases 1 and 5
+        with scripted_server(hostile_policy if engine == "harbor" else forging_policy) as server:
             run = run_measure(measure_args(chain_tasks / "measure-chain-r2", work / "jobs", work / "depth.csv",
                                            server.url, *extra), measure_env)  # fmt: skip
         runs[engine] = {"run": run, "jobs": work / "jobs", "out": work / "depth.csv"}
     return runs
 
 
+@pytest.mark.harbor
 def test_a_background_reward_writer_is_no_pass_on_either_engine(forged):
     tables = {}
     for engine, found in forged.items():
@@ -332,6 +340,7 @@ def test_a_background_reward_writer_is_no_pass_on_either_engine(forged):
     assert tables["local"].rows() == tables["harbor"].rows() == [("measure-chain-r2", None, "incomplete")]
 
 
+@pytest.mark.harbor
 def test_under_harbor_the_guard_killed_the_writer_and_says_why(forged):
     jobs = forged["harbor"]["jobs"]
     trials = dl.load_trials([jobs], cache=False).filter(pl.col("cap").is_not_null())

@@ -39,14 +39,29 @@ def tasks(userland: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+#: the tasks of :func:`tasks` that the oracles run (the local one and Harbor's), each once
+ORACLE_TASKS = ("ms-chain", "ms-chain-wrong", "sep-verifier")
+
+
+@pytest.fixture(scope="module")
+def local_oracle(tasks, docker_client, tmp_path_factory) -> dict:
+    """depthlab's oracle on every task of :func:`tasks`, once, in one job ``oracle``: each task's outcome, and
+    the folder the loaders read (``jobs``)."""
+    jobs = tmp_path_factory.mktemp("multistep-local")
+    job = JobDir(jobs, "oracle", {})
+    outcomes = {
+        name: run_task_trial(load_task(tasks / name), OracleAgent(), job, docker_client=docker_client)
+        for name in ORACLE_TASKS
+    }
+    return {"jobs": jobs, **outcomes}
+
+
 def _result(outcome) -> dict:
     return json.loads((outcome.trial_dir / "result.json").read_text())
 
 
-def test_the_oracle_runs_every_step_in_order_and_loads_as_harbors_format(tasks, docker_client, tmp_path):
-    job = JobDir(tmp_path, "oracle", {})
-    right = run_task_trial(load_task(tasks / "ms-chain"), OracleAgent(), job, docker_client=docker_client)
-    wrong = run_task_trial(load_task(tasks / "ms-chain-wrong"), OracleAgent(), job, docker_client=docker_client)
+def test_the_oracle_runs_every_step_in_order_and_loads_as_harbors_format(local_oracle):
+    right, wrong = local_oracle["ms-chain"], local_oracle["ms-chain-wrong"]
     result = _result(right)
     assert result["agent_result"] is None
     assert [step["step_name"] for step in result["step_results"]] == ["first", "second"]
@@ -59,12 +74,14 @@ def test_the_oracle_runs_every_step_in_order_and_loads_as_harbors_format(tasks, 
     assert [step["step_name"] for step in wrong_result["step_results"]] == ["first"]
     assert wrong.rewards == {"reward": 0.0}
     assert wrong.failed_step == "1 first"
-    steps = dl.load_steps(tmp_path / "oracle").sort(["task", "step_index"])
+    steps = dl.load_steps(local_oracle["jobs"] / "oracle").sort(["task", "step_index"])
     by_task = {task: rows for task, rows in steps.group_by("task")}
     assert by_task[("ms-chain",)]["reward"].to_list() == [1.0, 1.0]
     assert by_task[("ms-chain-wrong",)]["status"].to_list() == ["fail", "skipped"]
-    trials = dl.load_trials(tmp_path / "oracle").sort("task")
-    assert trials["status"].to_list() == ["pass", "fail"]
+    trials = dl.load_trials(local_oracle["jobs"] / "oracle").sort("task")
+    assert trials.select("task", "status").rows() == [
+        ("ms-chain", "pass"), ("ms-chain-wrong", "fail"), ("sep-verifier", "pass")
+    ]  # fmt: skip
 
 
 def test_the_cap_counts_turns_over_the_whole_run(tasks, docker_client, tmp_path):
@@ -91,10 +108,8 @@ def test_the_cap_counts_turns_over_the_whole_run(tasks, docker_client, tmp_path)
     assert trials["cap"].to_list() == [4, 5]
 
 
-def test_a_separate_verifier_sees_only_the_artifacts(tasks, docker_client, tmp_path):
-    outcome = run_task_trial(
-        load_task(tasks / "sep-verifier"), OracleAgent(), JobDir(tmp_path, "sep", {}), docker_client=docker_client
-    )
+def test_a_separate_verifier_sees_only_the_artifacts(local_oracle):
+    outcome = local_oracle["sep-verifier"]
     assert outcome.exception is None, outcome.message
     assert outcome.rewards == {"reward": 1.0}
 
@@ -214,29 +229,27 @@ def test_measure_gives_the_known_d_on_both_engines_counting_turns_over_the_whole
 
 @pytest.mark.harbor
 def test_harbors_oracle_gives_the_local_runners_step_rewards_and_passes_a_separate_verifier(
-    tasks, docker_client, harbor_cmd, harbor_env, tmp_path
+    tasks, local_oracle, harbor_cmd, harbor_env, tmp_path
 ):
-    names = ["ms-chain", "ms-chain-wrong", "sep-verifier"]
-    local_job = JobDir(tmp_path / "local", "oracle", {})
-    for name in names:
-        run_task_trial(load_task(tasks / name), OracleAgent(), local_job, docker_client=docker_client)
-    for name in names:
-        done = subprocess.run(
-            [harbor_cmd, "run", "-p", str(tasks / name), "-a", "oracle", "-o", str(tmp_path / "harbor"), "-n", "1"],
-            env=harbor_env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    # one Harbor job over the tasks folder (the three tasks), two trials at a time as Harbor runs them
+    done = subprocess.run(
+        [harbor_cmd, "run", "-p", str(tasks), "-a", "oracle", "-o", str(tmp_path / "harbor"), "-n", "2"],
+        env=harbor_env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert len(list((tmp_path / "harbor").glob("*/*/result.json"))) == len(ORACLE_TASKS)
+    local = local_oracle["jobs"]
     columns = ["task", "step_index", "step", "status", "reward"]
     harbor_steps = dl.load_steps(tmp_path / "harbor").select(columns).sort(columns[:2])
-    local_steps = dl.load_steps(tmp_path / "local").select(columns).sort(columns[:2])
+    local_steps = dl.load_steps(local).select(columns).sort(columns[:2])
     assert harbor_steps.equals(local_steps)
     assert harbor_steps["status"].to_list() == ["pass", "pass", "fail", "skipped"]
     trials = {
-        where: dict(dl.load_trials(tmp_path / where).select("task", "reward").iter_rows())
-        for where in ("harbor", "local")
+        where: dict(dl.load_trials(folder).select("task", "reward").iter_rows())
+        for where, folder in (("harbor", tmp_path / "harbor"), ("local", local))
     }
     assert trials["harbor"] == trials["local"] == {"ms-chain": 1.0, "ms-chain-wrong": 0.0, "sep-verifier": 1.0}
 
