@@ -220,8 +220,10 @@ def check_tasks(
         (:class:`depthlab.engines.harbor_replays.HarborReplays`). False: one engine call per replay (the
         baseline ``tests/bench/bench_checks_engines.py`` measures against). The table is the same.
     concurrency : int, default 2
-        On the Harbor engine, the replays of a batch run at once (each its own trial and containers,
-        so the table is the same whatever the number). The local engine replays one at a time.
+        Replays at once: on Harbor, of a batch (Harbor's trials, as its jobs' ``n_concurrent_trials``);
+        on the local engine, of that many tasks (a task's own replays in order: its image built once,
+        its mutants from one snapshot). Each replay is its own trial in its own container, so the table
+        is the same whatever the number.
 
     Returns
     -------
@@ -336,7 +338,8 @@ def _engine_replays(
     remove_leftovers(docker_client)  # the containers of a check that was killed
     from depthlab.engines.local import LocalEngine
 
-    return LocalEngine(jobs_dir).replays(settings, docker_client=docker_client, reuse=reuse, keep_images=keep_images)
+    local_engine = LocalEngine(jobs_dir, concurrency=concurrency)
+    return local_engine.replays(settings, docker_client=docker_client, reuse=reuse, keep_images=keep_images)
 
 
 def _tally(rows: list[dict[str, Any]]) -> str:
