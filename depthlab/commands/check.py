@@ -42,7 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", type=output_table, metavar="FILE", help="the checks table (.csv or .parquet)")
     parser.add_argument("--repeat", type=int, default=2, metavar="K", help="oracle replays per task (default 2)")
     parser.add_argument(
-        "-n", "--concurrency", type=int, default=2, help="replays at once on --engine harbor (default 2)"
+        "-n",
+        "--concurrency",
+        type=int,
+        default=2,
+        help="replays at once (default 2): Harbor's trials of a batch, the local engine's tasks",
     )
     parser.add_argument(
         "--mutants", type=int, default=None, metavar="M", help="a seeded sample of M mutants per step (default: all)"

@@ -24,9 +24,10 @@ The replays handed over in one call run in one Harbor process (:data:`BATCH_RUNN
 ``Trial`` as ``harbor trials start`` runs one, ``concurrency`` at a time as Harbor's own job runs
 ``n_concurrent_trials``), so Harbor starts once per batch, not once per replay, and the replays
 overlap their waits; each replay is its own trial in its own containers, so its verdict does not
-depend on which ran beside it. ``batch=False`` runs one ``harbor trials start`` after another. Every trial goes into
-the one ``depthlab-check`` job the local engine writes too (``trials_dir``), named from the task and
-the replay's key, and writes its own ``result.json`` when it ends; its ``config.json`` holds the key
+depend on which ran beside it. ``batch=False`` runs one ``harbor trials start`` after another.
+Every trial goes into the one ``depthlab-check`` job the local engine writes too (``trials_dir``),
+named from the task, the replay's key and the job folder (the name is its Compose project's, so two
+checks of one task on one Docker host never share one), and writes its own ``result.json`` when it ends; its ``config.json`` holds the key
 and the original task's checksum in ``agent.kwargs``, which is how
 :class:`depthlab.checks.replay.Replayer` finds the replays a killed check finished (a batch killed
 half-way keeps the trials it finished; the Harbor process dies with depthlab). Harbor's output is
@@ -204,8 +205,11 @@ def _prepare_trial(request: ReplayRequest, job: JobDir, copies: Path, settings: 
     """Write the replay's trial config (its leftovers of a killed run removed first)."""
     task = request.task
     copy = replay_task(task, request.upto, copies)
-    digest = hashlib.sha256(f"{task.checksum}\0{request.key}".encode()).hexdigest()[:10]
-    name = f"{task.path.name[:40]}__{digest}"
+    # the name is the replay's in this job (a killed replay run again finds what it left), and differs between
+    # jobs folders: it names the trial's Compose project, which a check of the same task elsewhere on this
+    # Docker host must not take for its own leftover
+    identity = f"{job.path.absolute()}\0{task.checksum}\0{request.key}"
+    name = f"{task.path.name[:40]}__{hashlib.sha256(identity.encode()).hexdigest()[:10]}"
     trial_dir = job.path.absolute() / name
     if trial_dir.exists():  # a trial Harbor left without a result (the Replayer removes those at start)
         shutil.rmtree(trial_dir)
