@@ -27,11 +27,11 @@ overlap their waits; each replay is its own trial in its own containers, so its 
 depend on which ran beside it. ``batch=False`` runs one ``harbor trials start`` after another.
 Every trial goes into the one ``depthlab-check`` job the local engine writes too (``trials_dir``),
 named from the task, the replay's key and the job folder (the name is its Compose project's, so two
-checks of one task on one Docker host never share one), and writes its own ``result.json`` when it ends; its ``config.json`` holds the key
-and the original task's checksum in ``agent.kwargs``, which is how
-:class:`depthlab.checks.replay.Replayer` finds the replays a killed check finished (a batch killed
-half-way keeps the trials it finished; the Harbor process dies with depthlab). Harbor's output is
-appended to ``depthlab-harbor.log`` in the job folder.
+checks of one task on one Docker host never share one), and writes its own ``result.json`` when it
+ends; its ``config.json`` holds the key and the original task's checksum in ``agent.kwargs``, which
+is how :class:`depthlab.checks.replay.Replayer` finds the replays a killed check finished (a batch
+killed half-way keeps the trials it finished; the Harbor process dies with depthlab). Harbor's
+output is appended to ``depthlab-harbor.log`` in the job folder.
 """
 
 from __future__ import annotations
