@@ -1,9 +1,10 @@
 """The planted tasks' local checks, run once per test run and read by every module of checks that needs them.
 
 ``check_tasks`` on the planted tasks (:mod:`depthlab.simulate.checks`) builds their images and replays
-each step in Docker: minutes of work. ``test_checks_planted`` reads the full run and ``test_checks_harbor``
-sets Harbor's table beside the local one; both read the run made here once (``once_per_run``,
-tests/conftest.py: once per test run, also across pytest-xdist's workers). A module that needs a subset
+each step in Docker: minutes of work. ``test_checks_planted`` reads the full run, ``test_checks_harbor``
+sets Harbor's table beside the local one and ``test_checks_reuse`` starts its check with reuse from its
+replays; they read the run made here once (``once_per_run``, tests/conftest.py: once per test run, also
+across pytest-xdist's workers). A module that needs a subset
 of the checks (fewer oracle replays, fewer tasks) checks them again on a copy of this run's jobs folder
 (``jobs``): each replay it needs is found there and reused (``replays_reused``), none is run twice.
 """
