@@ -41,7 +41,7 @@ import random
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import polars as pl
 
@@ -51,6 +51,7 @@ from depthlab.checks import static
 from depthlab.checks.causes import cause_line
 from depthlab.checks.replay import Replay, Replayer, StepRun
 from depthlab.checks.script import (
+    Command,
     MarkError,
     before_step,
     inert_reason,
@@ -71,8 +72,6 @@ from depthlab.runner.task import TaskSpec, load_task
 CHECK_NAMES: tuple[str, ...] = schema.CHECK_NAMES
 #: The engines a check runs on.
 ENGINES: tuple[str, ...] = ("local", "harbor")
-
-_T = TypeVar("_T")
 
 
 @dataclass
@@ -114,6 +113,43 @@ class _Step:
     result_name: str = ""  # its name in a replay's result (a single-step trial's: task.toml's full name)
 
 
+@dataclass
+class _MutantPlan:
+    """A step's mutants, listed before any replay: its commands, the inert ones (first line -> why), how many
+    are not inert, and one replay per mutant made (each command not inert, or a seeded sample of them)."""
+
+    every: list[Command]
+    inert: dict[int, str]
+    live: int
+    replays: list[tuple[Command, ReplayRequest]]
+
+
+@dataclass
+class _StepPlan:
+    """The replays one step's checks need, decided from the oracle's verdicts before any of them runs.
+
+    A check's replay is None where its rows need none: ``blocked`` says why (the oracle fails a step up
+    to this one), or ``key_rows`` is the outcome and evidence of every key row made without a replay;
+    ``next_unmade`` says why ``next_after_key`` is not graded in the key replay (the step after it
+    missing or failing its oracle). :meth:`requests` lists the replays in the order the rows read them
+    (before, key, mutants), so a batch runs a step's mutants one after another (the local engine's
+    snapshot of the earlier steps serves them all)."""
+
+    step: _Step
+    blocked: str | None
+    after: _Step | None
+    before: ReplayRequest | None = None
+    key: ReplayRequest | None = None
+    key_rows: tuple[str, str] | None = None
+    next_unmade: str | None = None
+    mutants: _MutantPlan | None = None
+
+    def requests(self) -> list[ReplayRequest]:
+        """Every replay of the step's checks, in the order its rows read them."""
+        listed = [request for request in (self.before, self.key) if request is not None]
+        return listed + [request for _, request in (self.mutants.replays if self.mutants else [])]
+
+
 def check_tasks(
     tasks: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
@@ -131,6 +167,7 @@ def check_tasks(
     batch: bool = True,
     offline: bool = False,
     keep_images: bool = False,
+    concurrency: int = 2,
 ) -> CheckReport:
     """Check tasks' verifiers by replaying their reference solutions (no model is called).
 
@@ -183,6 +220,11 @@ def check_tasks(
         task's other replays): on Harbor one Harbor process each instead of one per replay
         (:class:`depthlab.engines.harbor_replays.HarborReplays`). False: one engine call per replay (the
         baseline ``tests/bench/bench_checks_engines.py`` measures against). The table is the same.
+    concurrency : int, default 2
+        Replays at once: on Harbor, of a batch (Harbor's trials, as its jobs' ``n_concurrent_trials``);
+        on the local engine, of that many tasks (a task's own replays in order: its image built once,
+        its mutants from one snapshot). Each replay is its own trial in its own container, so the table
+        is the same whatever the number.
 
     Returns
     -------
@@ -196,6 +238,7 @@ def check_tasks(
     """
     check_choice(engine, "engine", "check_tasks", ENGINES)
     check_positive_int(repeat, "repeat", "check_tasks")
+    check_positive_int(concurrency, "concurrency", "check_tasks")
     if mutants is not None:
         check_positive_int(mutants, "mutants", "check_tasks")
     wanted = tuple(dict.fromkeys(check_choice(name, "checks", "check_tasks", CHECK_NAMES) for name in checks))
@@ -205,7 +248,7 @@ def check_tasks(
     replayer = None
     if any(name in _REPLAYED for name in wanted):
         replays = _engine_replays(
-            engine, Path(os.fspath(jobs_dir)), docker_client, settings, harbor, reuse, batch, keep_images
+            engine, Path(os.fspath(jobs_dir)), docker_client, settings, harbor, reuse, batch, keep_images, concurrency
         )
         replayer = Replayer(Path(os.fspath(jobs_dir)), replays, progress) if replays is not None else None
     lint = static.harbor_lint(paths) if "lint" in wanted else {}
@@ -290,12 +333,14 @@ def _engine_replays(
     reuse: bool = True,
     batch: bool = True,
     keep_images: bool = False,
+    concurrency: int = 2,
 ) -> Replays | None:
     """The engine's replays (the one place the engine matters); None when the local engine has no Docker."""
     if engine == "harbor":
         from depthlab.engines.harbor import HarborEngine
 
-        return HarborEngine(jobs_dir, base_url=None, harbor=harbor).replays(settings, batch=batch)
+        harbor_engine = HarborEngine(jobs_dir, base_url=None, harbor=harbor, concurrency=concurrency)
+        return harbor_engine.replays(settings, batch=batch)
     if docker_client is None:
         from depthlab.runner.container import new_docker_client
 
@@ -307,7 +352,8 @@ def _engine_replays(
     remove_leftovers(docker_client)  # the containers of a check that was killed
     from depthlab.engines.local import LocalEngine
 
-    return LocalEngine(jobs_dir).replays(settings, docker_client=docker_client, reuse=reuse, keep_images=keep_images)
+    local_engine = LocalEngine(jobs_dir, concurrency=concurrency)
+    return local_engine.replays(settings, docker_client=docker_client, reuse=reuse, keep_images=keep_images)
 
 
 def _tally(rows: list[dict[str, Any]]) -> str:
@@ -347,7 +393,6 @@ class _TaskChecker:
         self.batch = batch
         self.settings = settings or RunSettings()
         self.offline = offline
-        self.collecting: list[ReplayRequest] | None = None  # set while _phase learns the replays
 
     # ---------------------------------------------------------------- rows ------------------
     def row(
@@ -390,8 +435,9 @@ class _TaskChecker:
 
     # ---------------------------------------------------------------- the task --------------
     def run(self, lint: dict[Path, list[dict] | str] | str) -> Generator[list[ReplayRequest], None, None]:
-        """The task's checks, into :attr:`rows`; yields the replays each phase needs before it goes on
-        (:meth:`_phase`), which the caller runs (:func:`_run_in_step`)."""
+        """The task's checks, into :attr:`rows`; yields the replays of each phase before it reads them
+        (every oracle replay, then every other replay the verdicts call for: :meth:`_oracle_requests`,
+        :class:`_StepPlan`), which the caller runs as one batch with the other tasks' (:func:`_run_in_step`)."""
         if "lint" in self.wanted:
             if isinstance(lint, str):
                 self.row(None, "lint", "not_applicable", lint)
@@ -432,49 +478,32 @@ class _TaskChecker:
                     if check in _REPLAYED:
                         self.row(step, check, "error", reason)
             return
-        oracle = yield from self._phase(lambda: self._oracle(task, steps))
-        yield from self._phase(lambda: self._steps_checks(task, steps, oracle))
+        requests = self._oracle_requests(task, steps)
+        if self.batch:
+            yield requests
+        oracle = self._oracle(task, steps, requests)
+        plans = [self._plan(task, steps, step, oracle) for step in steps]
+        if self.batch:
+            yield [request for plan in plans for request in plan.requests()]
+        for plan in plans:
+            self._replay_checks(plan)
 
-    def _steps_checks(self, task: TaskSpec, steps: list[_Step], oracle: dict[str, tuple[str, str]]) -> None:
-        for step in steps:
-            self._replay_checks(task, steps, step, oracle)
-
-    def _replay(
-        self, task: TaskSpec, key: str, plan: dict[str, str | None], upto: int, snapshot: bool = False
-    ) -> Replay:
+    def _replayed(self, request: ReplayRequest) -> Replay:
+        """The replay of ``request``: run in the phase's batch (found done), or now (``batch=False``)."""
         if self.replayer is None:  # run() returned before any replay without an engine
             raise RuntimeError("no Docker engine to replay on")
-        if self.collecting is not None:  # the first pass of _phase: note the request, replay nothing yet
-            self.collecting.append(ReplayRequest(task, key, plan, upto, snapshot))
-            return Replay(key, Path(), {}, 0.0, False)
-        replay = self.replayer.replay(task, key, plan, upto=upto, snapshot=snapshot)
+        replay = self.replayer.replay(request)
         self.reused += replay.reused
         return replay
 
-    def _phase(self, checks: Callable[[], _T]) -> Generator[list[ReplayRequest], None, _T]:
-        """``checks()`` with every replay it makes handed over first, to run in one batch of the engine.
-
-        The checks run twice: once only to learn the replays they make (their rows and problems
-        dropped; which replays a check makes depends on the oracle's verdicts, known by then, never
-        on its own replays' results), which are yielded (the caller runs them, with the other
-        tasks'), then for real, finding each replay done. Without ``batch`` they run once, each
-        replay its own engine call."""
-        if not self.batch or self.replayer is None:
-            return checks()
-        rows, problems = len(self.rows), len(self.problems)
-        self.collecting = []
-        try:
-            checks()
-        finally:
-            wanted, self.collecting = self.collecting, None
-            del self.rows[rows:], self.problems[problems:]
-        yield wanted
-        return checks()
-
-    def _oracle(self, task: TaskSpec, steps: list[_Step]) -> dict[str, tuple[str, str]]:
-        """Each step's oracle outcome and evidence (also when the oracle row is not wanted)."""
+    def _oracle_requests(self, task: TaskSpec, steps: list[_Step]) -> list[ReplayRequest]:
+        """The oracle's replays: every step's full solution, ``repeat`` times."""
         plan = {str(step.solution_dir.resolve()): step.script for step in steps}
-        replays = [self._replay(task, f"oracle#{k}", plan, len(steps)) for k in range(1, self.repeat + 1)]
+        return [ReplayRequest(task, f"oracle#{k}", plan, len(steps)) for k in range(1, self.repeat + 1)]
+
+    def _oracle(self, task: TaskSpec, steps: list[_Step], requests: list[ReplayRequest]) -> dict[str, tuple[str, str]]:
+        """Each step's oracle outcome and evidence (also when the oracle row is not wanted)."""
+        replays = [self._replayed(request) for request in requests]
         verdicts: dict[str, tuple[str, str]] = {}
         for step in steps:
             runs = [replay.steps.get(step.result_name) for replay in replays]
@@ -504,88 +533,52 @@ class _TaskChecker:
             self.problems.append(f"{self.name}: {bad[0]}")
         return verdicts
 
-    def _replay_checks(
-        self, task: TaskSpec, steps: list[_Step], step: _Step, oracle: dict[str, tuple[str, str]]
-    ) -> None:
+    # ---------------------------------------------------------------- a step's replay checks ---
+    def _plan(self, task: TaskSpec, steps: list[_Step], step: _Step, oracle: dict[str, tuple[str, str]]) -> _StepPlan:
+        """What step ``step``'s replay checks replay, decided from the oracle's verdicts alone (:class:`_StepPlan`)."""
         index = step.index
         prefix = {str(s.solution_dir.resolve()): s.script for s in steps[: index - 1]}
         unfit = next((s for s in steps[:index] if oracle[s.name][0] != "ok"), None)
         blocked = None if unfit is None else f"the oracle does not pass step {unfit.name!r} ({oracle[unfit.name][0]})"
         here = str(step.solution_dir.resolve())
-        if "before" in self.wanted:
-            if blocked:
-                self.row(step, "before", "not_applicable", blocked)
-            else:
-                replay = self._replay(task, f"before:{step.name}", {**prefix, here: None}, index)
-                run = replay.steps.get(step.result_name)
-                self._verdict(step, "before", run, replay, "passes with the step not done")
-        self._key_checks(task, steps, step, prefix, oracle, blocked)
-        if "mutants" in self.wanted:
-            self._mutants(task, step, prefix, blocked)
+        plan = _StepPlan(step, blocked, after=steps[index] if index < len(steps) else None)
+        if "before" in self.wanted and not blocked:
+            plan.before = ReplayRequest(task, f"before:{step.name}", {**prefix, here: None}, index)
+        self._plan_key(task, plan, prefix, oracle)
+        if "mutants" in self.wanted and step.script is not None and not blocked:
+            plan.mutants = self._plan_mutants(task, step, prefix)
+        return plan
 
-    def _key_checks(
-        self,
-        task: TaskSpec,
-        steps: list[_Step],
-        step: _Step,
-        prefix: dict[str, str | None],
-        oracle: dict[str, tuple[str, str]],
-        blocked: str | None,
+    def _plan_key(
+        self, task: TaskSpec, plan: _StepPlan, prefix: dict[str, str | None], oracle: dict[str, tuple[str, str]]
     ) -> None:
+        """The key-step replay of ``plan``'s step, or the one outcome every key row has without it."""
+        step, after = plan.step, plan.after
         wanted = [check for check in ("key_removed", "next_after_key") if check in self.wanted]
         if not wanted:
             return
-        index = step.index
-        after = steps[index] if index < len(steps) else None
         if step.problem:
-            for check in wanted:
-                self.row(step, check, "error", step.problem)
+            plan.key_rows = ("error", step.problem)
+        elif step.key is None:
+            plan.key_rows = ("not_marked", "no '# key-step begin' / '# key-step end' mark in solve.sh")
+        elif plan.blocked:
+            plan.key_rows = ("not_applicable", plan.blocked)
+        if plan.key_rows is not None:
             return
-        if step.key is None:
-            for check in wanted:
-                self.row(step, check, "not_marked", "no '# key-step begin' / '# key-step end' mark in solve.sh")
-            return
-        next_blocked = blocked
-        if after is not None and oracle[after.name][0] != "ok":
-            next_blocked = blocked or f"the oracle does not pass step {after.name!r} ({oracle[after.name][0]})"
-        if blocked:
-            for check in wanted:
-                self.row(step, check, "not_applicable", blocked)
-            return
-        plan = {**prefix, str(step.solution_dir.resolve()): without_key(step.script or "")}
-        upto = index
-        if after is not None and "next_after_key" in wanted and not next_blocked:
-            plan[str(after.solution_dir.resolve())] = after.script
-            upto = index + 1
-        replay = self._replay(task, f"key:{step.name}:{upto}", plan, upto)
-        if "key_removed" in wanted:
-            self._verdict(
-                step, "key_removed", replay.steps.get(step.result_name), replay, "passes with its key step removed"
-            )
-        if "next_after_key" in wanted:
-            if after is None:
-                self.row(step, "next_after_key", "not_applicable", "the last step: no step after it")
-            elif next_blocked:
-                self.row(step, "next_after_key", "not_applicable", next_blocked)
-            else:
-                run = replay.steps.get(after.result_name)
-                self._verdict(
-                    step,
-                    "next_after_key",
-                    run,
-                    replay,
-                    f"step {after.name!r} passes with this key step removed",
-                    shared=True,
-                )
+        if after is None:
+            plan.next_unmade = "the last step: no step after it"
+        elif oracle[after.name][0] != "ok":
+            plan.next_unmade = f"the oracle does not pass step {after.name!r} ({oracle[after.name][0]})"
+        key_plan = {**prefix, str(step.solution_dir.resolve()): without_key(step.script or "")}
+        upto = step.index
+        if after is not None and "next_after_key" in wanted and plan.next_unmade is None:
+            key_plan[str(after.solution_dir.resolve())] = after.script
+            upto = step.index + 1
+        plan.key = ReplayRequest(task, f"key:{step.name}:{upto}", key_plan, upto)
 
-    def _mutants(self, task: TaskSpec, step: _Step, prefix: dict[str, str | None], blocked: str | None) -> None:
-        if step.script is None:
-            self.row(step, "mutants", "error", step.problem or "no solution")
-            return
-        if blocked:
-            self.row(step, "mutants", "not_applicable", blocked)
-            return
-        every = top_level_commands(step.script)
+    def _plan_mutants(self, task: TaskSpec, step: _Step, prefix: dict[str, str | None]) -> _MutantPlan:
+        """Step ``step``'s mutants: its inert commands told apart, the others (or a seeded sample), one replay each."""
+        every = top_level_commands(step.script or "")
         before = before_step(_before_texts(self.path, step, prefix), static.task_workdir(self.path))
         inert = {c.first: why for n, c in enumerate(every) if (why := inert_reason(c, every[:n], before))}
         live = [command for command in every if command.first not in inert]
@@ -593,27 +586,84 @@ class _TaskChecker:
         if self.mutants is not None and self.mutants < len(live):
             chosen = random.Random(f"{self.seed}:{task.name}:{step.name}").sample(range(len(live)), self.mutants)
             commands = [live[i] for i in sorted(chosen)]
+        here = str(step.solution_dir.resolve())
+        replays = [
+            (
+                command,
+                ReplayRequest(
+                    task,
+                    f"mutant:{step.name}:{command.first}-{command.last}",
+                    {**prefix, here: without_lines(step.script or "", command.first, command.last)},
+                    step.index,
+                    snapshot=step.index > 1,  # the earlier steps are the full solutions: one snapshot of them
+                ),
+            )
+            for command in commands
+        ]
+        return _MutantPlan(every, inert, len(live), replays)
+
+    def _replay_checks(self, plan: _StepPlan) -> None:
+        """The rows of one step's replay checks, reading the replays its plan listed."""
+        step = plan.step
+        if "before" in self.wanted:
+            if plan.before is None:
+                self.row(step, "before", "not_applicable", plan.blocked or "")
+            else:
+                replay = self._replayed(plan.before)
+                run = replay.steps.get(step.result_name)
+                self._verdict(step, "before", run, replay, "passes with the step not done")
+        self._key_checks(plan)
+        if "mutants" in self.wanted:
+            self._mutants(plan)
+
+    def _key_checks(self, plan: _StepPlan) -> None:
+        step, after = plan.step, plan.after
+        wanted = [check for check in ("key_removed", "next_after_key") if check in self.wanted]
+        if plan.key is None:
+            if plan.key_rows is not None:
+                for check in wanted:
+                    self.row(step, check, *plan.key_rows)
+            return
+        replay = self._replayed(plan.key)
+        if "key_removed" in wanted:
+            self._verdict(
+                step, "key_removed", replay.steps.get(step.result_name), replay, "passes with its key step removed"
+            )
+        if "next_after_key" in wanted:
+            if after is None or plan.next_unmade is not None:
+                self.row(step, "next_after_key", "not_applicable", plan.next_unmade or "")
+            else:
+                self._verdict(
+                    step,
+                    "next_after_key",
+                    replay.steps.get(after.result_name),
+                    replay,
+                    f"step {after.name!r} passes with this key step removed",
+                    shared=True,
+                )
+
+    def _mutants(self, plan: _StepPlan) -> None:
+        step, mutants = plan.step, plan.mutants
+        if step.script is None:
+            self.row(step, "mutants", "error", step.problem or "no solution")
+            return
+        if mutants is None:
+            self.row(step, "mutants", "not_applicable", plan.blocked or "")
+            return
+        every, inert = mutants.every, mutants.inert
         apart = "; ".join(
             f"line {c.first}: {c.text.splitlines()[0][:40]} ({inert[c.first]})" for c in every if c.first in inert
         )
         inert_note = f"; {len(inert)} inert, not replayed: {apart}" if inert else ""
-        if not commands:
+        if not mutants.replays:
             why = "the solution has no command" if not every else "every command is inert"
             self.row(step, "mutants", "not_applicable", why + inert_note, caught=0, total=0)
             return
         replays: list[Replay] = []
         silent: list[str] = []
         unrun: list[str] = []
-        here = str(step.solution_dir.resolve())
-        for command in commands:
-            mutant = without_lines(step.script, command.first, command.last)
-            replay = self._replay(
-                task,
-                f"mutant:{step.name}:{command.first}-{command.last}",
-                {**prefix, here: mutant},
-                step.index,
-                snapshot=step.index > 1,  # the earlier steps are the full solutions: one snapshot of them
-            )
+        for command, request in mutants.replays:
+            replay = self._replayed(request)
             replays.append(replay)
             run = replay.steps.get(step.result_name)
             line = f"line {command.first}: {command.text.splitlines()[0][:60]}"
@@ -622,11 +672,11 @@ class _TaskChecker:
                 unrun.append(line + (f" ({run.exception})" if run is not None else " (stopped before the step)"))
             elif run.passed:
                 silent.append(line)
-        scored = len(commands) - len(unrun)
+        scored = len(mutants.replays) - len(unrun)
         caught = scored - len(silent)
         whole = f"caught {caught} of {scored}"
-        if len(commands) < len(live):
-            whole += f" sampled ({len(commands)} of {len(live)} removable), {len(every)} in all"
+        if len(mutants.replays) < mutants.live:
+            whole += f" sampled ({len(mutants.replays)} of {mutants.live} removable), {len(every)} in all"
         elif inert:
             whole += f", {len(every)} in all"
         notes = (f"; {len(unrun)} made the solution fail to run, not counted: " + "; ".join(unrun)) if unrun else ""

@@ -18,7 +18,7 @@ one line, :mod:`depthlab.checks.causes`); the checks above it never see the engi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -32,7 +32,6 @@ from depthlab.io.harbor_models import TrialConfig, VerifierResult
 from depthlab.io.multistep import main_reward
 from depthlab.io.status import trial_status
 from depthlab.runner.output import JobDir, remove_incomplete_trials
-from depthlab.runner.task import TaskSpec
 
 #: The job folder of every replay under ``jobs_dir``.
 JOB_NAME = "depthlab-check"
@@ -113,20 +112,12 @@ class Replayer:
             found[(read.result.task_name, str(checksum), replay)] = result_file.parent
         return found
 
-    def replay(
-        self,
-        task: TaskSpec,
-        key: str,
-        plan: Mapping[str, str | None],
-        *,
-        upto: int | None,
-        snapshot: bool = False,
-    ) -> Replay:
-        """The replay ``key`` of ``task``: found in the job when a run before finished it, else run now."""
-        identity = (task.name, task.checksum, key)
+    def replay(self, request: ReplayRequest) -> Replay:
+        """The replay ``request`` asks for: found in the job when a run before finished it, else run now."""
+        identity = (request.task.name, request.task.checksum, request.key)
         if identity not in self.done:
-            self.prefetch([ReplayRequest(task, key, plan, upto, snapshot)])
-        return read_replay(key, self.done[identity], reused=identity not in self.fresh)
+            self.prefetch([request])
+        return read_replay(request.key, self.done[identity], reused=identity not in self.fresh)
 
     def prefetch(self, requests: Sequence[ReplayRequest]) -> None:
         """Run ``requests`` not finished before (each once) in one call of the engine: a batch.

@@ -42,6 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", type=output_table, metavar="FILE", help="the checks table (.csv or .parquet)")
     parser.add_argument("--repeat", type=int, default=2, metavar="K", help="oracle replays per task (default 2)")
     parser.add_argument(
+        "-n",
+        "--concurrency",
+        type=int,
+        default=2,
+        help="replays at once (default 2): Harbor's trials of a batch, the local engine's tasks",
+    )
+    parser.add_argument(
         "--mutants", type=int, default=None, metavar="M", help="a seeded sample of M mutants per step (default: all)"
     )
     parser.add_argument("--seed", type=int, default=0, help="the mutants' sample seed (default 0)")
@@ -86,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
     from depthlab.engines.rounds import EngineError
     from depthlab.runner.profiles import RunSettings
 
-    if args.repeat < 1 or (args.mutants is not None and args.mutants < 1):
-        print("depthlab check: --repeat and --mutants must be at least 1", file=sys.stderr)
+    if args.repeat < 1 or args.concurrency < 1 or (args.mutants is not None and args.mutants < 1):
+        print("depthlab check: --repeat, --concurrency and --mutants must be at least 1", file=sys.stderr)
         return 2
     folders = task_folders(args.tasks)
     if not folders:
@@ -107,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
             progress=lambda line: print(line, file=sys.stderr, flush=True),
             offline=args.offline,
             keep_images=args.keep_images,
+            concurrency=args.concurrency,
         )
     except (ValueError, EngineError) as error:
         print(f"depthlab check: {error}", file=sys.stderr)

@@ -293,7 +293,8 @@ class HarborEngine:
 
     def replays(self, settings: RunSettings | None = None, *, batch: bool = True) -> HarborReplays:
         """The replays of reference solutions for the checks, as Harbor trials of depthlab's replay agent
-        (:class:`depthlab.engines.harbor_replays.HarborReplays`; ``batch``: one Harbor process per call).
+        (:class:`depthlab.engines.harbor_replays.HarborReplays`; ``batch``: one Harbor process per call,
+        :attr:`concurrency` trials at once).
 
         Raises
         ------
@@ -308,6 +309,7 @@ class HarborEngine:
             self.env,
             settings,
             batch=batch,
+            concurrency=self.concurrency,
             preexec=functools.partial(die_with_parent, signal.SIGKILL),
         )
 

@@ -21,14 +21,17 @@ runner's pid limit. Its container's writable layer is watched while it runs
 runner records it (:func:`disk_verdict`).
 
 The replays handed over in one call run in one Harbor process (:data:`BATCH_RUNNER`, Harbor's own
-``Trial`` one after another, as ``harbor trials start`` runs one), so Harbor starts once per batch,
-not once per replay; ``batch=False`` runs one ``harbor trials start`` each. Every trial goes into
-the one ``depthlab-check`` job the local engine writes too (``trials_dir``), named from the task and
-the replay's key, and writes its own ``result.json`` when it ends; its ``config.json`` holds the key
-and the original task's checksum in ``agent.kwargs``, which is how
-:class:`depthlab.checks.replay.Replayer` finds the replays a killed check finished (a batch killed
-half-way keeps the trials it finished; the Harbor process dies with depthlab). Harbor's output is
-appended to ``depthlab-harbor.log`` in the job folder.
+``Trial`` as ``harbor trials start`` runs one, ``concurrency`` at a time as Harbor's own job runs
+``n_concurrent_trials``), so Harbor starts once per batch, not once per replay, and the replays
+overlap their waits; each replay is its own trial in its own containers, so its verdict does not
+depend on which ran beside it. ``batch=False`` runs one ``harbor trials start`` after another.
+Every trial goes into the one ``depthlab-check`` job the local engine writes too (``trials_dir``),
+named from the task, the replay's key and the job folder (the name is its Compose project's, so two
+checks of one task on one Docker host never share one), and writes its own ``result.json`` when it
+ends; its ``config.json`` holds the key and the original task's checksum in ``agent.kwargs``, which
+is how :class:`depthlab.checks.replay.Replayer` finds the replays a killed check finished (a batch
+killed half-way keeps the trials it finished; the Harbor process dies with depthlab). Harbor's
+output is appended to ``depthlab-harbor.log`` in the job folder.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from depthlab._atomic import write_text
+from depthlab._checks import check_positive_int
 from depthlab._defaults import DEFAULT_STORAGE_MB
 from depthlab.engines._harbor_guard import (
     DISK_NOTE,
@@ -98,7 +102,9 @@ class HarborReplays:
         network: the task's own unless ``network=False``), applied as on the local engine.
     batch : bool, default True
         Every request of one call in one Harbor process (:data:`BATCH_RUNNER`); False: one
-        ``harbor trials start`` each (the baseline of ``tests/bench/bench_checks_engines.py``).
+        ``harbor trials start`` each, one after another (the baseline of ``tests/bench/bench_checks_engines.py``).
+    concurrency : int, default 2
+        Trials at once in a batch (``batch``).
     preexec : callable, optional
         Run in the Harbor child before exec (the engine's: die with depthlab).
 
@@ -116,8 +122,11 @@ class HarborReplays:
         settings: RunSettings | None = None,
         *,
         batch: bool = True,
+        concurrency: int = 2,
         preexec: Callable[[], None] | None = None,
     ) -> None:
+        check_positive_int(concurrency, "concurrency", "HarborReplays")
+        self.concurrency = concurrency
         self.harbor = harbor
         self.python = harbor_python(harbor) if batch else None
         self.settings = settings or RunSettings()
@@ -132,7 +141,8 @@ class HarborReplays:
         ended = _Ended(trials, on_trial)
         if self.python is not None:
             configs = [str(trial.config) for trial in trials]
-            self._run([*self.python, str(HARBOR_SIDE / BATCH_RUNNER), *configs], job, bounds, ended)
+            runner = [*self.python, str(HARBOR_SIDE / BATCH_RUNNER), "--concurrency", str(self.concurrency)]
+            self._run([*runner, *configs], job, bounds, ended)
         else:
             for trial in trials:
                 self._run([*self.harbor.argv, "trials", "start", "--config", str(trial.config)], job, bounds, ended)
@@ -195,8 +205,11 @@ def _prepare_trial(request: ReplayRequest, job: JobDir, copies: Path, settings: 
     """Write the replay's trial config (its leftovers of a killed run removed first)."""
     task = request.task
     copy = replay_task(task, request.upto, copies)
-    digest = hashlib.sha256(f"{task.checksum}\0{request.key}".encode()).hexdigest()[:10]
-    name = f"{task.path.name[:40]}__{digest}"
+    # the name is the replay's in this job (a killed replay run again finds what it left), and differs between
+    # jobs folders: it names the trial's Compose project, which a check of the same task elsewhere on this
+    # Docker host must not take for its own leftover
+    identity = f"{job.path.absolute()}\0{task.checksum}\0{request.key}"
+    name = f"{task.path.name[:40]}__{hashlib.sha256(identity.encode()).hexdigest()[:10]}"
     trial_dir = job.path.absolute() / name
     if trial_dir.exists():  # a trial Harbor left without a result (the Replayer removes those at start)
         shutil.rmtree(trial_dir)

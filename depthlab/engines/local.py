@@ -146,11 +146,12 @@ class LocalEngine:
         keep_images: bool = False,
     ) -> LocalReplays:
         """The replays of reference solutions for the checks, through depthlab's runner on this machine
-        (:class:`depthlab.engines.replays.LocalReplays`; ``docker_client`` default: the engine's)."""
+        (:class:`depthlab.engines.replays.LocalReplays`; ``docker_client`` default: the engine's; the
+        replays of :attr:`concurrency` tasks at once)."""
         from depthlab.engines.replays import LocalReplays
 
         client = docker_client if docker_client is not None else self._client()
-        return LocalReplays(client, settings, reuse=reuse, keep_images=keep_images)
+        return LocalReplays(client, settings, reuse=reuse, keep_images=keep_images, concurrency=self.concurrency)
 
     def resume(self, echo: Echo) -> None:
         """Nothing to do: the fill of the next round resumes the interrupted one by itself."""

@@ -13,7 +13,9 @@ On the local engine (:class:`LocalReplays`) a replay runs through the runner
 ``depthlab run``), with the network the task allows (none with ``network=False``, the paper's
 rule), and with the steps' ``min_reward`` gates lifted so a replay goes on past a failing step (the
 checks need the step after a removed key step graded). A replay stops after the last step its
-request names. A solution script that exits non-zero is graded as Harbor's oracle grades it.
+request names. A solution script that exits non-zero is graded as Harbor's oracle grades it. The
+replays of ``concurrency`` tasks run at once (one thread each, as ``depthlab run`` runs trials); a
+task's own replays run in the order asked (its image is built once, its mutants share a snapshot).
 
 *Reuse* (the local engine): the mutants of step s (s >= 2) all replay the same full solutions of
 steps 1..s-1, so those steps are replayed once, in a scratch job, and the container is committed
@@ -23,8 +25,8 @@ the mutant script, its tests), as the step runs after the earlier ones. A snapsh
 processes: when a process other than the container's own is still running after the earlier steps
 (a server an earlier solution started), or their replay does not pass, the mutants of that step are
 replayed from scratch, and each trial's ``agent.kwargs.start`` says which way it ran and why. One
-snapshot exists at a time; it is removed when the step's mutants are done, when the check ends, and
-(left by a killed check) when a check of the same jobs folder starts. The Harbor engine
+snapshot per task exists at a time; it is removed when the task's next snapshot is made, when the
+check ends, and (left by a killed check) when a check of the same jobs folder starts. The Harbor engine
 (:mod:`depthlab.engines.harbor_replays`) replays from scratch.
 
 The task images the local engine builds are removed by ``close`` unless ``keep_images``; a task
@@ -33,20 +35,24 @@ whose image fails to build is built once, its other replays given that failed tr
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import re
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from depthlab._checks import check_positive_int
 from depthlab.io import harbor_writer
 from depthlab.runner.agent import AgentContext
 from depthlab.runner.container import TaskContainer
 from depthlab.runner.image import image_tag
+from depthlab.runner.leftovers import remove_live_containers
 from depthlab.runner.multistep import run_multistep_trial, run_task_trial
 from depthlab.runner.oracle import run_solution
 from depthlab.runner.output import VERSION, JobDir
@@ -193,7 +199,8 @@ class LocalReplays:
     ``settings`` are the runner's (the profile, the network: by default the task's own, as Harbor
     runs it; ``network=False`` for the paper's offline rule, ``depthlab check --offline``). A request
     with ``snapshot`` runs its last step from a snapshot of the earlier steps (module docstring)
-    unless ``reuse`` is False; :meth:`close` removes the snapshot.
+    unless ``reuse`` is False; :meth:`close` removes the snapshots. ``concurrency`` tasks' replays run
+    at once, each task's in order.
     """
 
     def __init__(
@@ -203,7 +210,10 @@ class LocalReplays:
         *,
         reuse: bool = True,
         keep_images: bool = False,
+        concurrency: int = 2,
     ) -> None:
+        check_positive_int(concurrency, "concurrency", "LocalReplays")
+        self.concurrency = concurrency
         self.docker_client = docker_client
         self.reuse = reuse
         self.keep_images = keep_images
@@ -213,47 +223,76 @@ class LocalReplays:
         #: Task checksum -> the trial whose image build failed: the task's other replays are that trial.
         self.failed_builds: dict[str, Path] = {}
         self.label: str | None = None
-        #: The current snapshot: (its earlier steps' identity, its image or None, its start note).
-        self.current: tuple[tuple[Any, ...], str | None, str] | None = None
+        #: Task checksum -> its current snapshot: (its earlier steps' identity, its image or None, its start note).
+        self.current: dict[str, tuple[tuple[Any, ...], str | None, str]] = {}
         self.prefix_runs = 0
+        self.lock = threading.Lock()  # the counters the tasks' threads share
+        #: Set on an interrupt: the running trials stop (the runner's ``cancel``).
+        self.cancel = threading.Event()
 
     def __call__(self, requests: Sequence[ReplayRequest], job: JobDir, on_trial: OnTrial | None = None) -> list[Path]:
         if self.label is None:
             self.label = str(job.path.resolve())
             self._remove_snapshots()  # a killed check's leftovers
-        trial_dirs = []
-        for request in requests:
-            task = request.task
-            failed = self.failed_builds.get(task.checksum)
-            if failed is not None:  # its image did not build: not built again for each replay
-                trial_dirs.append(failed)
-                continue
-            self._note_image(task)
+        by_task: dict[str, list[int]] = {}
+        for index, request in enumerate(requests):
+            by_task.setdefault(request.task.checksum, []).append(index)
+        trial_dirs: dict[int, Path] = {}
+
+        def replay_task(indices: list[int]) -> None:  # one task's replays, in order
+            for index in indices:
+                trial_dirs[index] = self._replay(requests[index], job, on_trial)
+
+        groups = list(by_task.values())
+        if self.concurrency == 1 or len(groups) == 1:
+            for indices in groups:
+                replay_task(indices)
+        else:
+            pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(self.concurrency, len(groups)))
+            try:
+                for future in [pool.submit(replay_task, indices) for indices in groups]:
+                    future.result()
+            except BaseException:  # interrupted, or a trial that could not be recorded: the others stop too
+                self.cancel.set()
+                remove_live_containers()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()
+        return [trial_dirs[index] for index in range(len(requests))]
+
+    def _replay(self, request: ReplayRequest, job: JobDir, on_trial: OnTrial | None) -> Path:
+        """Run one replay (its task's earlier replays done); its trial folder."""
+        task = request.task
+        failed = self.failed_builds.get(task.checksum)
+        if failed is not None:  # its image did not build: not built again for each replay
+            return failed
+        self._note_image(task)
+        with self.lock:
             job.n_planned += 1
-            run = without_gates(task, request.upto) if task.multi_step else task
-            image, start = None, None
-            if self.reuse and request.snapshot and task.multi_step and len(run.steps) >= 2:
-                image, start = self._snapshot(run, request)
-            agent = ReplayAgent(request.key, request.plan, start=start)
-            options: dict[str, Any] = {"docker_client": self.docker_client, "settings": self.settings}
-            if image is not None:
-                outcome = run_multistep_trial(
-                    dataclasses.replace(run, steps=run.steps[-1:]),
-                    agent,
-                    job,
-                    image=image,
-                    dataset=task.path.parent.name,
-                    **options,
-                )
-            else:
-                outcome = run_task_trial(run, agent, job, dataset=task.path.parent.name, **options)
-            job.update_result()
-            trial_dirs.append(outcome.trial_dir)
-            if outcome.exception == "EnvironmentBuildError":
-                self.failed_builds[task.checksum] = outcome.trial_dir
-            if on_trial is not None:
-                on_trial(request, outcome.trial_dir)
-        return trial_dirs
+        run = without_gates(task, request.upto) if task.multi_step else task
+        image, start = None, None
+        if self.reuse and request.snapshot and task.multi_step and len(run.steps) >= 2:
+            image, start = self._snapshot(run, request)
+        agent = ReplayAgent(request.key, request.plan, start=start)
+        options: dict[str, Any] = {"docker_client": self.docker_client, "settings": self.settings}
+        options["cancel"] = self.cancel
+        if image is not None:
+            outcome = run_multistep_trial(
+                dataclasses.replace(run, steps=run.steps[-1:]),
+                agent,
+                job,
+                image=image,
+                dataset=task.path.parent.name,
+                **options,
+            )
+        else:
+            outcome = run_task_trial(run, agent, job, dataset=task.path.parent.name, **options)
+        job.update_result()
+        if outcome.exception == "EnvironmentBuildError":
+            self.failed_builds[task.checksum] = outcome.trial_dir
+        if on_trial is not None:
+            on_trial(request, outcome.trial_dir)
+        return outcome.trial_dir
 
     def _note_image(self, task: TaskSpec) -> None:
         """Note, before its first replay, whether ``task``'s image is there already (kept at the end) or not."""
@@ -271,9 +310,12 @@ class LocalReplays:
         earlier = run.steps[:-1]
         scripts = tuple(request.plan.get(str((Path(step.path) / "solution").resolve())) for step in earlier)
         identity = (run.checksum, len(earlier), scripts)
-        if self.current is not None and self.current[0] == identity:
-            return self.current[1], self.current[2]
-        self._remove_snapshots()
+        current = self.current.pop(run.checksum, None)
+        if current is not None and current[0] == identity:
+            self.current[run.checksum] = current
+            return current[1], current[2]
+        if current is not None and current[1] is not None:  # the task's snapshot of other earlier steps
+            self._remove_image(current[1])
         note: dict[str, str] = {}
 
         def commit(box: TaskContainer) -> None:
@@ -309,7 +351,8 @@ class LocalReplays:
                 settings=self.settings,
                 before_removal=commit,
             )
-        self.prefix_runs += 1
+        with self.lock:
+            self.prefix_runs += 1
         image = note.get("image")
         if outcome.exception is not None or outcome.failed_step is not None:
             failed = outcome.failed_step or outcome.exception
@@ -319,7 +362,7 @@ class LocalReplays:
             image = None
         else:
             start = FROM_SNAPSHOT if image is not None else note.get("start", "from scratch")
-        self.current = (identity, image, start)
+        self.current[run.checksum] = (identity, image, start)
         return image, start
 
     def _remove_image(self, image: str) -> None:
@@ -327,8 +370,8 @@ class LocalReplays:
             self.docker_client.images.remove(image, force=True)
 
     def _remove_snapshots(self) -> None:
-        """Remove every snapshot image of this check's job folder (the current one, a killed check's)."""
-        self.current = None
+        """Remove every snapshot image of this check's job folder (the current ones, a killed check's)."""
+        self.current = {}
         if self.label is None:
             return
         with contextlib.suppress(Exception):
@@ -346,7 +389,12 @@ class LocalReplays:
 
 
 def local_replays(
-    docker_client: Any, settings: RunSettings | None = None, *, reuse: bool = True, keep_images: bool = False
+    docker_client: Any,
+    settings: RunSettings | None = None,
+    *,
+    reuse: bool = True,
+    keep_images: bool = False,
+    concurrency: int = 2,
 ) -> LocalReplays:
     """The local engine's replays (:class:`LocalReplays`)."""
-    return LocalReplays(docker_client, settings, reuse=reuse, keep_images=keep_images)
+    return LocalReplays(docker_client, settings, reuse=reuse, keep_images=keep_images, concurrency=concurrency)

@@ -49,7 +49,8 @@ def test_check_of_clean_tasks_exits_zero(tmp_path: Path, capsys: pytest.CaptureF
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
-        (["--repeat", "0"], "--repeat and --mutants must be at least 1"),
+        (["--repeat", "0"], "--repeat, --concurrency and --mutants must be at least 1"),
+        (["--concurrency", "0"], "--repeat, --concurrency and --mutants must be at least 1"),
         (["--checks", "oracle,nope"], "checks"),
         (["-o", "out.txt"], "must end in .csv or .parquet"),
     ],

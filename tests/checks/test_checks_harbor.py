@@ -10,8 +10,10 @@ checked without replays. Every column but the seconds, the evidence and the tria
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,12 @@ def test_every_harbor_replay_is_a_harbor_trial_of_the_replay_agent_offline(
         assert "min_reward" not in Path(config["task"]["path"], "task.toml").read_text()
     judged = harbor_check([job])
     assert {path: error for path, error in judged.items() if error} == {}
+    # a batch's trials ran two at once (the default concurrency): some two of them overlap in time
+    spans = sorted(
+        (datetime.fromisoformat(result["started_at"]), datetime.fromisoformat(result["finished_at"]))
+        for result in (json.loads((trial / "result.json").read_text()) for trial in trials)
+    )
+    assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans)), spans
     with harbor_viewer(both["jobs"]) as view:
         listed = {item["name"]: item for item in view.api("/api/jobs?page_size=100")["items"]}
         assert listed["depthlab-check"]["agents"] == ["depthlab-replay"]
@@ -116,7 +124,7 @@ def test_bad_input_is_the_same_line_on_both_engines_and_the_same_rows(
     local = bad_run["report"]  # the bad inputs (and the unmarked task) on the local engine: tests/checks/conftest.py
     harbor = check_tasks(
         list(bad_run["bad"].values()), jobs_dir=tmp_path / "harbor", engine="harbor", harbor=harbor_cmd,
-        checks=bad_run["checks"],
+        checks=bad_run["checks"], repeat=bad_run["repeat"],
     )  # fmt: skip
     local_bad = local.table.filter(pl.col("task").is_in(list(BAD)))
     assert local_bad.height > 0

@@ -25,7 +25,7 @@ def planted(planted_run: dict[str, Any]) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def report(planted_run: dict[str, Any]) -> Any:
-    """Every planted task but the coin-flip one, at the default two oracle replays (once per test run:
+    """Every planted task but the coin-flip one, at one oracle replay (once per test run:
     tests/checks/conftest.py)."""
     return planted_run["report"]
 

@@ -1,11 +1,16 @@
 """The mutants of step s from a snapshot of steps 1..s-1 (the local engine's reuse) give the verdicts of
 replaying every mutant from scratch: on a planted task, on a task whose earlier step leaves files the
 step needs, and on one whose earlier step leaves a process running (which a snapshot cannot carry:
-the check finds it and replays that step's mutants from scratch, and says so)."""
+the check finds it and replays that step's mutants from scratch, and says so).
+
+The planted tasks are the planted run's (tests/checks/conftest.py): the check with reuse starts from a copy
+of that run's replays (made with reuse, the default), so their mutants are read from there, not replayed
+again; every mutant is replayed from scratch for the check without reuse."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +20,6 @@ import pytest
 from depthlab.checks import check_tasks
 from depthlab.checks.replay import JOB_NAME, read_replay
 from depthlab.engines.replays import FROM_SNAPSHOT, SNAPSHOT_LABEL
-from depthlab.simulate.checks import write_planted_tasks
 
 pytestmark = pytest.mark.docker
 
@@ -53,9 +57,9 @@ def _two_steps(root: Path, name: str, image: str, first: tuple[str, str], second
 
 
 @pytest.fixture(scope="module")
-def tasks(userland: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def tasks(planted_run: dict[str, Any], userland: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("reuse")
-    planted = write_planted_tasks(root / "planted", userland)
+    planted = planted_run["tasks"]
     layered = _two_steps(
         root,
         "layered",
@@ -90,10 +94,13 @@ def tasks(userland: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     return {"clean": planted["clean"], "passes-before": planted["passes-before"], "layered": layered, "server": server}
 
 
-def _mutant_outcomes(jobs: Path) -> dict[tuple[str, str], tuple[bool, str | None]]:
-    """(task, mutant key) -> (its step passed, how it started), from the job's trials."""
+def _mutant_outcomes(report: Any) -> dict[tuple[str, str], tuple[bool, str | None]]:
+    """(task, mutant key) -> (its step passed, how it started), from the trials of the report's mutants rows
+    (the job holds the planted run's other replays too)."""
     found = {}
-    for result in sorted((jobs / JOB_NAME).glob("*/result.json")):
+    mutants = report.table.filter(pl.col("check") == "mutants")["trials"].drop_nulls()
+    for trial in sorted({Path(path) for joined in mutants for path in joined.split(";")}):
+        result = trial / "result.json"
         config = json.loads((result.parent / "config.json").read_text())
         key = config["agent"]["kwargs"]["replay"]
         if not key.startswith("mutant:"):
@@ -107,10 +114,14 @@ def _mutant_outcomes(jobs: Path) -> dict[tuple[str, str], tuple[bool, str | None
 
 
 @pytest.fixture(scope="module")
-def runs(tasks: dict[str, Path], docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Any]:
+def runs(
+    tasks: dict[str, Path], planted_run: dict[str, Any], docker_client: Any, tmp_path_factory: pytest.TempPathFactory
+) -> dict[bool, Any]:
     out = {}
     for reuse in (False, True):
         jobs = tmp_path_factory.mktemp(f"jobs-reuse-{reuse}")
+        if reuse:  # the planted tasks' replays with reuse: the planted run's
+            shutil.copytree(planted_run["jobs"], jobs, dirs_exist_ok=True)
         report = check_tasks(
             list(tasks.values()), jobs_dir=jobs, docker_client=docker_client, checks=["mutants"], repeat=1, reuse=reuse
         )
@@ -124,9 +135,9 @@ def _verdicts(table: pl.DataFrame) -> list[tuple[Any, ...]]:
 
 
 def test_reuse_gives_the_from_scratch_verdicts_mutant_by_mutant(runs: dict[bool, Any]) -> None:
-    (scratch, scratch_jobs), (reused, reused_jobs) = runs[False], runs[True]
+    (scratch, _), (reused, _) = runs[False], runs[True]
     assert _verdicts(reused.table) == _verdicts(scratch.table)
-    by_scratch, by_reuse = _mutant_outcomes(scratch_jobs), _mutant_outcomes(reused_jobs)
+    by_scratch, by_reuse = _mutant_outcomes(scratch), _mutant_outcomes(reused)
     assert {key: passed for key, (passed, _) in by_reuse.items()} == {
         key: passed for key, (passed, _) in by_scratch.items()
     }
@@ -136,8 +147,8 @@ def test_reuse_gives_the_from_scratch_verdicts_mutant_by_mutant(runs: dict[bool,
 
 
 def test_reuse_starts_from_a_snapshot_unless_a_process_is_left_running(runs: dict[bool, Any]) -> None:
-    report, jobs = runs[True]
-    starts = {key: start for key, (_, start) in _mutant_outcomes(jobs).items()}
+    report, _ = runs[True]
+    starts = {key: start for key, (_, start) in _mutant_outcomes(report).items()}
     second = {task: start for (task, key), start in starts.items() if key.startswith("mutant:second:")}
     assert second["reuse/layered"] == FROM_SNAPSHOT
     assert (second["reuse/server"] or "").startswith("from scratch: the earlier steps leave processes running")
