@@ -372,7 +372,7 @@ def _measure_locked(
         tasks = tasks.with_columns(pl.col("task").replace_strict(versions.reused, default=[]).alias(REUSED_COLUMN))
     old = set_aside(trials, tasks, models)
     if versions.counts:
-        say("\n".join([versions.render(engine.name), *versions.lines]))
+        say("\n".join([versions.render(), *versions.lines]))
     if old.height:
         changed = sorted(set(old["task"].to_list()))
         shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
@@ -413,7 +413,7 @@ def _measure_locked(
         trials, rounds, excluded, engine, models, caps, pass_rule, stopped, sweep, tasks=tasks, error=error
     )
     result.set_aside = set_aside(trials, tasks, models).height
-    result.versions = versions.render(engine.name) if versions.counts else None
+    result.versions = versions.render() if versions.counts else None
     return result
 
 

@@ -19,6 +19,7 @@ from engines_helpers import engine_flags, measure_args, run_measure, write_chain
 import depthlab as dl
 from depthlab import schema
 from depthlab.checks.core import check_tasks
+from depthlab.engines._versions import REGRADE_AS_RERUN, diff_versions, regrade_blocker
 from depthlab.engines.rounds import depth_table
 from depthlab.io.task_versions import (
     PARTS,
@@ -251,6 +252,92 @@ def test_a_task_with_ignore_rules_of_its_own_states_why_it_has_no_digest(tmp_pat
     assert ".harborignore" in str(version.digest_note)
 
 
+# ---------------------------------------------------------------- which changed task a regrade can grade
+def _verifier_modes(root: Path) -> list[Path]:
+    """Tasks whose verifiers resolve to every mode Harbor's rule distinguishes (task-level and per step)."""
+    shared = write_task(root / "shared")
+    separate = write_task(root / "separate")
+    (separate / "task.toml").write_text(
+        (separate / "task.toml").read_text().replace("[verifier]\n", '[verifier]\nenvironment_mode = "separate"\n')
+    )
+    by_environment = write_task(root / "by_environment")  # a [verifier.environment] table means separate
+    (by_environment / "task.toml").write_text(
+        (by_environment / "task.toml").read_text() + "\n[verifier.environment]\ncpus = 1\n"
+    )
+    folders = [shared, separate, by_environment]
+    for name, second_mode in (("steps_mixed", "shared"), ("steps_separate", "separate")):
+        steps = root / name
+        (steps / "environment").mkdir(parents=True)
+        (steps / "environment" / "Dockerfile").write_text("FROM debian:12\n")
+        for step in ("first", "second"):
+            (steps / "steps" / step / "tests").mkdir(parents=True)
+            (steps / "steps" / step / "instruction.md").write_text(f"Step {step}.\n")
+            (steps / "steps" / step / "tests" / "test.sh").write_text(
+                "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n"
+            )
+        (steps / "task.toml").write_text(
+            f'schema_version = "1.4"\n\n[task]\nname = "depthlab/{name}"\n\n'
+            '[verifier]\nenvironment_mode = "separate"\n\n'
+            '[[steps]]\nname = "first"\n\n'
+            f'[[steps]]\nname = "second"\n[steps.verifier]\nenvironment_mode = "{second_mode}"\n'
+        )
+        folders.append(steps)
+    return folders
+
+
+@pytest.mark.harbor
+def test_a_task_is_regradable_exactly_when_harbor_says_so(tmp_path: Path, harbor_python: Path) -> None:
+    """``regrade_blocker`` against Harbor 0.26's own ``harbor.trial.regrade.check_task_regradable``."""
+    tasks = _verifier_modes(tmp_path)
+    script = (
+        "import json, sys\nfrom pathlib import Path\nfrom harbor.trial.regrade import check_task_regradable\n"
+        "print(json.dumps({f: check_task_regradable(Path(f)) for f in sys.argv[1:]}))"
+    )
+    done = subprocess.run(
+        [str(harbor_python), "-c", script, *map(str, tasks)], capture_output=True, text=True, check=False, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    harbor = json.loads(done.stdout)
+    ours = {str(task): regrade_blocker(task) is None for task in tasks}
+    assert ours == {folder: why is None for folder, why in harbor.items()}
+    assert sorted(ours.values()) == [False, False, True, True, True]
+    assert "second" in str(regrade_blocker(tmp_path / "steps_mixed"))
+
+
+@pytest.mark.parametrize("engine", ["local", "harbor"])
+def test_a_verifier_change_says_why_each_task_is_re_run(tmp_path: Path, engine: str) -> None:
+    """Shared mode blocks a regrade on both engines; a separate-mode task is re-run for the engine's reason."""
+    shared, separate = _verifier_modes(tmp_path / "tasks")[:2]
+    jobs = tmp_path / "jobs"
+    before = dl.load_tasks([shared, separate])
+    diff_versions(before.clear(), before, jobs, engine)  # the first measurement records the versions
+    rows = [0, 1, 1]  # the shared task once, the separate one twice (caps 1 and 2)
+    old = schema.conform(
+        pl.DataFrame(
+            {
+                "dataset": [before["dataset"][i] for i in rows],
+                "task": [before["task"][i] for i in rows],
+                "model": "m",
+                "status": ["pass", "pass", "fail"],
+                "cap": [1, 1, 2],
+                "task_checksum": [before["checksum"][i] for i in rows],
+            }
+        ),
+        "trials",
+    )
+    for task in (shared, separate):
+        (task / "tests" / "test.sh").write_text((task / "tests" / "test.sh").read_text() + "# changed\n")
+    diff = diff_versions(old, dl.load_tasks([shared, separate]), jobs, engine)
+    assert diff.counts == {"regrade": 3}
+    assert diff.render() == (
+        "earlier task versions: 0 trial(s) reused, 0 regraded, 3 re-run (3 of them changed only in the verifier, "
+        f"re-run: 2 as {REGRADE_AS_RERUN[engine]}; 1 as its verifier runs in shared mode (in the agent's "
+        "container, gone once the trial ended))"
+    )
+    assert [line.split(":")[0].split()[0] for line in diff.lines] == ["separate", "shared"]
+    assert "shared mode" in diff.lines[1]
+
+
 # ---------------------------------------------------------------- every D, W and check verdict names its version
 def test_every_d_w_and_check_verdict_names_the_task_version(tmp_path: Path) -> None:
     task = write_task(tmp_path / "tasks" / "hello", version="1.4.0")
@@ -285,7 +372,8 @@ def test_a_task_fixed_upstream_costs_only_the_runs_its_change_invalidates(
     engine, userland, server, measure_env, request, tmp_path
 ):
     """Measured once (D = 3); a changed solution costs no run and no model call (its trials reused); a
-    changed verifier sorts the trials as regradable, and both engines say why they re-run them."""
+    changed verifier sorts the trials as regradable, and both engines say why they re-run them (a shared-mode
+    verifier, which no regrade can grade)."""
     task = write_chain_task(tmp_path / "tasks", 2, userland)
     jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
     args = measure_args(task, jobs, out, server.url, *engine_flags(engine, request), "--no-preflight", caps="3,5")
@@ -316,7 +404,6 @@ def test_a_task_fixed_upstream_costs_only_the_runs_its_change_invalidates(
     )
     third = run_measure(args, measure_env)
     assert third.returncode == 0, third.stderr[-3000:]
-    why = "the local runner keeps no trial's final state" if engine == "local" else "harbor trial regrade grades"
     assert f"0 regraded, {n_first} re-run ({n_first} of them changed only in the verifier, re-run: " in third.stderr
-    assert why in third.stderr
+    assert "its verifier runs in shared mode" in third.stderr  # the same reason on both engines
     assert pl.read_csv(out).select("depth", "status").rows() == [(3, "solved")]
