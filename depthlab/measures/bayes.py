@@ -24,7 +24,7 @@ enumeration over them (no sampling).
 **The priors, fitted across the dataset's tasks every time** (empirical Bayes). Per dataset and
 model, the prior over states is a product of a distribution over rungs and one over each curve
 parameter (level, rise, luck, plateau), fitted by EM on the marginal likelihood of the dataset's
-(task, model) counts, each with a Dirichlet(0.1) pseudo-count so that a small or uninformative
+(task, model) counts, each with a Dirichlet(1) pseudo-count so that a small or uninformative
 collection keeps a spread prior. So a collection of shallow tasks puts its prior mass low and
 costs fewer runs, and the luck rate is learned, not assumed. The models' rungs on one task are
 taken as independent given the priors: D's posterior is that of the minimum of independent rungs,
@@ -63,12 +63,6 @@ BAYES_Q = 0.2
 BAYES_ERROR = 0.05
 #: The turns a run costs beyond its own (container start, build, verifier), in the planner's cost.
 RUN_COST = 5.0
-
-#: The Dirichlet pseudo-count on each share of the fitted prior (rungs, level, rise, luck, plateau).
-#: 0.1, not 1: on 150 simulated tasks 1 kept curves the data rule out and cost 1.21-1.98x the runs of a
-#: planner told the noise (0.1: 1.08-2.30x, most lower); on 30 tasks it keeps 0.97 right among
-#: p_depth >= 0.95 (0.98 at 1). docs/depth_uncertainty.md has the measurement.
-PRIOR_PSEUDO_COUNT = 0.1
 
 #: Greedy steps in one round of the planner (at most this many runs per task and model a round).
 ROUND_BATCH = 4
@@ -214,8 +208,8 @@ def fit_log_prior(
     """Empirical-Bayes log prior over states (S,) from one model's rows' log-likelihoods (rows, S).
 
     The prior is a product of a distribution over rungs and one over each curve parameter, each
-    fitted by EM with a Dirichlet pseudo-count :data:`PRIOR_PSEUDO_COUNT` (module docstring).
-    ``weights`` (rows,): how many tasks each row stands for (rows of equal counts are fitted once).
+    fitted by EM with a Dirichlet(1) pseudo-count (module docstring). ``weights`` (rows,): how many
+    tasks each row stands for (rows of equal counts are fitted once).
 
     Examples
     --------
@@ -232,8 +226,7 @@ def fit_log_prior(
         row_weights = np.ones(len(loglik)) if weights is None else weights
         posterior = row_weights @ _normalise_log(loglik + log_prior) if len(loglik) else np.zeros(len(grid.rung))
         marginals = [
-            (np.bincount(index, weights=posterior, minlength=len(share)) + PRIOR_PSEUDO_COUNT)
-            / (posterior.sum() + PRIOR_PSEUDO_COUNT * len(share))
+            (np.bincount(index, weights=posterior, minlength=len(share)) + 1.0) / (posterior.sum() + len(share))
             for index, share in zip(indices, marginals, strict=True)
         ]
         log_prior = _product_log_prior(marginals, indices)
