@@ -367,7 +367,13 @@ def _measure_locked(
     stopped: str | None = None
     trials = engine.load_trials()
     # a changed task's earlier trials: reused, regraded or re-run by what changed (Harbor's run --diff)
-    versions = diff_versions(set_aside(trials, tasks, models), tasks, engine.jobs_dir, engine.name)
+    regrade = getattr(engine, "regrade", None)  # an engine that can grade recorded trials again
+    versions = diff_versions(set_aside(trials, tasks, models), tasks, engine.jobs_dir, regrades=regrade is not None)
+    if versions.to_regrade and regrade is not None:
+        done = regrade(versions.to_regrade, say)
+        versions.regraded += done
+        versions.failed = len(versions.to_regrade) - done
+        trials = engine.load_trials()  # the regraded trials are of the task's version now: they count
     if versions.reused:
         tasks = tasks.with_columns(pl.col("task").replace_strict(versions.reused, default=[]).alias(REUSED_COLUMN))
     old = set_aside(trials, tasks, models)

@@ -34,11 +34,11 @@ from depthlab.runner.errors import (
     RewardFileNotFoundError,
 )
 from depthlab.runner.image import ensure_image
-from depthlab.runner.output import JobDir, utc_now, write_json, write_text
+from depthlab.runner.output import JobDir, new_trial_dir, utc_now, write_json, write_text
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import TaskSpec
 from depthlab.runner.verifier import resolve_env
-from depthlab.runner.verifier_env import run_verifier
+from depthlab.runner.verifier_env import restore_artifacts, run_verifier, save_artifacts, verify_apart
 
 # a container's deadline beyond its trial's longest run: copying files, starting the shell
 _LIFETIME_MARGIN_SEC = 600.0
@@ -169,6 +169,7 @@ def run_trial(
         if cause := box.check_disk():  # the agent's writes passed the task's storage bound
             raise RewardFileNotFoundError(f"The verifier could not start: {cause}")
         box.check_alive()
+        save_artifacts(box, task, trial_dir / "artifacts")  # kept on the host, as Harbor does: a regrade reads them
         begin = utc_now()
         try:
             attempt.rewards = run_verifier(
@@ -224,6 +225,81 @@ def run_trial(
         message=None if error is None else str(error),
         n_turns=attempt.context.metadata.get("n_episodes"),
     )
+
+
+def regrade_trial(
+    source: Path,
+    task: TaskSpec,
+    job_dir: Path,
+    *,
+    docker_client: Any,
+    settings: RunSettings | None = None,
+) -> Path:
+    """Grade the recorded trial ``source`` again with ``task``'s verifier now; the new trial folder in ``job_dir``.
+
+    What ``harbor trial regrade`` does: ``source``'s ``agent/`` and ``artifacts/`` are copied into a new
+    trial folder, the task's separate verifier runs in a fresh container seeded with the saved artifacts
+    (no agent runs), and the trial's ``config.json`` and ``result.json`` are the source's with the new
+    name, ``task_checksum``, verdict and ``config.source_trial`` (``{"action": "regrade", "type": "local",
+    "path": source}``).
+
+    Raises
+    ------
+    ValueError
+        When ``task``'s verifier does not run apart (shared mode), or ``source`` has no readable
+        ``result.json`` and ``config.json``.
+    """
+    import json
+    import shutil
+
+    if task.verifier_mode != "separate":
+        raise ValueError(f"{task.path}: its verifier runs in shared mode, so {source} cannot be regraded")
+    try:
+        config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+        result = json.loads((source / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{source}: not a trial to regrade ({error})") from None
+    settings = settings or RunSettings()
+    job_dir.mkdir(parents=True, exist_ok=True)
+    trial_dir = new_trial_dir(job_dir, task.name)  # the job's config.json is the source job's (the engine's copy)
+    for part in ("agent", "artifacts"):
+        if (source / part).is_dir():
+            shutil.copytree(source / part, trial_dir / part, symlinks=True)
+    config.update(trial_name=trial_dir.name, trials_dir=str(job_dir))
+    config["source_trial"] = {"action": "regrade", "type": "local", "path": str(source)}
+    write_json(trial_dir / "config.json", config)
+    begin = utc_now()
+    rewards: dict[str, float] | None = None
+    fault: Exception | None = None
+    try:
+        rewards = verify_apart(
+            docker_client,
+            task,
+            trial_dir / "verifier",
+            lambda apart: restore_artifacts(trial_dir / "artifacts", task, apart),
+            timeout_sec=task.verifier_timeout_sec,
+            limits=settings.limits(task),
+            force_build=settings.force_build,
+            name_hint=trial_dir.name,
+        )
+    except Exception as failure:  # the regrade's fault is its recorded exception, as a trial's
+        fault = failure
+    occurred = datetime.now().isoformat()
+    result.update(
+        id=str(uuid.uuid4()),
+        trial_name=trial_dir.name,
+        trial_uri=trial_dir.absolute().as_uri(),
+        task_checksum=task.checksum,
+        config=config,
+        verifier_result={"rewards": rewards} if rewards is not None else None,
+        exception_info=_exception_record(fault, occurred, trial_dir),
+        verifier={"started_at": begin, "finished_at": utc_now()},
+        finished_at=utc_now(),
+    )
+    if "reward_valid" in result:  # the source's said its grade stood; this one's is the new verifier's
+        result["reward_valid"] = fault is None and rewards is not None
+    write_json(trial_dir / "result.json", result, fsync=True)
+    return trial_dir
 
 
 class _Attempt:
