@@ -106,7 +106,7 @@ def save_artifacts(box: TaskContainer, task: TaskSpec, artifacts_dir: Path) -> N
     for path in artifact_paths(task):
         destination = path.strip("/")
         status, kind = "failed", "directory"
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError, tarfile.TarError):  # recorded as failed, as Harbor does
             data = _filtered_archive(box, path)
             if data is not None:
                 target = artifacts_dir / posixpath.dirname(destination)
@@ -167,7 +167,9 @@ def _filtered_archive(source: TaskContainer, path: str, *, limit_bytes: int = TO
         for member in archive:
             with contextlib.suppress(tarfile.FilterError):
                 safe = tarfile.data_filter(member, "/artifact")  # ownership cleared: root's in the verifier
-                safe = safe.replace(uid=0, gid=0, uname="", gname="", deep=False)
+                # the data filter leaves a folder's mode unset, which no tar can write: its own, less group/other write
+                mode = member.mode & 0o755 if safe.mode is None else safe.mode
+                safe = safe.replace(mode=mode, uid=0, gid=0, uname="", gname="", deep=False)
                 out.addfile(safe, archive.extractfile(member) if safe.isfile() else None)
     return clean.getvalue()
 
