@@ -19,7 +19,6 @@ not regraded again.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections import Counter
@@ -27,8 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+import msgspec
 import polars as pl
 
+from depthlab.io.harbor import read_model
+from depthlab.io.harbor_records import TrialConfigRecord, TrialResultRecord
 from depthlab.io.harbor_task import TaskFormatError, read_task
 from depthlab.io.harbor_writer import write_json
 from depthlab.io.task_versions import TaskVersion, diff_action, read_versions, record_versions, versions_of
@@ -157,18 +159,19 @@ def keep_stated_cap(source_trial: Path, regraded_trial: Path) -> None:
 
     Harbor 0.26's ``harbor trial regrade`` writes them empty, yet the agent's run it keeps was told them:
     the cap stated to it (``stated_cap``) is read from them, and without it the regrade counts for no cap.
+    A file that cannot be read as Harbor's is left as it is (the loader reports it).
     """
-    stated = json.loads((source_trial / "config.json").read_text(encoding="utf-8")).get("extra_instructions")
-    if not stated:
+    source = read_model(source_trial / "config.json", TrialConfigRecord)
+    config = read_model(regraded_trial / "config.json", TrialConfigRecord)
+    result = read_model(regraded_trial / "result.json", TrialResultRecord)
+    if not (isinstance(source, TrialConfigRecord) and source.extra_instructions):
         return
-    config_path, result_path = regraded_trial / "config.json", regraded_trial / "result.json"
-    config = json.loads(config_path.read_text(encoding="utf-8"))
-    result = json.loads(result_path.read_text(encoding="utf-8"))
-    config["extra_instructions"] = stated
-    if isinstance(result.get("config"), dict):
-        result["config"]["extra_instructions"] = stated
-    write_json(config_path, config)
-    write_json(result_path, result, fsync=True)
+    if isinstance(config, TrialConfigRecord):
+        config = msgspec.structs.replace(config, extra_instructions=source.extra_instructions)
+        write_json(regraded_trial / "config.json", config)
+    if isinstance(result, TrialResultRecord):
+        stated = msgspec.structs.replace(result.config, extra_instructions=source.extra_instructions)
+        write_json(regraded_trial / "result.json", msgspec.structs.replace(result, config=stated), fsync=True)
 
 
 def regraded_sources(jobs_dir: str | os.PathLike[str]) -> set[str]:
@@ -179,17 +182,16 @@ def regraded_sources(jobs_dir: str | os.PathLike[str]) -> set[str]:
     >>> import pathlib, tempfile
     >>> jobs = pathlib.Path(tempfile.mkdtemp())
     >>> (jobs / "regrade__j" / "t__1").mkdir(parents=True)
-    >>> _ = (jobs / "regrade__j" / "t__1" / "config.json").write_text('{"source_trial": {"path": "/x/j/t__0"}}')
+    >>> config = '{"trial_name": "t__1", "task": {}, "source_trial": {"path": "/x/j/t__0"}}'
+    >>> _ = (jobs / "regrade__j" / "t__1" / "config.json").write_text(config)
     >>> sorted(regraded_sources(jobs))
     ['/x/j/t__0']
     """
     found: set[str] = set()
-    for config in Path(jobs_dir).glob("*/*/config.json"):
-        try:
-            source = json.loads(config.read_text(encoding="utf-8")).get("source_trial")
-        except (OSError, ValueError, AttributeError):
-            continue  # not a trial config: the loader reports what it cannot read
-        if isinstance(source, dict) and isinstance(source.get("path"), str):
+    for path in Path(jobs_dir).glob("*/*/config.json"):
+        config = read_model(path, TrialConfigRecord)  # not a trial's config: the loader reports what it cannot read
+        source = config.source_trial if isinstance(config, TrialConfigRecord) else None
+        if source is not None and isinstance(source.get("path"), str):
             found.add(os.path.normpath(source["path"]))
     return found
 

@@ -249,24 +249,31 @@ def regrade_trial(
         When ``task``'s verifier does not run apart (shared mode), or ``source`` has no readable
         ``result.json`` and ``config.json``.
     """
-    import json
     import shutil
+
+    import msgspec
+
+    from depthlab.io.harbor import read_model
+    from depthlab.io.harbor_records import TrialResultRecord, VerifierResultRecord
 
     if task.verifier_mode != "separate":
         raise ValueError(f"{task.path}: its verifier runs in shared mode, so {source} cannot be regraded")
-    try:
-        config = json.loads((source / "config.json").read_text(encoding="utf-8"))
-        result = json.loads((source / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{source}: not a trial to regrade ({error})") from None
+    config = read_model(source / "config.json", TrialConfigRecord)
+    recorded = read_model(source / "result.json", TrialResultRecord)
+    if not isinstance(config, TrialConfigRecord) or not isinstance(recorded, TrialResultRecord):
+        why = config if isinstance(config, str) else recorded if isinstance(recorded, str) else "a file absent"
+        raise ValueError(f"{source}: not a trial to regrade ({why})")
     settings = settings or RunSettings()
-    job_dir.mkdir(parents=True, exist_ok=True)
     trial_dir = new_trial_dir(job_dir, task.name)  # the job's config.json is the source job's (the engine's copy)
     for part in ("agent", "artifacts"):
         if (source / part).is_dir():
             shutil.copytree(source / part, trial_dir / part, symlinks=True)
-    config.update(trial_name=trial_dir.name, trials_dir=str(job_dir))
-    config["source_trial"] = {"action": "regrade", "type": "local", "path": str(source)}
+    config = msgspec.structs.replace(
+        config,
+        trial_name=trial_dir.name,
+        trials_dir=str(job_dir),
+        source_trial={"action": "regrade", "type": "local", "path": str(source)},
+    )
     write_json(trial_dir / "config.json", config)
     begin = utc_now()
     rewards: dict[str, float] | None = None
@@ -284,20 +291,19 @@ def regrade_trial(
         )
     except Exception as failure:  # the regrade's fault is its recorded exception, as a trial's
         fault = failure
-    occurred = datetime.now().isoformat()
-    result.update(
+    result = msgspec.structs.replace(
+        recorded,
         id=str(uuid.uuid4()),
         trial_name=trial_dir.name,
         trial_uri=trial_dir.absolute().as_uri(),
         task_checksum=task.checksum,
         config=config,
-        verifier_result={"rewards": rewards} if rewards is not None else None,
-        exception_info=_exception_record(fault, occurred, trial_dir),
-        verifier={"started_at": begin, "finished_at": utc_now()},
+        verifier_result=VerifierResultRecord(rewards=rewards) if rewards is not None else None,
+        exception_info=_exception_record(fault, datetime.now().isoformat(), trial_dir),
+        verifier=harbor_writer.phase(begin, utc_now()),
         finished_at=utc_now(),
     )
-    if "reward_valid" in result:  # the source's said its grade stood; this one's is the new verifier's
-        result["reward_valid"] = fault is None and rewards is not None
+    result = msgspec.structs.replace(result, reward_valid=result.harbor_reward_valid())  # the new verdict's
     write_json(trial_dir / "result.json", result, fsync=True)
     return trial_dir
 

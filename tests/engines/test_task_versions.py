@@ -342,7 +342,7 @@ def test_a_verifier_change_regrades_or_says_why_each_task_is_re_run(tmp_path: Pa
         # a trial regraded already (a trial's config.source_trial names it) is not regraded again
         (jobs / "regrade__j" / "b__x").mkdir(parents=True)
         (jobs / "regrade__j" / "b__x" / "config.json").write_text(
-            json.dumps({"source_trial": {"action": "regrade", "path": str(jobs.absolute() / "j" / "b")}})
+            json.dumps({"task": {}, "source_trial": {"action": "regrade", "path": str(jobs.absolute() / "j" / "b")}})
         )
         again = diff_versions(old, dl.load_tasks([shared, separate]), jobs, regrades=True)
         assert [Path(item.trial_dir).name for item in again.to_regrade] == ["c"]
