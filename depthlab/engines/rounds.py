@@ -382,9 +382,14 @@ def _measure_locked(
     if old.height:
         changed = sorted(set(old["task"].to_list()))
         shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
+        planned = (
+            f"{versions.regraded} of them regraded (the regrades count); the others' cells are planned again"
+            if versions.regraded
+            else "their cells are planned again"
+        )
         say(
             f"set aside: {old.height} trial(s) of {len(changed)} task(s) that changed since they ran (their "
-            f"task_checksum is not the task's now); their cells are planned again: {shown}"
+            f"task_checksum is not the task's now); {planned}: {shown}"
         )
     limit = (2 * len(caps) + 1) * (max_attempts if attempts == "auto" else 1)
     if error is not None:

@@ -484,6 +484,7 @@ def test_a_changed_verifier_is_regraded_at_no_agent_cost(engine, userland, measu
         assert second.returncode == 0, second.stderr[-3000:]
         assert server.count() == calls, "a regrade costs no model call"
     assert "earlier task versions: 0 trial(s) reused, 1 regraded, 0 re-run" in second.stderr
+    assert "1 of them regraded (the regrades count)" in second.stderr
     trials = dl.load_trials([jobs], cache=False)
     regraded = trials.filter(pl.col("task_checksum") == dirhash_sha256(task))
     assert regraded.select("cap", "model", "status").rows() == [(1, "openai/m1", "fail")]
