@@ -246,8 +246,8 @@ def regrade_trial(
     Raises
     ------
     ValueError
-        When ``task``'s verifier does not run apart (shared mode), or ``source`` has no readable
-        ``result.json`` and ``config.json``.
+        When ``task``'s verifier does not run apart (shared mode), ``task`` has steps (not regraded here
+        yet), or ``source`` has no readable ``result.json`` and ``config.json`` or no saved artifacts.
     """
     import shutil
 
@@ -258,12 +258,18 @@ def regrade_trial(
 
     if task.verifier_mode != "separate":
         raise ValueError(f"{task.path}: its verifier runs in shared mode, so {source} cannot be regraded")
+    if task.steps:
+        raise ValueError(f"{task.path}: a multi-step task is regraded by Harbor's engine only, not {source}")
+    if not (source / "artifacts" / "manifest.json").is_file():
+        # graded on nothing, the new verifier would fail a trial that may have passed
+        raise ValueError(f"{source}: no artifacts/manifest.json (recorded before the runner kept artifacts)")
     config = read_model(source / "config.json", TrialConfigRecord)
     recorded = read_model(source / "result.json", TrialResultRecord)
     if not isinstance(config, TrialConfigRecord) or not isinstance(recorded, TrialResultRecord):
         why = config if isinstance(config, str) else recorded if isinstance(recorded, str) else "a file absent"
         raise ValueError(f"{source}: not a trial to regrade ({why})")
     settings = settings or RunSettings()
+    job_dir.mkdir(parents=True, exist_ok=True)
     trial_dir = new_trial_dir(job_dir, task.name)  # the job's config.json is the source job's (the engine's copy)
     for part in ("agent", "artifacts"):
         if (source / part).is_dir():
@@ -301,6 +307,7 @@ def regrade_trial(
         verifier_result=VerifierResultRecord(rewards=rewards) if rewards is not None else None,
         exception_info=_exception_record(fault, datetime.now().isoformat(), trial_dir),
         verifier=harbor_writer.phase(begin, utc_now()),
+        started_at=begin,  # the regrade's own span, as Harbor's regrade records it
         finished_at=utc_now(),
     )
     result = msgspec.structs.replace(result, reward_valid=result.harbor_reward_valid())  # the new verdict's

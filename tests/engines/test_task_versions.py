@@ -497,3 +497,18 @@ def test_a_changed_verifier_is_regraded_at_no_agent_cost(engine, userland, measu
     third = run_measure(args, measure_env)  # nothing left to do: the regrade is not made again
     assert third.returncode == 0, third.stderr[-3000:]
     assert dl.load_trials([jobs], cache=False).height == trials.height
+
+
+def test_the_local_regrade_refuses_what_it_cannot_grade(tmp_path: Path) -> None:
+    """A shared-mode task, and a trial recorded before the runner kept artifacts (graded on nothing, it would fail)."""
+    from depthlab.runner.task import load_task
+    from depthlab.runner.trial import regrade_trial
+
+    shared, separate = _verifier_modes(tmp_path / "tasks")[:2]
+    source = tmp_path / "jobs" / "fill__m__cap1" / "hello__abc"
+    source.mkdir(parents=True)
+    with pytest.raises(ValueError, match="shared mode"):
+        regrade_trial(source, load_task(shared), tmp_path / "out", docker_client=None)
+    with pytest.raises(ValueError, match=r"hello__abc: no artifacts/manifest\.json"):
+        regrade_trial(source, load_task(separate), tmp_path / "out", docker_client=None)
+    assert not (tmp_path / "out").exists()
