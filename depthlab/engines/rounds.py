@@ -68,7 +68,12 @@ class EngineError(RuntimeError):
 
 
 class Engine(Protocol):
-    """What the round loop needs from an engine: every attribute and method it reads or sets."""
+    """What the round loop needs from an engine: every attribute and method it reads or sets.
+
+    An engine may also have ``regrade(regrades, echo) -> int`` (both engines do): grade the recorded
+    trials :attr:`depthlab.engines._versions.VersionDiff.to_regrade` lists again with their task's
+    verifier now, and return how many were; without it a regradable trial is re-run.
+    """
 
     #: The engine's name ("harbor", "local"), recorded in :attr:`MeasureResult.engine`.
     name: str
