@@ -81,6 +81,7 @@ from depthlab.engines._harbor_guard import (
     remove_temp_leftovers,
     strip_setuid,
 )
+from depthlab.engines._versions import Regrade, copy_job_config, keep_stated_cap
 from depthlab.engines.rounds import Echo, EngineError, check_api_key
 from depthlab.io import harbor_writer
 from depthlab.io.harbor import (
@@ -383,6 +384,31 @@ class HarborEngine:
         from depthlab.runner.output import load_job_trials
 
         return load_job_trials(self.jobs_dir)
+
+    def regrade(self, regrades: Sequence[Regrade], echo: Echo) -> int:
+        """Grade recorded trials again with their task's verifier now (``harbor trial regrade``); how many were.
+
+        Each goes to ``regrade__<job>`` (:attr:`depthlab.engines._versions.Regrade.job_dir`), with the source
+        job's ``config.json`` copied in, and the source's ``extra_instructions`` (the cap stated to the agent,
+        which Harbor's regrade drops: :func:`depthlab.engines._versions.keep_stated_cap`) put back in the
+        regrade's config. A regrade that fails is echoed with its log, and its cell planned again.
+        """
+        done = 0
+        with _bar(len(regrades), "regrade", self.progress) as bar:
+            for item in regrades:
+                out = item.job_dir
+                copy_job_config(Path(item.trial_dir).parent, out)
+                arguments = ["trial", "regrade", item.trial_dir, "-p", item.task_dir, "-o", str(out)]
+                before = set(out.glob("*/result.json"))
+                try:
+                    self._harbor_job(arguments, out, 1, bar)
+                except EngineError as error:
+                    echo(f"  regrade of {item.trial_dir} failed: {error}")
+                    continue
+                for result in set(out.glob("*/result.json")) - before:
+                    keep_stated_cap(Path(item.trial_dir), result.parent)
+                    done += 1
+        return done
 
     # ------------------------------------------------------------------ resume
     def resume(self, echo: Echo) -> None:

@@ -13,7 +13,7 @@ holding one trial gets its second.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from depthlab import _atomic, schema
 from depthlab._checks import check_positive_finite, check_positive_int
 from depthlab._defaults import DEFAULT_API_KEY_ENV
 from depthlab.engines._harbor_guard import judge_trials
+from depthlab.engines._versions import Regrade, copy_job_config
 from depthlab.engines.rounds import Echo, EngineError, check_api_key
 from depthlab.io.harbor_task import agent_timeouts
 
@@ -231,6 +232,35 @@ class LocalEngine:
         from depthlab.runner.output import load_job_trials
 
         return load_job_trials(self.jobs_dir)
+
+    def regrade(self, regrades: Sequence[Regrade], echo: Echo) -> int:
+        """Grade recorded trials again with their task's verifier now; how many were.
+
+        :func:`depthlab.runner.trial.regrade_trial` (a fresh verifier container on the artifacts the
+        trial saved, no agent) into ``regrade__<job>``, the source job's ``config.json`` copied in, as
+        the Harbor engine's regrade does. A regrade that fails is echoed, and its cell planned again.
+        """
+        from depthlab.runner.task import load_task
+        from depthlab.runner.trial import regrade_trial
+
+        done = 0
+        settings = self.fill_options.get("settings")
+        for item in regrades:
+            copy_job_config(Path(item.trial_dir).parent, item.job_dir)
+            try:
+                regraded = regrade_trial(
+                    Path(item.trial_dir),
+                    load_task(item.task_dir),
+                    item.job_dir,
+                    docker_client=self._client(),
+                    settings=settings,
+                )
+            except (OSError, ValueError) as error:
+                echo(f"  regrade of {item.trial_dir} failed: {error}")
+                continue
+            echo(f"  regraded {item.trial_dir} into {regraded}")
+            done += 1
+        return done
 
 
 def _folders(tasks: pl.DataFrame) -> dict[str, str]:

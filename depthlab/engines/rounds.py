@@ -68,7 +68,12 @@ class EngineError(RuntimeError):
 
 
 class Engine(Protocol):
-    """What the round loop needs from an engine: every attribute and method it reads or sets."""
+    """What the round loop needs from an engine: every attribute and method it reads or sets.
+
+    An engine may also have ``regrade(regrades, echo) -> int`` (both engines do): grade the recorded
+    trials :attr:`depthlab.engines._versions.VersionDiff.to_regrade` lists again with their task's
+    verifier now, and return how many were; without it a regradable trial is re-run.
+    """
 
     #: The engine's name ("harbor", "local"), recorded in :attr:`MeasureResult.engine`.
     name: str
@@ -367,7 +372,13 @@ def _measure_locked(
     stopped: str | None = None
     trials = engine.load_trials()
     # a changed task's earlier trials: reused, regraded or re-run by what changed (Harbor's run --diff)
-    versions = diff_versions(set_aside(trials, tasks, models), tasks, engine.jobs_dir, engine.name)
+    regrade = getattr(engine, "regrade", None)  # an engine that can grade recorded trials again
+    versions = diff_versions(set_aside(trials, tasks, models), tasks, engine.jobs_dir, regrades=regrade is not None)
+    if versions.to_regrade and regrade is not None:
+        done = regrade(versions.to_regrade, say)
+        versions.regraded += done
+        versions.failed = len(versions.to_regrade) - done
+        trials = engine.load_trials()  # the regraded trials are of the task's version now: they count
     if versions.reused:
         tasks = tasks.with_columns(pl.col("task").replace_strict(versions.reused, default=[]).alias(REUSED_COLUMN))
     old = set_aside(trials, tasks, models)
@@ -376,9 +387,14 @@ def _measure_locked(
     if old.height:
         changed = sorted(set(old["task"].to_list()))
         shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
+        planned = (
+            f"{versions.regraded} of them regraded (the regrades count); the others' cells are planned again"
+            if versions.regraded
+            else "their cells are planned again"
+        )
         say(
             f"set aside: {old.height} trial(s) of {len(changed)} task(s) that changed since they ran (their "
-            f"task_checksum is not the task's now); their cells are planned again: {shown}"
+            f"task_checksum is not the task's now); {planned}: {shown}"
         )
     limit = (2 * len(caps) + 1) * (max_attempts if attempts == "auto" else 1)
     if error is not None:

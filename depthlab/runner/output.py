@@ -37,6 +37,7 @@ __all__ = [
     "JobDir",
     "Trajectory",
     "load_job_trials",
+    "new_trial_dir",
     "remove_incomplete_trials",
     "utc_now",
     "write_json",
@@ -131,13 +132,7 @@ class JobDir:
 
     def new_trial_dir(self, task_name: str) -> Path:
         """Create and return a fresh, uniquely named trial folder."""
-        while True:
-            path = self.path / trial_name(task_name)
-            try:
-                path.mkdir()
-                return path
-            except FileExistsError:
-                continue
+        return new_trial_dir(self.path, task_name)
 
     def update_result(self, *, finished: bool = False) -> None:
         """Rewrite the job's ``result.json`` from the trials on disk (so it is right after a resume), reading
@@ -159,6 +154,17 @@ class JobDir:
     def _write_lock(self) -> None:
         """Rewrite the job's ``lock.json`` (Harbor's ``JobLock``) from the complete trials, each locked once."""
         self._lock_file.write(name for name, (_, result) in sorted(self._read.items()) if result is not None)
+
+
+def new_trial_dir(job_path: Path, task_name: str) -> Path:
+    """Create and return a fresh, uniquely named trial folder in ``job_path`` (Harbor's ``<task>__<id>``)."""
+    while True:
+        path = job_path / trial_name(task_name)
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
 
 
 def load_job_trials(jobs_dir: str | os.PathLike[str]) -> pl.DataFrame:

@@ -19,7 +19,7 @@ from engines_helpers import engine_flags, measure_args, run_measure, write_chain
 import depthlab as dl
 from depthlab import schema
 from depthlab.checks.core import check_tasks
-from depthlab.engines._versions import REGRADE_AS_RERUN, diff_versions, regrade_blocker
+from depthlab.engines._versions import NO_REGRADE, Regrade, diff_versions, regrade_blocker
 from depthlab.engines.rounds import depth_table
 from depthlab.io.task_versions import (
     PARTS,
@@ -304,13 +304,13 @@ def test_a_task_is_regradable_exactly_when_harbor_says_so(tmp_path: Path, harbor
     assert "second" in str(regrade_blocker(tmp_path / "steps_mixed"))
 
 
-@pytest.mark.parametrize("engine", ["local", "harbor"])
-def test_a_verifier_change_says_why_each_task_is_re_run(tmp_path: Path, engine: str) -> None:
-    """Shared mode blocks a regrade on both engines; a separate-mode task is re-run for the engine's reason."""
+@pytest.mark.parametrize("regrades", [False, True])
+def test_a_verifier_change_regrades_or_says_why_each_task_is_re_run(tmp_path: Path, regrades: bool) -> None:
+    """Shared mode blocks a regrade; a separate-mode task is regraded by an engine that can, else re-run."""
     shared, separate = _verifier_modes(tmp_path / "tasks")[:2]
     jobs = tmp_path / "jobs"
     before = dl.load_tasks([shared, separate])
-    diff_versions(before.clear(), before, jobs, engine)  # the first measurement records the versions
+    diff_versions(before.clear(), before, jobs, regrades=regrades)  # the first measurement records the versions
     rows = [0, 1, 1]  # the shared task once, the separate one twice (caps 1 and 2)
     old = schema.conform(
         pl.DataFrame(
@@ -321,19 +321,39 @@ def test_a_verifier_change_says_why_each_task_is_re_run(tmp_path: Path, engine: 
                 "status": ["pass", "pass", "fail"],
                 "cap": [1, 1, 2],
                 "task_checksum": [before["checksum"][i] for i in rows],
+                "job": "j",
+                "trial": ["a", "b", "c"],
             }
         ),
         "trials",
     )
     for task in (shared, separate):
         (task / "tests" / "test.sh").write_text((task / "tests" / "test.sh").read_text() + "# changed\n")
-    diff = diff_versions(old, dl.load_tasks([shared, separate]), jobs, engine)
+    diff = diff_versions(old, dl.load_tasks([shared, separate]), jobs, regrades=regrades)
     assert diff.counts == {"regrade": 3}
-    assert diff.render() == (
-        "earlier task versions: 0 trial(s) reused, 0 regraded, 3 re-run (3 of them changed only in the verifier, "
-        f"re-run: 2 as {REGRADE_AS_RERUN[engine]}; 1 as its verifier runs in shared mode (in the agent's "
-        "container, gone once the trial ended))"
-    )
+    shared_why = "its verifier runs in shared mode (in the agent's container, gone once the trial ended)"
+    if regrades:
+        assert diff.to_regrade == [Regrade(str(jobs.absolute() / "j" / t), str(separate)) for t in ("b", "c")]
+        diff.regraded += 2  # what the engine reports
+        assert diff.render() == (
+            "earlier task versions: 0 trial(s) reused, 2 regraded, 1 re-run (1 of them changed only in the "
+            f"verifier, re-run: 1 as {shared_why})"
+        )
+        # a trial regraded already (a trial's config.source_trial names it) is not regraded again
+        (jobs / "regrade__j" / "b__x").mkdir(parents=True)
+        (jobs / "regrade__j" / "b__x" / "config.json").write_text(
+            json.dumps({"task": {}, "source_trial": {"action": "regrade", "path": str(jobs.absolute() / "j" / "b")}})
+        )
+        again = diff_versions(old, dl.load_tasks([shared, separate]), jobs, regrades=True)
+        assert [Path(item.trial_dir).name for item in again.to_regrade] == ["c"]
+        assert again.regraded == 1
+        assert diff.to_regrade[0].job_dir == jobs.absolute() / "regrade__j"
+    else:
+        assert diff.to_regrade == []
+        assert diff.render() == (
+            "earlier task versions: 0 trial(s) reused, 0 regraded, 3 re-run (3 of them changed only in the verifier, "
+            f"re-run: 2 as {NO_REGRADE}; 1 as {shared_why})"
+        )
     assert [line.split(":")[0].split()[0] for line in diff.lines] == ["separate", "shared"]
     assert "shared mode" in diff.lines[1]
 
@@ -407,3 +427,88 @@ def test_a_task_fixed_upstream_costs_only_the_runs_its_change_invalidates(
     assert f"0 regraded, {n_first} re-run ({n_first} of them changed only in the verifier, re-run: " in third.stderr
     assert "its verifier runs in shared mode" in third.stderr  # the same reason on both engines
     assert pl.read_csv(out).select("depth", "status").rows() == [(3, "solved")]
+
+
+# ---------------------------------------------------------------- a verifier fixed upstream is regraded, both engines
+ARTIFACT_TEST = "#!/bin/bash\nmkdir -p /logs/verifier\ngrep -qx {word} /logs/artifacts/answer.txt && echo 1 > \
+/logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"
+
+
+def _artifact_task(root: Path, image: str) -> Path:
+    """A tiny task whose separate verifier reads the agent's answer from /logs/artifacts (regradable)."""
+    task = root / "measure-artifact"
+    (task / "environment").mkdir(parents=True)
+    (task / "environment" / "Dockerfile").write_text(f"FROM {image}\nWORKDIR /app\nSTOPSIGNAL SIGKILL\n")
+    (task / "instruction.md").write_text("Write hello to /logs/artifacts/answer.txt.\n")
+    (task / "solution").mkdir()
+    (task / "solution" / "solve.sh").write_text(
+        "#!/bin/bash\nmkdir -p /logs/artifacts\necho hello > /logs/artifacts/answer.txt\n"
+    )
+    (task / "tests").mkdir()
+    (task / "tests" / "test.sh").write_text(ARTIFACT_TEST.format(word="hello"))
+    (task / "task.toml").write_text(
+        'schema_version = "1.1"\n[agent]\ntimeout_sec = 120.0\n'
+        '[verifier]\ntimeout_sec = 60.0\nenvironment_mode = "separate"\n'
+        "[environment]\ncpus = 1\nmemory_mb = 512\n"
+    )
+    return task
+
+
+def _answering_policy(messages: list[dict[str, object]], model: str) -> str:
+    """Write the answer in one command, then say done (and confirm)."""
+    from engines_helpers import reply
+
+    if any(message.get("role") == "assistant" for message in messages):
+        return reply(complete=True)
+    return reply("mkdir -p /logs/artifacts && echo hello > /logs/artifacts/answer.txt\n", complete=True)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("engine", ["local", pytest.param("harbor", marks=pytest.mark.harbor)])
+def test_a_changed_verifier_is_regraded_at_no_agent_cost(engine, userland, measure_env, request, tmp_path):
+    """Measured once (cap 1, passed); the verifier changed to want another answer: the second measure
+    makes no model call, regrades the trial (its verdict the new verifier's, its cap kept) and says so."""
+    from engines_helpers import scripted_server
+
+    task = _artifact_task(tmp_path / "tasks", userland)
+    jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
+    with scripted_server(_answering_policy) as server:
+        args = measure_args(task, jobs, out, server.url, *engine_flags(engine, request), "--no-preflight", caps="1")
+        first = run_measure(args, measure_env)
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert pl.read_csv(out).select("depth", "status").rows() == [(1, "solved")]
+        calls = server.count()
+        assert calls > 0
+        (task / "tests" / "test.sh").write_text(ARTIFACT_TEST.format(word="goodbye"))
+        second = run_measure(args, measure_env)
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert server.count() == calls, "a regrade costs no model call"
+    assert "earlier task versions: 0 trial(s) reused, 1 regraded, 0 re-run" in second.stderr
+    assert "1 of them regraded (the regrades count)" in second.stderr
+    trials = dl.load_trials([jobs], cache=False)
+    regraded = trials.filter(pl.col("task_checksum") == dirhash_sha256(task))
+    assert regraded.select("cap", "model", "status").rows() == [(1, "openai/m1", "fail")]
+    assert regraded["job"].to_list()[0].startswith("regrade__")
+    assert pl.read_csv(out).select("depth", "status", schema.TASK_CHECKSUM).rows() == [
+        (None, "unsolved", dirhash_sha256(task))
+    ]
+    config = json.loads(next((jobs / regraded["job"][0]).glob("*/config.json")).read_text())
+    assert config["source_trial"]["action"] == "regrade"
+    third = run_measure(args, measure_env)  # nothing left to do: the regrade is not made again
+    assert third.returncode == 0, third.stderr[-3000:]
+    assert dl.load_trials([jobs], cache=False).height == trials.height
+
+
+def test_the_local_regrade_refuses_what_it_cannot_grade(tmp_path: Path) -> None:
+    """A shared-mode task, and a trial recorded before the runner kept artifacts (graded on nothing, it would fail)."""
+    from depthlab.runner.task import load_task
+    from depthlab.runner.trial import regrade_trial
+
+    shared, separate = _verifier_modes(tmp_path / "tasks")[:2]
+    source = tmp_path / "jobs" / "fill__m__cap1" / "hello__abc"
+    source.mkdir(parents=True)
+    with pytest.raises(ValueError, match="shared mode"):
+        regrade_trial(source, load_task(shared), tmp_path / "out", docker_client=None)
+    with pytest.raises(ValueError, match=r"hello__abc: no artifacts/manifest\.json"):
+        regrade_trial(source, load_task(separate), tmp_path / "out", docker_client=None)
+    assert not (tmp_path / "out").exists()
