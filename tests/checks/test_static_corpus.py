@@ -198,3 +198,43 @@ def test_check_corpus_refuses_a_bad_corpus_with_its_reason(tmp_path: Path) -> No
                           "check": ["named_in_instruction"], "outcome": ["fault"], "item": ["/x"]})  # fmt: skip
     with pytest.raises(SystemExit, match="labels must be one of"):
         script.precision_table(items, labels)
+
+
+@pytest.mark.harbor
+def test_check_corpus_migrates_tb1_tasks_with_harbors_own_migrate(
+    tmp_path: Path, harbor_cmd: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the replication's corpora are TB1 (task.yaml) in group folders (datasets/<adapter>/<task>); Harbor
+    # 0.26 refuses some of them (a difficulty outside its list), which must be listed, not dropped
+    monkeypatch.setenv("DEPTHLAB_HARBOR", harbor_cmd)
+    script = _corpus_script()
+    repo = tmp_path / "repo"
+    for group, name, difficulty in (("adapter", "named", "easy"), ("adapter", "unnamed", "easy"), ("x", "odd", "??")):
+        task = repo / "datasets" / group / name
+        (task / "tests").mkdir(parents=True)
+        said = "Write your answer to /app/answer.txt." if name == "named" else "Answer the question."
+        (task / "task.yaml").write_text(f"instruction: {said}\ndifficulty: {difficulty}\n")
+        (task / "Dockerfile").write_text("FROM debian:12\nWORKDIR /app\n")
+        (task / "docker-compose.yaml").write_text(
+            "services:\n  client:\n    build:\n      context: .\n    image: ${T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME}\n"
+        )
+        (task / "run-tests.sh").write_text("#!/bin/bash\npytest $TEST_DIR/test_outputs.py\n")
+        (task / "solution.sh").write_text("#!/bin/bash\necho 42 > /app/answer.txt\n")
+        (task / "tests" / "test_outputs.py").write_text(
+            'from pathlib import Path\n\n\ndef test_answer():\n    assert Path("/app/answer.txt").read_text()\n'
+        )
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "tasks"], check=True)
+    corpus = script.Corpus.parse(f"tb1={repo}@HEAD:datasets/*")
+    assert corpus.task_names() == ["adapter/named", "adapter/unnamed", "x/odd"]
+    output = tmp_path / "items.csv"
+    assert script.main([f"tb1={repo}@HEAD:datasets/*", "-o", str(output)]) == 0
+    items = pl.read_csv(output, infer_schema=False)
+    assert items.filter(pl.col("check") == "named_in_instruction").select("task", "outcome", "item").rows() == [
+        ("adapter/unnamed", "fault", "/app/answer.txt")
+    ]
+    refused = items.filter(pl.col("check") == "migrate")
+    assert refused["task"].to_list() == ["x/odd"]
+    assert "difficulty" in refused["item"][0]
