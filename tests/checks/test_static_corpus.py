@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from depthlab.checks import check_tasks
-from depthlab.checks.static import alternatives, in_instruction, named_facts, named_in_instruction
+from depthlab.checks.static import alternatives, code_of_test, in_instruction, named_facts, named_in_instruction
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -139,6 +139,45 @@ def test_a_held_out_test_set_is_a_hidden_input(tmp_path: Path) -> None:
     folders = _step(tmp_path, {"verifier.py": 'SRC = Path("/opt/.test_set")\nANSWER = Path("/opt/answer_truth.txt")\n'})
     found = named_in_instruction("Count the calls.", folders)
     assert (found.outcome, found.hidden) == ("note", ("/opt/.test_set", "/opt/answer_truth.txt"))
+
+
+# ---------------------------------------------------------------- round 9 (after the replication) ----------
+def test_what_the_tests_shell_sources_enters_or_writes_is_the_verifiers_own(tmp_path: Path) -> None:
+    # rese1f/terminal-bench-datasets: SWE-bench's test.sh enters /testbed and sources conda (59 of 59);
+    # DevEval's writes its suite's log and the Python test reads it back; a data-science task sources cargo
+    folders = _step(
+        tmp_path,
+        {
+            "test.sh": "#!/bin/bash\ncd /testbed\nsource /opt/miniconda3/bin/activate\n. /root/.cargo/env\n"
+            "if (make test) > /app/unit_test.log 2>&1; then echo ok >> /app/unit_test.log; fi\n"
+            "cat /app/answer.txt\necho World > /app/config.txt\n",  # an input the tests write: still asked
+            "test_outputs.py": 'def test_log():\n    assert "PASSED" in open("/app/unit_test.log").read()\n',
+        },
+    )
+    found = named_in_instruction("Fix the bug.", folders)
+    assert found.missing == ("/app/answer.txt", "/app/config.txt"), found.evidence  # what the tests read counts
+    named = named_in_instruction("Write /app/answer.txt; your script reads /app/config.txt.", folders)
+    assert named.evidence == "all 2 named in the instruction (4 of the verifier's own left out)"
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "found"),
+    [
+        # a sed address in test.sh's locale setup (13 SWE-bench tasks); the file sed edits still counts
+        ("test.sh", "sed -i '/en_US.UTF-8/s/^# //g' /app/locale.gen\n", ["/app/locale.gen"]),
+        # an external judge's port (56 LiveCodeBench Pro tasks); a local or service URL's port still counts
+        ("t.py", 'BASE = env("BASE_URL", "http://38.80.122.117:8081")\n', []),
+        ("t.py", 'u = "http://localhost:8000/x"\nv = "http://web:5000/y"\n', ["port 8000", "port 5000"]),
+        # a glob's piece (Aider polyglot's test.sh), and `su` inside an expected answer (a Go test table)
+        ("test.sh", 'find /tests -name "*main*.cpp" -not -path "*/test/*"\n', []),
+        ("t.go", 'expected: "su pn lk",\n', []),
+        ("test.sh", "su alice -c true\n", ["user alice"]),
+    ],
+)
+def test_round_9_pieces_are_no_places(name: str, code: str, found: list[str]) -> None:
+    text = code_of_test(name, code)
+    assert text is not None
+    assert named_facts(text) == found
 
 
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
