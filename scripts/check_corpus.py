@@ -2,9 +2,12 @@
 
 A corpus is a folder of task folders (``NAME=FOLDER``), or a git repository read at one commit
 (``NAME=GITDIR@COMMIT:SUBDIR``, optionally ``#N`` for a seeded sample of N of its tasks, ``#N+K`` for
-the N drawn after the first K, disjoint from ``#K``): each task's files are written from git into a
-temporary folder (a blob the snapshot left out, empty), checked there and deleted, so no task file is
-ever written beside the repository (docs/checks.md, "Measured on real tasks").
+the N drawn after the first K, disjoint from ``#K``; ``SUBDIR/*`` when the tasks sit one folder deeper,
+``group/task``): each task's files are written from git into a temporary folder (a blob the snapshot
+left out, empty), checked there and deleted, so no task file is ever written beside the repository
+(docs/checks.md, "Measured on real tasks"). A TB1 task (``task.yaml``, no ``task.toml``) is first
+migrated by Harbor's own ``harbor tasks migrate`` in that folder, as Harbor would read it; a task
+Harbor's migration refuses is listed as a ``migrate`` error with Harbor's reason.
 
 Each task belongs to one *part*, fixed before any item is read: ``tune`` (the rules may be changed after
 reading its items) or ``held_out`` (read only to measure), by a hash of ``corpus/task`` (a third
@@ -43,6 +46,8 @@ from depthlab.checks import check_tasks, static
 
 #: The checks this script runs: the static ones (no Docker).
 STATIC_CHECKS = ("named_in_instruction", "fix_not_in_instruction")
+#: A task folder's config file: Harbor's, or TB1's (migrated by Harbor before it is checked).
+TASK_FILES = ("task.toml", "task.yaml")
 #: The labels of a flagged item (docs/checks.md defines them).
 LABELS = ("true", "debatable", "false")
 _FIELDS = ("corpus", "commit", "task", "part", "step", "check", "outcome", "item")
@@ -82,14 +87,19 @@ class Corpus:
         """The corpus's task folders (relative to its subdir), sorted; with ``#N+K``, the N drawn after the first
         K of one seeded draw (seed 0), so ``#150+120`` is disjoint from ``#120``."""
         if self.commit is None:
-            names = sorted(p.name for p in self.root.iterdir() if (p / "task.toml").is_file())
+            names = sorted(p.name for p in self.root.iterdir() if any((p / f).is_file() for f in TASK_FILES))
         else:
-            listed = _git(self.root, "ls-tree", "-r", "--name-only", self.commit, "--", self.subdir or ".")
-            prefix = f"{self.subdir}/" if self.subdir else ""
+            base = self.subdir.removesuffix("/*")
+            listed = _git(self.root, "ls-tree", "-r", "--name-only", self.commit, "--", base or ".")
+            prefix = f"{base}/" if base else ""
+            depth = 2 if self.subdir.endswith("/*") else 1  # SUBDIR/*: a folder of groups of tasks
             names = sorted(
-                line[len(prefix) : -len("/task.toml")]
-                for line in listed.splitlines()
-                if line.endswith("/task.toml") and "/" not in line[len(prefix) : -len("/task.toml")]
+                {
+                    folder
+                    for line in listed.splitlines()
+                    for folder, _, file in [line[len(prefix) :].rpartition("/")]
+                    if file in TASK_FILES and folder and folder.count("/") == depth - 1
+                }
             )
         if self.sample is not None:
             drawn = random.Random(0).sample(names, min(len(names), self.skip + self.sample))
@@ -100,8 +110,9 @@ class Corpus:
         """The task's folder (itself for a folder corpus, else its files written from git under ``into``) and
         how many of its files the mirror does not hold (large files a snapshot leaves out: written empty)."""
         if self.commit is None:
-            return self.root / task, 0
-        path = f"{self.subdir}/{task}" if self.subdir else task
+            return migrated(self.root / task, into), 0
+        base = self.subdir.removesuffix("/*")
+        path = f"{base}/{task}" if base else task
         listed = _git(self.root, "ls-tree", "-r", "-z", self.commit, "--", path).split("\0")
         blobs = [line.split("\t", 1) for line in listed if line]
         blobs = [(meta.split()[2], name) for meta, name in blobs if meta.split()[1] == "blob"]
@@ -123,7 +134,33 @@ class Corpus:
             size = int(header.split()[2])
             target.write_bytes(batch[:size])
             batch = batch[size + 1 :]
-        return into / path, absent
+        return migrated(into / path, into), absent
+
+
+def migrated(folder: Path, scratch: Path) -> Path:
+    """The task folder in Harbor's format: itself, or a TB1 task (``task.yaml``) as Harbor's own
+    ``harbor tasks migrate`` writes it (into ``scratch``); a clear error when Harbor is absent or refuses.
+
+    ``folder`` names a task folder; the migrated copy keeps its folder name.
+    """
+    if (folder / "task.toml").is_file() or not (folder / "task.yaml").is_file():
+        return folder
+    harbor = static.harbor_executable()
+    if harbor is None:
+        raise SystemExit(f"{folder}: a TB1 task (task.yaml) needs Harbor's `harbor tasks migrate`; no harbor found")
+    out = scratch / "migrated"
+    done = subprocess.run(
+        [harbor, "tasks", "migrate", "-i", str(folder), "-o", str(out)], capture_output=True, text=True, check=False
+    )
+    target = out / folder.name
+    if not (target / "task.toml").is_file():
+        said = " ".join((done.stdout + done.stderr).split())[-300:]
+        raise MigrationError(f"Harbor's `tasks migrate` refused the TB1 task: {said}")
+    return target
+
+
+class MigrationError(Exception):
+    """Harbor's migration of a TB1 task did not write a Harbor task (the message says Harbor's reason)."""
 
 
 def _git(gitdir: Path, *args: str) -> str:
@@ -178,7 +215,13 @@ def check_corpus(corpus: Corpus, tune_corpora: frozenset[str], *, lint: bool) ->
     for task in corpus.task_names():
         part = part_of(corpus.name, task, tune_corpora)
         with tempfile.TemporaryDirectory(prefix="depthlab-corpus-") as scratch:
-            folder, absent = corpus.extract(task, Path(scratch) / "tasks")
+            try:
+                folder, absent = corpus.extract(task, Path(scratch) / "tasks")
+            except MigrationError as error:
+                counts[(part, "migrate", "error")] += 1
+                refused = (corpus.name, commit, task, part, "", "migrate", "error", str(error))
+                items.append(dict(zip(_FIELDS, refused, strict=True)))
+                continue
             counts[(part, "files absent from the mirror", "tasks")] += bool(absent)
             report = check_tasks([folder], jobs_dir=Path(scratch) / "jobs", checks=STATIC_CHECKS)
             rows = report.table.to_dicts()

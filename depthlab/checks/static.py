@@ -12,8 +12,10 @@ is not; ``harbor lint``.
     test, a JSON pointer, a regular expression's piece), the verifier's own tooling (a path with
     ``verifier``, ``grader`` or ``grading`` in a name; what the tests make themselves: a folder they
     create, a virtual environment, a clone, a download, a ``PATH`` value, a copy's target, a compiled
-    ``-o``, a file ``pytest`` runs; a program the tests run that the task's ``environment/`` ships),
-    and ports outside a connection (only ``localhost:N``, a URL's port, a ``port=N`` argument,
+    ``-o``, a file ``pytest`` runs; a program the tests run that the task's ``environment/`` ships; a
+    file their shell sources, a folder it enters, a file it redirects a command's output into but for
+    ``echo``/``printf``/``cat``; a sed script; a glob's piece),
+    and ports outside a connection (only ``localhost:N``, a URL's port but a public address's, a ``port=N`` argument,
     ``--port N``, ``nc host N`` or a constant named with ``PORT`` as a whole word count; never
     arithmetic). Named: verbatim (a folder with its closing slash too); under the working folder, by
     its path relative to it (``hello.txt`` or ``./hello.txt`` for ``/app/hello.txt``); under
@@ -92,7 +94,8 @@ LINT_NOTES: frozenset[str] = frozenset(
 # an absolute path: a slash after a delimiter (not after a word, a variable's closing brace, another path)
 # (nor after a '#': `#/definitions/` is a JSON pointer; nor after '<': `</script>` is a closing tag); one
 # ending at a backslash is a regular expression's piece (`/home/u/ca-bundle\.crt`), read as no path
-_PATH = re.compile(r"(?<![\w.$:/~}\])#<-])((?>/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?))(?!\\)")
+# (nor after a '*': `-path "*/test/*"` is a glob's piece; round 9)
+_PATH = re.compile(r"(?<![\w.$:/~}\])#<*-])((?>/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?))(?!\\)")
 # a quoted path tested as a substring: followed by ` in` / ` not in`, or the argument of a string method
 _FRAGMENT_TEST = re.compile(r"['\"][ \t]+(?:not[ \t]+)?in\b")
 _FRAGMENT_LEAD = re.compile(
@@ -109,10 +112,11 @@ _PORTS = (
     # PORT as a whole word of the name (SERVER_PORT, port), never inside one (MAX_REPORT_ERR_MS = 500)
     re.compile(r"(?im)^[ \t]*(?:export[ \t]+)?(?:[a-z0-9]+_)*port(?:_[a-z0-9]+)*[ \t]*[:=][ \t]*(\d{2,5})[ \t]*$"),
 )
-# `id` only where a command starts, or a quoted `id -u` (not "id should be positive" in a message)
+# `id` and `su` only where a command starts, or quoted before an option (`"id -u"`): not "id should be
+# positive" in a message, nor `"su pn lk"` in an expected answer (round 9)
 _USER = re.compile(
-    r"(?:(?:^|[;&|(`!]|\$\(|\b(?:if|then|do|else|while|until)\b)[ \t]*id|['\"]id(?= -)"
-    r"|\b(?:su|sudo -u|runuser -u|getent passwd|chown|useradd|adduser))"
+    r"(?:(?:^|[;&|(`!]|\$\(|\b(?:if|then|do|else|while|until)\b)[ \t]*(?:id|su)|['\"](?:id|su)(?= -)"
+    r"|\b(?:sudo -u|runuser -u|getent passwd|chown|useradd|adduser))"
     r"\s+(?:-\w*\s+)*([a-z_][a-z0-9_-]{1,31})\b",
     re.MULTILINE,
 )
@@ -143,6 +147,20 @@ _PYTEST = re.compile(r"\bpytest[ \t]+(?:-\S+[ \t]+)*['\"]?(/[\w.+/-]+)")
 # where the tests copy, move or link a file to: the verifier's own copy (`cp /tests/t.py /app/t.py`)
 _COPY_TARGET = re.compile(
     r"\b(?:cp|mv|ln|install|rsync)[ \t]+(?:-\S+[ \t]+)*(?:['\"]?[^\s;|&'\"]+['\"]?[ \t]+)+['\"]?(/[\w.+/-]+)"
+)
+# what the tests' shell sets itself up with or works in (round 9): a file it sources (`source
+# /opt/miniconda3/bin/activate`, `. /root/.cargo/env`), a folder it enters (`cd /testbed`)
+_SHELL_OWN = re.compile(r"(?m)(?:^|[;&|(]|\b(?:then|do|else))[ \t]*(?:source|\.|cd)[ \t]+['\"]?(/[\w.+/-]+)")
+# a file a command's output is redirected into (`(make test) > /app/unit_test.log`): the tests' own log; but
+# not what `echo`, `printf` or `cat` write (`echo World > /app/config.txt`: an input the agent's program reads)
+_REDIRECT = re.compile(r"(?<![<>&\d])>>?[ \t]*['\"]?(/[\w.+/-]+)")
+_WRITES_DATA = re.compile(r"[ \t]*(?:echo|printf|cat)\b")
+# a sed script (`sed -i '/en_US.UTF-8/s/^# //g' ...`): an address and a substitution, no path (round 9)
+_SED_SCRIPT = re.compile(r"(\bsed[ \t]+(?:-[a-zA-Z]+[ \t]+)*(?:-e[ \t]+)?)(['\"])(.*?)\2")
+# a URL's host that is a public address: a remote service the tests call (an external judge), not one the
+# agent's environment serves (round 9)
+_REMOTE_HOST = re.compile(
+    r"://(?!127\.|0\.0\.0\.0|10\.|192\.168\.|172\.(?:1[6-9]|2\d|3[01])\.)(?:\d{1,3}\.){3}\d{1,3}:"
 )
 _EXPANSION = re.compile(r"\$\{(\w+)(:?[-=])([^}]*)\}")
 _VARIABLE = re.compile(r"\$\{(\w+)[^}]*\}|\$(\w+)")
@@ -296,6 +314,7 @@ def _literal_path(node: ast.expr) -> str | None:
 
 def _shell_code(text: str) -> str:
     code = "\n".join(_without_comment(line) for line in text.split("\n"))
+    code = _SED_SCRIPT.sub(lambda match: match.group(1) + " " * (len(match.group(3)) + 2), code)
     code = _EXPANSION.sub(lambda match: match.group(3), code)  # ${NAME:-default}: the default
     values = {name: value for name, value in _ASSIGNED.findall(code)}
     # $NAME: its value when the script sets it to a path, else a word (what follows it is relative)
@@ -336,7 +355,12 @@ def named_facts(text: str) -> list[str]:
             continue  # `"/src/" in str(p)`, `p.startswith("/x/")`: a piece of a name, no place
         if not _is_place(path) and not path.endswith(("-", "_")):  # "/mmbert-": a name's fragment, no path
             found.append(path)
-    found += [f"port {port}" for pattern in _PORTS for port in pattern.findall(text)]
+    found += [
+        f"port {match.group(1)}"
+        for pattern in _PORTS
+        for match in pattern.finditer(text)
+        if not _REMOTE_HOST.search(text, max(0, match.start() - 1), match.start(1))
+    ]
     found += [f"user {name}" for name in _USER.findall(text) if name not in {"root", "nobody"}]
     return list(dict.fromkeys(found))
 
@@ -344,6 +368,12 @@ def named_facts(text: str) -> list[str]:
 def _is_place(path: str) -> bool:
     """A bare top folder or under Harbor's or the system's folders: nothing an instruction need name."""
     return path in BARE_FOLDERS or any(path == root or path.startswith(root + "/") for root in SYSTEM_PATHS)
+
+
+def _writes_data(text: str, at: int) -> bool:
+    """Whether the shell command whose output is redirected at ``at`` writes data (echo, printf, cat)."""
+    line = text[text.rfind("\n", 0, at) + 1 : at]
+    return _WRITES_DATA.match(re.split(r"[;&|(]|\b(?:then|do|else)\b", line)[-1]) is not None
 
 
 def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) -> AskedFacts:
@@ -372,6 +402,10 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
         own |= {p.strip("'\"").rstrip("/") for match in _MKDIR.finditer(text) for p in match.group(1).split()}
         own |= {p for p in _RUN.findall(text) if Path(p).name in environment}
         own |= {match.group(1).rstrip("/") for pattern in (_COPY_TARGET, _PYTEST) for match in pattern.finditer(text)}
+        own |= {match.group(1).rstrip("/") for match in _SHELL_OWN.finditer(text)}
+        own |= {
+            match.group(1).rstrip("/") for match in _REDIRECT.finditer(text) if not _writes_data(text, match.start())
+        }
     asked: list[str] = []
     hidden: list[str] = []
     mine = 0

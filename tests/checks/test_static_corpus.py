@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from depthlab.checks import check_tasks
-from depthlab.checks.static import alternatives, in_instruction, named_facts, named_in_instruction
+from depthlab.checks.static import alternatives, code_of_test, in_instruction, named_facts, named_in_instruction
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -141,6 +141,45 @@ def test_a_held_out_test_set_is_a_hidden_input(tmp_path: Path) -> None:
     assert (found.outcome, found.hidden) == ("note", ("/opt/.test_set", "/opt/answer_truth.txt"))
 
 
+# ---------------------------------------------------------------- round 9 (after the replication) ----------
+def test_what_the_tests_shell_sources_enters_or_writes_is_the_verifiers_own(tmp_path: Path) -> None:
+    # rese1f/terminal-bench-datasets: SWE-bench's test.sh enters /testbed and sources conda (59 of 59);
+    # DevEval's writes its suite's log and the Python test reads it back; a data-science task sources cargo
+    folders = _step(
+        tmp_path,
+        {
+            "test.sh": "#!/bin/bash\ncd /testbed\nsource /opt/miniconda3/bin/activate\n. /root/.cargo/env\n"
+            "if (make test) > /app/unit_test.log 2>&1; then echo ok >> /app/unit_test.log; fi\n"
+            "cat /app/answer.txt\necho World > /app/config.txt\n",  # an input the tests write: still asked
+            "test_outputs.py": 'def test_log():\n    assert "PASSED" in open("/app/unit_test.log").read()\n',
+        },
+    )
+    found = named_in_instruction("Fix the bug.", folders)
+    assert found.missing == ("/app/answer.txt", "/app/config.txt"), found.evidence  # what the tests read counts
+    named = named_in_instruction("Write /app/answer.txt; your script reads /app/config.txt.", folders)
+    assert named.evidence == "all 2 named in the instruction (4 of the verifier's own left out)"
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "found"),
+    [
+        # a sed address in test.sh's locale setup (13 SWE-bench tasks); the file sed edits still counts
+        ("test.sh", "sed -i '/en_US.UTF-8/s/^# //g' /app/locale.gen\n", ["/app/locale.gen"]),
+        # an external judge's port (56 LiveCodeBench Pro tasks); a local or service URL's port still counts
+        ("t.py", 'BASE = env("BASE_URL", "http://38.80.122.117:8081")\n', []),
+        ("t.py", 'u = "http://localhost:8000/x"\nv = "http://web:5000/y"\n', ["port 8000", "port 5000"]),
+        # a glob's piece (Aider polyglot's test.sh), and `su` inside an expected answer (a Go test table)
+        ("test.sh", 'find /tests -name "*main*.cpp" -not -path "*/test/*"\n', []),
+        ("t.go", 'expected: "su pn lk",\n', []),
+        ("test.sh", "su alice -c true\n", ["user alice"]),
+    ],
+)
+def test_round_9_pieces_are_no_places(name: str, code: str, found: list[str]) -> None:
+    text = code_of_test(name, code)
+    assert text is not None
+    assert named_facts(text) == found
+
+
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
 def test_the_cookbook_recipes_raise_no_flag(samples: Path, tmp_path: Path) -> None:
     root = samples / "harbor-framework_harbor-cookbook" / "harbor_cookbook" / "recipes"
@@ -198,3 +237,43 @@ def test_check_corpus_refuses_a_bad_corpus_with_its_reason(tmp_path: Path) -> No
                           "check": ["named_in_instruction"], "outcome": ["fault"], "item": ["/x"]})  # fmt: skip
     with pytest.raises(SystemExit, match="labels must be one of"):
         script.precision_table(items, labels)
+
+
+@pytest.mark.harbor
+def test_check_corpus_migrates_tb1_tasks_with_harbors_own_migrate(
+    tmp_path: Path, harbor_cmd: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the replication's corpora are TB1 (task.yaml) in group folders (datasets/<adapter>/<task>); Harbor
+    # 0.26 refuses some of them (a difficulty outside its list), which must be listed, not dropped
+    monkeypatch.setenv("DEPTHLAB_HARBOR", harbor_cmd)
+    script = _corpus_script()
+    repo = tmp_path / "repo"
+    for group, name, difficulty in (("adapter", "named", "easy"), ("adapter", "unnamed", "easy"), ("x", "odd", "??")):
+        task = repo / "datasets" / group / name
+        (task / "tests").mkdir(parents=True)
+        said = "Write your answer to /app/answer.txt." if name == "named" else "Answer the question."
+        (task / "task.yaml").write_text(f"instruction: {said}\ndifficulty: {difficulty}\n")
+        (task / "Dockerfile").write_text("FROM debian:12\nWORKDIR /app\n")
+        (task / "docker-compose.yaml").write_text(
+            "services:\n  client:\n    build:\n      context: .\n    image: ${T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME}\n"
+        )
+        (task / "run-tests.sh").write_text("#!/bin/bash\npytest $TEST_DIR/test_outputs.py\n")
+        (task / "solution.sh").write_text("#!/bin/bash\necho 42 > /app/answer.txt\n")
+        (task / "tests" / "test_outputs.py").write_text(
+            'from pathlib import Path\n\n\ndef test_answer():\n    assert Path("/app/answer.txt").read_text()\n'
+        )
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "tasks"], check=True)
+    corpus = script.Corpus.parse(f"tb1={repo}@HEAD:datasets/*")
+    assert corpus.task_names() == ["adapter/named", "adapter/unnamed", "x/odd"]
+    output = tmp_path / "items.csv"
+    assert script.main([f"tb1={repo}@HEAD:datasets/*", "-o", str(output)]) == 0
+    items = pl.read_csv(output, infer_schema=False)
+    assert items.filter(pl.col("check") == "named_in_instruction").select("task", "outcome", "item").rows() == [
+        ("adapter/unnamed", "fault", "/app/answer.txt")
+    ]
+    refused = items.filter(pl.col("check") == "migrate")
+    assert refused["task"].to_list() == ["x/odd"]
+    assert "difficulty" in refused["item"][0]
