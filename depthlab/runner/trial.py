@@ -168,8 +168,8 @@ def run_trial(
         attempt.check_cancel()
         if cause := box.check_disk():  # the agent's writes passed the task's storage bound
             raise RewardFileNotFoundError(f"The verifier could not start: {cause}")
-        box.check_alive()
         save_artifacts(box, task, trial_dir / "artifacts")  # kept on the host, as Harbor does: a regrade reads them
+        box.check_alive()  # after the save, right before the verifier: a container stopped from inside is told apart
         begin = utc_now()
         try:
             attempt.rewards = run_verifier(
