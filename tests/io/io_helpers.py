@@ -37,3 +37,12 @@ def write_trial(folder: Path, **fields) -> Path:
 
 def read_json(path: Path):
     return json.loads(path.read_text())
+
+
+def keys_in_order(value: object) -> object:
+    """``value`` with every object as its list of (key, value) pairs, so a comparison sees the key order."""
+    if isinstance(value, dict):
+        return [(key, keys_in_order(item)) for key, item in value.items()]
+    if isinstance(value, list):
+        return [keys_in_order(item) for item in value]
+    return value

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from io_helpers import keys_in_order
 
 from depthlab.io import harbor_records as hr
 from depthlab.io import harbor_writer as hw
@@ -63,15 +64,6 @@ def _runner_like(path: Path) -> Path:
     return path
 
 
-def _keys_in_order(value: object) -> object:
-    """``value`` with every object as its list of (key, value) pairs, so a comparison sees the key order."""
-    if isinstance(value, dict):
-        return [(key, _keys_in_order(item)) for key, item in value.items()]
-    if isinstance(value, list):
-        return [_keys_in_order(item) for item in value]
-    return value
-
-
 @pytest.mark.harbor
 def test_runner_and_simulated_trajectories_are_what_harbor_writes(harbor_python, harbor_check, tmp_path):
     from depthlab.simulate import write_runs
@@ -91,7 +83,7 @@ def test_runner_and_simulated_trajectories_are_what_harbor_writes(harbor_python,
 
     # the runner's file is Harbor's own dump of it: keys in model order, a count not reported left out (not null)
     ours = json.loads(written.read_text())
-    assert _keys_in_order(ours) == _keys_in_order(harbor["dumps"][0])
+    assert keys_in_order(ours) == keys_in_order(harbor["dumps"][0])
     assert "cached_tokens" not in ours["steps"][1]["metrics"]
     assert "total_cost_usd" not in ours["final_metrics"]
     assert ours["final_metrics"]["total_cached_tokens"] == 100

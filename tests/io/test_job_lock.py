@@ -14,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from io_helpers import keys_in_order
 
 from depthlab.io import harbor_records as hr
 from depthlab.io import harbor_writer as hw
@@ -88,14 +89,6 @@ def _add_trial(job: JobDir, task: Path, extra_instructions: list[str]) -> str:
     return trial_dir.name
 
 
-def _keys_in_order(value: object) -> object:
-    if isinstance(value, dict):
-        return [(key, _keys_in_order(item)) for key, item in value.items()]
-    if isinstance(value, list):
-        return [_keys_in_order(item) for item in value]
-    return value
-
-
 @pytest.mark.harbor
 def test_the_runners_job_lock_is_the_one_harbor_writes(harbor_python, tmp_path):
     tasks = tmp_path / "tasks"
@@ -121,7 +114,7 @@ def test_the_runners_job_lock_is_the_one_harbor_writes(harbor_python, tmp_path):
         assert [field.encode_name for field in msgspec.structs.fields(record)] == harbor["fields"][name], name
     assert {path: content_hash(path) for path in request["tasks"]} == harbor["hashes"]
     ours = json.loads(lock_path.read_text())
-    assert _keys_in_order(ours) == _keys_in_order(harbor["dump"])  # read and written back by Harbor: the same
+    assert keys_in_order(ours) == keys_in_order(harbor["dump"])  # read and written back by Harbor: the same
     assert ours["trials"] == harbor["entries"]  # each trial locked as Harbor's build_trial_lock locks it
     assert ours["harbor"] == {}  # no Harbor version: depthlab's runner is not Harbor
     assert ours["n_concurrent_trials"] == 3
