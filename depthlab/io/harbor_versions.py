@@ -62,6 +62,7 @@ __all__ = [
     "first_exception",
     "harbor_version_key",
     "leaky_steps",
+    "leaky_version",
     "policy_json",
     "read_job_version",
 ]
@@ -199,6 +200,17 @@ def leaky_steps(job: JobVersion, n_steps: int | None) -> bool:
     (True, False, False)
     """
     return n_steps is not None and n_steps > 1 and job.older_than(STEPS_ISOLATED_SINCE)
+
+
+def leaky_version(version: str | None) -> bool:
+    """Whether the Harbor ``version`` ran multi-step trials before it isolated their steps (unknown: no).
+
+    Examples
+    --------
+    >>> leaky_version("0.23.0"), leaky_version("0.24.0"), leaky_version(None)
+    (True, False, False)
+    """
+    return JobVersion(version).older_than(STEPS_ISOLATED_SINCE)
 
 
 def _leak_note(version: str, kept: bool) -> str:
