@@ -181,6 +181,33 @@ def test_a_leaky_pass_leaves_d_and_comes_back_with_include_leaky_steps(tmp_path)
     assert estimate_depth(kept)["depth"].to_list() == [1]
 
 
+def test_include_leaky_steps_on_the_command_line(tmp_path, capsys):
+    """``--include-leaky-steps``: the D of ``depth`` (the load every verb of run logs shares) and the statuses
+    ``trials`` writes come back, as the Python API's ``include_leaky_steps=True`` gives them."""
+    import argparse
+
+    from depthlab import cli
+
+    job = _job(tmp_path / "j", "0.20.1")
+    _multi_step(job, reward=1.0)
+    out, kept = tmp_path / "d.csv", tmp_path / "kept.csv"
+    assert cli.main(["depth", str(job), "-o", str(out)]) == 0
+    assert cli.main(["depth", str(job), "-o", str(kept), "--include-leaky-steps"]) == 0
+    assert pl.read_csv(out)["depth"].to_list() == [None]
+    assert pl.read_csv(kept)["depth"].to_list() == [1]
+    assert cli.main(["trials", str(job), "-o", str(out), "--no-cache"]) == 0
+    assert cli.main(["trials", str(job), "-o", str(kept), "--no-cache", "--include-leaky-steps"]) == 0
+    assert pl.read_csv(out)["status"].to_list() == ["invalid"]
+    assert pl.read_csv(kept)["status"].to_list() == ["pass"]
+    assert "kept (include_leaky_steps=True)" in pl.read_csv(kept)["version_note"][0]
+    for verb in ("depth", "plan", "export", "proxy", "trials"):  # every verb that loads run logs takes it
+        parser = argparse.ArgumentParser()
+        cli._command(verb).add_arguments(parser)
+        assert parser.get_default("include_leaky_steps") is False, verb
+        assert "--include-leaky-steps" in parser.format_help(), verb
+    capsys.readouterr()
+
+
 def test_load_steps_flags_the_steps_a_leaky_harbor_ran_after_another(tmp_path):
     """The simulator's multi-step trials (Harbor 0.26's full layout, each step's trajectory under
     ``steps/<name>/agent``), one job's lock naming a Harbor before the fix, another's the fix's release."""
