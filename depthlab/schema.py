@@ -54,6 +54,14 @@ DIFFICULTY_SOURCES: Final[tuple[str, ...]] = ("human", "generated", "none")
 
 _UTC = pl.Datetime("us", "UTC")
 
+#: The Harbor that ran a trial's job and what that version changes in the row (depthlab.io.harbor_versions): the
+#: trials table's and the steps table's alike, so a multi-step trial of a Harbor older than its between-steps fix
+#: is flagged the same way in both (null for a TB1 trial, or a job whose lock names no Harbor).
+HARBOR_VERSION_COLUMNS: Final[dict[str, pl.DataType]] = {
+    "harbor_version": pl.String(),  # the Harbor that ran the trial's job (its lock.json's harbor.version)
+    "version_note": pl.String(),  # why that version changes the row (a multi-step trial before the between-steps fix)
+}
+
 TRIALS: Final[dict[str, pl.DataType]] = {
     "dataset": pl.String(),
     "task": pl.String(),
@@ -89,8 +97,7 @@ TRIALS: Final[dict[str, pl.DataType]] = {
     # Harbor's meaning, by the version that wrote the trial (depthlab.io.harbor_versions); null for a TB1 trial
     "harbor_reward_valid": pl.Boolean(),  # Harbor's reward_valid: as recorded (Harbor >= 0.26), else by its rule
     "exception_policy": pl.String(),  # JSON {should_retry, should_grade, has_valid_reward} of the trial's exception
-    "harbor_version": pl.String(),  # the Harbor that ran the trial's job (its lock.json's harbor.version)
-    "version_note": pl.String(),  # why that version changes the row (a multi-step trial before the between-steps fix)
+    **HARBOR_VERSION_COLUMNS,
     "source": pl.String(),  # path of the file the row was read from
 }
 
@@ -167,6 +174,7 @@ STEPS: Final[dict[str, pl.DataType]] = {
     "agent_seconds": pl.Float64(),
     "exception": pl.String(),
     "exception_message": pl.String(),
+    **HARBOR_VERSION_COLUMNS,  # a step a leaky Harbor ran after another (its agent could read that one's tests)
     "source": pl.String(),  # the trial's result.json
 }
 

@@ -29,7 +29,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_q_argument(parser)
     parser.add_argument("--dataset", default=None, help="tag every trial with this dataset name")
     parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
+    add_leaky_steps_argument(parser)
     add_prices_argument(parser)
+
+
+def add_leaky_steps_argument(parser: argparse.ArgumentParser) -> None:
+    """--include-leaky-steps (every verb that loads run logs: ``depth``, ``plan``, ``export``, ``proxy``, ``trials``).
+
+    ``measure`` has none: its jobs are its engine's, Harbor's supported release (after the fix) or the
+    local runner's, so none of its trials is flagged.
+    """
+    parser.add_argument(
+        "--include-leaky-steps",
+        action="store_true",
+        help="keep the status of multi-step trials run by a Harbor older than 0.24, which did not empty /tests and "
+        "/logs/verifier between steps (a step's agent could read the previous step's tests and reward); by default "
+        "they are invalid, left out of D, with a version_note saying why",
+    )
 
 
 def add_prices_argument(
@@ -200,7 +216,12 @@ def load_trials_for(args: argparse.Namespace, verb: str) -> pl.DataFrame | None:
     from depthlab.io import LoadError, read_trials
 
     try:
-        load = read_trials(args.paths, dataset=args.dataset, status_rule=args.status_rule)
+        load = read_trials(
+            args.paths,
+            dataset=args.dataset,
+            status_rule=args.status_rule,
+            include_leaky_steps=args.include_leaky_steps,
+        )
     except (LoadError, ValueError) as exc:
         print(f"depthlab {verb}: {exc}", file=sys.stderr)
         return None

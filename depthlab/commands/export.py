@@ -16,6 +16,8 @@ _PEERS = ("scout", "docent", "metr")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from depthlab.commands.depth import add_leaky_steps_argument
+
     parser.description = (
         "Export trials with depthlab's facts: scout writes an Inspect Scout transcript database (a folder "
         "inspect_scout.transcripts_from opens), docent writes Docent AgentRuns (JSONL, the shape of Docent's "
@@ -37,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checks", default=None, metavar="FILE", help="a checks table (depthlab check -o FILE)")
     parser.add_argument("--dataset", default=None, help="tag every trial with this dataset name")
     parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
+    add_leaky_steps_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

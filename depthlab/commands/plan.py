@@ -45,7 +45,12 @@ failure below D stays open) within --max-attempts per cell. Plan again after eac
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from depthlab.commands.depth import add_ladder_arguments, add_prices_argument, add_q_argument
+    from depthlab.commands.depth import (
+        add_ladder_arguments,
+        add_leaky_steps_argument,
+        add_prices_argument,
+        add_q_argument,
+    )
 
     parser.description = "List the (dataset, task, model, cap) runs still needed to pin every task's depth D."
     parser.epilog = _EPILOG
@@ -86,6 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", default="terminus-2", help="agent name in the Harbor configs")
     parser.add_argument("--dataset", default=None, help="tag every trial and task with this dataset name")
     parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
+    add_leaky_steps_argument(parser)
 
 
 def add_attempts_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,8 @@ HELP = "Read the trajectory depth proxy from uncapped runs' trajectories (-o FIL
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from depthlab.commands.depth import add_leaky_steps_argument
+
     parser.description = (
         "Read the trajectory depth proxy: per trial, the longest chain of turns whose commands used an "
         "identifier only an earlier output revealed; per task, the lower median over passing uncapped trials. "
@@ -21,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--messages", action="store_true", help="the variant that also reads the agent's messages")
     parser.add_argument("--dataset", default=None, help="tag every trial with this dataset name")
     parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
+    add_leaky_steps_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

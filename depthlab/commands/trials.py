@@ -17,12 +17,15 @@ HELP = "Load run logs into the trials table (-o FILE.csv|.parquet)."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from depthlab.commands.depth import add_leaky_steps_argument
+
     parser.add_argument("paths", nargs="+", metavar="PATH", help="Harbor jobs/job/trial dirs, TB1 runs, or files")
     parser.add_argument(
         "-o", "--output", required=True, type=output_table, metavar="FILE", help="output table (.csv or .parquet)"
     )
     parser.add_argument("--dataset", default=None, help="tag every row with this dataset name")
     parser.add_argument("--status-rule", choices=["leaderboard", "all"], default="leaderboard")
+    add_leaky_steps_argument(parser)
     parser.add_argument("--cap-rule", choices=["stated_cap", "turn_limit"], default="stated_cap")
     parser.add_argument("--strict", action="store_true", help="fail on the first rejected file")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the trials cache")
@@ -48,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
                 cap_rule=args.cap_rule,
                 progress=progress,
                 follow_links=args.follow_links,
+                include_leaky_steps=args.include_leaky_steps,
             )
         except (LoadError, ValueError) as exc:
             print(f"depthlab trials: {exc}", file=sys.stderr)

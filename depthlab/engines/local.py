@@ -236,12 +236,13 @@ class LocalEngine:
     def regrade(self, regrades: Sequence[Regrade], echo: Echo) -> int:
         """Grade recorded trials again with their task's verifier now; how many were.
 
-        :func:`depthlab.runner.trial.regrade_trial` (a fresh verifier container on the artifacts the
-        trial saved, no agent) into ``regrade__<job>``, the source job's ``config.json`` copied in, as
-        the Harbor engine's regrade does. A regrade that fails is echoed, and its cell planned again.
+        :func:`depthlab.runner.regrade.regrade_trial` (a fresh verifier container on the artifacts the
+        trial saved, each step's on its own for a multi-step trial, no agent) into ``regrade__<job>``, the
+        source job's ``config.json`` copied in, as the Harbor engine's regrade does. A regrade that fails is
+        echoed, and its cell planned again.
         """
+        from depthlab.runner.regrade import regrade_trial
         from depthlab.runner.task import load_task
-        from depthlab.runner.trial import regrade_trial
 
         done = 0
         settings = self.fill_options.get("settings")

@@ -17,11 +17,17 @@ table states the same for every trial, whichever Harbor wrote it:
   null when the job has no lock (depthlab's local runner writes none) or its lock names no version.
 * A multi-step trial (more than one declared step) of a job run by a Harbor older than
   :data:`STEPS_ISOLATED_SINCE` is ``invalid`` (``passed`` null), with a ``version_note`` saying why: until
-  Harbor emptied ``/tests`` and ``/logs/verifier`` before every agent step (harbor#1961, merged after the
-  0.23.0 release; Harbor 0.26's ``trial/multi_step.py`` does it), a step's agent could read the previous
-  step's tests and reward, so its pass says less than it claims. A trial's result does not record its steps'
-  verifier mode, so every such trial is flagged, the separate-verifier ones too. ``include_leaky_steps=True``
-  keeps their status (the note stays). An unknown version flags nothing.
+  Harbor emptied ``/tests`` and ``/logs/verifier`` before every agent step, a step's agent could read the
+  previous step's tests and reward, so its pass says less than it claims. A trial's result does not record
+  its steps' verifier mode, so every such trial is flagged, the separate-verifier ones too.
+  ``include_leaky_steps=True`` keeps their status (the note stays). An unknown version flags nothing.
+
+Where the cutoff comes from: Harbor's fix is its pull request #1961 (commit ``4008e2d``, as a public issue
+thread names it; Harbor's repository could not be fetched to run ``git tag --contains`` on it). Harbor's
+released packages pin the release: the 0.23.0 wheel empties ``/tests`` and ``/logs/verifier`` only as a
+shared verifier starts (``Trial._run_step_verifier``), so they stay in the agent's container through the
+next step; the 0.24.0 wheel's ``MultiStepTrial._prepare_step`` empties them before the next step's setup and
+agent (its ``_shared_verifier_dirs_need_reset`` flag). 0.24.0 is the first release with the fix.
 
 The job files are read once per job, after the rows are in (:func:`apply_versions`), so a job's lock is
 never one trial's concern: a lock.json or config.json that cannot be read costs only what it would have
@@ -62,6 +68,7 @@ __all__ = [
     "first_exception",
     "harbor_version_key",
     "leaky_steps",
+    "leaky_version",
     "policy_json",
     "read_job_version",
 ]
@@ -70,7 +77,7 @@ __all__ = [
 #: ``override_error_policy``); a job run by an older one has its policies computed here.
 POLICY_RECORDED_SINCE: Final[tuple[int, ...]] = (0, 26)
 #: The first Harbor release that clears ``/tests`` and ``/logs/verifier`` before each agent step of a
-#: multi-step trial (harbor#1961 was merged when 0.23.0 was the latest release).
+#: multi-step trial (harbor#1961, commit 4008e2d: absent from the 0.23.0 wheel, in the 0.24.0 wheel).
 STEPS_ISOLATED_SINCE: Final[tuple[int, ...]] = (0, 24)
 
 _T = TypeVar("_T")
@@ -199,6 +206,17 @@ def leaky_steps(job: JobVersion, n_steps: int | None) -> bool:
     (True, False, False)
     """
     return n_steps is not None and n_steps > 1 and job.older_than(STEPS_ISOLATED_SINCE)
+
+
+def leaky_version(version: str | None) -> bool:
+    """Whether the Harbor ``version`` ran multi-step trials before it isolated their steps (unknown: no).
+
+    Examples
+    --------
+    >>> leaky_version("0.23.0"), leaky_version("0.24.0"), leaky_version(None)
+    (True, False, False)
+    """
+    return JobVersion(version).older_than(STEPS_ISOLATED_SINCE)
 
 
 def _leak_note(version: str, kept: bool) -> str:

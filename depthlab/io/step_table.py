@@ -10,16 +10,17 @@ import msgspec
 import polars as pl
 
 from depthlab import schema
-from depthlab._checks import check_choice
+from depthlab._checks import check_bool, check_choice
 from depthlab.io import harbor, multistep
 from depthlab.io._errors import Reject, Rejected, RejectedFilesWarning, warning_text
 from depthlab.io._files import Dep, read_bytes
+from depthlab.io.harbor_versions import leaky_version
 from depthlab.io.status import STATUS_RULES
 from depthlab.io.trials import read_trials
 
 PathLike = str | os.PathLike[str]
 
-_TRIAL_COLUMNS = ("dataset", "task", "agent", "model", "cap", "job", "trial", "source")
+_TRIAL_COLUMNS = ("dataset", "task", "agent", "model", "cap", "job", "trial", "source", *schema.HARBOR_VERSION_COLUMNS)
 
 
 def load_steps(
@@ -28,6 +29,7 @@ def load_steps(
     dataset: str | None = None,
     status_rule: str = "leaderboard",
     cache: bool = True,
+    include_leaky_steps: bool = False,
 ) -> pl.DataFrame:
     """Load the steps of every multi-step trial under ``paths``: one row per (trial, declared step).
 
@@ -47,6 +49,12 @@ def load_steps(
         1, ``invalid`` for an infrastructure exception under ``"leaderboard"``, else ``fail``.
     cache : bool
         Use the trials cache for finding the trials.
+    include_leaky_steps : bool, default False
+        Keep the status of the steps a Harbor older than 0.24 ran after another step (before it emptied
+        ``/tests`` and ``/logs/verifier`` between steps, such a step's agent could read the previous step's
+        tests and reward): by default they are ``invalid``, as their trial is in :func:`depthlab.read_trials`.
+        Either way they carry their trial's ``version_note`` (a trial's first step, which ran before any
+        verifier, keeps its status and has none).
 
     Returns
     -------
@@ -57,7 +65,9 @@ def load_steps(
         ``task.toml`` when the task folder the trial names is on this machine, else the steps it
         ran); the step's ``reward`` (its ``reward`` key, else the mean of its keys) and ``rewards``
         (JSON), ``n_turns`` (its trajectory under ``steps/<name>/agent/``), tokens, cost, agent
-        seconds and exception. Trials whose steps cannot be read are left out with a
+        seconds and exception; ``harbor_version`` and ``version_note`` as the trials table has them
+        (``depthlab.schema.HARBOR_VERSION_COLUMNS``), the note on the steps ``include_leaky_steps`` is about.
+        Trials whose steps cannot be read are left out with a
         :class:`~depthlab.io.RejectedFilesWarning`, as are the trials :func:`depthlab.read_trials` rejects.
 
     Examples
@@ -74,7 +84,10 @@ def load_steps(
     [(1, 'a', 'pass', 1.0), (2, 'b', 'fail', 0.0)]
     """
     check_choice(status_rule, "status_rule", "load_steps", STATUS_RULES)
-    load = read_trials(paths, dataset=dataset, status_rule=status_rule, cache=cache)
+    check_bool(include_leaky_steps, "include_leaky_steps", "load_steps")
+    load = read_trials(
+        paths, dataset=dataset, status_rule=status_rule, cache=cache, include_leaky_steps=include_leaky_steps
+    )
     rejected = list(load.rejected)
     multi = load.trials.filter(pl.col("n_steps").is_not_null()).select(_TRIAL_COLUMNS)
     rows: list[dict] = []
@@ -85,13 +98,19 @@ def load_steps(
         except Reject as exc:
             rejected.append(Rejected(exc.path, exc.reason))
             continue
+        leaky = trial["version_note"] is not None and leaky_version(trial["harbor_version"])
         for step in steps.steps:
+            after_another = leaky and step.step_index > 1  # its agent ran after a verifier of the same container
+            status = step.status
+            if after_another and not include_leaky_steps and status != "skipped":
+                status = "invalid"
             rows.append(
                 {
                     **trial,
+                    "version_note": trial["version_note"] if after_another else None,
                     "step_index": step.step_index,
                     "step": step.step,
-                    "status": step.status,
+                    "status": status,
                     "reward": step.reward,
                     "rewards": msgspec.json.encode(step.rewards).decode() if step.rewards is not None else None,
                     "n_turns": step.n_turns,

@@ -12,7 +12,9 @@ A ``[[steps]]`` task runs in one container, its steps in order. For each step:
    starts a new conversation in the same container);
 4. from the second step on, for an agent driven by a model, every process an earlier step's agent
    left is stopped (below, "Between the steps");
-5. the step's verifier runs (``shared``: in the container; ``separate``: in a container of its
+5. the step's artifacts are saved in ``steps/<name>/artifacts/`` with their ``manifest.json``, as
+   Harbor keeps them (what a regrade grades that step on, :mod:`depthlab.runner.regrade`), and the
+   step's verifier runs (``shared``: in the container; ``separate``: in a container of its
    own, :mod:`depthlab.runner.verifier_env`), also after an agent timeout or error, as Harbor's
    error policy grades them, with the task's shared ``tests/`` and the step's own over it in
    ``/tests`` (a helper the steps share is found there, a step's file wins a name clash);
@@ -23,7 +25,7 @@ The trial's reward is the task's ``multi_step_reward_strategy`` over the steps t
 (:func:`depthlab.io.harbor_writer.multi_step_rewards`: ``mean`` per key over the steps with a
 reward, or the ``final`` step's). The trial folder is Harbor's multi-step layout: ``result.json``
 with ``step_results`` and no top-level ``agent_result``, each step's files under
-``steps/<name>/agent/`` and ``steps/<name>/verifier/``.
+``steps/<name>/agent/``, ``steps/<name>/artifacts/`` and ``steps/<name>/verifier/``.
 
 The cap on the whole run
 ------------------------
@@ -91,7 +93,7 @@ from depthlab.runner.trial import (
     run_healthcheck,
     run_trial,
 )
-from depthlab.runner.verifier_env import run_verifier
+from depthlab.runner.verifier_env import run_verifier, save_artifacts
 
 # emptied before every step but the first: the tests a shared verifier left, the agent's logs
 _BETWEEN_STEPS = "rm -rf /tests /logs/verifier; mkdir -p /logs/agent && find /logs/agent -mindepth 1 -delete"
@@ -419,6 +421,7 @@ def _run_step(
         check_cancel()
         begin = utc_now()
         try:
+            save_artifacts(box, spec, step_dir / "artifacts")  # the step's, kept as Harbor keeps them: a regrade's
             box.check_alive()
             rewards = run_verifier(
                 docker_client,

@@ -34,11 +34,11 @@ from depthlab.runner.errors import (
     RewardFileNotFoundError,
 )
 from depthlab.runner.image import ensure_image
-from depthlab.runner.output import JobDir, new_trial_dir, utc_now, write_json, write_text
+from depthlab.runner.output import JobDir, utc_now, write_json, write_text
 from depthlab.runner.profiles import RunSettings
 from depthlab.runner.task import TaskSpec
 from depthlab.runner.verifier import resolve_env
-from depthlab.runner.verifier_env import restore_artifacts, run_verifier, save_artifacts, verify_apart
+from depthlab.runner.verifier_env import run_verifier, save_artifacts
 
 # a container's deadline beyond its trial's longest run: copying files, starting the shell
 _LIFETIME_MARGIN_SEC = 600.0
@@ -225,94 +225,6 @@ def run_trial(
         message=None if error is None else str(error),
         n_turns=attempt.context.metadata.get("n_episodes"),
     )
-
-
-def regrade_trial(
-    source: Path,
-    task: TaskSpec,
-    job_dir: Path,
-    *,
-    docker_client: Any,
-    settings: RunSettings | None = None,
-) -> Path:
-    """Grade the recorded trial ``source`` again with ``task``'s verifier now; the new trial folder in ``job_dir``.
-
-    What ``harbor trial regrade`` does: ``source``'s ``agent/`` and ``artifacts/`` are copied into a new
-    trial folder, the task's separate verifier runs in a fresh container seeded with the saved artifacts
-    (no agent runs), and the trial's ``config.json`` and ``result.json`` are the source's with the new
-    name, ``task_checksum``, verdict and ``config.source_trial`` (``{"action": "regrade", "type": "local",
-    "path": source}``).
-
-    Raises
-    ------
-    ValueError
-        When ``task``'s verifier does not run apart (shared mode), ``task`` has steps (not regraded here
-        yet), or ``source`` has no readable ``result.json`` and ``config.json`` or no saved artifacts.
-    """
-    import shutil
-
-    import msgspec
-
-    from depthlab.io.harbor import read_model
-    from depthlab.io.harbor_records import TrialResultRecord, VerifierResultRecord
-
-    if task.verifier_mode != "separate":
-        raise ValueError(f"{task.path}: its verifier runs in shared mode, so {source} cannot be regraded")
-    if task.steps:
-        raise ValueError(f"{task.path}: a multi-step task is regraded by Harbor's engine only, not {source}")
-    if not (source / "artifacts" / "manifest.json").is_file():
-        # graded on nothing, the new verifier would fail a trial that may have passed
-        raise ValueError(f"{source}: no artifacts/manifest.json (recorded before the runner kept artifacts)")
-    config = read_model(source / "config.json", TrialConfigRecord)
-    recorded = read_model(source / "result.json", TrialResultRecord)
-    if not isinstance(config, TrialConfigRecord) or not isinstance(recorded, TrialResultRecord):
-        why = config if isinstance(config, str) else recorded if isinstance(recorded, str) else "a file absent"
-        raise ValueError(f"{source}: not a trial to regrade ({why})")
-    settings = settings or RunSettings()
-    job_dir.mkdir(parents=True, exist_ok=True)
-    trial_dir = new_trial_dir(job_dir, task.name)  # the job's config.json is the source job's (the engine's copy)
-    for part in ("agent", "artifacts"):
-        if (source / part).is_dir():
-            shutil.copytree(source / part, trial_dir / part, symlinks=True)
-    config = msgspec.structs.replace(
-        config,
-        trial_name=trial_dir.name,
-        trials_dir=str(job_dir),
-        source_trial={"action": "regrade", "type": "local", "path": str(source)},
-    )
-    write_json(trial_dir / "config.json", config)
-    begin = utc_now()
-    rewards: dict[str, float] | None = None
-    fault: Exception | None = None
-    try:
-        rewards = verify_apart(
-            docker_client,
-            task,
-            trial_dir / "verifier",
-            lambda apart: restore_artifacts(trial_dir / "artifacts", task, apart),
-            timeout_sec=task.verifier_timeout_sec,
-            limits=settings.limits(task),
-            force_build=settings.force_build,
-            name_hint=trial_dir.name,
-        )
-    except Exception as failure:  # the regrade's fault is its recorded exception, as a trial's
-        fault = failure
-    result = msgspec.structs.replace(
-        recorded,
-        id=str(uuid.uuid4()),
-        trial_name=trial_dir.name,
-        trial_uri=trial_dir.absolute().as_uri(),
-        task_checksum=task.checksum,
-        config=config,
-        verifier_result=VerifierResultRecord(rewards=rewards) if rewards is not None else None,
-        exception_info=_exception_record(fault, datetime.now().isoformat(), trial_dir),
-        verifier=harbor_writer.phase(begin, utc_now()),
-        started_at=begin,  # the regrade's own span, as Harbor's regrade records it
-        finished_at=utc_now(),
-    )
-    result = msgspec.structs.replace(result, reward_valid=result.harbor_reward_valid())  # the new verdict's
-    write_json(trial_dir / "result.json", result, fsync=True)
-    return trial_dir
 
 
 class _Attempt:

@@ -454,6 +454,41 @@ def _artifact_task(root: Path, image: str) -> Path:
     return task
 
 
+# the second step's own artifact, written by its setup.sh (not in the first step's artifacts); each verifier's
+# reward is the one the change below gives it, so a regrade that kept a recorded reward or graded one step on
+# another's artifacts reads differently
+SECOND_STEP_SETUP = "#!/bin/bash\nmkdir -p /logs/artifacts\necho second > /logs/artifacts/second.txt\n"
+SECOND_STEP_TEST = "#!/bin/bash\nmkdir -p /logs/verifier\ngrep -qx second /logs/artifacts/second.txt && echo {reward} \
+> /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"
+
+
+def _artifact_steps_task(root: Path, image: str) -> Path:
+    """A two-step task whose separate verifiers each read their own step's artifacts (regradable): the first
+    the agent's answer, the second what the second step's ``setup.sh`` wrote (no agent turn needed)."""
+    task = root / "measure-artifact-steps"
+    (task / "environment").mkdir(parents=True)
+    (task / "environment" / "Dockerfile").write_text(f"FROM {image}\nWORKDIR /app\nSTOPSIGNAL SIGKILL\n")
+    for name, instruction, test in (
+        ("first", "Write hello to /logs/artifacts/answer.txt.\n", ARTIFACT_TEST.format(word="hello")),
+        ("second", "Nothing more: say you are done.\n", SECOND_STEP_TEST.format(reward=1)),
+    ):
+        (task / "steps" / name / "tests").mkdir(parents=True)
+        (task / "steps" / name / "solution").mkdir()
+        (task / "steps" / name / "instruction.md").write_text(instruction)
+        (task / "steps" / name / "tests" / "test.sh").write_text(test)
+        (task / "steps" / name / "solution" / "solve.sh").write_text(
+            "#!/bin/bash\nmkdir -p /logs/artifacts\necho hello > /logs/artifacts/answer.txt\n"
+        )
+    (task / "steps" / "second" / "workdir").mkdir()
+    (task / "steps" / "second" / "workdir" / "setup.sh").write_text(SECOND_STEP_SETUP)
+    (task / "task.toml").write_text(
+        'schema_version = "1.4"\n[agent]\ntimeout_sec = 120.0\n'
+        '[verifier]\ntimeout_sec = 60.0\nenvironment_mode = "separate"\n'
+        '[environment]\ncpus = 1\nmemory_mb = 512\n\n[[steps]]\nname = "first"\n\n[[steps]]\nname = "second"\n'
+    )
+    return task
+
+
 def _answering_policy(messages: list[dict[str, object]], model: str) -> str:
     """Write the answer in one command, then say done (and confirm)."""
     from engines_helpers import reply
@@ -466,49 +501,101 @@ def _answering_policy(messages: list[dict[str, object]], model: str) -> str:
 @pytest.mark.docker
 @pytest.mark.parametrize("engine", ["local", pytest.param("harbor", marks=pytest.mark.harbor)])
 def test_a_changed_verifier_is_regraded_at_no_agent_cost(engine, userland, measure_env, request, tmp_path):
-    """Measured once (cap 1, passed); the verifier changed to want another answer: the second measure
-    makes no model call, regrades the trial (its verdict the new verifier's, its cap kept) and says so."""
+    """Measured once (cap 1, both passed): a single-step task and a two-step one, every verifier separate. The
+    verifiers changed (the first wants another answer; the second step's gives 0.5): the second measure makes
+    no model call, regrades both trials (each step of the two-step one on its own step's artifacts, every step
+    graded again, the reward the mean of the new steps' rewards; its cap kept) and says so."""
     from engines_helpers import scripted_server
 
-    task = _artifact_task(tmp_path / "tasks", userland)
+    single = _artifact_task(tmp_path / "tasks", userland)
+    steps = _artifact_steps_task(tmp_path / "tasks", userland)
     jobs, out = tmp_path / "jobs", tmp_path / "depth.csv"
     with scripted_server(_answering_policy) as server:
-        args = measure_args(task, jobs, out, server.url, *engine_flags(engine, request), "--no-preflight", caps="1")
+        args = measure_args(
+            tmp_path / "tasks", jobs, out, server.url, *engine_flags(engine, request), "--no-preflight", caps="1"
+        )
         first = run_measure(args, measure_env)
         assert first.returncode == 0, first.stderr[-3000:]
-        assert pl.read_csv(out).select("depth", "status").rows() == [(1, "solved")]
+        assert pl.read_csv(out).sort("task").select("task", "depth", "status").rows() == [
+            ("measure-artifact", 1, "solved"),
+            ("measure-artifact-steps", 1, "solved"),
+        ]
         calls = server.count()
         assert calls > 0
-        (task / "tests" / "test.sh").write_text(ARTIFACT_TEST.format(word="goodbye"))
+        (single / "tests" / "test.sh").write_text(ARTIFACT_TEST.format(word="goodbye"))
+        (steps / "steps" / "first" / "tests" / "test.sh").write_text(ARTIFACT_TEST.format(word="goodbye"))
+        (steps / "steps" / "second" / "tests" / "test.sh").write_text(SECOND_STEP_TEST.format(reward=0.5))
         second = run_measure(args, measure_env)
         assert second.returncode == 0, second.stderr[-3000:]
         assert server.count() == calls, "a regrade costs no model call"
-    assert "earlier task versions: 0 trial(s) reused, 1 regraded, 0 re-run" in second.stderr
-    assert "1 of them regraded (the regrades count)" in second.stderr
+    assert "earlier task versions: 0 trial(s) reused, 2 regraded, 0 re-run" in second.stderr
+    assert "2 of them regraded (the regrades count)" in second.stderr
     trials = dl.load_trials([jobs], cache=False)
-    regraded = trials.filter(pl.col("task_checksum") == dirhash_sha256(task))
-    assert regraded.select("cap", "model", "status").rows() == [(1, "openai/m1", "fail")]
-    assert regraded["job"].to_list()[0].startswith("regrade__")
-    assert pl.read_csv(out).select("depth", "status", schema.TASK_CHECKSUM).rows() == [
-        (None, "unsolved", dirhash_sha256(task))
+    checksums = [dirhash_sha256(single), dirhash_sha256(steps)]
+    regraded = trials.filter(pl.col("task_checksum").is_in(checksums)).sort("task")
+    assert regraded.select("task", "cap", "model", "status", "reward").rows() == [
+        ("measure-artifact", 1, "openai/m1", "fail", 0.0),
+        ("measure-artifact-steps", 1, "openai/m1", "fail", 0.25),
     ]
-    config = json.loads(next((jobs / regraded["job"][0]).glob("*/config.json")).read_text())
-    assert config["source_trial"]["action"] == "regrade"
-    third = run_measure(args, measure_env)  # nothing left to do: the regrade is not made again
+    assert all(job.startswith("regrade__") for job in regraded["job"])
+    assert pl.read_csv(out).sort("task").select("depth", "status", schema.TASK_CHECKSUM).rows() == [
+        (None, "unsolved", checksum) for checksum in checksums
+    ]
+    # each step graded again by its own new verifier on its own step's artifacts
+    graded_steps = dl.load_steps([jobs / job for job in regraded["job"].unique()], cache=False)
+    assert graded_steps.select("step", "reward").rows() == [("first", 0.0), ("second", 0.5)]
+    for job in regraded["job"].unique():
+        config = json.loads(next((jobs / job).glob("*/config.json")).read_text())
+        assert config["source_trial"]["action"] == "regrade"
+    third = run_measure(args, measure_env)  # nothing left to do: the regrades are not made again
     assert third.returncode == 0, third.stderr[-3000:]
     assert dl.load_trials([jobs], cache=False).height == trials.height
 
 
-def test_the_local_regrade_refuses_what_it_cannot_grade(tmp_path: Path) -> None:
-    """A shared-mode task, and a trial recorded before the runner kept artifacts (graded on nothing, it would fail)."""
-    from depthlab.runner.task import load_task
-    from depthlab.runner.trial import regrade_trial
+def _recorded_steps_trial(trial: Path, task: Path, steps: list[str], *, artifacts: list[str]) -> Path:
+    """A recorded multi-step trial of ``task`` (Harbor's files, as the runner writes them) that ran ``steps``,
+    with saved artifacts for the steps in ``artifacts``."""
+    from depthlab.io import harbor_writer as hw
 
-    shared, separate = _verifier_modes(tmp_path / "tasks")[:2]
+    config = hw.trial_config(
+        hw.task_config(task, "demo"), trial.name, trial.parent, hw.agent_config("terminus-2", "openai/m"), job_id="j"
+    )
+    now = "2026-01-01T00:00:00Z"
+    records = [hw.step_result(name, agent_result=None, rewards={"reward": 1.0}) for name in steps]
+    result = hw.trial_result(
+        config, result_id="r", task_name=task.name, task_path=task, trial_dir=trial, source="demo",
+        task_checksum="old", agent=hw.agent_info("terminus-2", "1", "openai/m"), agent_result=None,
+        rewards={"reward": 1.0}, exception=None, started_at=now, finished_at=now, phases={}, step_results=records,
+    )  # fmt: skip
+    hw.write_json(trial / "config.json", config)
+    hw.write_json(trial / "result.json", result)
+    for name in artifacts:
+        (trial / "steps" / name / "artifacts").mkdir(parents=True)
+        (trial / "steps" / name / "artifacts" / "manifest.json").write_text("[]")
+    return trial
+
+
+def test_the_local_regrade_refuses_what_it_cannot_grade(tmp_path: Path) -> None:
+    """A shared-mode task (or step), a trial recorded before the runner kept artifacts (graded on nothing, it
+    would fail), and a multi-step trial whose recorded steps are not the task's (a gate stopped it: Harbor's
+    regrade refuses it too) or whose step kept no artifacts."""
+    from depthlab.runner.regrade import regrade_trial
+    from depthlab.runner.task import load_task
+
+    shared, separate, _, mixed, steps = _verifier_modes(tmp_path / "tasks")
     source = tmp_path / "jobs" / "fill__m__cap1" / "hello__abc"
     source.mkdir(parents=True)
     with pytest.raises(ValueError, match="shared mode"):
         regrade_trial(source, load_task(shared), tmp_path / "out", docker_client=None)
     with pytest.raises(ValueError, match=r"hello__abc: no artifacts/manifest\.json"):
         regrade_trial(source, load_task(separate), tmp_path / "out", docker_client=None)
+    with pytest.raises(ValueError, match=r"its step\(s\) second verify in shared mode"):
+        regrade_trial(source, load_task(mixed), tmp_path / "out", docker_client=None)
+    jobs = tmp_path / "jobs" / "fill__m__cap1"
+    stopped = _recorded_steps_trial(jobs / "steps__1", steps, ["first"], artifacts=["first"])
+    with pytest.raises(ValueError, match=r"recorded steps \['first'\] are not the task's \['first', 'second'\]"):
+        regrade_trial(stopped, load_task(steps), tmp_path / "out", docker_client=None)
+    unsaved = _recorded_steps_trial(jobs / "steps__2", steps, ["first", "second"], artifacts=["first"])
+    with pytest.raises(ValueError, match=r"steps__2: no steps/second/artifacts/manifest\.json"):
+        regrade_trial(unsaved, load_task(steps), tmp_path / "out", docker_client=None)
     assert not (tmp_path / "out").exists()

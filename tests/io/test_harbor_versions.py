@@ -15,8 +15,9 @@ import pytest
 from io_helpers import DROID_RUN, write_trial
 
 from depthlab import estimate_depth
-from depthlab.io import read_trials
+from depthlab.io import load_steps, read_trials
 from depthlab.io.harbor_versions import STEPS_ISOLATED_SINCE, harbor_version_key
+from depthlab.simulate import write_runs
 
 TMAX = Path("tb2-jobs") / "tmax-27b" / "terminal-bench-2-0"
 AGENT_ENDED = '{"should_retry":false,"should_grade":true,"has_valid_reward":true}'
@@ -178,6 +179,72 @@ def test_a_leaky_pass_leaves_d_and_comes_back_with_include_leaky_steps(tmp_path)
     assert estimate_depth(read_trials(job, cache=False).trials)["depth"].to_list() == [None]
     kept = read_trials(job, cache=False, include_leaky_steps=True).trials
     assert estimate_depth(kept)["depth"].to_list() == [1]
+
+
+def test_include_leaky_steps_on_the_command_line(tmp_path, capsys):
+    """``--include-leaky-steps``: the D of ``depth`` (the load every verb of run logs shares) and the statuses
+    ``trials`` writes come back, as the Python API's ``include_leaky_steps=True`` gives them."""
+    import argparse
+
+    from depthlab import cli
+
+    job = _job(tmp_path / "j", "0.20.1")
+    _multi_step(job, reward=1.0)
+    out, kept = tmp_path / "d.csv", tmp_path / "kept.csv"
+    assert cli.main(["depth", str(job), "-o", str(out)]) == 0
+    assert cli.main(["depth", str(job), "-o", str(kept), "--include-leaky-steps"]) == 0
+    assert pl.read_csv(out)["depth"].to_list() == [None]
+    assert pl.read_csv(kept)["depth"].to_list() == [1]
+    assert cli.main(["trials", str(job), "-o", str(out), "--no-cache"]) == 0
+    assert cli.main(["trials", str(job), "-o", str(kept), "--no-cache", "--include-leaky-steps"]) == 0
+    assert pl.read_csv(out)["status"].to_list() == ["invalid"]
+    assert pl.read_csv(kept)["status"].to_list() == ["pass"]
+    assert "kept (include_leaky_steps=True)" in pl.read_csv(kept)["version_note"][0]
+    for verb in ("depth", "plan", "export", "proxy", "trials"):  # every verb that loads run logs takes it
+        parser = argparse.ArgumentParser()
+        cli._command(verb).add_arguments(parser)
+        assert parser.get_default("include_leaky_steps") is False, verb
+        assert "--include-leaky-steps" in parser.format_help(), verb
+    capsys.readouterr()
+
+
+def test_load_steps_flags_the_steps_a_leaky_harbor_ran_after_another(tmp_path):
+    """The simulator's multi-step trials (Harbor 0.26's full layout, each step's trajectory under
+    ``steps/<name>/agent``), one job's lock naming a Harbor before the fix, another's the fix's release."""
+    summary = write_runs(tmp_path / "sim", seed=3, scale=0.02, public_attempts=1, segments_as="steps")
+    before = load_steps(summary.jobs_dir, cache=False)
+    later_passes = before.filter((pl.col("step_index") > 1) & (pl.col("status") == "pass")).group_by("job").len()
+    leaky_name, fixed_name = later_passes.sort("len", "job", descending=True)["job"].to_list()[:2]
+    leaky_job, fixed_job = (summary.jobs_dir / "depth" / name for name in (leaky_name, fixed_name))
+    _job(leaky_job, "0.23.0")
+    _job(fixed_job, "0.24.0")
+
+    def rows(table: pl.DataFrame, job: str) -> pl.DataFrame:
+        return table.filter(pl.col("job") == job).sort("trial", "step_index")
+
+    steps = load_steps([leaky_job, fixed_job], cache=False)
+    leaky, fixed = rows(steps, leaky_name), rows(steps, fixed_name)
+    assert leaky["harbor_version"].unique().to_list() == ["0.23.0"]
+    assert fixed["harbor_version"].unique().to_list() == ["0.24.0"]
+    # the fix's release: nothing flagged, every step as it ran
+    assert fixed["version_note"].null_count() == fixed.height
+    assert fixed["status"].to_list() == rows(before, fixed_name)["status"].to_list()
+    # before it: a trial's first step ran before any verifier (as it ran, no note); every later step carries
+    # its trial's note and is invalid, unless a gate skipped it
+    notes = dict(read_trials(leaky_job, cache=False).trials.select("trial", "version_note").iter_rows())
+    first, later = leaky.filter(pl.col("step_index") == 1), leaky.filter(pl.col("step_index") > 1)
+    assert first["version_note"].null_count() == first.height
+    assert first["status"].to_list() == rows(before, leaky_name).filter(pl.col("step_index") == 1)["status"].to_list()
+    assert later["version_note"].to_list() == [notes[trial] for trial in later["trial"]]
+    assert all("Harbor 0.23.0" in note for note in later["version_note"])
+    ran = rows(before, leaky_name).filter(pl.col("step_index") > 1)["status"]
+    assert later["status"].to_list() == ["skipped" if status == "skipped" else "invalid" for status in ran]
+    assert (ran == "pass").sum() >= 1  # a pass the flag takes away
+    # include_leaky_steps keeps every status, the note saying so
+    kept = rows(load_steps(leaky_job, cache=False, include_leaky_steps=True), leaky_name)
+    assert kept["status"].to_list() == rows(before, leaky_name)["status"].to_list()
+    assert all("kept (include_leaky_steps=True)" in note for note in kept["version_note"].drop_nulls())
+    assert kept["version_note"].null_count() == first.height
 
 
 def test_the_fix_version_is_harbors_first_release_after_0_23_0():
