@@ -134,6 +134,8 @@ class TaskStep:
         ``[steps.agent]`` / ``[steps.verifier]`` ``timeout_sec`` (None: the task's).
     verifier_env : dict
         ``[steps.verifier.env]``: the variables the step's verifier is given (over the task's).
+    artifacts : tuple of str
+        The step's own ``artifacts``: collected after the step, beside the task's (Harbor's order).
     """
 
     index: int
@@ -149,6 +151,7 @@ class TaskStep:
     agent_timeout_sec: float | None = None
     verifier_timeout_sec: float | None = None
     verifier_env: dict[str, str] = field(default_factory=dict)
+    artifacts: tuple[str, ...] = ()
 
     @property
     def agent_instruction(self) -> str | None:
@@ -502,6 +505,8 @@ def _steps(model: TaskConfig, folder: str, solution: str) -> list[TaskStep]:
                 agent_timeout_sec=step.agent.timeout_sec,
                 verifier_timeout_sec=step.verifier.timeout_sec,
                 verifier_env=dict(step.verifier.env or {}),
+                # tables are refused before a run (io.task_rules); a string is a path
+                artifacts=tuple(str(item) for item in step.artifacts or ()),
             )
         )
     return steps

@@ -208,7 +208,8 @@ class TaskSpec:
 
     def for_step(self, step: TaskStep) -> TaskSpec:
         """The task as one step of it is run: the step's instruction, tests, solution, timeouts, verifier
-        mode and verifier environment (the step's variables over the task's, as Harbor merges them)."""
+        mode, verifier environment (the step's variables over the task's, as Harbor merges them) and
+        artifacts (the task's, then the step's own, as Harbor collects them after the step)."""
         return dataclasses.replace(
             self,
             instruction=step.instruction or "",
@@ -218,6 +219,7 @@ class TaskSpec:
             verifier_timeout_sec=step.verifier_timeout_sec or self.verifier_timeout_sec,
             verifier_mode=step.verifier_mode,
             verifier_env={**self.verifier_env, **self.step_verifier_envs.get(step.name, {})},
+            artifacts=tuple(dict.fromkeys((*self.artifacts, *step.artifacts))),
             steps=(),
             step_verifier_envs={},
             step_healthchecks={},

@@ -253,3 +253,24 @@ def test_run_trial_takes_dataset_and_source_only_as_a_deprecated_alias(tmp_path)
         with pytest.raises(TypeError, match="both 'dataset' and its deprecated alias 'source'"):
             function(task, OracleAgent(), job, docker_client=None, dataset="a", source="b")
     assert not list((tmp_path / "jobs" / "job").glob("hello*"))  # refused before a trial folder was made
+
+
+def test_a_step_collects_the_tasks_artifacts_then_its_own(tmp_path):
+    """Harbor collects the task's ``artifacts`` and the step's own after each step (``download_artifacts`` over
+    both lists): the step's view of the task carries both, in that order, each once."""
+    from depthlab.runner.verifier_env import artifact_paths
+
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "environment" / "Dockerfile").write_text("FROM scratch\n")
+    (tmp_path / "task.toml").write_text(
+        'schema_version = "1.4"\nartifacts = ["/app/out.txt"]\n'
+        '[[steps]]\nname = "a"\nartifacts = ["/app/a.log", "/app/out.txt"]\n[[steps]]\nname = "b"\n'
+    )
+    for name in ("a", "b"):
+        (tmp_path / "steps" / name).mkdir(parents=True)
+        (tmp_path / "steps" / name / "instruction.md").write_text(name)
+    task = load_task(tmp_path)
+    a, b = (task.for_step(step) for step in task.steps)
+    assert a.artifacts == ("/app/out.txt", "/app/a.log")
+    assert b.artifacts == ("/app/out.txt",)
+    assert artifact_paths(a) == ("/app/out.txt", "/app/a.log", "/logs/artifacts")
