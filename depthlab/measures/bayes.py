@@ -28,10 +28,10 @@ dataset's (task, model) counts, each cell with a Dirichlet(1) pseudo-count so th
 uninformative collection keeps a spread prior. The rise is fitted per rung because the ladder is
 not evenly spaced in turns (1, 2, 3, 5, then doubling): a curve that climbs smoothly in turns climbs
 slowly per rung at the bottom of the ladder and fast at the top, and one rise for every rung read
-shallow tasks' slow climbs as a depth one rung up (docs/depth_uncertainty.md, "Why p_depth missed"). So a collection of shallow tasks puts its prior mass low and
-costs fewer runs, and the luck rate is learned, not assumed. The models' rungs on one task are
-taken as independent given the priors: D's posterior is that of the minimum of independent rungs,
-P(D >= k) = prod_m P(r_m >= k).
+shallow tasks' slow climbs as a depth one rung up (docs/depth_uncertainty.md, "Why p_depth missed").
+So a collection of shallow tasks puts its prior mass low and costs fewer runs, and the luck rate is
+learned, not assumed. The models' rungs on one task are taken as independent given the priors:
+D's posterior is that of the minimum of independent rungs, P(D >= k) = prod_m P(r_m >= k).
 
 **The planner** (:func:`bayes_round`): for every unfinished task, every (model, cap) run is scored
 by the mutual information between its outcome and D (bits) per expected cost; the cost is
