@@ -14,11 +14,11 @@ over the ladder's C caps, from a grid of curves: a rung ``r`` (0 to C - 1, or C 
 below it the pass probability is a luck rate ``luck`` (under ``q``); at ``r`` it is ``level`` (at
 least ``q``) and above it rises towards a ``plateau`` (0.75, 0.9 or 1) as
 ``plateau - (plateau - level) * rise**k`` at ``k`` rungs above ``r`` (``rise`` 1 is flat, a step;
-0.7 and 0.4 rise; a level at or above the plateau stays flat). So a curve that starts just over
-``q`` at its depth and climbs slowly, or one that levels off under 1, is as plausible a priori as a
-step. Every such curve has depth at ``q`` exactly ``r``. ``level`` runs over 7 values from ``q`` to
+0.7 and 0.4 rise; 0 jumps to the plateau a rung above the depth; a level at or above the plateau
+stays flat). So a curve that starts just over ``q`` at its depth and climbs slowly, or jumps, or
+levels off under 1, is as plausible a priori as a step. Every such curve has depth at ``q`` exactly ``r``. ``level`` runs over 7 values from ``q`` to
 0.99, ``luck`` over 0-15% (those under ``q``), so a curve is (r, level, rise, luck, plateau):
-9 x 7 x 3 x 6 x 3 = 3,402 states on the default ladder at ``q = 0.2``, and the posterior is exact
+9 x 7 x 4 x 6 x 3 = 4,536 states on the default ladder at ``q = 0.2``, and the posterior is exact
 enumeration over them (no sampling).
 
 **The priors, fitted across the dataset's tasks every time** (empirical Bayes). Per dataset and
@@ -71,7 +71,7 @@ RUN_COST = 5.0
 ROUND_BATCH = 4
 
 _LEVEL_STEPS = 7
-_RISES = (1.0, 0.7, 0.4)
+_RISES = (1.0, 0.7, 0.4, 0.0)
 _LUCKS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15)
 _PLATEAUS = (0.75, 0.9, 1.0)
 #: The rise's place among :func:`noise_grid`'s factors (level, rise, luck, plateau).
@@ -110,7 +110,7 @@ def noise_grid(n_caps: int, q: float = BAYES_Q) -> NoiseGrid:
     --------
     >>> grid = noise_grid(8)
     >>> grid.curves.shape, grid.n_rungs
-    ((3402, 8), 9)
+    ((4536, 8), 9)
     >>> bool(np.all(np.diff(grid.curves, axis=1) >= 0))
     True
     """
@@ -253,7 +253,7 @@ def _prior_factors(grid: NoiseGrid) -> tuple[list[IntArray], list[int]]:
     --------
     >>> indices, sizes = _prior_factors(noise_grid(8))
     >>> sizes
-    [27, 7, 6, 3]
+    [36, 7, 6, 3]
     """
     joint, joint_size = grid.rung.copy(), grid.n_rungs
     for i in grid.per_rung:
