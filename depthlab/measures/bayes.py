@@ -226,8 +226,8 @@ def fit_log_prior(
     >>> grid = noise_grid(2, q=0.5)
     >>> shallow = log_likelihood(grid.curves, np.tile([3, 3], (50, 1)), np.tile([3, 3], (50, 1)))
     >>> rungs = np.bincount(grid.rung, weights=np.exp(fit_log_prior(grid, shallow)))
-    >>> round(float(rungs[0]), 3)  # (50 tasks + 3 pseudo-counts) / (50 + 9): one per (rung, rise) cell
-    0.898
+    >>> round(float(rungs[0]), 3)  # (50 tasks + 4 pseudo-counts) / (50 + 12): one per (rung, rise) cell
+    0.871
     """
     indices, sizes = _prior_factors(grid)
     marginals = [np.full(size, 1.0 / size) for size in sizes]
