@@ -16,8 +16,9 @@ least ``q``) and above it rises towards a ``plateau`` (0.75, 0.9 or 1) as
 ``plateau - (plateau - level) * rise**k`` at ``k`` rungs above ``r`` (``rise`` 1 is flat, a step;
 0.7 and 0.4 rise; 0 jumps to the plateau a rung above the depth; a level at or above the plateau
 stays flat). So a curve that starts just over ``q`` at its depth and climbs slowly, or jumps, or
-levels off under 1, is as plausible a priori as a step. Every such curve has depth at ``q`` exactly ``r``. ``level`` runs over 7 values from ``q`` to
-0.99, ``luck`` over 0-15% (those under ``q``), so a curve is (r, level, rise, luck, plateau):
+levels off under 1, is as plausible a priori as a step. Every such curve has depth at ``q`` exactly
+``r``. ``level`` runs over 7 values from ``q`` to 0.99, ``luck`` over 0-15% (those under ``q``), so a
+curve is (r, level, rise, luck, plateau):
 9 x 7 x 4 x 6 x 3 = 4,536 states on the default ladder at ``q = 0.2``, and the posterior is exact
 enumeration over them (no sampling).
 
