@@ -235,7 +235,9 @@ def fit_log_prior(
     log_prior = _product_log_prior(marginals, indices)
     for _ in range(iterations):
         row_weights = np.ones(len(loglik)) if weights is None else weights
-        posterior = row_weights @ _normalise_log(loglik + log_prior) if len(loglik) else np.zeros(len(grid.rung))
+        # a plain sum, not BLAS's matrix product: from about 4,000 states OpenBLAS threads it, and on a
+        # loaded machine that made the whole fit 3-5x slower (the same sum either way)
+        posterior = np.einsum("r,rs->s", row_weights, _normalise_log(loglik + log_prior))
         marginals = [
             (np.bincount(index, weights=posterior, minlength=len(share)) + 1.0) / (posterior.sum() + len(share))
             for index, share in zip(indices, marginals, strict=True)
