@@ -14,21 +14,25 @@ over the ladder's C caps, from a grid of curves: a rung ``r`` (0 to C - 1, or C 
 below it the pass probability is a luck rate ``luck`` (under ``q``); at ``r`` it is ``level`` (at
 least ``q``) and above it rises towards a ``plateau`` (0.75, 0.9 or 1) as
 ``plateau - (plateau - level) * rise**k`` at ``k`` rungs above ``r`` (``rise`` 1 is flat, a step;
-0.7 and 0.4 rise; a level at or above the plateau stays flat). So a curve that starts just over
-``q`` at its depth and climbs slowly, or one that levels off under 1, is as plausible a priori as a
-step. Every such curve has depth at ``q`` exactly ``r``. ``level`` runs over 7 values from ``q`` to
-0.99, ``luck`` over 0-15% (those under ``q``), so a curve is (r, level, rise, luck, plateau):
-9 x 7 x 3 x 6 x 3 = 3,402 states on the default ladder at ``q = 0.2``, and the posterior is exact
+0.7 and 0.4 rise; 0 jumps to the plateau a rung above the depth; a level at or above the plateau
+stays flat). So a curve that starts just over ``q`` at its depth and climbs slowly, or jumps, or
+levels off under 1, is as plausible a priori as a step. Every such curve has depth at ``q`` exactly
+``r``. ``level`` runs over 7 values from ``q`` to 0.99, ``luck`` over 0-15% (those under ``q``), so a
+curve is (r, level, rise, luck, plateau):
+9 x 7 x 4 x 6 x 3 = 4,536 states on the default ladder at ``q = 0.2``, and the posterior is exact
 enumeration over them (no sampling).
 
 **The priors, fitted across the dataset's tasks every time** (empirical Bayes). Per dataset and
-model, the prior over states is a product of a distribution over rungs and one over each curve
-parameter (level, rise, luck, plateau), fitted by EM on the marginal likelihood of the dataset's
-(task, model) counts, each with a Dirichlet(1) pseudo-count so that a small or uninformative
-collection keeps a spread prior. So a collection of shallow tasks puts its prior mass low and
-costs fewer runs, and the luck rate is learned, not assumed. The models' rungs on one task are
-taken as independent given the priors: D's posterior is that of the minimum of independent rungs,
-P(D >= k) = prod_m P(r_m >= k).
+model, the prior over states is a product of a joint distribution over (rung, rise) and one over
+each other curve parameter (level, luck, plateau), fitted by EM on the marginal likelihood of the
+dataset's (task, model) counts, each cell with a Dirichlet(1) pseudo-count so that a small or
+uninformative collection keeps a spread prior. The rise is fitted per rung because the ladder is
+not evenly spaced in turns (1, 2, 3, 5, then doubling): a curve that climbs smoothly in turns climbs
+slowly per rung at the bottom of the ladder and fast at the top, and one rise for every rung read
+shallow tasks' slow climbs as a depth one rung up (docs/depth_uncertainty.md, "Why p_depth missed").
+So a collection of shallow tasks puts its prior mass low and costs fewer runs, and the luck rate is
+learned, not assumed. The models' rungs on one task are taken as independent given the priors:
+D's posterior is that of the minimum of independent rungs, P(D >= k) = prod_m P(r_m >= k).
 
 **The planner** (:func:`bayes_round`): for every unfinished task, every (model, cap) run is scored
 by the mutual information between its outcome and D (bits) per expected cost; the cost is
@@ -68,9 +72,11 @@ RUN_COST = 5.0
 ROUND_BATCH = 4
 
 _LEVEL_STEPS = 7
-_RISES = (1.0, 0.7, 0.4)
+_RISES = (1.0, 0.7, 0.4, 0.0)
 _LUCKS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15)
 _PLATEAUS = (0.75, 0.9, 1.0)
+#: The rise's place among :func:`noise_grid`'s factors (level, rise, luck, plateau).
+_RISE_FACTOR = 1
 _EM_ITERATIONS = 40
 _TINY = 1e-12
 
@@ -80,13 +86,16 @@ class NoiseGrid:
     """The curves a (task, model) can have: ``curves[s, j]`` is P(pass) at cap j under state s.
 
     ``rung[s]`` is the state's depth at q (0 to C - 1, C beyond the top cap); ``factors[s, i]`` the
-    index of the state's i-th curve parameter (the prior is a product over them and the rung).
+    index of the state's i-th curve parameter, ``n_levels[i]`` its number of values. The fitted prior
+    is a product over the rung and the factors, except that the factors in ``per_rung`` are fitted
+    jointly with the rung (one distribution of them per rung).
     """
 
     curves: FloatArray
     rung: IntArray
     factors: IntArray
     n_levels: tuple[int, ...]
+    per_rung: tuple[int, ...] = ()
 
     @property
     def n_rungs(self) -> int:
@@ -102,7 +111,7 @@ def noise_grid(n_caps: int, q: float = BAYES_Q) -> NoiseGrid:
     --------
     >>> grid = noise_grid(8)
     >>> grid.curves.shape, grid.n_rungs
-    ((3402, 8), 9)
+    ((4536, 8), 9)
     >>> bool(np.all(np.diff(grid.curves, axis=1) >= 0))
     True
     """
@@ -124,6 +133,7 @@ def noise_grid(n_caps: int, q: float = BAYES_Q) -> NoiseGrid:
         rung=np.array(rungs, dtype=np.int64),
         factors=np.array(factors, dtype=np.int64),
         n_levels=sizes,
+        per_rung=(_RISE_FACTOR,),
     )
 
 
@@ -207,30 +217,53 @@ def fit_log_prior(
 ) -> FloatArray:
     """Empirical-Bayes log prior over states (S,) from one model's rows' log-likelihoods (rows, S).
 
-    The prior is a product of a distribution over rungs and one over each curve parameter, each
-    fitted by EM with a Dirichlet(1) pseudo-count (module docstring). ``weights`` (rows,): how many
-    tasks each row stands for (rows of equal counts are fitted once).
+    The prior is a product of a distribution over (rung, each of ``grid.per_rung``'s factors) and one
+    over each other curve parameter, each fitted by EM with a Dirichlet(1) pseudo-count on every cell
+    (module docstring). ``weights`` (rows,): how many tasks each row stands for (rows of equal counts
+    are fitted once).
 
     Examples
     --------
     >>> grid = noise_grid(2, q=0.5)
     >>> shallow = log_likelihood(grid.curves, np.tile([3, 3], (50, 1)), np.tile([3, 3], (50, 1)))
     >>> rungs = np.bincount(grid.rung, weights=np.exp(fit_log_prior(grid, shallow)))
-    >>> bool(rungs[0] > 0.9)
-    True
+    >>> round(float(rungs[0]), 3)  # (50 tasks + 4 pseudo-counts) / (50 + 12): one per (rung, rise) cell
+    0.871
     """
-    marginals = [np.full(grid.n_rungs, 1.0 / grid.n_rungs)] + [np.full(n, 1.0 / n) for n in grid.n_levels]
-    indices = [grid.rung] + [grid.factors[:, i] for i in range(grid.factors.shape[1])]
+    indices, sizes = _prior_factors(grid)
+    marginals = [np.full(size, 1.0 / size) for size in sizes]
     log_prior = _product_log_prior(marginals, indices)
     for _ in range(iterations):
         row_weights = np.ones(len(loglik)) if weights is None else weights
-        posterior = row_weights @ _normalise_log(loglik + log_prior) if len(loglik) else np.zeros(len(grid.rung))
+        # a plain sum, not BLAS's matrix product: from about 4,000 states OpenBLAS threads it, and on a
+        # loaded machine that made the whole fit 3-5x slower (the same sum either way)
+        posterior = np.einsum("r,rs->s", row_weights, _normalise_log(loglik + log_prior))
         marginals = [
             (np.bincount(index, weights=posterior, minlength=len(share)) + 1.0) / (posterior.sum() + len(share))
             for index, share in zip(indices, marginals, strict=True)
         ]
         log_prior = _product_log_prior(marginals, indices)
     return log_prior
+
+
+def _prior_factors(grid: NoiseGrid) -> tuple[list[IntArray], list[int]]:
+    """The fitted prior's factors: each state's index in each and each one's number of values.
+
+    The first is the rung joined with every factor of ``grid.per_rung`` (one cell per combination);
+    then each other factor alone.
+
+    Examples
+    --------
+    >>> indices, sizes = _prior_factors(noise_grid(8))
+    >>> sizes
+    [36, 7, 6, 3]
+    """
+    joint, joint_size = grid.rung.copy(), grid.n_rungs
+    for i in grid.per_rung:
+        joint = joint * grid.n_levels[i] + grid.factors[:, i]
+        joint_size *= grid.n_levels[i]
+    others = [i for i in range(len(grid.n_levels)) if i not in grid.per_rung]
+    return [joint] + [grid.factors[:, i] for i in others], [joint_size] + [grid.n_levels[i] for i in others]
 
 
 def _product_log_prior(marginals: Sequence[FloatArray], indices: Sequence[IntArray]) -> FloatArray:
