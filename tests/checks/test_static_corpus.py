@@ -136,7 +136,8 @@ def test_places_the_tests_accept_any_one_of_are_reported_apart(tmp_path: Path) -
 
 def test_a_held_out_test_set_is_a_hidden_input(tmp_path: Path) -> None:
     # multimedia-terminal-bench's mock-call-automation: test clips moved in from /opt/.test_set at grading
-    folders = _step(tmp_path, {"verifier.py": 'SRC = Path("/opt/.test_set")\nANSWER = Path("/opt/answer_truth.txt")\n'})
+    code = 'SRC = Path("/opt/.test_set")\nANSWER = Path("/opt/answer_truth.txt")\nassert SRC.exists(), ANSWER.read_text()\n'
+    folders = _step(tmp_path, {"verifier.py": code})
     found = named_in_instruction("Count the calls.", folders)
     assert (found.outcome, found.hidden) == ("note", ("/opt/.test_set", "/opt/answer_truth.txt"))
 
@@ -167,7 +168,7 @@ def test_what_the_tests_shell_sources_enters_or_writes_is_the_verifiers_own(tmp_
         ("test.sh", "sed -i '/en_US.UTF-8/s/^# //g' /app/locale.gen\n", ["/app/locale.gen"]),
         # an external judge's port (56 LiveCodeBench Pro tasks); a local or service URL's port still counts
         ("t.py", 'BASE = env("BASE_URL", "http://38.80.122.117:8081")\n', []),
-        ("t.py", 'u = "http://localhost:8000/x"\nv = "http://web:5000/y"\n', ["port 8000", "port 5000"]),
+        ("t.py", 'u = "http://localhost:8000/x"\nv = "http://web:5000/y"\nget(u, v)\n', ["port 8000", "port 5000"]),
         # a glob's piece (Aider polyglot's test.sh), and `su` inside an expected answer (a Go test table)
         ("test.sh", 'find /tests -name "*main*.cpp" -not -path "*/test/*"\n', []),
         ("t.go", 'expected: "su pn lk",\n', []),
