@@ -181,6 +181,54 @@ def test_round_9_pieces_are_no_places(name: str, code: str, found: list[str]) ->
     assert named_facts(text) == found
 
 
+# ---------------------------------------------------------------- round 10 (after round 9's held-out part) --
+def test_what_the_tests_shell_writes_out_is_data_not_a_question(tmp_path: Path) -> None:
+    # rese1f/terminal-bench-datasets: SWE-bench's test.sh echoes its test patch (Django URL paths, a localhost
+    # link) into a file and applies it; a here-document written to a Python file is still read as Python
+    folders = _step(
+        tmp_path,
+        {
+            "test.sh": "#!/bin/bash\n"
+            "echo 'diff --git a/tests/t.py b/tests/t.py\n"
+            '+    r = self.client.get("/prefix/admin/login")\n'
+            '+    it'"'"'s at "http://localhost:7777/"\n'
+            "' > /tmp/test_patch.diff\n"
+            "git apply /tmp/test_patch.diff\n"
+            "cat > /etc/app.yaml <<'EOF'\nroot: /srv/data/store\nEOF\n"
+            "cat > parser.py <<EOF\nopen('/app/result.json')  # /app/comment.txt\nEOF\n"
+            "python3 - <<'PY'\nopen('/app/out.txt')\nPY\n"
+            'echo "checking /app/message.txt"\n'
+            "echo World > /app/config.txt\n",
+        },
+    )
+    found = named_in_instruction("Fix the bug.", folders)
+    assert found.missing == ("/app/result.json", "/app/out.txt", "/app/config.txt"), found.evidence
+
+
+def test_what_python_tests_copy_and_what_they_never_use_are_their_own(tmp_path: Path) -> None:
+    # Terminal-Bench's matlab-python-conversion copies an input itself; query-optimize defines a constant it
+    # never reads; llm-inference-batching-scheduler builds plan_b{n}.json; sam-cell-seg's test.sh copies its
+    # expected output out of /tests into the working folder
+    folders = _step(
+        tmp_path,
+        {
+            "test.sh": "cd /app\ncp /tests/correct_output.csv .\npytest /tests/test_outputs.py\n",
+            "test_outputs.py": "import shutil\n"
+            'SUMMARY = "/app/bench_summary.json"\n'
+            'RESULT = Path("/app/result.csv")\n'
+            "def test_x():\n"
+            '    shutil.copy2("/app/cell.tif", "/app/cell2.tif")\n'
+            '    plans = [f"/app/out/plan_b{n}.json" for n in (1, 2)]\n'
+            '    logs = ["/app/run%d.log" % n for n in (1, 2)]\n'
+            '    assert RESULT.read_text() == open("/app/correct_output.csv").read()\n',
+        },
+    )
+    found = named_in_instruction("Segment /app/cell.tif.", folders)
+    assert found.missing == ("/app/result.csv",), found.evidence
+    named = named_in_instruction("Segment /app/cell.tif into /app/result.csv.", folders)
+    assert named.evidence == "all 2 named in the instruction (2 of the verifier's own left out)"
+
+
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
 def test_the_cookbook_recipes_raise_no_flag(samples: Path, tmp_path: Path) -> None:
     root = samples / "harbor-framework_harbor-cookbook" / "harbor_cookbook" / "recipes"
@@ -222,6 +270,13 @@ def test_check_corpus_reads_a_git_corpus_and_joins_the_labels(tmp_path: Path) ->
     joined = script.precision_table(items, labels)
     assert joined.select("flagged", "true", "precision").rows() == [(1, 1, 1.0)]
     assert script.part_of("c", "bad", frozenset({"c"})) == "tune"
+    # a held-out draw leaves out what an earlier draw of the same place read, whatever the sizes
+    first = script.Corpus.parse(f"c={repo}@HEAD:tasks#1")
+    rest = script.unread(script.Corpus.parse(f"d={repo}@HEAD:tasks#2"), [first])
+    assert len(first.task_names()) == 1
+    assert rest.task_names() == sorted({"bad", "good"} - set(first.task_names()))
+    elsewhere = script.unread(script.Corpus.parse(f"d={repo}@HEAD:other#2"), [first])
+    assert elsewhere.read == frozenset()
 
 
 def test_check_corpus_refuses_a_bad_corpus_with_its_reason(tmp_path: Path) -> None:
