@@ -136,7 +136,7 @@ def test_places_the_tests_accept_any_one_of_are_reported_apart(tmp_path: Path) -
 
 def test_a_held_out_test_set_is_a_hidden_input(tmp_path: Path) -> None:
     # multimedia-terminal-bench's mock-call-automation: test clips moved in from /opt/.test_set at grading
-    code = 'SRC = Path("/opt/.test_set")\nANSWER = Path("/opt/answer_truth.txt")\nassert SRC.exists(), ANSWER.read_text()\n'
+    code = 'SRC = Path("/opt/.test_set")\nANSWER = Path("/opt/answer_truth.txt")\nassert SRC.exists(), ANSWER\n'
     folders = _step(tmp_path, {"verifier.py": code})
     found = named_in_instruction("Count the calls.", folders)
     assert (found.outcome, found.hidden) == ("note", ("/opt/.test_set", "/opt/answer_truth.txt"))
@@ -191,7 +191,7 @@ def test_what_the_tests_shell_writes_out_is_data_not_a_question(tmp_path: Path) 
             "test.sh": "#!/bin/bash\n"
             "echo 'diff --git a/tests/t.py b/tests/t.py\n"
             '+    r = self.client.get("/prefix/admin/login")\n'
-            '+    it'"'"'s at "http://localhost:7777/"\n'
+            '+    it\'"\'"\'s at "http://localhost:7777/"\n'  # a quote in the patch, written as the shell's '"'"'
             "' > /tmp/test_patch.diff\n"
             "git apply /tmp/test_patch.diff\n"
             "cat > /etc/app.yaml <<'EOF'\nroot: /srv/data/store\nEOF\n"
