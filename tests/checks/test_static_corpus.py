@@ -19,6 +19,7 @@ import pytest
 
 from depthlab.checks import check_tasks
 from depthlab.checks.static import alternatives, code_of_test, in_instruction, named_facts, named_in_instruction
+from depthlab.stats import proportion_ci
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -227,6 +228,32 @@ def test_what_python_tests_copy_and_what_they_never_use_are_their_own(tmp_path: 
     assert found.missing == ("/app/result.csv",), found.evidence
     named = named_in_instruction("Segment /app/cell.tif into /app/result.csv.", folders)
     assert named.evidence == "all 2 named in the instruction (2 of the verifier's own left out)"
+
+
+# ---------------------------------------------------------------- round 10's held-out part ------------------
+def test_round_10_held_out_figures_follow_from_the_labels() -> None:
+    # docs/checks.md's round 10 table, recomputed from the hand labels (scripts/corpus_labels.csv): every item
+    # the frozen rules flagged on the two parts, one label each, and the Wilson interval of the pooled precision
+    labels = pl.read_csv(ROOT / "scripts" / "corpus_labels.csv", infer_schema=False).fill_null("")
+    assert labels.select("corpus", "task", "step", "check", "item").is_duplicated().sum() == 0
+    assert set(labels["label"]) == {"true", "debatable", "false"}
+    assert labels.filter(pl.col("why") == "").height == 0  # each label says why
+    held = labels.filter(pl.col("corpus").is_in(["tbdatasets3", "tbenv8"]))
+    counts = {
+        (corpus, label): n for corpus, label, n in held.group_by("corpus", "label").len().rows()
+    }  # fmt: skip
+    assert counts == {
+        ("tbdatasets3", "true"): 80,
+        ("tbdatasets3", "false"): 3,
+        ("tbenv8", "true"): 39,
+        ("tbenv8", "debatable"): 2,
+        ("tbenv8", "false"): 9,
+    }
+    true = held.filter(pl.col("label") == "true").height
+    low, high = proportion_ci([true], [held.height])
+    assert (true, held.height, round(true / held.height, 2)) == (119, 133, 0.89)
+    assert (round(float(low[0]), 2), round(float(high[0]), 2)) == (0.83, 0.94)
+    assert true / held.height < 0.9  # the goal is not met on this part: docs/checks.md says "not replicated"
 
 
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
