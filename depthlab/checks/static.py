@@ -14,7 +14,10 @@ is not; ``harbor lint``.
     create, a virtual environment, a clone, a download, a ``PATH`` value, a copy's target, a compiled
     ``-o``, a file ``pytest`` runs; a program the tests run that the task's ``environment/`` ships; a
     file their shell sources, a folder it enters, a file it redirects a command's output into but for
-    ``echo``/``printf``/``cat``; a sed script; a glob's piece),
+    ``echo``/``printf``/``cat``; a sed script; a glob's piece; what the shell writes out, the words
+    ``echo``/``printf`` print and a here-document's body (a test patch, a config), unless the body goes
+    to an interpreter or a file of code; a Python copy's, move's or link's target; a file copied out of
+    ``/tests``; a name assigned a path and never read; a name's head before a format field),
     and ports outside a connection (only ``localhost:N``, a URL's port but a public address's, a ``port=N`` argument,
     ``--port N``, ``nc host N`` or a constant named with ``PORT`` as a whole word count; never
     arithmetic). Named: verbatim (a folder with its closing slash too); under the working folder, by
