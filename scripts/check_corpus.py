@@ -24,6 +24,10 @@ Usage (a fetched snapshot's git folder, and a folder of tasks)::
         cookbook=SHARED/samples/harbor-framework_harbor-cookbook/harbor_cookbook/recipes \\
         --tune-corpus cookbook --labels scripts/corpus_labels.csv --lint -o out/corpus_items.csv
 
+``--unread-after NAME=SPEC`` (repeatable) leaves the tasks an earlier draw read out of every corpus at the
+same place before drawing, so ``tbenv8=...:environments_harbor#300 --unread-after tbenv=...#120 ...`` is
+300 tasks no earlier draw read.
+
 The labels of every item flagged in any round on the corpus of docs/checks.md are in
 ``scripts/corpus_labels.csv``.
 """
@@ -63,6 +67,8 @@ class Corpus:
     subdir: str
     sample: int | None
     skip: int = 0
+    #: tasks some earlier draw read: left out before this corpus's draw (``--unread-after``)
+    read: frozenset[str] = frozenset()
 
     @classmethod
     def parse(cls, spec: str) -> Corpus:
@@ -101,6 +107,7 @@ class Corpus:
                     if file in TASK_FILES and folder and folder.count("/") == depth - 1
                 }
             )
+        names = [name for name in names if name not in self.read]
         if self.sample is not None:
             drawn = random.Random(0).sample(names, min(len(names), self.skip + self.sample))
             names = sorted(drawn[self.skip :])
@@ -135,6 +142,15 @@ class Corpus:
             target.write_bytes(batch[:size])
             batch = batch[size + 1 :]
         return migrated(into / path, into), absent
+
+
+def unread(corpus: Corpus, earlier: list[Corpus]) -> Corpus:
+    """``corpus`` with the tasks of every earlier draw at the same place (git folder, commit, subdir) left out
+    before its own draw: a held-out part disjoint from them by construction (two seeded draws of different
+    sizes need not nest: ``random.sample``'s method depends on the size)."""
+    same = [e for e in earlier if (e.root, e.commit, e.subdir) == (corpus.root, corpus.commit, corpus.subdir)]
+    read = frozenset(name for e in same for name in e.task_names())
+    return Corpus(corpus.name, corpus.root, corpus.commit, corpus.subdir, corpus.sample, corpus.skip, read)
 
 
 def migrated(folder: Path, scratch: Path) -> Path:
@@ -279,6 +295,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run the static checks over each corpus; write the items, print the tallies (and the precision)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("corpora", nargs="+", help="NAME=FOLDER or NAME=GITDIR@COMMIT:SUBDIR[#N]")
+    parser.add_argument(
+        "--unread-after",
+        action="append",
+        default=[],
+        help="NAME=SPEC of an earlier draw: its tasks are left out of every corpus at the same place before drawing",
+    )
     parser.add_argument("--tune-corpus", action="append", default=[], help="a corpus read wholly to tune")
     parser.add_argument("--part", choices=("tune", "held_out", "all"), default="all", help="which part to list")
     parser.add_argument("--lint", action="store_true", help="run `harbor lint` too, task by task")
@@ -288,8 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     tune = frozenset(args.tune_corpus)
     items: list[dict] = []
     counts: Counter = Counter()
+    earlier = [Corpus.parse(spec) for spec in args.unread_after]
     for spec in args.corpora:
-        corpus = Corpus.parse(spec)
+        corpus = unread(Corpus.parse(spec), earlier)
         found, tallies = check_corpus(corpus, tune, lint=args.lint)
         items += found
         counts += tallies

@@ -14,7 +14,10 @@ is not; ``harbor lint``.
     create, a virtual environment, a clone, a download, a ``PATH`` value, a copy's target, a compiled
     ``-o``, a file ``pytest`` runs; a program the tests run that the task's ``environment/`` ships; a
     file their shell sources, a folder it enters, a file it redirects a command's output into but for
-    ``echo``/``printf``/``cat``; a sed script; a glob's piece),
+    ``echo``/``printf``/``cat``; a sed script; a glob's piece; what the shell writes out, the words
+    ``echo``/``printf`` print and a here-document's body (a test patch, a config), unless the body goes
+    to an interpreter or a file of code; a Python copy's, move's or link's target; a file copied out of
+    ``/tests``; a name assigned a path and never read; a name's head before a format field),
     and ports outside a connection (only ``localhost:N``, a URL's port but a public address's, a ``port=N`` argument,
     ``--port N``, ``nc host N`` or a constant named with ``PORT`` as a whole word count; never
     arithmetic). Named: verbatim (a folder with its closing slash too); under the working folder, by
@@ -102,6 +105,8 @@ _FRAGMENT_LEAD = re.compile(
     r"\.(?:startswith|endswith|split|rsplit|partition|rpartition|find|rfind|index|count|replace|removeprefix"
     r"|removesuffix|strip|lstrip|rstrip)\([ \t]*[rbf]?['\"]\Z"
 )
+# a format field right after a path's last piece: the name is built when the tests run (round 10)
+_BUILT_NAME = re.compile(r"\{|%[-0-9.]*[sdif(]")
 # ports where the tests connect: a loopback address, a URL, a keyword argument, --port, nc, a PORT constant
 _PORTS = (
     re.compile(r"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])(?::|['\"]?\s*,\s*)(\d{2,5})\b"),
@@ -148,6 +153,14 @@ _PYTEST = re.compile(r"\bpytest[ \t]+(?:-\S+[ \t]+)*['\"]?(/[\w.+/-]+)")
 _COPY_TARGET = re.compile(
     r"\b(?:cp|mv|ln|install|rsync)[ \t]+(?:-\S+[ \t]+)*(?:['\"]?[^\s;|&'\"]+['\"]?[ \t]+)+['\"]?(/[\w.+/-]+)"
 )
+# where Python tests copy, move or link a file to (round 10): the tests' own copy, as `cp`'s target
+_PY_COPY_TARGET = re.compile(
+    r"\b(?:shutil\.(?:copy|copy2|copyfile|copytree|move)|os\.(?:rename|replace|symlink|link))\([^,()]+(?:\([^()]*\))?,"
+    r"[ \t]*(?:Path\()?[rbf]?['\"](/[\w.+/-]+)"
+)
+# a file copied out of the tests' own folder (`cp /tests/correct_output.csv .`): the verifier's own wherever it
+# lands, so by its name (round 10)
+_FROM_TESTS = re.compile(r"\b(?:cp|mv|install|rsync)[ \t]+(?:-\S+[ \t]+)*['\"]?(?:/tests|VAR)/(?:[\w.+-]+/)*([\w.+-]+)")
 # what the tests' shell sets itself up with or works in (round 9): a file it sources (`source
 # /opt/miniconda3/bin/activate`, `. /root/.cargo/env`), a folder it enters (`cd /testbed`)
 _SHELL_OWN = re.compile(r"(?m)(?:^|[;&|(]|\b(?:then|do|else))[ \t]*(?:source|\.|cd)[ \t]+['\"]?(/[\w.+/-]+)")
@@ -162,6 +175,19 @@ _SED_SCRIPT = re.compile(r"(\bsed[ \t]+(?:-[a-zA-Z]+[ \t]+)*(?:-e[ \t]+)?)(['\"]
 _REMOTE_HOST = re.compile(
     r"://(?!127\.|0\.0\.0\.0|10\.|192\.168\.|172\.(?:1[6-9]|2\d|3[01])\.)(?:\d{1,3}\.){3}\d{1,3}:"
 )
+# what the shell writes out (round 10): the words `echo` and `printf` print (a message, or data such as the
+# SWE-bench adapter's test patch, `echo 'diff --git ...' > /tmp/test_patch.diff`) and a here-document's
+# body: data, not a question; the file it goes to is still read (`echo World > /app/config.txt` is asked)
+_WRITTEN = re.compile(
+    r"(\b(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*[ \t]+)((?:(?:'[^']*'|\"(?:\\.|[^\"\\])*\"|\\.|[^\s;&|<>()'\"`])+[ \t]*)+)"
+)
+_HEREDOC = re.compile(
+    r"(?m)(?P<head>^(?P<command>[^\n]*?)<<-?[ \t]*(?P<quote>['\"]?)(?P<word>\w+)(?P=quote)[^\n]*\n)"
+    r"(?P<body>.*?)(?P<tail>^[ \t]*(?P=word)[ \t]*$)",
+    re.DOTALL,
+)
+_WRITE_TARGET = re.compile(r"(?:>>?|\btee(?:[ \t]+-a)?)[ \t]*['\"]?([\w./-]+)")
+_INTERPRETER = re.compile(r"[ \t]*(?:(?:sudo|exec|env)[ \t]+)*(?:\S*/)?(?:python3?|bash|sh|zsh)\b")
 _EXPANSION = re.compile(r"\$\{(\w+)(:?[-=])([^}]*)\}")
 _VARIABLE = re.compile(r"\$\{(\w+)[^}]*\}|\$(\w+)")
 _ASSIGNED = re.compile(r"(?m)^[ \t]*(?:export[ \t]+|local[ \t]+|readonly[ \t]+)?(\w+)=['\"]?(/[\w.+/-]*)['\"]?[ \t]*$")
@@ -250,10 +276,7 @@ def _python_code(text: str) -> str:
     except (tokenize.TokenError, SyntaxError):
         pass
     encoded = [bytearray(line.encode("utf-8")) for line in lines]
-    for node in ast.walk(tree):  # an assertion's message says what failed, it asks nothing
-        if not isinstance(node, ast.Assert) or node.msg is None:
-            continue
-        message = node.msg
+    for message in _unasked_parts(tree):
         last, stop = message.end_lineno, message.end_col_offset
         if last is None or stop is None:
             continue
@@ -263,6 +286,21 @@ def _python_code(text: str) -> str:
             end = min(stop if number == last - 1 else len(line), len(line))
             line[start:end] = b" " * max(0, end - start)
     return "\n".join(line.decode("utf-8", errors="replace") for line in encoded)
+
+
+def _unasked_parts(tree: ast.AST) -> list[ast.expr]:
+    """The parts of a Python test that ask nothing: an assertion's message (it says what failed) and the value
+    of a name assigned and never read (round 10: a constant the tests define and never use)."""
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store)}
+    read |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    parts: list[ast.expr] = [node.msg for node in ast.walk(tree) if isinstance(node, ast.Assert) and node.msg]
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [target.id for target in targets if isinstance(target, ast.Name)]
+            if names and len(names) == len(targets) and not set(names) & read and _literal_path(node.value):
+                parts.append(node.value)
+    return parts
 
 
 def alternatives(text: str) -> list[tuple[str, ...]]:
@@ -313,12 +351,33 @@ def _literal_path(node: ast.expr) -> str | None:
 
 
 def _shell_code(text: str) -> str:
+    text = _HEREDOC.sub(_here_document, text)
+    text = _WRITTEN.sub(lambda match: match.group(1) + _blank(match.group(2)), text)
     code = "\n".join(_without_comment(line) for line in text.split("\n"))
     code = _SED_SCRIPT.sub(lambda match: match.group(1) + " " * (len(match.group(3)) + 2), code)
     code = _EXPANSION.sub(lambda match: match.group(3), code)  # ${NAME:-default}: the default
     values = {name: value for name, value in _ASSIGNED.findall(code)}
     # $NAME: its value when the script sets it to a path, else a word (what follows it is relative)
     return _VARIABLE.sub(lambda match: values.get(match.group(1) or match.group(2), "VAR"), code)
+
+
+def _blank(text: str) -> str:
+    """``text`` with every character but its line breaks a space (what is left keeps its place)."""
+    return re.sub(r"[^\n]", " ", text)
+
+
+def _here_document(match: re.Match[str]) -> str:
+    """A here-document as the check reads it (round 10): data the shell writes (a test patch, a config, a
+    fixture) is blanked; a body given to an interpreter, or written to a file of code, is read as that code."""
+    command, body = match.group("command"), match.group("body")
+    target = _WRITE_TARGET.search(command)
+    if target and Path(target.group(1)).suffix.lower() in {".py", *_SHELL_SUFFIXES}:
+        code = code_of_test(Path(target.group(1)).name, body)
+    elif _INTERPRETER.match(command):
+        code = code_of_test("stdin.py" if "python" in command.split()[0] else "stdin.sh", body)
+    else:
+        code = None
+    return match.group("head") + (code if code is not None else _blank(body)) + match.group("tail")
 
 
 def _without_comment(line: str) -> str:
@@ -353,6 +412,8 @@ def named_facts(text: str) -> list[str]:
             text, max(0, match.start() - 40), match.start()
         ):
             continue  # `"/src/" in str(p)`, `p.startswith("/x/")`: a piece of a name, no place
+        if _BUILT_NAME.match(text, match.end()) and not match.group(1).endswith("/"):
+            continue  # f"/app/out/plan_b{n}.json": the head of a name built at run time (round 10), no place
         if not _is_place(path) and not path.endswith(("-", "_")):  # "/mmbert-": a name's fragment, no path
             found.append(path)
     found += [
@@ -385,6 +446,7 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
     facts: list[str] = []
     own: set[str] = set()
     toolboxes: set[str] = set()
+    copied: set[str] = set()
     groups: list[tuple[str, ...]] = []
     for path in files:
         try:
@@ -401,7 +463,12 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
         toolboxes |= {p.rstrip("/") for value in _PATH_VALUE.findall(text) for p in value.split(":") if p}
         own |= {p.strip("'\"").rstrip("/") for match in _MKDIR.finditer(text) for p in match.group(1).split()}
         own |= {p for p in _RUN.findall(text) if Path(p).name in environment}
-        own |= {match.group(1).rstrip("/") for pattern in (_COPY_TARGET, _PYTEST) for match in pattern.finditer(text)}
+        own |= {
+            match.group(1).rstrip("/")
+            for pattern in (_COPY_TARGET, _PY_COPY_TARGET, _PYTEST)
+            for match in pattern.finditer(text)
+        }
+        copied |= set(_FROM_TESTS.findall(text))
         own |= {match.group(1).rstrip("/") for match in _SHELL_OWN.finditer(text)}
         own |= {
             match.group(1).rstrip("/") for match in _REDIRECT.finditer(text) if not _writes_data(text, match.start())
@@ -418,6 +485,7 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
         elif (
             _VERIFIER_NAME.search(fact)
             or fact in own
+            or Path(fact).name in copied
             or any(fact == box or fact.startswith(box + "/") for box in toolboxes)
         ):
             mine += 1

@@ -19,6 +19,7 @@ import pytest
 
 from depthlab.checks import check_tasks
 from depthlab.checks.static import alternatives, code_of_test, in_instruction, named_facts, named_in_instruction
+from depthlab.stats import proportion_ci
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -136,7 +137,8 @@ def test_places_the_tests_accept_any_one_of_are_reported_apart(tmp_path: Path) -
 
 def test_a_held_out_test_set_is_a_hidden_input(tmp_path: Path) -> None:
     # multimedia-terminal-bench's mock-call-automation: test clips moved in from /opt/.test_set at grading
-    folders = _step(tmp_path, {"verifier.py": 'SRC = Path("/opt/.test_set")\nANSWER = Path("/opt/answer_truth.txt")\n'})
+    code = 'SRC = Path("/opt/.test_set")\nANSWER = Path("/opt/answer_truth.txt")\nassert SRC.exists(), ANSWER\n'
+    folders = _step(tmp_path, {"verifier.py": code})
     found = named_in_instruction("Count the calls.", folders)
     assert (found.outcome, found.hidden) == ("note", ("/opt/.test_set", "/opt/answer_truth.txt"))
 
@@ -167,7 +169,7 @@ def test_what_the_tests_shell_sources_enters_or_writes_is_the_verifiers_own(tmp_
         ("test.sh", "sed -i '/en_US.UTF-8/s/^# //g' /app/locale.gen\n", ["/app/locale.gen"]),
         # an external judge's port (56 LiveCodeBench Pro tasks); a local or service URL's port still counts
         ("t.py", 'BASE = env("BASE_URL", "http://38.80.122.117:8081")\n', []),
-        ("t.py", 'u = "http://localhost:8000/x"\nv = "http://web:5000/y"\n', ["port 8000", "port 5000"]),
+        ("t.py", 'u = "http://localhost:8000/x"\nv = "http://web:5000/y"\nget(u, v)\n', ["port 8000", "port 5000"]),
         # a glob's piece (Aider polyglot's test.sh), and `su` inside an expected answer (a Go test table)
         ("test.sh", 'find /tests -name "*main*.cpp" -not -path "*/test/*"\n', []),
         ("t.go", 'expected: "su pn lk",\n', []),
@@ -178,6 +180,80 @@ def test_round_9_pieces_are_no_places(name: str, code: str, found: list[str]) ->
     text = code_of_test(name, code)
     assert text is not None
     assert named_facts(text) == found
+
+
+# ---------------------------------------------------------------- round 10 (after round 9's held-out part) --
+def test_what_the_tests_shell_writes_out_is_data_not_a_question(tmp_path: Path) -> None:
+    # rese1f/terminal-bench-datasets: SWE-bench's test.sh echoes its test patch (Django URL paths, a localhost
+    # link) into a file and applies it; a here-document written to a Python file is still read as Python
+    folders = _step(
+        tmp_path,
+        {
+            "test.sh": "#!/bin/bash\n"
+            "echo 'diff --git a/tests/t.py b/tests/t.py\n"
+            '+    r = self.client.get("/prefix/admin/login")\n'
+            '+    it\'"\'"\'s at "http://localhost:7777/"\n'  # a quote in the patch, written as the shell's '"'"'
+            "' > /tmp/test_patch.diff\n"
+            "git apply /tmp/test_patch.diff\n"
+            "cat > /etc/app.yaml <<'EOF'\nroot: /srv/data/store\nEOF\n"
+            "cat > parser.py <<EOF\nopen('/app/result.json')  # /app/comment.txt\nEOF\n"
+            "python3 - <<'PY'\nopen('/app/out.txt')\nPY\n"
+            'echo "checking /app/message.txt"\n'
+            "echo World > /app/config.txt\n",
+        },
+    )
+    found = named_in_instruction("Fix the bug.", folders)
+    assert found.missing == ("/app/result.json", "/app/out.txt", "/app/config.txt"), found.evidence
+
+
+def test_what_python_tests_copy_and_what_they_never_use_are_their_own(tmp_path: Path) -> None:
+    # Terminal-Bench's matlab-python-conversion copies an input itself; query-optimize defines a constant it
+    # never reads; llm-inference-batching-scheduler builds plan_b{n}.json; sam-cell-seg's test.sh copies its
+    # expected output out of /tests into the working folder
+    folders = _step(
+        tmp_path,
+        {
+            "test.sh": "cd /app\ncp /tests/correct_output.csv .\npytest /tests/test_outputs.py\n",
+            "test_outputs.py": "import shutil\n"
+            'SUMMARY = "/app/bench_summary.json"\n'
+            'RESULT = Path("/app/result.csv")\n'
+            "def test_x():\n"
+            '    shutil.copy2("/app/cell.tif", "/app/cell2.tif")\n'
+            '    plans = [f"/app/out/plan_b{n}.json" for n in (1, 2)]\n'
+            '    logs = ["/app/run%d.log" % n for n in (1, 2)]\n'
+            '    assert RESULT.read_text() == open("/app/correct_output.csv").read()\n',
+        },
+    )
+    found = named_in_instruction("Segment /app/cell.tif.", folders)
+    assert found.missing == ("/app/result.csv",), found.evidence
+    named = named_in_instruction("Segment /app/cell.tif into /app/result.csv.", folders)
+    assert named.evidence == "all 2 named in the instruction (2 of the verifier's own left out)"
+
+
+# ---------------------------------------------------------------- round 10's held-out part ------------------
+def test_round_10_held_out_figures_follow_from_the_labels() -> None:
+    # docs/checks.md's round 10 table, recomputed from the hand labels (scripts/corpus_labels.csv): every item
+    # the frozen rules flagged on the two parts, one label each, and the Wilson interval of the pooled precision
+    labels = pl.read_csv(ROOT / "scripts" / "corpus_labels.csv", infer_schema=False).fill_null("")
+    assert labels.select("corpus", "task", "step", "check", "item").is_duplicated().sum() == 0
+    assert set(labels["label"]) == {"true", "debatable", "false"}
+    assert labels.filter(pl.col("why") == "").height == 0  # each label says why
+    held = labels.filter(pl.col("corpus").is_in(["tbdatasets3", "tbenv8"]))
+    counts = {
+        (corpus, label): n for corpus, label, n in held.group_by("corpus", "label").len().rows()
+    }  # fmt: skip
+    assert counts == {
+        ("tbdatasets3", "true"): 80,
+        ("tbdatasets3", "false"): 3,
+        ("tbenv8", "true"): 39,
+        ("tbenv8", "debatable"): 2,
+        ("tbenv8", "false"): 9,
+    }
+    true = held.filter(pl.col("label") == "true").height
+    low, high = proportion_ci([true], [held.height])
+    assert (true, held.height, round(true / held.height, 2)) == (119, 133, 0.89)
+    assert (round(float(low[0]), 2), round(float(high[0]), 2)) == (0.83, 0.94)
+    assert true / held.height < 0.9  # the goal is not met on this part: docs/checks.md says "not replicated"
 
 
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
@@ -221,6 +297,13 @@ def test_check_corpus_reads_a_git_corpus_and_joins_the_labels(tmp_path: Path) ->
     joined = script.precision_table(items, labels)
     assert joined.select("flagged", "true", "precision").rows() == [(1, 1, 1.0)]
     assert script.part_of("c", "bad", frozenset({"c"})) == "tune"
+    # a held-out draw leaves out what an earlier draw of the same place read, whatever the sizes
+    first = script.Corpus.parse(f"c={repo}@HEAD:tasks#1")
+    rest = script.unread(script.Corpus.parse(f"d={repo}@HEAD:tasks#2"), [first])
+    assert len(first.task_names()) == 1
+    assert rest.task_names() == sorted({"bad", "good"} - set(first.task_names()))
+    elsewhere = script.unread(script.Corpus.parse(f"d={repo}@HEAD:other#2"), [first])
+    assert elsewhere.read == frozenset()
 
 
 def test_check_corpus_refuses_a_bad_corpus_with_its_reason(tmp_path: Path) -> None:
