@@ -2,9 +2,10 @@
 
 A ``[[steps]]`` task runs in one container, its steps in order. For each step:
 
-1. before every step but the first, what a shared verifier left (``/tests``, ``/logs/verifier``),
-   the agent's log folder and ``/logs/artifacts`` are emptied, so the next step's agent never sees
-   the tests and starts, as under Harbor, with none of the last step's published artifacts;
+1. before every step but the first, what a shared verifier left (``/tests``, ``/logs/verifier``)
+   and the agent's log folder are emptied, so the next step's agent never sees the tests
+   (``/logs/artifacts`` is kept, as under Harbor: a step's saved artifacts include what earlier
+   steps published there);
 2. ``steps/<name>/workdir/`` is copied into the container's working folder and its ``setup.sh``,
    if any, runs there with bash, then the step's ``[steps.healthcheck]`` (a failure of either is the
    step's exception and stops the trial; the task's ``[environment.healthcheck]`` ran once before
@@ -96,13 +97,10 @@ from depthlab.runner.trial import (
 )
 from depthlab.runner.verifier_env import run_verifier, save_artifacts
 
-# emptied before every step but the first: the tests a shared verifier left, the agent's logs and what the
-# last step published in /logs/artifacts (Harbor moves its contents out to steps/<name>/artifacts/ after
-# each step, so the next step's agent and verifier start with it empty)
-_BETWEEN_STEPS = (
-    "rm -rf /tests /logs/verifier; mkdir -p /logs/agent /logs/artifacts"
-    " && find /logs/agent /logs/artifacts -mindepth 1 -delete"
-)
+# emptied before every step but the first: the tests a shared verifier left, the agent's logs. Not
+# /logs/artifacts: Harbor 0.26's Docker environment copies it out after each step and leaves the
+# container's in place, so the next step sees what the last one published (checked on a Harbor oracle run)
+_BETWEEN_STEPS = "rm -rf /tests /logs/verifier; mkdir -p /logs/agent && find /logs/agent -mindepth 1 -delete"
 # the guard shell's mode that stops only what an earlier step's agent left (depthlab_guard.sh, "kill")
 _EARLIER_STEPS_MODE = "earlier"
 

@@ -6,8 +6,8 @@ that follows each chain its instruction names.
 Each step of the chain task must read a file before it can write its answer: step ``first``
 follows the chain at ``/data/a/start`` (one read) and writes its secret to ``/app/a.txt``; step
 ``second`` follows ``/data/b/start`` (one read) to ``/app/b.txt``, after its ``workdir/setup.sh``
-has put a marker that its tests check (and a second marker, failing them, when ``/logs/artifacts``
-still holds what step ``first``'s solution published there: Harbor empties it between the steps).
+has put a marker that its tests check. Step ``first``'s solution also publishes a file in
+``/logs/artifacts``, which both engines keep into step ``second`` (its saved artifacts hold it).
 So each step is 2 working turns and terminus-2's confirmation reply: the whole run needs 2 + 1 + 2 = 5
 turns (the last step's confirmation comes after the cap and is not needed), D = 5 on a ladder holding 4
 and 5. The merged task (one instruction, both chains) needs 4 turns: D = 4.
@@ -83,21 +83,17 @@ def write_two_step_task(
         (folder / "tests").mkdir(parents=True)
         (folder / "solution").mkdir()
         (folder / "instruction.md").write_text(instruction(chain))
-        # the second step also fails when /logs/artifacts kept the first step's file when its setup ran
-        extra = "[ -f /app/second-ready ] || ok=0\n[ -e /app/artifacts-kept ] && ok=0" if step == "second" else ""
+        extra = "[ -f /app/second-ready ] || ok=0" if step == "second" else ""
         (folder / "tests" / "test.sh").write_text(STEP_TEST.replace("{c}", chain).replace("{extra}", extra))
         solve = STEP_SOLVE.replace("{c}", chain)
-        if step == "first":  # published as an artifact, which Harbor clears before the next step
+        if step == "first":  # published as an artifact, which Harbor keeps in the container for the next step
             solve += "mkdir -p /logs/artifacts && echo first > /logs/artifacts/first-step.txt\n"
         if wrong_first and step == "first":
             solve = "#!/bin/bash\necho wrong > /app/a.txt\n"
         (folder / "solution" / "solve.sh").write_text(solve)
     workdir = task / "steps" / "second" / "workdir"
     workdir.mkdir()
-    (workdir / "setup.sh").write_text(
-        "#!/bin/bash\nset -e\ntouch /app/second-ready\n"
-        "if [ -e /logs/artifacts/first-step.txt ]; then touch /app/artifacts-kept; fi\n"
-    )
+    (workdir / "setup.sh").write_text("#!/bin/bash\nset -e\ntouch /app/second-ready\n")
     return task
 
 

@@ -252,6 +252,25 @@ def test_harbors_oracle_gives_the_local_runners_step_rewards_and_passes_a_separa
         for where, folder in (("harbor", tmp_path / "harbor"), ("local", local))
     }
     assert trials["harbor"] == trials["local"] == {"ms-chain": 1.0, "ms-chain-wrong": 0.0, "sep-verifier": 1.0}
+    # each step's saved artifacts: /logs/artifacts is kept in the container from step to step on both engines,
+    # so step two's hold what step one's solution published there
+    (harbor_trial,) = (tmp_path / "harbor").glob("*/ms-chain__*")
+    saved = {
+        where: sorted(
+            str(path.relative_to(trial / "steps"))
+            for path in (trial / "steps").glob("*/artifacts/**/*")
+            if path.is_file() and path.name != "manifest.json"
+        )
+        for where, trial in (("harbor", harbor_trial), ("local", local_oracle["ms-chain"].trial_dir))
+    }
+    assert (
+        saved["harbor"]
+        == saved["local"]
+        == [
+            "first/artifacts/logs/artifacts/first-step.txt",
+            "second/artifacts/logs/artifacts/first-step.txt",
+        ]
+    )
 
 
 # ---------------------------------------------------------------- issue 37, case 1: a forger across the steps
