@@ -5,9 +5,10 @@ Counted per module (setup, call and teardown of its tests, its module fixtures i
 processes this process started (``harbor run``, ``harbor jobs resume``, ``harbor view``: by their first
 argument), the runs of ``tests/harbor/harbor_check.py``, the containers the local runner created and
 the images it built (through the Docker SDK, in this process), the trials run under the run's
-temporary folders (every ``result.json`` with a ``trial_name`` started in this session, whichever
-process wrote it), the Harbor commands the engines logged (``$ `` lines of ``depthlab-harbor.log``,
-a ``depthlab`` child process's included), and the CPU-seconds of this process and of the child
+temporary folders (every ``result.json`` with a ``trial_name`` started in this session, once by its
+``id`` however often a jobs folder was copied, whichever process wrote it; those Harbor ran are the
+ones with Harbor's ``trial.log``), the Harbor commands the engines logged (``$ `` lines of
+``depthlab-harbor.log``, a ``depthlab`` child process's included), and the CPU-seconds of this process and of the child
 processes it waited for (user + sys; a container's own processes run under the Docker daemon and are
 not among them).
 
@@ -39,6 +40,7 @@ class CostProbe:
         self.out = out
         self.counts: Counter[str] = Counter()
         self.seen_results: set[Path] = set()
+        self.seen_trials: set[Any] = set()
         self.log_lines: dict[Path, int] = {}
         self.module: str | None = None
         self.session_start = datetime.now(UTC)
@@ -89,6 +91,7 @@ class CostProbe:
         own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         row: dict[str, Any] = {
             "module": self.module,
+            "ended": datetime.now(UTC).isoformat(timespec="seconds"),
             "cpu_self": round(own.ru_utime + own.ru_stime - self.start["self"], 1),
             "cpu_children": round(children.ru_utime + children.ru_stime - self.start["children"], 1),
             "wall": round(time.monotonic() - self.start["wall"], 1),
@@ -99,7 +102,7 @@ class CostProbe:
             out.write(json.dumps(row) + "\n")
 
     def _files(self, root: Path) -> dict[str, int]:
-        trials = harbor_logged = 0
+        trials = harbor_trials = harbor_logged = 0
         for result in root.rglob("result.json"):
             if result in self.seen_results:
                 continue
@@ -107,15 +110,19 @@ class CostProbe:
             try:
                 record = json.loads(result.read_text())
                 started = datetime.fromisoformat(str(record.get("started_at")))
-                if "trial_name" in record and started.astimezone(UTC) >= self.session_start:
-                    trials += 1
             except (OSError, ValueError):
                 continue
+            # a trial run in this session, counted once (a copied jobs folder holds the same trial again)
+            if "trial_name" in record and started.astimezone(UTC) >= self.session_start:
+                new = record.get("id") not in self.seen_trials
+                trials += new
+                harbor_trials += new and (result.parent / "trial.log").is_file()
+                self.seen_trials.add(record.get("id"))
         for log in root.rglob(LOG_NAME):
             lines = sum(1 for line in log.read_text(errors="replace").splitlines() if line.startswith("$ "))
             harbor_logged += lines - self.log_lines.get(log, 0)
             self.log_lines[log] = lines
-        return {"trials": trials, "harbor commands logged": harbor_logged}
+        return {"trials": trials, "harbor trials": harbor_trials, "harbor commands logged": harbor_logged}
 
 
 def _module(item: pytest.Item | None) -> str | None:

@@ -53,6 +53,7 @@ from depthlab.engines._harbor_guard import (
     DISK_NOTE,
     HARBOR_RESULT,
     HARBOR_SIDE,
+    STOP_GRACE_PERIOD,
     DiskWatch,
     compose_project,
     live_projects,
@@ -310,7 +311,8 @@ def profile_overlay(copies: Path, limits: ContainerLimits) -> Path:
 
     No network unless ``limits`` give one; the profile's capabilities (every one dropped under
     ``strict``, the ones given back added), ``no-new-privileges`` and the pid limit, as the local
-    runner's container has them.
+    runner's container has them; the stop grace period of every depthlab overlay
+    (:data:`~depthlab.engines._harbor_guard.STOP_GRACE_PERIOD`).
 
     Examples
     --------
@@ -324,6 +326,7 @@ def profile_overlay(copies: Path, limits: ContainerLimits) -> Path:
         **({} if limits.network else {"network_mode": "none"}),
         "security_opt": ["no-new-privileges:true"],
         "pids_limit": limits.pids_limit,
+        "stop_grace_period": STOP_GRACE_PERIOD,
     }
     if limits.cap_drop:
         main["cap_drop"] = list(limits.cap_drop)
