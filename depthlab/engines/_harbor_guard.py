@@ -8,8 +8,10 @@ killed Harbor never removes. So depthlab
 * hands every job a Compose overlay (Harbor's ``environment.extra_docker_compose``) with the
   runner's pid limit (:data:`PIDS_LIMIT`) on the ``main`` service, and a short stop grace period
   (:data:`STOP_GRACE_PERIOD`): Harbor's ``main`` runs ``sh -c "sleep infinity"`` as pid 1, which
-  ignores SIGTERM, so its ``docker compose down`` otherwise waits Docker's default 10 s on every
-  trial before it kills a container whose verifier is done and whose files are collected;
+  ignores SIGTERM, so where it still runs at the trial's end (it did in every replay of
+  ``depthlab check --engine harbor``: 10 s between the verifier's end and the trial's) Harbor's
+  ``docker compose down`` waited Docker's default 10 s, after the verifier was done and the files
+  collected, before it killed the container;
 * watches the writable layer of each running trial's container during a job and kills the
   trial's containers once it passes the disk bound (task.toml's ``storage_mb``, else the
   runner's default), writing the reason to ``depthlab-disk.txt`` in the trial folder: the docker
@@ -48,7 +50,7 @@ from depthlab.io.harbor import TrialResultFile, read_json_object, read_text_head
 
 #: How long ``docker compose down`` waits after SIGTERM before it kills a trial's ``main`` container. The
 #: trial is over by then (its verifier ran, its files are collected) and pid 1 ignores SIGTERM anyway, so
-#: the wait changes nothing a trial records: Docker's default of 10 s was 10 s of idle time per trial.
+#: the wait changes nothing a trial records: Docker's default of 10 s was 10 s of idle time per replay.
 STOP_GRACE_PERIOD = "1s"
 #: The Compose overlay depthlab writes into the jobs folder (hidden: ``harbor view`` lists folders).
 BOUNDS_FILE = ".depthlab-compose-bounds.json"

@@ -21,7 +21,6 @@ import signal
 import socket
 import subprocess
 import time
-from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -208,18 +207,9 @@ def test_harbor_jobs_are_where_harbor_and_depthlab_read_them(harbor_measured, ha
     assert [agent["model_name"] for agent in config["agents"]] == MODELS.split(",")
     assert {agent["kwargs"]["max_turns"] for agent in config["agents"]} == {5}
     assert "sk-depthlab" not in json.dumps(config)  # the key stays in the environment
-    # depthlab's overlay bounds the pids and the stop: Harbor's `docker compose down` of a finished trial does
-    # not wait Docker's default 10 s for its pid 1 (`sleep infinity`, deaf to SIGTERM)
-    (overlay,) = config["environment"]["extra_docker_compose"]
-    assert json.loads(Path(overlay).read_text())["services"]["main"]["stop_grace_period"] == STOP_GRACE_PERIOD
-    results = [json.loads(path.read_text()) for path in (jobs / "measure-r02__cap-005").glob("*/result.json")]
-    stops = [
-        datetime.fromisoformat(result["finished_at"]) - datetime.fromisoformat(result["verifier"]["finished_at"])
-        for result in results
-        if result.get("verifier")
-    ]
-    assert stops
-    assert min(stops).total_seconds() < 9, stops
+    (overlay,) = config["environment"]["extra_docker_compose"]  # depthlab's: the pid limit, the stop grace period
+    main = json.loads(Path(overlay).read_text())["services"]["main"]
+    assert (main["pids_limit"], main["stop_grace_period"]) == (1024, STOP_GRACE_PERIOD)
     with harbor_viewer(jobs) as view:  # Harbor's viewer lists the same jobs (not the configs folder)
         listed = view.api("/api/jobs?page_size=100")["items"]
     assert sorted(job["name"] for job in listed) == names
