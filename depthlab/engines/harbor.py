@@ -186,7 +186,7 @@ def find_harbor(command: str | None = None, *, env: Mapping[str, str] | None = N
         # a direct script: asked once per version of the file (a reinstall rewrites it), not at every engine
         # made (each ask starts Harbor: a second or more of imports); a wrapper (`uv run harbor`) every time
         stamp = Path(located).stat().st_mtime_ns if len(argv) == 1 else time.monotonic_ns()
-        returncode, stdout, stderr = _ask_version(argv, stamp, tuple(sorted((env or os.environ).items())))
+        returncode, stdout, stderr = _ask_version(argv, stamp, dict(env or os.environ))
     except (OSError, subprocess.TimeoutExpired) as error:
         raise EngineError(f"Harbor at {located} does not run ({error}): {INSTALL_HINT}") from None
     match = re.search(r"\b(\d+\.\d+\.\d+)\b", stdout + stderr)
@@ -202,12 +202,19 @@ def find_harbor(command: str | None = None, *, env: Mapping[str, str] | None = N
     return HarborCommand(argv, version)
 
 
-@functools.lru_cache(maxsize=16)
-def _ask_version(argv: tuple[str, ...], stamp: int, env: tuple[tuple[str, str], ...]) -> tuple[int, str, str]:
-    """``harbor --version``'s exit code and output, cached by the command, its file's stamp and the environment."""
-    del stamp  # part of the cache key only
-    done = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=120, env=dict(env), check=False)
-    return done.returncode, done.stdout, done.stderr
+#: The environment variables that can change which Harbor a command starts (the rest cannot change its version).
+_VERSION_KEYS = ("PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "VIRTUAL_ENV")
+#: ``harbor --version``'s exit code and output by (command, its file's stamp, the values of :data:`_VERSION_KEYS`).
+_VERSIONS: dict[tuple[tuple[str, ...], int, tuple[str, ...]], tuple[int, str, str]] = {}
+
+
+def _ask_version(argv: tuple[str, ...], stamp: int, env: dict[str, str]) -> tuple[int, str, str]:
+    """``harbor --version``'s exit code and output, asked once per command, stamp and :data:`_VERSION_KEYS`."""
+    key = (argv, stamp, tuple(env.get(name, "") for name in _VERSION_KEYS))
+    if key not in _VERSIONS:
+        done = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=120, env=env, check=False)
+        _VERSIONS[key] = (done.returncode, done.stdout, done.stderr)
+    return _VERSIONS[key]
 
 
 class HarborEngine:

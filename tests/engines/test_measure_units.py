@@ -304,11 +304,14 @@ def test_harbors_version_is_asked_once_per_version_of_its_script(tmp_path):
     fake.write_text(f"#!/bin/sh\necho x >> {asked}\necho 0.26.1\n")
     fake.chmod(0o755)
     assert [find_harbor(str(fake)).version for _ in range(3)] == ["0.26.1"] * 3
-    assert asked.read_text().count("x") == 1
+    assert find_harbor(str(fake), env={**os.environ, "DEPTHLAB_UNRELATED": "1"}).version == "0.26.1"
+    assert asked.read_text().count("x") == 1  # a variable that cannot change which Harbor starts: not asked again
+    find_harbor(str(fake), env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert asked.read_text().count("x") == 2  # one that can: asked again
     fake.write_text(f"#!/bin/sh\necho x >> {asked}\necho 0.26.7\n")
     os.utime(fake, ns=(fake.stat().st_atime_ns, fake.stat().st_mtime_ns + 10**9))  # rewritten a second later
     assert find_harbor(str(fake)).version == "0.26.7"
-    assert asked.read_text().count("x") == 2
+    assert asked.read_text().count("x") == 3
 
 
 def test_compose_project_is_harbors_name_for_a_trial():
