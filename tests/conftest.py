@@ -179,17 +179,6 @@ def harbor_cmd(harbor_python: Path) -> str:
 
 
 @pytest.fixture(scope="session")
-def harbor_run_overlay(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The options that give a plain ``harbor run`` depthlab's Compose overlay (``--extra-docker-compose``):
-    its pid limit and its stop grace period. Without it, Harbor's ``docker compose down`` of each finished
-    trial waits Docker's default 10 s for a pid 1 that ignores SIGTERM; the trial's rewards and files are
-    the same (depthlab's engines hand every job this overlay: depthlab.engines._harbor_guard)."""
-    from depthlab.engines._harbor_guard import bounds_overlay
-
-    return ["--extra-docker-compose", str(bounds_overlay(tmp_path_factory.mktemp("harbor-overlay")))]
-
-
-@pytest.fixture(scope="session")
 def harbor_check(harbor_python: Path):
     """``check(items) -> {path: error or None}``, judged by Harbor's own models in one run.
 

@@ -6,12 +6,7 @@ leaves there lands on the host), and keeps its Compose overrides in temporary fo
 killed Harbor never removes. So depthlab
 
 * hands every job a Compose overlay (Harbor's ``environment.extra_docker_compose``) with the
-  runner's pid limit (:data:`PIDS_LIMIT`) on the ``main`` service, and a short stop grace period
-  (:data:`STOP_GRACE_PERIOD`): Harbor's ``main`` runs ``sh -c "sleep infinity"`` as pid 1, which
-  ignores SIGTERM, so where it still runs at the trial's end (it did in every replay of
-  ``depthlab check --engine harbor``: 10 s between the verifier's end and the trial's) Harbor's
-  ``docker compose down`` waited Docker's default 10 s, after the verifier was done and the files
-  collected, before it killed the container;
+  runner's pid limit (:data:`PIDS_LIMIT`) on the ``main`` service;
 * watches the writable layer of each running trial's container during a job and kills the
   trial's containers once it passes the disk bound (task.toml's ``storage_mb``, else the
   runner's default), writing the reason to ``depthlab-disk.txt`` in the trial folder: the docker
@@ -48,10 +43,6 @@ from depthlab._text import one_line as _one_line
 from depthlab.io import harbor_writer
 from depthlab.io.harbor import TrialResultFile, read_json_object, read_text_head, read_trial_result, record_exception
 
-#: How long ``docker compose down`` waits after SIGTERM before it kills a trial's ``main`` container. The
-#: trial is over by then (its verifier ran, its files are collected) and pid 1 ignores SIGTERM anyway, so
-#: the wait changes nothing a trial records: Docker's default of 10 s was 10 s of idle time per replay.
-STOP_GRACE_PERIOD = "1s"
 #: The Compose overlay depthlab writes into the jobs folder (hidden: ``harbor view`` lists folders).
 BOUNDS_FILE = ".depthlab-compose-bounds.json"
 #: In a trial folder: why depthlab's disk watch stopped the trial.
@@ -64,11 +55,9 @@ _HARBOR_TEMP_FILES = re.compile(
 
 
 def bounds_overlay(jobs_dir: Path, pids_limit: int = PIDS_LIMIT) -> Path:
-    """Write (once) the Compose overlay with the pid limit and the stop grace period of the ``main`` service;
-    its path."""
+    """Write (once) the Compose overlay with the pid limit of the ``main`` service; its path."""
     path = jobs_dir / BOUNDS_FILE
-    main = {"pids_limit": pids_limit, "stop_grace_period": STOP_GRACE_PERIOD}
-    text = json.dumps({"services": {"main": main}}, indent=2) + "\n"
+    text = json.dumps({"services": {"main": {"pids_limit": pids_limit}}}, indent=2) + "\n"
     if read_json_object(path) != json.loads(text):
         from depthlab import _atomic
 

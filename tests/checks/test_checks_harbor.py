@@ -22,7 +22,7 @@ import pytest
 
 from depthlab import schema
 from depthlab.checks import check_tasks
-from depthlab.engines._harbor_guard import STOP_GRACE_PERIOD
+from depthlab.engines.harbor_replays import STOP_GRACE_PERIOD
 from depthlab.simulate.checks import BAD, PLANTED
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]

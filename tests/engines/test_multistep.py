@@ -229,12 +229,11 @@ def test_measure_gives_the_known_d_on_both_engines_counting_turns_over_the_whole
 
 @pytest.mark.harbor
 def test_harbors_oracle_gives_the_local_runners_step_rewards_and_passes_a_separate_verifier(
-    tasks, local_oracle, harbor_cmd, harbor_env, harbor_run_overlay, tmp_path
+    tasks, local_oracle, harbor_cmd, harbor_env, tmp_path
 ):
     # one Harbor job over the tasks folder (the three tasks), two trials at a time as Harbor runs them
-    command = [harbor_cmd, "run", "-p", str(tasks), "-a", "oracle", "-o", str(tmp_path / "harbor"), "-n", "2"]
     done = subprocess.run(
-        [*command, *harbor_run_overlay],
+        [harbor_cmd, "run", "-p", str(tasks), "-a", "oracle", "-o", str(tmp_path / "harbor"), "-n", "2"],
         env=harbor_env,
         capture_output=True,
         text=True,

@@ -209,11 +209,11 @@ def merge_tasks(userland, samples, tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def harbor_oracle(merge_tasks, harbor_cmd, harbor_env, harbor_run_overlay, tmp_path_factory) -> pl.DataFrame:
+def harbor_oracle(merge_tasks, harbor_cmd, harbor_env, tmp_path_factory) -> pl.DataFrame:
     jobs = tmp_path_factory.mktemp("harbor-oracle")
     folder = next(iter(merge_tasks.values())).parent
     done = subprocess.run(
-        [harbor_cmd, "run", "-p", str(folder), "-a", "oracle", "-o", str(jobs), "-n", "2", *harbor_run_overlay],
+        [harbor_cmd, "run", "-p", str(folder), "-a", "oracle", "-o", str(jobs), "-n", "2"],
         env=harbor_env,
         capture_output=True,
         text=True,
