@@ -90,6 +90,19 @@ def once_per_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Cal
     return once
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """With ``DEPTHLAB_COST_PROBE=<file>``, the work of each module counted into it (tests/cost_probe.py)."""
+    if os.environ.get("DEPTHLAB_COST_PROBE"):
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("cost_probe", ROOT / "tests" / "cost_probe.py")
+        if spec is None or spec.loader is None:
+            raise ImportError("cannot load tests/cost_probe.py")
+        probe = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(probe)
+        probe.register(config)
+
+
 # ---------------------------------------------------------------- Docker -------------------
 def _unavailable(message: str) -> NoReturn:
     """Skip with ``message``, or fail where ``DEPTHLAB_REQUIRE_DOCKER=1`` (CI) makes it an error."""

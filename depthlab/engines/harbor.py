@@ -183,14 +183,15 @@ def find_harbor(command: str | None = None, *, env: Mapping[str, str] | None = N
         raise EngineError(f"Harbor not found ({command or 'harbor on PATH'!r}): {INSTALL_HINT}")
     argv = (located, *argv[1:])
     try:
-        done = subprocess.run(
-            [*argv, "--version"], capture_output=True, text=True, timeout=120, env=dict(env or os.environ), check=False
-        )
+        # a direct script: asked once per version of the file (a reinstall rewrites it), not at every engine
+        # made (each ask starts Harbor: a second or more of imports); a wrapper (`uv run harbor`) every time
+        stamp = Path(located).stat().st_mtime_ns if len(argv) == 1 else time.monotonic_ns()
+        returncode, stdout, stderr = _ask_version(argv, stamp, dict(env or os.environ))
     except (OSError, subprocess.TimeoutExpired) as error:
         raise EngineError(f"Harbor at {located} does not run ({error}): {INSTALL_HINT}") from None
-    match = re.search(r"\b(\d+\.\d+\.\d+)\b", done.stdout + done.stderr)
-    if done.returncode != 0 or match is None:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+    match = re.search(r"\b(\d+\.\d+\.\d+)\b", stdout + stderr)
+    if returncode != 0 or match is None:
+        tail = (stderr or stdout).strip().splitlines()[-1:] or ["no output"]
         raise EngineError(f"Harbor at {located} did not report its version ({tail[0]}): {INSTALL_HINT}")
     version = match.group(1)
     low, high = SUPPORTED_HARBOR
@@ -199,6 +200,21 @@ def find_harbor(command: str | None = None, *, env: Mapping[str, str] | None = N
             f"Harbor {version} at {located} is outside the supported range >= {low}, < {high}: {INSTALL_HINT}"
         )
     return HarborCommand(argv, version)
+
+
+#: The environment variables that can change which Harbor a command starts (the rest cannot change its version).
+_VERSION_KEYS = ("PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "VIRTUAL_ENV")
+#: ``harbor --version``'s exit code and output by (command, its file's stamp, the values of :data:`_VERSION_KEYS`).
+_VERSIONS: dict[tuple[tuple[str, ...], int, tuple[str, ...]], tuple[int, str, str]] = {}
+
+
+def _ask_version(argv: tuple[str, ...], stamp: int, env: dict[str, str]) -> tuple[int, str, str]:
+    """``harbor --version``'s exit code and output, asked once per command, stamp and :data:`_VERSION_KEYS`."""
+    key = (argv, stamp, tuple(env.get(name, "") for name in _VERSION_KEYS))
+    if key not in _VERSIONS:
+        done = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=120, env=env, check=False)
+        _VERSIONS[key] = (done.returncode, done.stdout, done.stderr)
+    return _VERSIONS[key]
 
 
 class HarborEngine:

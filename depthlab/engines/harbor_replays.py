@@ -75,6 +75,12 @@ if TYPE_CHECKING:  # the engine hands its checked command over (engines.harbor i
 REPLAY_AGENT = "depthlab_replay:ReplayAgent"
 #: Under the jobs folder: the task copies the replays run on.
 TASKS_DIR = "depthlab-check-tasks"
+#: How long ``docker compose down`` waits after SIGTERM before it kills a replay's ``main`` container.
+#: Harbor's ``main`` runs ``sh -c "sleep infinity"`` as pid 1, which ignores SIGTERM, and in a replay it
+#: still ran at the end: Docker's default of 10 s was 10 s of idle time per replay, after its verifier
+#: was done and its files collected, so the wait changes nothing a replay records. (The measure engine's
+#: trials and a plain ``harbor run -a oracle`` stopped within a second without it.)
+STOP_GRACE_PERIOD = "1s"
 #: Under the task copies: the Compose overlays of the replays' containers, one per profile and bounds
 #: (``<prefix><digest>.json``): no network, the profile's capabilities, the pid limit.
 OVERLAY_PREFIX = "replay-compose-"
@@ -310,7 +316,7 @@ def profile_overlay(copies: Path, limits: ContainerLimits) -> Path:
 
     No network unless ``limits`` give one; the profile's capabilities (every one dropped under
     ``strict``, the ones given back added), ``no-new-privileges`` and the pid limit, as the local
-    runner's container has them.
+    runner's container has them; a stop grace period of :data:`STOP_GRACE_PERIOD`.
 
     Examples
     --------
@@ -324,6 +330,7 @@ def profile_overlay(copies: Path, limits: ContainerLimits) -> Path:
         **({} if limits.network else {"network_mode": "none"}),
         "security_opt": ["no-new-privileges:true"],
         "pids_limit": limits.pids_limit,
+        "stop_grace_period": STOP_GRACE_PERIOD,
     }
     if limits.cap_drop:
         main["cap_drop"] = list(limits.cap_drop)

@@ -22,6 +22,7 @@ import pytest
 
 from depthlab import schema
 from depthlab.checks import check_tasks
+from depthlab.engines.harbor_replays import STOP_GRACE_PERIOD
 from depthlab.simulate.checks import BAD, PLANTED
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
@@ -93,6 +94,7 @@ def test_every_harbor_replay_is_a_harbor_trial_of_the_replay_agent_offline(
         assert config["agent"]["import_path"] == "depthlab_replay:ReplayAgent"
         overlay = json.loads(Path(config["environment"]["extra_docker_compose"][0]).read_text())
         assert overlay["services"]["main"]["network_mode"] == "none"  # the planted tasks say no-network
+        assert overlay["services"]["main"]["stop_grace_period"] == STOP_GRACE_PERIOD
         assert "min_reward" not in Path(config["task"]["path"], "task.toml").read_text()
     judged = harbor_check([job])
     assert {path: error for path, error in judged.items() if error} == {}
@@ -102,6 +104,15 @@ def test_every_harbor_replay_is_a_harbor_trial_of_the_replay_agent_offline(
         for result in (json.loads((trial / "result.json").read_text()) for trial in trials)
     )
     assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans)), spans
+    # the overlay's stop grace period holds: Harbor's `docker compose down` of a trial whose verifier is done
+    # does not wait Docker's default 10 s for its pid 1 (`sleep infinity`, deaf to SIGTERM) to stop
+    stops = [
+        datetime.fromisoformat(result["finished_at"]) - datetime.fromisoformat(result["verifier"]["finished_at"])
+        for result in (json.loads((trial / "result.json").read_text()) for trial in trials)
+        if result.get("verifier")
+    ]
+    assert stops
+    assert min(stops).total_seconds() < 9, stops
     with harbor_viewer(both["jobs"]) as view:
         listed = {item["name"]: item for item in view.api("/api/jobs?page_size=100")["items"]}
         assert listed["depthlab-check"]["agents"] == ["depthlab-replay"]

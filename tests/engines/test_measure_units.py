@@ -294,6 +294,26 @@ def test_harbor_missing_or_outside_the_supported_range_is_one_clear_line(tmp_pat
                 find_harbor(str(fake))
 
 
+def test_harbors_version_is_asked_once_per_version_of_its_script(tmp_path):
+    """Each engine made asks Harbor's version; Harbor's start costs a second or more of imports, so a script
+    is asked once, and again when it is rewritten (a reinstall) and reports another version."""
+    import os
+
+    asked = tmp_path / "asked.txt"
+    fake = tmp_path / "harbor"
+    fake.write_text(f"#!/bin/sh\necho x >> {asked}\necho 0.26.1\n")
+    fake.chmod(0o755)
+    assert [find_harbor(str(fake)).version for _ in range(3)] == ["0.26.1"] * 3
+    assert find_harbor(str(fake), env={**os.environ, "DEPTHLAB_UNRELATED": "1"}).version == "0.26.1"
+    assert asked.read_text().count("x") == 1  # a variable that cannot change which Harbor starts: not asked again
+    find_harbor(str(fake), env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert asked.read_text().count("x") == 2  # one that can: asked again
+    fake.write_text(f"#!/bin/sh\necho x >> {asked}\necho 0.26.7\n")
+    os.utime(fake, ns=(fake.stat().st_atime_ns, fake.stat().st_mtime_ns + 10**9))  # rewritten a second later
+    assert find_harbor(str(fake)).version == "0.26.7"
+    assert asked.read_text().count("x") == 3
+
+
 def test_compose_project_is_harbors_name_for_a_trial():
     assert compose_project("Chain-R2__AbCdEfG__env") == "chain-r2__abcdefg__env"
     assert compose_project("_x.y") == "0_x-y"
