@@ -72,33 +72,6 @@ def test_posterior_equals_brute_force_enumeration_on_a_small_grid():
     assert post.depth[0].sum() == pytest.approx(1.0)
 
 
-def test_a_lone_task_gets_the_uniform_prior_so_its_runs_count_once():
-    """The fitted prior is leave-one-out: a task's own runs never shape its own prior.
-
-    With one task there are no others, so its posterior is the uniform prior's, enumerated here
-    apart from the module; the case where an earlier fitted prior counted a task's 12 runs twice
-    (one pass below a run of passes) is the one checked.
-    """
-    caps = (1, 2, 3, 5, 10, 20, 40, 80)
-    rows = [("t", "m", 1, "fail"), ("t", "m", 2, "pass"), ("t", "m", 3, "fail"), ("t", "m", 5, "fail")]
-    rows += [("t", "m", 10, "pass")] * 4 + [("t", "m", 10, "fail"), ("t", "m", 20, "pass"), ("t", "m", 20, "pass")]
-    rows += [("t", "m", 5, "fail")]
-    trials = _trials(rows)
-    grid = noise_grid(len(caps))
-    cells = evidence_grid(trials, caps=caps, models=["m"], pass_rule="any")
-    (fitted,) = posteriors(cells, trials, caps=caps, q=0.2)
-    n_pass = np.zeros(len(caps))
-    n_valid = np.zeros(len(caps))
-    for _, _, cap, status in rows:
-        n_valid[caps.index(cap)] += 1
-        n_pass[caps.index(cap)] += status == "pass"
-    like = np.prod(grid.curves**n_pass * (1 - grid.curves) ** (n_valid - n_pass), axis=1)
-    expected = np.bincount(grid.rung, weights=like / like.sum(), minlength=grid.n_rungs)
-    np.testing.assert_allclose(fitted.depth[0], expected, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(fitted.log_prior[0, 0], -np.log(len(grid.rung)), rtol=1e-12)
-    assert fitted.depth[0].max() < 0.95  # 12 runs with a pass below the rest: not sure of D
-
-
 def test_information_gain_equals_brute_force():
     caps = (1, 2)
     grid = noise_grid(len(caps), q=0.4)
