@@ -8,7 +8,8 @@ The generator the Bayesian planner is checked on (``tests/bench/bench_bayes_plan
 * ``"exp"``: the curve in turns, ``level * (1 - exp(-(c - D + 1) / tau))`` at caps c >= D turns, D
   the model's step in turns (a ladder cap): at the step it can sit under q, so the depth at q is
   the first cap where the curve reaches q, not the step;
-* below the step, a lucky pass at rate ``luck`` (the same for every task).
+* below the step, a lucky pass at rate ``luck`` (the same for every task), or, with ``luck_high``,
+  at a rate drawn per task uniform in ``luck`` to ``luck_high`` (shared by the task's models).
 
 The task's step rung is drawn ``"uniform"`` over the ladder and beyond it, or ``"skewed"`` (weight
 0.5 ** r on rung r); a second model's step is 0, 1 or 2 rungs deeper (0.5, 0.3, 0.2). The true
@@ -46,6 +47,7 @@ class Setting:
     n_models: int = 1
     depths: str = "uniform"  # uniform | skewed
     q: float = 0.2
+    luck_high: float | None = None  # luck per task uniform in [luck, luck_high] when set
 
     def curve(self, step: int) -> np.ndarray:
         """P(pass) at each cap of a model whose step is at rung ``step`` (len(CAPS) = beyond)."""
@@ -70,6 +72,10 @@ def draw(setting: Setting, n_tasks: int, rng: np.random.Generator) -> Truth:
     for _ in range(1, setting.n_models):
         steps.append(np.minimum(base + rng.choice(3, size=n_tasks, p=[0.5, 0.3, 0.2]), n_rungs - 1))
     prob = np.stack([np.stack([setting.curve(int(s)) for s in model]) for model in steps], axis=1)
+    if setting.luck_high is not None:  # drawn after the steps: the steps are those of the same seed without it
+        task_luck = rng.uniform(setting.luck, setting.luck_high, size=n_tasks)
+        below = np.arange(len(CAPS))[None, None, :] < np.stack(steps, axis=1)[:, :, None]
+        prob = np.where(below, task_luck[:, None, None], prob)
     reaches = prob >= setting.q
     first = np.where(reaches.any(axis=2), reaches.argmax(axis=2), len(CAPS))
     return Truth(

@@ -10,7 +10,8 @@ the ratio of runs of the planner that learns its priors to the same planner told
 Designs: ``paper`` (one run per cap, ``any``, adaptive climb), ``isotonic`` (today's best:
 ``isotonic`` at q 0.5, ``attempts="auto"``, adaptive climb), ``bayes`` (``mode="bayes"``, error
 0.05, priors fitted every round), ``oracle`` (the same planner told the true curves and the true
-distribution of steps), ``greedy`` (issue 44's reference: told the true curves and the true
+distribution of steps; where the luck is drawn per task, told its spread as a grid of 11
+rates), ``greedy`` (issue 44's reference: told the true curves and the true
 distribution of steps too, one run per task a round, the run with the most expected information
 about D per *run*, not per turn; the same stop at 0.95 and the same 8 attempts a cell).
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +46,10 @@ SCENARIOS: dict[str, Setting] = {
     "exp s 0.9 tau 3, luck 2%": Setting(shape="exp", level=0.9, tau=3.0),
     "flat q 0.5, skewed, luck 2%": Setting(level=0.5, depths="skewed"),
     "flat q 0.8, 2 models, no luck": Setting(level=0.8, n_models=2, luck=0.0),
+    "flat q 0.5, luck 0-5% by task": Setting(level=0.5, luck=0.0, luck_high=0.05),
 }
+#: The luck rates the oracle is told, as a grid, where the luck is drawn per task.
+ORACLE_LUCKS = 11
 ERROR = 0.05
 DESIGNS = ("paper", "isotonic", "bayes", "oracle", "greedy")
 MAX_ATTEMPTS = 8
@@ -53,10 +58,12 @@ MAX_ATTEMPTS = 8
 def oracle_prior(setting: Setting, truth: Truth) -> tuple[NoiseGrid, np.ndarray]:
     """The true noise as a grid: one curve per step rung, weighted by the steps' distribution."""
     n = len(CAPS) + 1
-    curves = np.stack([setting.curve(step) for step in range(n)])
+    lucks = [setting.luck] if setting.luck_high is None else np.linspace(setting.luck, setting.luck_high, ORACLE_LUCKS)
+    curves = np.stack([replace(setting, luck=float(luck)).curve(step) for step in range(n) for luck in lucks])
     reaches = curves >= setting.q
     rung = np.where(reaches.any(axis=1), reaches.argmax(axis=1), len(CAPS))
-    grid = NoiseGrid(curves=curves, rung=rung.astype(np.int64), factors=np.zeros((n, 1), dtype=np.int64), n_levels=(1,))
+    factors = np.zeros((len(curves), 1), dtype=np.int64)
+    grid = NoiseGrid(curves=curves, rung=rung.astype(np.int64), factors=factors, n_levels=(1,))
     weights = truth.step_weights
     if setting.n_models > 1:  # a deeper model's step: the base's shifted by 0-2 rungs (marginal over models)
         shifted = np.zeros(n)
@@ -64,7 +71,7 @@ def oracle_prior(setting: Setting, truth: Truth) -> tuple[NoiseGrid, np.ndarray]
             for r in range(n):
                 shifted[min(r + shift, n - 1)] += weights[r] * share
         weights = (weights + shifted) / 2
-    return grid, np.log(np.clip(weights, 1e-12, None))
+    return grid, np.log(np.clip(np.repeat(weights, len(lucks)) / len(lucks), 1e-12, None))
 
 
 def greedy_round(
