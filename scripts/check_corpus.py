@@ -338,9 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         table.write_csv(args.output, quote_style="non_numeric")
-    tally = pl.DataFrame([{"part": p, "check": c, "outcome": o, "rows": n} for (p, c, o), n in counts.items()]).sort(
-        "part", "check", "outcome"
-    )
+    tally = pl.DataFrame(
+        [{"part": p, "check": c, "outcome": o, "rows": n} for (p, c, o), n in counts.items()],
+        schema={"part": pl.Utf8, "check": pl.Utf8, "outcome": pl.Utf8, "rows": pl.Int64},  # a draw may be empty
+    ).sort("part", "check", "outcome")
     with pl.Config(tbl_rows=-1, tbl_width_chars=200, fmt_str_lengths=120):
         print(tally)
         if args.labels:

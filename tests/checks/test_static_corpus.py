@@ -138,9 +138,13 @@ def test_places_the_tests_accept_any_one_of_are_reported_apart(tmp_path: Path) -
 def test_a_held_out_test_set_is_a_hidden_input(tmp_path: Path) -> None:
     # multimedia-terminal-bench's mock-call-automation: test clips moved in from /opt/.test_set at grading
     code = 'SRC = Path("/opt/.test_set")\nANSWER = Path("/opt/answer_truth.txt")\nassert SRC.exists(), ANSWER\n'
+    code += "print(ANSWER.stat())\n"
     folders = _step(tmp_path, {"verifier.py": code})
     found = named_in_instruction("Count the calls.", folders)
     assert (found.outcome, found.hidden) == ("note", ("/opt/.test_set", "/opt/answer_truth.txt"))
+    # round 11: a name read only in an assertion's message is never read (the message asks nothing)
+    (folders[0] / "verifier.py").write_text(code.replace("print(ANSWER.stat())\n", ""))
+    assert named_in_instruction("Count the calls.", folders).hidden == ("/opt/.test_set",)
 
 
 # ---------------------------------------------------------------- round 9 (after the replication) ----------
