@@ -382,18 +382,13 @@ def made_or_handed_paths(text: str) -> set[str]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return set()
-    values: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            path = _written_path(node.value)
-            if path is not None:
-                values.setdefault(node.targets[0].id, set()).add(path)
+    values = _assigned_paths(tree)
 
     def paths_of(node: ast.expr) -> set[str]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and node.args:
             node = node.args[0]
         if isinstance(node, ast.Name):
-            return values.get(node.id, set())
+            return set(values.get(node.id, []))
         path = _written_path(node)
         return {path} if path is not None else set()
 
@@ -467,15 +462,21 @@ def alternatives(text: str) -> list[tuple[str, ...]]:
     return groups + _fallbacks(tree)
 
 
-def _fallbacks(tree: ast.AST) -> list[tuple[str, ...]]:
-    """A place and the fallback the tests read when it is absent (round 11): ``d = Path("/w/problems")`` then
-    ``if not d.exists(): d = Path("/w/data/problems")``: a group, met by naming either."""
+def _assigned_paths(tree: ast.AST) -> dict[str, list[str]]:
+    """The absolute paths each plain name is assigned (``out = Path("/w/bin")``), in the order written."""
     values: dict[str, list[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             path = _written_path(node.value)
             if path is not None:
-                values.setdefault(node.targets[0].id, []).append(path.rstrip("/"))
+                values.setdefault(node.targets[0].id, []).append(path)
+    return values
+
+
+def _fallbacks(tree: ast.AST) -> list[tuple[str, ...]]:
+    """A place and the fallback the tests read when it is absent (round 11): ``d = Path("/w/problems")`` then
+    ``if not d.exists(): d = Path("/w/data/problems")``: a group, met by naming either."""
+    values = _assigned_paths(tree)
     groups: list[tuple[str, ...]] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.If) and isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)):
@@ -496,7 +497,7 @@ def _fallbacks(tree: ast.AST) -> list[tuple[str, ...]]:
                 and isinstance(statement.targets[0], ast.Name)
                 and statement.targets[0].id == subject.id
             ):
-                group = tuple(dict.fromkeys(values.get(subject.id, [])))
+                group = tuple(dict.fromkeys(path.rstrip("/") for path in values.get(subject.id, [])))
                 if len(group) >= 2:
                     groups.append(group)
     return groups
