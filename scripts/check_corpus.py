@@ -26,7 +26,9 @@ Usage (a fetched snapshot's git folder, and a folder of tasks)::
 
 ``--unread-after NAME=SPEC`` (repeatable) leaves the tasks an earlier draw read out of every corpus at the
 same place before drawing, so ``tbenv8=...:environments_harbor#300 --unread-after tbenv=...#120 ...`` is
-300 tasks no earlier draw read.
+300 tasks no earlier draw read. An earlier draw that was itself drawn so is given as ``--unread-after-unread
+NAME=SPEC``: its tasks are those it read, with the earlier draws given before it left out first (the order of
+the two options is kept), so round 11's ``tbenv9`` leaves out round 10's ``tbenv8`` as it was drawn.
 
 The labels of every item flagged in any round on the corpus of docs/checks.md are in
 ``scripts/corpus_labels.csv``.
@@ -297,9 +299,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("corpora", nargs="+", help="NAME=FOLDER or NAME=GITDIR@COMMIT:SUBDIR[#N]")
     parser.add_argument(
         "--unread-after",
+        dest="earlier",
         action="append",
         default=[],
+        type=lambda spec: (spec, False),
         help="NAME=SPEC of an earlier draw: its tasks are left out of every corpus at the same place before drawing",
+    )
+    parser.add_argument(
+        "--unread-after-unread",
+        dest="earlier",
+        action="append",
+        type=lambda spec: (spec, True),
+        help="NAME=SPEC of an earlier draw itself made with the earlier draws given before it left out",
     )
     parser.add_argument("--tune-corpus", action="append", default=[], help="a corpus read wholly to tune")
     parser.add_argument("--part", choices=("tune", "held_out", "all"), default="all", help="which part to list")
@@ -310,7 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     tune = frozenset(args.tune_corpus)
     items: list[dict] = []
     counts: Counter = Counter()
-    earlier = [Corpus.parse(spec) for spec in args.unread_after]
+    earlier: list[Corpus] = []
+    for spec, drawn_unread in args.earlier:
+        draw = Corpus.parse(spec)
+        earlier.append(unread(draw, earlier) if drawn_unread else draw)
     for spec in args.corpora:
         corpus = unread(Corpus.parse(spec), earlier)
         found, tallies = check_corpus(corpus, tune, lint=args.lint)
@@ -324,9 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         table.write_csv(args.output, quote_style="non_numeric")
-    tally = pl.DataFrame([{"part": p, "check": c, "outcome": o, "rows": n} for (p, c, o), n in counts.items()]).sort(
-        "part", "check", "outcome"
-    )
+    tally = pl.DataFrame(
+        [{"part": p, "check": c, "outcome": o, "rows": n} for (p, c, o), n in counts.items()],
+        schema={"part": pl.Utf8, "check": pl.Utf8, "outcome": pl.Utf8, "rows": pl.Int64},  # a draw may be empty
+    ).sort("part", "check", "outcome")
     with pl.Config(tbl_rows=-1, tbl_width_chars=200, fmt_str_lengths=120):
         print(tally)
         if args.labels:

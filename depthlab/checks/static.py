@@ -17,7 +17,11 @@ is not; ``harbor lint``.
     ``echo``/``printf``/``cat``; a sed script; a glob's piece; what the shell writes out, the words
     ``echo``/``printf`` print and a here-document's body (a test patch, a config), unless the body goes
     to an interpreter or a file of code; a Python copy's, move's or link's target; a file copied out of
-    ``/tests``; a name assigned a path and never read; a name's head before a format field),
+    ``/tests``; a name assigned a path and never read; a name's head before a format field; round 11: an
+    expected answer compared with ``==``/``!=``, directly or through a name read only so; a JavaScript
+    regular expression literal, a path whose first piece has no letter or digit (``/.+``) or that is all
+    numbers (``/24``); what Python tests compile or copy to through a name, or hand to the agent's program as
+    an argument; a fallback read only when the place before it is absent, grouped with it),
     and ports outside a connection (only ``localhost:N``, a URL's port but a public address's, a ``port=N`` argument,
     ``--port N``, ``nc host N`` or a constant named with ``PORT`` as a whole word count; never
     arithmetic). Named: verbatim (a folder with its closing slash too); under the working folder, by
@@ -49,6 +53,7 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import itertools
 import json
 import os
 import re
@@ -193,6 +198,14 @@ _VARIABLE = re.compile(r"\$\{(\w+)[^}]*\}|\$(\w+)")
 _ASSIGNED = re.compile(r"(?m)^[ \t]*(?:export[ \t]+|local[ \t]+|readonly[ \t]+)?(\w+)=['\"]?(/[\w.+/-]*)['\"]?[ \t]*$")
 _SHELL_SUFFIXES = frozenset({".sh", ".bash", ".bats", ".zsh"})
 _OTHER_CODE_SUFFIXES = frozenset({".js", ".mjs", ".ts", ".go", ".rs", ".c", ".cc", ".cpp", ".java", ".rb", ".pl", ".r"})
+_SUBPROCESS_CALLS = frozenset({"run", "call", "check_call", "check_output", "Popen"})
+_JS_SUFFIXES = frozenset({".js", ".mjs", ".cjs", ".ts"})
+# a JavaScript regular expression literal: a slash where a value starts (after `(`, `,`, `=`, `:`, `[`, `!`, `&`,
+# `|`, `?`, `{`, `;`, `return`, or a line's start), its pattern on one line, its closing slash and flags (round 11)
+_JS_REGEX = re.compile(
+    r"((?:^|[(,=:\[!&|?{};]|\breturn\b)[ \t]*)(/(?![/*])(?:\\.|\[(?:\\.|[^\]\\\n])*\]|[^/\\\n\[])+/[dgimsuy]*)(?!\w)",
+    re.MULTILINE,
+)
 _MAX_TEST_BYTES = 512 * 1024
 
 
@@ -254,6 +267,8 @@ def code_of_test(name: str, text: str) -> str | None:
     if suffix in _SHELL_SUFFIXES or first.startswith("#!"):
         return _shell_code(text)
     if suffix in _OTHER_CODE_SUFFIXES:
+        if suffix in _JS_SUFFIXES:  # `str.replace(/./i, ...)`, `/plus|minus/g`: a pattern, no path (round 11)
+            text = _JS_REGEX.sub(lambda match: match.group(1) + _blank(match.group(2)), text)
         return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(("//", "#", "*", "/*")))
     return None
 
@@ -289,18 +304,124 @@ def _python_code(text: str) -> str:
 
 
 def _unasked_parts(tree: ast.AST) -> list[ast.expr]:
-    """The parts of a Python test that ask nothing: an assertion's message (it says what failed) and the value
-    of a name assigned and never read (round 10: a constant the tests define and never use)."""
-    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store)}
+    """The parts of a Python test that ask nothing: an assertion's message (it says what failed), the value
+    of a name assigned and never read (round 10: a constant the tests define and never use), and an expected
+    answer (round 11): a string compared with ``==``/``!=`` (``assert endpoint == "/api/user/email"``), or the
+    value of a name read only so (``expected = "/data/job_7"; assert got == expected``)."""
+    messages = [node.msg for node in ast.walk(tree) if isinstance(node, ast.Assert) and node.msg]
+    in_message = {id(node) for message in messages for node in ast.walk(message)}
+    compared = _compared_operands(tree)
+    read: set[str] = set()
+    read_otherwise: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store) and id(node) not in in_message:
+            read.add(node.id)
+            if id(node) not in compared:
+                read_otherwise.add(node.id)
     read |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-    parts: list[ast.expr] = [node.msg for node in ast.walk(tree) if isinstance(node, ast.Assert) and node.msg]
+    read_otherwise |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    parts: list[ast.expr] = [*messages]
+    parts += [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.expr) and id(node) in compared and _written_path(node) is not None
+    ]
     for node in ast.walk(tree):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names = [target.id for target in targets if isinstance(target, ast.Name)]
-            if names and len(names) == len(targets) and not set(names) & read and _literal_path(node.value):
+            if not names or len(names) != len(targets):
+                continue
+            if not set(names) & read and _literal_path(node.value):
                 parts.append(node.value)
+            elif not set(names) & read_otherwise and _literal_answer(node.value):
+                parts.append(node.value)  # read only as an expected answer
     return parts
+
+
+def _compared_operands(tree: ast.AST) -> set[int]:
+    """The ids of the nodes compared as values: the operands of a comparison made of ``==`` and ``!=`` only,
+    and the left of ``in`` (a member of what the agent reported). A string is compared as text there."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        if all(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops):
+            found |= {id(operand) for operand in (node.left, *node.comparators)}
+        elif len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            found.add(id(node.left))
+    return found
+
+
+def _literal_answer(node: ast.expr) -> bool:
+    """Whether ``node`` is a path written as a string, or a list, tuple or set of strings with a path among them."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        values = [element.value for element in node.elts if isinstance(element, ast.Constant)]
+        return (
+            len(values) == len(node.elts) > 0
+            and all(isinstance(v, str) for v in values)
+            and any(str(v).startswith("/") for v in values)
+        )
+    return _written_path(node) is not None
+
+
+def made_or_handed_paths(text: str) -> set[str]:
+    """The absolute paths a Python test makes or hands over through a name (round 11): what it compiles with
+    ``"-o", str(binary)`` or copies to with ``shutil.copy(src, target)`` where the name holds a literal path, and
+    what it hands to the agent's program as an argument (``[sys.executable, str(script), "5", str(out)]``: the
+    program is told the place, so the instruction need not name it; the program itself is still asked).
+
+    Examples
+    --------
+    >>> sorted(made_or_handed_paths('out = Path("/w/bin")\\nsubprocess.run(["gcc", "-o", str(out), "/w/a.c"])'))
+    ['/w/bin']
+    >>> sorted(made_or_handed_paths('s = "/w/tool.py"\\nsubprocess.run([sys.executable, s, "5", "/w/out.txt"])'))
+    ['/w/out.txt']
+    """
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    values = _assigned_paths(tree)
+
+    def paths_of(node: ast.expr) -> set[str]:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and node.args:
+            node = node.args[0]
+        if isinstance(node, ast.Name):
+            return set(values.get(node.id, []))
+        path = _written_path(node)
+        return {path} if path is not None else set()
+
+    own: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple)):
+            for before, after in itertools.pairwise(node.elts):
+                if isinstance(before, ast.Constant) and before.value == "-o" and not _literal_path(after):
+                    own |= paths_of(after)  # a literal -o target is _TOOLBOX's
+        if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)) and node.args):
+            continue
+        function = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+        owner = node.func.value if isinstance(node.func, ast.Attribute) else None
+        if function in _SUBPROCESS_CALLS and isinstance(node.args[0], (ast.List, ast.Tuple)):
+            elements = node.args[0].elts
+            program = 1 if elements and _is_interpreter(elements[0]) else 0
+            if len(elements) > program + 1 and paths_of(elements[program]):
+                for argument in elements[program + 1 :]:
+                    own |= paths_of(argument)
+        elif isinstance(owner, ast.Name) and owner.id == "shutil" and len(node.args) == 2:
+            own |= paths_of(node.args[1]) if isinstance(node.args[1], ast.Name) else set()  # a literal's: above
+    return own
+
+
+def _is_interpreter(node: ast.expr) -> bool:
+    """Whether an argument list's first element runs the next one: ``sys.executable``, ``python3``, ``bash``..."""
+    if isinstance(node, ast.Attribute) and node.attr == "executable":
+        return True
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and _INTERPRETER.fullmatch(node.value) is not None
+    )
 
 
 def alternatives(text: str) -> list[tuple[str, ...]]:
@@ -338,7 +459,56 @@ def alternatives(text: str) -> list[tuple[str, ...]]:
                 continue
             if id(node) in searched or len({Path(path).name for path in group}) == 1:
                 groups.append(group)
+    return groups + _fallbacks(tree)
+
+
+def _assigned_paths(tree: ast.AST) -> dict[str, list[str]]:
+    """The absolute paths each plain name is assigned (``out = Path("/w/bin")``), in the order written."""
+    values: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            path = _written_path(node.value)
+            if path is not None:
+                values.setdefault(node.targets[0].id, []).append(path)
+    return values
+
+
+def _fallbacks(tree: ast.AST) -> list[tuple[str, ...]]:
+    """A place and the fallback the tests read when it is absent (round 11): ``d = Path("/w/problems")`` then
+    ``if not d.exists(): d = Path("/w/data/problems")``: a group, met by naming either."""
+    values = _assigned_paths(tree)
+    groups: list[tuple[str, ...]] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)):
+            continue
+        tested = node.test.operand
+        if not (isinstance(tested, ast.Call) and isinstance(tested.func, (ast.Attribute, ast.Name))):
+            continue
+        function = tested.func.attr if isinstance(tested.func, ast.Attribute) else tested.func.id
+        if function not in {"exists", "is_dir", "is_file", "isdir", "isfile"}:
+            continue
+        subject = tested.args[0] if tested.args else getattr(tested.func, "value", None)
+        if not isinstance(subject, ast.Name):
+            continue
+        for statement in node.body:
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+                and statement.targets[0].id == subject.id
+            ):
+                group = tuple(dict.fromkeys(path.rstrip("/") for path in values.get(subject.id, [])))
+                if len(group) >= 2:
+                    groups.append(group)
     return groups
+
+
+def _written_path(node: ast.expr) -> str | None:
+    """An absolute path written as a string or ``Path("...")`` (not any call's argument: ``exists("/x")``)."""
+    if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in {"Path", "str"}):
+        return None
+    found = _literal_path(node)
+    return found if found is not None and found.startswith("/") else None
 
 
 def _literal_path(node: ast.expr) -> str | None:
@@ -414,6 +584,8 @@ def named_facts(text: str) -> list[str]:
             continue  # `"/src/" in str(p)`, `p.startswith("/x/")`: a piece of a name, no place
         if _BUILT_NAME.match(text, match.end()) and not match.group(1).endswith("/"):
             continue  # f"/app/out/plan_b{n}.json": the head of a name built at run time (round 10), no place
+        if not _names_a_place(path):
+            continue  # `/.+`, `/./i`, `/24`: a regular expression's piece or a netmask, no place (round 11)
         if not _is_place(path) and not path.endswith(("-", "_")):  # "/mmbert-": a name's fragment, no path
             found.append(path)
     found += [
@@ -424,6 +596,19 @@ def named_facts(text: str) -> list[str]:
     ]
     found += [f"user {name}" for name in _USER.findall(text) if name not in {"root", "nobody"}]
     return list(dict.fromkeys(found))
+
+
+def _names_a_place(path: str) -> bool:
+    """Whether an absolute path's pieces can name a place: its first piece has a letter or a digit (not `/.+`
+    nor `/./i`, pieces of regular expressions) and not every piece is a number (not `/24`, a netmask).
+
+    Examples
+    --------
+    >>> [_names_a_place(p) for p in ("/app/out.txt", "/.+", "/./i", "/24", "/data/2024", "/.config/x")]
+    [True, False, False, False, True, True]
+    """
+    pieces = path.strip("/").split("/")
+    return re.search(r"[A-Za-z0-9]", pieces[0]) is not None and not all(piece.isdigit() for piece in pieces)
 
 
 def _is_place(path: str) -> bool:
@@ -458,6 +643,7 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
             continue
         if path.suffix.lower() == ".py":
             groups += alternatives(raw)
+            own |= made_or_handed_paths(raw)
         facts += named_facts(text)
         toolboxes |= {match.group(1).rstrip("/") for pattern in _TOOLBOX for match in pattern.finditer(text)}
         toolboxes |= {p.rstrip("/") for value in _PATH_VALUE.findall(text) for p in value.split(":") if p}

@@ -138,9 +138,13 @@ def test_places_the_tests_accept_any_one_of_are_reported_apart(tmp_path: Path) -
 def test_a_held_out_test_set_is_a_hidden_input(tmp_path: Path) -> None:
     # multimedia-terminal-bench's mock-call-automation: test clips moved in from /opt/.test_set at grading
     code = 'SRC = Path("/opt/.test_set")\nANSWER = Path("/opt/answer_truth.txt")\nassert SRC.exists(), ANSWER\n'
+    code += "print(ANSWER.stat())\n"
     folders = _step(tmp_path, {"verifier.py": code})
     found = named_in_instruction("Count the calls.", folders)
     assert (found.outcome, found.hidden) == ("note", ("/opt/.test_set", "/opt/answer_truth.txt"))
+    # round 11: a name read only in an assertion's message is never read (the message asks nothing)
+    (folders[0] / "verifier.py").write_text(code.replace("print(ANSWER.stat())\n", ""))
+    assert named_in_instruction("Count the calls.", folders).hidden == ("/opt/.test_set",)
 
 
 # ---------------------------------------------------------------- round 9 (after the replication) ----------
@@ -230,6 +234,92 @@ def test_what_python_tests_copy_and_what_they_never_use_are_their_own(tmp_path: 
     assert named.evidence == "all 2 named in the instruction (2 of the verifier's own left out)"
 
 
+# ---------------------------------------------------------------- round 11 (after round 10's held-out part) -
+@pytest.mark.parametrize(
+    ("name", "code", "found"),
+    [
+        # Aider polyglot's JavaScript reference solutions in the tests folder: regular expression literals
+        ("proof.ci.js", "const up = (s) => s.replace(/./u, (c) => c.toUpperCase());\n", []),
+        ("proof.ci.js", "const ops = new RegExp(/times|over/g);\nconst n = q.match(/-?\\d+/g);\n", []),
+        ("proof.ci.js", 'const p = "/app/result.txt";\nconst r = total / count;\n', ["/app/result.txt"]),
+        # terminal-bench-env: a Python pattern's piece (`in /.+$`) and a netmask (`|/24)`)
+        ("t.py", "ok = re.compile(r'^FOUND: .+ at /.+$')\nm = re.search(r'(mask 255\\.0\\.0\\.0|/8)', s)\n", []),
+        ("t.py", 'open("/data/2024/run.log")\n', ["/data/2024/run.log"]),  # a number inside a path is no netmask
+    ],
+)
+def test_round_11_pieces_of_patterns_are_no_places(name: str, code: str, found: list[str]) -> None:
+    text = code_of_test(name, code)
+    assert text is not None
+    assert named_facts(text) == found
+
+
+def test_an_expected_answer_compared_as_a_string_asks_nothing(tmp_path: Path) -> None:
+    # terminal-bench-env: an answer the agent's JSON value is compared with (a persistence path, a job's working
+    # folder), directly or through a name; a REST route in an answer; the report file itself is still asked
+    folders = _step(
+        tmp_path,
+        {
+            "test_outputs.py": "import json\n"
+            "def test_answer():\n"
+            '    data = json.load(open("/srv/report/findings.json"))\n'
+            '    wanted = "/home/kim/.local/share/boot.sh"\n'
+            '    assert data["dropper"] == wanted, f"expected {wanted}"\n'
+            '    assert data["route"] != "/v2/account/phone"\n'
+            '    allowed = {"/usr/local/sbin/sync_tool", "/srv/tools/dump"}\n'
+            '    assert set(data["binaries"]) == allowed\n'
+            '    assert "/srv/keys/id.pub" in data["keys"]\n'
+            "def test_place():\n"
+            '    log = "/srv/report/run.log"\n'
+            "    assert open(log).read() == ''\n",
+        },
+    )
+    found = named_in_instruction("Investigate the host.", folders)
+    assert found.missing == ("/srv/report/findings.json", "/srv/report/run.log"), found.evidence
+
+
+def test_what_python_tests_make_or_hand_over_through_a_name_is_their_own(tmp_path: Path) -> None:
+    # terminal-bench-env: a binary the tests compile with `"-o", str(binary)`; output files the tests choose and
+    # give the agent's script as arguments; the script itself and the sources it compiles are still asked
+    folders = _step(
+        tmp_path,
+        {
+            "test_outputs.py": "import subprocess, sys\n"
+            "from pathlib import Path\n"
+            "def test_build():\n"
+            '    binary = Path("/srv/build/lockbench")\n'
+            '    subprocess.run(["cc", "-o", str(binary), "/srv/src/lockbench.c"], check=True)\n'
+            "    subprocess.run([str(binary)], check=True)\n"
+            "def test_restore():\n"
+            '    tool = Path("/srv/restore.py")\n'
+            '    target = Path("/srv/restored_v3.txt")\n'
+            '    subprocess.run([sys.executable, str(tool), "3", str(target)], check=True)\n'
+            "    assert target.read_text()\n"
+            "def test_each_listed():\n"
+            '    for p in ["/srv/a.cfg", "/srv/b.cfg", "/srv/c.cfg"]:\n'  # a list, not an argument list
+            "        assert Path(p).exists()\n",
+        },
+    )
+    found = named_in_instruction("Fix the code.", folders)
+    assert found.missing == ("/srv/src/lockbench.c", "/srv/restore.py", "/srv/a.cfg", "/srv/b.cfg", "/srv/c.cfg")
+    named = named_in_instruction("Fix /srv/src/lockbench.c; write /srv/restore.py; /srv/a.cfg, b.cfg, c.cfg", folders)
+    assert named.missing == ("/srv/b.cfg", "/srv/c.cfg"), named.evidence
+
+
+def test_a_fallback_read_only_when_the_named_place_is_absent_is_no_question(tmp_path: Path) -> None:
+    # terminal-bench-env's SAT-portfolio task: the inputs in one folder, another read only when it is absent
+    text = (
+        "def test_all_solved():\n"
+        '    inputs = Path("/srv/instances")\n'
+        "    if not inputs.exists():\n"
+        '        inputs = Path("/srv/share/instances")\n'
+        '    assert list(inputs.glob("*.cnf"))\n'
+    )
+    assert alternatives(text) == [("/srv/instances", "/srv/share/instances")]
+    folders = _step(tmp_path, {"test_outputs.py": text})
+    assert named_in_instruction("Solve each file in /srv/instances/.", folders).outcome == "ok"
+    assert named_in_instruction("Solve them.", folders).outcome == "note"
+
+
 # ---------------------------------------------------------------- round 10's held-out part ------------------
 def test_round_10_held_out_figures_follow_from_the_labels() -> None:
     # docs/checks.md's round 10 table, recomputed from the hand labels (scripts/corpus_labels.csv): every item
@@ -254,6 +344,31 @@ def test_round_10_held_out_figures_follow_from_the_labels() -> None:
     assert (true, held.height, round(true / held.height, 2)) == (119, 133, 0.89)
     assert (round(float(low[0]), 2), round(float(high[0]), 2)) == (0.83, 0.94)
     assert true / held.height < 0.9  # the goal is not met on this part: docs/checks.md says "not replicated"
+
+
+def test_round_11_held_out_figures_follow_from_the_labels() -> None:
+    # docs/checks.md's round 11 table: the figure stated first (pooled over both parts, pre-registered at
+    # 5024e4b), then without the LiveCodeBench Pro tasks, each with its Wilson interval, from the hand labels
+    labels = pl.read_csv(ROOT / "scripts" / "corpus_labels.csv", infer_schema=False).fill_null("")
+    held = labels.filter(pl.col("corpus").is_in(["tbdatasets4", "tbenv9"]))
+    counts = {(corpus, label): n for corpus, label, n in held.group_by("corpus", "label").len().rows()}
+    assert counts == {
+        ("tbdatasets4", "true"): 84,
+        ("tbenv9", "true"): 30,
+        ("tbenv9", "debatable"): 1,
+        ("tbenv9", "false"): 7,
+    }
+    without = held.filter(~pl.col("task").str.starts_with("livecodebenchpro/"))
+    figures = []
+    for part in (held, without):
+        true = part.filter(pl.col("label") == "true").height
+        low, high = proportion_ci([true], [part.height])
+        figures.append(
+            (true, part.height, round(true / part.height, 2), round(float(low[0]), 2), round(float(high[0]), 2))
+        )
+    assert figures == [(114, 122, 0.93, 0.88, 0.97), (30, 38, 0.79, 0.64, 0.89)]
+    assert figures[0][3] < 0.9 <= figures[0][2]  # above 0.9 as a point, not beyond its interval
+    assert figures[1][2] < 0.9  # without the one adapter: not replicated
 
 
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
@@ -304,6 +419,16 @@ def test_check_corpus_reads_a_git_corpus_and_joins_the_labels(tmp_path: Path) ->
     assert rest.task_names() == sorted({"bad", "good"} - set(first.task_names()))
     elsewhere = script.unread(script.Corpus.parse(f"d={repo}@HEAD:other#2"), [first])
     assert elsewhere.read == frozenset()
+    # a draw itself made unread (round 11): what it read, not what its spec would read alone; the script's
+    # options keep their order, so `--unread-after-unread` leaves out the draws given before it first
+    second = script.unread(script.Corpus.parse(f"e={repo}@HEAD:tasks#1"), [first])
+    assert second.task_names() == rest.task_names() != first.task_names()
+    third = script.unread(script.Corpus.parse(f"f={repo}@HEAD:tasks#2"), [first, second])
+    assert third.task_names() == []
+    output.unlink()
+    options = ["--unread-after", f"c={repo}@HEAD:tasks#1", "--unread-after-unread", f"e={repo}@HEAD:tasks#1"]
+    assert script.main([f"g={repo}@HEAD:tasks#2", *options, "-o", str(output)]) == 0
+    assert pl.read_csv(output, infer_schema=False).height == 0  # both tasks read before: nothing left
 
 
 def test_check_corpus_refuses_a_bad_corpus_with_its_reason(tmp_path: Path) -> None:
