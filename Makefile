@@ -46,6 +46,10 @@ browser:
 r:
 	bash scripts/r-up.sh
 
+# 3 workers on 2 cores: a Docker or Harbor module keeps less than half a core busy (its whole process tree,
+# containers and dockerd included: it mostly waits on container starts and Harbor), so a third overlaps
+# (docs/testing.md: 0.82x the wall of 2 workers on the same four modules). TEST_WORKERS=2 for the old way.
+TEST_WORKERS ?= 3
 # --dist loadscope: a module's tests on one worker (its module-scoped fixtures computed once), the most
 # costly modules first (tests/conftest.py, pytest_collection_modifyitems; xdist's own reorder is off).
 # --durations: the 30 slowest tests and the seconds of every module, also written to out/module_seconds.txt
@@ -54,7 +58,7 @@ test: $(VENV)/.installed docker userland compose harbor peers browser r
 	$(BIN)/ruff check depthlab tests notebooks docs/_ext
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -p no:cacheprovider --doctest-modules depthlab
-	$(BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder --durations=30 --benchmark-disable -p no:cacheprovider tests
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=30 --benchmark-disable -p no:cacheprovider tests
 
 # The docs site (mkdocs.yml: the guide pages in docs/ and the API reference) into out/site/; strict, so a
 # broken link or API reference fails. `make test` builds it too, into a temporary folder (tests/test_docs.py).

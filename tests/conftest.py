@@ -65,7 +65,7 @@ def depth_truth() -> ModuleType:
 def once_per_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Callable[[Path], Any]], Any]:
     """``once_per_run(name, compute)``: ``compute(work_dir)`` once per test run, its JSON value to every caller.
 
-    A session fixture is computed once per pytest-xdist worker (``make test`` runs two), so a costly run
+    A session fixture is computed once per pytest-xdist worker (``make test`` runs three), so a costly run
     several modules read (a Harbor measure, the planted tasks' checks) would be computed on each worker
     that runs one of them. Here the first caller computes it under a file lock in the folder the workers
     share (``getbasetemp().parent``) and writes its value as JSON; the others wait for the lock and read
@@ -322,12 +322,12 @@ DEFAULT_COST = 0.3
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Refuse a Docker or Harbor test without its mark; under pytest-xdist, the longest modules first.
 
-    ``make test`` runs ``-n 2 --dist loadscope --no-loadscope-reorder``: each module goes whole to one
+    ``make test`` runs ``-n 3 --dist loadscope --no-loadscope-reorder``: each module goes whole to one
     worker, so a module-scoped fixture (a Harbor job, a measured run, a set of replays every test of the
-    module reads) is computed once; ``--dist load`` split a module over both workers, which computed it
+    module reads) is computed once; ``--dist load`` split a module over the workers, which computed it
     on each. The modules are handed out in the order of this list: here the most costly first (their
     measured seconds, :data:`MODULE_SECONDS`), so the run does not end on one long Harbor module while
-    the other worker idles. Within a module the order is the file's.
+    the other workers idle. Within a module the order is the file's.
 
     Outside pytest-xdist the order is the files': a developer's ``pytest tests/x.py`` runs in file order.
     """

@@ -10,7 +10,9 @@ temporary folders (every ``result.json`` with a ``trial_name`` started in this s
 ones with Harbor's ``trial.log``), the Harbor commands the engines logged (``$ `` lines of
 ``depthlab-harbor.log``, a ``depthlab`` child process's included), and the CPU-seconds of this process and of the child
 processes it waited for (user + sys; a container's own processes run under the Docker daemon and are
-not among them).
+not among them), and, apart, the CPU-seconds of the Docker daemon's containers (their cgroup's total, every
+container's on this machine, another process's included) and of the daemon itself (``dockerd``,
+``containerd``), where the machine shows them.
 
 Run without pytest-xdist (``-p no:xdist``) for a clean attribution: a module's fixtures shared through
 ``once_per_run`` are counted in the first module that needs them.
@@ -31,6 +33,10 @@ from typing import Any
 import pytest
 
 LOG_NAME = "depthlab-harbor.log"
+#: Where the Docker daemon's containers' CPU time is summed (nanoseconds): cgroup v1 with the cgroupfs driver.
+DOCKER_CGROUP_USAGE = (Path("/sys/fs/cgroup/cpuacct/docker/cpuacct.usage"),)
+#: The Docker daemon's own processes, by their /proc name.
+DOCKER_DAEMONS = frozenset({"dockerd", "containerd"})
 
 
 class CostProbe:
@@ -45,6 +51,7 @@ class CostProbe:
         self.module: str | None = None
         self.session_start = datetime.now(UTC)
         self.start: dict[str, float] = {}
+        self.docker_start: dict[str, float] = {}
         self._patch()
 
     def _patch(self) -> None:
@@ -80,21 +87,48 @@ class CostProbe:
         docker.api.client.APIClient.create_container_from_config = create_container  # type: ignore[method-assign]
         docker.models.images.ImageCollection.build = build_image  # type: ignore[method-assign]
 
+    def _docker_cpu(self) -> dict[str, float]:
+        """CPU-seconds so far of the Docker daemon's containers and of the daemon (absent where not readable)."""
+        seconds: dict[str, float] = {}
+        for usage in DOCKER_CGROUP_USAGE:
+            try:
+                seconds["containers"] = int(usage.read_text()) / 1e9
+                break
+            except (OSError, ValueError):
+                continue
+        ticks = os.sysconf("SC_CLK_TCK")
+        daemon = 0.0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)
+                if fields[0].split("(", 1)[1] in DOCKER_DAEMONS:
+                    utime, stime = fields[1].split()[11:13]
+                    daemon += (int(utime) + int(stime)) / ticks
+            except (OSError, IndexError, ValueError):
+                continue
+        seconds["daemon"] = daemon
+        return seconds
+
     def begin(self, module: str) -> None:
         self.module = module
         self.counts.clear()
         own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         self.start = {"self": own.ru_utime + own.ru_stime, "children": children.ru_utime + children.ru_stime,
                       "wall": time.monotonic()}  # fmt: skip
+        self.docker_start = self._docker_cpu()
 
     def end(self, root: Path) -> None:
         own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        docker_now = self._docker_cpu()
+        docker = {f"cpu_docker_{name}": round(docker_now[name] - self.docker_start[name], 1)
+                  for name in docker_now if name in self.docker_start}  # fmt: skip
         row: dict[str, Any] = {
             "module": self.module,
             "ended": datetime.now(UTC).isoformat(timespec="seconds"),
             "cpu_self": round(own.ru_utime + own.ru_stime - self.start["self"], 1),
             "cpu_children": round(children.ru_utime + children.ru_stime - self.start["children"], 1),
             "wall": round(time.monotonic() - self.start["wall"], 1),
+            **docker,
             **self._files(root),
             **dict(self.counts),
         }

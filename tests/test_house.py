@@ -437,6 +437,50 @@ def test_no_module_touches_harbors_keys_by_hand():
     assert _harbor_keys_by_hand() == {}
 
 
+#: Harbor's JSON files, by name (a trial's and a job's config and result, the job lock, ATIF, the rewards)
+HARBOR_FILES = ("config.json", "result.json", "lock.json", "trajectory.json", "reward.json")
+_DECODERS = ("loads", "load", "decode")
+
+
+def _harbor_files_decoded_by_hand(modules: Iterator[tuple[str, ast.Module]] | None = None) -> list[str]:
+    """Calls outside ``io/`` that decode JSON (``json.loads``, ``json.load``, ``msgspec.json.decode``) from a
+    path naming one of :data:`HARBOR_FILES` in the call itself (``json.loads((d / "config.json").read_text())``);
+    a path named a line before is not seen (the key check above still sees its keys)."""
+    found = []
+    for relative, tree in _modules() if modules is None else modules:
+        if relative.startswith("depthlab/io/"):
+            continue
+        for node in ast.walk(tree):
+            if not (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _DECODERS
+            ):
+                continue
+            named = [
+                part.value
+                for argument in node.args
+                for part in ast.walk(argument)
+                if isinstance(part, ast.Constant) and isinstance(part.value, str) and part.value.endswith(HARBOR_FILES)
+            ]
+            found.extend(f"{relative}:{node.lineno}:{name}" for name in named)
+    return found
+
+
+def test_no_module_outside_io_decodes_a_harbor_file_by_hand():
+    """A Harbor file is read through io's model (io.harbor.read_model, read_trial_result, read_trial_config ...)."""
+    assert _harbor_files_decoded_by_hand() == []
+
+
+def test_the_harbor_file_check_sees_a_decode_by_hand():
+    tree = ast.parse(
+        'c = json.loads((trial / "config.json").read_text())\nr = msgspec.json.decode(p.joinpath("result.json")'
+        '.read_bytes())\nm = json.loads((d / "meta.json").read_text())\nx = read_model(t / "config.json", T)\n'
+    )
+    assert _harbor_files_decoded_by_hand(iter([("depthlab/x.py", tree), ("depthlab/io/y.py", tree)])) == [
+        "depthlab/x.py:1:config.json",
+        "depthlab/x.py:2:result.json",
+    ]
+
+
 def test_the_other_meanings_are_still_used():
     """Each name listed with another meaning is still used there (a stale entry would hide a new use)."""
     trees = dict(_modules())

@@ -12,7 +12,6 @@ first step whose tests fail. ``--no-check`` writes the merges unchecked (no Dock
 from __future__ import annotations
 
 import argparse
-import contextlib
 import shutil
 import sys
 import warnings
@@ -122,9 +121,9 @@ def _merge(args: argparse.Namespace) -> int:
 
 def _check_merges(merged: list[Path], out: Path) -> dict[Path, str]:
     """The merged tasks whose reference solution the local oracle does not pass, with the reason."""
-    import json
     import tempfile
 
+    from depthlab.io.harbor import read_trial_result
     from depthlab.runner.preflight import preflight
 
     try:
@@ -143,9 +142,9 @@ def _check_merges(merged: list[Path], out: Path) -> dict[Path, str]:
         for path, row in zip(merged, report.rows, strict=True):
             if row.passed and row.checked:
                 continue
-            rewards: dict[str, object] = {}
-            with contextlib.suppress(OSError, ValueError, TypeError):
-                rewards = json.loads((Path(str(row.trial_dir)) / "verifier" / "reward.json").read_text())
+            # the rewards the trial recorded (its reward.json, read by the runner as Harbor reads it)
+            recorded = read_trial_result(Path(str(row.trial_dir)) / "result.json")
+            rewards = {} if isinstance(recorded, str) else recorded.result.rewards() or {}
             segments = {key: value for key, value in rewards.items() if key.startswith("segment_")}
             shown = ", ".join(f"{key} {value}" for key, value in segments.items())
             failing = next((key for key, value in segments.items() if not _passes(value)), None)

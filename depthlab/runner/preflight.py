@@ -51,8 +51,8 @@ from typing import Any
 
 from depthlab import _atomic
 from depthlab._checks import check_positive_int
-from depthlab.io.harbor import TrialResultFile, read_trial_result
-from depthlab.io.harbor_records import JobConfigRecord
+from depthlab.io.harbor import TrialResultFile, read_model, read_trial_result
+from depthlab.io.harbor_records import JobConfigRecord, TrialConfigRecord
 from depthlab.io.status import VALID_EXCEPTIONS
 from depthlab.runner.container import ContainerLimits, new_docker_client
 from depthlab.runner.errors import UnsupportedTaskError
@@ -476,18 +476,21 @@ def _need(tail: str, script: str = "", limits: ContainerLimits | None = None) ->
 
 def _recorded(trial_dir: Path) -> tuple[str | None, ContainerLimits | None]:
     """The task folder and the container limits a trial's config.json records (None where it cannot say)."""
+    config = read_model(trial_dir / "config.json", TrialConfigRecord)
+    if not isinstance(config, TrialConfigRecord) or config.task.path is None:
+        return None, None
+    # environment.kwargs holds depthlab's own record of the limits (ContainerLimits.as_record), not Harbor's keys
+    kwargs = config.environment.kwargs
     try:
-        config = json.loads((trial_dir / "config.json").read_text(encoding="utf-8"))
-        kwargs = config["environment"]["kwargs"]
         limits = ContainerLimits(
             cpus=kwargs["cpus"],
             memory_mb=kwargs["memory_mb"],
             network=kwargs["network_mode"] != "none",
             profile=kwargs.get("profile", "harbor"),
         )
-        return str(config["task"]["path"]), limits
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None, None
+    return config.task.path, limits
 
 
 def _read(path: Path) -> str:

@@ -140,7 +140,10 @@ def _harbor_measure(work: Path, chain_tasks: Path, server, harbor_cmd: str, meas
 
     started = time.monotonic()
     kill_when(args, measure_env, one_done_one_running)
-    left = compose_projects() - before  # what the killed Harbor could not clean up
+    # what the killed Harbor could not clean up: its own trials' projects only (another worker's module may be
+    # running trials of the same tasks meanwhile)
+    own = {compose_project(f"{path.name}__env") for path in round_one.glob("*__*") if path.is_dir()}
+    left = (compose_projects() - before) & own
     left_images = sorted(image for project in left for image in project_images(project))
     interrupted = [path.name for path in round_one.iterdir() if path.is_dir() and not (path / "result.json").exists()]
     kept = sorted(path.parent.name for path in round_one.glob("*/result.json"))
