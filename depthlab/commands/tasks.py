@@ -146,7 +146,8 @@ def _check_merges(merged: list[Path], out: Path) -> dict[Path, str]:
             recorded = read_trial_result(Path(str(row.trial_dir)) / "result.json")
             rewards = {} if isinstance(recorded, str) else recorded.result.rewards() or {}
             segments = {key: value for key, value in rewards.items() if key.startswith("segment_")}
-            shown = ", ".join(f"{key} {value}" for key, value in segments.items())
+            # written as the verifier wrote them: a reward of 0 reads "0", not the float "0.0"
+            shown = ", ".join(f"{key} {value:g}" for key, value in segments.items())
             failing = next((key for key, value in segments.items() if not _passes(value)), None)
             why = (
                 f"the tests of step {failing.removeprefix('segment_')} fail once every step's solution has run "

@@ -136,7 +136,12 @@ def _harbor_measure(work: Path, chain_tasks: Path, server, harbor_cmd: str, meas
         running = [
             path.name for path in round_one.glob("*__*") if path.is_dir() and not (path / "result.json").exists()
         ]
-        return bool({compose_project(f"{name}__env") for name in running} & compose_projects())
+        up = compose_projects()
+        # docker ps is slow under load: a trial may have finished while it ran, so look at its result again
+        return any(
+            compose_project(f"{name}__env") in up and not (round_one / name / "result.json").exists()
+            for name in running
+        )
 
     started = time.monotonic()
     kill_when(args, measure_env, one_done_one_running)
