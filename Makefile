@@ -54,11 +54,16 @@ TEST_WORKERS ?= 3
 # costly modules first (tests/conftest.py, pytest_collection_modifyitems; xdist's own reorder is off).
 # --durations: the 30 slowest tests and the seconds of every module, also written to out/module_seconds.txt
 # (copy it over tests/module_seconds.txt to refresh the order; docs/testing.md)
+# mypy runs beside the tests (its 40 s of one core overlap the containers' waits), its verdict printed and counted
+# at the end; the docstrings' examples are among the suite's items (--doctest-modules over depthlab; the conftest
+# files are plugins, not modules with examples, hence the ignore).
 test: $(VENV)/.installed docker userland compose harbor peers browser r
 	$(BIN)/ruff check depthlab tests notebooks docs/_ext
-	$(BIN)/mypy
-	$(BIN)/python -m pytest -p no:cacheprovider --doctest-modules depthlab
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=30 --benchmark-disable -p no:cacheprovider tests
+	@mkdir -p out
+	$(BIN)/mypy > out/mypy.txt 2>&1 & types=$$!; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=30 \
+		--benchmark-disable -p no:cacheprovider --doctest-modules --ignore-glob='*/conftest.py' tests depthlab; \
+	suite=$$?; wait $$types; typed=$$?; echo "mypy:"; cat out/mypy.txt; test $$suite -eq 0 -a $$typed -eq 0
 
 # The docs site (mkdocs.yml: the guide pages in docs/ and the API reference) into out/site/; strict, so a
 # broken link or API reference fails. `make test` builds it too, into a temporary folder (tests/test_docs.py).
