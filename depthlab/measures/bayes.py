@@ -278,13 +278,17 @@ class MixturePrior:
     """Variant D's fitted prior (:func:`fit_mixture_log_prior`) for one model's rows.
 
     ``rows`` (rows, S): each row's log prior over states given the other rows' runs;
-    ``shared_weight``: the fitted weight ``w`` of the shared component; ``theta`` (levels, rises,
-    lucks, plateaus): the posterior over the shared curve parameters given every row's runs.
+    ``shared_weight``: the fitted weight ``w`` of the shared component; ``theta`` (the grid's
+    ``n_levels``): the posterior over the shared curve parameters given every row's runs;
+    ``rung_shared`` (R,): the shared component's distribution over rungs; ``per_task`` (S,): the
+    per-task component's log prior.
     """
 
     rows: FloatArray
     shared_weight: float
     theta: FloatArray
+    rung_shared: FloatArray
+    per_task: FloatArray
 
 
 def fit_mixture_log_prior(
@@ -372,6 +376,8 @@ def fit_mixture_log_prior(
         rows=rows - _logsumexp(rows)[:, None],
         shared_weight=shared_weight,
         theta=_normalise_log(collection).reshape(grid.n_levels),
+        rung_shared=rung_shared,
+        per_task=log_per_task,
     )
 
 
