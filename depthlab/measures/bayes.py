@@ -73,7 +73,8 @@ ROUND_BATCH = 4
 
 #: The fitted priors: ``"per_task"`` (each task its own curve parameters, from distributions fitted to
 #: the collection) and ``"mixture"`` (variant D: with a weight learned by EM, every task of the
-#: collection shares one set of curve parameters; docs/depth_uncertainty.md, "Variant D").
+#: collection shares one set of curve parameters; docs/depth_uncertainty.md, "Variant D": measured
+#: against a rule fixed before its benchmark and not taken, so not the default).
 BAYES_PRIORS: tuple[str, ...] = ("per_task", "mixture")
 #: The fitted prior used unless another is asked for.
 BAYES_PRIOR = "per_task"

@@ -220,7 +220,8 @@ def estimate_depth(
         ``"bayes"`` only: the fitted prior (:data:`depthlab.measures.bayes.BAYES_PRIORS`):
         ``"per_task"``, each task its own curve parameters from distributions fitted to the
         dataset; ``"mixture"``, with a weight learned by EM, the dataset's tasks share one
-        (docs/depth_uncertainty.md, "Variant D").
+        (docs/depth_uncertainty.md, "Variant D": fewer runs on homogeneous simulated collections,
+        but over-sure where the grid's level sits above the truth; not the default).
 
     Returns
     -------
