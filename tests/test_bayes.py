@@ -15,6 +15,7 @@ from depthlab import schema
 from depthlab.measures import depth_posterior, estimate_depth, plan_missing
 from depthlab.measures.bayes import (
     NoiseGrid,
+    fit_mixture_log_prior,
     information_gain,
     log_likelihood,
     minimum_posterior,
@@ -286,3 +287,113 @@ def test_cli_plan_forecast_from_a_stated_pass_probability_prices_noisier_models_
     assert "pass_prob must be between q = 0.2 and 1" in capsys.readouterr().err
     assert cli.main([*args, "--pass-prob", "0.5", "-o", str(tmp_path / "p.csv")]) == 2
     assert "--pass-prob needs --forecast" in capsys.readouterr().err
+
+
+def _product_grid(
+    curve_of: dict[tuple[int, int, int], list[float]], n_rungs: int, n_levels: tuple[int, int]
+) -> NoiseGrid:
+    """A small grid with every (rung, level, luck) once, from its curves."""
+    keys = sorted(curve_of)
+    return NoiseGrid(
+        curves=np.array([curve_of[k] for k in keys]),
+        rung=np.array([k[0] for k in keys]),
+        factors=np.array([k[1:] for k in keys]),
+        n_levels=n_levels,
+    )
+
+
+def test_mixture_posterior_equals_brute_force_enumeration_of_its_model():
+    """prior="mixture": each task's state posterior is the joint model's, enumerated by loops apart from the module.
+
+    The joint model: one theta (level, luck) for the collection, uniform; each task shared (weight w,
+    its curve theta's at a rung from the shared rung distribution) or its own (a state from the
+    per-task prior). The hyper-parameters are the module's fit; every (theta, task components) is
+    enumerated. Two tasks have the same counts, so the fit's weighting of equal rows is checked too.
+    """
+    caps = (1, 2)
+    levels, lucks = (0.5, 0.9), (0.0, 0.1)
+    curve_of = {}
+    for rung, level, luck in itertools.product(range(3), range(2), range(2)):
+        curve_of[(rung, level, luck)] = [levels[level] if j >= rung else lucks[luck] for j in range(2)]
+    grid = _product_grid(curve_of, 3, (2, 2))
+    rows = [("a", "m", 1, "fail"), ("a", "m", 2, "pass"), ("a", "m", 2, "pass"), ("b", "m", 1, "pass")]
+    rows += [("c", "m", 1, "fail"), ("c", "m", 2, "pass"), ("c", "m", 2, "pass"), ("d", "m", 2, "fail")]
+    rows += [("d", "m", 1, "fail"), ("d", "m", 2, "pass")]
+    trials = _trials(rows)
+    cells = evidence_grid(trials, caps=caps, models=["m"], pass_rule="any")
+    (post,) = posteriors(cells, trials, caps=caps, q=0.3, grid=grid, prior="mixture")
+    counts = {"a": ([0, 2], [1, 2]), "b": ([1, 0], [1, 0]), "c": ([0, 2], [1, 2]), "d": ([0, 1], [1, 2])}
+    tasks = post.keys["task"].to_list()
+    n_pass = np.array([counts[t][0] for t in tasks])
+    n_valid = np.array([counts[t][1] for t in tasks])
+    fitted = fit_mixture_log_prior(grid, log_likelihood(grid.curves, n_pass, n_valid))
+    w, rung_shared, per_task = fitted.shared_weight, fitted.rung_shared, np.exp(fitted.per_task)
+
+    def likelihood(task: int, state: int) -> float:
+        out = 1.0
+        for j in range(2):
+            p = grid.curves[state, j]
+            out *= p ** n_pass[task, j] * (1 - p) ** (n_valid[task, j] - n_pass[task, j])
+        return out
+
+    n_states = len(grid.rung)
+    expected = np.zeros((len(tasks), n_states))
+    # a task's choice: ("shared", rung) or ("own", state)
+    choices = [("shared", r) for r in range(3)] + [("own", s) for s in range(n_states)]
+    for level, luck in itertools.product(range(2), range(2)):
+        for joint in itertools.product(choices, repeat=len(tasks)):
+            weight, states = 0.25, []
+            for task, (kind, value) in enumerate(joint):
+                if kind == "shared":
+                    state = next(s for s, k in enumerate(sorted(curve_of)) if k == (value, level, luck))
+                    weight *= w * rung_shared[value]
+                else:
+                    state = value
+                    weight *= (1 - w) * per_task[value]
+                weight *= likelihood(task, state)
+                states.append(state)
+            for task, state in enumerate(states):
+                expected[task, state] += weight
+    expected /= expected.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(post.states[:, 0], expected, rtol=1e-9, atol=1e-12)
+
+
+def _simulated_counts(prob: np.ndarray, attempts: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    return rng.binomial(attempts, prob), np.full(prob.shape, attempts)
+
+
+def test_mixture_weight_goes_to_the_shared_noise_only_where_the_tasks_share_it():
+    """On the generator apart (not the model's curves): one flat level off the grid and one luck for every
+    task puts the weight on the shared noise; a level, luck, shape and rise of each task's own takes it away."""
+    rng = np.random.default_rng(5)
+    grid = noise_grid(8)
+    alike = draw(Setting(level=0.5), 150, rng).prob[:, 0]
+    n_pass, n_valid = _simulated_counts(alike, 4, rng)
+    homogeneous = fit_mixture_log_prior(grid, log_likelihood(grid.curves, n_pass, n_valid))
+    each_own = []
+    for _ in range(150):
+        setting = Setting(
+            shape=str(rng.choice(["flat", "linear", "exp"])),
+            level=float(rng.uniform(0.25, 1.0)),
+            slope=float(rng.uniform(0.0, 0.3)),
+            tau=float(rng.uniform(0.5, 20.0)),
+            luck=float(rng.uniform(0.0, 0.15)),
+        )
+        each_own.append(setting.curve(int(rng.integers(0, 9))))
+    n_pass, n_valid = _simulated_counts(np.array(each_own), 4, rng)
+    heterogeneous = fit_mixture_log_prior(grid, log_likelihood(grid.curves, n_pass, n_valid))
+    assert homogeneous.shared_weight > 0.9
+    assert heterogeneous.shared_weight < 0.5
+    # the shared curve found on the homogeneous collection: flat, at the grid level nearest 0.5, luck 1-2%
+    level, rise, luck, _plateau = np.unravel_index(homogeneous.theta.argmax(), homogeneous.theta.shape)
+    assert (level, rise) == (2, 0)  # the grid's levels: 0.2, 0.332, 0.463, 0.595, ...; rise 1 (flat) first
+    assert luck in (1, 2)
+
+
+def test_plan_bayes_rejects_an_unknown_prior():
+    trials = _trials([("t", "m", 1, "fail")])
+    tasks = schema.conform(pl.DataFrame({"dataset": ["d"], "task": ["t"]}), "tasks")
+    with pytest.raises(ValueError, match="prior"):
+        plan_missing(trials, tasks, models=["m"], mode="bayes", prior="shared")
+    with pytest.raises(ValueError, match="prior"):
+        estimate_depth(trials, pass_rule="bayes", prior="shared")
