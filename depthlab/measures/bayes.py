@@ -71,14 +71,6 @@ RUN_COST = 5.0
 #: Greedy steps in one round of the planner (at most this many runs per task and model a round).
 ROUND_BATCH = 4
 
-#: The fitted priors: ``"per_task"`` (each task its own curve parameters, from distributions fitted to
-#: the collection) and ``"mixture"`` (variant D: with a weight learned by EM, every task of the
-#: collection shares one set of curve parameters; docs/depth_uncertainty.md, "Variant D": measured
-#: against a rule fixed before its benchmark and not taken, so not the default).
-BAYES_PRIORS: tuple[str, ...] = ("per_task", "mixture")
-#: The fitted prior used unless another is asked for.
-BAYES_PRIOR = "per_task"
-
 _LEVEL_STEPS = 7
 _RISES = (1.0, 0.7, 0.4, 0.0)
 _LUCKS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15)
@@ -274,120 +266,6 @@ def _prior_factors(grid: NoiseGrid) -> tuple[list[IntArray], list[int]]:
     return [joint] + [grid.factors[:, i] for i in others], [joint_size] + [grid.n_levels[i] for i in others]
 
 
-@dataclass(frozen=True)
-class MixturePrior:
-    """Variant D's fitted prior (:func:`fit_mixture_log_prior`) for one model's rows.
-
-    ``rows`` (rows, S): each row's log prior over states given the other rows' runs;
-    ``shared_weight``: the fitted weight ``w`` of the shared component; ``theta`` (the grid's
-    ``n_levels``): the posterior over the shared curve parameters given every row's runs;
-    ``rung_shared`` (R,): the shared component's distribution over rungs; ``per_task`` (S,): the
-    per-task component's log prior.
-    """
-
-    rows: FloatArray
-    shared_weight: float
-    theta: FloatArray
-    rung_shared: FloatArray
-    per_task: FloatArray
-
-
-def fit_mixture_log_prior(
-    grid: NoiseGrid,
-    loglik: FloatArray,
-    iterations: int = _EM_ITERATIONS,
-    weights: FloatArray | None = None,
-) -> MixturePrior:
-    """Variant D's prior from one model's rows' log-likelihoods (rows, S): one shared noise or each task its own.
-
-    Each task's curve comes, with weight ``w``, from a *shared* component (every task of the
-    collection has the same curve parameters ``theta``: level, rise, luck, plateau, one of the grid's
-    tuples, uniform a priori; its rung from the component's own distribution over rungs), or, with
-    weight ``1 - w``, from today's per-task product prior (:func:`fit_log_prior`'s factors). EM fits
-    ``w`` (Beta(1, 1) pseudo-count), both rung distributions and the per-task factors (Dirichlet(1)
-    on each cell) on the rows' marginal likelihood, ``theta`` summed out exactly: its posterior is
-    proportional to ``prod_rows (w ev_shared(row, theta) + (1 - w) ev_per_task(row))``. A row's prior
-    is the exact marginal prior of its curve given the *other* rows' runs (the hyper-parameters
-    plugged in): ``w rung_shared(r) post_without_row(theta) + (1 - w) per_task(s)``, so a row's own
-    runs never shape the shared curve it is read with, and a lone row reads ``theta`` as uniform.
-    ``weights`` (rows,): how many tasks each row stands for; a row's "others" leave out one of them.
-
-    Raises
-    ------
-    ValueError
-        When ``grid`` is not a full product of its rungs and curve parameters (every pair once).
-
-    Examples
-    --------
-    >>> grid = noise_grid(3, q=0.2)
-    >>> curves = grid.curves[(grid.rung == 1) & (grid.factors[:, 1] == 0) & (grid.factors[:, 2] == 0)][:1]
-    >>> alike = log_likelihood(grid.curves, np.round(6 * curves).repeat(40, axis=0), np.full((40, 3), 6))
-    >>> round(fit_mixture_log_prior(grid, alike).shared_weight, 2)  # 40 tasks with one curve's counts
-    0.97
-    """
-    indices, sizes = _prior_factors(grid)
-    n_theta = int(np.prod(grid.n_levels))
-    theta = np.ravel_multi_index(tuple(grid.factors.T), grid.n_levels)
-    cell = grid.rung * n_theta + theta
-    order = np.argsort(cell, kind="stable")
-    if len(cell) != grid.n_rungs * n_theta or not np.array_equal(cell[order], np.arange(len(cell))):
-        raise ValueError("the mixture prior needs a grid with every (rung, curve parameters) pair once")
-    n_rows = len(loglik)
-    row_weights = np.ones(n_rows) if weights is None else np.asarray(weights, dtype=np.float64)
-    # likelihoods scaled per row so that each row's largest is 1: a constant per row, which cancels in
-    # every posterior and responsibility below, and lets EM run on products and sums without an exp
-    scaled = np.exp(loglik - loglik.max(axis=1, keepdims=True))  # (rows, S)
-    by_rung = np.ascontiguousarray(scaled[:, order].reshape(n_rows, grid.n_rungs, n_theta))  # (rows, R, theta)
-    marginals = [np.full(size, 1.0 / size) for size in sizes]
-    rung_shared = np.full(grid.n_rungs, 1.0 / grid.n_rungs)
-    shared_weight = 0.5
-    for iteration in range(iterations + 1):
-        per_task = np.exp(_product_log_prior(marginals, indices))  # (S,)
-        # plain sums, not BLAS's products: OpenBLAS threads them and on a loaded machine that is slower
-        evidence_per_task = np.einsum("us,s->u", scaled, per_task)  # (rows,)
-        evidence_shared = np.einsum("urk,r->uk", by_rung, rung_shared)  # (rows, theta)
-        mix = shared_weight * evidence_shared + (1.0 - shared_weight) * evidence_per_task[:, None]
-        collection = row_weights @ np.log(mix)  # the collection's log-evidence given theta (uniform prior)
-        if iteration == iterations:
-            break
-        theta_post = _normalise_log(collection)
-        # P(shared, rung | row), theta summed out under its posterior: (rows, R)
-        shared_rungs = shared_weight * rung_shared[None, :] * np.einsum("urk,uk->ur", by_rung, theta_post / mix)
-        responsibility = shared_rungs.sum(axis=1)  # P(shared | row)
-        per_task_counts = per_task * np.einsum(
-            "u,us->s", row_weights * (1.0 - responsibility) / evidence_per_task, scaled
-        )
-        marginals = [
-            (np.bincount(index, weights=per_task_counts, minlength=size) + 1.0) / (per_task_counts.sum() + size)
-            for index, size in zip(indices, sizes, strict=True)
-        ]
-        rung_counts = row_weights @ shared_rungs
-        rung_shared = (rung_counts + 1.0) / (rung_counts.sum() + grid.n_rungs)
-        shared_weight = float((row_weights @ responsibility + 1.0) / (row_weights.sum() + 2.0))
-    log_per_task = np.log(per_task)
-    log_mix = np.log(mix)
-    # each row's theta posterior without one of the tasks it stands for
-    theta_without = collection[None, :] - log_mix
-    log_theta_without = theta_without - _logsumexp(theta_without)[:, None]  # (rows, theta)
-    shared_part = np.log(shared_weight) + np.log(rung_shared)[None, :, None] + log_theta_without[:, None, :]
-    rows = np.empty_like(loglik)
-    rows[:, order] = shared_part.reshape(n_rows, -1)
-    rows = np.logaddexp(rows, np.log(1.0 - shared_weight) + log_per_task[None, :])
-    return MixturePrior(
-        rows=rows - _logsumexp(rows)[:, None],
-        shared_weight=shared_weight,
-        theta=_normalise_log(collection).reshape(grid.n_levels),
-        rung_shared=rung_shared,
-        per_task=log_per_task,
-    )
-
-
-def _logsumexp(values: FloatArray) -> FloatArray:
-    """log(sum(exp(values))) over the last axis."""
-    top = values.max(axis=-1)
-    return np.asarray(top + np.log(np.exp(values - top[..., None]).sum(axis=-1)), dtype=np.float64)
-
-
 def _product_log_prior(marginals: Sequence[FloatArray], indices: Sequence[IntArray]) -> FloatArray:
     """Log of the product prior, normalised over the states."""
     log_prior = sum(np.log(share)[index] for index, share in zip(indices, marginals, strict=True))
@@ -470,8 +348,8 @@ class Posterior:
 
     ``n_pass``/``n_valid`` are the counts (T, M, C) it rests on, ``turns`` (T, M, C) the mean turn
     count of each cell's valid runs (NaN where none has one), ``keys`` the tasks (dataset, task) in
-    order, ``models`` the models in order, ``grid`` the curves it enumerates, ``log_prior`` the
-    prior it used: (M, S), one per model, or (T, M, S), each task's own (``prior="mixture"``).
+    order, ``models`` the models in order, ``grid`` the curves it enumerates, ``log_prior`` (M, S)
+    the prior it used.
     """
 
     keys: pl.DataFrame
@@ -494,15 +372,12 @@ def posteriors(
     q: float,
     grid: NoiseGrid | None = None,
     log_prior: FloatArray | None = None,
-    prior: str = BAYES_PRIOR,
 ) -> list[Posterior]:
     """The posteriors of every dataset's tasks, priors fitted per dataset and model (inputs assumed validated).
 
     ``cells`` is :func:`depthlab.measures.depth.evidence_grid`'s table of the ``trials`` (its
-    counts; ``trials`` gives the turn counts). ``prior`` is the fitted prior, one of
-    :data:`BAYES_PRIORS` (``"per_task"``: :func:`fit_log_prior`; ``"mixture"``:
-    :func:`fit_mixture_log_prior`). ``log_prior`` (M, S) or (S,) replaces the fitted priors (a
-    planner told the noise); ``grid`` replaces the default curves.
+    counts; ``trials`` gives the turn counts). ``log_prior`` (M, S) or (S,) replaces the fitted
+    priors (a planner told the noise); ``grid`` replaces the default curves.
     """
     grid = noise_grid(len(caps), q) if grid is None else grid
     cells = cells.join(_mean_turns(trials), on=["dataset", "task", "model", "cap"], how="left", nulls_equal=True)
@@ -514,11 +389,10 @@ def posteriors(
         n_valid = part["n_valid"].to_numpy().astype(np.int64).reshape(shape)
         loglik = log_likelihood(grid.curves, n_pass, n_valid)  # (T, M, S)
         if log_prior is None:
-            fit = _fitted_mixture if prior == "mixture" else _fitted
-            fitted = np.stack([fit(grid, n_pass[:, m], n_valid[:, m]) for m in range(len(names))], axis=-2)
+            prior = np.stack([_fitted(grid, n_pass[:, m], n_valid[:, m]) for m in range(len(names))])
         else:
-            fitted = np.broadcast_to(log_prior, (len(names), len(grid.rung)))
-        states = _normalise_log(loglik + _per_task(fitted))
+            prior = np.broadcast_to(log_prior, (len(names), len(grid.rung)))
+        states = _normalise_log(loglik + prior[None])
         rungs = rung_posterior(states, grid.rung, grid.n_rungs)
         out.append(
             Posterior(
@@ -531,7 +405,7 @@ def posteriors(
                 n_valid=n_valid,
                 turns=part["_turns"].fill_null(np.nan).to_numpy().astype(np.float64).reshape(shape),
                 grid=grid,
-                log_prior=np.asarray(fitted, dtype=np.float64),
+                log_prior=np.asarray(prior, dtype=np.float64),
             )
         )
     return out
@@ -543,25 +417,6 @@ def _fitted(grid: NoiseGrid, n_pass: IntArray, n_valid: IntArray) -> FloatArray:
     n_caps = n_pass.shape[1]
     loglik = log_likelihood(grid.curves, rows[:, :n_caps], rows[:, n_caps:])
     return fit_log_prior(grid, loglik, weights=inverse_counts.astype(np.float64))
-
-
-def _fitted_mixture(grid: NoiseGrid, n_pass: IntArray, n_valid: IntArray) -> FloatArray:
-    """:func:`fit_mixture_log_prior` on one model's counts (tasks, C): each task's log prior (tasks, S).
-
-    Each distinct row of counts is fitted once, weighted by how many tasks have it.
-    """
-    rows, inverse, counts = np.unique(
-        np.concatenate([n_pass, n_valid], axis=1), axis=0, return_inverse=True, return_counts=True
-    )
-    n_caps = n_pass.shape[1]
-    loglik = log_likelihood(grid.curves, rows[:, :n_caps], rows[:, n_caps:])
-    fitted = fit_mixture_log_prior(grid, loglik, weights=counts.astype(np.float64))
-    return fitted.rows[np.asarray(inverse).reshape(-1)]
-
-
-def _per_task(log_prior: FloatArray) -> FloatArray:
-    """A posterior's log prior (M, S) or (T, M, S) as one that broadcasts against (T, M, S)."""
-    return log_prior if log_prior.ndim == 3 else log_prior[None]
 
 
 def _mean_turns(trials: pl.DataFrame) -> pl.DataFrame:
@@ -699,14 +554,13 @@ def plan_round_table(
     run_cost: float = RUN_COST,
     grid: NoiseGrid | None = None,
     log_prior: FloatArray | None = None,
-    prior: str = BAYES_PRIOR,
 ) -> pl.DataFrame:
     """The plan table (:data:`depthlab.schema.PLAN`) of one round of the planner (inputs assumed validated).
 
-    ``grid``, ``log_prior`` and ``prior`` as in :func:`posteriors` (``log_prior``: a planner told the true noise).
+    ``grid`` and ``log_prior`` as in :func:`posteriors` (a planner told the true noise).
     """
     frames = []
-    for post in posteriors(cells, trials, caps=caps, q=q, grid=grid, log_prior=log_prior, prior=prior):
+    for post in posteriors(cells, trials, caps=caps, q=q, grid=grid, log_prior=log_prior):
         t, m, c = bayes_round(post, caps=caps, error=error, max_attempts=max_attempts, run_cost=run_cost)
         keys = post.keys[t.tolist()] if len(t) else post.keys.clear()
         runs = keys.with_columns(
@@ -772,7 +626,7 @@ def forecast(
         truth = grid.curves[np.minimum(drawn, len(grid.rung) - 1)].reshape(n_tasks, n_models, n_caps)
         n_pass, n_valid = posterior.n_pass.copy(), posterior.n_valid.copy()
         for _round in range(max_attempts * n_caps * n_models + 1):
-            states = _normalise_log(log_likelihood(grid.curves, n_pass, n_valid) + _per_task(posterior.log_prior))
+            states = _normalise_log(log_likelihood(grid.curves, n_pass, n_valid) + posterior.log_prior[None])
             rungs = rung_posterior(states, grid.rung, grid.n_rungs)
             current = Posterior(
                 posterior.keys, posterior.models, states, rungs, minimum_posterior(rungs), n_pass, n_valid,

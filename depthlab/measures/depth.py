@@ -36,15 +36,7 @@ from depthlab._checks import (
 )
 from depthlab.measures._noise import true_depth_rungs
 from depthlab.measures._rules import FAIL, MISSING, PASS, cell_states
-from depthlab.measures.bayes import (
-    BAYES_ERROR,
-    BAYES_PRIOR,
-    BAYES_PRIORS,
-    BAYES_Q,
-    depth_columns,
-    plan_round_table,
-    posteriors,
-)
+from depthlab.measures.bayes import BAYES_ERROR, BAYES_Q, depth_columns, plan_round_table, posteriors
 from depthlab.schema import CAPS
 
 TASK_KEYS: tuple[str, str] = ("dataset", "task")
@@ -142,7 +134,6 @@ def estimate_depth(
     q: float | None = None,
     level: float | None = DEPTH_LEVEL,
     error: float = BAYES_ERROR,
-    prior: str = BAYES_PRIOR,
 ) -> pl.DataFrame:
     """Estimate each task's depth D from turn-capped runs, and an interval for its true depth.
 
@@ -216,12 +207,6 @@ def estimate_depth(
         ``"bayes"`` the interval is then the posterior's at ``1 - error``).
     error : float, default 0.05
         ``"bayes"`` only: the error a D is reported at.
-    prior : {"per_task", "mixture"}, default "per_task"
-        ``"bayes"`` only: the fitted prior (:data:`depthlab.measures.bayes.BAYES_PRIORS`):
-        ``"per_task"``, each task its own curve parameters from distributions fitted to the
-        dataset; ``"mixture"``, with a weight learned by EM, the dataset's tasks share one
-        (docs/depth_uncertainty.md, "Variant D": fewer runs on homogeneous simulated collections,
-        but over-sure where the grid's level sits above the truth; not the default).
 
     Returns
     -------
@@ -271,12 +256,10 @@ def estimate_depth(
     q = (BAYES_Q if bayes else 0.5) if q is None else q
     q = check_number(q, "q", function, low=0, high=1, low_open=True, high_open=bayes, kind="a share")
     error = check_number(error, "error", function, low=0, high=1, low_open=True, high_open=True, kind="a share")
-    prior = check_choice(prior, "prior", function, BAYES_PRIORS)
     if level is not None:
         level = check_number(level, "level", function, low=0, high=1, low_open=True, high_open=True, kind="a share")
     if bayes:
-        depth = bayes_depth(trials, caps=caps, models=models, q=q, error=error, level=level, prior=prior)
-        return _trials_version(depth, trials)
+        return _trials_version(bayes_depth(trials, caps=caps, models=models, q=q, error=error, level=level), trials)
     grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule, q=q)
     depth = depth_from_grid(grid, trials.select(TASK_KEYS).unique(), caps=caps)
     if level is not None:
@@ -317,17 +300,15 @@ def bayes_depth(
     error: float,
     level: float | None,
     tasks: pl.DataFrame | None = None,
-    prior: str = BAYES_PRIOR,
 ) -> pl.DataFrame:
     """:func:`estimate_depth` with ``pass_rule="bayes"`` (inputs validated): the depth table from the posterior."""
     grid = evidence_grid(trials, caps=caps, models=models, pass_rule="any", tasks=tasks)
     ladder = depth_from_grid(grid, (trials if tasks is None else tasks).select(TASK_KEYS).unique(), caps=caps)
     frames = [
-        depth_columns(post, caps=caps, error=error, level=level)
-        for post in posteriors(grid, trials, caps=caps, q=q, prior=prior)
+        depth_columns(post, caps=caps, error=error, level=level) for post in posteriors(grid, trials, caps=caps, q=q)
     ]
     # the planner's next round names the caps still worth running
-    plan = plan_round_table(grid, trials, caps=caps, error=error, q=q, max_attempts=_BAYES_MAX_ATTEMPTS, prior=prior)
+    plan = plan_round_table(grid, trials, caps=caps, error=error, q=q, max_attempts=_BAYES_MAX_ATTEMPTS)
     missing = plan.group_by(TASK_KEYS).agg(_missing=pl.col("cap").unique().sort())
     replaced = ["depth", "p_depth", "status", "depth_low", "depth_high", "ci_low", "ci_high"]
     replaced += ["depth_by_model", "n_models"]

@@ -61,7 +61,7 @@ from depthlab._checks import (
     parameter_error,
 )
 from depthlab.measures._rules import model_depth_index
-from depthlab.measures.bayes import BAYES_ERROR, BAYES_PRIOR, BAYES_PRIORS, BAYES_Q, RUN_COST, plan_round_table
+from depthlab.measures.bayes import BAYES_ERROR, BAYES_Q, RUN_COST, plan_round_table
 from depthlab.measures.depth import CELL_KEYS, TASK_KEYS, evidence_grid
 from depthlab.schema import CAPS, PLAN
 
@@ -84,7 +84,6 @@ def plan_missing(
     max_attempts: int = 3,
     error: float = BAYES_ERROR,
     run_cost: float = RUN_COST,
-    prior: str = BAYES_PRIOR,
 ) -> pl.DataFrame:
     """The cells (dataset, task, model, cap, attempts) still to run to pin D for every task.
 
@@ -125,8 +124,6 @@ def plan_missing(
         ``mode="bayes"``: a task is finished once its D's posterior puts ``1 - error`` on one rung.
     run_cost : float, default 5.0
         ``mode="bayes"``: what a run costs beyond its turns, in turns (container start, verifier).
-    prior : {"per_task", "mixture"}, default "per_task"
-        ``mode="bayes"``: the fitted prior, as in :func:`estimate_depth`.
 
     Returns
     -------
@@ -169,10 +166,9 @@ def plan_missing(
     if bayes:
         error = check_number(error, "error", function, low=0, high=1, low_open=True, high_open=True, kind="a share")
         run_cost = check_number(run_cost, "run_cost", function, low=0, kind="a number of turns")
-        prior = check_choice(prior, "prior", function, BAYES_PRIORS)
         cells = evidence_grid(trials, caps=caps, models=models, pass_rule="any", tasks=tasks)
         return plan_round_table(
-            cells, trials, caps=caps, error=error, q=q, max_attempts=max_attempts, run_cost=run_cost, prior=prior
+            cells, trials, caps=caps, error=error, q=q, max_attempts=max_attempts, run_cost=run_cost
         )
     per_cell = 1 if auto else int(attempts)
     grid = evidence_grid(trials, caps=caps, models=models, pass_rule=pass_rule, attempts=per_cell, tasks=tasks, q=q)

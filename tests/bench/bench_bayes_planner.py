@@ -9,8 +9,7 @@ the ratio of runs of the planner that learns its priors to the same planner told
 
 Designs: ``paper`` (one run per cap, ``any``, adaptive climb), ``isotonic`` (today's best:
 ``isotonic`` at q 0.5, ``attempts="auto"``, adaptive climb), ``bayes`` (``mode="bayes"``, error
-0.05, priors fitted every round; ``mixture``, the same with variant D's prior, is run by
-``tests/bench/bayes_prior_mixture.py``), ``oracle`` (the same planner told the true curves and the true
+0.05, priors fitted every round), ``oracle`` (the same planner told the true curves and the true
 distribution of steps; where the luck is drawn per task, told its spread as a grid of 11
 rates), ``greedy`` (issue 44's reference: told the true curves and the true
 distribution of steps too, one run per task a round, the run with the most expected information
@@ -112,15 +111,9 @@ def replay(design: str, setting: Setting, truth: Truth, seed: int, max_rounds: i
             plan = plan_missing(
                 trials, tasks, models=truth.models, mode="adaptive", pass_rule="isotonic", attempts="auto", q=0.5
             )
-        elif design in ("bayes", "mixture"):
+        elif design == "bayes":
             plan = plan_missing(
-                trials,
-                tasks,
-                models=truth.models,
-                mode="bayes",
-                error=ERROR,
-                max_attempts=MAX_ATTEMPTS,
-                prior="mixture" if design == "mixture" else "per_task",
+                trials, tasks, models=truth.models, mode="bayes", error=ERROR, max_attempts=MAX_ATTEMPTS
             )
         elif design == "greedy":
             assert oracle is not None
@@ -146,9 +139,8 @@ def replay(design: str, setting: Setting, truth: Truth, seed: int, max_rounds: i
         rule = {"paper": {"pass_rule": "any"}, "isotonic": {"pass_rule": "isotonic", "q": 0.5}}[design]
         depth = estimate_depth(trials, models=truth.models, level=None, **rule)  # type: ignore[arg-type]
         p_depth = np.full(len(truth.names), np.nan)
-    elif design in ("bayes", "mixture"):
-        prior = "mixture" if design == "mixture" else "per_task"
-        depth = estimate_depth(trials, models=truth.models, pass_rule="bayes", error=ERROR, prior=prior)
+    elif design == "bayes":
+        depth = estimate_depth(trials, models=truth.models, pass_rule="bayes", error=ERROR)
         p_depth = depth["p_depth"].to_numpy()
     else:
         cells = evidence_grid(trials, caps=CAPS, models=truth.models, pass_rule="any", tasks=tasks)
