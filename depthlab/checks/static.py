@@ -21,7 +21,10 @@ is not; ``harbor lint``.
     expected answer compared with ``==``/``!=``, directly or through a name read only so; a JavaScript
     regular expression literal, a path whose first piece has no letter or digit (``/.+``) or that is all
     numbers (``/24``); what Python tests compile or copy to through a name, or hand to the agent's program as
-    an argument; a fallback read only when the place before it is absent, grouped with it),
+    an argument; a fallback read only when the place before it is absent, grouped with it; round 12: a
+    JavaScript or TypeScript file of the tests that nothing the verifier runs names or starts, code shipped for
+    the agent to read or fix (:func:`unrun_scripts`); ``id`` or ``su`` whose next word is on the next line, a
+    GraphQL query's field list),
     and ports outside a connection (only ``localhost:N``, a URL's port but a public address's, a ``port=N`` argument,
     ``--port N``, ``nc host N`` or a constant named with ``PORT`` as a whole word count; never
     arithmetic). Named: verbatim (a folder with its closing slash too); under the working folder, by
@@ -123,11 +126,12 @@ _PORTS = (
     re.compile(r"(?im)^[ \t]*(?:export[ \t]+)?(?:[a-z0-9]+_)*port(?:_[a-z0-9]+)*[ \t]*[:=][ \t]*(\d{2,5})[ \t]*$"),
 )
 # `id` and `su` only where a command starts, or quoted before an option (`"id -u"`): not "id should be
-# positive" in a message, nor `"su pn lk"` in an expected answer (round 9)
+# positive" in a message, nor `"su pn lk"` in an expected answer (round 9); a command's words on its own line:
+# `id` closing a line before `name` on the next is a GraphQL query's field list, no account (round 12)
 _USER = re.compile(
     r"(?:(?:^|[;&|(`!]|\$\(|\b(?:if|then|do|else|while|until)\b)[ \t]*(?:id|su)|['\"](?:id|su)(?= -)"
     r"|\b(?:sudo -u|runuser -u|getent passwd|chown|useradd|adduser))"
-    r"\s+(?:-\w*\s+)*([a-z_][a-z0-9_-]{1,31})\b",
+    r"[ \t]+(?:-\w*[ \t]+)*([a-z_][a-z0-9_-]{1,31})\b",
     re.MULTILINE,
 )
 #: A name that says a path is the verifier's own tooling.
@@ -205,6 +209,11 @@ _JS_SUFFIXES = frozenset({".js", ".mjs", ".cjs", ".ts"})
 _JS_REGEX = re.compile(
     r"((?:^|[(,=:\[!&|?{};]|\breturn\b)[ \t]*)(/(?![/*])(?:\\.|\[(?:\\.|[^\]\\\n])*\]|[^/\\\n\[])+/[dgimsuy]*)(?!\w)",
     re.MULTILINE,
+)
+# a JavaScript runner the tests start (round 12): a program's word, not a module's (`'k6/http'`) nor a path's piece
+_JS_RUNNER = re.compile(
+    r"(?<![\w./@-])(?:node|nodejs|npm|npx|yarn|pnpm|jest|mocha|vitest|k6|deno|bun|tsc|ts-node|tsx|jasmine|ava"
+    r"|playwright|cypress)(?![\w./@-])"
 )
 _MAX_TEST_BYTES = 512 * 1024
 
@@ -622,6 +631,60 @@ def _writes_data(text: str, at: int) -> bool:
     return _WRITES_DATA.match(re.split(r"[;&|(]|\b(?:then|do|else)\b", line)[-1]) is not None
 
 
+def unrun_scripts(files: list[Path]) -> set[Path]:
+    """The JavaScript or TypeScript files among a step's test files that nothing runs (round 12): no test file
+    the verifier runs names them (by their file name, or their stem as a module: ``from './config'``; a script so
+    named runs too, and so does what it names) and none of the tests' other code starts a JavaScript runner
+    (``node``, ``npm``, ``jest``, ``k6``...). Such a file is code the tests folder ships for the agent to read or
+    fix (terminal-bench-env's broken k6 scripts, their REST routes in an endpoint table), not the verifier's
+    own: what it names asks nothing.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> tests = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (tests / "test.sh").write_text("pytest /tests/test_outputs.py\\n")
+    >>> _ = (tests / "config.js").write_text("export const ROUTES = { login: '/api/auth/login' };\\n")
+    >>> [path.name for path in unrun_scripts(sorted(tests.iterdir()))]
+    ['config.js']
+    >>> _ = (tests / "test.sh").write_text("cd /app && npx jest\\n")
+    >>> unrun_scripts(sorted(tests.iterdir()))
+    set()
+    """
+    scripts = [path for path in files if path.suffix.lower() in _JS_SUFFIXES]
+    if not scripts:
+        return set()
+    texts: dict[Path, str] = {}
+    for path in files:
+        try:
+            texts[path] = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            texts[path] = ""
+    for path, text in texts.items():
+        code = None if path in scripts else code_of_test(path.name, text)
+        if code is not None and _JS_RUNNER.search(code):
+            return set()  # a runner the tests start may run any of them (`npx jest`, `node --test`)
+    named_by = {
+        script: [
+            re.compile(rf"(?<![\w-]){re.escape(script.name)}(?![\w-])"),
+            re.compile(rf"['\"`](?:[^'\"`\s]*/)?{re.escape(script.stem)}(?:\.[cm]?[jt]sx?)?['\"`]"),
+        ]
+        for script in scripts
+    }
+    run = [path for path in files if path not in named_by]  # every other test file counts as the verifier's
+    unrun = set(scripts)
+    while True:  # a script named by what runs runs too (`import ... from './config.js'`)
+        reached = {
+            script
+            for script in unrun
+            if any(pattern.search(texts[path]) for path in run for pattern in named_by[script])
+        }
+        if not reached:
+            return unrun
+        unrun -= reached
+        run += sorted(reached)
+
+
 def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) -> AskedFacts:
     """What the test files ask of the agent's environment, the hidden inputs they read, the verifier's own.
 
@@ -633,7 +696,10 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
     toolboxes: set[str] = set()
     copied: set[str] = set()
     groups: list[tuple[str, ...]] = []
+    unrun = unrun_scripts(files)
     for path in files:
+        if path in unrun:
+            continue  # code shipped for the agent to read or fix, which nothing runs (round 12)
         try:
             raw = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):

@@ -320,6 +320,43 @@ def test_a_fallback_read_only_when_the_named_place_is_absent_is_no_question(tmp_
     assert named_in_instruction("Solve them.", folders).outcome == "note"
 
 
+def test_code_the_tests_folder_ships_for_the_agent_and_nothing_runs_asks_nothing(tmp_path: Path) -> None:
+    # terminal-bench-env's k6 task (round 11's held-out part): the broken k6 scripts the agent is to fix sit in the
+    # tests folder, which runs only pytest; their endpoint table's REST routes were read as places (round 12)
+    shipped = {
+        "test.sh": "#!/bin/bash\npytest /tests/test_outputs.py -rA\n",
+        "test_outputs.py": "from pathlib import Path\n"
+        "def test_script():\n"
+        '    assert "thresholds" in Path("/srv/load/plan.js").read_text()\n',
+        "config.js": "export const ENDPOINTS = {\n  login: '/v1/session/open',\n  basket: '/v1/basket',\n};\n",
+        "shop_flow.js": "import { ENDPOINTS } from './config.js';\nconst out = open('/srv/load/seed.csv');\n",
+    }
+    folders = _step(tmp_path / "unrun", shipped)
+    assert named_in_instruction("Write your k6 script to /srv/load/plan.js.", folders).outcome == "ok"
+    # the same scripts run by the tests (a runner started, or a script named) are the verifier's code: still read
+    run = shipped | {"test.sh": "#!/bin/bash\nk6 run /tests/shop_flow.js && pytest /tests/test_outputs.py\n"}
+    found = named_in_instruction("Write your k6 script to /srv/load/plan.js.", _step(tmp_path / "run", run))
+    assert found.missing == ("/v1/session/open", "/v1/basket", "/srv/load/seed.csv"), found.evidence
+    named = shipped | {"test_outputs.py": shipped["test_outputs.py"] + 'SCRIPT = "/tests/shop_flow.js"\n'}
+    found = named_in_instruction("Write your k6 script to /srv/load/plan.js.", _step(tmp_path / "named", named))
+    assert found.missing == ("/v1/session/open", "/v1/basket", "/srv/load/seed.csv"), found.evidence
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "found"),
+    [
+        # the k6 task's GraphQL queries: `id` closing a line, a field's name on the next (`user name`, round 11)
+        ("flow.js", "const q = `\n  query {\n    orders {\n      id\n      total\n    }\n  }\n`;\n", []),
+        ("test_api.py", 'Q = """\n{\n  customer {\n    id\n    email\n  }\n}\n"""\n', []),
+        ("test.sh", "id -u carol\nsu dave -c true\n", ["user carol", "user dave"]),  # a command's own line
+    ],
+)
+def test_round_12_a_graphql_field_list_is_no_account(name: str, code: str, found: list[str]) -> None:
+    text = code_of_test(name, code)
+    assert text is not None
+    assert named_facts(text) == found
+
+
 # ---------------------------------------------------------------- round 10's held-out part ------------------
 def test_round_10_held_out_figures_follow_from_the_labels() -> None:
     # docs/checks.md's round 10 table, recomputed from the hand labels (scripts/corpus_labels.csv): every item
@@ -369,6 +406,30 @@ def test_round_11_held_out_figures_follow_from_the_labels() -> None:
     assert figures == [(114, 122, 0.93, 0.88, 0.97), (30, 38, 0.79, 0.64, 0.89)]
     assert figures[0][3] < 0.9 <= figures[0][2]  # above 0.9 as a point, not beyond its interval
     assert figures[1][2] < 0.9  # without the one adapter: not replicated
+
+
+def test_round_12_held_out_figures_follow_from_the_labels() -> None:
+    # docs/checks.md's round 12 table: the two figures pre-registered at c8bd125 (pooled over both parts, and
+    # without the LiveCodeBench Pro tasks), each with its Wilson interval, recomputed from the hand labels
+    labels = pl.read_csv(ROOT / "scripts" / "corpus_labels.csv", infer_schema=False).fill_null("")
+    held = labels.filter(pl.col("corpus").is_in(["tbdatasets5", "tbenv10"]))
+    counts = {(corpus, label): n for corpus, label, n in held.group_by("corpus", "label").len().rows()}
+    assert counts == {
+        ("tbdatasets5", "true"): 74,
+        ("tbenv10", "true"): 35,
+        ("tbenv10", "debatable"): 5,
+        ("tbenv10", "false"): 10,
+    }
+    without = held.filter(~pl.col("task").str.starts_with("livecodebenchpro/"))
+    figures = []
+    for part in (held, without):
+        true = part.filter(pl.col("label") == "true").height
+        low, high = proportion_ci([true], [part.height])
+        figures.append(
+            (true, part.height, round(true / part.height, 2), round(float(low[0]), 2), round(float(high[0]), 2))
+        )
+    assert figures == [(109, 124, 0.88, 0.81, 0.93), (35, 50, 0.7, 0.56, 0.81)]
+    assert all(figure[2] < 0.9 for figure in figures)  # neither reaches 0.9: docs/checks.md says "not replicated"
 
 
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
