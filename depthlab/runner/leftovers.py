@@ -55,7 +55,8 @@ def remove_leftovers(client: Any) -> int:
     """Remove runner containers whose owner process on this host no longer runs.
 
     Returns the number removed. Containers of live runner processes (another ``depthlab fill``)
-    are left alone.
+    are left alone, and so are containers the runner did not start (no owner label), though made from
+    an image it built.
 
     Examples
     --------
@@ -70,6 +71,10 @@ def remove_leftovers(client: Any) -> int:
     # the low-level list: the high-level one inspects each container and fails on one removed meanwhile
     for summary in client.api.containers(all=True, filters={"label": RUNNER_LABEL}):
         owner = (summary.get("Labels") or {}).get(OWNER_LABEL, "")
+        if not owner:
+            # not started by a runner: a container made from an image the runner built carries that image's
+            # runner label (a user's own `docker run` of it, another tool's), and is not the runner's to remove
+            continue
         owner_host, _, owner_pid = owner.rpartition(":")
         if owner_host == host and owner_pid.isdigit() and _pid_alive(int(owner_pid)):
             continue

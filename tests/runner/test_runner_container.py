@@ -114,3 +114,30 @@ def test_a_prebuilt_image_that_is_absent_falls_back_to_the_dockerfile_or_says_wh
     (task / "environment" / "Dockerfile").unlink()
     with pytest.raises(EnvironmentBuildError, match="the build network is off, so it was not pulled"):
         ensure_image(docker_client, load_task(task), network=False)
+
+
+def test_leftovers_are_the_dead_runners_containers_not_every_container_of_its_images(docker_client, tasks_root):
+    # a container made from an image the runner built carries the image's runner label but no owner: a user's
+    # own `docker run` of it (or another test's) is not the runner's to remove; a dead runner's container is
+    import contextlib
+    import socket
+
+    import docker.errors
+
+    from depthlab.runner import remove_leftovers
+    from depthlab.runner.leftovers import OWNER_LABEL
+
+    image = ensure_image(docker_client, load_task(tasks_root / "hello"))
+    dead = 2**22 + 17  # above Linux's pid_max default: no process has it
+    users = docker_client.containers.create(image, ["true"])
+    runners = docker_client.containers.create(image, ["true"], labels={OWNER_LABEL: f"{socket.gethostname()}:{dead}"})
+    try:
+        assert users.labels.get("depthlab.runner") == "1"  # the label the image gave it
+        remove_leftovers(docker_client)
+        alive = {container.id for container in docker_client.containers.list(all=True)}
+        assert users.id in alive
+        assert runners.id not in alive
+    finally:
+        for container in (users, runners):
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True)
