@@ -383,18 +383,12 @@ def test_round_10_held_out_figures_follow_from_the_labels() -> None:
     assert true / held.height < 0.9  # the goal is not met on this part: docs/checks.md says "not replicated"
 
 
-def test_round_11_held_out_figures_follow_from_the_labels() -> None:
-    # docs/checks.md's round 11 table: the figure stated first (pooled over both parts, pre-registered at
-    # 5024e4b), then without the LiveCodeBench Pro tasks, each with its Wilson interval, from the hand labels
+def _held_out_figures(*corpora: str) -> tuple[dict[tuple[str, str], int], list[tuple[int, int, float, float, float]]]:
+    """A held-out part's hand labels counted by (corpus, label), and its two figures (pooled, then without the
+    LiveCodeBench Pro tasks): true, flagged, precision and its Wilson interval, each rounded as the docs give it."""
     labels = pl.read_csv(ROOT / "scripts" / "corpus_labels.csv", infer_schema=False).fill_null("")
-    held = labels.filter(pl.col("corpus").is_in(["tbdatasets4", "tbenv9"]))
+    held = labels.filter(pl.col("corpus").is_in(corpora))
     counts = {(corpus, label): n for corpus, label, n in held.group_by("corpus", "label").len().rows()}
-    assert counts == {
-        ("tbdatasets4", "true"): 84,
-        ("tbenv9", "true"): 30,
-        ("tbenv9", "debatable"): 1,
-        ("tbenv9", "false"): 7,
-    }
     without = held.filter(~pl.col("task").str.starts_with("livecodebenchpro/"))
     figures = []
     for part in (held, without):
@@ -403,6 +397,19 @@ def test_round_11_held_out_figures_follow_from_the_labels() -> None:
         figures.append(
             (true, part.height, round(true / part.height, 2), round(float(low[0]), 2), round(float(high[0]), 2))
         )
+    return counts, figures
+
+
+def test_round_11_held_out_figures_follow_from_the_labels() -> None:
+    # docs/checks.md's round 11 table: the figure stated first (pooled over both parts, pre-registered at
+    # 5024e4b), then without the LiveCodeBench Pro tasks, each with its Wilson interval, from the hand labels
+    counts, figures = _held_out_figures("tbdatasets4", "tbenv9")
+    assert counts == {
+        ("tbdatasets4", "true"): 84,
+        ("tbenv9", "true"): 30,
+        ("tbenv9", "debatable"): 1,
+        ("tbenv9", "false"): 7,
+    }
     assert figures == [(114, 122, 0.93, 0.88, 0.97), (30, 38, 0.79, 0.64, 0.89)]
     assert figures[0][3] < 0.9 <= figures[0][2]  # above 0.9 as a point, not beyond its interval
     assert figures[1][2] < 0.9  # without the one adapter: not replicated
@@ -411,23 +418,13 @@ def test_round_11_held_out_figures_follow_from_the_labels() -> None:
 def test_round_12_held_out_figures_follow_from_the_labels() -> None:
     # docs/checks.md's round 12 table: the two figures pre-registered at c8bd125 (pooled over both parts, and
     # without the LiveCodeBench Pro tasks), each with its Wilson interval, recomputed from the hand labels
-    labels = pl.read_csv(ROOT / "scripts" / "corpus_labels.csv", infer_schema=False).fill_null("")
-    held = labels.filter(pl.col("corpus").is_in(["tbdatasets5", "tbenv10"]))
-    counts = {(corpus, label): n for corpus, label, n in held.group_by("corpus", "label").len().rows()}
+    counts, figures = _held_out_figures("tbdatasets5", "tbenv10")
     assert counts == {
         ("tbdatasets5", "true"): 74,
         ("tbenv10", "true"): 35,
         ("tbenv10", "debatable"): 5,
         ("tbenv10", "false"): 10,
     }
-    without = held.filter(~pl.col("task").str.starts_with("livecodebenchpro/"))
-    figures = []
-    for part in (held, without):
-        true = part.filter(pl.col("label") == "true").height
-        low, high = proportion_ci([true], [part.height])
-        figures.append(
-            (true, part.height, round(true / part.height, 2), round(float(low[0]), 2), round(float(high[0]), 2))
-        )
     assert figures == [(109, 124, 0.88, 0.81, 0.93), (35, 50, 0.7, 0.56, 0.81)]
     assert all(figure[2] < 0.9 for figure in figures)  # neither reaches 0.9: docs/checks.md says "not replicated"
 
