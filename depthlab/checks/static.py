@@ -408,6 +408,7 @@ def _unasked_parts(tree: ast.AST) -> list[ast.expr]:
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and id(node) not in in_f_string
+        and "\n" not in node.value  # one line: a file's text the tests write may hold a place further on
         and _SENTENCE.match(node.value)
     ]
     return parts + _sent_urls(tree)
@@ -968,7 +969,8 @@ def asked_facts(
         sources |= compiled_sources(text)
         if path.suffix.lower() == ".py":
             sources |= compiled_sources(raw)  # through a name: the AST of the file as written
-        starts_shipped |= any(Path(program).name in environment for program in _RUN.findall(text))
+        if path.suffix.lower() != ".py":  # a Python test's starts are read from its argument lists (above)
+            starts_shipped |= any(Path(program).name in environment for program in _RUN.findall(text))
         runs_make |= _MAKE_RUN.search(text) is not None
         toolboxes |= {match.group(1).rstrip("/") for pattern in _TOOLBOX for match in pattern.finditer(text)}
         toolboxes |= {p.rstrip("/") for value in _PATH_VALUE.findall(text) for p in value.split(":") if p}

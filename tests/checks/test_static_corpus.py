@@ -378,11 +378,13 @@ def test_a_sentence_the_tests_build_as_input_is_no_place(tmp_path: Path) -> None
             '    first = {"error": {"kind": "IOError", "text": "Access refused opening /srv/one/a.log"}}\n'
             '    second = {"error": {"kind": "Timeout", "text": "Gateway timed out on /v3/carts"}}\n'
             '    assert hook(first) == hook({"error": {"text": "Access refused: /x/b.log"}})\n'
-            '    subprocess.run("cat /srv/report/out.txt", shell=True)\n',
+            '    subprocess.run("cat /srv/report/out.txt", shell=True)\n'
+            '    Path("/srv/hook.cfg").write_text("Send alerts to /srv/alerts daily\\nstore: /srv/spool here")\n',
         },
     )
     found = named_in_instruction("Write the hook to /srv/hook.py.", folders)
-    assert found.missing == ("/srv/report/out.txt",), found.evidence
+    # a file's text of several lines is not one sentence: what it names further on is still read
+    assert found.missing == ("/srv/report/out.txt", "/srv/hook.cfg", "/srv/alerts", "/srv/spool"), found.evidence
 
 
 def test_an_answer_list_the_agents_value_is_looked_up_in_asks_nothing(tmp_path: Path) -> None:
