@@ -26,8 +26,8 @@ is not; ``harbor lint``.
     the agent to read or fix (:func:`unrun_scripts`); ``id`` or ``su`` whose next word is on the next line, a
     GraphQL query's field list; round 13: a sentence the tests build (an error event's message), an answer list
     the agent's value is looked up in (``got in accepted``), what a compiler the tests run writes beside its source
-    (``coqc`` on ``p.v`` writes ``p.vo``), what a shipped Makefile builds when the tests run ``make``, a URL sent as
-    a request's data, the port of a server the environment ships and the tests start themselves),
+    (``coqc`` on ``p.v`` writes ``p.vo``), a URL sent as a request's data, the port of a server the environment
+    ships and the tests start themselves),
     and ports outside a connection (only ``localhost:N``, a URL's port but a public address's, a ``port=N`` argument,
     ``--port N``, ``nc host N`` or a constant named with ``PORT`` as a whole word count; never
     arithmetic). Named: verbatim (a folder with its closing slash too); under the working folder, by
@@ -232,11 +232,6 @@ _COMPILE_BESIDE = re.compile(
     + r")\b([^\n;|&]*)",
     re.MULTILINE,
 )
-# the tests run make (a shell command, or a Python argument list's first element)
-_MAKE_RUN = re.compile(r"(?:^|[;&|(`]|\b(?:then|do|else)\b|\$\()[ \t]*make\b(?![-.])|['\"]make['\"][ \t]*[,\])]", re.M)
-_MAKE_VARIABLE = re.compile(r"(?m)^[ \t]*(\w+)[ \t]*[:?+]?=[ \t]*([^\n#]*)")
-_MAKE_PHONY = re.compile(r"(?m)^\.PHONY[ \t]*:([^\n]*)")
-_MAKE_RULE = re.compile(r"(?m)^([^\s#:=\t.][^\n:=#]*?)[ \t]*::?(?!=)")
 _EXPOSE = re.compile(r"(?im)^[ \t]*EXPOSE[ \t]+([^\n]+)")
 #: A method that grows a collection: a name only grown and looked up in holds answers (round 13).
 _GROWING = frozenset({"append", "extend", "add", "insert", "update"})
@@ -592,45 +587,6 @@ def compiled_sources(text: str) -> set[str]:
     return found
 
 
-def make_targets(task_dir: Path) -> frozenset[str]:
-    """The files the Makefiles of the task's ``environment/`` build (round 13): each rule's targets, the Makefile's
-    simple variables expanded (``TARGET = prog`` then ``$(TARGET): ...``), phony and pattern targets left out.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> task = pathlib.Path(tempfile.mkdtemp())
-    >>> (task / "environment").mkdir()
-    >>> text = "BIN = calc\\n.PHONY: all clean\\nall: $(BIN)\\n$(BIN): calc.o\\n\\tcc -o $@ $^\\n"
-    >>> text += "%.o: %.c\\n\\tcc -c $<\\n"
-    >>> _ = (task / "environment" / "Makefile").write_text(text)
-    >>> sorted(make_targets(task))
-    ['calc']
-    """
-    folder = task_dir / "environment"
-    if not folder.is_dir():
-        return frozenset()
-    targets: set[str] = set()
-    for path in folder.rglob("*"):
-        if not (path.is_file() and (path.name in {"Makefile", "makefile", "GNUmakefile"} or path.suffix == ".mk")):
-            continue
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        variables = {name: value.strip() for name, value in _MAKE_VARIABLE.findall(text)}
-
-        def expand(words: str, variables: dict[str, str] = variables) -> str:
-            for _ in range(3):  # a variable naming another
-                words = re.sub(r"\$[({](\w+)[)}]", lambda match: variables.get(match.group(1), ""), words)
-            return words
-
-        phony = {word for line in _MAKE_PHONY.findall(text) for word in expand(line).split()}
-        for line in _MAKE_RULE.findall(text):
-            targets |= {Path(word).name for word in expand(line).split() if "%" not in word and "$" not in word} - phony
-    return frozenset(target for target in targets if not target.startswith("."))
-
-
 def environment_ports(task_dir: Path) -> frozenset[str]:
     """The ports the task's ``environment/`` sets itself (round 13): each ``port N`` its code files name (as
     :func:`named_facts` reads a test: ``app.run(port=5000)``, ``localhost:5000``) and its Dockerfiles ``EXPOSE``.
@@ -933,15 +889,13 @@ def asked_facts(
     environment: frozenset[str] = frozenset(),
     *,
     ports: frozenset[str] = frozenset(),
-    targets: frozenset[str] = frozenset(),
 ) -> AskedFacts:
     """What the test files ask of the agent's environment, the hidden inputs they read, the verifier's own.
 
     ``environment`` holds the names of the files the task's ``environment/`` ships: a program the
     tests run that the environment ships is the verifier's tooling (module docstring). Round 13: ``ports``, the
     ports the environment sets itself (:func:`environment_ports`): one the tests connect to after starting a
-    program the environment ships is that program's, the verifier's own start of it; ``targets``, what the
-    environment's Makefiles build (:func:`make_targets`): where the tests run ``make``, the build's output is theirs.
+    program the environment ships is that program's, the verifier's own start of it.
     """
     facts: list[str] = []
     own: set[str] = set()
@@ -949,7 +903,7 @@ def asked_facts(
     copied: set[str] = set()
     groups: list[tuple[str, ...]] = []
     sources: set[str] = set()
-    starts_shipped = runs_make = False
+    starts_shipped = False
     unrun = unrun_scripts(files)
     for path in files:
         if path in unrun:
@@ -971,7 +925,6 @@ def asked_facts(
             sources |= compiled_sources(raw)  # through a name: the AST of the file as written
         if path.suffix.lower() != ".py":  # a Python test's starts are read from its argument lists (above)
             starts_shipped |= any(Path(program).name in environment for program in _RUN.findall(text))
-        runs_make |= _MAKE_RUN.search(text) is not None
         toolboxes |= {match.group(1).rstrip("/") for pattern in _TOOLBOX for match in pattern.finditer(text)}
         toolboxes |= {p.rstrip("/") for value in _PATH_VALUE.findall(text) for p in value.split(":") if p}
         own |= {p.strip("'\"").rstrip("/") for match in _MKDIR.finditer(text) for p in match.group(1).split()}
@@ -1003,7 +956,6 @@ def asked_facts(
             or Path(fact).name in copied
             or any(fact == box or fact.startswith(box + "/") for box in toolboxes)
             or any(_built_beside(fact, source) for source in sources)
-            or (runs_make and Path(fact).name in targets)
         ):
             mine += 1
         elif _HIDDEN_NAME.search(fact):
@@ -1120,11 +1072,10 @@ def named_in_instruction(
     workdir: str | None = None,
     environment: frozenset[str] = frozenset(),
     ports: frozenset[str] = frozenset(),
-    targets: frozenset[str] = frozenset(),
 ) -> StaticResult:
-    """The ``named_in_instruction`` check of one step (module docstring; ``environment``, ``ports`` and ``targets``
-    as :func:`asked_facts` takes them)."""
-    found = asked_facts(step_test_files(folders), environment, ports=ports, targets=targets)
+    """The ``named_in_instruction`` check of one step (module docstring; ``environment`` and ``ports`` as
+    :func:`asked_facts` takes them)."""
+    found = asked_facts(step_test_files(folders), environment, ports=ports)
     missing = tuple(fact for fact in found.asked if not in_instruction(fact, instruction, workdir))
     hidden = tuple(fact for fact in found.hidden if not in_instruction(fact, instruction, workdir))
     unnamed = [

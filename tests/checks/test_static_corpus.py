@@ -24,7 +24,6 @@ from depthlab.checks.static import (
     environment_files,
     environment_ports,
     in_instruction,
-    make_targets,
     named_facts,
     named_in_instruction,
 )
@@ -451,28 +450,6 @@ def test_a_file_uri_names_its_path() -> None:
     assert in_instruction("/srv/runs", "e.g. `store_uri=file:///srv/runs`")
     assert in_instruction("/srv/runs/meta.yaml", "store under FILE:///srv/runs/")
     assert not in_instruction("/srv/runs", "e.g. `store_uri=s3://bucket/srv/runs`")
-
-
-def test_what_a_shipped_makefile_builds_when_the_tests_run_make_is_theirs(tmp_path: Path) -> None:
-    # terminal-bench-env's OpenMP task: the tests run `make` with the Makefile the image ships, then run the
-    # binary it wrote (round 12's held-out part, debatable); without the tests' make, the binary is asked
-    task = tmp_path / "task"
-    (task / "environment").mkdir(parents=True)
-    (task / "environment" / "Makefile").write_text(
-        "PROG := sieve\n.PHONY: all clean\nall: $(PROG)\n$(PROG): sieve.o\n\tcc -o $@ $^\nclean:\n\trm -f $(PROG)\n"
-    )
-    test = (
-        "import subprocess\n"
-        "def test_runs():\n"
-        '    subprocess.run(["make"], cwd="/srv")\n'
-        '    assert subprocess.run(["/srv/sieve"]).returncode == 0\n'
-    )
-    folders = _step(task, {"test_outputs.py": test})
-    targets = make_targets(task)
-    assert targets == frozenset({"sieve"})  # a prerequisite only (sieve.o) is no target
-    assert named_in_instruction("Speed up /srv/sieve.c.", folders, targets=targets).outcome == "ok"
-    (folders[0] / "test_outputs.py").write_text(test.replace('    subprocess.run(["make"], cwd="/srv")\n', ""))
-    assert named_in_instruction("Speed up /srv/sieve.c.", folders, targets=targets).missing == ("/srv/sieve",)
 
 
 def test_the_port_of_a_shipped_server_the_tests_start_is_theirs(tmp_path: Path) -> None:
