@@ -610,6 +610,21 @@ def test_check_corpus_reads_a_git_corpus_and_joins_the_labels(tmp_path: Path) ->
     assert pl.read_csv(output, infer_schema=False).height == 0  # both tasks read before: nothing left
 
 
+def test_check_corpus_lists_only_the_missing_names_of_a_fault() -> None:
+    # round 13's held-out part: a fault whose evidence also lists places accepted any one of (set apart, a note's
+    # part) was read as three items, the group's text among them; the items are the missing names only
+    script = _corpus_script()
+    row = {
+        "outcome": "fault",
+        "evidence": "not in the instruction: /srv/a, /srv/b; hidden verifier inputs, never named: /srv/expected.json; "
+        "places the tests accept any one of, none named: /srv/c | /srv/d",
+    }
+    assert script.flagged_items(row) == ["/srv/a", "/srv/b"]
+    row["evidence"] = "not in the instruction: /srv/a; places the tests accept any one of, none named: /srv/c | /srv/d"
+    assert script.flagged_items(row) == ["/srv/a"]
+    assert script.hidden_items(row) == []
+
+
 def test_check_corpus_refuses_a_bad_corpus_with_its_reason(tmp_path: Path) -> None:
     script = _corpus_script()
     with pytest.raises(SystemExit, match="expected NAME=FOLDER"):
