@@ -550,7 +550,6 @@ def test_round_12_held_out_figures_follow_from_the_labels() -> None:
     assert all(figure[2] < 0.9 for figure in figures)  # neither reaches 0.9: docs/checks.md says "not replicated"
 
 
-
 def test_round_13_held_out_figures_follow_from_the_labels() -> None:
     # docs/checks.md's round 13 table: the two figures pre-registered at 2b6b426 (rules frozen at 89a110d), pooled
     # over both parts and without the LiveCodeBench Pro tasks, each with its Wilson interval, from the hand labels
@@ -564,6 +563,7 @@ def test_round_13_held_out_figures_follow_from_the_labels() -> None:
     assert figures == [(122, 131, 0.93, 0.87, 0.96), (46, 55, 0.84, 0.72, 0.91)]
     assert figures[0][3] < 0.9 <= figures[0][2]  # pooled: at least 0.9 as a point, not beyond its interval
     assert figures[1][2] < 0.9  # without the one adapter it falls short: docs/checks.md says "not replicated"
+
 
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
 def test_the_cookbook_recipes_raise_no_flag(samples: Path, tmp_path: Path) -> None:
