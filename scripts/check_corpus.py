@@ -211,7 +211,10 @@ def flagged_items(row: dict) -> list[str]:
     evidence = str(row["evidence"])
     for lead in ("not in the instruction: ", "the instruction spells out: "):
         if evidence.startswith(lead):
-            said = evidence[len(lead) :].split("; hidden verifier inputs", 1)[0]
+            # what follows the missing names is set apart, not flagged: hidden inputs, places accepted any one of
+            said = evidence[len(lead) :]
+            for apart in ("; hidden verifier inputs", "; places the tests accept"):
+                said = said.split(apart, 1)[0]
             return said.split(" | ") if lead.startswith("the instruction") else said.split(", ")
     return [evidence]
 

@@ -705,10 +705,11 @@ class _TaskChecker:
     # ---------------------------------------------------------------- static ----------------
     def _static(self, steps: list[_Step]) -> None:
         workdir, environment = static.task_workdir(self.path), static.environment_files(self.path)
+        ports = static.environment_ports(self.path)
         for step in steps:
             if "named_in_instruction" in self.wanted:
                 found = static.named_in_instruction(
-                    step.instruction, step.tests, workdir=workdir, environment=environment
+                    step.instruction, step.tests, workdir=workdir, environment=environment, ports=ports
                 )
                 self.row(step, "named_in_instruction", found.outcome, found.evidence, total=found.total)
             if "fix_not_in_instruction" in self.wanted:

@@ -24,14 +24,17 @@ is not; ``harbor lint``.
     an argument; a fallback read only when the place before it is absent, grouped with it; round 12: a
     JavaScript or TypeScript file of the tests that nothing the verifier runs names or starts, code shipped for
     the agent to read or fix (:func:`unrun_scripts`); ``id`` or ``su`` whose next word is on the next line, a
-    GraphQL query's field list),
+    GraphQL query's field list; round 13: a sentence the tests build (an error event's message), an answer list
+    the agent's value is looked up in (``got in accepted``), what a compiler the tests run writes beside its source
+    (``coqc`` on ``p.v`` writes ``p.vo``), a URL sent as a request's data, the port of a server the environment
+    ships and the tests start themselves),
     and ports outside a connection (only ``localhost:N``, a URL's port but a public address's, a ``port=N`` argument,
     ``--port N``, ``nc host N`` or a constant named with ``PORT`` as a whole word count; never
     arithmetic). Named: verbatim (a folder with its closing slash too); under the working folder, by
     its path relative to it (``hello.txt`` or ``./hello.txt`` for ``/app/hello.txt``); under
     ``/root``, with ``~``; a file, by a named folder holding it; a folder, by a named file under it;
-    a port, as a whole number. *Hidden verifier inputs* (a path whose name says it is the verifier's
-    answer: ``golden``, ``expected``, ``hidden``, ``oracle``, ``truth``, ``answer key``,
+    a port, as a whole number; a path, by its ``file://`` URI. *Hidden verifier inputs* (a path whose name
+    says it is the verifier's answer: ``golden``, ``expected``, ``hidden``, ``oracle``, ``truth``, ``answer key``,
     ``fixture``, ``test set``, ``held out``) the agent is never meant to see, and *places the tests
     accept any one of* (:func:`alternatives`) none of which the instruction names: reported apart
     (outcome ``note`` when they are all there is), never missing.
@@ -215,6 +218,27 @@ _JS_RUNNER = re.compile(
     r"(?<![\w./@-])(?:node|nodejs|npm|npx|yarn|pnpm|jest|mocha|vitest|k6|deno|bun|tsc|ts-node|tsx|jasmine|ava"
     r"|playwright|cypress)(?![\w./@-])"
 )
+# a sentence (round 13): a string that starts with a capitalised word and has at least one more word before a path
+# (`"Permission denied reading /srv/a.txt"`, `"Timeout at /api/users"`): a message or sample text the tests build
+# (an error event handed to the agent's function), no place; a command line starts with its program's lower case word
+_SENTENCE = re.compile(r"[A-Z][a-z]+[,:;]?(?:[ \t]+[A-Za-z]+[,:;]?)+[ \t]+/")
+# a compiler that writes its output beside the source it is given, by default (round 13): `coqc /w/p.v` writes
+# /w/p.vo, `javac /w/A.java` /w/A.class; what the tests compile so is their own, as an `-o` target is
+_COMPILERS_BESIDE = frozenset({"coqc", "javac", "tsc", "ocamlc", "ocamlopt", "ghc", "nasm", "cython", "pdflatex",
+                               "xelatex", "lualatex", "latex"})  # fmt: skip
+_COMPILE_BESIDE = re.compile(
+    r"(?:^|[;&|(`]|\b(?:then|do|else)\b|\$\()[ \t]*(?:\S*/)?(?:"
+    + "|".join(sorted(_COMPILERS_BESIDE))
+    + r")\b([^\n;|&]*)",
+    re.MULTILINE,
+)
+_EXPOSE = re.compile(r"(?im)^[ \t]*EXPOSE[ \t]+([^\n]+)")
+#: A method that grows a collection: a name only grown and looked up in holds answers (round 13).
+_GROWING = frozenset({"append", "extend", "add", "insert", "update"})
+#: The keyword arguments of an HTTP call that carry what is sent, not where (round 13).
+_REQUEST_DATA = frozenset({"data", "params", "json", "headers", "files", "cookies"})
+# a `file://` URI's scheme and empty host, before its absolute path (round 13): the path is the place named
+_FILE_URI = re.compile(r"\bfile://(?=/)", re.IGNORECASE)
 _MAX_TEST_BYTES = 512 * 1024
 
 
@@ -316,16 +340,37 @@ def _unasked_parts(tree: ast.AST) -> list[ast.expr]:
     """The parts of a Python test that ask nothing: an assertion's message (it says what failed), the value
     of a name assigned and never read (round 10: a constant the tests define and never use), and an expected
     answer (round 11): a string compared with ``==``/``!=`` (``assert endpoint == "/api/user/email"``), or the
-    value of a name read only so (``expected = "/data/job_7"; assert got == expected``)."""
+    value of a name read only so (``expected = "/data/job_7"; assert got == expected``); round 13: an answer list
+    the agent's value is looked up in (``assert got in accepted``, ``accepted`` only ever grown besides), a
+    sentence (:data:`_SENTENCE`: a message or sample text the tests build, ``"Permission denied reading
+    /srv/a.txt"``) and a URL sent as a request's data (``data={"redirect_uri": "http://localhost:8080/cb"}``)."""
     messages = [node.msg for node in ast.walk(tree) if isinstance(node, ast.Assert) and node.msg]
     in_message = {id(node) for message in messages for node in ast.walk(message)}
     compared = _compared_operands(tree)
+    # a name read only as what a value is looked up in (`got in accepted`), or grown (`accepted.append(...)`),
+    # holds answers, as a name read only in `==` does (round 13)
+    looked_up = {
+        id(node.comparators[0])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], (ast.In, ast.NotIn))
+        and isinstance(node.comparators[0], ast.Name)
+    }
+    grown = {
+        id(node.func.value): node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _GROWING
+        and isinstance(node.func.value, ast.Name)
+    }
     read: set[str] = set()
     read_otherwise: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store) and id(node) not in in_message:
             read.add(node.id)
-            if id(node) not in compared:
+            if id(node) not in compared and id(node) not in looked_up and id(node) not in grown:
                 read_otherwise.add(node.id)
     read |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     read_otherwise |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
@@ -335,6 +380,7 @@ def _unasked_parts(tree: ast.AST) -> list[ast.expr]:
         for node in ast.walk(tree)
         if isinstance(node, ast.expr) and id(node) in compared and _written_path(node) is not None
     ]
+    answers: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -345,12 +391,65 @@ def _unasked_parts(tree: ast.AST) -> list[ast.expr]:
                 parts.append(node.value)
             elif not set(names) & read_otherwise and _literal_answer(node.value):
                 parts.append(node.value)  # read only as an expected answer
-    return parts
+                answers |= set(names)
+    for call in grown.values():  # what an answer list is grown with: answers too
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if isinstance(receiver, ast.Name) and receiver.id in answers:
+            parts += [argument for argument in call.args if _literal_answer(argument)]
+    in_f_string = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
+    parts += [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in in_f_string
+        and "\n" not in node.value  # one line: a file's text the tests write may hold a place further on
+        and _SENTENCE.match(node.value)
+    ]
+    return parts + _sent_urls(tree)
+
+
+def _sent_urls(tree: ast.AST) -> list[ast.expr]:
+    """The URLs a Python test sends as a request's data (round 13): a string with ``://`` inside the dict given as
+    ``data=``, ``params=``, ``json=``, ``headers=``, ``files=`` or ``cookies=`` (or a name assigned such a dict),
+    a value sent (an OAuth ``redirect_uri``), not where the tests connect.
+
+    Examples
+    --------
+    >>> code = 'form = {"cb": "http://localhost:8080/cb"}\\nrequests.post("http://localhost:5000/t", data=form)'
+    >>> [node.value for node in _sent_urls(ast.parse(code)) if isinstance(node, ast.Constant)]
+    ['http://localhost:8080/cb']
+    """
+    dicts: dict[str, list[ast.Dict]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    dicts.setdefault(target.id, []).append(node.value)
+    sent: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for keyword in node.keywords:
+            if keyword.arg not in _REQUEST_DATA:
+                continue
+            value = keyword.value
+            bodies: list[ast.expr] = [*dicts.get(value.id, [])] if isinstance(value, ast.Name) else [value]
+            sent += [
+                part
+                for body in bodies
+                if isinstance(body, ast.Dict)
+                for part in ast.walk(body)
+                if isinstance(part, ast.Constant) and isinstance(part.value, str) and "://" in part.value
+            ]
+    return sent
 
 
 def _compared_operands(tree: ast.AST) -> set[int]:
     """The ids of the nodes compared as values: the operands of a comparison made of ``==`` and ``!=`` only,
-    and the left of ``in`` (a member of what the agent reported). A string is compared as text there."""
+    the left of ``in`` (a member of what the agent reported) and, round 13, each member of a list, tuple or set
+    written on the right of ``in`` (the answers the agent's value is looked up in: ``got in ["/a", "/b"]``). A
+    string is compared as text there."""
     found: set[int] = set()
     for node in ast.walk(tree):
         if not isinstance(node, ast.Compare):
@@ -359,17 +458,20 @@ def _compared_operands(tree: ast.AST) -> set[int]:
             found |= {id(operand) for operand in (node.left, *node.comparators)}
         elif len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             found.add(id(node.left))
+            if isinstance(node.comparators[0], (ast.List, ast.Tuple, ast.Set)):
+                found |= {id(element) for element in node.comparators[0].elts}
     return found
 
 
 def _literal_answer(node: ast.expr) -> bool:
-    """Whether ``node`` is a path written as a string, or a list, tuple or set of strings with a path among them."""
+    """Whether ``node`` is a path written as a string, or a list, tuple or set of strings (or ``Path("...")``,
+    round 13) with a path among them."""
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        values = [element.value for element in node.elts if isinstance(element, ast.Constant)]
+        values = [_literal_path(element) for element in node.elts]
         return (
-            len(values) == len(node.elts) > 0
-            and all(isinstance(v, str) for v in values)
-            and any(str(v).startswith("/") for v in values)
+            len(values) > 0
+            and all(value is not None for value in values)
+            and any(str(value).startswith("/") for value in values)
         )
     return _written_path(node) is not None
 
@@ -394,12 +496,7 @@ def made_or_handed_paths(text: str) -> set[str]:
     values = _assigned_paths(tree)
 
     def paths_of(node: ast.expr) -> set[str]:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and node.args:
-            node = node.args[0]
-        if isinstance(node, ast.Name):
-            return set(values.get(node.id, []))
-        path = _written_path(node)
-        return {path} if path is not None else set()
+        return _paths_of(node, values)
 
     own: set[str] = set()
     for node in ast.walk(tree):
@@ -420,6 +517,108 @@ def made_or_handed_paths(text: str) -> set[str]:
         elif isinstance(owner, ast.Name) and owner.id == "shutil" and len(node.args) == 2:
             own |= paths_of(node.args[1]) if isinstance(node.args[1], ast.Name) else set()  # a literal's: above
     return own
+
+
+def _paths_of(node: ast.expr, values: dict[str, list[str]]) -> set[str]:
+    """The absolute paths an argument holds: a literal (``"/w/a"``, ``Path("/w/a")``), or a name's values
+    (:func:`_assigned_paths`), ``str(name)`` too."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and node.args:
+        node = node.args[0]
+    if isinstance(node, ast.Name):
+        return set(values.get(node.id, []))
+    path = _written_path(node)
+    return {path} if path is not None else set()
+
+
+def started_programs(text: str) -> set[str]:
+    """The programs a Python test starts by path (round 13): the first element of a ``subprocess`` argument list,
+    or the one an interpreter is given (``Popen(["python", str(server)])``), as a literal or through a name.
+
+    Examples
+    --------
+    >>> sorted(started_programs('srv = Path("/w/api/app.py")\\nsubprocess.Popen(["python3", str(srv)])'))
+    ['/w/api/app.py']
+    """
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    values = _assigned_paths(tree)
+    started: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)) and node.args):
+            continue
+        function = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+        if function in _SUBPROCESS_CALLS and isinstance(node.args[0], (ast.List, ast.Tuple)) and node.args[0].elts:
+            elements = node.args[0].elts
+            program = 1 if _is_interpreter(elements[0]) else 0
+            if len(elements) > program:
+                started |= _paths_of(elements[program], values)
+    return started
+
+
+def compiled_sources(text: str) -> set[str]:
+    """The source files the tests hand a compiler that writes its output beside them (round 13:
+    :data:`_COMPILERS_BESIDE`, ``coqc /w/proof.v`` writes ``/w/proof.vo``), in a shell line or a Python argument
+    list, as a literal or (Python) through a name.
+
+    Examples
+    --------
+    >>> sorted(compiled_sources('coqc /w/a.v && javac -d . /w/B.java'))
+    ['/w/B.java', '/w/a.v']
+    >>> sorted(compiled_sources('f = Path("/w/p.v")\\nsubprocess.run(["coqc", str(f)], cwd="/w")'))
+    ['/w/p.v']
+    """
+    found = {
+        path
+        for match in _COMPILE_BESIDE.finditer(text)
+        for path in re.findall(r"(?<![\w.])/[\w.+/-]*\.\w+", match.group(1))
+    }
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return found
+    values = _assigned_paths(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+            first = _literal_path(node.elts[0])
+            if first is not None and Path(first).name in _COMPILERS_BESIDE:
+                found |= {path for element in node.elts[1:] for path in _paths_of(element, values)}
+    return found
+
+
+def environment_ports(task_dir: Path) -> frozenset[str]:
+    """The ports the task's ``environment/`` sets itself (round 13): each ``port N`` its code files name (as
+    :func:`named_facts` reads a test: ``app.run(port=5000)``, ``localhost:5000``) and its Dockerfiles ``EXPOSE``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> task = pathlib.Path(tempfile.mkdtemp())
+    >>> (task / "environment" / "api").mkdir(parents=True)
+    >>> _ = (task / "environment" / "api" / "app.py").write_text("app.run(host='0.0.0.0', port=5000)\\n")
+    >>> _ = (task / "environment" / "Dockerfile").write_text("FROM debian\\nEXPOSE 8443/tcp\\n")
+    >>> sorted(environment_ports(task))
+    ['port 5000', 'port 8443']
+    """
+    folder = task_dir / "environment"
+    if not folder.is_dir():
+        return frozenset()
+    ports: set[str] = set()
+    for path in folder.rglob("*"):
+        if not path.is_file() or path.stat().st_size > _MAX_TEST_BYTES:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if path.name == "Dockerfile" or path.name.startswith("Dockerfile."):
+            ports |= {f"port {number}" for line in _EXPOSE.findall(text) for number in re.findall(r"\b\d{2,5}\b", line)}
+            continue
+        code = code_of_test(path.name, text)
+        if code is not None:
+            ports |= {fact for fact in named_facts(code) if fact.startswith("port ")}
+    return frozenset(ports)
 
 
 def _is_interpreter(node: ast.expr) -> bool:
@@ -685,17 +884,26 @@ def unrun_scripts(files: list[Path]) -> set[Path]:
         run += sorted(reached)
 
 
-def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) -> AskedFacts:
+def asked_facts(
+    files: list[Path],
+    environment: frozenset[str] = frozenset(),
+    *,
+    ports: frozenset[str] = frozenset(),
+) -> AskedFacts:
     """What the test files ask of the agent's environment, the hidden inputs they read, the verifier's own.
 
     ``environment`` holds the names of the files the task's ``environment/`` ships: a program the
-    tests run that the environment ships is the verifier's tooling (module docstring).
+    tests run that the environment ships is the verifier's tooling (module docstring). Round 13: ``ports``, the
+    ports the environment sets itself (:func:`environment_ports`): one the tests connect to after starting a
+    program the environment ships is that program's, the verifier's own start of it.
     """
     facts: list[str] = []
     own: set[str] = set()
     toolboxes: set[str] = set()
     copied: set[str] = set()
     groups: list[tuple[str, ...]] = []
+    sources: set[str] = set()
+    starts_shipped = False
     unrun = unrun_scripts(files)
     for path in files:
         if path in unrun:
@@ -710,7 +918,13 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
         if path.suffix.lower() == ".py":
             groups += alternatives(raw)
             own |= made_or_handed_paths(raw)
+            starts_shipped |= any(Path(program).name in environment for program in started_programs(raw))
         facts += named_facts(text)
+        sources |= compiled_sources(text)
+        if path.suffix.lower() == ".py":
+            sources |= compiled_sources(raw)  # through a name: the AST of the file as written
+        if path.suffix.lower() != ".py":  # a Python test's starts are read from its argument lists (above)
+            starts_shipped |= any(Path(program).name in environment for program in _RUN.findall(text))
         toolboxes |= {match.group(1).rstrip("/") for pattern in _TOOLBOX for match in pattern.finditer(text)}
         toolboxes |= {p.rstrip("/") for value in _PATH_VALUE.findall(text) for p in value.split(":") if p}
         own |= {p.strip("'\"").rstrip("/") for match in _MKDIR.finditer(text) for p in match.group(1).split()}
@@ -732,13 +946,16 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
     for fact in dict.fromkeys(facts):
         if fact in grouped:
             continue  # one of a group: asked as the group
-        if fact.startswith(("port ", "user ")):
+        if fact.startswith("port ") and starts_shipped and fact in ports:
+            mine += 1  # the port of a server the environment ships and the tests start themselves (round 13)
+        elif fact.startswith(("port ", "user ")):
             asked.append(fact)
         elif (
             _VERIFIER_NAME.search(fact)
             or fact in own
             or Path(fact).name in copied
             or any(fact == box or fact.startswith(box + "/") for box in toolboxes)
+            or any(_built_beside(fact, source) for source in sources)
         ):
             mine += 1
         elif _HIDDEN_NAME.search(fact):
@@ -746,6 +963,12 @@ def asked_facts(files: list[Path], environment: frozenset[str] = frozenset()) ->
         else:
             asked.append(fact)
     return AskedFacts(tuple(asked), tuple(hidden), mine, tuple(dict.fromkeys(groups)))
+
+
+def _built_beside(fact: str, source: str) -> bool:
+    """Whether ``fact`` is what a compiler writes beside ``source``: the same folder and stem, another suffix."""
+    made, given = Path(fact), Path(source)
+    return made.parent == given.parent and made.stem == given.stem and made.suffix not in {"", given.suffix}
 
 
 def in_instruction(fact: str, instruction: str, workdir: str | None = None) -> bool:
@@ -767,11 +990,15 @@ def in_instruction(fact: str, instruction: str, workdir: str | None = None) -> b
     (True, True)
     >>> in_instruction("port 8080", "at http://localhost:8080/auth"), in_instruction("/root/.gnupg", "in ~/.gnupg/")
     (True, True)
+    >>> in_instruction("/w/runs", "e.g. `uri=file:///w/runs`"), in_instruction("/w/runs", "e.g. `uri=http://h/w/runs`")
+    (True, False)
     """
     if fact.startswith("port "):  # a whole number: "localhost:8080/auth" names port 8080
         return re.search(rf"(?<![\w.]){re.escape(fact[5:])}(?!\w)", instruction) is not None
     if fact.startswith("user "):
         return _names(fact[5:], instruction)
+    # a `file://` URI names its path (round 13): `tracking_uri=file:///w/mlruns` names /w/mlruns
+    instruction = _FILE_URI.sub(" ", instruction)
     candidates = [fact]
     if workdir and workdir.rstrip("/") and fact.startswith(workdir.rstrip("/") + "/"):
         relative = fact[len(workdir.rstrip("/")) + 1 :]
@@ -839,10 +1066,16 @@ def environment_files(task_dir: Path) -> frozenset[str]:
 
 
 def named_in_instruction(
-    instruction: str, folders: list[Path], *, workdir: str | None = None, environment: frozenset[str] = frozenset()
+    instruction: str,
+    folders: list[Path],
+    *,
+    workdir: str | None = None,
+    environment: frozenset[str] = frozenset(),
+    ports: frozenset[str] = frozenset(),
 ) -> StaticResult:
-    """The ``named_in_instruction`` check of one step (module docstring)."""
-    found = asked_facts(step_test_files(folders), environment)
+    """The ``named_in_instruction`` check of one step (module docstring; ``environment`` and ``ports`` as
+    :func:`asked_facts` takes them)."""
+    found = asked_facts(step_test_files(folders), environment, ports=ports)
     missing = tuple(fact for fact in found.asked if not in_instruction(fact, instruction, workdir))
     hidden = tuple(fact for fact in found.hidden if not in_instruction(fact, instruction, workdir))
     unnamed = [

@@ -18,7 +18,15 @@ import polars as pl
 import pytest
 
 from depthlab.checks import check_tasks
-from depthlab.checks.static import alternatives, code_of_test, in_instruction, named_facts, named_in_instruction
+from depthlab.checks.static import (
+    alternatives,
+    code_of_test,
+    environment_files,
+    environment_ports,
+    in_instruction,
+    named_facts,
+    named_in_instruction,
+)
 from depthlab.stats import proportion_ci
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -357,6 +365,119 @@ def test_round_12_a_graphql_field_list_is_no_account(name: str, code: str, found
     assert named_facts(text) == found
 
 
+# ---------------------------------------------------------------- round 13 (after round 12's held-out part) -
+def test_a_sentence_the_tests_build_as_input_is_no_place(tmp_path: Path) -> None:
+    # terminal-bench-env's error-grouping task: sample error events handed to the agent's hook, their messages
+    # holding made-up paths and routes (round 12's held-out part, five items); a command line still counts
+    folders = _step(
+        tmp_path,
+        {
+            "test_outputs.py": "import subprocess\n"
+            "def test_grouping():\n"
+            '    first = {"error": {"kind": "IOError", "text": "Access refused opening /srv/one/a.log"}}\n'
+            '    second = {"error": {"kind": "Timeout", "text": "Gateway timed out on /v3/carts"}}\n'
+            '    assert hook(first) == hook({"error": {"text": "Access refused: /x/b.log"}})\n'
+            '    subprocess.run("cat /srv/report/out.txt", shell=True)\n'
+            '    Path("/srv/hook.cfg").write_text("Send alerts to /srv/alerts daily\\nstore: /srv/spool here")\n',
+        },
+    )
+    found = named_in_instruction("Write the hook to /srv/hook.py.", folders)
+    # a file's text of several lines is not one sentence: what it names further on is still read
+    assert found.missing == ("/srv/report/out.txt", "/srv/hook.cfg", "/srv/alerts", "/srv/spool"), found.evidence
+
+
+def test_an_answer_list_the_agents_value_is_looked_up_in_asks_nothing(tmp_path: Path) -> None:
+    # terminal-bench-env's cargo linker task: the config path the agent reports must be one of several accepted
+    # places (`reported in accepted`, the list grown afterwards); a list walked place by place is still asked
+    folders = _step(
+        tmp_path,
+        {
+            "test_outputs.py": "import json, os\n"
+            "def test_place():\n"
+            '    reported = Path(json.load(open("/srv/answer.json"))["config"])\n'
+            '    accepted = [Path("/srv/proj/.tool/conf"), Path("/srv/.tool/conf")]\n'
+            '    accepted.extend([Path(os.environ["HOME"]) / ".tool" / "conf"])\n'
+            "    assert reported in accepted\n"
+            '    assert reported.name not in ("/srv/old.conf", "/srv/older.conf")\n'
+            "def test_each():\n"
+            '    for place in [Path("/srv/a.out"), Path("/srv/b.out")]:\n'
+            "        assert place.exists()\n",
+        },
+    )
+    found = named_in_instruction("Report it in /srv/answer.json.", folders)
+    assert found.missing == ("/srv/a.out", "/srv/b.out"), found.evidence
+
+
+def test_what_a_compiler_the_tests_run_writes_beside_its_source_is_theirs(tmp_path: Path) -> None:
+    # terminal-bench-env's Coq task: the tests run `coqc` on the agent's proof and look for the object file it
+    # writes beside it (round 12's held-out part); another file of the folder is still asked
+    folders = _step(
+        tmp_path,
+        {
+            "test.sh": "#!/bin/bash\njavac /srv/src/Main.java && test -f /srv/src/Main.class\n",
+            "test_outputs.py": "import subprocess\n"
+            "def test_build():\n"
+            '    proof = Path("/srv/lemma.v")\n'
+            '    subprocess.run(["coqc", str(proof)], cwd="/srv")\n'
+            '    assert Path("/srv/lemma.vo").exists()\n'
+            '    assert Path("/srv/lemma_notes.txt").exists()\n',
+        },
+    )
+    found = named_in_instruction("Fix /srv/lemma.v and /srv/src/Main.java.", folders)
+    assert found.missing == ("/srv/lemma_notes.txt",), found.evidence
+
+
+def test_a_url_sent_as_a_requests_data_is_no_connection(tmp_path: Path) -> None:
+    # terminal-bench-env's PKCE task: a redirect URI's port sent as a form value and a query parameter; the port
+    # the tests connect to is still asked (round 12's held-out part)
+    folders = _step(
+        tmp_path,
+        {
+            "test_outputs.py": "import requests\n"
+            'FORM = {"grant": "code", "return_to": "http://localhost:9123/done"}\n'
+            "def test_flow():\n"
+            '    requests.get("http://localhost:7001/start", params={"next": "http://127.0.0.1:9124/back"})\n'
+            '    requests.post("http://localhost:7001/swap", data=FORM)\n',
+        },
+    )
+    assert named_in_instruction("Fix the service.", folders).missing == ("port 7001",)
+    assert named_in_instruction("Fix the service on port 7001.", folders).outcome == "ok"
+
+
+def test_a_file_uri_names_its_path() -> None:
+    # terminal-bench-env's MLflow task: the instruction's example names the store as `file:///...` (round 12's
+    # held-out part); another scheme's path is another place
+    assert in_instruction("/srv/runs", "e.g. `store_uri=file:///srv/runs`")
+    assert in_instruction("/srv/runs/meta.yaml", "store under FILE:///srv/runs/")
+    assert not in_instruction("/srv/runs", "e.g. `store_uri=s3://bucket/srv/runs`")
+
+
+def test_the_port_of_a_shipped_server_the_tests_start_is_theirs(tmp_path: Path) -> None:
+    # terminal-bench-env's Flask tasks: the tests start the server the image ships (its port set in its own code)
+    # and connect to it (round 12's held-out part, three debatable items); a port the environment does not set,
+    # or a server the tests do not start, is still asked
+    task = tmp_path / "task"
+    (task / "environment" / "svc").mkdir(parents=True)
+    (task / "environment" / "svc" / "serve.py").write_text("app.run(host='0.0.0.0', port=6100)\n")
+    test = (
+        "import subprocess, requests\n"
+        'SERVER = Path("/srv/svc/serve.py")\n'
+        "def test_up():\n"
+        '    proc = subprocess.Popen(["python3", str(SERVER)])\n'
+        '    assert requests.get("http://localhost:6100/health").ok\n'
+        '    assert requests.get("http://localhost:6200/metrics").ok\n'
+    )
+    folders = _step(task, {"test_outputs.py": test})
+    ports, shipped = environment_ports(task), environment_files(task)
+    assert ports == frozenset({"port 6100"})
+    found = named_in_instruction("Fix /srv/svc/serve.py.", folders, environment=shipped, ports=ports)
+    assert found.missing == ("port 6200",), found.evidence
+    unstarted = test.replace('    proc = subprocess.Popen(["python3", str(SERVER)])\n', "")
+    (folders[0] / "test_outputs.py").write_text(unstarted)
+    found = named_in_instruction("Fix /srv/svc/serve.py.", folders, environment=shipped, ports=ports)
+    assert found.missing == ("port 6100", "port 6200"), found.evidence
+
+
 # ---------------------------------------------------------------- round 10's held-out part ------------------
 def test_round_10_held_out_figures_follow_from_the_labels() -> None:
     # docs/checks.md's round 10 table, recomputed from the hand labels (scripts/corpus_labels.csv): every item
@@ -429,6 +550,21 @@ def test_round_12_held_out_figures_follow_from_the_labels() -> None:
     assert all(figure[2] < 0.9 for figure in figures)  # neither reaches 0.9: docs/checks.md says "not replicated"
 
 
+def test_round_13_held_out_figures_follow_from_the_labels() -> None:
+    # docs/checks.md's round 13 table: the two figures pre-registered at 2b6b426 (rules frozen at 89a110d), pooled
+    # over both parts and without the LiveCodeBench Pro tasks, each with its Wilson interval, from the hand labels
+    counts, figures = _held_out_figures("tbdatasets6", "tbenv11")
+    assert counts == {
+        ("tbdatasets6", "true"): 76,
+        ("tbenv11", "true"): 46,
+        ("tbenv11", "debatable"): 2,
+        ("tbenv11", "false"): 7,
+    }
+    assert figures == [(122, 131, 0.93, 0.87, 0.96), (46, 55, 0.84, 0.72, 0.91)]
+    assert figures[0][3] < 0.9 <= figures[0][2]  # pooled: at least 0.9 as a point, not beyond its interval
+    assert figures[1][2] < 0.9  # without the one adapter it falls short: docs/checks.md says "not replicated"
+
+
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
 def test_the_cookbook_recipes_raise_no_flag(samples: Path, tmp_path: Path) -> None:
     root = samples / "harbor-framework_harbor-cookbook" / "harbor_cookbook" / "recipes"
@@ -487,6 +623,21 @@ def test_check_corpus_reads_a_git_corpus_and_joins_the_labels(tmp_path: Path) ->
     options = ["--unread-after", f"c={repo}@HEAD:tasks#1", "--unread-after-unread", f"e={repo}@HEAD:tasks#1"]
     assert script.main([f"g={repo}@HEAD:tasks#2", *options, "-o", str(output)]) == 0
     assert pl.read_csv(output, infer_schema=False).height == 0  # both tasks read before: nothing left
+
+
+def test_check_corpus_lists_only_the_missing_names_of_a_fault() -> None:
+    # round 13's held-out part: a fault whose evidence also lists places accepted any one of (set apart, a note's
+    # part) was read as three items, the group's text among them; the items are the missing names only
+    script = _corpus_script()
+    row = {
+        "outcome": "fault",
+        "evidence": "not in the instruction: /srv/a, /srv/b; hidden verifier inputs, never named: /srv/expected.json; "
+        "places the tests accept any one of, none named: /srv/c | /srv/d",
+    }
+    assert script.flagged_items(row) == ["/srv/a", "/srv/b"]
+    row["evidence"] = "not in the instruction: /srv/a; places the tests accept any one of, none named: /srv/c | /srv/d"
+    assert script.flagged_items(row) == ["/srv/a"]
+    assert script.hidden_items(row) == []
 
 
 def test_check_corpus_refuses_a_bad_corpus_with_its_reason(tmp_path: Path) -> None:
