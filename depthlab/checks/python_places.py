@@ -1,0 +1,395 @@
+"""The places a test's Python (or shell) code handles itself, which the tests therefore do not ask the agent
+about: what it makes or hands over (:func:`made_or_handed_paths`), the programs it starts
+(:func:`started_programs`), the sources it compiles (:func:`compiled_sources`), and the places it accepts any one
+of (:func:`alternatives`); and the parts of a Python test that ask nothing (:func:`unasked_parts`: a sentence it
+builds, an answer it compares or looks up, a URL it sends as a request's data).
+
+The reading of ``named_in_instruction`` (:mod:`depthlab.checks.static`), apart from its rules so that each
+module keeps one concern: these functions read a test file's text (its AST where it is Python) and return
+paths; the check decides what the paths mean.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import re
+from pathlib import Path
+
+# a sentence (round 13): a string that starts with a capitalised word and has at least one more word before a path
+# (`"Permission denied reading /srv/a.txt"`, `"Timeout at /api/users"`): a message or sample text the tests build
+# (an error event handed to the agent's function), no place; a command line starts with its program's lower case word
+_SENTENCE = re.compile(r"[A-Z][a-z]+[,:;]?(?:[ \t]+[A-Za-z]+[,:;]?)+[ \t]+/")
+#: A method that grows a collection: a name only grown and looked up in holds answers (round 13).
+_GROWING = frozenset({"append", "extend", "add", "insert", "update"})
+#: The keyword arguments of an HTTP call that carry what is sent, not where (round 13).
+_REQUEST_DATA = frozenset({"data", "params", "json", "headers", "files", "cookies"})
+_SUBPROCESS_CALLS = frozenset({"run", "call", "check_call", "check_output", "Popen"})
+#: A command line that starts an interpreter (what follows is code it runs, not a place).
+INTERPRETER = re.compile(r"[ \t]*(?:(?:sudo|exec|env)[ \t]+)*(?:\S*/)?(?:python3?|bash|sh|zsh)\b")
+# a compiler that writes its output beside the source it is given, by default (round 13): `coqc /w/p.v` writes
+# /w/p.vo, `javac /w/A.java` /w/A.class; what the tests compile so is their own, as an `-o` target is
+_COMPILERS_BESIDE = frozenset({"coqc", "javac", "tsc", "ocamlc", "ocamlopt", "ghc", "nasm", "cython", "pdflatex",
+                               "xelatex", "lualatex", "latex"})  # fmt: skip
+_COMPILE_BESIDE = re.compile(
+    r"(?:^|[;&|(`]|\b(?:then|do|else)\b|\$\()[ \t]*(?:\S*/)?(?:"
+    + "|".join(sorted(_COMPILERS_BESIDE))
+    + r")\b([^\n;|&]*)",
+    re.MULTILINE,
+)
+
+
+def made_or_handed_paths(text: str) -> set[str]:
+    """The absolute paths a Python test makes or hands over through a name (round 11): what it compiles with
+    ``"-o", str(binary)`` or copies to with ``shutil.copy(src, target)`` where the name holds a literal path, and
+    what it hands to the agent's program as an argument (``[sys.executable, str(script), "5", str(out)]``: the
+    program is told the place, so the instruction need not name it; the program itself is still asked).
+
+    Examples
+    --------
+    >>> sorted(made_or_handed_paths('out = Path("/w/bin")\\nsubprocess.run(["gcc", "-o", str(out), "/w/a.c"])'))
+    ['/w/bin']
+    >>> sorted(made_or_handed_paths('s = "/w/tool.py"\\nsubprocess.run([sys.executable, s, "5", "/w/out.txt"])'))
+    ['/w/out.txt']
+    """
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    values = _assigned_paths(tree)
+
+    def paths_of(node: ast.expr) -> set[str]:
+        return _paths_of(node, values)
+
+    own: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple)):
+            for before, after in itertools.pairwise(node.elts):
+                if isinstance(before, ast.Constant) and before.value == "-o" and not literal_path(after):
+                    own |= paths_of(after)  # a literal -o target is _TOOLBOX's
+        if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)) and node.args):
+            continue
+        function = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+        owner = node.func.value if isinstance(node.func, ast.Attribute) else None
+        if function in _SUBPROCESS_CALLS and isinstance(node.args[0], (ast.List, ast.Tuple)):
+            elements = node.args[0].elts
+            program = 1 if elements and _is_interpreter(elements[0]) else 0
+            if len(elements) > program + 1 and paths_of(elements[program]):
+                for argument in elements[program + 1 :]:
+                    own |= paths_of(argument)
+        elif isinstance(owner, ast.Name) and owner.id == "shutil" and len(node.args) == 2:
+            own |= paths_of(node.args[1]) if isinstance(node.args[1], ast.Name) else set()  # a literal's: above
+    return own
+
+
+def _paths_of(node: ast.expr, values: dict[str, list[str]]) -> set[str]:
+    """The absolute paths an argument holds: a literal (``"/w/a"``, ``Path("/w/a")``), or a name's values
+    (:func:`_assigned_paths`), ``str(name)`` too."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and node.args:
+        node = node.args[0]
+    if isinstance(node, ast.Name):
+        return set(values.get(node.id, []))
+    path = written_path(node)
+    return {path} if path is not None else set()
+
+
+def started_programs(text: str) -> set[str]:
+    """The programs a Python test starts by path (round 13): the first element of a ``subprocess`` argument list,
+    or the one an interpreter is given (``Popen(["python", str(server)])``), as a literal or through a name.
+
+    Examples
+    --------
+    >>> sorted(started_programs('srv = Path("/w/api/app.py")\\nsubprocess.Popen(["python3", str(srv)])'))
+    ['/w/api/app.py']
+    """
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    values = _assigned_paths(tree)
+    started: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)) and node.args):
+            continue
+        function = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+        if function in _SUBPROCESS_CALLS and isinstance(node.args[0], (ast.List, ast.Tuple)) and node.args[0].elts:
+            elements = node.args[0].elts
+            program = 1 if _is_interpreter(elements[0]) else 0
+            if len(elements) > program:
+                started |= _paths_of(elements[program], values)
+    return started
+
+
+def compiled_sources(text: str) -> set[str]:
+    """The source files the tests hand a compiler that writes its output beside them (round 13:
+    :data:`_COMPILERS_BESIDE`, ``coqc /w/proof.v`` writes ``/w/proof.vo``), in a shell line or a Python argument
+    list, as a literal or (Python) through a name.
+
+    Examples
+    --------
+    >>> sorted(compiled_sources('coqc /w/a.v && javac -d . /w/B.java'))
+    ['/w/B.java', '/w/a.v']
+    >>> sorted(compiled_sources('f = Path("/w/p.v")\\nsubprocess.run(["coqc", str(f)], cwd="/w")'))
+    ['/w/p.v']
+    """
+    found = {
+        path
+        for match in _COMPILE_BESIDE.finditer(text)
+        for path in re.findall(r"(?<![\w.])/[\w.+/-]*\.\w+", match.group(1))
+    }
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return found
+    values = _assigned_paths(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+            first = literal_path(node.elts[0])
+            if first is not None and Path(first).name in _COMPILERS_BESIDE:
+                found |= {path for element in node.elts[1:] for path in _paths_of(element, values)}
+    return found
+
+
+def _is_interpreter(node: ast.expr) -> bool:
+    """Whether an argument list's first element runs the next one: ``sys.executable``, ``python3``, ``bash``..."""
+    if isinstance(node, ast.Attribute) and node.attr == "executable":
+        return True
+    return (
+        isinstance(node, ast.Constant) and isinstance(node.value, str) and INTERPRETER.fullmatch(node.value) is not None
+    )
+
+
+def alternatives(text: str) -> list[tuple[str, ...]]:
+    """The groups of absolute paths a Python test file accepts any one of: a list, tuple or set literal of two
+    or more paths that are one file in several places (one name), or that a function searches for one of
+    (its body has ``any(``, ``next(`` or ``break``). A list the tests check path by path is no group.
+
+    Examples
+    --------
+    >>> alternatives('def t():\\n    assert any(Path(p).exists() for p in ["/app/a.bin", Path("/srv/b")])')
+    [('/app/a.bin', '/srv/b')]
+    >>> alternatives('for p in ["/app/x/run.cfg", "/app/run.cfg"]: pass\\nfor q in ["/app/a", "/app/b"]: pass')
+    [('/app/x/run.cfg', '/app/run.cfg')]
+    """
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    scopes: list[ast.AST] = [
+        tree,
+        *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
+    ]
+    searched = {
+        id(node)
+        for scope in scopes
+        if scope is not tree and re.search(r"\bany\(|\bnext\(|\bbreak\b", ast.get_source_segment(text, scope) or "")
+        for node in ast.walk(scope)
+    }
+    groups: list[tuple[str, ...]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and len(node.elts) >= 2:
+            paths = [literal_path(element) for element in node.elts]
+            group = tuple(path.rstrip("/") for path in paths if path and path.startswith("/"))
+            if None in paths or len(group) < 2:  # relative places may stand beside them (`./feature_store.yaml`)
+                continue
+            if id(node) in searched or len({Path(path).name for path in group}) == 1:
+                groups.append(group)
+    return groups + _fallbacks(tree)
+
+
+def _assigned_paths(tree: ast.AST) -> dict[str, list[str]]:
+    """The absolute paths each plain name is assigned (``out = Path("/w/bin")``), in the order written."""
+    values: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            path = written_path(node.value)
+            if path is not None:
+                values.setdefault(node.targets[0].id, []).append(path)
+    return values
+
+
+def _fallbacks(tree: ast.AST) -> list[tuple[str, ...]]:
+    """A place and the fallback the tests read when it is absent (round 11): ``d = Path("/w/problems")`` then
+    ``if not d.exists(): d = Path("/w/data/problems")``: a group, met by naming either."""
+    values = _assigned_paths(tree)
+    groups: list[tuple[str, ...]] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)):
+            continue
+        tested = node.test.operand
+        if not (isinstance(tested, ast.Call) and isinstance(tested.func, (ast.Attribute, ast.Name))):
+            continue
+        function = tested.func.attr if isinstance(tested.func, ast.Attribute) else tested.func.id
+        if function not in {"exists", "is_dir", "is_file", "isdir", "isfile"}:
+            continue
+        subject = tested.args[0] if tested.args else getattr(tested.func, "value", None)
+        if not isinstance(subject, ast.Name):
+            continue
+        for statement in node.body:
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+                and statement.targets[0].id == subject.id
+            ):
+                group = tuple(dict.fromkeys(path.rstrip("/") for path in values.get(subject.id, [])))
+                if len(group) >= 2:
+                    groups.append(group)
+    return groups
+
+
+def written_path(node: ast.expr) -> str | None:
+    """An absolute path written as a string or ``Path("...")`` (not any call's argument: ``exists("/x")``)."""
+    if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in {"Path", "str"}):
+        return None
+    found = literal_path(node)
+    return found if found is not None and found.startswith("/") else None
+
+
+def literal_path(node: ast.expr) -> str | None:
+    """A path written as a string or ``Path("...")``; None for anything else."""
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+        node = node.args[0]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def unasked_parts(tree: ast.AST) -> list[ast.expr]:
+    """The parts of a Python test that ask nothing: an assertion's message (it says what failed), the value
+    of a name assigned and never read (round 10: a constant the tests define and never use), and an expected
+    answer (round 11): a string compared with ``==``/``!=`` (``assert endpoint == "/api/user/email"``), or the
+    value of a name read only so (``expected = "/data/job_7"; assert got == expected``); round 13: an answer list
+    the agent's value is looked up in (``assert got in accepted``, ``accepted`` only ever grown besides), a
+    sentence (:data:`_SENTENCE`: a message or sample text the tests build, ``"Permission denied reading
+    /srv/a.txt"``) and a URL sent as a request's data (``data={"redirect_uri": "http://localhost:8080/cb"}``)."""
+    messages = [node.msg for node in ast.walk(tree) if isinstance(node, ast.Assert) and node.msg]
+    in_message = {id(node) for message in messages for node in ast.walk(message)}
+    compared = _compared_operands(tree)
+    # a name read only as what a value is looked up in (`got in accepted`), or grown (`accepted.append(...)`),
+    # holds answers, as a name read only in `==` does (round 13)
+    looked_up = {
+        id(node.comparators[0])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], (ast.In, ast.NotIn))
+        and isinstance(node.comparators[0], ast.Name)
+    }
+    grown = {
+        id(node.func.value): node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _GROWING
+        and isinstance(node.func.value, ast.Name)
+    }
+    read: set[str] = set()
+    read_otherwise: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store) and id(node) not in in_message:
+            read.add(node.id)
+            if id(node) not in compared and id(node) not in looked_up and id(node) not in grown:
+                read_otherwise.add(node.id)
+    read |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    read_otherwise |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    parts: list[ast.expr] = [*messages]
+    parts += [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.expr) and id(node) in compared and written_path(node) is not None
+    ]
+    answers: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [target.id for target in targets if isinstance(target, ast.Name)]
+            if not names or len(names) != len(targets):
+                continue
+            if not set(names) & read and literal_path(node.value):
+                parts.append(node.value)
+            elif not set(names) & read_otherwise and _literal_answer(node.value):
+                parts.append(node.value)  # read only as an expected answer
+                answers |= set(names)
+    for call in grown.values():  # what an answer list is grown with: answers too
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if isinstance(receiver, ast.Name) and receiver.id in answers:
+            parts += [argument for argument in call.args if _literal_answer(argument)]
+    in_f_string = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
+    parts += [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in in_f_string
+        and "\n" not in node.value  # one line: a file's text the tests write may hold a place further on
+        and _SENTENCE.match(node.value)
+    ]
+    return parts + _sent_urls(tree)
+
+
+def _sent_urls(tree: ast.AST) -> list[ast.expr]:
+    """The URLs a Python test sends as a request's data (round 13): a string with ``://`` inside the dict given as
+    ``data=``, ``params=``, ``json=``, ``headers=``, ``files=`` or ``cookies=`` (or a name assigned such a dict),
+    a value sent (an OAuth ``redirect_uri``), not where the tests connect.
+
+    Examples
+    --------
+    >>> code = 'form = {"cb": "http://localhost:8080/cb"}\\nrequests.post("http://localhost:5000/t", data=form)'
+    >>> [node.value for node in _sent_urls(ast.parse(code)) if isinstance(node, ast.Constant)]
+    ['http://localhost:8080/cb']
+    """
+    dicts: dict[str, list[ast.Dict]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    dicts.setdefault(target.id, []).append(node.value)
+    sent: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for keyword in node.keywords:
+            if keyword.arg not in _REQUEST_DATA:
+                continue
+            value = keyword.value
+            bodies: list[ast.expr] = [*dicts.get(value.id, [])] if isinstance(value, ast.Name) else [value]
+            sent += [
+                part
+                for body in bodies
+                if isinstance(body, ast.Dict)
+                for part in ast.walk(body)
+                if isinstance(part, ast.Constant) and isinstance(part.value, str) and "://" in part.value
+            ]
+    return sent
+
+
+def _compared_operands(tree: ast.AST) -> set[int]:
+    """The ids of the nodes compared as values: the operands of a comparison made of ``==`` and ``!=`` only,
+    the left of ``in`` (a member of what the agent reported) and, round 13, each member of a list, tuple or set
+    written on the right of ``in`` (the answers the agent's value is looked up in: ``got in ["/a", "/b"]``). A
+    string is compared as text there."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        if all(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops):
+            found |= {id(operand) for operand in (node.left, *node.comparators)}
+        elif len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            found.add(id(node.left))
+            if isinstance(node.comparators[0], (ast.List, ast.Tuple, ast.Set)):
+                found |= {id(element) for element in node.comparators[0].elts}
+    return found
+
+
+def _literal_answer(node: ast.expr) -> bool:
+    """Whether ``node`` is a path written as a string, or a list, tuple or set of strings (or ``Path("...")``,
+    round 13) with a path among them."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        values = [literal_path(element) for element in node.elts]
+        return (
+            len(values) > 0
+            and all(value is not None for value in values)
+            and any(str(value).startswith("/") for value in values)
+        )
+    return written_path(node) is not None
