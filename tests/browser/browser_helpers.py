@@ -18,6 +18,10 @@ LOAD_ATTEMPTS = 3
 #: Seconds the kernel may take to start and a notebook's Run All to finish while its kernel is busy: the
 #: test waits on progress, not on a fixed time, so only a kernel that stays busy this long fails it
 KERNEL_START_SECONDS = 600
+#: Seconds a freshly opened notebook's kernel may take to show idle before the page is opened again: a
+#: kernel starts in seconds even on a loaded machine, but a page whose kernel connection never came up
+#: waits for ever (seen once: 600 s of 'no idle indicator', then the second opening ran at once)
+KERNEL_IDLE_SECONDS = 120
 
 
 def load_page(driver: Any, url: str, attempts: int = LOAD_ATTEMPTS) -> None:

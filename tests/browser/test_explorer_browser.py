@@ -20,7 +20,14 @@ from typing import Any
 import nbformat
 import polars as pl
 import pytest
-from browser_helpers import KERNEL_START_SECONDS, LOAD_ATTEMPTS, NETWORK_CHANGED, connection_dropped, load_page
+from browser_helpers import (
+    KERNEL_IDLE_SECONDS,
+    KERNEL_START_SECONDS,
+    LOAD_ATTEMPTS,
+    NETWORK_CHANGED,
+    connection_dropped,
+    load_page,
+)
 from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
@@ -177,6 +184,10 @@ def _run_finished(driver: Any) -> bool:
     return not any("[*]" in p for p in prompts) and any(re.search(r"\[\d+\]", p) for p in prompts)
 
 
+class KernelNeverIdle(Exception):
+    """A freshly opened notebook whose kernel never showed idle: the page is opened again (bounded times)."""
+
+
 def _open_explorer(driver: Any) -> None:
     """Wait for the notebook and its kernel, Run All, and wait for the explorer (raises when it does not show).
 
@@ -189,7 +200,12 @@ def _open_explorer(driver: Any) -> None:
 
     wait = WebDriverWait(driver, KERNEL_START_SECONDS, poll_frequency=0.5)
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")))
-    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, IDLE_KERNEL)))
+    try:
+        WebDriverWait(driver, KERNEL_IDLE_SECONDS, poll_frequency=0.5).until(
+            ec.presence_of_element_located((By.CSS_SELECTOR, IDLE_KERNEL))
+        )
+    except Exception as exc:  # selenium's TimeoutException: the page's kernel connection never came up
+        raise KernelNeverIdle(f"the kernel showed no idle state in {KERNEL_IDLE_SECONDS} s") from exc
     _run_all(driver)
     explorer = (By.CSS_SELECTOR, ".dl-explorer .dl-task-caption")
     wait.until(lambda d: d.find_elements(*explorer) or _run_finished(d))
@@ -231,7 +247,7 @@ def test_every_control_drives_every_pane_in_jupyterlab(lab: Any, browser: Any) -
             severe = [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
             dropped = connection_dropped(severe, lab.log.read_bytes()[log_start:].decode(errors="replace"))
             page.shot(f"open-FAILED-{opening}")
-            if dropped and opening < LOAD_ATTEMPTS:
+            if (dropped or isinstance(exc, KernelNeverIdle)) and opening < LOAD_ATTEMPTS:
                 continue
             shutil.copy(lab.log, artifacts / "jupyter.log")
             outputs = [
