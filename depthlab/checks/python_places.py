@@ -207,7 +207,8 @@ def connects(text: str) -> bool:
     a broker's client...), calls ``open_connection``/``create_connection``, or runs a client program (a string or
     argument list starting with ``curl``, ``wget``, ``nc``...). A test that does none connects to no port: the
     ports it writes are values (a URL handed to the agent's function so that its call fails), not services the
-    environment is asked to serve. Text that is not Python 3 is taken to connect.
+    environment is asked to serve. Text that is not Python 3 is taken to connect. The check asks it of each Python
+    file of a step's tests: one that connects (a helper module, a ``conftest.py``) makes all their ports count.
 
     Examples
     --------

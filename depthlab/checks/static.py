@@ -537,13 +537,18 @@ def asked_facts(
     sources: set[str] = set()
     starts_shipped = False
     unrun = unrun_scripts(files)
+    texts: dict[Path, str] = {}
     for path in files:
         if path in unrun:
             continue  # code shipped for the agent to read or fix, which nothing runs (round 12)
         try:
-            raw = path.read_text(encoding="utf-8")
+            texts[path] = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
+    # the Python tests connect somewhere, in any of their files (a helper module's client counts): else the ports
+    # they write are values, no service asked of the environment (round 14)
+    linked = any(connects(raw) for path, raw in texts.items() if path.suffix.lower() == ".py")
+    for path, raw in texts.items():
         text = code_of_test(path.name, raw)
         if text is None:
             continue
@@ -552,7 +557,7 @@ def asked_facts(
             own |= made_or_handed_paths(raw)
             starts_shipped |= any(Path(program).name in environment for program in started_programs(raw))
         named = named_facts(text)
-        if path.suffix.lower() == ".py" and not connects(raw):  # no connection, so no port it serves (round 14)
+        if path.suffix.lower() == ".py" and not linked:
             named = [fact for fact in named if not fact.startswith("port ")]
         facts += named
         sources |= compiled_sources(text)

@@ -481,8 +481,8 @@ def test_the_port_of_a_shipped_server_the_tests_start_is_theirs(tmp_path: Path) 
 
 def test_a_port_in_a_python_test_that_connects_nowhere_asks_nothing(tmp_path: Path) -> None:
     # terminal-bench-env's circuit-breaker task: URLs the tests hand the agent's function so that its calls fail
-    # (round 13's held-out part, four ports); a test that connects (an HTTP client, or `curl` in a command) still
-    # asks its ports, and so does the shell
+    # (round 13's held-out part, four ports); a test that connects (an HTTP client, `curl` in a command, a client in
+    # a module of the tests) still asks its ports, and so does the shell
     handed = (
         "from breaker import call_through\n"
         "def test_opens():\n"
@@ -502,6 +502,8 @@ def test_a_port_in_a_python_test_that_connects_nowhere_asks_nothing(tmp_path: Pa
     (folders[0] / "test_outputs.py").write_text(handed)
     (folders[0] / "test.sh").write_text("#!/bin/bash\ncurl -s localhost:7314/ready\n")
     assert named_in_instruction("Fix it.", folders).missing == ("port 7314",)
+    (folders[0] / "helpers.py").write_text("import socket\n")  # the tests' client in a module of theirs
+    assert named_in_instruction("Fix it.", folders).missing == ("port 7314", "port 7311", "port 7312")
 
 
 def test_what_a_python_test_writes_itself_is_its_own(tmp_path: Path) -> None:
