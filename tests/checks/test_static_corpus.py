@@ -635,6 +635,21 @@ def test_round_13_held_out_figures_follow_from_the_labels() -> None:
     assert figures[1][2] < 0.9  # without the one adapter it falls short: docs/checks.md says "not replicated"
 
 
+def test_round_14_held_out_figures_follow_from_the_labels() -> None:
+    # docs/checks.md's round 14 table: the two figures pre-registered at 3315542 (rules frozen at 41aefe6), pooled
+    # over both parts and without the LiveCodeBench Pro tasks, each with its Wilson interval, from the hand labels
+    counts, figures = _held_out_figures("tbdatasets7", "tbenv12")
+    assert counts == {
+        ("tbdatasets7", "true"): 89,
+        ("tbenv12", "true"): 49,
+        ("tbenv12", "debatable"): 2,
+        ("tbenv12", "false"): 1,
+    }
+    assert figures == [(138, 141, 0.98, 0.94, 0.99), (49, 52, 0.94, 0.84, 0.98)]
+    assert all(figure[2] >= 0.9 for figure in figures)  # both at least 0.9 as points: replicated by the rule
+    assert figures[0][3] >= 0.9 > figures[1][3]  # the pooled interval's lower end reaches 0.9, the second's not
+
+
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
 def test_the_cookbook_recipes_raise_no_flag(samples: Path, tmp_path: Path) -> None:
     root = samples / "harbor-framework_harbor-cookbook" / "harbor_cookbook" / "recipes"
