@@ -1,8 +1,9 @@
 """The places a test's Python (or shell) code handles itself, which the tests therefore do not ask the agent
-about: what it makes or hands over (:func:`made_or_handed_paths`), the programs it starts
+about: what it makes, writes or hands over (:func:`made_or_handed_paths`), the programs it starts
 (:func:`started_programs`), the sources it compiles (:func:`compiled_sources`), and the places it accepts any one
-of (:func:`alternatives`); and the parts of a Python test that ask nothing (:func:`unasked_parts`: a sentence it
-builds, an answer it compares or looks up, a URL it sends as a request's data).
+of (:func:`alternatives`); whether it connects anywhere (:func:`connects`: else its ports are values); and the
+parts of a Python test that ask nothing (:func:`unasked_parts`: a sentence it builds, an answer it compares or
+looks up, a URL it sends as a request's data, a subscript's key).
 
 The reading of ``named_in_instruction`` (:mod:`depthlab.checks.static`), apart from its rules so that each
 module keeps one concern: these functions read a test file's text (its AST where it is Python) and return
@@ -62,7 +63,8 @@ def made_or_handed_paths(text: str) -> set[str]:
     """The absolute paths a Python test makes or hands over through a name (round 11): what it compiles with
     ``"-o", str(binary)`` or copies to with ``shutil.copy(src, target)`` where the name holds a literal path, and
     what it hands to the agent's program as an argument (``[sys.executable, str(script), "5", str(out)]``: the
-    program is told the place, so the instruction need not name it; the program itself is still asked).
+    program is told the place, so the instruction need not name it; the program itself is still asked); round 14:
+    what it writes itself, as a literal or through a name (:func:`_written_files`).
 
     Examples
     --------
@@ -70,6 +72,8 @@ def made_or_handed_paths(text: str) -> set[str]:
     ['/w/bin']
     >>> sorted(made_or_handed_paths('s = "/w/tool.py"\\nsubprocess.run([sys.executable, s, "5", "/w/out.txt"])'))
     ['/w/out.txt']
+    >>> sorted(made_or_handed_paths('c = Path("/w/job.conf")\\nc.write_text("9")\\nopen("/w/x.log", "a").close()'))
+    ['/w/job.conf', '/w/x.log']
     """
     parsed = _parsed(text)
     if parsed is None:
