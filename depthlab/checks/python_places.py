@@ -1,8 +1,9 @@
 """The places a test's Python (or shell) code handles itself, which the tests therefore do not ask the agent
-about: what it makes or hands over (:func:`made_or_handed_paths`), the programs it starts
+about: what it makes, writes or hands over (:func:`made_or_handed_paths`), the programs it starts
 (:func:`started_programs`), the sources it compiles (:func:`compiled_sources`), and the places it accepts any one
-of (:func:`alternatives`); and the parts of a Python test that ask nothing (:func:`unasked_parts`: a sentence it
-builds, an answer it compares or looks up, a URL it sends as a request's data).
+of (:func:`alternatives`); whether it connects anywhere (:func:`connects`: else its ports are values); and the
+parts of a Python test that ask nothing (:func:`unasked_parts`: a sentence it builds, an answer it compares or
+looks up, a URL it sends as a request's data, a subscript's key).
 
 The reading of ``named_in_instruction`` (:mod:`depthlab.checks.static`), apart from its rules so that each
 module keeps one concern: these functions read a test file's text (its AST where it is Python) and return
@@ -25,6 +26,25 @@ _GROWING = frozenset({"append", "extend", "add", "insert", "update"})
 #: The keyword arguments of an HTTP call that carry what is sent, not where (round 13).
 _REQUEST_DATA = frozenset({"data", "params", "json", "headers", "files", "cookies"})
 _SUBPROCESS_CALLS = frozenset({"run", "call", "check_call", "check_output", "Popen"})
+#: The modules through which a Python test connects to a port (round 14): HTTP, sockets, databases, brokers, browsers.
+_NETWORK_MODULES = frozenset({
+    "requests", "httpx", "urllib", "urllib3", "http", "socket", "ssl", "aiohttp", "websocket", "websockets",
+    "socketio", "grpc", "xmlrpc", "smtplib", "ftplib", "telnetlib", "poplib", "imaplib", "paramiko", "pycurl",
+    "psycopg2", "psycopg", "asyncpg", "pymysql", "MySQLdb", "mysql", "pymssql", "pyodbc", "oracledb", "sqlalchemy",
+    "redis", "aioredis", "pymemcache", "memcache", "pymongo", "motor", "elasticsearch", "opensearchpy", "cassandra",
+    "neo4j", "clickhouse_driver", "influxdb", "influxdb_client", "pika", "aio_pika", "kafka", "aiokafka",
+    "confluent_kafka", "nats", "paho", "zmq", "kazoo", "ldap3", "dns", "boto3", "botocore", "minio", "hvac",
+    "consul", "etcd3", "docker", "kubernetes", "selenium", "playwright", "pyppeteer", "tornado", "twisted",
+})  # fmt: skip
+# a command that starts a client program (round 14): in a string (`"sleep 1; curl -s localhost:80"`) or as an
+# argument list's first element (`["nc", "-z", ...]`)
+_CLIENT_PROGRAM = re.compile(
+    r"(?:^|[;&|(`]|\$\()[ \t]*(?:(?:sudo|exec|timeout[ \t]+\S+)[ \t]+)*(?:[\w./-]*/)?"
+    r"(?:curl|wget|nc|ncat|netcat|telnet|socat|websocat|nmap"
+    r"|grpcurl|redis-cli|psql|pg_isready|mysql|mysqladmin|mongosh|mongo|openssl|ssh|sftp|ftp|ldapsearch|dig|nslookup"
+    r"|wrk|kcat|kafkacat|zkCli\.sh|nghttp|h2load|rabbitmqctl|etcdctl|kubectl)(?=[ \t]|$)",
+    re.MULTILINE,
+)
 #: A command line that starts an interpreter (what follows is code it runs, not a place).
 INTERPRETER = re.compile(r"[ \t]*(?:(?:sudo|exec|env)[ \t]+)*(?:\S*/)?(?:python3?|bash|sh|zsh)\b")
 # a compiler that writes its output beside the source it is given, by default (round 13): `coqc /w/p.v` writes
@@ -43,7 +63,8 @@ def made_or_handed_paths(text: str) -> set[str]:
     """The absolute paths a Python test makes or hands over through a name (round 11): what it compiles with
     ``"-o", str(binary)`` or copies to with ``shutil.copy(src, target)`` where the name holds a literal path, and
     what it hands to the agent's program as an argument (``[sys.executable, str(script), "5", str(out)]``: the
-    program is told the place, so the instruction need not name it; the program itself is still asked).
+    program is told the place, so the instruction need not name it; the program itself is still asked); round 14:
+    what it writes itself, as a literal or through a name (:func:`_written_files`).
 
     Examples
     --------
@@ -51,12 +72,13 @@ def made_or_handed_paths(text: str) -> set[str]:
     ['/w/bin']
     >>> sorted(made_or_handed_paths('s = "/w/tool.py"\\nsubprocess.run([sys.executable, s, "5", "/w/out.txt"])'))
     ['/w/out.txt']
+    >>> sorted(made_or_handed_paths('c = Path("/w/job.conf")\\nc.write_text("9")\\nopen("/w/x.log", "a").close()'))
+    ['/w/job.conf', '/w/x.log']
     """
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    parsed = _parsed(text)
+    if parsed is None:
         return set()
-    values = _assigned_paths(tree)
+    tree, values = parsed
 
     def paths_of(node: ast.expr) -> set[str]:
         return _paths_of(node, values)
@@ -79,7 +101,42 @@ def made_or_handed_paths(text: str) -> set[str]:
                     own |= paths_of(argument)
         elif isinstance(owner, ast.Name) and owner.id == "shutil" and len(node.args) == 2:
             own |= paths_of(node.args[1]) if isinstance(node.args[1], ast.Name) else set()  # a literal's: above
-    return own
+    return own | _written_files(tree, values)
+
+
+def _written_files(tree: ast.AST, values: dict[str, list[str]]) -> set[str]:
+    """The files a Python test writes itself (round 14), as a literal or through a name: ``p.write_text(...)`` or
+    ``write_bytes`` on a path, ``open(p, "w")`` (a mode that writes, appends or creates), ``p.open("w")``."""
+    written: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))):
+            continue
+        if isinstance(node.func, ast.Name):  # open(p, "w"), open(p, mode="a")
+            if node.func.id == "open" and node.args and _writes(node, 1):
+                written |= _paths_of(node.args[0], values)
+            continue
+        target = node.func.value
+        if isinstance(target, ast.Call) and isinstance(target.func, ast.Name) and target.func.id == "Path":
+            target = target.args[0] if len(target.args) == 1 else target  # Path(name).write_text(...)
+        if node.func.attr in {"write_text", "write_bytes"} or (node.func.attr == "open" and _writes(node, 0)):
+            written |= _paths_of(target, values)
+    return written
+
+
+def _writes(call: ast.Call, at: int) -> bool:
+    """Whether an ``open`` call's mode (its argument ``at``, or ``mode=``) writes: ``w``, ``a`` or ``x``."""
+    modes = [call.args[at]] if len(call.args) > at else [k.value for k in call.keywords if k.arg == "mode"]
+    return any(isinstance(m, ast.Constant) and isinstance(m.value, str) and re.search("[wax]", m.value) for m in modes)
+
+
+def _parsed(text: str) -> tuple[ast.Module, dict[str, list[str]]] | None:
+    """A Python test's syntax tree and the paths its names are assigned (:func:`_assigned_paths`); None when the
+    text is not Python 3 (the opening of each reading below)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    return tree, _assigned_paths(tree)
 
 
 def _paths_of(node: ast.expr, values: dict[str, list[str]]) -> set[str]:
@@ -102,11 +159,10 @@ def started_programs(text: str) -> set[str]:
     >>> sorted(started_programs('srv = Path("/w/api/app.py")\\nsubprocess.Popen(["python3", str(srv)])'))
     ['/w/api/app.py']
     """
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    parsed = _parsed(text)
+    if parsed is None:
         return set()
-    values = _assigned_paths(tree)
+    tree, values = parsed
     started: set[str] = set()
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)) and node.args):
@@ -137,17 +193,50 @@ def compiled_sources(text: str) -> set[str]:
         for match in _COMPILE_BESIDE.finditer(text)
         for path in re.findall(r"(?<![\w.])/[\w.+/-]*\.\w+", match.group(1))
     }
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    parsed = _parsed(text)
+    if parsed is None:
         return found
-    values = _assigned_paths(tree)
+    tree, values = parsed
     for node in ast.walk(tree):
         if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
             first = literal_path(node.elts[0])
             if first is not None and Path(first).name in _COMPILERS_BESIDE:
                 found |= {path for element in node.elts[1:] for path in _paths_of(element, values)}
     return found
+
+
+def connects(text: str) -> bool:
+    """Whether a Python test connects anywhere (round 14): it imports a network client (:data:`_NETWORK_MODULES`:
+    ``requests``, ``httpx``, ``urllib``, ``http.client``, ``socket``, ``aiohttp``, ``websockets``, a database's or
+    a broker's client...), calls ``open_connection``/``create_connection``, or runs a client program (a string or
+    argument list starting with ``curl``, ``wget``, ``nc``...). A test that does none connects to no port: the
+    ports it writes are values (a URL handed to the agent's function so that its call fails), not services the
+    environment is asked to serve. Text that is not Python 3 is taken to connect. The check asks it of each Python
+    file of a step's tests: one that connects (a helper module, a ``conftest.py``) makes all their ports count.
+
+    Examples
+    --------
+    >>> connects('import requests\\nrequests.get("http://localhost:8080/up")')
+    True
+    >>> connects('subprocess.run(["curl", "-s", "localhost:8080"])'), connects('os.system("nc -z db 5432")')
+    (True, True)
+    >>> connects('from client import fetch\\nfetch("http://localhost:9999/down")')
+    False
+    """
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] in _NETWORK_MODULES for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in _NETWORK_MODULES:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in {"open_connection", "create_connection"}:
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _CLIENT_PROGRAM.search(node.value):
+            return True
+    return False
 
 
 def _is_interpreter(node: ast.expr) -> bool:
@@ -262,7 +351,8 @@ def unasked_parts(tree: ast.AST) -> list[ast.expr]:
     value of a name read only so (``expected = "/data/job_7"; assert got == expected``); round 13: an answer list
     the agent's value is looked up in (``assert got in accepted``, ``accepted`` only ever grown besides), a
     sentence (:data:`_SENTENCE`: a message or sample text the tests build, ``"Permission denied reading
-    /srv/a.txt"``) and a URL sent as a request's data (``data={"redirect_uri": "http://localhost:8080/cb"}``)."""
+    /srv/a.txt"``) and a URL sent as a request's data (``data={"redirect_uri": "http://localhost:8080/cb"}``);
+    round 14: a string used as a subscript key (``state["/config/db/user"]``, a key of what the agent reports)."""
     messages = [node.msg for node in ast.walk(tree) if isinstance(node, ast.Assert) and node.msg]
     in_message = {id(node) for message in messages for node in ast.walk(message)}
     compared = _compared_operands(tree)
@@ -315,6 +405,9 @@ def unasked_parts(tree: ast.AST) -> list[ast.expr]:
         receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
         if isinstance(receiver, ast.Name) and receiver.id in answers:
             parts += [argument for argument in call.args if _literal_answer(argument)]
+    # a string used as a subscript key (`state["/config/db/user"]`) is a key of what the tests read (round 14)
+    keys = [node.slice for node in ast.walk(tree) if isinstance(node, ast.Subscript)]
+    parts += [key for key in keys if isinstance(key, ast.Constant) and isinstance(key.value, str)]
     in_f_string = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
     parts += [
         node

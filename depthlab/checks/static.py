@@ -27,10 +27,11 @@ is not; ``harbor lint``.
     GraphQL query's field list; round 13: a sentence the tests build (an error event's message), an answer list
     the agent's value is looked up in (``got in accepted``), what a compiler the tests run writes beside its source
     (``coqc`` on ``p.v`` writes ``p.vo``), a URL sent as a request's data, the port of a server the environment
-    ships and the tests start themselves),
-    and ports outside a connection (only ``localhost:N``, a URL's port but a public address's, a ``port=N`` argument,
-    ``--port N``, ``nc host N`` or a constant named with ``PORT`` as a whole word count; never
-    arithmetic). Named: verbatim (a folder with its closing slash too); under the working folder, by
+    ships and the tests start themselves; round 14: a file a Python test writes itself, a string used as a subscript
+    key), and ports outside a connection (only ``localhost:N``, a URL's port but a public address's, a ``port=N``
+    argument, ``--port N``, ``nc host N`` or a constant named with ``PORT`` as a whole word count; never
+    arithmetic; in a Python test, only where it connects somewhere: :func:`connects`, round 14). Named: verbatim
+    (a folder with its closing slash too); under the working folder, by
     its path relative to it (``hello.txt`` or ``./hello.txt`` for ``/app/hello.txt``); under
     ``/root``, with ``~``; a file, by a named folder holding it; a folder, by a named file under it;
     a port, as a whole number; a path, by its ``file://`` URI. *Hidden verifier inputs* (a path whose name
@@ -72,6 +73,7 @@ from depthlab.checks.python_places import (
     INTERPRETER,
     alternatives,
     compiled_sources,
+    connects,
     made_or_handed_paths,
     started_programs,
     unasked_parts,
@@ -535,13 +537,18 @@ def asked_facts(
     sources: set[str] = set()
     starts_shipped = False
     unrun = unrun_scripts(files)
+    texts: dict[Path, str] = {}
     for path in files:
         if path in unrun:
             continue  # code shipped for the agent to read or fix, which nothing runs (round 12)
         try:
-            raw = path.read_text(encoding="utf-8")
+            texts[path] = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
+    # the Python tests connect somewhere, in any of their files (a helper module's client counts): else the ports
+    # they write are values, no service asked of the environment (round 14)
+    linked = any(connects(raw) for path, raw in texts.items() if path.suffix.lower() == ".py")
+    for path, raw in texts.items():
         text = code_of_test(path.name, raw)
         if text is None:
             continue
@@ -549,7 +556,10 @@ def asked_facts(
             groups += alternatives(raw)
             own |= made_or_handed_paths(raw)
             starts_shipped |= any(Path(program).name in environment for program in started_programs(raw))
-        facts += named_facts(text)
+        named = named_facts(text)
+        if path.suffix.lower() == ".py" and not linked:
+            named = [fact for fact in named if not fact.startswith("port ")]
+        facts += named
         sources |= compiled_sources(text)
         if path.suffix.lower() == ".py":
             sources |= compiled_sources(raw)  # through a name: the AST of the file as written

@@ -382,8 +382,9 @@ def test_a_sentence_the_tests_build_as_input_is_no_place(tmp_path: Path) -> None
         },
     )
     found = named_in_instruction("Write the hook to /srv/hook.py.", folders)
-    # a file's text of several lines is not one sentence: what it names further on is still read
-    assert found.missing == ("/srv/report/out.txt", "/srv/hook.cfg", "/srv/alerts", "/srv/spool"), found.evidence
+    # a file's text of several lines is not one sentence: what it names further on is still read (the file the
+    # tests write it to is theirs since round 14)
+    assert found.missing == ("/srv/report/out.txt", "/srv/alerts", "/srv/spool"), found.evidence
 
 
 def test_an_answer_list_the_agents_value_is_looked_up_in_asks_nothing(tmp_path: Path) -> None:
@@ -478,6 +479,75 @@ def test_the_port_of_a_shipped_server_the_tests_start_is_theirs(tmp_path: Path) 
     assert found.missing == ("port 6100", "port 6200"), found.evidence
 
 
+def test_a_port_in_a_python_test_that_connects_nowhere_asks_nothing(tmp_path: Path) -> None:
+    # terminal-bench-env's circuit-breaker task: URLs the tests hand the agent's function so that its calls fail
+    # (round 13's held-out part, four ports); a test that connects (an HTTP client, `curl` in a command, a client in
+    # a module of the tests) still asks its ports, and so does the shell
+    handed = (
+        "from breaker import call_through\n"
+        "def test_opens():\n"
+        "    for _ in range(4):\n"
+        '        call_through("http://localhost:7311/down")\n'
+        '    assert call_through("http://127.0.0.1:7312/also-down") is None\n'
+    )
+    folders = _step(tmp_path, {"test_outputs.py": handed})
+    found = named_in_instruction("Write the breaker in /srv/breaker.py.", folders)
+    assert found.outcome == "ok", found.evidence
+    (folders[0] / "test_outputs.py").write_text(handed.replace("from breaker", "import httpx\nfrom breaker"))
+    assert named_in_instruction("Fix it.", folders).missing == ("port 7311", "port 7312")
+    (folders[0] / "test_outputs.py").write_text(
+        handed + 'def test_up():\n    subprocess.run("sleep 2; curl -sf http://localhost:7313/health", shell=True)\n'
+    )
+    assert named_in_instruction("Fix it.", folders).missing == ("port 7311", "port 7312", "port 7313")
+    (folders[0] / "test_outputs.py").write_text(handed)
+    (folders[0] / "test.sh").write_text("#!/bin/bash\ncurl -s localhost:7314/ready\n")
+    assert named_in_instruction("Fix it.", folders).missing == ("port 7314",)
+    (folders[0] / "helpers.py").write_text("import socket\n")  # the tests' client in a module of theirs
+    assert named_in_instruction("Fix it.", folders).missing == ("port 7314", "port 7311", "port 7312")
+
+
+def test_what_a_python_test_writes_itself_is_its_own(tmp_path: Path) -> None:
+    # terminal-bench-env's Spark task: the tests write the agent's threshold into a config file with
+    # `Path.write_text`, then run a script (round 13's held-out part); `open(..., "w")` and a mode through `mode=`
+    # likewise; a file only read is still asked
+    folders = _step(
+        tmp_path,
+        {
+            "test_outputs.py": "import subprocess\n"
+            "def test_run():\n"
+            '    value = Path("/srv/answer.txt").read_text()\n'
+            '    settings = Path("/srv/job.conf")\n'
+            "    settings.write_text(value)\n"
+            '    with open("/srv/extra.ini", "a") as handle:\n'
+            '        handle.write("x")\n'
+            '    Path("/srv/seed.bin").open(mode="wb").close()\n'
+            '    subprocess.run(["python3", "/srv/job.py"])\n'
+            '    assert open("/srv/job.log").read()\n',
+        },
+    )
+    found = named_in_instruction("Write the threshold to /srv/answer.txt.", folders)
+    assert found.missing == ("/srv/job.py", "/srv/job.log"), found.evidence
+
+
+def test_a_string_used_as_a_subscript_key_is_no_place(tmp_path: Path) -> None:
+    # terminal-bench-env's ZooKeeper task: node paths as keys of the final state the agent reports, read through a
+    # subscript (round 13's held-out part, two items); the same string read as a place elsewhere is still asked
+    folders = _step(
+        tmp_path,
+        {
+            "test_outputs.py": "import json\n"
+            "def test_state():\n"
+            '    state = json.loads(Path("/srv/state.json").read_text())\n'
+            '    assert state["/cfg/store/user"] == "ops"\n'
+            '    assert state["/cfg/store/secret"]\n'
+            '    assert Path("/srv/cache")["/srv/cache/keys"] is not None\n'
+            '    assert Path("/srv/cache/keys").exists()\n',
+        },
+    )
+    found = named_in_instruction("Report the state in /srv/state.json.", folders)
+    assert found.missing == ("/srv/cache", "/srv/cache/keys"), found.evidence
+
+
 # ---------------------------------------------------------------- round 10's held-out part ------------------
 def test_round_10_held_out_figures_follow_from_the_labels() -> None:
     # docs/checks.md's round 10 table, recomputed from the hand labels (scripts/corpus_labels.csv): every item
@@ -563,6 +633,21 @@ def test_round_13_held_out_figures_follow_from_the_labels() -> None:
     assert figures == [(122, 131, 0.93, 0.87, 0.96), (46, 55, 0.84, 0.72, 0.91)]
     assert figures[0][3] < 0.9 <= figures[0][2]  # pooled: at least 0.9 as a point, not beyond its interval
     assert figures[1][2] < 0.9  # without the one adapter it falls short: docs/checks.md says "not replicated"
+
+
+def test_round_14_held_out_figures_follow_from_the_labels() -> None:
+    # docs/checks.md's round 14 table: the two figures pre-registered at 3315542 (rules frozen at 41aefe6), pooled
+    # over both parts and without the LiveCodeBench Pro tasks, each with its Wilson interval, from the hand labels
+    counts, figures = _held_out_figures("tbdatasets7", "tbenv12")
+    assert counts == {
+        ("tbdatasets7", "true"): 89,
+        ("tbenv12", "true"): 49,
+        ("tbenv12", "debatable"): 2,
+        ("tbenv12", "false"): 1,
+    }
+    assert figures == [(138, 141, 0.98, 0.94, 0.99), (49, 52, 0.94, 0.84, 0.98)]
+    assert all(figure[2] >= 0.9 for figure in figures)  # both at least 0.9 as points: replicated by the rule
+    assert figures[0][3] >= 0.9 > figures[1][3]  # the pooled interval's lower end reaches 0.9, the second's not
 
 
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
