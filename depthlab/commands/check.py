@@ -76,14 +76,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def task_folders(paths: list[str]) -> list[Path]:
-    """Each path that is a task folder (has task.toml), else its child folders that are, in order."""
+    """Each path that is a task folder (has task.toml, or TB1's task.yaml), else its child folders that are, in
+    order. A TB1 task is kept so that its rows say why it is not checked (it needs Harbor's migration first)."""
+
+    def is_task(folder: Path) -> bool:
+        return any((folder / name).is_file() for name in ("task.toml", "task.yaml"))
+
     found: list[Path] = []
     for text in paths:
         path = Path(text)
-        if (path / "task.toml").is_file() or not path.is_dir():
+        if is_task(path) or not path.is_dir():
             found.append(path)
             continue
-        found += sorted(child for child in path.iterdir() if (child / "task.toml").is_file())
+        found += sorted(child for child in path.iterdir() if is_task(child))
     return found
 
 

@@ -292,6 +292,11 @@ def load_task(path: str | os.PathLike[str]) -> TaskSpec:
     toml_file = root / "task.toml"
     dockerfile = root / "environment" / "Dockerfile"
     if not toml_file.is_file():
+        if (root / "task.yaml").is_file():  # Harbor itself reads a TB1 task only once it is migrated
+            raise FileNotFoundError(
+                f"The task {str(root)!r} is a Terminal-Bench 1 task (task.yaml, no task.toml): "
+                "Harbor's `harbor tasks migrate -i TASK -o OUT` writes the Harbor task it runs"
+            )
         raise FileNotFoundError(f"The task {str(root)!r} has no task.toml")
     try:
         harbor = read_task(root, decode_errors="strict")  # Harbor reads task.toml as strict UTF-8

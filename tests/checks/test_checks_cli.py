@@ -39,6 +39,26 @@ def test_check_writes_the_table_and_says_what_is_wrong(tmp_path: Path, capsys: p
     assert sorted(faults) == [("fix-given", "fix_not_in_instruction"), ("path-missing", "named_in_instruction")]
 
 
+def test_a_tb1_task_among_harbor_tasks_is_named_with_the_way_to_check_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a TB1 task (task.yaml) in a folder of Harbor tasks was left out without a word; Harbor runs it only migrated
+    tasks = write_planted_tasks(tmp_path / "tasks", "debian:12")
+    old = tmp_path / "tasks" / "tb1-task"
+    old.mkdir()
+    (old / "task.yaml").write_text("instruction: Print hello.\n")
+    out = tmp_path / "checks.csv"
+    argv = ["check", str(tmp_path / "tasks"), "--jobs-dir", str(tmp_path / "jobs"), "--checks", "named_in_instruction"]
+    assert main([*argv, "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "tb1-task: cannot be read:" in err
+    assert "Terminal-Bench 1 task (task.yaml, no task.toml)" in err
+    assert "harbor tasks migrate" in err
+    table = read_checks(out)
+    assert set(table["task"]) == {*tasks, "tb1-task"}
+    assert table.filter(pl.col("task") == "tb1-task")["outcome"].to_list() == ["error"]
+
+
 def test_check_of_clean_tasks_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tasks = write_planted_tasks(tmp_path / "tasks", "debian:12")
     argv = ["check", str(tasks["clean"]), "--jobs-dir", str(tmp_path / "jobs"), "--checks", "named_in_instruction"]
