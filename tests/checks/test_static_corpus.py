@@ -650,6 +650,24 @@ def test_round_14_held_out_figures_follow_from_the_labels() -> None:
     assert figures[0][3] >= 0.9 > figures[1][3]  # the pooled interval's lower end reaches 0.9, the second's not
 
 
+def test_round_14_confirmation_figures_follow_from_the_labels() -> None:
+    # docs/checks.md's confirmation of round 14's rules (still frozen at 41aefe6) on the last unread tasks of both
+    # corpora, pre-registered at 1b17ac0: the same two figures, then the third stated beside them (without the
+    # LiveCodeBench Pro tasks, over both held-out draws of round 14's rules), each with its Wilson interval
+    counts, figures = _held_out_figures("tbdatasets8", "tbenv13")
+    assert counts == {
+        ("tbdatasets8", "true"): 91,
+        ("tbenv13", "true"): 38,
+        ("tbenv13", "debatable"): 6,
+        ("tbenv13", "false"): 6,
+    }
+    assert figures == [(129, 141, 0.91, 0.86, 0.95), (38, 50, 0.76, 0.63, 0.86)]
+    assert figures[0][2] >= 0.9 > figures[1][2]  # the second falls short: docs/checks.md says "not replicated"
+    assert figures[1][4] < 0.9  # without the one adapter even the interval's upper end is under 0.9
+    _, both = _held_out_figures("tbdatasets7", "tbenv12", "tbdatasets8", "tbenv13")
+    assert both[1] == (87, 102, 0.85, 0.77, 0.91)
+
+
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
 def test_the_cookbook_recipes_raise_no_flag(samples: Path, tmp_path: Path) -> None:
     root = samples / "harbor-framework_harbor-cookbook" / "harbor_cookbook" / "recipes"
