@@ -42,7 +42,7 @@ _CLIENT_PROGRAM = re.compile(
     r"(?:^|[;&|(`]|\$\()[ \t]*(?:(?:sudo|exec|timeout[ \t]+\S+)[ \t]+)*(?:[\w./-]*/)?"
     r"(?:curl|wget|nc|ncat|netcat|telnet|socat|websocat|nmap"
     r"|grpcurl|redis-cli|psql|pg_isready|mysql|mysqladmin|mongosh|mongo|openssl|ssh|sftp|ftp|ldapsearch|dig|nslookup"
-    r"|wrk|kcat|kafkacat|zkCli\.sh|nghttp|h2load|rabbitmqctl|etcdctl|kubectl)(?=[ \t]|$)",
+    r"|wrk|kcat|kafkacat|zkCli\.sh|nghttp|h2load|rabbitmqctl|etcdctl|kubectl|vault)(?=[ \t]|$)",
     re.MULTILINE,
 )
 #: A command line that starts an interpreter (what follows is code it runs, not a place).
@@ -131,12 +131,32 @@ def _writes(call: ast.Call, at: int) -> bool:
 
 def _parsed(text: str) -> tuple[ast.Module, dict[str, list[str]]] | None:
     """A Python test's syntax tree and the paths its names are assigned (:func:`_assigned_paths`); None when the
-    text is not Python 3 (the opening of each reading below)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-    return tree, _assigned_paths(tree)
+    text is not Python 3 (the opening of each reading below). Round 16: a file with a syntax error further down
+    (an unterminated string in a later test) is read up to the top-level statement the error is in.
+
+    Examples
+    --------
+    >>> tree, _ = _parsed('import x\\ndef t():\\n    x.run(port=5)\\n@mark\\ndef u():\\n    s = "open\\n')
+    >>> [type(node).__name__ for node in tree.body]
+    ['Import', 'FunctionDef']
+    """
+    lines = text.splitlines(keepends=True)
+    for _ in range(5):
+        try:
+            tree = ast.parse(text)
+        except ValueError:
+            return None
+        except SyntaxError as error:
+            end = min(error.lineno or 1, len(lines)) - 1
+            while end > 0 and not re.match(r"[^\s#]", lines[end]):
+                end -= 1  # back to the start of the top-level statement the error is in
+            if end <= 0:
+                return None
+            lines = lines[:end]
+            text = "".join(lines)
+            continue
+        return tree, _assigned_paths(tree)
+    return None
 
 
 def _paths_of(node: ast.expr, values: dict[str, list[str]]) -> set[str]:
@@ -237,6 +257,104 @@ def connects(text: str) -> bool:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and _CLIENT_PROGRAM.search(node.value):
             return True
     return False
+
+
+def started_ports(text: str, environment: frozenset[str]) -> set[str]:
+    """The ports a Python test starts a program the environment ships on itself (round 16), given in its own start:
+    a ``port=N`` argument of a ``run`` call on (or handed) a name imported from a module the environment ships
+    (``from app.server import app``, then ``app.run(port=5555)`` in a thread), or the port of a command line that
+    serves a shipped app (``["python", "-m", "uvicorn", "main:app", "--port", "8000"]`` where ``main.py`` is
+    shipped: ``--port N``, ``--port=N``, ``-p N``, ``--bind host:N``). ``environment`` holds the names of the
+    files the task's ``environment/`` ships. Round 13 read only a shipped program started by its path, the port set
+    by the environment's own files.
+
+    Examples
+    --------
+    >>> sorted(started_ports('from srv.web import api\\nThread(target=lambda: api.run(port=5001)).start()', {"web.py"}))
+    ['port 5001']
+    >>> sorted(started_ports('subprocess.Popen(["uvicorn", "shop:app", "--port", "8100"])', frozenset({"shop.py"})))
+    ['port 8100']
+    >>> sorted(started_ports('subprocess.Popen(["uvicorn", "shop:app", "--port", "8100"])', frozenset({"x.py"})))
+    []
+    """
+    parsed = _parsed(text)
+    if parsed is None:
+        return set()
+    tree = parsed[0]
+    shipped = _shipped_names(tree, environment)
+    ports: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))):
+            continue
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "run":
+            if any(_root_name(operand) in shipped for operand in (node.func.value, *node.args)):
+                ports |= {
+                    f"port {keyword.value.value}"
+                    for keyword in node.keywords
+                    if keyword.arg == "port"
+                    and isinstance(keyword.value, ast.Constant)
+                    and isinstance(keyword.value.value, int)
+                }
+            continue
+        function = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+        if function not in _SUBPROCESS_CALLS or not node.args:
+            continue
+        words = _command_words(node.args[0])
+        if any(_ships(word, environment) for word in words):
+            ports |= {f"port {number}" for number in _command_ports(words)}
+    return ports
+
+
+def _shipped_names(tree: ast.AST, environment: frozenset[str]) -> set[str]:
+    """The names a Python test binds by importing a module the environment ships (``from app.server import app``
+    binds ``app`` where ``server.py`` is shipped; ``import main`` binds ``main``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if f"{node.module.split('.')[-1]}.py" in environment:
+                names |= {alias.asname or alias.name for alias in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {
+                alias.asname or alias.name.split(".")[0]
+                for alias in node.names
+                if f"{alias.name.split('.')[-1]}.py" in environment
+            }
+    return names
+
+
+def _root_name(node: ast.expr) -> str | None:
+    """The name an attribute or call chain starts from (``create_app().run`` and ``main.app`` from their first)."""
+    while isinstance(node, (ast.Attribute, ast.Call)):
+        node = node.value if isinstance(node, ast.Attribute) else node.func
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _command_words(node: ast.expr) -> list[str]:
+    """The literal words of a command: an argument list's string elements, or a command string's words."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.split()
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return []
+
+
+def _ships(word: str, environment: frozenset[str]) -> bool:
+    """Whether a command's word is an app the environment ships, served: an ASGI or WSGI reference (``main:app``,
+    ``shop.api:create_app()``) whose module's file the environment ships. A shipped program started by its path
+    may be a client of the agent's server, so its ports stay asked (round 13 reads it only with the ports its
+    environment sets itself)."""
+    module = re.fullmatch(r"([A-Za-z_][\w.]*):[A-Za-z_]\w*(?:\(\))?", word)
+    return module is not None and f"{module.group(1).split('.')[-1]}.py" in environment
+
+
+def _command_ports(words: list[str]) -> list[str]:
+    """The ports a command line gives its server: ``--port N``, ``--port=N``, ``-p N``, ``--bind host:N``."""
+    found: list[str] = []
+    for before, after in itertools.pairwise(["", *words]):
+        if before in {"--port", "-p", "--bind", "-b"} or after.startswith(("--port=", "--bind=")):
+            number = re.search(r"(?:^|[:=])(\d{2,5})$", after)
+            found += [number.group(1)] if number else []
+    return found
 
 
 def _is_interpreter(node: ast.expr) -> bool:

@@ -28,15 +28,18 @@ is not; ``harbor lint``.
     the agent's value is looked up in (``got in accepted``), what a compiler the tests run writes beside its source
     (``coqc`` on ``p.v`` writes ``p.vo``), a URL sent as a request's data, the port of a server the environment
     ships and the tests start themselves; round 14: a file a Python test writes itself, a string used as a subscript
-    key), and ports outside a connection (only ``localhost:N``, a URL's port but a public address's, a ``port=N``
-    argument, ``--port N``, ``nc host N`` or a constant named with ``PORT`` as a whole word count; never
-    arithmetic; in a Python test, only where it connects somewhere: :func:`connects`, round 14). Named: verbatim
-    (a folder with its closing slash too); under the working folder, by
-    its path relative to it (``hello.txt`` or ``./hello.txt`` for ``/app/hello.txt``); under
-    ``/root``, with ``~``; a file, by a named folder holding it; a folder, by a named file under it;
-    a port, as a whole number; a path, by its ``file://`` URI. *Hidden verifier inputs* (a path whose name
-    says it is the verifier's answer: ``golden``, ``expected``, ``hidden``, ``oracle``, ``truth``, ``answer key``,
-    ``fixture``, ``test set``, ``held out``) the agent is never meant to see, and *places the tests
+    key; round 16: a pattern's piece with no letter or digit after a real name (``/w/.+``), an ``-o`` target on the
+    next line of an argument list, the port the tests give a shipped app in their own start of it:
+    :func:`started_ports`), and ports outside a connection (only ``localhost:N``, a URL's port but a public
+    address's, a ``port=N`` argument, ``--port N``, ``nc host N`` or a constant named with ``PORT`` as a whole
+    word count; never arithmetic; in a Python test, only where it connects somewhere: :func:`connects`, round 14).
+    Named: verbatim (a folder with its closing slash too); under the working folder, by its path relative to it
+    (``hello.txt`` or ``./hello.txt`` for ``/app/hello.txt``); under ``/root``, with ``~``; a file, by a named folder
+    holding it; a folder, by a named file under it; a port, as a whole number; a path, by its ``file://`` URI;
+    ``D/node_modules`` and under it, by the instruction requiring ``npm install`` (or ``npm ci``, ``pnpm``'s,
+    ``yarn``'s) and naming ``D`` or ``D`` being the working folder (round 16). *Hidden verifier inputs* (a path
+    whose name says it is the verifier's answer: ``golden``, ``expected``, ``hidden``, ``oracle``, ``truth``,
+    ``answer key``, ``fixture``, ``test set``, ``held out``) the agent is never meant to see, and *places the tests
     accept any one of* (:func:`alternatives`) none of which the instruction names: reported apart
     (outcome ``note`` when they are all there is), never missing.
 ``fix_not_in_instruction``
@@ -75,6 +78,7 @@ from depthlab.checks.python_places import (
     compiled_sources,
     connects,
     made_or_handed_paths,
+    started_ports,
     started_programs,
     unasked_parts,
 )
@@ -157,9 +161,10 @@ _TOOLBOX = (
     re.compile(r"\bgit\s+clone\s+(?:-\S+\s+)*\S+\s+['\"]?(/[\w.+/-]+)"),
     re.compile(r"\b(?:curl|wget)\b[^\n;|&]*?\s-[oO]\s*['\"]?(/[\w.+/-]+)"),
     re.compile(r"--(?:target|prefix|root)[= ]['\"]?(/[\w.+/-]+)"),
-    # what the tests compile: `gcc ... -o /x`, or `"-o", "/x"` in an argument list
+    # what the tests compile: `gcc ... -o /x`, or `"-o", "/x"` in an argument list (round 16: also one argument a
+    # line, `"-o",` then the path on the next)
     re.compile(
-        r"(?:['\"]-o['\"][ \t]*,[ \t]*['\"]|\b(?:gcc|g\+\+|cc|clang|clang\+\+|mpicc|mpicxx|gfortran|rustc)\b"
+        r"(?:['\"]-o['\"][ \t]*,\s*['\"]|\b(?:gcc|g\+\+|cc|clang|clang\+\+|mpicc|mpicxx|gfortran|rustc)\b"
         r"[^\n;|&]*?[ \t]-o[ \t]*['\"]?)(/[\w.+/-]+)"
     ),
 )
@@ -229,6 +234,9 @@ _JS_RUNNER = re.compile(
 _EXPOSE = re.compile(r"(?im)^[ \t]*EXPOSE[ \t]+([^\n]+)")
 # a `file://` URI's scheme and empty host, before its absolute path (round 13): the path is the place named
 _FILE_URI = re.compile(r"\bfile://(?=/)", re.IGNORECASE)
+# what a Node package manager's install writes in the folder it runs in (round 16): `D/node_modules` and under it
+_INSTALLED = re.compile(r"(/[^\s]*?)/node_modules(?:/[^\s]*)?")
+_NODE_INSTALL = re.compile(r"\b(?:(?:npm|pnpm)[ \t]+(?:install|i|ci|add)|yarn[ \t]+(?:install|add))\b")
 _MAX_TEST_BYTES = 512 * 1024
 
 
@@ -439,16 +447,19 @@ def named_facts(text: str) -> list[str]:
 
 
 def _names_a_place(path: str) -> bool:
-    """Whether an absolute path's pieces can name a place: its first piece has a letter or a digit (not `/.+`
-    nor `/./i`, pieces of regular expressions) and not every piece is a number (not `/24`, a netmask).
+    """Whether an absolute path's pieces can name a place: each piece has a letter or a digit (not `/.+` nor
+    `/./i`, pieces of regular expressions; round 16: nor `/w/.+`, the piece after a real name) and not every piece
+    is a number (not `/24`, a netmask).
 
     Examples
     --------
-    >>> [_names_a_place(p) for p in ("/app/out.txt", "/.+", "/./i", "/24", "/data/2024", "/.config/x")]
-    [True, False, False, False, True, True]
+    >>> [_names_a_place(p) for p in ("/app/out.txt", "/.+", "/./i", "/24", "/data/2024", "/.config/x", "/w/.+")]
+    [True, False, False, False, True, True, False]
     """
     pieces = path.strip("/").split("/")
-    return re.search(r"[A-Za-z0-9]", pieces[0]) is not None and not all(piece.isdigit() for piece in pieces)
+    if any(not re.search(r"[A-Za-z0-9]", piece) for piece in pieces if piece not in {".", ".."} or piece is pieces[0]):
+        return False  # round 16: a piece after a real name too (`/snapshots/.+` of `^oldest=(/snapshots/.+)$`)
+    return not all(piece.isdigit() for piece in pieces)
 
 
 def _is_place(path: str) -> bool:
@@ -536,6 +547,7 @@ def asked_facts(
     groups: list[tuple[str, ...]] = []
     sources: set[str] = set()
     starts_shipped = False
+    started: set[str] = set()
     unrun = unrun_scripts(files)
     texts: dict[Path, str] = {}
     for path in files:
@@ -556,6 +568,7 @@ def asked_facts(
             groups += alternatives(raw)
             own |= made_or_handed_paths(raw)
             starts_shipped |= any(Path(program).name in environment for program in started_programs(raw))
+            started |= started_ports(raw, environment)
         named = named_facts(text)
         if path.suffix.lower() == ".py" and not linked:
             named = [fact for fact in named if not fact.startswith("port ")]
@@ -586,8 +599,8 @@ def asked_facts(
     for fact in dict.fromkeys(facts):
         if fact in grouped:
             continue  # one of a group: asked as the group
-        if fact.startswith("port ") and starts_shipped and fact in ports:
-            mine += 1  # the port of a server the environment ships and the tests start themselves (round 13)
+        if fact.startswith("port ") and ((starts_shipped and fact in ports) or fact in started):
+            mine += 1  # the port of a server the environment ships and the tests start themselves (rounds 13, 16)
         elif fact.startswith(("port ", "user ")):
             asked.append(fact)
         elif (
@@ -637,6 +650,11 @@ def in_instruction(fact: str, instruction: str, workdir: str | None = None) -> b
         return re.search(rf"(?<![\w.]){re.escape(fact[5:])}(?!\w)", instruction) is not None
     if fact.startswith("user "):
         return _names(fact[5:], instruction)
+    installed = _INSTALLED.fullmatch(fact)
+    if installed and _NODE_INSTALL.search(instruction):  # round 16: `npm install` in a folder it names
+        folder = installed.group(1)
+        if folder == (workdir or "").rstrip("/") or in_instruction(folder, instruction, workdir):
+            return True
     # a `file://` URI names its path (round 13): `tracking_uri=file:///w/mlruns` names /w/mlruns
     instruction = _FILE_URI.sub(" ", instruction)
     candidates = [fact]

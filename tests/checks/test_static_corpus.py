@@ -548,6 +548,107 @@ def test_a_string_used_as_a_subscript_key_is_no_place(tmp_path: Path) -> None:
     assert found.missing == ("/srv/cache", "/srv/cache/keys"), found.evidence
 
 
+# ---------------------------------------------------------------- round 16 (after the confirmation) ---------
+def test_a_patterns_piece_after_a_real_name_is_no_place(tmp_path: Path) -> None:
+    # terminal-bench-env's snapshot task: the agent's reported value matched against a pattern whose group holds a
+    # real folder and then `.+` (the confirmation's part); the folder alone, read as a place, is still asked
+    text = code_of_test("t.py", "m = re.fullmatch(r'^newest=(/backups/.+)$', line)\nopen('/backups/index.txt')\n")
+    assert text is not None
+    assert named_facts(text) == ["/backups/index.txt"]
+    assert named_facts("re.search(r'/var2/.+/log', s)\n") == []
+
+
+def test_the_port_the_tests_start_a_shipped_app_on_is_theirs(tmp_path: Path) -> None:
+    # terminal-bench-env: the tests import the Flask app the image ships and run it in a thread on a port of their
+    # own (the confirmation's part), or start a shipped FastAPI app as a module on their command line (round 14's
+    # held-out part); a port of an app the environment does not ship, and another port, are still asked
+    task = tmp_path / "task"
+    (task / "environment" / "shop").mkdir(parents=True)
+    (task / "environment" / "shop" / "views.py").write_text("app = Flask(__name__)\n")
+    (task / "environment" / "api.py").write_text("api = FastAPI()\n")
+    threaded = (
+        "import requests\n"
+        "from threading import Thread\n"
+        "from shop.views import app as shop_app\n"
+        "def serve():\n"
+        "    shop_app.run(host='127.0.0.1', port=6611, debug=False)\n"
+        "def test_gzip():\n"
+        "    Thread(target=serve, daemon=True).start()\n"
+        '    assert requests.get("http://127.0.0.1:6611/items").ok\n'
+        '    assert requests.get("http://127.0.0.1:6612/other").ok\n'
+    )
+    folders = _step(task, {"test_outputs.py": threaded})
+    shipped = environment_files(task)
+    found = named_in_instruction("Fix the compression of /srv/shop.", folders, environment=shipped)
+    assert found.missing == ("port 6612",), found.evidence
+    # the Flask task's file has a syntax error in a later test (an unterminated string): read up to it
+    broken = threaded + "def test_header():\n    assert r.headers.get('Content-Encoding', ')\n"
+    (folders[0] / "test_outputs.py").write_text(broken)
+    found = named_in_instruction("Fix the compression of /srv/shop.", folders, environment=shipped)
+    assert found.missing == ("port 6612",), found.evidence
+    module = (
+        "import subprocess, requests\n"
+        "def test_isolation():\n"
+        '    proc = subprocess.Popen(["python", "-m", "uvicorn", "api:api", "--host", "0.0.0.0", "--port", "8701"])\n'
+        '    assert requests.get("http://localhost:8701/a").ok\n'
+    )
+    (folders[0] / "test_outputs.py").write_text(module)
+    assert named_in_instruction("Fix /srv/api.py.", folders, environment=shipped).outcome == "ok"
+    found = named_in_instruction("Fix /srv/api.py.", folders, environment=frozenset({"other.py"}))
+    assert found.missing == ("port 8701",), found.evidence
+
+
+def test_a_compilers_target_on_the_next_line_is_the_tests_own(tmp_path: Path) -> None:
+    # terminal-bench-env's prefetch task: gcc's argument list written one argument a line, `"-o",` then the literal
+    # path (the confirmation's part, two items); the source the tests compile is still asked
+    folders = _step(
+        tmp_path,
+        {
+            "test_outputs.py": "import subprocess\n"
+            "def test_build():\n"
+            "    cmd = [\n"
+            '        "gcc",\n'
+            '        "-O2",\n'
+            '        "/srv/fast/kernel.c",\n'
+            '        "-o",\n'
+            '        "/srv/fast/kernel_bin",\n'
+            "    ]\n"
+            "    subprocess.run(cmd, check=True)\n"
+            '    subprocess.run(["/srv/fast/kernel_bin"], check=True)\n',
+        },
+    )
+    found = named_in_instruction("Optimise the kernel.", folders)
+    assert found.missing == ("/srv/fast/kernel.c",), found.evidence
+
+
+def test_what_npm_install_writes_in_a_named_folder_is_named(tmp_path: Path) -> None:
+    # terminal-bench-env's native-module task: the instruction requires `npm install` to complete in a folder it
+    # names (a bare top folder, which names nothing under it by itself) and a module to be installed; the tests
+    # look for that folder's `node_modules` and the module in it (the confirmation's part, two items). Without the
+    # install named, or in another folder, they are still asked
+    test = (
+        "def test_installed():\n"
+        '    assert Path("/app/node_modules").is_dir()\n'
+        '    assert Path("/app/node_modules/imgkit").is_dir()\n'
+    )
+    folders = _step(tmp_path, {"test_outputs.py": test})
+    said = "Make `npm install` complete in `/app` so that the imgkit module is installed."
+    assert named_in_instruction(said, folders).outcome == "ok"
+    assert named_in_instruction("Make `npm install` complete.", folders, workdir="/app").outcome == "ok"
+    found = named_in_instruction("Make the imgkit module work in `/app`.", folders)
+    assert found.missing == ("/app/node_modules", "/app/node_modules/imgkit"), found.evidence
+    found = named_in_instruction("Make `npm install` complete in `/srv`.", folders, workdir="/srv")
+    assert found.missing == ("/app/node_modules", "/app/node_modules/imgkit"), found.evidence
+
+
+def test_a_vault_client_is_a_connection(tmp_path: Path) -> None:
+    # round 14's held-out part: the tests run the `vault` client against the server (a port the instruction names,
+    # so no row changed); its port counts as a connection's
+    test = 'def test_kv():\n    subprocess.run(["vault", "kv", "get", "-address=http://127.0.0.1:8655", "kv/a"])\n'
+    folders = _step(tmp_path, {"test_outputs.py": test})
+    assert named_in_instruction("Store the secret.", folders).missing == ("port 8655",)
+
+
 # ---------------------------------------------------------------- round 10's held-out part ------------------
 def test_round_10_held_out_figures_follow_from_the_labels() -> None:
     # docs/checks.md's round 10 table, recomputed from the hand labels (scripts/corpus_labels.csv): every item
