@@ -769,6 +769,20 @@ def test_round_14_confirmation_figures_follow_from_the_labels() -> None:
     assert both[1] == (87, 102, 0.85, 0.77, 0.91)
 
 
+def test_round_16_held_out_figure_on_a_new_corpus_follows_from_the_labels() -> None:
+    # docs/checks.md's round 16 held-out part (pre-registered at dbe6130, rules frozen at 133e83b): 27 tasks of
+    # Saud008/terminal-bench-2.1 rebuilt from the code index; one figure (no LiveCodeBench Pro task), and the same
+    # without the four items the rebuilt copy caused (a script the image ships that the index holds no copy of)
+    counts, figures = _held_out_figures("tb21")
+    assert counts == {("tb21", "false"): 13}
+    assert figures[0] == (0, 13, 0.0, 0.0, 0.23)
+    labels = pl.read_csv(ROOT / "scripts" / "corpus_labels.csv", infer_schema=False)
+    by_copy = labels.filter((pl.col("corpus") == "tb21") & pl.col("why").str.contains("holds no copy"))
+    assert by_copy.height == 4
+    low, high = proportion_ci([0], [13 - by_copy.height])
+    assert (round(float(low[0]), 2), round(float(high[0]), 2)) == (0.0, 0.3)
+
+
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
 def test_the_cookbook_recipes_raise_no_flag(samples: Path, tmp_path: Path) -> None:
     root = samples / "harbor-framework_harbor-cookbook" / "harbor_cookbook" / "recipes"
