@@ -13,6 +13,7 @@ paths; the check decides what the paths mean.
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import re
 from pathlib import Path
@@ -129,6 +130,8 @@ def _writes(call: ast.Call, at: int) -> bool:
     return any(isinstance(m, ast.Constant) and isinstance(m.value, str) and re.search("[wax]", m.value) for m in modes)
 
 
+# each reading below parses the same test file (the check asks them one after another): parsed once, read-only
+@functools.lru_cache(maxsize=8)
 def _parsed(text: str) -> tuple[ast.Module, dict[str, list[str]]] | None:
     """A Python test's syntax tree and the paths its names are assigned (:func:`_assigned_paths`); None when the
     text is not Python 3 (the opening of each reading below). Round 16: a file with a syntax error further down

@@ -456,10 +456,12 @@ def _names_a_place(path: str) -> bool:
     >>> [_names_a_place(p) for p in ("/app/out.txt", "/.+", "/./i", "/24", "/data/2024", "/.config/x", "/w/.+")]
     [True, False, False, False, True, True, False]
     """
-    pieces = path.strip("/").split("/")
-    if any(not re.search(r"[A-Za-z0-9]", piece) for piece in pieces if piece not in {".", ".."} or piece is pieces[0]):
+    first, *rest = path.strip("/").split("/")
+    if not re.search(r"[A-Za-z0-9]", first):
+        return False
+    if any(piece not in {".", ".."} and not re.search(r"[A-Za-z0-9]", piece) for piece in rest):
         return False  # round 16: a piece after a real name too (`/snapshots/.+` of `^oldest=(/snapshots/.+)$`)
-    return not all(piece.isdigit() for piece in pieces)
+    return not all(piece.isdigit() for piece in (first, *rest))
 
 
 def _is_place(path: str) -> bool:

@@ -79,8 +79,10 @@ def task_folders(paths: list[str]) -> list[Path]:
     """Each path that is a task folder (has task.toml, or TB1's task.yaml), else its child folders that are, in
     order. A TB1 task is kept so that its rows say why it is not checked (it needs Harbor's migration first)."""
 
+    from depthlab.io.tasks import TASK_FILES
+
     def is_task(folder: Path) -> bool:
-        return any((folder / name).is_file() for name in ("task.toml", "task.yaml"))
+        return any((folder / name).is_file() for name in TASK_FILES)
 
     found: list[Path] = []
     for text in paths:

@@ -75,6 +75,8 @@ _PERSON_ROLES = (
 )
 _PERSONAL_KEY = re.compile(rf"(?:e_?mail|(?:^|_)(?:{_PERSON_ROLES})s?(?:_names?|_full_?name)?$)")
 _SOURCES: Final[tuple[str | None, ...]] = (None, "human", "generated", "none")
+#: The files that make a folder a task: Harbor's task.toml, or a Terminal-Bench 1 task.yaml.
+TASK_FILES: Final[tuple[str, ...]] = ("task.toml", "task.yaml")
 
 
 @dataclass(frozen=True)
@@ -347,7 +349,7 @@ def _task_dirs(roots: list[str], rejected: list[Rejected]) -> list[str]:
         except OSError as exc:
             rejected.append(Rejected(folder, f"cannot list directory: {exc.strerror or exc}"))
             continue
-        if "task.toml" in names or "task.yaml" in names:
+        if any(name in names for name in TASK_FILES):
             found.append(folder)
             continue
         subdirs = sorted(entry.path for name, entry in names.items() if not name.startswith(".") and _is_dir(entry))

@@ -44,7 +44,7 @@ from depthlab.io.harbor_task import (
     size_mb,
 )
 from depthlab.io.task_rules import local_unsupported
-from depthlab.io.tasks import dirhash_sha256
+from depthlab.io.tasks import TASK_FILES, dirhash_sha256
 from depthlab.runner.errors import UnsupportedTaskError
 
 #: Compose file names that mark a multi-container task.
@@ -69,7 +69,7 @@ def task_folder(source: str | os.PathLike[str]) -> Path:
     'tasks/chain-r3'
     """
     path = Path(os.fspath(source))
-    return path.parent if path.name in {"task.toml", "task.yaml"} else path
+    return path.parent if path.name in TASK_FILES else path
 
 
 @dataclass(frozen=True)
