@@ -45,7 +45,12 @@ def load_page(driver: Any, url: str, attempts: int = LOAD_ATTEMPTS) -> None:
 #: What jupyter_server logs when it fails the kernel's websocket (a race while the kernel starts,
 #: seen under load: the page reconnects, but the comm messages sent meanwhile, a widget's model among
 #: them, are lost and the widget shows "model not found").
-KERNEL_SOCKET_FAILED = re.compile(r"Uncaught exception GET /api/kernels/[0-9a-f-]+/channels")
+# the server failed the kernel's websocket, or shut down the kernel the page had just opened under it (a kernel
+# started and shut down within a second, its streams then closed: seen once in a full run; the test never shuts a
+# kernel down while it opens the notebook)
+KERNEL_SOCKET_FAILED = re.compile(
+    r"Uncaught exception GET /api/kernels/[0-9a-f-]+/channels|Kernel shutdown: [0-9a-f-]+|Got events for closed stream"
+)
 
 
 def connection_dropped(console: list[str], server_log: str) -> bool:
@@ -59,5 +64,7 @@ def connection_dropped(console: list[str], server_log: str) -> bool:
     True
     >>> connection_dropped(["Uncaught TypeError: x is undefined"], "[I ServerApp] Kernel started")
     False
+    >>> connection_dropped([], "[I ServerApp] Kernel shutdown: ca0d2307-f65d")
+    True
     """
     return any(NETWORK_CHANGED in line for line in console) or bool(KERNEL_SOCKET_FAILED.search(server_log))
