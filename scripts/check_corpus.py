@@ -49,11 +49,10 @@ from pathlib import Path
 import polars as pl
 
 from depthlab.checks import check_tasks, static
+from depthlab.io.tasks import TASK_FILES
 
 #: The checks this script runs: the static ones (no Docker).
 STATIC_CHECKS = ("named_in_instruction", "fix_not_in_instruction")
-#: A task folder's config file: Harbor's, or TB1's (migrated by Harbor before it is checked).
-TASK_FILES = ("task.toml", "task.yaml")
 #: The labels of a flagged item (docs/checks.md defines them).
 LABELS = ("true", "debatable", "false")
 _FIELDS = ("corpus", "commit", "task", "part", "step", "check", "outcome", "item")
@@ -202,30 +201,38 @@ def part_of(corpus: str, task: str, tune_corpora: frozenset[str]) -> str:
 
 
 def flagged_items(row: dict) -> list[str]:
-    """The items a static row flags: the missing paths, ports and users, the key step's lines given, or the
-    ``items`` it carries (``lint``'s rules)."""
+    """The items a static row flags as its fault: the places its instruction gets wrong (round 17: named
+    elsewhere, or no place named at all), the key step's lines given, or the ``items`` it carries (``lint``'s
+    rules)."""
     if row["outcome"] != "fault":
         return []
     if "items" in row:
         return list(row["items"])
     evidence = str(row["evidence"])
-    for lead in ("not in the instruction: ", "the instruction spells out: "):
-        if evidence.startswith(lead):
-            # what follows the missing names is set apart, not flagged: hidden inputs, places accepted any one of
-            said = evidence[len(lead) :]
-            for apart in ("; hidden verifier inputs", "; places the tests accept"):
-                said = said.split(apart, 1)[0]
-            return said.split(" | ") if lead.startswith("the instruction") else said.split(", ")
+    if evidence.startswith(static.FAULT_LEAD):
+        # what follows the first "; " is the fault's reason and what is set apart: notes, hidden inputs, groups
+        return evidence[len(static.FAULT_LEAD) :].split("; ", 1)[0].split(", ")
+    lead = "the instruction spells out: "
+    if evidence.startswith(lead):
+        return evidence[len(lead) :].split(" | ")
     return [evidence]
+
+
+def _listed(row: dict, lead: str) -> list[str]:
+    evidence = str(row["evidence"])
+    if lead not in evidence:
+        return []
+    return evidence.split(lead, 1)[1].split("; ", 1)[0].split(", ")
+
+
+def unplaced_items(row: dict) -> list[str]:
+    """The places a ``named_in_instruction`` row lists as named nowhere in the instruction: a note (round 17)."""
+    return _listed(row, static.UNPLACED_LEAD)
 
 
 def hidden_items(row: dict) -> list[str]:
     """The hidden verifier inputs a ``named_in_instruction`` row sets apart."""
-    evidence = str(row["evidence"])
-    lead = "hidden verifier inputs, never named: "
-    if lead not in evidence:
-        return []
-    return evidence.split(lead, 1)[1].split("; ", 1)[0].split(", ")
+    return _listed(row, static.HIDDEN_LEAD)
 
 
 def check_corpus(corpus: Corpus, tune_corpora: frozenset[str], *, lint: bool) -> tuple[list[dict], Counter]:
@@ -266,24 +273,26 @@ def check_corpus(corpus: Corpus, tune_corpora: frozenset[str], *, lint: bool) ->
             base = (corpus.name, commit, task, part, row["step"] or "", row["check"])
             for item in flagged_items(row):
                 items.append(dict(zip(_FIELDS, (*base, "fault", item), strict=True)))
-            for item in hidden_items(row) if row["check"] == "named_in_instruction" else []:
-                items.append(dict(zip(_FIELDS, (*base, "hidden", item), strict=True)))
+            if row["check"] == "named_in_instruction":
+                for kind, found in (("unplaced", unplaced_items(row)), ("hidden", hidden_items(row))):
+                    items += [dict(zip(_FIELDS, (*base, kind, item), strict=True)) for item in found]
     return items, counts
 
 
 def precision_table(items: pl.DataFrame, labels_file: Path) -> pl.DataFrame:
-    """Flagged items by check and part with their labels: true, debatable, false, unlabelled, precision."""
+    """Flagged items by check, part and kind (``outcome``: ``fault``, or round 17's ``unplaced``, a note) with their
+    labels: true, debatable, false, unlabelled, precision."""
     labels = pl.read_csv(labels_file, infer_schema=False).with_columns(pl.col("step").fill_null(""))
     bad = labels.filter(~pl.col("label").is_in(LABELS))
     if bad.height:
         raise SystemExit(f"{labels_file}: labels must be one of {LABELS}; got {bad['label'].unique().to_list()}")
-    joined = items.filter(pl.col("outcome") == "fault").join(
+    joined = items.filter(pl.col("outcome").is_in(["fault", "unplaced"])).join(
         labels.select("corpus", "task", "step", "check", "item", "label"),
         on=["corpus", "task", "step", "check", "item"],
         how="left",
     )
     return (
-        joined.group_by("check", "part")
+        joined.group_by("check", "part", "outcome")
         .agg(
             flagged=pl.len(),
             true=(pl.col("label") == "true").sum(),
@@ -292,7 +301,7 @@ def precision_table(items: pl.DataFrame, labels_file: Path) -> pl.DataFrame:
             unlabelled=pl.col("label").is_null().sum(),
         )
         .with_columns(precision=pl.col("true") / pl.col("flagged"))
-        .sort("check", "part")
+        .sort("check", "part", "outcome")
     )
 
 
@@ -350,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.labels:
             print(precision_table(table, args.labels))
         else:
-            print(table.filter(pl.col("outcome") == "fault").select("corpus", "task", "part", "step", "check", "item"))
+            flagged = table.filter(pl.col("outcome").is_in(["fault", "unplaced"]))
+            print(flagged.select("corpus", "task", "part", "step", "check", "outcome", "item"))
     return 0
 
 

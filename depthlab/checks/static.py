@@ -41,7 +41,12 @@ is not; ``harbor lint``.
     whose name says it is the verifier's answer: ``golden``, ``expected``, ``hidden``, ``oracle``, ``truth``,
     ``answer key``, ``fixture``, ``test set``, ``held out``) the agent is never meant to see, and *places the tests
     accept any one of* (:func:`alternatives`) none of which the instruction names: reported apart
-    (outcome ``note`` when they are all there is), never missing.
+    (outcome ``note`` when they are all there is), never missing. Round 17, the verdict: a place the tests ask
+    about that the instruction does not name is a ``fault`` when the instruction names it at another place
+    (:func:`named_elsewhere`: ``/output/a.csv`` for ``/workspace/output/a.csv``) or names no place at all
+    (:func:`names_no_place`), the cause in the evidence; one it names nowhere is a ``note`` (on real tasks
+    mostly the verifier's own machinery, docs/checks.md), listed apart. The tests' own ``cargo build`` output
+    (``target/``) is the verifier's (round 17).
 ``fix_not_in_instruction``
     No command line of the step's key step appears verbatim in its instruction (an instruction that
     spells out the fix makes the key step free).
@@ -106,6 +111,11 @@ SYSTEM_PATHS: tuple[str, ...] = (
 BARE_FOLDERS: frozenset[str] = frozenset(
     {"/", "/app", "/root", "/home", "/opt", "/srv", "/mnt", "/media", "/workspace"}
 )
+#: How a ``named_in_instruction`` row's evidence lists its kinds of item (read back by the corpus script).
+FAULT_LEAD = "not in the instruction: "
+#: Round 17: places the tests ask about that the instruction names nowhere, a note.
+UNPLACED_LEAD = "not named anywhere in the instruction (a note; often the verifier's own): "
+HIDDEN_LEAD = "hidden verifier inputs, never named: "
 #: ``harbor lint`` rules about practice, not validity: a ``note``, never a ``fault``.
 LINT_NOTES: frozenset[str] = frozenset(
     {
@@ -237,19 +247,31 @@ _FILE_URI = re.compile(r"\bfile://(?=/)", re.IGNORECASE)
 # what a Node package manager's install writes in the folder it runs in (round 16): `D/node_modules` and under it
 _INSTALLED = re.compile(r"(/[^\s]*?)/node_modules(?:/[^\s]*)?")
 _NODE_INSTALL = re.compile(r"\b(?:(?:npm|pnpm)[ \t]+(?:install|i|ci|add)|yarn[ \t]+(?:install|add))\b")
+# round 17: cargo's own output, in a tests folder whose shell builds with cargo itself
+_CARGO_BUILD = re.compile(r"\bcargo[ \t]+(?:\+\S+[ \t]+)?(?:build|install)\b")
+_CARGO_OUTPUT = re.compile(r"/target(?:/|$)")
+# round 17: a file name an instruction may give bare (`out.txt`): a name with a suffix that has a letter
+# (a stem of two characters or more: `e.g.` is no file)
+_FILE_NAME = re.compile(r"(?<![\w/.~-])(?=[\w+-]*[A-Za-z])[\w+-]{2,}\.[A-Za-z]\w{0,7}(?![\w-]|\.\w)")
+# round 17: any sign of a place in an instruction: a path, a file name, a port
+_ANY_PLACE = re.compile(r"(?:^|[\s`'\"(=:])~?/[\w.-]|\bport\b|:\d{2,5}\b", re.IGNORECASE)
 _MAX_TEST_BYTES = 512 * 1024
 
 
 @dataclass(frozen=True)
 class StaticResult:
     """A static check's outcome (``ok``, ``fault``, ``note``, ``not_marked``, ``not_applicable``, ``error``), what
-    it checked (``total``), found wanting (``missing``) and set apart (``hidden``), and the evidence (one line)."""
+    it checked (``total``), found wanting (``missing``; of them, ``wrong`` make a fault) and set apart (``hidden``),
+    and the evidence (one line)."""
 
     outcome: str
     total: int
     missing: tuple[str, ...]
     evidence: str
     hidden: tuple[str, ...] = ()
+    #: of ``missing``, what makes the row a ``fault`` (for ``named_in_instruction``, round 17: a place the instruction
+    #: names elsewhere, or any where it names no place at all)
+    wrong: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -550,6 +572,7 @@ def asked_facts(
     sources: set[str] = set()
     starts_shipped = False
     started: set[str] = set()
+    cargo_builds = False
     unrun = unrun_scripts(files)
     texts: dict[Path, str] = {}
     for path in files:
@@ -580,6 +603,7 @@ def asked_facts(
             sources |= compiled_sources(raw)  # through a name: the AST of the file as written
         if path.suffix.lower() != ".py":  # a Python test's starts are read from its argument lists (above)
             starts_shipped |= any(Path(program).name in environment for program in _RUN.findall(text))
+            cargo_builds |= _CARGO_BUILD.search(text) is not None
         toolboxes |= {match.group(1).rstrip("/") for pattern in _TOOLBOX for match in pattern.finditer(text)}
         toolboxes |= {p.rstrip("/") for value in _PATH_VALUE.findall(text) for p in value.split(":") if p}
         own |= {p.strip("'\"").rstrip("/") for match in _MKDIR.finditer(text) for p in match.group(1).split()}
@@ -611,6 +635,7 @@ def asked_facts(
             or Path(fact).name in copied
             or any(fact == box or fact.startswith(box + "/") for box in toolboxes)
             or any(_built_beside(fact, source) for source in sources)
+            or (cargo_builds and _CARGO_OUTPUT.search(fact) is not None)  # round 17: the tests' own cargo build
         ):
             mine += 1
         elif _HIDDEN_NAME.search(fact):
@@ -686,6 +711,51 @@ def _names(value: str, instruction: str) -> bool:
     return re.search(rf"(?<![\w/.-]){re.escape(value)}(?![\w-]|/[\w.-]|\.\w)", instruction) is not None
 
 
+def named_elsewhere(fact: str, instruction: str) -> str | None:
+    """Where ``instruction`` puts the file ``fact`` names, when that is another place (round 17): a path of the
+    instruction ending in the same name (``/output/a.csv`` for ``/workspace/output/a.csv``), or the bare name
+    when it has a suffix (``out.txt`` for ``/app/results/out.txt``); None when it names the name nowhere (or
+    names the place itself: :func:`in_instruction` is asked first).
+
+    Examples
+    --------
+    >>> named_elsewhere("/workspace/output/a.csv", "Save the table to `/output/a.csv`.")
+    '/output/a.csv'
+    >>> named_elsewhere("/app/results/out.txt", "Write done to out.txt in the results folder.")
+    'out.txt'
+    >>> named_elsewhere("/app/scripts", "Fix the scripts."), named_elsewhere("/app/a.csv", "Write /app/b.csv.")
+    (None, None)
+    >>> named_elsewhere("port 8080", "Serve on port 9090.") is None
+    True
+    """
+    name = fact.rstrip("/").rsplit("/", 1)[-1]
+    if not fact.startswith("/") or not re.search(r"[A-Za-z]", name):
+        return None
+    # a path of the instruction ending in the name, not part of a longer name
+    for match in _PATH.finditer(instruction):
+        found = match.group(1).rstrip("/.")
+        if found.rsplit("/", 1)[-1] == name and found != fact:
+            return found
+    bare = _FILE_NAME.fullmatch(name) is not None
+    if bare and re.search(rf"(?<![\w/.~-]){re.escape(name)}(?![\w-]|\.\w|/)", instruction):
+        return name
+    return None
+
+
+def names_no_place(instruction: str) -> bool:
+    """Whether ``instruction`` names no place at all (round 17): no path, no file name, no port; an instruction
+    that cannot tell the agent where anything goes (LiveCodeBench Pro's migrated ``base``).
+
+    Examples
+    --------
+    >>> names_no_place("base"), names_no_place("Write the answer to answer.txt."), names_no_place("Edit /app/x")
+    (True, False, False)
+    >>> names_no_place("Serve the API on port 8000."), names_no_place("Fix the failing build, e.g. the linker.")
+    (False, True)
+    """
+    return _FILE_NAME.search(instruction) is None and _ANY_PLACE.search(instruction) is None
+
+
 def task_workdir(task_dir: Path) -> str | None:
     """The agent's working folder: task.toml's ``[environment] workdir``, else the Dockerfile's last
     ``WORKDIR``; None when neither says.
@@ -743,17 +813,30 @@ def named_in_instruction(
         for group in found.alternatives
         if not any(in_instruction(path, instruction, workdir) for path in group)
     ]
+    # round 17: a fault where the instruction names the file at another place, or names no place at all; a
+    # place it names nowhere is a note (on real tasks mostly the verifier's own machinery: docs/checks.md)
+    nameless = names_no_place(instruction)
+    elsewhere = {fact: place for fact in missing if (place := named_elsewhere(fact, instruction)) is not None}
+    wrong = tuple(fact for fact in missing if nameless or fact in elsewhere)
+    unplaced = tuple(fact for fact in missing if fact not in wrong)
     total = len(found.asked)
-    said = [f"hidden verifier inputs, never named: {', '.join(hidden)}"] if hidden else []
+    said = [f"{UNPLACED_LEAD}{', '.join(unplaced)}"] if unplaced else []
+    said += [f"{HIDDEN_LEAD}{', '.join(hidden)}"] if hidden else []
     said += [f"places the tests accept any one of, none named: {'; '.join(unnamed)}"] if unnamed else []
     apart = "; ".join(said)
     hidden += tuple(unnamed)
-    if missing:
-        evidence = "not in the instruction: " + ", ".join(missing) + (f"; {apart}" if apart else "")
-        return StaticResult("fault", total, missing, evidence, hidden)
+    if wrong:
+        if nameless:
+            why = "the instruction names no place at all"
+        else:
+            why = "named elsewhere: " + ", ".join(f"{fact} as {elsewhere[fact]}" for fact in wrong)
+        evidence = f"{FAULT_LEAD}{', '.join(wrong)}; {why}" + (f"; {apart}" if apart else "")
+        return StaticResult("fault", total, missing, evidence, hidden, wrong)
     own = f" ({found.own} of the verifier's own left out)" if found.own else ""
-    if hidden:
-        return StaticResult("note", total, (), f"{apart}; the other {total} named in the instruction{own}", hidden)
+    if hidden or unplaced:
+        named = total - len(unplaced)
+        evidence = f"{apart}; the other {named} named in the instruction{own}"
+        return StaticResult("note", total, missing, evidence, hidden)
     return StaticResult("ok", total, (), f"all {total} named in the instruction{own}")
 
 
@@ -761,7 +844,7 @@ def fix_not_in_instruction(instruction: str, key: list[str]) -> StaticResult:
     """The ``fix_not_in_instruction`` check of one step, given its key step's command lines."""
     given = tuple(line for line in key if line in instruction)
     if given:
-        return StaticResult("fault", len(key), given, "the instruction spells out: " + " | ".join(given))
+        return StaticResult("fault", len(key), given, "the instruction spells out: " + " | ".join(given), wrong=given)
     return StaticResult("ok", len(key), (), f"none of the key step's {len(key)} lines is in the instruction")
 
 
@@ -884,7 +967,7 @@ def lint_result(findings: list[dict] | str) -> StaticResult:
         for rule, message in messages.items()
     )
     if faults:
-        return StaticResult("fault", len(findings), faults, "harbor lint: " + said)
+        return StaticResult("fault", len(findings), faults, "harbor lint: " + said, wrong=faults)
     if messages:
         return StaticResult("note", len(findings), (), "harbor lint, notes only: " + said)
     return StaticResult("ok", 0, (), "harbor lint: no findings")

@@ -108,7 +108,17 @@ def test_named_facts_skip_harbor_and_system_paths() -> None:
 def test_named_in_instruction_reports_what_is_missing(tmp_path: Path) -> None:
     (tmp_path / "test.sh").write_text("cat /app/a.txt /app/b.txt; nc localhost:9000\n")
     found = named_in_instruction("Write `/app/a.txt` and serve on port 9000.", [tmp_path])
-    assert (found.outcome, found.total, found.missing) == ("fault", 3, ("/app/b.txt",))
+    # round 17: a place the instruction names nowhere is a note; named at another place, a fault
+    assert (found.outcome, found.total, found.missing, found.wrong) == ("note", 3, ("/app/b.txt",), ())
+    assert found.evidence.startswith(
+        "not named anywhere in the instruction (a note; often the verifier's own): /app/b.txt;"
+    )
+    elsewhere = named_in_instruction("Write `/app/a.txt`, then `/out/b.txt`; serve on port 9000.", [tmp_path])
+    assert (elsewhere.outcome, elsewhere.missing, elsewhere.wrong) == ("fault", ("/app/b.txt",), ("/app/b.txt",))
+    assert elsewhere.evidence == "not in the instruction: /app/b.txt; named elsewhere: /app/b.txt as /out/b.txt"
+    nowhere = named_in_instruction("Do the task.", [tmp_path])  # an instruction that names no place at all
+    assert (nowhere.outcome, nowhere.wrong) == ("fault", ("/app/a.txt", "/app/b.txt", "port 9000"))
+    assert "; the instruction names no place at all" in nowhere.evidence
     assert named_in_instruction("Write /app/a.txt and /app/b.txt on 9000.", [tmp_path]).outcome == "ok"
     # a longer path does not count as naming a shorter one
     assert named_in_instruction("Write /app/a.txt.bak, /app/b.txt, 9000.", [tmp_path]).missing == ("/app/a.txt",)

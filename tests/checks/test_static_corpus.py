@@ -649,6 +649,56 @@ def test_a_vault_client_is_a_connection(tmp_path: Path) -> None:
     assert named_in_instruction("Store the secret.", folders).missing == ("port 8655",)
 
 
+def test_what_the_tests_cargo_build_writes_is_their_own(tmp_path: Path) -> None:
+    # round 16's held-out part (tb21, two tasks): test.sh builds the agent's crate itself and copies cargo's release
+    # binary to the place the instruction names; `target/` is the verifier's own build. Without the build in the
+    # tests, the same path is asked (and, its name given elsewhere, a fault: round 17)
+    build = (
+        "cd /app && cargo build --release\n"
+        "cp /app/target/release/skew-cal /app/bin/skew-cal\n"
+        "/app/bin/skew-cal --check\n"
+    )
+    folders = _step(tmp_path, {"test.sh": build})
+    said = "Build the indexer so that `/app/bin/skew-cal` runs."
+    assert named_in_instruction(said, folders).outcome == "ok"
+    plain = _step(tmp_path / "plain", {"test.sh": "/app/target/release/skew-cal --check\n"})
+    found = named_in_instruction(said, plain)
+    assert (found.outcome, found.wrong) == ("fault", ("/app/target/release/skew-cal",)), found.evidence
+
+
+def test_the_verdict_is_a_fault_only_where_the_instruction_gets_a_place_wrong(tmp_path: Path) -> None:
+    # round 17: named elsewhere (terminal-bench-env's generator: `/output/x` said, `/workspace/output/x` read), or no
+    # place named at all (LiveCodeBench Pro's migrated `base`), is a fault with its cause; a place named nowhere is a
+    # note, listed apart (on held-out corpora mostly the verifier's own: a Makefile run if present, a folder cleaned)
+    test = (
+        "def test_out():\n"
+        '    assert Path("/workspace/output/a.csv").exists()\n'
+        '    assert Path("/app/Makefile").exists()\n'
+    )
+    folders = _step(tmp_path, {"test_outputs.py": test})
+    wrong = named_in_instruction("Save the table to `/output/a.csv`.", folders)
+    assert (wrong.outcome, wrong.missing, wrong.wrong) == (
+        "fault",
+        ("/workspace/output/a.csv", "/app/Makefile"),
+        ("/workspace/output/a.csv",),
+    )
+    assert wrong.evidence == (
+        "not in the instruction: /workspace/output/a.csv; named elsewhere: /workspace/output/a.csv as /output/a.csv; "
+        "not named anywhere in the instruction (a note; often the verifier's own): /app/Makefile"
+    )
+    script = _corpus_script()
+    row = {"outcome": wrong.outcome, "evidence": wrong.evidence}
+    assert (script.flagged_items(row), script.unplaced_items(row)) == (["/workspace/output/a.csv"], ["/app/Makefile"])
+    note = named_in_instruction("Save the table to `/workspace/output/a.csv`.", folders)
+    assert (note.outcome, note.missing, note.wrong) == ("note", ("/app/Makefile",), ())
+    assert note.evidence.endswith("; the other 1 named in the instruction")
+    assert script.flagged_items({"outcome": "note", "evidence": note.evidence}) == []
+    base = named_in_instruction("base", folders)
+    assert base.wrong == ("/workspace/output/a.csv", "/app/Makefile"), base.evidence
+    # a bare file name without a suffix, a word, says no place: `Makefile` in prose names nothing
+    assert named_in_instruction("Keep the Makefile; write /output/b.csv.", folders).wrong == ()
+
+
 # ---------------------------------------------------------------- round 10's held-out part ------------------
 def test_round_10_held_out_figures_follow_from_the_labels() -> None:
     # docs/checks.md's round 10 table, recomputed from the hand labels (scripts/corpus_labels.csv): every item
