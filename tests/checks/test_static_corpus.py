@@ -833,6 +833,30 @@ def test_round_16_held_out_figure_on_a_new_corpus_follows_from_the_labels() -> N
     assert (round(float(low[0]), 2), round(float(high[0]), 2)) == (0.0, 0.3)
 
 
+def test_round_17_held_out_figures_follow_from_the_labels() -> None:
+    # docs/checks.md's round 17 held-out part (rules frozen and figures pre-registered at 9027424): 189 tasks of three
+    # corpora no round had read; the items round 17's rules listed (scripts/corpus_round17_items.csv, the corpus
+    # script's output) joined to the hand labels, each figure in the pre-registered order
+    items = pl.read_csv(ROOT / "scripts" / "corpus_round17_items.csv", infer_schema=False)
+    labels = pl.read_csv(ROOT / "scripts" / "corpus_labels.csv", infer_schema=False).fill_null("")
+    joined = items.join(labels, on=["corpus", "task", "step", "check", "item"], how="left")
+    assert joined.height == items.height == 264 and joined["label"].null_count() == 0
+
+    def figure(part: pl.DataFrame) -> tuple[int, int, float, float, float]:
+        true = part.filter(pl.col("label") == "true").height
+        low, high = proportion_ci([true], [part.height])
+        return true, part.height, round(true / part.height, 3), round(float(low[0]), 3), round(float(high[0]), 3)
+
+    faults = joined.filter(pl.col("outcome") == "fault")
+    assert figure(faults) == (0, 24, 0.0, 0.0, 0.138)  # 1. the figure: not replicated
+    by_part = {corpus: figure(faults.filter(pl.col("corpus") == corpus))[:2] for corpus in ("p29", "jc", "gy")}
+    assert by_part == {"p29": (0, 16), "jc": (0, 4), "gy": (0, 4)}  # 2.
+    assert figure(joined.filter(pl.col("outcome") == "unplaced")) == (1, 240, 0.004, 0.001, 0.023)  # 3.
+    assert figure(joined) == (1, 264, 0.004, 0.001, 0.021)  # 4. (round 16's rules list the same 264 items)
+    counts = dict(faults.group_by("label").len().rows())
+    assert counts == {"debatable": 5, "false": 19}
+
+
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
 def test_the_cookbook_recipes_raise_no_flag(samples: Path, tmp_path: Path) -> None:
     root = samples / "harbor-framework_harbor-cookbook" / "harbor_cookbook" / "recipes"
