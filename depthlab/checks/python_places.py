@@ -607,3 +607,67 @@ def _literal_answer(node: ast.expr) -> bool:
             and any(str(value).startswith("/") for value in values)
         )
     return written_path(node) is not None
+
+
+#: A call that asks whether a place exists (``p.exists()``, ``os.path.isfile(p)``).
+_EXISTENCE = frozenset({"exists", "is_file", "is_dir", "is_symlink", "isfile", "isdir", "islink", "lexists"})
+#: A call that removes a place (``os.remove(p)``, ``p.unlink()``, ``shutil.rmtree(p)``).
+_REMOVAL = frozenset({"remove", "unlink", "rmtree", "rmdir"})
+
+
+def idle_paths(text: str) -> set[str]:
+    """The paths a Python test only asserts absent or removes (round 18): every place it writes them is inside ``not
+    <exists>`` (``assert not Path("/app/later.json").exists()``, an *absence guard*: an agent never told of the file
+    passes) or a removal (``os.remove``, ``.unlink()``, ``shutil.rmtree``: the tests clearing the way), directly or
+    through a name assigned the path and read only so. Such a path asks nothing of what the agent makes.
+
+    Examples
+    --------
+    >>> text = 'LATER = Path("/app/3_report.json")\\ndef test_a():\\n    assert not LATER.exists()\\n'
+    >>> sorted(idle_paths(text + '    assert not Path("/app/b.bin").exists()\\n    os.remove("/app/ref")\\n'))
+    ['/app/3_report.json', '/app/b.bin', '/app/ref']
+    >>> idle_paths('def test_a():\\n    os.remove("/app/out.txt")\\n    assert Path("/app/out.txt").exists()\\n')
+    set()
+    >>> idle_paths('def test_a():\\n    assert Path("/app/out.txt").exists()\\n')
+    set()
+    """
+    parsed = _parsed(text)
+    if parsed is None:
+        return set()
+    tree, _ = parsed
+    idle: set[int] = set()  # the nodes read only to ask for absence or to remove
+    for node in ast.walk(tree):
+        subject = None
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and isinstance(node.operand, ast.Call):
+            subject = _called_on(node.operand, _EXISTENCE)
+        elif isinstance(node, ast.Call):
+            subject = _called_on(node, _REMOVAL)
+        if subject is not None:
+            idle |= {id(part) for part in ast.walk(subject)}
+    loads: dict[str, list[ast.Name]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads.setdefault(node.id, []).append(node)
+    # a name assigned a path and read only idly: its assignment is idle too
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            read = loads.get(node.targets[0].id, [])
+            if read and all(id(name) in idle for name in read):
+                idle |= {id(part) for part in ast.walk(node.value)}
+    written: dict[str, list[bool]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("/"):
+            written.setdefault(node.value.rstrip("/"), []).append(id(node) in idle)
+    return {path for path, uses in written.items() if path and all(uses)}
+
+
+def _called_on(call: ast.Call, functions: frozenset[str]) -> ast.expr | None:
+    """What ``call`` asks about when it is one of ``functions``: a method's receiver (``p.exists()``), or a
+    function's first argument (``os.path.exists(p)``, ``os.remove(p)``)."""
+    if not isinstance(call.func, ast.Attribute) or call.func.attr not in functions:
+        return None
+    receiver = call.func.value
+    # a module's function (os.remove, os.path.exists, shutil.rmtree) takes the place as its first argument
+    if ast.unparse(receiver) in {"os", "shutil", "os.path"}:
+        return call.args[0] if call.args else None
+    return receiver

@@ -82,6 +82,7 @@ from depthlab.checks.python_places import (
     alternatives,
     compiled_sources,
     connects,
+    idle_paths,
     made_or_handed_paths,
     started_ports,
     started_programs,
@@ -144,7 +145,8 @@ _FRAGMENT_LEAD = re.compile(
 _BUILT_NAME = re.compile(r"\{|%[-0-9.]*[sdif(]")
 # ports where the tests connect: a loopback address, a URL, a keyword argument, --port, nc, a PORT constant
 _PORTS = (
-    re.compile(r"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])(?::|['\"]?\s*,\s*)(\d{2,5})\b"),
+    # (round 18: not the first piece of an address after a comma, `NO_PROXY=localhost,127.0.0.1`)
+    re.compile(r"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])(?::|['\"]?\s*,\s*)(\d{2,5})\b(?!\.\d)"),
     re.compile(r"\b[a-z][a-z0-9+.-]*://[\w.-]+:(\d{2,5})\b"),
     re.compile(r"\bport\s*=\s*(\d{2,5})\s*[,)]"),
     re.compile(r"--port[ =](\d{2,5})\b"),
@@ -177,6 +179,9 @@ _TOOLBOX = (
         r"(?:['\"]-o['\"][ \t]*,\s*['\"]|\b(?:gcc|g\+\+|cc|clang|clang\+\+|mpicc|mpicxx|gfortran|rustc)\b"
         r"[^\n;|&]*?[ \t]-o[ \t]*['\"]?)(/[\w.+/-]+)"
     ),
+    # round 18: a JVM compiler's `-d` (kotlinc's jar, javac's class folder) and `go build -o`
+    re.compile(r"\b(?:kotlinc|javac|scalac)\b[^\n;|&]*?[ \t]-d[ \t]+['\"]?(/[\w.+/-]+)"),
+    re.compile(r"\bgo[ \t]+build\b[^\n;|&]*?[ \t]-o[ \t]*['\"]?(/[\w.+/-]+)"),
 )
 _MKDIR = re.compile(r"\bmkdir\s+(?:-\S+\s+)*((?:['\"]?/[\w.+/-]+['\"]?\s*)+)")
 _PATH_VALUE = re.compile(r"\bPATH=['\"]?([^\s'\";]+)")
@@ -247,6 +252,17 @@ _FILE_URI = re.compile(r"\bfile://(?=/)", re.IGNORECASE)
 # what a Node package manager's install writes in the folder it runs in (round 16): `D/node_modules` and under it
 _INSTALLED = re.compile(r"(/[^\s]*?)/node_modules(?:/[^\s]*)?")
 _NODE_INSTALL = re.compile(r"\b(?:(?:npm|pnpm)[ \t]+(?:install|i|ci|add)|yarn[ \t]+(?:install|add))\b")
+# round 18: what a test shell only removes or asserts absent (`rm -f /app/out.txt`, `[ ! -e /app/later ]`)
+_SHELL_REMOVE = re.compile(r"\brm[ \t]+(?:-\S+[ \t]+)*((?:['\"]?/[\w.+/-]+['\"]?[ \t]*)+)")
+_SHELL_ABSENT = re.compile(r"(?:\[\[?|\btest)[ \t]+![ \t]+-[a-zA-Z][ \t]+['\"]?(/[\w.+/-]+)")
+# round 18: a name that says the place is meant to be absent (a path handed over so that it fails)
+_ABSENT_NAME = re.compile(r"(?i)(?:^|/)(?:non-?existent|does-?not-?exist|no-?such[\w-]*|nope|bogus)(?:[./]|$)")
+# round 18: the test runner's own caches
+_RUNNER_CACHE = re.compile(r"/(?:\.pytest_cache|__pycache__|\.mypy_cache|\.ruff_cache|\.hypothesis)(?:/|$)")
+# round 18: a shell variable inside a name (`/app/output.$name.txt`, read as `VAR`): a name built at run time
+_SHELL_BUILT = re.compile(r"(?<![A-Za-z])VAR(?![A-Za-z])")
+#: Round 18: a placeholder instruction names no place and has at most this many words (LiveCodeBench Pro's `base`).
+PLACEHOLDER_WORDS = 5
 # round 17: cargo's own output, in a tests folder whose shell builds with cargo itself
 _CARGO_BUILD = re.compile(r"\bcargo[ \t]+(?:\+\S+[ \t]+)?(?:build|install)\b")
 _CARGO_OUTPUT = re.compile(r"/target(?:/|$)")
@@ -456,6 +472,8 @@ def named_facts(text: str) -> list[str]:
             continue  # f"/app/out/plan_b{n}.json": the head of a name built at run time (round 10), no place
         if not _names_a_place(path):
             continue  # `/.+`, `/./i`, `/24`: a regular expression's piece or a netmask, no place (round 11)
+        if _SHELL_BUILT.search(path):
+            continue  # `/app/output.$name.txt`: a name a test shell builds at run time (round 18), no place
         if not _is_place(path) and not path.endswith(("-", "_")):  # "/mmbert-": a name's fragment, no path
             found.append(path)
     found += [
@@ -551,6 +569,26 @@ def unrun_scripts(files: list[Path]) -> set[Path]:
         run += sorted(reached)
 
 
+def shell_idle_paths(code: str) -> set[str]:
+    """The paths a test shell script only removes or asserts absent (round 18): every time ``code`` (shell code, as
+    :func:`code_of_test` gives it) writes them is in an ``rm`` or a ``[ ! -e ... ]`` test: its housekeeping (a stale
+    output cleared before a build) or an absence guard, nothing the agent makes.
+
+    Examples
+    --------
+    >>> sorted(shell_idle_paths("rm -f /app/output.txt /app/sim.jar\\n[ ! -e /app/later.json ] || exit 1\\n"))
+    ['/app/later.json', '/app/output.txt', '/app/sim.jar']
+    >>> shell_idle_paths("rm -f /app/out.txt\\n./run.sh\\ncat /app/out.txt\\n")
+    set()
+    """
+    idle: list[str] = []
+    for match in _SHELL_REMOVE.finditer(code):
+        idle += [piece.strip("'\"").rstrip("/") for piece in match.group(1).split()]
+    idle += [match.group(1).rstrip("/") for match in _SHELL_ABSENT.finditer(code)]
+    written = [match.group(1).rstrip("/.") for match in _PATH.finditer(code)]
+    return {path for path in set(idle) if path and written.count(path) <= idle.count(path)}
+
+
 def asked_facts(
     files: list[Path],
     environment: frozenset[str] = frozenset(),
@@ -573,6 +611,8 @@ def asked_facts(
     starts_shipped = False
     started: set[str] = set()
     cargo_builds = False
+    naming: dict[str, int] = {}  # how many test files name each fact, and of them how many only idly (round 18)
+    idling: dict[str, int] = {}
     unrun = unrun_scripts(files)
     texts: dict[Path, str] = {}
     for path in files:
@@ -598,6 +638,10 @@ def asked_facts(
         if path.suffix.lower() == ".py" and not linked:
             named = [fact for fact in named if not fact.startswith("port ")]
         facts += named
+        idle = idle_paths(raw) if path.suffix.lower() == ".py" else shell_idle_paths(text)
+        for fact in named:
+            naming[fact] = naming.get(fact, 0) + 1
+            idling[fact] = idling.get(fact, 0) + (fact in idle)
         sources |= compiled_sources(text)
         if path.suffix.lower() == ".py":
             sources |= compiled_sources(raw)  # through a name: the AST of the file as written
@@ -636,6 +680,9 @@ def asked_facts(
             or any(fact == box or fact.startswith(box + "/") for box in toolboxes)
             or any(_built_beside(fact, source) for source in sources)
             or (cargo_builds and _CARGO_OUTPUT.search(fact) is not None)  # round 17: the tests' own cargo build
+            or idling.get(fact, 0) == naming.get(fact, -1)  # round 18: only asserted absent or removed, in every file
+            or _ABSENT_NAME.search(fact) is not None  # round 18: a place meant to be absent
+            or _RUNNER_CACHE.search(fact) is not None  # round 18: pytest's own cache
         ):
             mine += 1
         elif _HIDDEN_NAME.search(fact):
@@ -756,6 +803,19 @@ def names_no_place(instruction: str) -> bool:
     return _FILE_NAME.search(instruction) is None and _ANY_PLACE.search(instruction) is None
 
 
+def is_placeholder(instruction: str) -> bool:
+    """Whether ``instruction`` is a placeholder (round 18): it names no place (:func:`names_no_place`) and has at most
+    :data:`PLACEHOLDER_WORDS` words. An instruction of prose without a path is not one: it may describe its places in
+    words ("solve dot py inside the app folder"; round 17's held-out part).
+
+    Examples
+    --------
+    >>> is_placeholder("base"), is_placeholder("Fix the scheduler so that every scenario runs without a deadline miss.")
+    (True, False)
+    """
+    return names_no_place(instruction) and len(instruction.split()) <= PLACEHOLDER_WORDS
+
+
 def task_workdir(task_dir: Path) -> str | None:
     """The agent's working folder: task.toml's ``[environment] workdir``, else the Dockerfile's last
     ``WORKDIR``; None when neither says.
@@ -815,7 +875,7 @@ def named_in_instruction(
     ]
     # round 17: a fault where the instruction names the file at another place, or names no place at all; a
     # place it names nowhere is a note (on real tasks mostly the verifier's own machinery: docs/checks.md)
-    nameless = names_no_place(instruction)
+    nameless = is_placeholder(instruction)  # round 18: a placeholder, not any instruction without a path
     elsewhere = {fact: place for fact in missing if (place := named_elsewhere(fact, instruction)) is not None}
     wrong = tuple(fact for fact in missing if nameless or fact in elsewhere)
     unplaced = tuple(fact for fact in missing if fact not in wrong)
@@ -827,7 +887,7 @@ def named_in_instruction(
     hidden += tuple(unnamed)
     if wrong:
         if nameless:
-            why = "the instruction names no place at all"
+            why = "the instruction is a placeholder: it names no place at all"
         else:
             why = "named elsewhere: " + ", ".join(f"{fact} as {elsewhere[fact]}" for fact in wrong)
         evidence = f"{FAULT_LEAD}{', '.join(wrong)}; {why}" + (f"; {apart}" if apart else "")

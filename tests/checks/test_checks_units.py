@@ -118,7 +118,7 @@ def test_named_in_instruction_reports_what_is_missing(tmp_path: Path) -> None:
     assert elsewhere.evidence == "not in the instruction: /app/b.txt; named elsewhere: /app/b.txt as /out/b.txt"
     nowhere = named_in_instruction("Do the task.", [tmp_path])  # an instruction that names no place at all
     assert (nowhere.outcome, nowhere.wrong) == ("fault", ("/app/a.txt", "/app/b.txt", "port 9000"))
-    assert "; the instruction names no place at all" in nowhere.evidence
+    assert "; the instruction is a placeholder: it names no place at all" in nowhere.evidence
     assert named_in_instruction("Write /app/a.txt and /app/b.txt on 9000.", [tmp_path]).outcome == "ok"
     # a longer path does not count as naming a shorter one
     assert named_in_instruction("Write /app/a.txt.bak, /app/b.txt, 9000.", [tmp_path]).missing == ("/app/a.txt",)

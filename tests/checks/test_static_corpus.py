@@ -699,6 +699,48 @@ def test_the_verdict_is_a_fault_only_where_the_instruction_gets_a_place_wrong(tm
     assert named_in_instruction("Keep the Makefile; write /output/b.csv.", folders).wrong == ()
 
 
+def test_what_the_tests_only_assert_absent_or_remove_asks_nothing(tmp_path: Path) -> None:
+    # round 17's held-out part: a multi-step corpus's absence guards (each step's tests assert that later steps'
+    # files do not exist yet: 129 items) and the tests clearing the way (`rm -f` of a stale output before their own
+    # build, a shipped reference binary unlinked before the agent's runs). A path also read elsewhere stays asked
+    test = (
+        'LATER = Path("/app/3_report.json")\n'
+        "def test_step_one():\n"
+        '    assert not Path("/app/2_index.sqlite").exists()\n'
+        "    assert not LATER.exists()\n"
+        '    os.unlink("/app/reference/mkfs")\n'
+        '    assert Path("/app/out.json").exists()\n'
+    )
+    shell = "rm -f /app/output.txt\n[ ! -e /app/later.bin ] || exit 1\nrm -rf /app/cache\ncat /app/cache/x\n"
+    folders = _step(tmp_path, {"test_outputs.py": test, "test.sh": shell})
+    found = named_in_instruction("Write `/app/out.json`.", folders)
+    assert found.missing == ("/app/cache/x",), found.evidence
+    both = _step(tmp_path / "both", {"test_outputs.py": test, "test.sh": "cat /app/3_report.json\n"})
+    assert named_in_instruction("Write `/app/out.json`.", both).missing == ("/app/3_report.json",)
+
+
+def test_what_a_test_shell_builds_runs_and_names_at_run_time_is_its_own(tmp_path: Path) -> None:
+    # round 17's held-out part (seven tasks of one corpus): test.sh compiles the agent's Kotlin sources into a jar,
+    # runs it on each scenario with an output path built from the scenario's name, under a placeholder-free prose
+    # instruction; also a path meant to be absent, pytest's cache, and `127.0.0.1` after a comma (no port)
+    shell = (
+        "rm -f /app/output.txt\n"
+        "kotlinc /app/src/*.kt -include-runtime -d /app/sim.jar\n"
+        "for s in /app/scenarios/*.txt; do name=$(basename $s .txt)\n"
+        '    java -jar /app/sim.jar "$s" "/app/output.$name.txt"; done\n'
+        "rm -rf /app/.pytest_cache\n"
+        "export NO_PROXY=localhost,127.0.0.1\n"
+        "validate --file /nonexistent/file.mp4 && exit 1\n"
+    )
+    folders = _step(tmp_path, {"test.sh": shell})
+    said = "Fix the scheduler in the Kotlin sources so that no scenario misses its deadline."
+    found = named_in_instruction(said, folders)
+    # the agent's sources it compiles and the shipped inputs it feeds are still asked
+    assert found.missing == ("/app/src", "/app/scenarios"), found.evidence
+    assert found.outcome == "note"  # a prose instruction without a path is no placeholder (round 18)
+    assert named_in_instruction("base", folders).outcome == "fault"  # a placeholder is
+
+
 # ---------------------------------------------------------------- round 10's held-out part ------------------
 def test_round_10_held_out_figures_follow_from_the_labels() -> None:
     # docs/checks.md's round 10 table, recomputed from the hand labels (scripts/corpus_labels.csv): every item
@@ -840,7 +882,8 @@ def test_round_17_held_out_figures_follow_from_the_labels() -> None:
     items = pl.read_csv(ROOT / "scripts" / "corpus_round17_items.csv", infer_schema=False)
     labels = pl.read_csv(ROOT / "scripts" / "corpus_labels.csv", infer_schema=False).fill_null("")
     joined = items.join(labels, on=["corpus", "task", "step", "check", "item"], how="left")
-    assert joined.height == items.height == 264 and joined["label"].null_count() == 0
+    assert joined.height == items.height == 264
+    assert joined["label"].null_count() == 0
 
     def figure(part: pl.DataFrame) -> tuple[int, int, float, float, float]:
         true = part.filter(pl.col("label") == "true").height
