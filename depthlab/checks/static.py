@@ -30,9 +30,13 @@ is not; ``harbor lint``.
     ships and the tests start themselves; round 14: a file a Python test writes itself, a string used as a subscript
     key; round 16: a pattern's piece with no letter or digit after a real name (``/w/.+``), an ``-o`` target on the
     next line of an argument list, the port the tests give a shipped app in their own start of it:
-    :func:`started_ports`), and ports outside a connection (only ``localhost:N``, a URL's port but a public
-    address's, a ``port=N`` argument, ``--port N``, ``nc host N`` or a constant named with ``PORT`` as a whole
-    word count; never arithmetic; in a Python test, only where it connects somewhere: :func:`connects`, round 14).
+    :func:`started_ports`; round 17: what the tests' own ``cargo build`` writes; round 18: a path every test file
+    that names it only asserts absent or removes, :func:`idle_paths` and :func:`shell_idle_paths`, what ``kotlinc``
+    or ``javac -d`` or ``go build -o`` writes, a name a test shell builds at run time, a path named to be absent,
+    ``/nonexistent``, the test runner's caches), and ports outside a connection (only ``localhost:N``, a URL's port
+    but a public address's, a ``port=N`` argument, ``--port N``, ``nc host N`` or a constant named with ``PORT`` as
+    a whole word count; never arithmetic; in a Python test, only where it connects somewhere: :func:`connects`,
+    round 14).
     Named: verbatim (a folder with its closing slash too); under the working folder, by its path relative to it
     (``hello.txt`` or ``./hello.txt`` for ``/app/hello.txt``); under ``/root``, with ``~``; a file, by a named folder
     holding it; a folder, by a named file under it; a port, as a whole number; a path, by its ``file://`` URI;
@@ -44,9 +48,8 @@ is not; ``harbor lint``.
     (outcome ``note`` when they are all there is), never missing. Round 17, the verdict: a place the tests ask
     about that the instruction does not name is a ``fault`` when the instruction names it at another place
     (:func:`named_elsewhere`: ``/output/a.csv`` for ``/workspace/output/a.csv``) or names no place at all
-    (:func:`names_no_place`), the cause in the evidence; one it names nowhere is a ``note`` (on real tasks
-    mostly the verifier's own machinery, docs/checks.md), listed apart. The tests' own ``cargo build`` output
-    (``target/``) is the verifier's (round 17).
+    (round 18: is a placeholder, :func:`is_placeholder`), the cause in the evidence; one it names nowhere is a
+    ``note`` (on real tasks mostly the verifier's own machinery, docs/checks.md), listed apart.
 ``fix_not_in_instruction``
     No command line of the step's key step appears verbatim in its instruction (an instruction that
     spells out the fix makes the key step free).

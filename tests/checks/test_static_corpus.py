@@ -900,6 +900,20 @@ def test_round_17_held_out_figures_follow_from_the_labels() -> None:
     assert counts == {"debatable": 5, "false": 19}
 
 
+def test_round_18_held_out_figures_follow_from_the_labels() -> None:
+    # docs/checks.md's round 18 held-out part (rules frozen and figures pre-registered at d20a877): 66 tasks of four
+    # corpora no round had read; every item false or debatable, so each pre-registered figure is 0
+    items = pl.read_csv(ROOT / "scripts" / "corpus_round18_items.csv", infer_schema=False)
+    labels = pl.read_csv(ROOT / "scripts" / "corpus_labels.csv", infer_schema=False).fill_null("")
+    joined = items.join(labels, on=["corpus", "task", "step", "check", "item"], how="left")
+    assert joined.height == items.height == 43
+    assert joined["label"].null_count() == 0
+    counts = {(kind, label): n for kind, label, n in joined.group_by("outcome", "label").len().rows()}
+    assert counts == {("fault", "false"): 13, ("unplaced", "false"): 24, ("unplaced", "debatable"): 6}
+    low, high = proportion_ci([0], [13])
+    assert (round(float(low[0]), 2), round(float(high[0]), 2)) == (0.0, 0.23)  # 1. the figure: not replicated
+
+
 # ---------------------------------------------------------------- the cookbook, as shipped -------------------
 def test_the_cookbook_recipes_raise_no_flag(samples: Path, tmp_path: Path) -> None:
     root = samples / "harbor-framework_harbor-cookbook" / "harbor_cookbook" / "recipes"
