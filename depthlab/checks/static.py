@@ -115,10 +115,12 @@ SYSTEM_PATHS: tuple[str, ...] = (
 BARE_FOLDERS: frozenset[str] = frozenset(
     {"/", "/app", "/root", "/home", "/opt", "/srv", "/mnt", "/media", "/workspace"}
 )
-#: How a ``named_in_instruction`` row's evidence lists its kinds of item (read back by the corpus script).
+# How a ``named_in_instruction`` row's evidence leads each kind of item it lists (the corpus script reads them back).
+#: The places that make the row a ``fault``.
 FAULT_LEAD = "not in the instruction: "
-#: Round 17: places the tests ask about that the instruction names nowhere, a note.
+#: Round 17: the places the tests ask about that the instruction names nowhere, a note.
 UNPLACED_LEAD = "not named anywhere in the instruction (a note; often the verifier's own): "
+#: The hidden verifier inputs, set apart.
 HIDDEN_LEAD = "hidden verifier inputs, never named: "
 #: ``harbor lint`` rules about practice, not validity: a ``note``, never a ``fault``.
 LINT_NOTES: frozenset[str] = frozenset(
@@ -878,9 +880,9 @@ def named_in_instruction(
     ]
     # round 17: a fault where the instruction names the file at another place, or names no place at all; a
     # place it names nowhere is a note (on real tasks mostly the verifier's own machinery: docs/checks.md)
-    nameless = is_placeholder(instruction)  # round 18: a placeholder, not any instruction without a path
+    placeholder = is_placeholder(instruction)  # round 18: a placeholder, not any instruction without a path
     elsewhere = {fact: place for fact in missing if (place := named_elsewhere(fact, instruction)) is not None}
-    wrong = tuple(fact for fact in missing if nameless or fact in elsewhere)
+    wrong = tuple(fact for fact in missing if placeholder or fact in elsewhere)
     unplaced = tuple(fact for fact in missing if fact not in wrong)
     total = len(found.asked)
     said = [f"{UNPLACED_LEAD}{', '.join(unplaced)}"] if unplaced else []
@@ -889,7 +891,7 @@ def named_in_instruction(
     apart = "; ".join(said)
     hidden += tuple(unnamed)
     if wrong:
-        if nameless:
+        if placeholder:
             why = "the instruction is a placeholder: it names no place at all"
         else:
             why = "named elsewhere: " + ", ".join(f"{fact} as {elsewhere[fact]}" for fact in wrong)
