@@ -8,9 +8,9 @@ is not; ``harbor lint``.
     docstrings and assertion messages, shell scripts without their comments, shell parameter
     expansions resolved to their defaults); the files beside them (JSON, text, expected outputs) are
     fixtures the tests read, not questions. Not asked: Harbor's own folders and the system's
-    (:data:`SYSTEM_PATHS`), bare top folders (:data:`BARE_FOLDERS`), pieces of names (a substring
-    test, a JSON pointer, a regular expression's piece), the verifier's own tooling (a path with
-    ``verifier``, ``grader`` or ``grading`` in a name; what the tests make themselves: a folder they
+    (:data:`~depthlab.checks.places.SYSTEM_PATHS`), bare top folders (:data:`~depthlab.checks.places.BARE_FOLDERS`),
+    pieces of names (a substring test, a JSON pointer, a regular expression's piece), the verifier's own tooling (a
+    path with ``verifier``, ``grader`` or ``grading`` in a name; what the tests make themselves: a folder they
     create, a virtual environment, a clone, a download, a ``PATH`` value, a copy's target, a compiled
     ``-o``, a file ``pytest`` runs; a program the tests run that the task's ``environment/`` ships; a
     file their shell sources, a folder it enters, a file it redirects a command's output into but for
@@ -47,9 +47,10 @@ is not; ``harbor lint``.
     accept any one of* (:func:`alternatives`) none of which the instruction names: reported apart
     (outcome ``note`` when they are all there is), never missing. Round 17, the verdict: a place the tests ask
     about that the instruction does not name is a ``fault`` when the instruction names it at another place
-    (:func:`named_elsewhere`: ``/output/a.csv`` for ``/workspace/output/a.csv``) or names no place at all
-    (round 18: is a placeholder, :func:`is_placeholder`), the cause in the evidence; one it names nowhere is a
-    ``note`` (on real tasks mostly the verifier's own machinery, docs/checks.md), listed apart.
+    (:func:`~depthlab.checks.places.named_elsewhere`: ``/output/a.csv`` for ``/workspace/output/a.csv``) or names
+    no place at all (round 18: is a placeholder, :func:`~depthlab.checks.places.is_placeholder`), the cause in the
+    evidence; one it names nowhere is a ``note`` (on real tasks mostly the verifier's own machinery,
+    docs/checks.md), listed apart. How an instruction names a place: :mod:`depthlab.checks.places`.
 ``fix_not_in_instruction``
     No command line of the step's key step appears verbatim in its instruction (an instruction that
     spells out the fix makes the key step free).
@@ -80,6 +81,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from depthlab.checks.places import PATH, in_instruction, is_placeholder, named_elsewhere, needs_no_naming
 from depthlab.checks.python_places import (
     INTERPRETER,
     alternatives,
@@ -92,29 +94,6 @@ from depthlab.checks.python_places import (
     unasked_parts,
 )
 
-#: Path prefixes no instruction need name: Harbor's own folders and the system's.
-SYSTEM_PATHS: tuple[str, ...] = (
-    "/logs",
-    "/tests",
-    "/solution",
-    "/dev",
-    "/proc",
-    "/sys",
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/lib",
-    "/lib64",
-    "/etc",
-    "/tmp",
-    "/run",
-    "/var",
-    "/opt/conda",
-)
-#: Folders that alone (not the files under them) are a place, not a fact to state.
-BARE_FOLDERS: frozenset[str] = frozenset(
-    {"/", "/app", "/root", "/home", "/opt", "/srv", "/mnt", "/media", "/workspace"}
-)
 # How a ``named_in_instruction`` row's evidence leads each kind of item it lists (the corpus script reads them back).
 #: The places that make the row a ``fault``.
 FAULT_LEAD = "not in the instruction: "
@@ -135,11 +114,6 @@ LINT_NOTES: frozenset[str] = frozenset(
     }
 )
 
-# an absolute path: a slash after a delimiter (not after a word, a variable's closing brace, another path)
-# (nor after a '#': `#/definitions/` is a JSON pointer; nor after '<': `</script>` is a closing tag); one
-# ending at a backslash is a regular expression's piece (`/home/u/ca-bundle\.crt`), read as no path
-# (nor after a '*': `-path "*/test/*"` is a glob's piece; round 9)
-_PATH = re.compile(r"(?<![\w.$:/~}\])#<*-])((?>/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?))(?!\\)")
 # a quoted path tested as a substring: followed by ` in` / ` not in`, or the argument of a string method
 _FRAGMENT_TEST = re.compile(r"['\"][ \t]+(?:not[ \t]+)?in\b")
 _FRAGMENT_LEAD = re.compile(
@@ -252,11 +226,6 @@ _JS_RUNNER = re.compile(
     r"|playwright|cypress)(?![\w./@-])"
 )
 _EXPOSE = re.compile(r"(?im)^[ \t]*EXPOSE[ \t]+([^\n]+)")
-# a `file://` URI's scheme and empty host, before its absolute path (round 13): the path is the place named
-_FILE_URI = re.compile(r"\bfile://(?=/)", re.IGNORECASE)
-# what a Node package manager's install writes in the folder it runs in (round 16): `D/node_modules` and under it
-_INSTALLED = re.compile(r"(/[^\s]*?)/node_modules(?:/[^\s]*)?")
-_NODE_INSTALL = re.compile(r"\b(?:(?:npm|pnpm)[ \t]+(?:install|i|ci|add)|yarn[ \t]+(?:install|add))\b")
 # round 18: what a test shell only removes or asserts absent (`rm -f /app/out.txt`, `[ ! -e /app/later ]`)
 _SHELL_REMOVE = re.compile(r"\brm[ \t]+(?:-\S+[ \t]+)*((?:['\"]?/[\w.+/-]+['\"]?[ \t]*)+)")
 _SHELL_ABSENT = re.compile(r"(?:\[\[?|\btest)[ \t]+![ \t]+-[a-zA-Z][ \t]+['\"]?(/[\w.+/-]+)")
@@ -266,16 +235,9 @@ _ABSENT_NAME = re.compile(r"(?i)(?:^|/)(?:non-?existent|does-?not-?exist|no-?suc
 _RUNNER_CACHE = re.compile(r"/(?:\.pytest_cache|__pycache__|\.mypy_cache|\.ruff_cache|\.hypothesis)(?:/|$)")
 # round 18: a shell variable inside a name (`/app/output.$name.txt`, read as `VAR`): a name built at run time
 _SHELL_BUILT = re.compile(r"(?<![A-Za-z])VAR(?![A-Za-z])")
-#: Round 18: a placeholder instruction names no place and has at most this many words (LiveCodeBench Pro's `base`).
-PLACEHOLDER_WORDS = 5
 # round 17: cargo's own output, in a tests folder whose shell builds with cargo itself
 _CARGO_BUILD = re.compile(r"\bcargo[ \t]+(?:\+\S+[ \t]+)?(?:build|install)\b")
 _CARGO_OUTPUT = re.compile(r"/target(?:/|$)")
-# round 17: a file name an instruction may give bare (`out.txt`): a name with a suffix that has a letter
-# (a stem of two characters or more: `e.g.` is no file)
-_FILE_NAME = re.compile(r"(?<![\w/.~-])(?=[\w+-]*[A-Za-z])[\w+-]{2,}\.[A-Za-z]\w{0,7}(?![\w-]|\.\w)")
-# round 17: any sign of a place in an instruction: a path, a file name, a port
-_ANY_PLACE = re.compile(r"(?:^|[\s`'\"(=:])~?/[\w.-]|\bport\b|:\d{2,5}\b", re.IGNORECASE)
 _MAX_TEST_BYTES = 512 * 1024
 
 
@@ -467,7 +429,7 @@ def named_facts(text: str) -> list[str]:
     ['port 9000', 'user bob']
     """
     found: list[str] = []
-    for match in _PATH.finditer(text):
+    for match in PATH.finditer(text):
         path = match.group(1).rstrip("/.") or "/"
         if _FRAGMENT_TEST.match(text, match.end()) or _FRAGMENT_LEAD.search(
             text, max(0, match.start() - 40), match.start()
@@ -479,7 +441,7 @@ def named_facts(text: str) -> list[str]:
             continue  # `/.+`, `/./i`, `/24`: a regular expression's piece or a netmask, no place (round 11)
         if _SHELL_BUILT.search(path):
             continue  # `/app/output.$name.txt`: a name a test shell builds at run time (round 18), no place
-        if not _is_place(path) and not path.endswith(("-", "_")):  # "/mmbert-": a name's fragment, no path
+        if not needs_no_naming(path) and not path.endswith(("-", "_")):  # "/mmbert-": a name's fragment, no path
             found.append(path)
     found += [
         f"port {match.group(1)}"
@@ -507,11 +469,6 @@ def _names_a_place(path: str) -> bool:
     if any(piece not in {".", ".."} and not re.search(r"[A-Za-z0-9]", piece) for piece in rest):
         return False  # round 16: a piece after a real name too (`/snapshots/.+` of `^oldest=(/snapshots/.+)$`)
     return not all(piece.isdigit() for piece in (first, *rest))
-
-
-def _is_place(path: str) -> bool:
-    """A bare top folder or under Harbor's or the system's folders: nothing an instruction need name."""
-    return path in BARE_FOLDERS or any(path == root or path.startswith(root + "/") for root in SYSTEM_PATHS)
 
 
 def _writes_data(text: str, at: int) -> bool:
@@ -590,7 +547,7 @@ def shell_idle_paths(code: str) -> set[str]:
     for match in _SHELL_REMOVE.finditer(code):
         idle += [piece.strip("'\"").rstrip("/") for piece in match.group(1).split()]
     idle += [match.group(1).rstrip("/") for match in _SHELL_ABSENT.finditer(code)]
-    written = [match.group(1).rstrip("/.") for match in _PATH.finditer(code)]
+    written = [match.group(1).rstrip("/.") for match in PATH.finditer(code)]
     return {path for path in set(idle) if path and written.count(path) <= idle.count(path)}
 
 
@@ -701,124 +658,6 @@ def _built_beside(fact: str, source: str) -> bool:
     """Whether ``fact`` is what a compiler writes beside ``source``: the same folder and stem, another suffix."""
     made, given = Path(fact), Path(source)
     return made.parent == given.parent and made.stem == given.stem and made.suffix not in {"", given.suffix}
-
-
-def in_instruction(fact: str, instruction: str, workdir: str | None = None) -> bool:
-    """Whether ``instruction`` names ``fact`` (from :func:`named_facts`): verbatim (a port or user by its
-    value); under ``workdir``, by its relative path; a file, by a named folder holding it; a folder, by a
-    named path under it.
-
-    Examples
-    --------
-    >>> in_instruction("/app/out.txt", "Write `/app/out.txt`."), in_instruction("port 8080", "serve on 8080")
-    (True, True)
-    >>> in_instruction("/app/hello.txt", "Create hello.txt.", "/app"), in_instruction("/app/hello.txt", "Create x.")
-    (True, False)
-    >>> in_instruction("/app/docs", "Write /app/docs/a.md."), in_instruction("/app/out/a.json", "Write to /app/out/.")
-    (True, True)
-    >>> in_instruction("/app/out/a.json", "Write /app/out/b.json.")
-    False
-    >>> in_instruction("/app/sub/a.csv", "Write `./sub/a.csv`.", "/app"), in_instruction("/app/v", "in /app/v/.")
-    (True, True)
-    >>> in_instruction("port 8080", "at http://localhost:8080/auth"), in_instruction("/root/.gnupg", "in ~/.gnupg/")
-    (True, True)
-    >>> in_instruction("/w/runs", "e.g. `uri=file:///w/runs`"), in_instruction("/w/runs", "e.g. `uri=http://h/w/runs`")
-    (True, False)
-    """
-    if fact.startswith("port "):  # a whole number: "localhost:8080/auth" names port 8080
-        return re.search(rf"(?<![\w.]){re.escape(fact[5:])}(?!\w)", instruction) is not None
-    if fact.startswith("user "):
-        return _names(fact[5:], instruction)
-    installed = _INSTALLED.fullmatch(fact)
-    if installed and _NODE_INSTALL.search(instruction):  # round 16: `npm install` in a folder it names
-        folder = installed.group(1)
-        if folder == (workdir or "").rstrip("/") or in_instruction(folder, instruction, workdir):
-            return True
-    # a `file://` URI names its path (round 13): `tracking_uri=file:///w/mlruns` names /w/mlruns
-    instruction = _FILE_URI.sub(" ", instruction)
-    candidates = [fact]
-    if workdir and workdir.rstrip("/") and fact.startswith(workdir.rstrip("/") + "/"):
-        relative = fact[len(workdir.rstrip("/")) + 1 :]
-        candidates += [relative, f"./{relative}"]  # `./submission/audit.csv` names /app/submission/audit.csv
-    if fact.startswith("/root/"):  # Harbor's agents run as root: `~/.gnupg` is /root/.gnupg
-        candidates.append("~" + fact[len("/root") :])
-    for value in candidates:
-        if _names(value, instruction) or re.search(rf"(?<![\w/.-]){re.escape(value)}/[\w.-]", instruction):
-            return True
-        parts = value.split("/")
-        for end in range(len(parts) - 1, 0, -1):
-            folder = "/".join(parts[:end])
-            if not folder.strip("/.") or _is_place(folder):
-                continue
-            # a folder holding the file, named as a folder (a relative one with its slash)
-            slash = "/" if not folder.startswith("/") else "/?"
-            if re.search(rf"(?<![\w/.-]){re.escape(folder)}{slash}(?!/?\w|/?[.-]\w)", instruction):
-                return True
-    return False
-
-
-def _names(value: str, instruction: str) -> bool:
-    # not a part of a longer name: no word, slash or dash around it, no ".ext" or path after it (a full stop
-    # is fine, and so is a folder's closing slash: `/app/videos/`)
-    return re.search(rf"(?<![\w/.-]){re.escape(value)}(?![\w-]|/[\w.-]|\.\w)", instruction) is not None
-
-
-def named_elsewhere(fact: str, instruction: str) -> str | None:
-    """Where ``instruction`` puts the file ``fact`` names, when that is another place (round 17): a path of the
-    instruction ending in the same name (``/output/a.csv`` for ``/workspace/output/a.csv``), or the bare name
-    when it has a suffix (``out.txt`` for ``/app/results/out.txt``); None when it names the name nowhere (or
-    names the place itself: :func:`in_instruction` is asked first).
-
-    Examples
-    --------
-    >>> named_elsewhere("/workspace/output/a.csv", "Save the table to `/output/a.csv`.")
-    '/output/a.csv'
-    >>> named_elsewhere("/app/results/out.txt", "Write done to out.txt in the results folder.")
-    'out.txt'
-    >>> named_elsewhere("/app/scripts", "Fix the scripts."), named_elsewhere("/app/a.csv", "Write /app/b.csv.")
-    (None, None)
-    >>> named_elsewhere("port 8080", "Serve on port 9090.") is None
-    True
-    """
-    name = fact.rstrip("/").rsplit("/", 1)[-1]
-    if not fact.startswith("/") or not re.search(r"[A-Za-z]", name):
-        return None
-    # a path of the instruction ending in the name, not part of a longer name
-    for match in _PATH.finditer(instruction):
-        found = match.group(1).rstrip("/.")
-        if found.rsplit("/", 1)[-1] == name and found != fact:
-            return found
-    bare = _FILE_NAME.fullmatch(name) is not None
-    if bare and re.search(rf"(?<![\w/.~-]){re.escape(name)}(?![\w-]|\.\w|/)", instruction):
-        return name
-    return None
-
-
-def names_no_place(instruction: str) -> bool:
-    """Whether ``instruction`` names no place at all (round 17): no path, no file name, no port; an instruction
-    that cannot tell the agent where anything goes (LiveCodeBench Pro's migrated ``base``).
-
-    Examples
-    --------
-    >>> names_no_place("base"), names_no_place("Write the answer to answer.txt."), names_no_place("Edit /app/x")
-    (True, False, False)
-    >>> names_no_place("Serve the API on port 8000."), names_no_place("Fix the failing build, e.g. the linker.")
-    (False, True)
-    """
-    return _FILE_NAME.search(instruction) is None and _ANY_PLACE.search(instruction) is None
-
-
-def is_placeholder(instruction: str) -> bool:
-    """Whether ``instruction`` is a placeholder (round 18): it names no place (:func:`names_no_place`) and has at most
-    :data:`PLACEHOLDER_WORDS` words. An instruction of prose without a path is not one: it may describe its places in
-    words ("solve dot py inside the app folder"; round 17's held-out part).
-
-    Examples
-    --------
-    >>> is_placeholder("base"), is_placeholder("Fix the scheduler so that every scenario runs without a deadline miss.")
-    (True, False)
-    """
-    return names_no_place(instruction) and len(instruction.split()) <= PLACEHOLDER_WORDS
 
 
 def task_workdir(task_dir: Path) -> str | None:

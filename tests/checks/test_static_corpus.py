@@ -18,12 +18,12 @@ import polars as pl
 import pytest
 
 from depthlab.checks import check_tasks
+from depthlab.checks.places import in_instruction
 from depthlab.checks.static import (
     alternatives,
     code_of_test,
     environment_files,
     environment_ports,
-    in_instruction,
     named_facts,
     named_in_instruction,
 )
