@@ -212,9 +212,8 @@ def flagged_items(row: dict) -> list[str]:
     if evidence.startswith(static.FAULT_LEAD):
         # what follows the first "; " is the fault's reason and what is set apart: notes, hidden inputs, groups
         return evidence[len(static.FAULT_LEAD) :].split("; ", 1)[0].split(", ")
-    lead = "the instruction spells out: "
-    if evidence.startswith(lead):
-        return evidence[len(lead) :].split(" | ")
+    if evidence.startswith(static.SPELLED_LEAD):
+        return evidence[len(static.SPELLED_LEAD) :].split(" | ")
     return [evidence]
 
 

@@ -1,7 +1,8 @@
 """The places a test's Python (or shell) code handles itself, which the tests therefore do not ask the agent
 about: what it makes, writes or hands over (:func:`made_or_handed_paths`), the programs it starts
 (:func:`started_programs`), the sources it compiles (:func:`compiled_sources`), and the places it accepts any one
-of (:func:`alternatives`); whether it connects anywhere (:func:`connects`: else its ports are values); and the
+of (:func:`alternatives`); the places it only asserts absent or removes (:func:`idle_paths`, round 18); whether
+it connects anywhere (:func:`connects`: else its ports are values); and the
 parts of a Python test that ask nothing (:func:`unasked_parts`: a sentence it builds, an answer it compares or
 looks up, a URL it sends as a request's data, a subscript's key).
 

@@ -101,6 +101,8 @@ FAULT_LEAD = "not in the instruction: "
 UNPLACED_LEAD = "not named anywhere in the instruction (a note; often the verifier's own): "
 #: The hidden verifier inputs, set apart.
 HIDDEN_LEAD = "hidden verifier inputs, never named: "
+#: How a ``fix_not_in_instruction`` fault leads the key step's lines the instruction gives.
+SPELLED_LEAD = "the instruction spells out: "
 #: ``harbor lint`` rules about practice, not validity: a ``note``, never a ``fault``.
 LINT_NOTES: frozenset[str] = frozenset(
     {
@@ -748,7 +750,7 @@ def fix_not_in_instruction(instruction: str, key: list[str]) -> StaticResult:
     """The ``fix_not_in_instruction`` check of one step, given its key step's command lines."""
     given = tuple(line for line in key if line in instruction)
     if given:
-        return StaticResult("fault", len(key), given, "the instruction spells out: " + " | ".join(given), wrong=given)
+        return StaticResult("fault", len(key), given, SPELLED_LEAD + " | ".join(given), wrong=given)
     return StaticResult("ok", len(key), (), f"none of the key step's {len(key)} lines is in the instruction")
 
 
